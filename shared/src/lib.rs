@@ -1,0 +1,14 @@
+//! Strato's shared core: identifiers, domain records, the cluster state machine, template manifests and
+//! provider catalogs, validation and rendering of Terraform inputs, the AWS resource definitions, and the
+//! offline test bed (feature `testbed`).
+
+pub mod catalog;
+pub mod error;
+pub mod ids;
+pub mod model;
+pub mod render;
+pub mod state_machine;
+pub mod template;
+pub mod validate;
+
+pub use error::{Error, ErrorCategory, UserError};

@@ -1,0 +1,300 @@
+//! Domain records: what a cluster is, what an operation on it is.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::error::UserError;
+use crate::ids::{ClusterId, ClusterName, OperationId, TenantId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CloudProvider {
+    Aws,
+    Gcp,
+    Azure,
+    Digitalocean,
+    Linode,
+}
+
+impl CloudProvider {
+    pub const ALL: [CloudProvider; 5] = [
+        CloudProvider::Aws,
+        CloudProvider::Gcp,
+        CloudProvider::Azure,
+        CloudProvider::Digitalocean,
+        CloudProvider::Linode,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloudProvider::Aws => "aws",
+            CloudProvider::Gcp => "gcp",
+            CloudProvider::Azure => "azure",
+            CloudProvider::Digitalocean => "digitalocean",
+            CloudProvider::Linode => "linode",
+        }
+    }
+}
+
+impl fmt::Display for CloudProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for CloudProvider {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        CloudProvider::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| format!("unknown provider '{s}'; allowed: aws, gcp, azure, digitalocean, linode"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ClusterState {
+    Pending,
+    Provisioning,
+    Configuring,
+    Active,
+    Updating,
+    Deleting,
+    Deleted,
+    Failed,
+}
+
+impl ClusterState {
+    pub const ALL: [ClusterState; 8] = [
+        ClusterState::Pending,
+        ClusterState::Provisioning,
+        ClusterState::Configuring,
+        ClusterState::Active,
+        ClusterState::Updating,
+        ClusterState::Deleting,
+        ClusterState::Deleted,
+        ClusterState::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClusterState::Pending => "PENDING",
+            ClusterState::Provisioning => "PROVISIONING",
+            ClusterState::Configuring => "CONFIGURING",
+            ClusterState::Active => "ACTIVE",
+            ClusterState::Updating => "UPDATING",
+            ClusterState::Deleting => "DELETING",
+            ClusterState::Deleted => "DELETED",
+            ClusterState::Failed => "FAILED",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        self == ClusterState::Deleted
+    }
+}
+
+impl fmt::Display for ClusterState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ClusterState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ClusterState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| format!("unknown cluster state '{s}'"))
+    }
+}
+
+/// A template pinned by name and exact version; clusters keep the version they were created with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateRef {
+    pub name: String,
+    pub version: String,
+}
+
+/// What a tenant asks for. Variables are raw JSON until validated against the template
+/// (see [`crate::validate::validate`]), which yields a [`crate::validate::ValidatedSpec`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterSpec {
+    pub name: ClusterName,
+    pub template: TemplateRef,
+    pub provider: CloudProvider,
+    pub region: String,
+    #[serde(default)]
+    pub variables: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DriftInfo {
+    pub drifted: bool,
+    #[serde(with = "time::serde::rfc3339::option", default)]
+    pub checked_at: Option<OffsetDateTime>,
+    /// `address: action` per changed resource, as the plan reported it.
+    #[serde(default)]
+    pub changed_resources: Vec<ResourceChange>,
+    pub operation_id: Option<OperationId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceChange {
+    pub address: String,
+    pub actions: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cluster {
+    pub tenant_id: TenantId,
+    pub cluster_id: ClusterId,
+    pub spec: ClusterSpec,
+    pub state: ClusterState,
+    /// Optimistic-concurrency version: every write is conditioned on the version it read.
+    pub version: u64,
+    /// Non-sensitive outputs only; sensitive ones live encrypted elsewhere.
+    #[serde(default)]
+    pub outputs: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub drift: DriftInfo,
+    pub last_error: Option<UserError>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OperationKind {
+    Create,
+    Update,
+    Delete,
+    Plan,
+    DriftCheck,
+}
+
+impl OperationKind {
+    /// Whether the operation changes infrastructure (and so needs the cluster's write path).
+    pub fn mutates(self) -> bool {
+        matches!(self, OperationKind::Create | OperationKind::Update | OperationKind::Delete)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationStatus {
+    Queued,
+    Dispatched,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl OperationStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, OperationStatus::Succeeded | OperationStatus::Failed | OperationStatus::Cancelled)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// e.g. `init`, `plan`, `apply`, or `network/apply` for a staged template.
+    pub name: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub started_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option", default)]
+    pub finished_at: Option<OffsetDateTime>,
+    pub ok: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Operation {
+    pub operation_id: OperationId,
+    pub tenant_id: TenantId,
+    pub cluster_id: ClusterId,
+    pub kind: OperationKind,
+    pub status: OperationStatus,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// Incremented each time the operation is (re)started by the runner.
+    pub attempt: u32,
+    pub error: Option<UserError>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl Operation {
+    pub fn new(tenant_id: TenantId, cluster_id: ClusterId, kind: OperationKind, now: OffsetDateTime) -> Self {
+        Self {
+            operation_id: OperationId::generate(),
+            tenant_id,
+            cluster_id,
+            kind,
+            status: OperationStatus::Queued,
+            steps: Vec::new(),
+            attempt: 0,
+            error: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    pub fn current_step(&self) -> Option<&Step> {
+        self.steps.iter().rev().find(|s| s.finished_at.is_none()).or(self.steps.last())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_and_providers_round_trip_as_strings() {
+        for s in ClusterState::ALL {
+            assert_eq!(s.as_str().parse::<ClusterState>().unwrap(), s);
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for p in CloudProvider::ALL {
+            assert_eq!(p.as_str().parse::<CloudProvider>().unwrap(), p);
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+        }
+        assert!("ibm".parse::<CloudProvider>().unwrap_err().contains("allowed"));
+    }
+
+    #[test]
+    fn operation_kind_wire_names() {
+        assert_eq!(serde_json::to_value(OperationKind::DriftCheck).unwrap(), "drift-check");
+        assert!(OperationKind::Delete.mutates());
+        assert!(!OperationKind::DriftCheck.mutates());
+        assert!(OperationStatus::Cancelled.is_terminal());
+        assert!(!OperationStatus::Dispatched.is_terminal());
+    }
+
+    #[test]
+    fn current_step_is_the_open_one() {
+        let now = OffsetDateTime::now_utc();
+        let mut op = Operation::new("t1".parse().unwrap(), ClusterId::generate(), OperationKind::Create, now);
+        assert!(op.current_step().is_none());
+        op.steps.push(Step { name: "init".into(), started_at: now, finished_at: Some(now), ok: Some(true) });
+        op.steps.push(Step { name: "plan".into(), started_at: now, finished_at: None, ok: None });
+        assert_eq!(op.current_step().unwrap().name, "plan");
+    }
+
+    #[test]
+    fn spec_rejects_bad_names_on_deserialize() {
+        let bad = serde_json::json!({"name": "Bad Name", "template": {"name": "aws-eks-basic", "version": "1.0.0"},
+            "provider": "aws", "region": "us-east-1"});
+        assert!(serde_json::from_value::<ClusterSpec>(bad).is_err());
+    }
+}

@@ -1,0 +1,251 @@
+//! Rendering of Terraform inputs. Everything is written as JSON (`*.tfvars.json`, `*.tf.json`) through
+//! serde, never by pasting user values into HCL, so no value can become code.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::error::Error;
+use crate::ids::{ClusterId, TenantId};
+use crate::validate::ValidatedSpec;
+
+/// Values Strato itself supplies for a template's `managed` variables.
+#[derive(Debug, Clone, Default)]
+pub struct ManagedValues(pub BTreeMap<String, Value>);
+
+/// `terraform.tfvars.json`: the validated variables plus managed ones the template declares.
+pub fn tfvars_json(spec: &ValidatedSpec, managed: &ManagedValues) -> Result<String, Error> {
+    let mut vars: Map<String, Value> = spec.variables().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for name in spec.managed() {
+        if let Some(v) = managed.0.get(name) {
+            vars.insert(name.clone(), v.clone());
+        }
+    }
+    serde_json::to_string_pretty(&vars).map_err(|source| Error::Render { what: "terraform.tfvars.json", source })
+}
+
+/// Which generation of S3-backend settings the engine understands. Terraform 1.6 / OpenTofu 1.6 replaced
+/// `endpoint`/`dynamodb_endpoint`/`force_path_style` with `endpoints {}` and `use_path_style`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineDialect {
+    Legacy,
+    Modern,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl EngineVersion {
+    /// Parses `terraform version -json` output (`{"terraform_version": "0.15.0-rc2", …}`); OpenTofu prints the
+    /// same key.
+    pub fn from_version_json(text: &str) -> Option<Self> {
+        let v: Value = serde_json::from_str(text.trim()).ok()?;
+        Self::parse(v.get("terraform_version")?.as_str()?)
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        let core = s.trim().trim_start_matches('v').split(['-', '+']).next()?;
+        let mut it = core.split('.').map(|p| p.parse::<u32>().ok());
+        Some(Self { major: it.next()??, minor: it.next()??, patch: it.next().flatten().unwrap_or(0) })
+    }
+
+    fn at_least(&self, major: u32, minor: u32, patch: u32) -> bool {
+        (self.major, self.minor, self.patch) >= (major, minor, patch)
+    }
+
+    pub fn dialect(&self) -> EngineDialect {
+        if self.at_least(1, 6, 0) { EngineDialect::Modern } else { EngineDialect::Legacy }
+    }
+
+    /// `plan -refresh-only` arrived in 0.15.4.
+    pub fn supports_refresh_only(&self) -> bool {
+        self.at_least(0, 15, 4)
+    }
+
+    /// `-json` machine-readable UI for plan/apply arrived in 0.15.3.
+    pub fn supports_json_ui(&self) -> bool {
+        self.at_least(0, 15, 3)
+    }
+}
+
+/// Where a cluster's state lives: the platform bucket or the customer's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendConfig {
+    pub bucket: String,
+    pub key: String,
+    pub region: String,
+    pub lock_table: String,
+    /// Emulator endpoint (moto); `None` in AWS.
+    pub endpoint: Option<String>,
+}
+
+/// Per tenant, per cluster, per stage. Ids are restricted alphabets, so the key needs no escaping.
+pub fn state_key(tenant: &TenantId, cluster: &ClusterId, stage: &str) -> String {
+    format!("tenants/{tenant}/clusters/{cluster}/{stage}.tfstate")
+}
+
+impl BackendConfig {
+    /// `strato_backend.tf.json`, a complete `terraform { backend "s3" {} }` block.
+    pub fn tf_json(&self, dialect: EngineDialect) -> Result<String, Error> {
+        let mut s3 = json!({
+            "bucket": self.bucket,
+            "key": self.key,
+            "region": self.region,
+            "dynamodb_table": self.lock_table,
+            "encrypt": true,
+        });
+        if let Some(ep) = &self.endpoint {
+            let extra = match dialect {
+                EngineDialect::Legacy => json!({
+                    "endpoint": ep, "dynamodb_endpoint": ep, "sts_endpoint": ep, "force_path_style": true,
+                    "skip_credentials_validation": true, "skip_metadata_api_check": true,
+                    "skip_region_validation": true,
+                }),
+                EngineDialect::Modern => json!({
+                    "endpoints": { "s3": ep, "dynamodb": ep, "sts": ep }, "use_path_style": true,
+                    "skip_credentials_validation": true, "skip_metadata_api_check": true,
+                    "skip_region_validation": true, "skip_requesting_account_id": true,
+                }),
+            };
+            merge(&mut s3, extra);
+        }
+        let doc = json!({ "terraform": { "backend": { "s3": s3 } } });
+        serde_json::to_string_pretty(&doc).map_err(|source| Error::Render { what: "backend configuration", source })
+    }
+}
+
+/// AWS services the templates use; each gets the emulator endpoint when one is configured.
+const AWS_SERVICES: &[&str] = &["ec2", "iam", "eks", "sts", "s3", "dynamodb", "kms", "elb", "elbv2", "autoscaling"];
+
+/// `strato_provider_override.tf.json`: points the AWS provider at an emulator. Terraform merges `_override`
+/// files into the module's own `provider "aws"` block, so templates stay free of emulator settings.
+pub fn aws_provider_override_tf_json(endpoint: &str) -> Result<String, Error> {
+    let endpoints: Map<String, Value> = AWS_SERVICES.iter().map(|s| ((*s).to_owned(), json!(endpoint))).collect();
+    let doc = json!({
+        "provider": { "aws": {
+            "endpoints": [endpoints],
+            "skip_credentials_validation": true,
+            "skip_requesting_account_id": true,
+            "skip_metadata_api_check": true,
+            "s3_force_path_style": true,
+        } }
+    });
+    serde_json::to_string_pretty(&doc).map_err(|source| Error::Render { what: "provider override", source })
+}
+
+fn merge(base: &mut Value, extra: Value) {
+    if let (Value::Object(b), Value::Object(e)) = (base, extra) {
+        b.extend(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalogs;
+    use crate::model::{CloudProvider, ClusterSpec, TemplateRef};
+    use crate::template::tests::eks;
+    use crate::validate::validate;
+
+    fn validated(vars: Value) -> ValidatedSpec {
+        let spec = ClusterSpec {
+            name: "prod".parse().unwrap(),
+            template: TemplateRef { name: "aws-eks-basic".into(), version: "1.2.0".into() },
+            provider: CloudProvider::Aws,
+            region: "us-east-1".into(),
+            variables: serde_json::from_value(vars).unwrap(),
+        };
+        validate(&spec, &eks(), Catalogs::builtin()).unwrap()
+    }
+
+    #[test]
+    fn tfvars_round_trip_hostile_strings_exactly() {
+        let hostile = [
+            "\"; resource \"aws_instance\" \"x\" {}",
+            "${file(\"/etc/passwd\")}",
+            "%{ for x in y }x%{ endfor }",
+            "line1\nline2\r\n}",
+            "back\\slash",
+            "ünïcødé ✓ 日本語 \u{202e}rtl",
+            "<<EOF\nheredoc\nEOF",
+        ];
+        let tags: Map<String, Value> = hostile.iter().enumerate().map(|(i, s)| (format!("k{i}"), json!(s))).collect();
+        let v = validated(json!({"owner_email": "a@b", "tags": tags}));
+        let managed = ManagedValues([("cluster_name".to_owned(), json!("prod")), ("unknown".to_owned(), json!(1))].into());
+        let text = tfvars_json(&v, &managed).unwrap();
+        let back: Map<String, Value> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["tags"], Value::Object(tags));
+        assert_eq!(back["cluster_name"], "prod");
+        assert!(!back.contains_key("unknown"), "only managed variables the template declares");
+        assert_eq!(back["node_instance_type"], "t3.medium");
+        // The raw text never contains an unescaped quote or newline from a value.
+        assert!(!text.contains("line1\nline2"));
+    }
+
+    #[test]
+    fn state_keys_are_per_tenant_cluster_and_stage() {
+        let c: ClusterId = ClusterId::generate();
+        let k = state_key(&"acme".parse().unwrap(), &c, "cluster");
+        assert_eq!(k, format!("tenants/acme/clusters/{c}/cluster.tfstate"));
+        assert_ne!(k, state_key(&"acme2".parse().unwrap(), &c, "cluster"));
+        assert_ne!(k, state_key(&"acme".parse().unwrap(), &c, "addons"));
+    }
+
+    #[test]
+    fn backend_dialects() {
+        let cfg = BackendConfig {
+            bucket: "state".into(),
+            key: "tenants/a/clusters/c/x.tfstate".into(),
+            region: "us-east-1".into(),
+            lock_table: "locks".into(),
+            endpoint: Some("http://127.0.0.1:5000".into()),
+        };
+        let legacy: Value = serde_json::from_str(&cfg.tf_json(EngineDialect::Legacy).unwrap()).unwrap();
+        let s3 = &legacy["terraform"]["backend"]["s3"];
+        assert_eq!(s3["bucket"], "state");
+        assert_eq!(s3["dynamodb_table"], "locks");
+        assert_eq!(s3["encrypt"], true);
+        assert_eq!(s3["endpoint"], "http://127.0.0.1:5000");
+        assert_eq!(s3["force_path_style"], true);
+        assert!(s3.get("endpoints").is_none());
+        let modern: Value = serde_json::from_str(&cfg.tf_json(EngineDialect::Modern).unwrap()).unwrap();
+        let s3 = &modern["terraform"]["backend"]["s3"];
+        assert_eq!(s3["endpoints"]["dynamodb"], "http://127.0.0.1:5000");
+        assert_eq!(s3["use_path_style"], true);
+        assert!(s3.get("endpoint").is_none() && s3.get("force_path_style").is_none());
+        let aws = BackendConfig { endpoint: None, ..cfg };
+        let plain: Value = serde_json::from_str(&aws.tf_json(EngineDialect::Modern).unwrap()).unwrap();
+        assert_eq!(plain["terraform"]["backend"]["s3"].as_object().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn engine_versions() {
+        let tf015 = EngineVersion::from_version_json(r#"{"terraform_version":"0.15.0-rc2","platform":"linux_amd64"}"#)
+            .unwrap();
+        assert_eq!(tf015, EngineVersion { major: 0, minor: 15, patch: 0 });
+        assert_eq!(tf015.dialect(), EngineDialect::Legacy);
+        assert!(!tf015.supports_refresh_only() && !tf015.supports_json_ui());
+        let tofu = EngineVersion::parse("1.8.3").unwrap();
+        assert_eq!(tofu.dialect(), EngineDialect::Modern);
+        assert!(tofu.supports_refresh_only());
+        assert!(EngineVersion::parse("0.15.4").unwrap().supports_refresh_only());
+        assert!(EngineVersion::parse("0.15.3").unwrap().supports_json_ui());
+        assert_eq!(EngineVersion::parse("v1.5").unwrap().dialect(), EngineDialect::Legacy);
+        assert!(EngineVersion::parse("banana").is_none());
+        assert!(EngineVersion::from_version_json("Terraform v0.15.0").is_none());
+    }
+
+    #[test]
+    fn provider_override_points_every_service_at_the_emulator() {
+        let doc: Value = serde_json::from_str(&aws_provider_override_tf_json("http://127.0.0.1:1").unwrap()).unwrap();
+        let eps = &doc["provider"]["aws"]["endpoints"][0];
+        for s in AWS_SERVICES {
+            assert_eq!(eps[*s], "http://127.0.0.1:1", "{s}");
+        }
+    }
+}

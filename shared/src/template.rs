@@ -1,0 +1,472 @@
+//! Template manifests (TOML). A manifest names its stages and modules in dependency order, per-provider
+//! defaults, the variable schema and cross-field rules. Parsing a manifest yields a [`Template`] whose
+//! schema has been checked for internal consistency (patterns compile, defaults obey their own rules, rules
+//! name numeric variables), so validation never meets a broken schema.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::model::CloudProvider;
+
+/// Hard cap on any string a user sends, whatever the manifest says.
+pub const MAX_STRING_LEN: usize = 4096;
+pub const DEFAULT_STRING_LEN: usize = 256;
+pub const MAX_COLLECTION_ITEMS: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VarType {
+    #[serde(rename = "string")]
+    String,
+    #[serde(rename = "number")]
+    Number,
+    #[serde(rename = "integer")]
+    Integer,
+    #[serde(rename = "bool")]
+    Bool,
+    #[serde(rename = "list(string)")]
+    ListOfString,
+    #[serde(rename = "map(string)")]
+    MapOfString,
+}
+
+impl VarType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VarType::String => "string",
+            VarType::Number => "number",
+            VarType::Integer => "integer",
+            VarType::Bool => "bool",
+            VarType::ListOfString => "list(string)",
+            VarType::MapOfString => "map(string)",
+        }
+    }
+
+    pub fn is_numeric(self) -> bool {
+        matches!(self, VarType::Number | VarType::Integer)
+    }
+}
+
+impl fmt::Display for VarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string variable whose value must come from the provider catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatalogRef {
+    InstanceType,
+    Zone,
+}
+
+/// One variable as written in the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariableDef {
+    #[serde(rename = "type")]
+    pub ty: VarType,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub required: bool,
+    pub default: Option<Value>,
+    #[serde(rename = "enum")]
+    pub allowed: Option<Vec<Value>>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub pattern: Option<String>,
+    pub max_length: Option<usize>,
+    #[serde(default)]
+    pub sensitive: bool,
+    pub catalog: Option<CatalogRef>,
+    /// Set by Strato itself (cluster name, region, agent token…); users may not send it.
+    #[serde(default)]
+    pub managed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RuleOp {
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+}
+
+impl RuleOp {
+    pub fn holds(self, l: f64, r: f64) -> bool {
+        match self {
+            RuleOp::Ge => l >= r,
+            RuleOp::Gt => l > r,
+            RuleOp::Le => l <= r,
+            RuleOp::Lt => l < r,
+            RuleOp::Eq => l == r,
+            RuleOp::Ne => l != r,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleOp::Ge => ">=",
+            RuleOp::Gt => ">",
+            RuleOp::Le => "<=",
+            RuleOp::Lt => "<",
+            RuleOp::Eq => "==",
+            RuleOp::Ne => "!=",
+        }
+    }
+}
+
+/// A cross-field rule between two numeric variables, e.g. `max_nodes >= min_nodes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub left: String,
+    pub op: RuleOp,
+    pub right: String,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    pub name: String,
+    /// Modules in dependency order (each may use the outputs of the ones before it).
+    pub modules: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderDefaults {
+    pub region: Option<String>,
+    #[serde(default)]
+    pub variables: BTreeMap<String, Value>,
+}
+
+/// The manifest file as written (`template.toml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub version: String,
+    #[serde(default)]
+    pub description: String,
+    pub providers: Vec<CloudProvider>,
+    /// False for templates whose providers cannot be installed offline (shown in the catalog listing).
+    #[serde(default = "yes")]
+    pub verified_offline: bool,
+    pub stages: Vec<Stage>,
+    #[serde(default)]
+    pub defaults: BTreeMap<CloudProvider, ProviderDefaults>,
+    pub variables: BTreeMap<String, VariableDef>,
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A checked manifest with compiled patterns.
+#[derive(Debug, Clone)]
+pub struct Template {
+    pub manifest: Manifest,
+    patterns: BTreeMap<String, Regex>,
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && s.len() <= 64
+}
+
+fn is_semver(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.len() <= 6 && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+impl Template {
+    pub fn from_toml(text: &str) -> Result<Self, Error> {
+        let manifest: Manifest =
+            toml::from_str(text).map_err(|e| Error::Manifest { name: "?".into(), reason: e.to_string() })?;
+        Self::from_manifest(manifest)
+    }
+
+    pub fn from_manifest(manifest: Manifest) -> Result<Self, Error> {
+        let fail = |reason: String| Error::Manifest { name: manifest.name.clone(), reason };
+        let name_ok = manifest.name.len() <= 64
+            && manifest.name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            && manifest.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !name_ok {
+            return Err(fail("name must be lowercase letters, digits and '-'".into()));
+        }
+        if !is_semver(&manifest.version) {
+            return Err(fail(format!("version '{}' is not MAJOR.MINOR.PATCH", manifest.version)));
+        }
+        if manifest.providers.is_empty() {
+            return Err(fail("lists no providers".into()));
+        }
+        if manifest.stages.is_empty() || manifest.stages.iter().any(|s| s.modules.is_empty()) {
+            return Err(fail("needs at least one stage, each with at least one module".into()));
+        }
+        let mut stage_names = BTreeSet::new();
+        for s in &manifest.stages {
+            if !is_identifier(&s.name) || !stage_names.insert(&s.name) {
+                return Err(fail(format!("stage name '{}' is not a unique identifier", s.name)));
+            }
+        }
+        let mut patterns = BTreeMap::new();
+        for (name, def) in &manifest.variables {
+            if !is_identifier(name) {
+                return Err(fail(format!("variable name '{name}' must be a lowercase identifier")));
+            }
+            let vfail = |reason: &str| fail(format!("variable '{name}': {reason}"));
+            if def.required && def.default.is_some() {
+                return Err(vfail("is required and also has a default; pick one"));
+            }
+            if def.managed && (def.required || def.default.is_some()) {
+                return Err(vfail("is managed by Strato and cannot be required or defaulted"));
+            }
+            if (def.min.is_some() || def.max.is_some()) && !def.ty.is_numeric() {
+                return Err(vfail("min/max apply to numeric variables (number, integer) only"));
+            }
+            if let (Some(lo), Some(hi)) = (def.min, def.max)
+                && lo > hi
+            {
+                return Err(vfail("min is greater than max"));
+            }
+            if (def.pattern.is_some() || def.max_length.is_some() || def.catalog.is_some())
+                && !matches!(def.ty, VarType::String | VarType::ListOfString | VarType::MapOfString)
+            {
+                return Err(vfail("pattern/max_length/catalog apply to string variables only"));
+            }
+            if def.max_length.is_some_and(|n| n == 0 || n > MAX_STRING_LEN) {
+                return Err(vfail(&format!("max_length must be 1..={MAX_STRING_LEN}")));
+            }
+            if let Some(p) = &def.pattern {
+                // Anchored so a pattern can never match just part of a value.
+                let re = Regex::new(&format!("^(?:{p})$")).map_err(|e| vfail(&format!("bad pattern: {e}")))?;
+                patterns.insert(name.clone(), re);
+            }
+        }
+        for rule in &manifest.rules {
+            for side in [&rule.left, &rule.right] {
+                match manifest.variables.get(side) {
+                    Some(def) if def.ty.is_numeric() => {}
+                    _ => return Err(fail(format!("rule names '{side}', which is not a numeric variable"))),
+                }
+            }
+        }
+        for (provider, defaults) in &manifest.defaults {
+            if !manifest.providers.contains(provider) {
+                return Err(fail(format!("has defaults for {provider}, which it does not list in providers")));
+            }
+            for var in defaults.variables.keys() {
+                if !manifest.variables.contains_key(var) {
+                    return Err(fail(format!("{provider} defaults set unknown variable '{var}'")));
+                }
+            }
+        }
+        let template = Template { manifest, patterns };
+        // Defaults must satisfy their own schema (catalog included), or every request relying on them fails.
+        let catalogs = crate::catalog::Catalogs::builtin();
+        let m = &template.manifest;
+        let variable_defaults = m.variables.iter().filter_map(|(n, d)| d.default.as_ref().map(|v| (n, v)));
+        for provider in &m.providers {
+            let provider_defaults = m.defaults.get(provider).into_iter().flat_map(|d| d.variables.iter());
+            for (name, value) in variable_defaults.clone().chain(provider_defaults) {
+                let mut problems = Vec::new();
+                template.check_value(name, &m.variables[name], value, Some(catalogs.get(*provider)), &mut problems);
+                if let Some(p) = problems.first() {
+                    return Err(Error::Manifest {
+                        name: m.name.clone(),
+                        reason: format!("default of '{name}' for {provider} violates its schema: {}", p.problem),
+                    });
+                }
+            }
+            if let Some(region) = m.defaults.get(provider).and_then(|d| d.region.as_deref())
+                && catalogs.get(*provider).region(region).is_none()
+            {
+                return Err(Error::Manifest {
+                    name: m.name.clone(),
+                    reason: format!("default region '{region}' is not in the {provider} catalog"),
+                });
+            }
+        }
+        Ok(template)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    pub fn version(&self) -> &str {
+        &self.manifest.version
+    }
+
+    pub(crate) fn pattern(&self, var: &str) -> Option<&Regex> {
+        self.patterns.get(var)
+    }
+
+    /// All variables a user may set, with their effective default for `provider`.
+    pub fn effective_default(&self, provider: CloudProvider, var: &str) -> Option<&Value> {
+        self.manifest
+            .defaults
+            .get(&provider)
+            .and_then(|d| d.variables.get(var))
+            .or_else(|| self.manifest.variables.get(var).and_then(|d| d.default.as_ref()))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub const EKS_MANIFEST: &str = r#"
+name = "aws-eks-basic"
+version = "1.2.0"
+description = "EKS with a managed node group"
+providers = ["aws"]
+stages = [{ name = "cluster", modules = ["network", "k8s"] }]
+
+[defaults.aws]
+region = "us-east-1"
+variables = { node_instance_type = "t3.medium" }
+
+[variables.cluster_name]
+type = "string"
+managed = true
+
+[variables.kubernetes_version]
+type = "string"
+enum = ["1.29", "1.30", "1.31"]
+default = "1.30"
+
+[variables.node_instance_type]
+type = "string"
+catalog = "instance_type"
+default = "t3.large"
+
+[variables.node_count]
+type = "integer"
+min = 1
+max = 50
+default = 2
+
+[variables.min_nodes]
+type = "integer"
+min = 1
+max = 50
+default = 1
+
+[variables.max_nodes]
+type = "integer"
+min = 1
+max = 100
+default = 5
+
+[variables.vpc_cidr]
+type = "string"
+pattern = '10\.\d{1,3}\.0\.0/16'
+default = "10.0.0.0/16"
+
+[variables.owner_email]
+type = "string"
+required = true
+max_length = 128
+pattern = '[^@\s]+@[^@\s]+'
+
+[variables.tags]
+type = "map(string)"
+default = {}
+
+[variables.admin_cidrs]
+type = "list(string)"
+default = []
+
+[variables.spot]
+type = "bool"
+default = false
+
+[variables.disk_ratio]
+type = "number"
+min = 0.1
+max = 1.0
+default = 0.5
+
+[variables.db_password]
+type = "string"
+sensitive = true
+max_length = 64
+
+[[rules]]
+left = "max_nodes"
+op = ">="
+right = "min_nodes"
+
+[[rules]]
+left = "node_count"
+op = "<="
+right = "max_nodes"
+message = "node_count cannot exceed max_nodes"
+"#;
+
+    pub fn eks() -> Template {
+        Template::from_toml(EKS_MANIFEST).unwrap()
+    }
+
+    #[test]
+    fn parses_the_sample_manifest() {
+        let t = eks();
+        assert_eq!(t.name(), "aws-eks-basic");
+        assert_eq!(t.manifest.stages[0].modules, ["network", "k8s"]);
+        assert_eq!(t.manifest.variables["node_count"].ty, VarType::Integer);
+        assert_eq!(t.manifest.rules.len(), 2);
+        // Provider default overrides the variable's own default.
+        assert_eq!(t.effective_default(CloudProvider::Aws, "node_instance_type").unwrap(), "t3.medium");
+        assert_eq!(t.effective_default(CloudProvider::Aws, "node_count").unwrap(), 2);
+        assert!(t.effective_default(CloudProvider::Aws, "owner_email").is_none());
+    }
+
+    fn broken(find: &str, replace: &str) -> String {
+        assert!(EKS_MANIFEST.contains(find), "{find}");
+        Template::from_toml(&EKS_MANIFEST.replacen(find, replace, 1)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn inconsistent_manifests_are_refused() {
+        assert!(broken("version = \"1.2.0\"", "version = \"1.2\"").contains("MAJOR.MINOR.PATCH"));
+        assert!(broken("providers = [\"aws\"]", "providers = []").contains("no providers"));
+        assert!(broken("modules = [\"network\", \"k8s\"]", "modules = []").contains("at least one module"));
+        assert!(broken("required = true\n", "required = true\ndefault = \"a@b\"\n").contains("pick one"));
+        assert!(broken("managed = true", "managed = true\ndefault = \"x\"").contains("managed"));
+        assert!(broken("min = 1\nmax = 50\ndefault = 2", "min = 9\nmax = 5\ndefault = 2").contains("min is greater"));
+        assert!(broken("type = \"bool\"", "type = \"bool\"\nmin = 1").contains("numeric"));
+        assert!(broken("type = \"bool\"", "type = \"bool\"\npattern = 'x'").contains("string variables"));
+        assert!(broken("pattern = '10", "pattern = '(10").contains("bad pattern"));
+        assert!(broken("right = \"min_nodes\"", "right = \"spot\"").contains("not a numeric variable"));
+        assert!(broken("right = \"min_nodes\"", "right = \"ghost\"").contains("not a numeric variable"));
+        assert!(broken("default = \"1.30\"", "default = \"1.28\"").contains("violates its schema"));
+        assert!(broken("max = 50\ndefault = 2", "max = 50\ndefault = 200").contains("violates its schema"));
+        assert!(broken("node_instance_type = \"t3.medium\"", "ghost = 1").contains("unknown variable"));
+        assert!(broken("[defaults.aws]", "[defaults.gcp]").contains("does not list"));
+        assert!(broken("[variables.spot]", "[variables.Spot]").contains("identifier"));
+        assert!(broken("type = \"bool\"", "type = \"boolean\"").contains("unknown variant"));
+        assert!(broken("type = \"bool\"", "type = \"bool\"\ncolour = 1").contains("unknown field"));
+        assert!(broken("max_length = 64", "max_length = 0").contains("max_length"));
+    }
+}
