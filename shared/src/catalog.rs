@@ -35,14 +35,24 @@ pub struct ProviderCatalog {
 
 impl ProviderCatalog {
     pub fn from_toml(text: &str) -> Result<Self, Error> {
-        let cat: ProviderCatalog =
-            toml::from_str(text).map_err(|e| Error::Catalog { provider: "?".into(), reason: e.to_string() })?;
-        let fail = |reason: String| Error::Catalog { provider: cat.provider.to_string(), reason };
+        let cat: ProviderCatalog = toml::from_str(text).map_err(|e| Error::Catalog {
+            provider: "?".into(),
+            reason: e.to_string(),
+        })?;
+        let fail = |reason: String| Error::Catalog {
+            provider: cat.provider.to_string(),
+            reason,
+        };
         if cat.regions.is_empty() || cat.instance_types.is_empty() {
             return Err(fail("needs at least one region and one instance type".into()));
         }
         let mut seen = std::collections::BTreeSet::new();
-        for id in cat.regions.iter().map(|r| &r.id).chain(cat.instance_types.iter().map(|i| &i.name)) {
+        for id in cat
+            .regions
+            .iter()
+            .map(|r| &r.id)
+            .chain(cat.instance_types.iter().map(|i| &i.name))
+        {
             if !seen.insert(id.as_str()) {
                 return Err(fail(format!("'{id}' is listed twice")));
             }
@@ -103,7 +113,11 @@ mod tests {
             let c = cats.get(p);
             assert_eq!(c.provider, p);
             assert!(c.regions.len() >= 6, "{p}: {} regions", c.regions.len());
-            assert!(c.instance_types.len() >= 10, "{p}: {} instance types", c.instance_types.len());
+            assert!(
+                c.instance_types.len() >= 10,
+                "{p}: {} instance types",
+                c.instance_types.len()
+            );
             assert!(!c.source.is_empty());
             for it in &c.instance_types {
                 assert!(it.vcpu > 0 && it.memory_gib > 0.0, "{p}: {}", it.name);

@@ -32,9 +32,15 @@ pub enum Error {
         source: serde_json::Error,
     },
     #[error("AWS {operation} failed: {message}")]
-    Aws { operation: &'static str, message: String },
+    Aws {
+        operation: &'static str,
+        message: String,
+    },
     #[error("cluster is {state}, expected {expected}")]
-    UnexpectedState { state: ClusterState, expected: &'static str },
+    UnexpectedState {
+        state: ClusterState,
+        expected: &'static str,
+    },
 }
 
 impl Error {
@@ -72,17 +78,24 @@ pub enum ErrorCategory {
 
 impl ErrorCategory {
     pub fn is_retryable(self) -> bool {
-        matches!(self, ErrorCategory::Transient | ErrorCategory::StateLocked | ErrorCategory::Timeout)
+        matches!(
+            self,
+            ErrorCategory::Transient | ErrorCategory::StateLocked | ErrorCategory::Timeout
+        )
     }
 
     pub fn default_fix(self) -> &'static str {
         match self {
             ErrorCategory::Transient => "This is usually temporary; retry the operation.",
-            ErrorCategory::Quota => "Request a quota increase from the cloud provider or choose fewer/smaller resources.",
+            ErrorCategory::Quota => {
+                "Request a quota increase from the cloud provider or choose fewer/smaller resources."
+            }
             ErrorCategory::Credentials => {
                 "Check the target account's role ARN, external id and trust policy, and the permissions granted to Strato."
             }
-            ErrorCategory::InvalidConfiguration => "Correct the variables named in the error and submit the request again.",
+            ErrorCategory::InvalidConfiguration => {
+                "Correct the variables named in the error and submit the request again."
+            }
             ErrorCategory::AlreadyExists => {
                 "A resource with the same name exists outside this cluster's state; rename the cluster or remove the resource."
             }
@@ -92,13 +105,19 @@ impl ErrorCategory {
             ErrorCategory::StateUnreadable => {
                 "The Terraform state object is corrupted; restore an earlier version via the state-versions API."
             }
-            ErrorCategory::Timeout => "The operation exceeded its time limit; retry it or raise the limit for this template.",
+            ErrorCategory::Timeout => {
+                "The operation exceeded its time limit; retry it or raise the limit for this template."
+            }
             ErrorCategory::Cancelled => "The operation was cancelled; start it again when ready.",
             ErrorCategory::CleanupFailed => {
                 "Resources were left behind after a failed create; an operator must remove them before retrying."
             }
-            ErrorCategory::Internal => "This is a Strato fault; retry, and report the operation id if it persists.",
-            ErrorCategory::Unknown => "Read the log of the failed step for the engine's message; retry if it looks temporary.",
+            ErrorCategory::Internal => {
+                "This is a Strato fault; retry, and report the operation id if it persists."
+            }
+            ErrorCategory::Unknown => {
+                "Read the log of the failed step for the engine's message; retry if it looks temporary."
+            }
         }
     }
 }
@@ -155,8 +174,18 @@ mod tests {
     fn every_category_has_a_fix() {
         use ErrorCategory::*;
         for c in [
-            Transient, Quota, Credentials, InvalidConfiguration, AlreadyExists, StateLocked, StateUnreadable,
-            Timeout, Cancelled, CleanupFailed, Internal, Unknown,
+            Transient,
+            Quota,
+            Credentials,
+            InvalidConfiguration,
+            AlreadyExists,
+            StateLocked,
+            StateUnreadable,
+            Timeout,
+            Cancelled,
+            CleanupFailed,
+            Internal,
+            Unknown,
         ] {
             assert!(c.default_fix().len() > 20, "{c:?}");
         }

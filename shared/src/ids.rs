@@ -21,11 +21,13 @@ macro_rules! string_newtype {
         impl FromStr for $name {
             type Err = IdError;
             fn from_str(s: &str) -> Result<Self, IdError> {
-                $parse(s).map(|()| Self(s.to_owned())).map_err(|reason| IdError {
-                    kind: $what,
-                    value: truncate_for_display(s),
-                    reason,
-                })
+                $parse(s)
+                    .map(|()| Self(s.to_owned()))
+                    .map_err(|reason| IdError {
+                        kind: $what,
+                        value: truncate_for_display(s),
+                        reason,
+                    })
             }
         }
 
@@ -66,15 +68,23 @@ macro_rules! string_newtype {
 /// Values echoed back in errors are cut short so a hostile megabyte never lands in a log line.
 fn truncate_for_display(s: &str) -> String {
     const MAX: usize = 80;
-    if s.chars().count() <= MAX { s.to_owned() } else { s.chars().take(MAX).collect::<String>() + "…" }
+    if s.chars().count() <= MAX {
+        s.to_owned()
+    } else {
+        s.chars().take(MAX).collect::<String>() + "…"
+    }
 }
 
 /// Tenants come from a JWT claim; the id is used in S3 keys and DynamoDB keys, so it is kept to a safe alphabet.
 fn parse_tenant(s: &str) -> Result<(), &'static str> {
     let ok_len = (1..=64).contains(&s.len());
     let mut chars = s.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let rest_ok = s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok = s
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if ok_len && first_ok && rest_ok {
         Ok(())
     } else {
@@ -86,7 +96,11 @@ fn parse_prefixed(s: &str, prefix: &str) -> Result<(), &'static str> {
     let Some(rest) = s.strip_prefix(prefix) else {
         return Err("has the wrong prefix");
     };
-    if rest.len() == 32 && rest.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)) {
+    if rest.len() == 32
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    {
         Ok(())
     } else {
         Err("must be the prefix followed by 32 lowercase hex digits")
@@ -105,8 +119,13 @@ fn parse_operation_id(s: &str) -> Result<(), &'static str> {
 fn parse_cluster_name(s: &str) -> Result<(), &'static str> {
     let ok_len = (3..=40).contains(&s.len());
     let first_ok = s.chars().next().is_some_and(|c| c.is_ascii_lowercase());
-    let last_ok = s.chars().last().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let rest_ok = s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    let last_ok = s
+        .chars()
+        .last()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok = s
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     if ok_len && first_ok && last_ok && rest_ok {
         Ok(())
     } else {
@@ -158,7 +177,16 @@ mod tests {
     fn tenant_alphabet() {
         assert!("acme".parse::<TenantId>().is_ok());
         assert!("acme-corp_2".parse::<TenantId>().is_ok());
-        for bad in ["", "-acme", "Acme", "ac/me", "a b", "acme#1", &"a".repeat(65), "ténant"] {
+        for bad in [
+            "",
+            "-acme",
+            "Acme",
+            "ac/me",
+            "a b",
+            "acme#1",
+            &"a".repeat(65),
+            "ténant",
+        ] {
             let err = bad.parse::<TenantId>().unwrap_err();
             assert_eq!(err.kind, "tenant id", "{bad}");
         }
@@ -169,7 +197,16 @@ mod tests {
         for good in ["prod", "my-cluster-01", "abc"] {
             assert!(good.parse::<ClusterName>().is_ok(), "{good}");
         }
-        for bad in ["ab", "1abc", "abc-", "ABC", "a_b_c", "a\"b", "${x}", &"a".repeat(41)] {
+        for bad in [
+            "ab",
+            "1abc",
+            "abc-",
+            "ABC",
+            "a_b_c",
+            "a\"b",
+            "${x}",
+            &"a".repeat(41),
+        ] {
             assert!(bad.parse::<ClusterName>().is_err(), "{bad}");
         }
     }

@@ -2,13 +2,17 @@
 //! provider catalogs, validation and rendering of Terraform inputs, the AWS resource definitions, and the
 //! offline test bed (feature `testbed`).
 
+pub mod aws;
 pub mod catalog;
 pub mod error;
 pub mod ids;
 pub mod model;
 pub mod render;
+pub mod resources;
 pub mod state_machine;
 pub mod template;
+#[cfg(feature = "testbed")]
+pub mod testbed;
 pub mod validate;
 
 pub use error::{Error, ErrorCategory, UserError};

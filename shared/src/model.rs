@@ -184,7 +184,10 @@ pub enum OperationKind {
 impl OperationKind {
     /// Whether the operation changes infrastructure (and so needs the cluster's write path).
     pub fn mutates(self) -> bool {
-        matches!(self, OperationKind::Create | OperationKind::Update | OperationKind::Delete)
+        matches!(
+            self,
+            OperationKind::Create | OperationKind::Update | OperationKind::Delete
+        )
     }
 }
 
@@ -201,7 +204,10 @@ pub enum OperationStatus {
 
 impl OperationStatus {
     pub fn is_terminal(self) -> bool {
-        matches!(self, OperationStatus::Succeeded | OperationStatus::Failed | OperationStatus::Cancelled)
+        matches!(
+            self,
+            OperationStatus::Succeeded | OperationStatus::Failed | OperationStatus::Cancelled
+        )
     }
 }
 
@@ -251,7 +257,11 @@ impl Operation {
     }
 
     pub fn current_step(&self) -> Option<&Step> {
-        self.steps.iter().rev().find(|s| s.finished_at.is_none()).or(self.steps.last())
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| s.finished_at.is_none())
+            .or(self.steps.last())
     }
 }
 
@@ -274,7 +284,10 @@ mod tests {
 
     #[test]
     fn operation_kind_wire_names() {
-        assert_eq!(serde_json::to_value(OperationKind::DriftCheck).unwrap(), "drift-check");
+        assert_eq!(
+            serde_json::to_value(OperationKind::DriftCheck).unwrap(),
+            "drift-check"
+        );
         assert!(OperationKind::Delete.mutates());
         assert!(!OperationKind::DriftCheck.mutates());
         assert!(OperationStatus::Cancelled.is_terminal());
@@ -284,10 +297,25 @@ mod tests {
     #[test]
     fn current_step_is_the_open_one() {
         let now = OffsetDateTime::now_utc();
-        let mut op = Operation::new("t1".parse().unwrap(), ClusterId::generate(), OperationKind::Create, now);
+        let mut op = Operation::new(
+            "t1".parse().unwrap(),
+            ClusterId::generate(),
+            OperationKind::Create,
+            now,
+        );
         assert!(op.current_step().is_none());
-        op.steps.push(Step { name: "init".into(), started_at: now, finished_at: Some(now), ok: Some(true) });
-        op.steps.push(Step { name: "plan".into(), started_at: now, finished_at: None, ok: None });
+        op.steps.push(Step {
+            name: "init".into(),
+            started_at: now,
+            finished_at: Some(now),
+            ok: Some(true),
+        });
+        op.steps.push(Step {
+            name: "plan".into(),
+            started_at: now,
+            finished_at: None,
+            ok: None,
+        });
         assert_eq!(op.current_step().unwrap().name, "plan");
     }
 

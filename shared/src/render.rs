@@ -16,13 +16,20 @@ pub struct ManagedValues(pub BTreeMap<String, Value>);
 
 /// `terraform.tfvars.json`: the validated variables plus managed ones the template declares.
 pub fn tfvars_json(spec: &ValidatedSpec, managed: &ManagedValues) -> Result<String, Error> {
-    let mut vars: Map<String, Value> = spec.variables().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut vars: Map<String, Value> = spec
+        .variables()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     for name in spec.managed() {
         if let Some(v) = managed.0.get(name) {
             vars.insert(name.clone(), v.clone());
         }
     }
-    serde_json::to_string_pretty(&vars).map_err(|source| Error::Render { what: "terraform.tfvars.json", source })
+    serde_json::to_string_pretty(&vars).map_err(|source| Error::Render {
+        what: "terraform.tfvars.json",
+        source,
+    })
 }
 
 /// Which generation of S3-backend settings the engine understands. Terraform 1.6 / OpenTofu 1.6 replaced
@@ -44,14 +51,18 @@ impl EngineVersion {
     /// Parses `terraform version -json` output (`{"terraform_version": "0.15.0-rc2", …}`); OpenTofu prints the
     /// same key.
     pub fn from_version_json(text: &str) -> Option<Self> {
-        let v: Value = serde_json::from_str(text.trim()).ok()?;
+        let v: Value = serde_json::from_str(strip_write_prefix(text)).ok()?;
         Self::parse(v.get("terraform_version")?.as_str()?)
     }
 
     pub fn parse(s: &str) -> Option<Self> {
         let core = s.trim().trim_start_matches('v').split(['-', '+']).next()?;
         let mut it = core.split('.').map(|p| p.parse::<u32>().ok());
-        Some(Self { major: it.next()??, minor: it.next()??, patch: it.next().flatten().unwrap_or(0) })
+        Some(Self {
+            major: it.next()??,
+            minor: it.next()??,
+            patch: it.next().flatten().unwrap_or(0),
+        })
     }
 
     fn at_least(&self, major: u32, minor: u32, patch: u32) -> bool {
@@ -59,7 +70,11 @@ impl EngineVersion {
     }
 
     pub fn dialect(&self) -> EngineDialect {
-        if self.at_least(1, 6, 0) { EngineDialect::Modern } else { EngineDialect::Legacy }
+        if self.at_least(1, 6, 0) {
+            EngineDialect::Modern
+        } else {
+            EngineDialect::Legacy
+        }
     }
 
     /// `plan -refresh-only` arrived in 0.15.4.
@@ -71,6 +86,14 @@ impl EngineVersion {
     pub fn supports_json_ui(&self) -> bool {
         self.at_least(0, 15, 3)
     }
+}
+
+/// Some engine builds (the offline Terraform 0.15) prefix a write to stdout with `o:` and to stderr with
+/// `e:`. Strips that marker from the start of a captured output or a line; real engines never print it.
+pub fn strip_write_prefix(text: &str) -> &str {
+    text.strip_prefix("o:")
+        .or_else(|| text.strip_prefix("e:"))
+        .unwrap_or(text)
 }
 
 /// Where a cluster's state lives: the platform bucket or the customer's own.
@@ -115,17 +138,34 @@ impl BackendConfig {
             merge(&mut s3, extra);
         }
         let doc = json!({ "terraform": { "backend": { "s3": s3 } } });
-        serde_json::to_string_pretty(&doc).map_err(|source| Error::Render { what: "backend configuration", source })
+        serde_json::to_string_pretty(&doc).map_err(|source| Error::Render {
+            what: "backend configuration",
+            source,
+        })
     }
 }
 
 /// AWS services the templates use; each gets the emulator endpoint when one is configured.
-const AWS_SERVICES: &[&str] = &["ec2", "iam", "eks", "sts", "s3", "dynamodb", "kms", "elb", "elbv2", "autoscaling"];
+const AWS_SERVICES: &[&str] = &[
+    "ec2",
+    "iam",
+    "eks",
+    "sts",
+    "s3",
+    "dynamodb",
+    "kms",
+    "elb",
+    "elbv2",
+    "autoscaling",
+];
 
 /// `strato_provider_override.tf.json`: points the AWS provider at an emulator. Terraform merges `_override`
 /// files into the module's own `provider "aws"` block, so templates stay free of emulator settings.
 pub fn aws_provider_override_tf_json(endpoint: &str) -> Result<String, Error> {
-    let endpoints: Map<String, Value> = AWS_SERVICES.iter().map(|s| ((*s).to_owned(), json!(endpoint))).collect();
+    let endpoints: Map<String, Value> = AWS_SERVICES
+        .iter()
+        .map(|s| ((*s).to_owned(), json!(endpoint)))
+        .collect();
     let doc = json!({
         "provider": { "aws": {
             "endpoints": [endpoints],
@@ -135,7 +175,10 @@ pub fn aws_provider_override_tf_json(endpoint: &str) -> Result<String, Error> {
             "s3_force_path_style": true,
         } }
     });
-    serde_json::to_string_pretty(&doc).map_err(|source| Error::Render { what: "provider override", source })
+    serde_json::to_string_pretty(&doc).map_err(|source| Error::Render {
+        what: "provider override",
+        source,
+    })
 }
 
 fn merge(base: &mut Value, extra: Value) {
@@ -155,7 +198,10 @@ mod tests {
     fn validated(vars: Value) -> ValidatedSpec {
         let spec = ClusterSpec {
             name: "prod".parse().unwrap(),
-            template: TemplateRef { name: "aws-eks-basic".into(), version: "1.2.0".into() },
+            template: TemplateRef {
+                name: "aws-eks-basic".into(),
+                version: "1.2.0".into(),
+            },
             provider: CloudProvider::Aws,
             region: "us-east-1".into(),
             variables: serde_json::from_value(vars).unwrap(),
@@ -174,14 +220,27 @@ mod tests {
             "ünïcødé ✓ 日本語 \u{202e}rtl",
             "<<EOF\nheredoc\nEOF",
         ];
-        let tags: Map<String, Value> = hostile.iter().enumerate().map(|(i, s)| (format!("k{i}"), json!(s))).collect();
+        let tags: Map<String, Value> = hostile
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("k{i}"), json!(s)))
+            .collect();
         let v = validated(json!({"owner_email": "a@b", "tags": tags}));
-        let managed = ManagedValues([("cluster_name".to_owned(), json!("prod")), ("unknown".to_owned(), json!(1))].into());
+        let managed = ManagedValues(
+            [
+                ("cluster_name".to_owned(), json!("prod")),
+                ("unknown".to_owned(), json!(1)),
+            ]
+            .into(),
+        );
         let text = tfvars_json(&v, &managed).unwrap();
         let back: Map<String, Value> = serde_json::from_str(&text).unwrap();
         assert_eq!(back["tags"], Value::Object(tags));
         assert_eq!(back["cluster_name"], "prod");
-        assert!(!back.contains_key("unknown"), "only managed variables the template declares");
+        assert!(
+            !back.contains_key("unknown"),
+            "only managed variables the template declares"
+        );
         assert_eq!(back["node_instance_type"], "t3.medium");
         // The raw text never contains an unescaped quote or newline from a value.
         assert!(!text.contains("line1\nline2"));
@@ -218,16 +277,28 @@ mod tests {
         assert_eq!(s3["endpoints"]["dynamodb"], "http://127.0.0.1:5000");
         assert_eq!(s3["use_path_style"], true);
         assert!(s3.get("endpoint").is_none() && s3.get("force_path_style").is_none());
-        let aws = BackendConfig { endpoint: None, ..cfg };
+        let aws = BackendConfig {
+            endpoint: None,
+            ..cfg
+        };
         let plain: Value = serde_json::from_str(&aws.tf_json(EngineDialect::Modern).unwrap()).unwrap();
         assert_eq!(plain["terraform"]["backend"]["s3"].as_object().unwrap().len(), 5);
     }
 
     #[test]
     fn engine_versions() {
-        let tf015 = EngineVersion::from_version_json(r#"{"terraform_version":"0.15.0-rc2","platform":"linux_amd64"}"#)
-            .unwrap();
-        assert_eq!(tf015, EngineVersion { major: 0, minor: 15, patch: 0 });
+        let tf015 = EngineVersion::from_version_json(
+            r#"{"terraform_version":"0.15.0-rc2","platform":"linux_amd64"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            tf015,
+            EngineVersion {
+                major: 0,
+                minor: 15,
+                patch: 0
+            }
+        );
         assert_eq!(tf015.dialect(), EngineDialect::Legacy);
         assert!(!tf015.supports_refresh_only() && !tf015.supports_json_ui());
         let tofu = EngineVersion::parse("1.8.3").unwrap();
@@ -235,14 +306,23 @@ mod tests {
         assert!(tofu.supports_refresh_only());
         assert!(EngineVersion::parse("0.15.4").unwrap().supports_refresh_only());
         assert!(EngineVersion::parse("0.15.3").unwrap().supports_json_ui());
-        assert_eq!(EngineVersion::parse("v1.5").unwrap().dialect(), EngineDialect::Legacy);
+        assert_eq!(
+            EngineVersion::parse("v1.5").unwrap().dialect(),
+            EngineDialect::Legacy
+        );
         assert!(EngineVersion::parse("banana").is_none());
         assert!(EngineVersion::from_version_json("Terraform v0.15.0").is_none());
+        let prefixed =
+            EngineVersion::from_version_json("o:{\n  \"terraform_version\": \"0.15.0-rc2\"\n}\n").unwrap();
+        assert_eq!(prefixed.minor, 15);
+        assert_eq!(strip_write_prefix("e:Error: x"), "Error: x");
+        assert_eq!(strip_write_prefix("ok: fine"), "ok: fine");
     }
 
     #[test]
     fn provider_override_points_every_service_at_the_emulator() {
-        let doc: Value = serde_json::from_str(&aws_provider_override_tf_json("http://127.0.0.1:1").unwrap()).unwrap();
+        let doc: Value =
+            serde_json::from_str(&aws_provider_override_tf_json("http://127.0.0.1:1").unwrap()).unwrap();
         let eps = &doc["provider"]["aws"]["endpoints"][0];
         for s in AWS_SERVICES {
             assert_eq!(eps[*s], "http://127.0.0.1:1", "{s}");

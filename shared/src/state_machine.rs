@@ -56,12 +56,19 @@ pub struct TransitionError {
 
 fn allowed_list(from: ClusterState) -> String {
     let names: Vec<&str> = allowed_from(from).map(|(to, _)| to.as_str()).collect();
-    if names.is_empty() { "nothing (terminal state)".to_owned() } else { names.join(", ") }
+    if names.is_empty() {
+        "nothing (terminal state)".to_owned()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// The states reachable from `from`, with the action each triggers.
 pub fn allowed_from(from: ClusterState) -> impl Iterator<Item = (ClusterState, Action)> {
-    TRANSITIONS.iter().filter(move |(f, _, _)| *f == from).map(|(_, to, a)| (*to, *a))
+    TRANSITIONS
+        .iter()
+        .filter(move |(f, _, _)| *f == from)
+        .map(|(_, to, a)| (*to, *a))
 }
 
 /// Checks a transition against the table and returns the action it triggers.
@@ -117,7 +124,10 @@ mod tests {
     #[test]
     fn table_has_no_duplicate_rows() {
         for (i, (f, t, _)) in TRANSITIONS.iter().enumerate() {
-            assert!(!TRANSITIONS[i + 1..].iter().any(|(f2, t2, _)| f2 == f && t2 == t), "{f} -> {t}");
+            assert!(
+                !TRANSITIONS[i + 1..].iter().any(|(f2, t2, _)| f2 == f && t2 == t),
+                "{f} -> {t}"
+            );
         }
     }
 

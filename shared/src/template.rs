@@ -196,43 +196,68 @@ fn is_identifier(s: &str) -> bool {
 
 fn is_semver(s: &str) -> bool {
     let parts: Vec<&str> = s.split('.').collect();
-    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.len() <= 6 && p.chars().all(|c| c.is_ascii_digit()))
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 6 && p.chars().all(|c| c.is_ascii_digit()))
 }
 
 impl Template {
     pub fn from_toml(text: &str) -> Result<Self, Error> {
-        let manifest: Manifest =
-            toml::from_str(text).map_err(|e| Error::Manifest { name: "?".into(), reason: e.to_string() })?;
+        let manifest: Manifest = toml::from_str(text).map_err(|e| Error::Manifest {
+            name: "?".into(),
+            reason: e.to_string(),
+        })?;
         Self::from_manifest(manifest)
     }
 
     pub fn from_manifest(manifest: Manifest) -> Result<Self, Error> {
-        let fail = |reason: String| Error::Manifest { name: manifest.name.clone(), reason };
+        let fail = |reason: String| Error::Manifest {
+            name: manifest.name.clone(),
+            reason,
+        };
         let name_ok = manifest.name.len() <= 64
-            && manifest.name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-            && manifest.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            && manifest
+                .name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase())
+            && manifest
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
         if !name_ok {
             return Err(fail("name must be lowercase letters, digits and '-'".into()));
         }
         if !is_semver(&manifest.version) {
-            return Err(fail(format!("version '{}' is not MAJOR.MINOR.PATCH", manifest.version)));
+            return Err(fail(format!(
+                "version '{}' is not MAJOR.MINOR.PATCH",
+                manifest.version
+            )));
         }
         if manifest.providers.is_empty() {
             return Err(fail("lists no providers".into()));
         }
         if manifest.stages.is_empty() || manifest.stages.iter().any(|s| s.modules.is_empty()) {
-            return Err(fail("needs at least one stage, each with at least one module".into()));
+            return Err(fail(
+                "needs at least one stage, each with at least one module".into(),
+            ));
         }
         let mut stage_names = BTreeSet::new();
         for s in &manifest.stages {
             if !is_identifier(&s.name) || !stage_names.insert(&s.name) {
-                return Err(fail(format!("stage name '{}' is not a unique identifier", s.name)));
+                return Err(fail(format!(
+                    "stage name '{}' is not a unique identifier",
+                    s.name
+                )));
             }
         }
         let mut patterns = BTreeMap::new();
         for (name, def) in &manifest.variables {
             if !is_identifier(name) {
-                return Err(fail(format!("variable name '{name}' must be a lowercase identifier")));
+                return Err(fail(format!(
+                    "variable name '{name}' must be a lowercase identifier"
+                )));
             }
             let vfail = |reason: &str| fail(format!("variable '{name}': {reason}"));
             if def.required && def.default.is_some() {
@@ -250,7 +275,10 @@ impl Template {
                 return Err(vfail("min is greater than max"));
             }
             if (def.pattern.is_some() || def.max_length.is_some() || def.catalog.is_some())
-                && !matches!(def.ty, VarType::String | VarType::ListOfString | VarType::MapOfString)
+                && !matches!(
+                    def.ty,
+                    VarType::String | VarType::ListOfString | VarType::MapOfString
+                )
             {
                 return Err(vfail("pattern/max_length/catalog apply to string variables only"));
             }
@@ -259,7 +287,8 @@ impl Template {
             }
             if let Some(p) = &def.pattern {
                 // Anchored so a pattern can never match just part of a value.
-                let re = Regex::new(&format!("^(?:{p})$")).map_err(|e| vfail(&format!("bad pattern: {e}")))?;
+                let re =
+                    Regex::new(&format!("^(?:{p})$")).map_err(|e| vfail(&format!("bad pattern: {e}")))?;
                 patterns.insert(name.clone(), re);
             }
         }
@@ -267,13 +296,19 @@ impl Template {
             for side in [&rule.left, &rule.right] {
                 match manifest.variables.get(side) {
                     Some(def) if def.ty.is_numeric() => {}
-                    _ => return Err(fail(format!("rule names '{side}', which is not a numeric variable"))),
+                    _ => {
+                        return Err(fail(format!(
+                            "rule names '{side}', which is not a numeric variable"
+                        )));
+                    }
                 }
             }
         }
         for (provider, defaults) in &manifest.defaults {
             if !manifest.providers.contains(provider) {
-                return Err(fail(format!("has defaults for {provider}, which it does not list in providers")));
+                return Err(fail(format!(
+                    "has defaults for {provider}, which it does not list in providers"
+                )));
             }
             for var in defaults.variables.keys() {
                 if !manifest.variables.contains_key(var) {
@@ -285,16 +320,32 @@ impl Template {
         // Defaults must satisfy their own schema (catalog included), or every request relying on them fails.
         let catalogs = crate::catalog::Catalogs::builtin();
         let m = &template.manifest;
-        let variable_defaults = m.variables.iter().filter_map(|(n, d)| d.default.as_ref().map(|v| (n, v)));
+        let variable_defaults = m
+            .variables
+            .iter()
+            .filter_map(|(n, d)| d.default.as_ref().map(|v| (n, v)));
         for provider in &m.providers {
-            let provider_defaults = m.defaults.get(provider).into_iter().flat_map(|d| d.variables.iter());
+            let provider_defaults = m
+                .defaults
+                .get(provider)
+                .into_iter()
+                .flat_map(|d| d.variables.iter());
             for (name, value) in variable_defaults.clone().chain(provider_defaults) {
                 let mut problems = Vec::new();
-                template.check_value(name, &m.variables[name], value, Some(catalogs.get(*provider)), &mut problems);
+                template.check_value(
+                    name,
+                    &m.variables[name],
+                    value,
+                    Some(catalogs.get(*provider)),
+                    &mut problems,
+                );
                 if let Some(p) = problems.first() {
                     return Err(Error::Manifest {
                         name: m.name.clone(),
-                        reason: format!("default of '{name}' for {provider} violates its schema: {}", p.problem),
+                        reason: format!(
+                            "default of '{name}' for {provider} violates its schema: {}",
+                            p.problem
+                        ),
                     });
                 }
             }
@@ -437,14 +488,20 @@ message = "node_count cannot exceed max_nodes"
         assert_eq!(t.manifest.variables["node_count"].ty, VarType::Integer);
         assert_eq!(t.manifest.rules.len(), 2);
         // Provider default overrides the variable's own default.
-        assert_eq!(t.effective_default(CloudProvider::Aws, "node_instance_type").unwrap(), "t3.medium");
+        assert_eq!(
+            t.effective_default(CloudProvider::Aws, "node_instance_type")
+                .unwrap(),
+            "t3.medium"
+        );
         assert_eq!(t.effective_default(CloudProvider::Aws, "node_count").unwrap(), 2);
         assert!(t.effective_default(CloudProvider::Aws, "owner_email").is_none());
     }
 
     fn broken(find: &str, replace: &str) -> String {
         assert!(EKS_MANIFEST.contains(find), "{find}");
-        Template::from_toml(&EKS_MANIFEST.replacen(find, replace, 1)).unwrap_err().to_string()
+        Template::from_toml(&EKS_MANIFEST.replacen(find, replace, 1))
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -454,7 +511,10 @@ message = "node_count cannot exceed max_nodes"
         assert!(broken("modules = [\"network\", \"k8s\"]", "modules = []").contains("at least one module"));
         assert!(broken("required = true\n", "required = true\ndefault = \"a@b\"\n").contains("pick one"));
         assert!(broken("managed = true", "managed = true\ndefault = \"x\"").contains("managed"));
-        assert!(broken("min = 1\nmax = 50\ndefault = 2", "min = 9\nmax = 5\ndefault = 2").contains("min is greater"));
+        assert!(
+            broken("min = 1\nmax = 50\ndefault = 2", "min = 9\nmax = 5\ndefault = 2")
+                .contains("min is greater")
+        );
         assert!(broken("type = \"bool\"", "type = \"bool\"\nmin = 1").contains("numeric"));
         assert!(broken("type = \"bool\"", "type = \"bool\"\npattern = 'x'").contains("string variables"));
         assert!(broken("pattern = '10", "pattern = '(10").contains("bad pattern"));

@@ -79,10 +79,20 @@ impl Template {
     ) {
         let field = format!("variables.{name}");
         let mut push = |field: String, problem: String, allowed: String| {
-            out.push(FieldError { field, problem, allowed });
+            out.push(FieldError {
+                field,
+                problem,
+                allowed,
+            });
         };
         // Sensitive values are never echoed back.
-        let shown = |v: &Value| if def.sensitive { "(sensitive value)".to_owned() } else { short(v) };
+        let shown = |v: &Value| {
+            if def.sensitive {
+                "(sensitive value)".to_owned()
+            } else {
+                short(v)
+            }
+        };
         match (def.ty, value) {
             (VarType::String, Value::String(s)) => {
                 self.check_string(name, def, s, catalog, &field, &mut push);
@@ -91,7 +101,11 @@ impl Template {
             (VarType::Integer | VarType::Number, Value::Number(n)) => {
                 let x = n.as_f64().unwrap_or(f64::NAN);
                 if def.ty == VarType::Integer && !(n.is_i64() || n.is_u64()) {
-                    push(field.clone(), format!("{} is not a whole number", shown(value)), "an integer".into());
+                    push(
+                        field.clone(),
+                        format!("{} is not a whole number", shown(value)),
+                        "an integer".into(),
+                    );
                 }
                 let out_of_range = def.min.is_some_and(|lo| x < lo) || def.max.is_some_and(|hi| x > hi);
                 if out_of_range {
@@ -100,7 +114,11 @@ impl Template {
             }
             (VarType::ListOfString, Value::Array(items)) => {
                 if items.len() > MAX_COLLECTION_ITEMS {
-                    push(field.clone(), format!("has {} items", items.len()), format!("at most {MAX_COLLECTION_ITEMS}"));
+                    push(
+                        field.clone(),
+                        format!("has {} items", items.len()),
+                        format!("at most {MAX_COLLECTION_ITEMS}"),
+                    );
                 }
                 for (i, item) in items.iter().enumerate().take(MAX_COLLECTION_ITEMS) {
                     let f = format!("{field}[{i}]");
@@ -112,16 +130,24 @@ impl Template {
             }
             (VarType::MapOfString, Value::Object(map)) => {
                 if map.len() > MAX_COLLECTION_ITEMS {
-                    push(field.clone(), format!("has {} entries", map.len()), format!("at most {MAX_COLLECTION_ITEMS}"));
+                    push(
+                        field.clone(),
+                        format!("has {} entries", map.len()),
+                        format!("at most {MAX_COLLECTION_ITEMS}"),
+                    );
                 }
                 for (k, v) in map.iter().take(MAX_COLLECTION_ITEMS) {
                     let key_ok = !k.is_empty()
                         && k.len() <= 128
-                        && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c));
+                        && k.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c));
                     let f = format!("{field}.{}", short_str(k));
                     if !key_ok {
-                        push(f.clone(), "key has characters that are not allowed".into(),
-                            "keys of 1-128 characters from A-Z a-z 0-9 - _ . / :".into());
+                        push(
+                            f.clone(),
+                            "key has characters that are not allowed".into(),
+                            "keys of 1-128 characters from A-Z a-z 0-9 - _ . / :".into(),
+                        );
                     }
                     match v {
                         Value::String(s) => self.check_string(name, def, s, catalog, &f, &mut push),
@@ -129,7 +155,11 @@ impl Template {
                     }
                 }
             }
-            (ty, other) => push(field, format!("is {}", describe(other)), format!("a value of type {ty}")),
+            (ty, other) => push(
+                field,
+                format!("is {}", describe(other)),
+                format!("a value of type {ty}"),
+            ),
         }
         if let Some(allowed) = &def.allowed
             && !allowed.contains(value)
@@ -155,28 +185,59 @@ impl Template {
         let limit = def.max_length.unwrap_or(DEFAULT_STRING_LEN).min(MAX_STRING_LEN);
         let len = s.chars().count();
         if len > limit {
-            push(field.to_owned(), format!("is {len} characters long"), format!("at most {limit} characters"));
+            push(
+                field.to_owned(),
+                format!("is {len} characters long"),
+                format!("at most {limit} characters"),
+            );
             return; // Pattern and catalog messages about a truncated giant value help nobody.
         }
-        if s.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
-            push(field.to_owned(), "contains control characters".into(), "printable text".into());
+        if s.chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        {
+            push(
+                field.to_owned(),
+                "contains control characters".into(),
+                "printable text".into(),
+            );
         }
         if let Some(re) = self.pattern(name)
             && !re.is_match(s)
         {
-            let shown = if def.sensitive { "the value".to_owned() } else { format!("'{}'", short_str(s)) };
+            let shown = if def.sensitive {
+                "the value".to_owned()
+            } else {
+                format!("'{}'", short_str(s))
+            };
             let pattern = def.pattern.as_deref().unwrap_or_default();
-            push(field.to_owned(), format!("{shown} does not match the required pattern"), format!("text matching {pattern}"));
+            push(
+                field.to_owned(),
+                format!("{shown} does not match the required pattern"),
+                format!("text matching {pattern}"),
+            );
         }
         if let (Some(kind), Some(cat)) = (def.catalog, catalog) {
             let (known, what): (Vec<&str>, &str) = match kind {
-                CatalogRef::InstanceType => (cat.instance_types.iter().map(|i| i.name.as_str()).collect(), "instance type"),
-                CatalogRef::Zone => (cat.regions.iter().flat_map(|r| r.zones.iter().map(String::as_str)).collect(), "zone"),
+                CatalogRef::InstanceType => (
+                    cat.instance_types.iter().map(|i| i.name.as_str()).collect(),
+                    "instance type",
+                ),
+                CatalogRef::Zone => (
+                    cat.regions
+                        .iter()
+                        .flat_map(|r| r.zones.iter().map(String::as_str))
+                        .collect(),
+                    "zone",
+                ),
             };
             if !known.contains(&s) {
                 push(
                     field.to_owned(),
-                    format!("'{}' is not a {} {what} Strato offers", short_str(s), cat.provider),
+                    format!(
+                        "'{}' is not a {} {what} Strato offers",
+                        short_str(s),
+                        cat.provider
+                    ),
                     known.join(", "),
                 );
             }
@@ -194,7 +255,11 @@ fn range(def: &VariableDef) -> String {
 }
 
 fn short_str(s: &str) -> String {
-    if s.chars().count() <= 64 { s.to_owned() } else { s.chars().take(64).collect::<String>() + "…" }
+    if s.chars().count() <= 64 {
+        s.to_owned()
+    } else {
+        s.chars().take(64).collect::<String>() + "…"
+    }
 }
 
 fn short(v: &Value) -> String {
@@ -205,14 +270,23 @@ fn short(v: &Value) -> String {
 }
 
 /// Validates `spec` against `template` and the provider catalogs. Returns every problem, sorted by field.
-pub fn validate(spec: &ClusterSpec, template: &Template, catalogs: &Catalogs) -> Result<ValidatedSpec, Vec<FieldError>> {
+pub fn validate(
+    spec: &ClusterSpec,
+    template: &Template,
+    catalogs: &Catalogs,
+) -> Result<ValidatedSpec, Vec<FieldError>> {
     let m = &template.manifest;
     let mut errors = Vec::new();
     if spec.template.name != m.name || spec.template.version != m.version {
         errors.push(FieldError {
             field: "template".into(),
-            problem: format!("validated against {}@{} but the spec names {}@{}", m.name, m.version,
-                short_str(&spec.template.name), short_str(&spec.template.version)),
+            problem: format!(
+                "validated against {}@{} but the spec names {}@{}",
+                m.name,
+                m.version,
+                short_str(&spec.template.name),
+                short_str(&spec.template.version)
+            ),
             allowed: format!("{}@{}", m.name, m.version),
         });
     }
@@ -230,11 +304,20 @@ pub fn validate(spec: &ClusterSpec, template: &Template, catalogs: &Catalogs) ->
         let allowed: Vec<&str> = catalog.regions.iter().map(|r| r.id.as_str()).collect();
         errors.push(FieldError {
             field: "region".into(),
-            problem: format!("'{}' is not a {} region Strato offers", short_str(&spec.region), spec.provider),
+            problem: format!(
+                "'{}' is not a {} region Strato offers",
+                short_str(&spec.region),
+                spec.provider
+            ),
             allowed: allowed.join(", "),
         });
     }
-    let settable: Vec<&str> = m.variables.iter().filter(|(_, d)| !d.managed).map(|(n, _)| n.as_str()).collect();
+    let settable: Vec<&str> = m
+        .variables
+        .iter()
+        .filter(|(_, d)| !d.managed)
+        .map(|(n, _)| n.as_str())
+        .collect();
     for (name, value) in &spec.variables {
         match m.variables.get(name) {
             None => errors.push(FieldError {
@@ -252,14 +335,22 @@ pub fn validate(spec: &ClusterSpec, template: &Template, catalogs: &Catalogs) ->
     }
     let mut effective = BTreeMap::new();
     for (name, def) in m.variables.iter().filter(|(_, d)| !d.managed) {
-        match spec.variables.get(name).or_else(|| template.effective_default(spec.provider, name)) {
+        match spec
+            .variables
+            .get(name)
+            .or_else(|| template.effective_default(spec.provider, name))
+        {
             Some(v) => {
                 effective.insert(name.clone(), v.clone());
             }
             None if def.required => errors.push(FieldError {
                 field: format!("variables.{name}"),
                 problem: "is required".into(),
-                allowed: if def.description.is_empty() { format!("a {}", def.ty) } else { format!("a {}: {}", def.ty, def.description) },
+                allowed: if def.description.is_empty() {
+                    format!("a {}", def.ty)
+                } else {
+                    format!("a {}: {}", def.ty, def.description)
+                },
             }),
             None => {}
         }
@@ -277,7 +368,12 @@ pub fn validate(spec: &ClusterSpec, template: &Template, catalogs: &Catalogs) ->
             errors.push(FieldError {
                 field: format!("variables.{}", rule.left),
                 problem: rule.message.clone().unwrap_or_else(|| {
-                    format!("{} ({l}) must be {} {} ({r})", rule.left, rule.op.as_str(), rule.right)
+                    format!(
+                        "{} ({l}) must be {} {} ({r})",
+                        rule.left,
+                        rule.op.as_str(),
+                        rule.right
+                    )
                 }),
                 allowed: format!("{} {} {}", rule.left, rule.op.as_str(), rule.right),
             });
@@ -288,9 +384,24 @@ pub fn validate(spec: &ClusterSpec, template: &Template, catalogs: &Catalogs) ->
         errors.dedup();
         return Err(errors);
     }
-    let sensitive = m.variables.iter().filter(|(_, d)| d.sensitive).map(|(n, _)| n.clone()).collect();
-    let managed = m.variables.iter().filter(|(_, d)| d.managed).map(|(n, _)| n.clone()).collect();
-    Ok(ValidatedSpec { spec: spec.clone(), variables: effective, sensitive, managed })
+    let sensitive = m
+        .variables
+        .iter()
+        .filter(|(_, d)| d.sensitive)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let managed = m
+        .variables
+        .iter()
+        .filter(|(_, d)| d.managed)
+        .map(|(n, _)| n.clone())
+        .collect();
+    Ok(ValidatedSpec {
+        spec: spec.clone(),
+        variables: effective,
+        sensitive,
+        managed,
+    })
 }
 
 #[cfg(test)]
@@ -303,7 +414,10 @@ mod tests {
     fn spec(vars: Value) -> ClusterSpec {
         ClusterSpec {
             name: "prod-eu".parse().unwrap(),
-            template: TemplateRef { name: "aws-eks-basic".into(), version: "1.2.0".into() },
+            template: TemplateRef {
+                name: "aws-eks-basic".into(),
+                version: "1.2.0".into(),
+            },
             provider: CloudProvider::Aws,
             region: "eu-west-1".into(),
             variables: serde_json::from_value(vars).unwrap(),
@@ -320,13 +434,27 @@ mod tests {
 
     #[test]
     fn valid_spec_gets_defaults_and_provider_defaults() {
-        let v = validate(&spec(json!({"owner_email": "ops@example.com", "node_count": 3})), &eks(), Catalogs::builtin())
-            .unwrap();
+        let v = validate(
+            &spec(json!({"owner_email": "ops@example.com", "node_count": 3})),
+            &eks(),
+            Catalogs::builtin(),
+        )
+        .unwrap();
         assert_eq!(v.variables()["node_count"], 3);
-        assert_eq!(v.variables()["node_instance_type"], "t3.medium", "provider default wins over variable default");
+        assert_eq!(
+            v.variables()["node_instance_type"],
+            "t3.medium",
+            "provider default wins over variable default"
+        );
         assert_eq!(v.variables()["kubernetes_version"], "1.30");
-        assert!(!v.variables().contains_key("cluster_name"), "managed variables are rendered, not defaulted");
-        assert!(!v.variables().contains_key("db_password"), "optional without default stays unset");
+        assert!(
+            !v.variables().contains_key("cluster_name"),
+            "managed variables are rendered, not defaulted"
+        );
+        assert!(
+            !v.variables().contains_key("db_password"),
+            "optional without default stays unset"
+        );
         assert!(v.is_sensitive("db_password"));
         assert!(v.managed().contains("cluster_name"));
     }
@@ -342,9 +470,17 @@ mod tests {
         assert_eq!(
             fields(&errs),
             [
-                "variables.admin_cidrs[1]", "variables.cluster_name", "variables.ghost", "variables.kubernetes_version",
-                "variables.node_count", "variables.node_instance_type", "variables.owner_email", "variables.spot",
-                "variables.tags.bad key", "variables.tags.n", "variables.vpc_cidr",
+                "variables.admin_cidrs[1]",
+                "variables.cluster_name",
+                "variables.ghost",
+                "variables.kubernetes_version",
+                "variables.node_count",
+                "variables.node_instance_type",
+                "variables.owner_email",
+                "variables.spot",
+                "variables.tags.bad key",
+                "variables.tags.n",
+                "variables.vpc_cidr",
             ]
         );
         assert_eq!(problems(vars), errs, "same spec, same answer");
@@ -353,10 +489,16 @@ mod tests {
         assert!(by("variables.kubernetes_version").allowed.contains("'1.31'"));
         assert!(by("variables.node_instance_type").allowed.contains("t3.medium"));
         assert!(by("variables.ghost").allowed.contains("node_count"));
-        assert!(!by("variables.ghost").allowed.contains("cluster_name"), "managed vars are not offered");
+        assert!(
+            !by("variables.ghost").allowed.contains("cluster_name"),
+            "managed vars are not offered"
+        );
         assert!(by("variables.cluster_name").problem.contains("set by Strato"));
         assert!(by("variables.owner_email").problem.contains("required"));
-        assert!(by("variables.spot").problem.contains("a string") && by("variables.spot").allowed.contains("bool"));
+        assert!(
+            by("variables.spot").problem.contains("a string")
+                && by("variables.spot").allowed.contains("bool")
+        );
         assert!(by("variables.vpc_cidr").problem.contains("pattern"));
     }
 
@@ -368,7 +510,10 @@ mod tests {
         s.template.version = "9.9.9".into();
         let errs = validate(&s, &eks(), Catalogs::builtin()).unwrap_err();
         assert_eq!(fields(&errs), ["provider", "region", "template"]);
-        assert!(errs[1].allowed.contains("us-central1"), "region list is the spec provider's");
+        assert!(
+            errs[1].allowed.contains("us-central1"),
+            "region list is the spec provider's"
+        );
         assert_eq!(errs[0].allowed, "aws");
     }
 
@@ -380,21 +525,50 @@ mod tests {
             b[k] = v;
             b
         };
-        assert_eq!(fields(&problems(with("node_count", json!(2.5)))), ["variables.node_count"]);
-        assert!(problems(with("node_count", json!(2.5)))[0].problem.contains("whole number"));
-        assert_eq!(fields(&problems(with("node_count", json!(51)))), ["variables.node_count"]);
-        assert!(validate(&spec(with("node_count", json!(50))), &eks(), Catalogs::builtin()).is_err(), "> max_nodes");
-        assert!(validate(&spec(with("disk_ratio", json!(1))), &eks(), Catalogs::builtin()).is_ok(), "integer is a number");
-        assert_eq!(fields(&problems(with("disk_ratio", json!(0.05)))), ["variables.disk_ratio"]);
-        assert_eq!(fields(&problems(with("node_count", json!("3")))), ["variables.node_count"]);
-        assert_eq!(fields(&problems(with("node_count", Value::Null))), ["variables.node_count"]);
+        assert_eq!(
+            fields(&problems(with("node_count", json!(2.5)))),
+            ["variables.node_count"]
+        );
+        assert!(
+            problems(with("node_count", json!(2.5)))[0]
+                .problem
+                .contains("whole number")
+        );
+        assert_eq!(
+            fields(&problems(with("node_count", json!(51)))),
+            ["variables.node_count"]
+        );
+        assert!(
+            validate(&spec(with("node_count", json!(50))), &eks(), Catalogs::builtin()).is_err(),
+            "> max_nodes"
+        );
+        assert!(
+            validate(&spec(with("disk_ratio", json!(1))), &eks(), Catalogs::builtin()).is_ok(),
+            "integer is a number"
+        );
+        assert_eq!(
+            fields(&problems(with("disk_ratio", json!(0.05)))),
+            ["variables.disk_ratio"]
+        );
+        assert_eq!(
+            fields(&problems(with("node_count", json!("3")))),
+            ["variables.node_count"]
+        );
+        assert_eq!(
+            fields(&problems(with("node_count", Value::Null))),
+            ["variables.node_count"]
+        );
     }
 
     #[test]
     fn cross_field_rules() {
         let errs = problems(json!({"owner_email": "a@b", "min_nodes": 4, "max_nodes": 3, "node_count": 3}));
         assert_eq!(fields(&errs), ["variables.max_nodes"]);
-        assert!(errs[0].problem.contains("max_nodes (3) must be >= min_nodes (4)"), "{}", errs[0].problem);
+        assert!(
+            errs[0].problem.contains("max_nodes (3) must be >= min_nodes (4)"),
+            "{}",
+            errs[0].problem
+        );
         // Rule against a default: node_count 6 > default max_nodes 5, custom message used.
         let errs = problems(json!({"owner_email": "a@b", "node_count": 6}));
         assert_eq!(errs[0].problem, "node_count cannot exceed max_nodes");
@@ -409,12 +583,20 @@ mod tests {
         let errs = problems(json!({"owner_email": format!("{}@x", "a".repeat(200))}));
         assert!(errs[0].problem.contains("202 characters") && errs[0].allowed.contains("128"));
         let huge = "p".repeat(1_000_000);
-        let errs = problems(json!({"owner_email": "a@b", "db_password": huge, "tags": {"k": "v".repeat(300)}}));
+        let errs =
+            problems(json!({"owner_email": "a@b", "db_password": huge, "tags": {"k": "v".repeat(300)}}));
         assert_eq!(fields(&errs), ["variables.db_password", "variables.tags.k"]);
-        assert!(errs.iter().all(|e| e.problem.len() < 200), "huge values are not echoed");
+        assert!(
+            errs.iter().all(|e| e.problem.len() < 200),
+            "huge values are not echoed"
+        );
         let errs = problems(json!({"owner_email": "a@b", "db_password": "hunter2", "node_count": "hunter3"}));
         assert!(!format!("{errs:?}").contains("hunter2"));
-        assert!(problems(json!({"owner_email": "a@b\u{0007}"}))[0].problem.contains("control"));
+        assert!(
+            problems(json!({"owner_email": "a@b\u{0007}"}))[0]
+                .problem
+                .contains("control")
+        );
     }
 
     #[test]

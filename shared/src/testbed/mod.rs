@@ -1,0 +1,8 @@
+//! The offline test bed: moto (AWS emulator) and the Terraform engine + AWS provider mirror, installed by
+//! this code into `.tools/` on first use, and private moto servers for test processes.
+
+mod install;
+mod moto;
+
+pub use install::{Tools, ToolsError, tools, tools_dir};
+pub use moto::{MotoServer, TestEnv, shared_moto};
