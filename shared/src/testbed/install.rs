@@ -66,8 +66,8 @@ impl Tools {
 /// `STRATO_TOOLS_DIR`, else `.tools/` at the workspace root.
 pub fn tools_dir() -> PathBuf {
     match std::env::var_os("STRATO_TOOLS_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .unwrap_or(Path::new("."))
             .join(".tools"),
