@@ -36,6 +36,11 @@ pub enum Error {
         operation: &'static str,
         message: String,
     },
+    /// A conditional write lost: someone else changed the item first (optimistic concurrency).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("stored item {what} is malformed: {reason}")]
+    Corrupt { what: String, reason: String },
     #[error("cluster is {state}, expected {expected}")]
     UnexpectedState {
         state: ClusterState,

@@ -6,13 +6,17 @@ pub mod aws;
 pub mod catalog;
 pub mod error;
 pub mod ids;
+pub mod messages;
 pub mod model;
+pub mod queues;
 pub mod render;
 pub mod resources;
 pub mod state_machine;
+pub mod store;
 pub mod template;
 #[cfg(feature = "testbed")]
 pub mod testbed;
+pub mod ts;
 pub mod validate;
 
 pub use error::{Error, ErrorCategory, UserError};

@@ -137,7 +137,7 @@ pub struct ClusterSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct DriftInfo {
     pub drifted: bool,
-    #[serde(with = "time::serde::rfc3339::option", default)]
+    #[serde(with = "crate::ts::option", default)]
     pub checked_at: Option<OffsetDateTime>,
     /// `address: action` per changed resource, as the plan reported it.
     #[serde(default)]
@@ -165,9 +165,22 @@ pub struct Cluster {
     #[serde(default)]
     pub drift: DriftInfo,
     pub last_error: Option<UserError>,
-    #[serde(with = "time::serde::rfc3339")]
+    /// Sort key of the `by_state` index: when the next drift check is due (ACTIVE clusters only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub next_drift_check_at: Option<String>,
+    /// sha256 of the agent's registration token (key of the `by_agent_token` index); the token itself is
+    /// never stored in the clear.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent_token_hash: Option<String>,
+    #[serde(with = "crate::ts::option", default)]
+    pub agent_registered_at: Option<OffsetDateTime>,
+    #[serde(with = "crate::ts::option", default)]
+    pub agent_last_seen: Option<OffsetDateTime>,
+    #[serde(with = "crate::ts::option", default)]
+    pub configuring_deadline: Option<OffsetDateTime>,
+    #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
+    #[serde(with = "crate::ts")]
     pub updated_at: OffsetDateTime,
 }
 
@@ -215,9 +228,9 @@ impl OperationStatus {
 pub struct Step {
     /// e.g. `init`, `plan`, `apply`, or `network/apply` for a staged template.
     pub name: String,
-    #[serde(with = "time::serde::rfc3339")]
+    #[serde(with = "crate::ts")]
     pub started_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option", default)]
+    #[serde(with = "crate::ts::option", default)]
     pub finished_at: Option<OffsetDateTime>,
     pub ok: Option<bool>,
 }
@@ -234,9 +247,25 @@ pub struct Operation {
     /// Incremented each time the operation is (re)started by the runner.
     pub attempt: u32,
     pub error: Option<UserError>,
-    #[serde(with = "time::serde::rfc3339")]
+    /// The spec this operation applies (create, update, retry); the cluster's current spec otherwise.
+    pub spec: Option<ClusterSpec>,
+    /// The cluster lock's fencing token while this operation holds it.
+    pub fencing_token: Option<u64>,
+    pub task_arn: Option<String>,
+    #[serde(with = "crate::ts::option", default)]
+    pub heartbeat_at: Option<OffsetDateTime>,
+    /// Why a queued operation is parked (cluster busy, tenant at its concurrency limit).
+    pub wait_reason: Option<String>,
+    #[serde(default)]
+    pub cancel_requested: bool,
+    /// Runner events that arrived with a fencing token that no longer held the lock: recorded, not applied.
+    #[serde(default)]
+    pub stale_events: u32,
+    /// Who asked for it (the JWT subject, or `strato:scheduler`).
+    pub requested_by: Option<String>,
+    #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
+    #[serde(with = "crate::ts")]
     pub updated_at: OffsetDateTime,
 }
 
@@ -251,6 +280,14 @@ impl Operation {
             steps: Vec::new(),
             attempt: 0,
             error: None,
+            spec: None,
+            fencing_token: None,
+            task_arn: None,
+            heartbeat_at: None,
+            wait_reason: None,
+            cancel_requested: false,
+            stale_events: 0,
+            requested_by: None,
             created_at: now,
             updated_at: now,
         }

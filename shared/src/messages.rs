@@ -1,0 +1,119 @@
+//! Message bodies on Strato's queues. These are the contracts between functions.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::error::UserError;
+use crate::ids::{ClusterId, OperationId, TenantId};
+use crate::model::{OperationKind, ResourceChange};
+
+/// `jobs.fifo`: start this operation. MessageGroupId = cluster id; deduplication id = operation id plus a
+/// wake-up counter, so a deliberate re-enqueue is not swallowed by FIFO deduplication.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobMessage {
+    pub operation_id: OperationId,
+    pub cluster_id: ClusterId,
+    pub tenant_id: TenantId,
+    pub kind: OperationKind,
+}
+
+/// `events` queue, from the runner. Every event carries the fencing token the runner was started with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunnerEvent {
+    StepStarted {
+        operation_id: OperationId,
+        fencing_token: u64,
+        step: String,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
+    StepFinished {
+        operation_id: OperationId,
+        fencing_token: u64,
+        step: String,
+        ok: bool,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
+    Heartbeat {
+        operation_id: OperationId,
+        fencing_token: u64,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
+    Succeeded {
+        operation_id: OperationId,
+        fencing_token: u64,
+        /// Non-sensitive outputs only; sensitive ones are stored encrypted by the runner.
+        #[serde(default)]
+        outputs: BTreeMap<String, serde_json::Value>,
+        /// Drift checks: what changed out of band.
+        #[serde(default)]
+        drift: Option<Vec<ResourceChange>>,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
+    Failed {
+        operation_id: OperationId,
+        fencing_token: u64,
+        error: UserError,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
+    Cancelled {
+        operation_id: OperationId,
+        fencing_token: u64,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
+}
+
+impl RunnerEvent {
+    pub fn operation_id(&self) -> &OperationId {
+        match self {
+            RunnerEvent::StepStarted { operation_id, .. }
+            | RunnerEvent::StepFinished { operation_id, .. }
+            | RunnerEvent::Heartbeat { operation_id, .. }
+            | RunnerEvent::Succeeded { operation_id, .. }
+            | RunnerEvent::Failed { operation_id, .. }
+            | RunnerEvent::Cancelled { operation_id, .. } => operation_id,
+        }
+    }
+
+    pub fn fencing_token(&self) -> u64 {
+        match self {
+            RunnerEvent::StepStarted { fencing_token, .. }
+            | RunnerEvent::StepFinished { fencing_token, .. }
+            | RunnerEvent::Heartbeat { fencing_token, .. }
+            | RunnerEvent::Succeeded { fencing_token, .. }
+            | RunnerEvent::Failed { fencing_token, .. }
+            | RunnerEvent::Cancelled { fencing_token, .. } => *fencing_token,
+        }
+    }
+}
+
+/// Environment variable names of the runner's container overrides.
+pub const ENV_OPERATION_ID: &str = "STRATO_OPERATION_ID";
+pub const ENV_FENCING_TOKEN: &str = "STRATO_FENCING_TOKEN";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runner_events_have_a_tagged_wire_form() {
+        let e = RunnerEvent::Heartbeat {
+            operation_id: OperationId::generate(),
+            fencing_token: 7,
+            at: crate::ts::parse("2026-11-22T04:30:00Z").unwrap(),
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["type"], "heartbeat");
+        assert_eq!(v["at"], "2026-11-22T04:30:00.000000Z");
+        assert_eq!(serde_json::from_value::<RunnerEvent>(v).unwrap(), e);
+        assert_eq!(e.fencing_token(), 7);
+    }
+}
