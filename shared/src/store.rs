@@ -270,28 +270,74 @@ impl Store {
         Ok(())
     }
 
-    /// Counter update on the tenant item, bounded by `max` when incrementing.
-    fn tenant_counter(
+    /// One update of the tenant's counters (a transaction may touch an item only once). Increments are
+    /// bounded by `quotas`.
+    fn tenant_counters(
         &self,
         tenant: &TenantId,
-        attr: &str,
-        delta: i64,
-        max: Option<u32>,
+        clusters: i64,
+        operations: i64,
+        quotas: Option<&Quotas>,
     ) -> Result<TransactWriteItem, Error> {
+        let mut adds = Vec::new();
+        let mut conds = Vec::new();
         let mut u = Update::builder()
             .table_name(&self.tenants)
-            .key("tenant_id", s(tenant.as_str()))
-            .update_expression("ADD #c :d")
-            .expression_attribute_names("#c", attr)
-            .expression_attribute_values(":d", n(delta));
-        if let Some(max) = max {
-            u = u
-                .condition_expression("attribute_not_exists(#c) OR #c < :max")
-                .expression_attribute_values(":max", n(max));
+            .key("tenant_id", s(tenant.as_str()));
+        for (attr, delta, max) in [
+            ("cluster_count", clusters, quotas.map(|q| q.max_clusters)),
+            (
+                "open_operations",
+                operations,
+                quotas.map(|q| q.max_open_operations),
+            ),
+        ] {
+            if delta == 0 {
+                continue;
+            }
+            adds.push(format!("{attr} :{attr}"));
+            u = u.expression_attribute_values(format!(":{attr}"), n(delta));
+            if let (Some(max), true) = (max, delta > 0) {
+                conds.push(format!("(attribute_not_exists({attr}) OR {attr} < :max_{attr})"));
+                u = u.expression_attribute_values(format!(":max_{attr}"), n(max));
+            }
+        }
+        u = u.update_expression(format!("ADD {}", adds.join(", ")));
+        if !conds.is_empty() {
+            u = u.condition_expression(conds.join(" AND "));
         }
         Ok(TransactWriteItem::builder()
             .update(u.build().map_err(|e| Error::aws("TransactWriteItems", e))?)
             .build())
+    }
+
+    /// Which quota a refused increment hit, read after the fact.
+    async fn quota_hit(&self, tenant: &TenantId, quotas: &Quotas) -> Result<CreateRejected, Error> {
+        let out = self
+            .ddb
+            .get_item()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| Error::aws("GetItem", e))?;
+        let item = out.item.unwrap_or_default();
+        let get = |k: &str| {
+            item.get(k)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse::<u32>().ok())
+                .unwrap_or(0)
+        };
+        Ok(if get("cluster_count") >= quotas.max_clusters {
+            CreateRejected::ClusterQuota {
+                max: quotas.max_clusters,
+            }
+        } else {
+            CreateRejected::OperationQuota {
+                max: quotas.max_open_operations,
+            }
+        })
     }
 
     // ---- clusters and operations -----------------------------------------------------------------------
@@ -321,18 +367,12 @@ impl Store {
             ("cluster_id".into(), s(cluster.cluster_id.as_str())),
         ]);
         let items = vec![
-            self.tenant_counter(&cluster.tenant_id, "cluster_count", 1, Some(quotas.max_clusters))?,
+            self.tenant_counters(&cluster.tenant_id, 1, 1, Some(quotas))?,
             put(&self.locks, name_item, "attribute_not_exists(lock_id)")?,
             put(
                 &self.clusters,
                 to_item("cluster", cluster)?,
                 "attribute_not_exists(cluster_id)",
-            )?,
-            self.tenant_counter(
-                &cluster.tenant_id,
-                "open_operations",
-                1,
-                Some(quotas.max_open_operations),
             )?,
             put(
                 &self.operations,
@@ -340,16 +380,15 @@ impl Store {
                 "attribute_not_exists(operation_id)",
             )?,
         ];
-        self.transact(items, |failed| match failed {
-            0 => CreateRejected::ClusterQuota {
-                max: quotas.max_clusters,
-            },
-            1 => CreateRejected::NameTaken,
-            _ => CreateRejected::OperationQuota {
-                max: quotas.max_open_operations,
-            },
-        })
-        .await
+        match self.transact(items, |failed| failed).await? {
+            Ok(()) => Ok(Ok(())),
+            Err(0) => Ok(Err(self.quota_hit(&cluster.tenant_id, quotas).await?)),
+            Err(1) => Ok(Err(CreateRejected::NameTaken)),
+            Err(_) => Err(Error::Conflict(format!(
+                "cluster {} or operation {} already exists",
+                cluster.cluster_id, op.operation_id
+            ))),
+        }
     }
 
     /// Records a new operation on an existing cluster, bounded by the tenant's open-operation quota.
@@ -365,12 +404,7 @@ impl Store {
             .build()
             .map_err(|e| Error::aws("TransactWriteItems", e))?;
         let items = vec![
-            self.tenant_counter(
-                &op.tenant_id,
-                "open_operations",
-                1,
-                Some(quotas.max_open_operations),
-            )?,
+            self.tenant_counters(&op.tenant_id, 0, 1, Some(quotas))?,
             TransactWriteItem::builder().put(p).build(),
         ];
         self.transact(items, |_| CreateRejected::OperationQuota {
@@ -576,7 +610,7 @@ impl Store {
             .map_err(|e| Error::aws("TransactWriteItems", e))?;
         let items = vec![
             TransactWriteItem::builder().delete(del).build(),
-            self.tenant_counter(&cluster.tenant_id, "cluster_count", -1, None)?,
+            self.tenant_counters(&cluster.tenant_id, -1, 0, None)?,
         ];
         // A failed condition means the name was already released (duplicate event): nothing to do.
         let _ = self.transact(items, |_| ()).await?;
@@ -614,7 +648,7 @@ impl Store {
             .map_err(|e| Error::aws("TransactWriteItems", e))?;
         let mut items = vec![TransactWriteItem::builder().put(p).build()];
         if op.status.is_terminal() && !was_terminal {
-            items.push(self.tenant_counter(&op.tenant_id, "open_operations", -1, None)?);
+            items.push(self.tenant_counters(&op.tenant_id, 0, -1, None)?);
         }
         match self.transact(items, |_| ()).await? {
             Ok(()) => Ok(()),

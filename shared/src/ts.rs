@@ -17,8 +17,10 @@ pub fn parse(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
 }
 
+/// Now, at the microsecond precision timestamps are stored with, so a value survives a round trip.
 pub fn now() -> OffsetDateTime {
-    OffsetDateTime::now_utc()
+    let t = OffsetDateTime::now_utc();
+    t.replace_nanosecond(t.nanosecond() / 1000 * 1000).unwrap_or(t)
 }
 
 pub fn serialize<S: Serializer>(t: &OffsetDateTime, s: S) -> Result<S::Ok, S::Error> {

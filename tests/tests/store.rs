@@ -1,0 +1,304 @@
+//! The DynamoDB store against moto: atomic create, quotas, optimistic concurrency, cluster locks with
+//! fencing tokens, tenant slots, idempotency records.
+
+use std::collections::BTreeMap;
+
+use strato_shared::error::Error;
+use strato_shared::ids::{ClusterId, OperationId, TenantId};
+use strato_shared::model::{
+    CloudProvider, Cluster, ClusterSpec, ClusterState, DriftInfo, Operation, OperationKind, OperationStatus,
+    TemplateRef,
+};
+use strato_shared::store::{CreateRejected, IdempotentResponse, LockOutcome, Quotas, Store};
+use strato_shared::testbed::TestEnv;
+use strato_shared::ts;
+use time::Duration;
+
+fn cluster(tenant: &TenantId, name: &str) -> (Cluster, Operation) {
+    let now = ts::now();
+    let spec = ClusterSpec {
+        name: name.parse().unwrap(),
+        template: TemplateRef {
+            name: "fixture-vpc-sg".into(),
+            version: "0.1.0".into(),
+        },
+        provider: CloudProvider::Aws,
+        region: "us-east-1".into(),
+        variables: BTreeMap::new(),
+    };
+    let c = Cluster {
+        tenant_id: tenant.clone(),
+        cluster_id: ClusterId::generate(),
+        spec: spec.clone(),
+        state: ClusterState::Pending,
+        version: 0,
+        outputs: BTreeMap::new(),
+        drift: DriftInfo::default(),
+        last_error: None,
+        next_drift_check_at: None,
+        agent_token_hash: None,
+        agent_registered_at: None,
+        agent_last_seen: None,
+        configuring_deadline: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let mut op = Operation::new(tenant.clone(), c.cluster_id.clone(), OperationKind::Create, now);
+    op.spec = Some(spec);
+    (c, op)
+}
+
+async fn store() -> (TestEnv, Store) {
+    let env = TestEnv::new().await;
+    let store = Store::new(env.aws.dynamodb.clone(), &env.names);
+    (env, store)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_is_atomic_and_quota_bound() {
+    let (_env, store) = store().await;
+    let acme: TenantId = "acme".parse().unwrap();
+    let quotas = Quotas {
+        max_clusters: 2,
+        ..Quotas::default()
+    };
+    let (c1, op1) = cluster(&acme, "one");
+    store.create_cluster(&c1, &op1, &quotas).await.unwrap().unwrap();
+    assert_eq!(
+        store.get_cluster(&acme, &c1.cluster_id).await.unwrap().unwrap(),
+        c1
+    );
+    assert_eq!(
+        store.get_operation(&op1.operation_id).await.unwrap().unwrap(),
+        op1
+    );
+    assert_eq!(
+        store
+            .find_cluster(&c1.cluster_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .tenant_id,
+        acme
+    );
+    assert_eq!(
+        store.open_operations("queued").await.unwrap().len(),
+        1,
+        "findable as not dispatched"
+    );
+
+    let (dup, dup_op) = cluster(&acme, "one");
+    assert_eq!(
+        store.create_cluster(&dup, &dup_op, &quotas).await.unwrap(),
+        Err(CreateRejected::NameTaken)
+    );
+    assert!(
+        store.get_cluster(&acme, &dup.cluster_id).await.unwrap().is_none(),
+        "nothing half-written"
+    );
+    assert!(store.get_operation(&dup_op.operation_id).await.unwrap().is_none());
+
+    let other: TenantId = "other".parse().unwrap();
+    let (o, o_op) = cluster(&other, "one");
+    store
+        .create_cluster(&o, &o_op, &quotas)
+        .await
+        .unwrap()
+        .expect("names are per tenant");
+
+    let (c2, op2) = cluster(&acme, "two");
+    store.create_cluster(&c2, &op2, &quotas).await.unwrap().unwrap();
+    let (c3, op3) = cluster(&acme, "three");
+    assert_eq!(
+        store.create_cluster(&c3, &op3, &quotas).await.unwrap(),
+        Err(CreateRejected::ClusterQuota { max: 2 })
+    );
+
+    let (page, next) = store.list_clusters(&acme, None, 1, None).await.unwrap();
+    assert_eq!(page.len(), 1);
+    let (rest, _) = store.list_clusters(&acme, None, 10, next.as_ref()).await.unwrap();
+    let mut ids: Vec<_> = page.iter().chain(&rest).map(|c| c.cluster_id.clone()).collect();
+    ids.sort();
+    let mut want = vec![c1.cluster_id.clone(), c2.cluster_id.clone()];
+    want.sort();
+    assert_eq!(ids, want);
+
+    // Deleting frees the name and the quota slot.
+    store.release_cluster_name(&c1).await.unwrap();
+    store.release_cluster_name(&c1).await.unwrap();
+    let (again, again_op) = cluster(&acme, "one");
+    store
+        .create_cluster(&again, &again_op, &quotas)
+        .await
+        .unwrap()
+        .expect("name and slot are free again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn optimistic_concurrency_on_clusters_and_operations() {
+    let (_env, store) = store().await;
+    let acme: TenantId = "acme".parse().unwrap();
+    let (c, op) = cluster(&acme, "occ");
+    store
+        .create_cluster(&c, &op, &Quotas::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut a = store.get_cluster(&acme, &c.cluster_id).await.unwrap().unwrap();
+    let mut b = a.clone();
+    a.state = ClusterState::Provisioning;
+    store.save_cluster(&mut a).await.unwrap();
+    assert_eq!(a.version, 1);
+    b.state = ClusterState::Failed;
+    assert!(matches!(
+        store.save_cluster(&mut b).await,
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(b.version, 0, "a lost write leaves the caller's copy as it was");
+    let stored = store.get_cluster(&acme, &c.cluster_id).await.unwrap().unwrap();
+    assert_eq!(stored.state, ClusterState::Provisioning);
+    assert!(stored.next_drift_check_at.is_none());
+
+    let mut o1 = store.get_operation(&op.operation_id).await.unwrap().unwrap();
+    let mut o2 = o1.clone();
+    o1.status = OperationStatus::Dispatched;
+    store.save_operation(&mut o1, false).await.unwrap();
+    o2.status = OperationStatus::Cancelled;
+    assert!(matches!(
+        store.save_operation(&mut o2, false).await,
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(store.open_operations("dispatched").await.unwrap().len(), 1);
+    o1.status = OperationStatus::Succeeded;
+    store.save_operation(&mut o1, false).await.unwrap();
+    assert!(
+        store.open_operations("dispatched").await.unwrap().is_empty(),
+        "terminal leaves the open index"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cluster_lock_fencing_and_leases() {
+    let (_env, store) = store().await;
+    let c = ClusterId::generate();
+    let (a, b) = (OperationId::generate(), OperationId::generate());
+    let now = ts::now();
+    let LockOutcome::Acquired { fencing_token: t1 } = store
+        .acquire_cluster_lock(&c, &a, Duration::hours(1), now)
+        .await
+        .unwrap()
+    else {
+        panic!("free lock must be acquired")
+    };
+    assert_eq!(
+        store
+            .acquire_cluster_lock(&c, &a, Duration::hours(1), now)
+            .await
+            .unwrap(),
+        LockOutcome::Acquired { fencing_token: t1 },
+        "re-acquiring as owner (redelivery) keeps the token"
+    );
+    assert_eq!(
+        store
+            .acquire_cluster_lock(&c, &b, Duration::hours(1), now)
+            .await
+            .unwrap(),
+        LockOutcome::Held { owner: a.clone() }
+    );
+    assert!(
+        !store.release_cluster_lock(&c, &b, t1).await.unwrap(),
+        "only the owner releases"
+    );
+    assert!(
+        !store.release_cluster_lock(&c, &a, t1 + 1).await.unwrap(),
+        "only with its token"
+    );
+    assert!(store.release_cluster_lock(&c, &a, t1).await.unwrap());
+    assert!(
+        !store.release_cluster_lock(&c, &a, t1).await.unwrap(),
+        "releasing twice is a no-op"
+    );
+    let LockOutcome::Acquired { fencing_token: t2 } = store
+        .acquire_cluster_lock(&c, &b, Duration::seconds(1), now)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(t2 > t1, "tokens grow");
+    // An expired lease can be taken over, with a newer token; the old owner can no longer release it.
+    let later = now + Duration::seconds(5);
+    let LockOutcome::Acquired { fencing_token: t3 } = store
+        .acquire_cluster_lock(&c, &a, Duration::hours(1), later)
+        .await
+        .unwrap()
+    else {
+        panic!("expired lease must be taken over")
+    };
+    assert!(t3 > t2);
+    assert!(!store.release_cluster_lock(&c, &b, t2).await.unwrap());
+    assert_eq!(store.cluster_lock(&c).await.unwrap(), Some((a, t3)));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tenant_slots_are_bounded_and_idempotent() {
+    let (_env, store) = store().await;
+    let t: TenantId = "acme".parse().unwrap();
+    let (a, b) = (OperationId::generate(), OperationId::generate());
+    assert!(store.acquire_tenant_slot(&t, &a, 1).await.unwrap());
+    assert!(
+        store.acquire_tenant_slot(&t, &a, 1).await.unwrap(),
+        "same op again is fine"
+    );
+    assert!(!store.acquire_tenant_slot(&t, &b, 1).await.unwrap());
+    store.release_tenant_slot(&t, &a).await.unwrap();
+    store.release_tenant_slot(&t, &a).await.unwrap();
+    assert!(store.acquire_tenant_slot(&t, &b, 1).await.unwrap());
+    assert_eq!(store.tenant_slots(&t).await.unwrap(), vec![b.to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idempotency_records_keep_the_first_answer_for_24h() {
+    let (_env, store) = store().await;
+    let t: TenantId = "acme".parse().unwrap();
+    let now = ts::now();
+    let first = IdempotentResponse {
+        request_hash: "h1".into(),
+        status: 202,
+        body: "{\"a\":1}".into(),
+    };
+    assert_eq!(store.idempotent_put(&t, "k", &first, now).await.unwrap(), None);
+    let second = IdempotentResponse {
+        request_hash: "h1".into(),
+        status: 202,
+        body: "{\"a\":2}".into(),
+    };
+    assert_eq!(
+        store.idempotent_put(&t, "k", &second, now).await.unwrap(),
+        Some(first.clone()),
+        "first answer wins"
+    );
+    assert_eq!(
+        store
+            .idempotent_get(&t, "k", now + Duration::hours(23))
+            .await
+            .unwrap(),
+        Some(first)
+    );
+    assert_eq!(
+        store
+            .idempotent_get(&t, "k", now + Duration::hours(25))
+            .await
+            .unwrap(),
+        None,
+        "expired even if TTL has not run"
+    );
+    assert_eq!(
+        store
+            .idempotent_get(&"other".parse().unwrap(), "k", now)
+            .await
+            .unwrap(),
+        None,
+        "keys are per tenant"
+    );
+}
