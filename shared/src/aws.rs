@@ -1,8 +1,60 @@
 //! SDK clients, built once per process from one `SdkConfig`. With an endpoint (moto, devstack) every client
 //! is pointed at it; in AWS the default credential and region chain applies.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::Credentials;
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
+
+/// Counts every request an SDK client transmits (retries included), by `Service.Operation`. Used by
+/// benchmarks to report how many AWS calls a code path makes.
+#[derive(Debug, Clone, Default)]
+pub struct CallCounter(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl CallCounter {
+    pub fn snapshot(&self) -> BTreeMap<String, u64> {
+        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    pub fn total(&self) -> u64 {
+        self.snapshot().values().sum()
+    }
+
+    pub fn reset(&self) {
+        if let Ok(mut m) = self.0.lock() {
+            m.clear();
+        }
+    }
+}
+
+impl Intercept for CallCounter {
+    fn name(&self) -> &'static str {
+        "strato-call-counter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _ctx: &BeforeTransmitInterceptorContextRef<'_>,
+        _rc: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let key = cfg
+            .load::<Metadata>()
+            .map(|m| format!("{}.{}", m.service(), m.name()))
+            .unwrap_or_else(|| "unknown".into());
+        if let Ok(mut m) = self.0.lock() {
+            *m.entry(key).or_default() += 1;
+        }
+        Ok(())
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct AwsClients {
