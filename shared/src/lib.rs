@@ -2,6 +2,7 @@
 //! provider catalogs, validation and rendering of Terraform inputs, the AWS resource definitions, and the
 //! offline test bed (feature `testbed`).
 
+pub mod agent;
 pub mod aws;
 pub mod catalog;
 pub mod error;

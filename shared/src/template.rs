@@ -174,6 +174,31 @@ pub struct Manifest {
     pub variables: BTreeMap<String, VariableDef>,
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// The template installs the cluster agent: the cluster is ACTIVE only once the agent registers and
+    /// reports enough Ready nodes.
+    pub agent: Option<AgentSpec>,
+    /// Outputs that must be present after apply for a template without an agent to count as ready.
+    #[serde(default)]
+    pub required_outputs: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// How long after apply the agent has to register before the cluster is FAILED.
+    #[serde(default = "default_agent_deadline")]
+    pub deadline_secs: u64,
+    /// The integer variable holding the node count the agent must report Ready.
+    #[serde(default = "default_ready_nodes_variable")]
+    pub ready_nodes_variable: String,
+}
+
+fn default_agent_deadline() -> u64 {
+    900
+}
+
+fn default_ready_nodes_variable() -> String {
+    "node_count".into()
 }
 
 fn yes() -> bool {
@@ -313,6 +338,24 @@ impl Template {
             for var in defaults.variables.keys() {
                 if !manifest.variables.contains_key(var) {
                     return Err(fail(format!("{provider} defaults set unknown variable '{var}'")));
+                }
+            }
+        }
+        if let Some(agent) = &manifest.agent {
+            match manifest.variables.get(&agent.ready_nodes_variable) {
+                Some(d) if d.ty == VarType::Integer => {}
+                _ => {
+                    return Err(fail(format!(
+                        "agent.ready_nodes_variable '{}' is not an integer variable",
+                        agent.ready_nodes_variable
+                    )));
+                }
+            }
+            for managed in ["agent_token", "control_plane_url"] {
+                if !manifest.variables.get(managed).is_some_and(|d| d.managed) {
+                    return Err(fail(format!(
+                        "a template with an agent declares managed variable '{managed}'"
+                    )));
                 }
             }
         }
@@ -528,5 +571,41 @@ message = "node_count cannot exceed max_nodes"
         assert!(broken("type = \"bool\"", "type = \"boolean\"").contains("unknown variant"));
         assert!(broken("type = \"bool\"", "type = \"bool\"\ncolour = 1").contains("unknown field"));
         assert!(broken("max_length = 64", "max_length = 0").contains("max_length"));
+        assert!(
+            broken(
+                "node_instance_type = \"t3.medium\"",
+                "node_instance_type = \"t9.mega\""
+            )
+            .contains("violates its schema"),
+            "provider defaults are checked against the provider catalog"
+        );
+        assert!(broken("region = \"us-east-1\"", "region = \"mars-1\"").contains("not in the aws catalog"));
+    }
+
+    #[test]
+    fn agent_templates_declare_their_managed_inputs() {
+        let with_agent = format!("{EKS_MANIFEST}\n[agent]\ndeadline_secs = 60\n");
+        let err = Template::from_toml(&with_agent).unwrap_err().to_string();
+        assert!(err.contains("agent_token"), "{err}");
+        let full = format!(
+            "{EKS_MANIFEST}\n[variables.agent_token]\ntype = \"string\"\nmanaged = true\nsensitive = true\n\
+             [variables.control_plane_url]\ntype = \"string\"\nmanaged = true\n[agent]\ndeadline_secs = 60\n"
+        );
+        let t = Template::from_toml(&full).unwrap();
+        let agent = t.manifest.agent.as_ref().unwrap();
+        assert_eq!(
+            (agent.deadline_secs, agent.ready_nodes_variable.as_str()),
+            (60, "node_count")
+        );
+        let bad = full.replace(
+            "deadline_secs = 60",
+            "deadline_secs = 60\nready_nodes_variable = \"spot\"",
+        );
+        assert!(
+            Template::from_toml(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("not an integer variable")
+        );
     }
 }

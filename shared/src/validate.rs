@@ -600,6 +600,21 @@ mod tests {
     }
 
     #[test]
+    fn zone_catalog_values() {
+        let manifest = crate::template::tests::EKS_MANIFEST.replace(
+            "[variables.spot]",
+            "[variables.zones]\ntype = \"list(string)\"\ncatalog = \"zone\"\ndefault = []\n\n[variables.spot]",
+        );
+        let t = Template::from_toml(&manifest).unwrap();
+        let ok = spec(json!({"owner_email": "a@b", "zones": ["eu-west-1a", "eu-west-1b"]}));
+        assert!(validate(&ok, &t, Catalogs::builtin()).is_ok());
+        let bad = spec(json!({"owner_email": "a@b", "zones": ["eu-west-1a", "moon-1z"]}));
+        let errs = validate(&bad, &t, Catalogs::builtin()).unwrap_err();
+        assert_eq!(fields(&errs), ["variables.zones[1]"]);
+        assert!(errs[0].allowed.contains("us-east-1a"));
+    }
+
+    #[test]
     fn collections_are_bounded() {
         let many: Vec<String> = (0..150).map(|i| format!("10.0.{i}.0/24")).collect();
         let errs = problems(json!({"owner_email": "a@b", "admin_cidrs": many}));
