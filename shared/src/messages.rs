@@ -95,6 +95,22 @@ impl RunnerEvent {
     }
 }
 
+/// `events` queue, from the control plane itself (the agent API, the status function's own timers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ControlEvent {
+    /// The cluster agent registered and reported enough Ready nodes: the create may finish.
+    AgentReady { operation_id: OperationId, cluster_id: ClusterId, nodes_ready: u32 },
+    /// Sent with a delay when a cluster enters CONFIGURING; if the agent has not registered by
+    /// `deadline`, the operation fails.
+    ConfigureDeadline {
+        operation_id: OperationId,
+        cluster_id: ClusterId,
+        #[serde(with = "crate::ts")]
+        deadline: OffsetDateTime,
+    },
+}
+
 /// Environment variable names of the runner's container overrides.
 pub const ENV_OPERATION_ID: &str = "STRATO_OPERATION_ID";
 pub const ENV_FENCING_TOKEN: &str = "STRATO_FENCING_TOKEN";
