@@ -1,0 +1,632 @@
+//! Cluster routes: create, list, get, update (PATCH), delete, retry.
+
+use std::collections::BTreeMap;
+
+use lambda_http::aws_lambda_events::query_map::QueryMap;
+use serde_json::{Map, Value, json};
+use strato_shared::catalog::Catalogs;
+use strato_shared::ids::{ClusterId, ClusterName};
+use strato_shared::messages::JobMessage;
+use strato_shared::model::{
+    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
+};
+use strato_shared::queues::enqueue_job;
+use strato_shared::store::{CreateRejected, StoredTemplate};
+use strato_shared::template::Template;
+use strato_shared::ts;
+use strato_shared::validate::{FieldError, ValidatedSpec, validate};
+
+use crate::views::{self, TemplateCache, sensitive_of};
+use crate::{ApiError, Caller, Ctx, Reply};
+
+pub(crate) const DEFAULT_PAGE: i32 = 20;
+pub(crate) const MAX_PAGE: i32 = 100;
+
+/// Reads the body as a JSON object; anything else is a 400 that says what is wrong and where.
+pub(crate) fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    let bad = |detail: String| ApiError::BadRequest {
+        detail,
+        errors: Vec::new(),
+    };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(bad("the request needs a JSON object body".into()));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(bad("the body must be a JSON object".into())),
+        // serde_json's message names the problem and its line and column.
+        Err(e) => Err(bad(format!("the body is not valid JSON: {e}"))),
+    }
+}
+
+fn unknown_fields(obj: &Map<String, Value>, known: &[&str], errors: &mut Vec<FieldError>) {
+    for k in obj.keys().filter(|k| !known.contains(&k.as_str())) {
+        let shown: String = k.chars().take(64).collect();
+        errors.push(ApiError::field(
+            &shown,
+            "is not a field of this request",
+            known.join(", "),
+        ));
+    }
+}
+
+fn string_field<'a>(
+    obj: &'a Map<String, Value>,
+    field: &str,
+    path: &str,
+    allowed: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<&'a str> {
+    match obj.get(field) {
+        Some(Value::String(s)) => Some(s),
+        Some(_) => {
+            errors.push(ApiError::field(path, "must be a string", allowed));
+            None
+        }
+        None => {
+            errors.push(ApiError::field(path, "is required", allowed));
+            None
+        }
+    }
+}
+
+fn variables_field(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> BTreeMap<String, Value> {
+    match obj.get("variables") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        Some(_) => {
+            errors.push(ApiError::field(
+                "variables",
+                "must be an object",
+                "an object of variable name to value",
+            ));
+            BTreeMap::new()
+        }
+    }
+}
+
+/// A create request as far as it could be read; missing parts are reported in `errors`.
+struct CreateDraft {
+    name: Option<ClusterName>,
+    template: Option<TemplateRef>,
+    provider: Option<CloudProvider>,
+    region: Option<String>,
+    variables: BTreeMap<String, Value>,
+}
+
+fn parse_create(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> CreateDraft {
+    unknown_fields(
+        obj,
+        &["name", "template", "provider", "region", "variables"],
+        errors,
+    );
+    let name_rule = "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'";
+    let name = string_field(obj, "name", "name", name_rule, errors).and_then(|s| match s.parse() {
+        Ok(n) => Some(n),
+        Err(e) => {
+            errors.push(ApiError::field("name", format!("{e}"), name_rule));
+            None
+        }
+    });
+    let template = match obj.get("template") {
+        Some(Value::Object(t)) => {
+            let n = string_field(t, "name", "template.name", "a published template name", errors);
+            let v = string_field(
+                t,
+                "version",
+                "template.version",
+                "a version such as 1.0.0",
+                errors,
+            );
+            n.zip(v).map(|(n, v)| TemplateRef {
+                name: n.to_owned(),
+                version: v.to_owned(),
+            })
+        }
+        Some(_) => {
+            errors.push(ApiError::field(
+                "template",
+                "must be an object",
+                "{\"name\": …, \"version\": …}",
+            ));
+            None
+        }
+        None => {
+            errors.push(ApiError::field(
+                "template",
+                "is required",
+                "{\"name\": …, \"version\": …}",
+            ));
+            None
+        }
+    };
+    let providers = CloudProvider::ALL.map(|p| p.as_str()).join(", ");
+    let provider = string_field(obj, "provider", "provider", &providers, errors).and_then(|p| {
+        p.parse::<CloudProvider>()
+            .map_err(|_| {
+                let shown: String = p.chars().take(64).collect();
+                errors.push(ApiError::field(
+                    "provider",
+                    format!("'{shown}' is not a provider Strato supports"),
+                    &providers,
+                ));
+            })
+            .ok()
+    });
+    let region = string_field(obj, "region", "region", "a region of the provider", errors).map(str::to_owned);
+    CreateDraft {
+        name,
+        template,
+        provider,
+        region,
+        variables: variables_field(obj, errors),
+    }
+}
+
+/// The field error for a template reference that names nothing published.
+async fn unknown_template(ctx: &Ctx, field: &str, r: &TemplateRef) -> Result<FieldError, ApiError> {
+    let all = ctx.store.list_templates().await?;
+    let versions: Vec<&str> = all
+        .iter()
+        .filter(|t| t.template.name() == r.name)
+        .map(|t| t.template.version())
+        .collect();
+    let shown = |s: &str| s.chars().take(64).collect::<String>();
+    Ok(if versions.is_empty() {
+        let mut names: Vec<&str> = all.iter().map(|t| t.template.name()).collect();
+        names.dedup();
+        ApiError::field(
+            field,
+            format!("no template named '{}' is published", shown(&r.name)),
+            names.join(", "),
+        )
+    } else {
+        ApiError::field(
+            field,
+            format!("{} has no published version '{}'", r.name, shown(&r.version)),
+            versions.join(", "),
+        )
+    })
+}
+
+fn sorted(mut errors: Vec<FieldError>) -> ApiError {
+    errors.sort_by(|a, b| a.field.cmp(&b.field).then_with(|| a.problem.cmp(&b.problem)));
+    errors.dedup();
+    ApiError::invalid(errors)
+}
+
+pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
+    let obj = parse_object(body)?;
+    let mut errors = Vec::new();
+    let draft = parse_create(&obj, &mut errors);
+    let mut checked: Option<(ValidatedSpec, StoredTemplate)> = None;
+    if let (Some(tref), Some(provider), Some(region)) = (&draft.template, draft.provider, &draft.region) {
+        match ctx.store.get_template(&tref.name, &tref.version).await? {
+            None => errors.push(unknown_template(ctx, "template", tref).await?),
+            Some(stored) => {
+                // A bad name is already reported; validate the rest anyway so the client sees every problem.
+                let placeholder = || "placeholder".parse::<ClusterName>();
+                let spec = ClusterSpec {
+                    name: draft
+                        .name
+                        .clone()
+                        .map_or_else(placeholder, Ok)
+                        .map_err(strato_shared::Error::from)?,
+                    template: tref.clone(),
+                    provider,
+                    region: region.clone(),
+                    variables: draft.variables.clone(),
+                };
+                match validate(&spec, &stored.template, Catalogs::builtin()) {
+                    Ok(v) => checked = Some((v, stored)),
+                    Err(e) => errors.extend(e),
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(sorted(errors));
+    }
+    let Some((validated, stored)) = checked else {
+        // Unreachable in practice: every missing part above pushed an error.
+        return Err(ApiError::invalid(vec![ApiError::field(
+            "template",
+            "could not be checked",
+            "a published template",
+        )]));
+    };
+    let spec = validated.spec().clone();
+    let now = ts::now();
+    let cluster = Cluster {
+        tenant_id: caller.tenant.clone(),
+        cluster_id: ClusterId::generate(),
+        spec: spec.clone(),
+        state: ClusterState::Pending,
+        version: 0,
+        outputs: BTreeMap::new(),
+        drift: Default::default(),
+        last_error: None,
+        next_drift_check_at: None,
+        agent_token_hash: None,
+        agent_registered_at: None,
+        agent_last_seen: None,
+        configuring_deadline: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let mut op = Operation::new(
+        caller.tenant.clone(),
+        cluster.cluster_id.clone(),
+        OperationKind::Create,
+        now,
+    );
+    op.spec = Some(spec);
+    op.requested_by = caller.subject.clone();
+    let quotas = ctx.store.quotas(&caller.tenant).await?;
+    match ctx.store.create_cluster(&cluster, &op, &quotas).await? {
+        Ok(()) => {}
+        Err(CreateRejected::NameTaken) => {
+            return Err(ApiError::Conflict(format!(
+                "you already have a cluster named '{}'; choose another name, or delete that cluster first",
+                cluster.spec.name
+            )));
+        }
+        Err(rejected) => return Err(quota_error(caller, rejected)),
+    }
+    enqueue(ctx, &op).await;
+    let sensitive = sensitive_of(&stored.template);
+    Ok(accepted(
+        views::cluster(&cluster, Some(&sensitive)),
+        &op,
+        Some(&sensitive),
+    ))
+}
+
+fn quota_error(caller: &Caller, rejected: CreateRejected) -> ApiError {
+    match rejected {
+        CreateRejected::ClusterQuota { max } => ApiError::Quota(format!(
+            "tenant {} may have at most {max} clusters; delete one, or ask an operator for a higher quota",
+            caller.tenant
+        )),
+        CreateRejected::OperationQuota { max } => ApiError::Quota(format!(
+            "tenant {} may have at most {max} operations queued or running; wait for some to finish",
+            caller.tenant
+        )),
+        CreateRejected::NameTaken => ApiError::Conflict("that cluster name is taken".into()),
+    }
+}
+
+/// Sends the job after the operation is recorded. A failed send is not the client's problem: the
+/// operation stays `queued` (open_status "queued") and the scheduler's sweeper re-enqueues queued
+/// operations, so the request is still accepted (202).
+pub(crate) async fn enqueue(ctx: &Ctx, op: &Operation) {
+    let job = JobMessage {
+        operation_id: op.operation_id.clone(),
+        cluster_id: op.cluster_id.clone(),
+        tenant_id: op.tenant_id.clone(),
+        kind: op.kind,
+    };
+    if let Err(e) = enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job, "0").await {
+        tracing::warn!(
+            operation_id = %op.operation_id,
+            error = %e,
+            "job not sent; the sweeper will enqueue the queued operation"
+        );
+    }
+}
+
+fn accepted(cluster: Value, op: &Operation, sensitive: Option<&std::collections::BTreeSet<String>>) -> Reply {
+    Reply::accepted(
+        json!({"cluster": cluster, "operation": views::operation(op, sensitive)}),
+        format!("/v1/operations/{}", op.operation_id),
+    )
+}
+
+/// The caller's cluster, or 404 for a malformed id, a missing cluster and another tenant's cluster alike.
+pub(crate) async fn load(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Cluster, ApiError> {
+    let not_found = || {
+        ApiError::NotFound(format!(
+            "no cluster '{}'",
+            id.chars().take(64).collect::<String>()
+        ))
+    };
+    let id: ClusterId = id.parse().map_err(|_| not_found())?;
+    ctx.store
+        .get_cluster(&caller.tenant, &id)
+        .await?
+        .ok_or_else(not_found)
+}
+
+pub(crate) async fn list(ctx: &Ctx, caller: &Caller, q: &QueryMap) -> Result<Reply, ApiError> {
+    let mut errors = Vec::new();
+    let states = ClusterState::ALL.map(|s| s.as_str()).join(", ");
+    let state = q.first("state").and_then(|s| {
+        s.parse::<ClusterState>()
+            .map_err(|_| errors.push(ApiError::field("state", "is not a cluster state", &states)))
+            .ok()
+    });
+    let limit = match q.first("limit") {
+        None => DEFAULT_PAGE,
+        Some(l) => match l.parse::<i32>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
+            _ => {
+                errors.push(ApiError::field(
+                    "limit",
+                    "is not a page size",
+                    format!("a whole number from 1 to {MAX_PAGE}"),
+                ));
+                DEFAULT_PAGE
+            }
+        },
+    };
+    let after = q.first("next").and_then(|n| {
+        n.parse::<ClusterId>()
+            .map_err(|_| {
+                errors.push(ApiError::field(
+                    "next",
+                    "is not a page token",
+                    "the 'next' value of the previous page",
+                ))
+            })
+            .ok()
+    });
+    if !errors.is_empty() {
+        return Err(ApiError::BadRequest {
+            detail: "the query string has invalid parameters; see errors".into(),
+            errors,
+        });
+    }
+    let (clusters, next) = ctx
+        .store
+        .list_clusters(&caller.tenant, state, limit, after.as_ref())
+        .await?;
+    let mut cache = TemplateCache::new(&ctx.store);
+    let mut out = Vec::with_capacity(clusters.len());
+    for c in &clusters {
+        let sensitive = cache.sensitive(&c.spec).await?;
+        out.push(views::cluster(c, sensitive.as_ref()));
+    }
+    Ok(Reply::ok(json!({"clusters": out, "next": next})))
+}
+
+pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+    let c = load(ctx, caller, id).await?;
+    let sensitive = TemplateCache::new(&ctx.store).sensitive(&c.spec).await?;
+    Ok(Reply::ok(views::cluster(&c, sensitive.as_ref())))
+}
+
+/// Why a new operation cannot be queued on this cluster now, if it cannot. A cluster that is still being
+/// created or updated accepts it (it will be ACTIVE or FAILED by the time the job runs); one being deleted,
+/// deleted, or FAILED does not.
+fn refuse_new_operation(c: &Cluster, open: &[Operation], what: &str) -> Option<String> {
+    if let Some(d) = open.iter().find(|o| o.kind == OperationKind::Delete) {
+        return Some(format!(
+            "a delete ({}) is already {} for this cluster; it cannot be {what}",
+            d.operation_id,
+            views::status_name(d.status)
+        ));
+    }
+    match c.state {
+        ClusterState::Active | ClusterState::Updating => None,
+        ClusterState::Pending | ClusterState::Provisioning | ClusterState::Configuring
+            if !open.is_empty() =>
+        {
+            None
+        }
+        ClusterState::Pending | ClusterState::Provisioning | ClusterState::Configuring => Some(format!(
+            "the cluster is {} with no operation in progress; it cannot be {what} until it settles",
+            c.state
+        )),
+        ClusterState::Failed => Some(format!(
+            "the cluster is FAILED; retry it (POST /v1/clusters/{}/retry) or delete it",
+            c.cluster_id
+        )),
+        ClusterState::Deleting | ClusterState::Deleted => Some(format!("the cluster is {}", c.state)),
+    }
+}
+
+async fn open_operations(ctx: &Ctx, c: &Cluster) -> Result<Vec<Operation>, ApiError> {
+    Ok(ctx
+        .store
+        .list_operations(&c.cluster_id)
+        .await?
+        .into_iter()
+        .filter(|o| o.tenant_id == c.tenant_id && !o.status.is_terminal())
+        .collect())
+}
+
+/// The template a spec names, or a 422 naming `field`.
+async fn template_for(ctx: &Ctx, r: &TemplateRef, field: &str) -> Result<Template, ApiError> {
+    match ctx.store.get_template(&r.name, &r.version).await? {
+        Some(t) => Ok(t.template),
+        None => Err(ApiError::invalid(vec![unknown_template(ctx, field, r).await?])),
+    }
+}
+
+fn check(spec: &ClusterSpec, t: &Template) -> Result<ValidatedSpec, ApiError> {
+    validate(spec, t, Catalogs::builtin()).map_err(sorted)
+}
+
+/// Records `op` against the tenant's quota, queues its job and answers 202.
+async fn start(
+    ctx: &Ctx,
+    caller: &Caller,
+    c: &Cluster,
+    mut op: Operation,
+    t: &Template,
+) -> Result<Reply, ApiError> {
+    op.requested_by = caller.subject.clone();
+    let quotas = ctx.store.quotas(&caller.tenant).await?;
+    if let Err(rejected) = ctx.store.add_operation(&op, &quotas).await? {
+        return Err(quota_error(caller, rejected));
+    }
+    enqueue(ctx, &op).await;
+    let sensitive = sensitive_of(t);
+    Ok(accepted(
+        views::cluster(c, Some(&sensitive)),
+        &op,
+        Some(&sensitive),
+    ))
+}
+
+pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) -> Result<Reply, ApiError> {
+    let obj = parse_object(body)?;
+    let c = load(ctx, caller, id).await?;
+    let mut errors = Vec::new();
+    unknown_fields(&obj, &["variables", "template_version"], &mut errors);
+    let patch = variables_field(&obj, &mut errors);
+    let version = match obj.get("template_version") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(v)) => Some(v.clone()),
+        Some(_) => {
+            errors.push(ApiError::field(
+                "template_version",
+                "must be a string",
+                "a published version of the cluster's template",
+            ));
+            None
+        }
+    };
+    if patch.is_empty() && version.is_none() && errors.is_empty() {
+        errors.push(ApiError::field(
+            "variables",
+            "the request changes nothing",
+            "variables to change and/or a template_version",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(sorted(errors));
+    }
+    let open = open_operations(ctx, &c).await?;
+    if let Some(why) = refuse_new_operation(&c, &open, "updated") {
+        return Err(ApiError::Conflict(why));
+    }
+    let mut spec = c.spec.clone();
+    // Merge-patch semantics (RFC 7396): a value replaces the current one, null removes it (back to default).
+    for (k, v) in patch {
+        if v.is_null() {
+            spec.variables.remove(&k);
+        } else {
+            spec.variables.insert(k, v);
+        }
+    }
+    if let Some(v) = version {
+        spec.template.version = v;
+    }
+    let t = template_for(ctx, &spec.template, "template_version").await?;
+    let validated = check(&spec, &t)?;
+    let mut op = Operation::new(
+        caller.tenant.clone(),
+        c.cluster_id.clone(),
+        OperationKind::Update,
+        ts::now(),
+    );
+    op.spec = Some(validated.spec().clone());
+    start(ctx, caller, &c, op, &t).await
+}
+
+pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+    let c = load(ctx, caller, id).await?;
+    let open = open_operations(ctx, &c).await?;
+    if matches!(c.state, ClusterState::Deleting | ClusterState::Deleted) {
+        return Err(ApiError::Conflict(format!("the cluster is already {}", c.state)));
+    }
+    if c.state != ClusterState::Failed
+        && let Some(why) = refuse_new_operation(&c, &open, "deleted")
+    {
+        return Err(ApiError::Conflict(why));
+    }
+    if let Some(d) = open.iter().find(|o| o.kind == OperationKind::Delete) {
+        return Err(ApiError::Conflict(format!(
+            "a delete ({}) is already queued for this cluster",
+            d.operation_id
+        )));
+    }
+    // The runner renders only validated specs, so a spec that no longer validates could not be destroyed
+    // either: say so now rather than fail in the runner.
+    let t = template_for(ctx, &c.spec.template, "template").await?;
+    let validated = check(&c.spec, &t)?;
+    let mut op = Operation::new(
+        caller.tenant.clone(),
+        c.cluster_id.clone(),
+        OperationKind::Delete,
+        ts::now(),
+    );
+    op.spec = Some(validated.spec().clone());
+    start(ctx, caller, &c, op, &t).await
+}
+
+pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+    let c = load(ctx, caller, id).await?;
+    if c.state != ClusterState::Failed {
+        return Err(ApiError::Conflict(format!(
+            "only a FAILED cluster can be retried; this one is {}",
+            c.state
+        )));
+    }
+    let ops = ctx.store.list_operations(&c.cluster_id).await?;
+    if let Some(o) = ops.iter().find(|o| !o.status.is_terminal()) {
+        return Err(ApiError::Conflict(format!(
+            "operation {} is already open on this cluster; wait for it or cancel it",
+            o.operation_id
+        )));
+    }
+    let t = template_for(ctx, &c.spec.template, "template").await?;
+    let validated = check(&c.spec, &t)?;
+    let last_attempt = ops
+        .iter()
+        .filter(|o| o.kind == OperationKind::Create)
+        .map(|o| o.attempt)
+        .max()
+        .unwrap_or(0);
+    let mut op = Operation::new(
+        caller.tenant.clone(),
+        c.cluster_id.clone(),
+        OperationKind::Create,
+        ts::now(),
+    );
+    op.attempt = last_attempt + 1;
+    op.spec = Some(validated.spec().clone());
+    start(ctx, caller, &c, op, &t).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_must_be_a_json_object() {
+        for (body, needle) in [
+            (&b""[..], "needs a JSON object"),
+            (b"  ", "needs a JSON object"),
+            (b"[1]", "must be a JSON object"),
+            (b"{\"name\": ", "not valid JSON"),
+        ] {
+            match parse_object(body) {
+                Err(ApiError::BadRequest { detail, .. }) => assert!(detail.contains(needle), "{detail}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn create_draft_reports_every_structural_problem() {
+        let obj = json!({"name": "Bad_Name", "template": {"name": 1}, "provider": "ibm", "extra": true});
+        let mut errors = Vec::new();
+        let d = parse_create(obj.as_object().unwrap(), &mut errors);
+        assert!(d.name.is_none() && d.template.is_none() && d.provider.is_none() && d.region.is_none());
+        let mut fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        fields.sort();
+        assert_eq!(
+            fields,
+            [
+                "extra",
+                "name",
+                "provider",
+                "region",
+                "template.name",
+                "template.version"
+            ]
+        );
+    }
+}

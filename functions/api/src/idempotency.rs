@@ -1,0 +1,139 @@
+//! `Idempotency-Key` on POST/PATCH/DELETE: the first answer for a key is stored for 24 hours and replayed
+//! for every repeat of the same request; the same key with a different request is refused.
+
+use std::future::Future;
+
+use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::{Body, Response};
+use sha2::{Digest, Sha256};
+use strato_shared::store::IdempotentResponse;
+use strato_shared::ts;
+
+use crate::{ApiError, Caller, Ctx, Reply, json_response};
+
+/// sha256 of method, path and body: what makes two requests "the same".
+pub(crate) struct Fingerprint(String);
+
+impl Fingerprint {
+    pub fn new(method: &str, path: &str, body: &[u8]) -> Self {
+        let mut h = Sha256::new();
+        // Separators keep ("POST", "/a", "b") and ("POST", "/ab", "") apart.
+        h.update(method.as_bytes());
+        h.update(b"\n");
+        h.update(path.as_bytes());
+        h.update(b"\n");
+        h.update(body);
+        Self(hex::encode(h.finalize()))
+    }
+}
+
+fn check_key(key: &str) -> Result<(), ApiError> {
+    let ok = (1..=255).contains(&key.len()) && key.chars().all(|c| c.is_ascii_graphic());
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest {
+            detail: "the Idempotency-Key header is not usable".into(),
+            errors: vec![ApiError::field(
+                "Idempotency-Key",
+                "is empty, too long or has non-printable characters",
+                "1-255 printable ASCII characters, e.g. a UUID",
+            )],
+        })
+    }
+}
+
+fn replay(stored: IdempotentResponse) -> Response<Body> {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    // Every 202 this API stores is about an operation (`{cluster, operation}`, or the operation itself for
+    // a cancel); the Location points at it, as the first answer's did.
+    let location = serde_json::from_str::<serde_json::Value>(&stored.body)
+        .ok()
+        .and_then(|v| {
+            let id = v["operation"]["id"].as_str().or(v["id"].as_str())?;
+            Some(format!("/v1/operations/{id}"))
+        })
+        .filter(|_| status == StatusCode::ACCEPTED);
+    let mut resp = json_response(status, stored.body, location);
+    resp.headers_mut()
+        .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    resp
+}
+
+fn body_text(resp: &Response<Body>) -> String {
+    String::from_utf8_lossy(resp.body().as_ref()).into_owned()
+}
+
+/// Answers a repeat from the store, or runs `work` and stores its answer.
+pub(crate) async fn run<F, Fut>(
+    ctx: &Ctx,
+    caller: &Caller,
+    key: &str,
+    request: &Fingerprint,
+    work: F,
+) -> Result<Response<Body>, ApiError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Reply, ApiError>>,
+{
+    check_key(key)?;
+    let now = ts::now();
+    if let Some(stored) = ctx.store.idempotent_get(&caller.tenant, key, now).await? {
+        if stored.request_hash != request.0 {
+            return Err(ApiError::IdempotencyMismatch);
+        }
+        return Ok(replay(stored));
+    }
+    let resp = match work().await {
+        Ok(reply) => reply.into_response(),
+        Err(e) => e.into_response(None),
+    };
+    let status = resp.status();
+    // Server faults and quota refusals are transient: a retry with the same key must get a fresh chance.
+    if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        return Ok(resp);
+    }
+    let record = IdempotentResponse {
+        request_hash: request.0.clone(),
+        status: status.as_u16(),
+        body: body_text(&resp),
+    };
+    // A concurrent request with the same key may have stored its answer first; the first answer wins.
+    // (Both may have run: the store has no reservation step. For creates, the name reservation still
+    // lets only one cluster through, and the loser replies with the winner's answer.)
+    match ctx
+        .store
+        .idempotent_put(&caller.tenant, key, &record, ts::now())
+        .await?
+    {
+        Some(first) if first.request_hash == record.request_hash => Ok(replay(first)),
+        Some(_) => Err(ApiError::IdempotencyMismatch),
+        None => Ok(resp),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_covers_method_path_and_body() {
+        let a = Fingerprint::new("POST", "/v1/clusters", b"{}").0;
+        assert_eq!(a, Fingerprint::new("POST", "/v1/clusters", b"{}").0);
+        assert_ne!(a, Fingerprint::new("PATCH", "/v1/clusters", b"{}").0);
+        assert_ne!(a, Fingerprint::new("POST", "/v1/clusters/x", b"{}").0);
+        assert_ne!(a, Fingerprint::new("POST", "/v1/clusters", b"{ }").0);
+        assert_ne!(
+            Fingerprint::new("POST", "/a", b"b").0,
+            Fingerprint::new("POST", "/ab", b"").0
+        );
+    }
+
+    #[test]
+    fn keys_are_bounded_and_printable() {
+        assert!(check_key("7f1c2a9e-3b1d-4e55-9f0a-1c2d3e4f5a6b").is_ok());
+        assert!(check_key("").is_err());
+        assert!(check_key(&"k".repeat(256)).is_err());
+        assert!(check_key("a b").is_err());
+    }
+}

@@ -1,0 +1,238 @@
+//! Test harness: the library's `handle` driven with the sample API Gateway events in `events/api/`,
+//! against a private moto with its own resources and the fixture templates published.
+
+use std::path::PathBuf;
+
+use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use lambda_http::request::LambdaRequest;
+use lambda_http::{Body, Request};
+use serde_json::Value;
+use strato_api::{Config, Ctx, handle};
+use strato_shared::messages::JobMessage;
+use strato_shared::template::Template;
+use strato_shared::testbed::TestEnv;
+
+pub const TENANT: &str = "acme";
+pub const SUBJECT: &str = "user-7f3a";
+
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn fixture_template(version: &str) -> Template {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/api-test/template-{version}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Template::from_toml(&text).unwrap()
+}
+
+pub struct Api {
+    pub env: TestEnv,
+    pub ctx: Ctx,
+}
+
+/// One response, with its body parsed.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Resp {
+    /// Asserts an RFC 9457 problem with `status`, and returns it.
+    pub fn problem(&self, status: u16) -> &Value {
+        assert_eq!(self.status.as_u16(), status, "{}", self.text);
+        assert_eq!(self.headers["content-type"], "application/problem+json");
+        let b = &self.body;
+        assert_eq!(b["status"], status, "{}", self.text);
+        assert!(
+            b["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("urn:strato:problem:"))
+        );
+        assert!(b["title"].as_str().is_some_and(|t| !t.is_empty()));
+        assert!(b["detail"].as_str().is_some_and(|t| !t.is_empty()));
+        b
+    }
+
+    /// The `errors[].field` values of a problem.
+    pub fn fields(&self) -> Vec<String> {
+        self.body["errors"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| e["field"].as_str().unwrap_or("").to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn error_for(&self, field: &str) -> &Value {
+        self.body["errors"]
+            .as_array()
+            .and_then(|a| a.iter().find(|e| e["field"] == field))
+            .unwrap_or_else(|| panic!("no error for {field}: {}", self.text))
+    }
+}
+
+/// A sample event, patched per test.
+pub struct Req(ApiGatewayV2httpRequest);
+
+impl Req {
+    pub fn load(name: &str) -> Self {
+        let path = workspace().join(format!("events/api/{name}.json"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Self(serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+    }
+
+    pub fn path(mut self, path: &str) -> Self {
+        self.0.raw_path = Some(path.to_owned());
+        self.0.request_context.http.path = Some(path.to_owned());
+        self
+    }
+
+    pub fn method(mut self, m: Method) -> Self {
+        self.0.request_context.http.method = m;
+        self
+    }
+
+    pub fn query(mut self, q: &str) -> Self {
+        self.0.raw_query_string = Some(q.to_owned());
+        self
+    }
+
+    pub fn body(mut self, v: &Value) -> Self {
+        self.0.body = Some(v.to_string());
+        self
+    }
+
+    pub fn raw_body(mut self, s: &str) -> Self {
+        self.0.body = Some(s.to_owned());
+        self
+    }
+
+    pub fn header(mut self, k: &'static str, v: &str) -> Self {
+        self.0.headers.insert(k, HeaderValue::from_str(v).unwrap());
+        self
+    }
+
+    pub fn tenant(mut self, t: &str) -> Self {
+        let jwt = self
+            .0
+            .request_context
+            .authorizer
+            .as_mut()
+            .and_then(|a| a.jwt.as_mut());
+        jwt.expect("event has JWT claims")
+            .claims
+            .insert("tenant_id".into(), t.into());
+        self
+    }
+
+    pub fn without_claims(mut self) -> Self {
+        self.0.request_context.authorizer = None;
+        self
+    }
+
+    pub fn body_value(&self) -> Value {
+        serde_json::from_str(self.0.body.as_deref().unwrap_or("null")).unwrap()
+    }
+
+    pub fn into_request(self) -> Request {
+        Request::from(LambdaRequest::ApiGatewayV2(self.0))
+    }
+}
+
+impl Api {
+    pub async fn new() -> Self {
+        let env = TestEnv::new().await;
+        let prefix = env.names.prefix().to_owned();
+        let config =
+            Config::from_lookup(|k| (k == "STRATO_RESOURCE_PREFIX").then(|| prefix.clone())).unwrap();
+        let ctx = Ctx::new(&env.aws, config).await.unwrap();
+        for v in ["1.0.0", "1.1.0"] {
+            let t = fixture_template(v);
+            ctx.store
+                .put_template(
+                    &t.manifest,
+                    &"0".repeat(64),
+                    &format!("templates/api-test/{v}.tar.gz"),
+                )
+                .await
+                .unwrap();
+        }
+        Self { env, ctx }
+    }
+
+    pub async fn call(&self, req: Req) -> Resp {
+        call_with(&self.ctx, req).await
+    }
+
+    /// The create sample, with `name` and extra variables merged in.
+    pub fn create_req(name: &str) -> Req {
+        let r = Req::load("create-cluster");
+        let mut body = r.body_value();
+        body["name"] = name.into();
+        r.body(&body)
+    }
+
+    /// Creates a cluster for `tenant`; returns (cluster id, operation id).
+    pub async fn create(&self, tenant: &str, name: &str) -> (String, String) {
+        let r = self.call(Self::create_req(name).tenant(tenant)).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
+        (
+            r.body["cluster"]["id"].as_str().unwrap().to_owned(),
+            r.body["operation"]["id"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// Every job message currently in the jobs queue.
+    pub async fn jobs(&self) -> Vec<JobMessage> {
+        let mut out = Vec::new();
+        loop {
+            let page = self
+                .env
+                .aws
+                .sqs
+                .receive_message()
+                .queue_url(&self.ctx.queues.jobs)
+                .max_number_of_messages(10)
+                .visibility_timeout(300)
+                .send()
+                .await
+                .unwrap();
+            let msgs = page.messages.unwrap_or_default();
+            if msgs.is_empty() {
+                return out;
+            }
+            for m in msgs {
+                out.push(serde_json::from_str(m.body().unwrap()).unwrap());
+            }
+        }
+    }
+}
+
+pub async fn call_with(ctx: &Ctx, req: Req) -> Resp {
+    let resp = handle(ctx, req.into_request()).await;
+    let (parts, body) = resp.into_parts();
+    let text = match body {
+        Body::Empty => String::new(),
+        Body::Text(t) => t,
+        Body::Binary(b) => String::from_utf8(b).unwrap(),
+        other => panic!("unexpected body {other:?}"),
+    };
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("response is not JSON ({e}): {text}"))
+    };
+    Resp {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+        text,
+    }
+}
