@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use serde_json::{Map, Value, json};
+use strato_shared::agent;
 use strato_shared::catalog::Catalogs;
 use strato_shared::ids::{ClusterId, ClusterName};
 use strato_shared::messages::JobMessage;
@@ -237,9 +238,21 @@ pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Re
     };
     let spec = validated.spec().clone();
     let now = ts::now();
+    let cluster_id = ClusterId::generate();
+    // Templates with an agent get a registration token derived from the cluster id; only its hash is kept.
+    let agent_token_hash = match (&stored.template.manifest.agent, &ctx.config.agent_token_secret) {
+        (None, _) => None,
+        (Some(_), Some(secret)) => Some(agent::token_hash(&agent::registration_token(secret, &cluster_id))),
+        (Some(_), None) => {
+            return Err(ApiError::Config(
+                "STRATO_AGENT_TOKEN_SECRET is not set, so templates with a cluster agent cannot be used"
+                    .into(),
+            ));
+        }
+    };
     let cluster = Cluster {
         tenant_id: caller.tenant.clone(),
-        cluster_id: ClusterId::generate(),
+        cluster_id,
         spec: spec.clone(),
         state: ClusterState::Pending,
         version: 0,
@@ -247,7 +260,7 @@ pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Re
         drift: Default::default(),
         last_error: None,
         next_drift_check_at: None,
-        agent_token_hash: None,
+        agent_token_hash,
         agent_registered_at: None,
         agent_last_seen: None,
         configuring_deadline: None,

@@ -33,6 +33,9 @@ pub enum ApiError {
     Conflict(String),
     #[error("quota exceeded: {0}")]
     Quota(String),
+    /// Something that was possible has expired for good (an agent registration past its deadline).
+    #[error("gone: {0}")]
+    Gone(String),
     #[error("configuration: {0}")]
     Config(String),
     #[error(transparent)]
@@ -71,6 +74,7 @@ impl ApiError {
             // A lost optimistic-concurrency race: the client may simply try again.
             ApiError::Store(strato_shared::Error::Conflict(_)) => StatusCode::CONFLICT,
             ApiError::Quota(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Gone(_) => StatusCode::GONE,
             ApiError::Config(_) | ApiError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -88,6 +92,7 @@ impl ApiError {
                 ("conflict", "Conflict")
             }
             ApiError::Quota(_) => ("quota-exceeded", "Quota exceeded"),
+            ApiError::Gone(_) => ("gone", "Gone"),
             ApiError::Config(_) | ApiError::Store(_) => ("internal", "Internal error"),
         }
     }
@@ -101,7 +106,8 @@ impl ApiError {
             ApiError::Unauthorized(d)
             | ApiError::NotFound(d)
             | ApiError::Conflict(d)
-            | ApiError::Quota(d) => (d, Vec::new()),
+            | ApiError::Quota(d)
+            | ApiError::Gone(d) => (d, Vec::new()),
             ApiError::MethodNotAllowed { allowed } => {
                 let list = allowed.join(", ");
                 let d = format!("this resource supports {list}");

@@ -1,6 +1,7 @@
 //! Strato's HTTP API (API Gateway HTTP API, payload v2). Tenants come from the JWT authorizer's claims;
 //! every route is in [`ROUTES`], which the router, the OpenAPI document and its test all agree on.
 
+mod agent;
 mod clusters;
 pub mod error;
 mod idempotency;
@@ -30,6 +31,9 @@ pub struct Config {
     /// Largest accepted request body (`STRATO_MAX_BODY_BYTES`, default 64 KiB). Specs are small; anything
     /// bigger is a mistake or an attack, and is refused before it is parsed.
     pub max_body_bytes: usize,
+    /// Secret the cluster agents' registration tokens are derived from (`STRATO_AGENT_TOKEN_SECRET`; in AWS
+    /// injected from Secrets Manager). Needed only by templates that install the agent.
+    pub agent_token_secret: Option<Vec<u8>>,
 }
 
 impl Config {
@@ -54,10 +58,14 @@ impl Config {
                 .parse()
                 .map_err(|_| ApiError::Config(format!("STRATO_MAX_BODY_BYTES '{v}' is not a byte count")))?,
         };
+        let agent_token_secret = get("STRATO_AGENT_TOKEN_SECRET")
+            .filter(|s| !s.is_empty())
+            .map(String::into_bytes);
         Ok(Self {
             names,
             tenant_claim,
             max_body_bytes,
+            agent_token_secret,
         })
     }
 }
@@ -97,6 +105,8 @@ pub enum Endpoint {
     CancelOperation,
     ListTemplates,
     GetTemplate,
+    AgentRegister,
+    AgentHeartbeat,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -133,6 +143,9 @@ pub const ROUTES: &[Route] = &[
     route("POST", "/v1/operations/{id}/cancel", Endpoint::CancelOperation),
     route("GET", "/v1/templates", Endpoint::ListTemplates),
     route("GET", "/v1/templates/{name}", Endpoint::GetTemplate),
+    // Authenticated by the cluster agent's token, not by a tenant JWT.
+    route("POST", "/v1/agent/register", Endpoint::AgentRegister),
+    route("POST", "/v1/agent/heartbeat", Endpoint::AgentHeartbeat),
 ];
 
 /// Matches `path` against a route template, returning the captured segments in order.
@@ -295,7 +308,6 @@ async fn route_request(ctx: &Ctx, req: &Request, path: &str) -> Result<Response<
         // No auth and no AWS call: a liveness probe must not depend on DynamoDB.
         return Ok(Reply::ok(serde_json::json!({"status": "ok"})).into_response());
     }
-    let caller = caller(&ctx.config, req)?;
     let body: &[u8] = req.body().as_ref();
     if body.len() > ctx.config.max_body_bytes {
         return Err(ApiError::PayloadTooLarge {
@@ -303,6 +315,11 @@ async fn route_request(ctx: &Ctx, req: &Request, path: &str) -> Result<Response<
             limit: ctx.config.max_body_bytes,
         });
     }
+    if matches!(route.endpoint, Endpoint::AgentRegister | Endpoint::AgentHeartbeat) {
+        let register = route.endpoint == Endpoint::AgentRegister;
+        return Ok(agent::handle(ctx, req, body, register).await?.into_response());
+    }
+    let caller = caller(&ctx.config, req)?;
     let param = params.first().copied().unwrap_or_default();
     let mutating = matches!(*req.method(), Method::POST | Method::PATCH | Method::DELETE);
     let key = req
@@ -342,6 +359,10 @@ async fn endpoint(
         Endpoint::CancelOperation => operations::cancel(ctx, caller, param).await,
         Endpoint::ListTemplates => templates::list(ctx).await,
         Endpoint::GetTemplate => templates::get(ctx, param, &req.query_string_parameters()).await,
+        Endpoint::AgentRegister | Endpoint::AgentHeartbeat => {
+            // Routed before tenant authentication in `route_request`.
+            Err(ApiError::NotFound("agent routes take no tenant token".into()))
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+#![allow(dead_code)] // Shared by several test binaries; each uses a different part.
 //! Test harness: the library's `handle` driven with the sample API Gateway events in `events/api/`,
 //! against a private moto with its own resources and the fixture templates published.
 

@@ -1,0 +1,136 @@
+//! The cluster agent's endpoints. After apply a cluster is CONFIGURING; the agent the template installed
+//! registers once with its token and then sends heartbeats. When it reports at least as many Ready nodes as
+//! the cluster asked for, an `AgentReady` event goes to the events queue and the status function finishes
+//! the create (functions talk through queues, never directly).
+
+use lambda_http::Request;
+use lambda_http::http::header;
+use serde::Deserialize;
+use serde_json::json;
+use strato_shared::agent::token_hash;
+use strato_shared::messages::ControlEvent;
+use strato_shared::model::{Cluster, ClusterState, OperationKind};
+use strato_shared::ts;
+
+use crate::{ApiError, Ctx, Reply};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentReport {
+    nodes_ready: u32,
+    #[serde(default)]
+    kubernetes_version: Option<String>,
+}
+
+fn bearer(req: &Request) -> Result<&str, ApiError> {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            ApiError::Unauthorized("send the agent token as 'Authorization: Bearer <token>'".into())
+        })
+}
+
+/// Nodes the cluster asked for: the template's ready-nodes variable, from the spec or its default.
+async fn requested_nodes(ctx: &Ctx, c: &Cluster) -> Result<u64, ApiError> {
+    let stored = ctx
+        .store
+        .get_template(&c.spec.template.name, &c.spec.template.version)
+        .await?
+        .ok_or_else(|| ApiError::Conflict("the cluster's template version is no longer published".into()))?;
+    let var = stored
+        .template
+        .manifest
+        .agent
+        .as_ref()
+        .map(|a| a.ready_nodes_variable.clone())
+        .unwrap_or_default();
+    let value = c
+        .spec
+        .variables
+        .get(&var)
+        .or_else(|| stored.template.effective_default(c.spec.provider, &var));
+    Ok(value.and_then(|v| v.as_u64()).unwrap_or(1))
+}
+
+pub(crate) async fn handle(ctx: &Ctx, req: &Request, body: &[u8], register: bool) -> Result<Reply, ApiError> {
+    let token = bearer(req)?;
+    let mut c = ctx
+        .store
+        .find_cluster_by_agent_token(&token_hash(token))
+        .await?
+        .ok_or_else(|| ApiError::Unauthorized("the agent token is not valid".into()))?;
+    let report: AgentReport = serde_json::from_slice(body).map_err(|e| ApiError::BadRequest {
+        detail: format!(
+            "the body must be {{\"nodes_ready\": <count>, \"kubernetes_version\": <optional string>}}: {e}"
+        ),
+        errors: Vec::new(),
+    })?;
+    let now = ts::now();
+    if register {
+        if c.agent_registered_at.is_some() {
+            return Err(ApiError::Conflict(
+                "this cluster's agent is already registered; the registration token works once. \
+                 Use /v1/agent/heartbeat with the same token"
+                    .into(),
+            ));
+        }
+        if c.state != ClusterState::Configuring {
+            return Err(ApiError::Conflict(format!(
+                "the cluster is {}; agents register only while it is CONFIGURING",
+                c.state
+            )));
+        }
+        if let Some(deadline) = c.configuring_deadline
+            && now > deadline
+        {
+            return Err(ApiError::Gone(format!(
+                "the registration deadline passed at {}; the cluster fails — retry it once the agent can \
+                 reach the control plane",
+                ts::format(deadline)
+            )));
+        }
+        c.agent_registered_at = Some(now);
+    } else if c.agent_registered_at.is_none() {
+        return Err(ApiError::Conflict(
+            "register the agent (POST /v1/agent/register) before heartbeats".into(),
+        ));
+    }
+    c.agent_last_seen = Some(now);
+    let state = c.state;
+    ctx.store.save_cluster(&mut c).await?;
+    let requested = requested_nodes(ctx, &c).await?;
+    let ready = u64::from(report.nodes_ready) >= requested;
+    if ready && state == ClusterState::Configuring {
+        let ops = ctx.store.list_operations(&c.cluster_id).await?;
+        if let Some(op) = ops
+            .iter()
+            .rev()
+            .find(|o| o.kind == OperationKind::Create && !o.status.is_terminal())
+        {
+            let event = ControlEvent::AgentReady {
+                operation_id: op.operation_id.clone(),
+                cluster_id: c.cluster_id.clone(),
+                nodes_ready: report.nodes_ready,
+            };
+            let body = serde_json::to_string(&event).map_err(|e| ApiError::Config(e.to_string()))?;
+            ctx.sqs
+                .send_message()
+                .queue_url(&ctx.queues.events)
+                .message_body(body)
+                .send()
+                .await
+                .map_err(|e| ApiError::Store(strato_shared::Error::aws("SendMessage", e)))?;
+        }
+    }
+    tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = report.nodes_ready, requested, "agent report");
+    Ok(Reply::ok(json!({
+        "cluster_id": c.cluster_id,
+        "state": c.state,
+        "nodes_ready": report.nodes_ready,
+        "nodes_requested": requested,
+        "kubernetes_version": report.kubernetes_version,
+    })))
+}
