@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod aws;
 pub mod catalog;
+pub mod coordination;
 pub mod error;
 pub mod ids;
 pub mod messages;

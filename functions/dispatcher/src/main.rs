@@ -1,0 +1,26 @@
+//! Lambda entry point: configuration and clients are built once per process, then every SQS batch goes to
+//! [`strato_dispatcher::handle`].
+
+use aws_lambda_events::sqs::SqsEvent;
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use strato_dispatcher::{Config, Ctx, handle};
+use strato_shared::aws::AwsClients;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_target(false)
+        .without_time()
+        .init();
+    let config = Config::from_env()?;
+    let aws = AwsClients::from_env().await;
+    let ecs = aws_sdk_ecs::Client::new(&aws.config);
+    let ctx = Ctx::new(config, &aws, ecs).await?;
+    let ctx = &ctx;
+    run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+        handle(ctx, event.payload).await.map_err(Error::from)
+    }))
+    .await
+}

@@ -1,0 +1,793 @@
+//! `strato-status`: consumes the `events` queue — runner events ([`RunnerEvent`]) and EventBridge "ECS Task
+//! State Change" events — and applies them to operations and clusters through the state machine. When an
+//! operation ends it frees the cluster lock and the tenant slot and re-enqueues whoever waits for them.
+//!
+//! The queue is a standard one: events arrive duplicated and out of order. Every change is therefore a
+//! re-read plus a conditional write, steps are upserted by name, terminal operations ignore later terminal
+//! events, and releases are conditioned on the operation's own fencing token.
+//!
+//! Runner contract relied on here: the runner exits 0 only after its final report (succeeded, failed or
+//! cancelled) was sent. A task that stops with another exit code (or none) did not report, so its STOPPED
+//! event fails the operation; a task that exited 0 has a report in flight, so its STOPPED event waits for it.
+
+use std::collections::BTreeMap;
+
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use serde::Deserialize;
+use strato_shared::coordination::{release_and_wake, update_cluster};
+use strato_shared::error::{ErrorCategory, UserError};
+use strato_shared::ids::OperationId;
+use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, RunnerEvent};
+use strato_shared::model::{
+    Cluster, ClusterState, DriftInfo, Operation, OperationKind, OperationStatus, ResourceChange, Step,
+};
+use strato_shared::queues::QueueUrls;
+use strato_shared::resources::Names;
+use strato_shared::state_machine::transition;
+use strato_shared::store::Store;
+use strato_shared::{aws::AwsClients, ts};
+use time::OffsetDateTime;
+
+/// How long a CONFIGURING cluster may wait for its agent before the (future) agent sweeper fails it.
+pub const CONFIGURING_DEADLINE: time::Duration = time::Duration::minutes(30);
+
+/// Deliveries of an exit-0 STOPPED event to wait for the runner's final report before giving up on it.
+pub const FINAL_REPORT_GRACE_RECEIVES: u32 = 3;
+
+/// Delay between those deliveries.
+pub const FINAL_REPORT_RETRY_SECS: i32 = 20;
+
+/// Optimistic saves of one operation retry this often before the record is handed back to SQS.
+const ATTEMPTS: usize = 6;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error("configuration: {var} {reason}")]
+    Config { var: &'static str, reason: String },
+    #[error("record {message_id} has no body")]
+    EmptyBody { message_id: String },
+    #[error("record {message_id} is neither a runner event nor an ECS task state change: {reason}")]
+    BadBody { message_id: String, reason: String },
+    #[error("operation {0} does not exist")]
+    UnknownOperation(OperationId),
+    #[error("operation {0} kept changing concurrently")]
+    Contended(OperationId),
+    #[error(transparent)]
+    Shared(#[from] strato_shared::Error),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub names: Names,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, StatusError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, StatusError> {
+        let var = "STRATO_RESOURCE_PREFIX";
+        let prefix = lookup(var).ok_or(StatusError::Config {
+            var,
+            reason: "is not set".into(),
+        })?;
+        let names = Names::new(prefix).map_err(|e| StatusError::Config {
+            var,
+            reason: e.to_string(),
+        })?;
+        Ok(Self { names })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub config: Config,
+    pub store: Store,
+    pub sqs: aws_sdk_sqs::Client,
+    pub queues: QueueUrls,
+}
+
+impl Ctx {
+    pub async fn new(config: Config, aws: &AwsClients) -> Result<Self, StatusError> {
+        let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
+        Ok(Self {
+            store: Store::new(aws.dynamodb.clone(), &config.names),
+            sqs: aws.sqs.clone(),
+            queues,
+            config,
+        })
+    }
+}
+
+// ---- incoming messages ----------------------------------------------------------------------------------
+
+/// The EventBridge envelope; only what is needed.
+#[derive(Debug, Deserialize)]
+struct EventBridgeEnvelope {
+    #[serde(rename = "detail-type")]
+    detail_type: String,
+    #[serde(default)]
+    detail: serde_json::Value,
+}
+
+/// `detail` of an "ECS Task State Change" event.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStateChange {
+    pub task_arn: String,
+    pub last_status: String,
+    #[serde(default)]
+    pub started_by: Option<String>,
+    #[serde(default)]
+    pub stopped_reason: Option<String>,
+    #[serde(default)]
+    pub containers: Vec<TaskContainer>,
+    #[serde(default)]
+    pub overrides: TaskOverrides,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskContainer {
+    pub name: String,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskOverrides {
+    #[serde(default)]
+    pub container_overrides: Vec<TaskContainerOverride>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct TaskContainerOverride {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub environment: Vec<EnvVar>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EnvVar {
+    pub name: String,
+    pub value: String,
+}
+
+impl TaskStateChange {
+    fn env(&self, name: &str) -> Option<(&TaskContainerOverride, &str)> {
+        self.overrides.container_overrides.iter().find_map(|c| {
+            c.environment
+                .iter()
+                .find(|e| e.name == name)
+                .map(|e| (c, e.value.as_str()))
+        })
+    }
+
+    /// The operation the task ran: the runner's env override, else `startedBy` (both set by the dispatcher).
+    pub fn operation_id(&self) -> Option<OperationId> {
+        self.env(ENV_OPERATION_ID)
+            .and_then(|(_, v)| v.parse().ok())
+            .or_else(|| self.started_by.as_deref().and_then(|s| s.parse().ok()))
+    }
+
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.env(ENV_FENCING_TOKEN).and_then(|(_, v)| v.parse().ok())
+    }
+
+    /// The runner's container: the one carrying the overrides, else the first.
+    fn runner(&self) -> Option<&TaskContainer> {
+        let name = self.env(ENV_OPERATION_ID).and_then(|(c, _)| c.name.as_deref());
+        self.containers
+            .iter()
+            .find(|c| Some(c.name.as_str()) == name)
+            .or(self.containers.first())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Incoming {
+    Runner(RunnerEvent),
+    Task(Box<TaskStateChange>),
+    /// An event of another kind on the bus rule (it cannot be applied; logged and dropped).
+    Other(String),
+}
+
+pub fn parse_body(message_id: &str, body: &str) -> Result<Incoming, StatusError> {
+    let bad = |reason: String| StatusError::BadBody {
+        message_id: message_id.to_owned(),
+        reason,
+    };
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
+    if value.get("detail-type").is_some() {
+        let env: EventBridgeEnvelope = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+        if env.detail_type != "ECS Task State Change" {
+            return Ok(Incoming::Other(env.detail_type));
+        }
+        let detail = serde_json::from_value(env.detail).map_err(|e| bad(format!("detail: {e}")))?;
+        return Ok(Incoming::Task(Box::new(detail)));
+    }
+    serde_json::from_value(value)
+        .map(Incoming::Runner)
+        .map_err(|e| bad(e.to_string()))
+}
+
+// ---- batch ----------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Ack,
+    RetryAfter(i32),
+}
+
+/// Processes a batch; records that failed (or must wait) are reported in `batch_item_failures`.
+pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, StatusError> {
+    let mut response = SqsBatchResponse::default();
+    for record in &event.records {
+        let id = record.message_id.clone().unwrap_or_default();
+        match process(ctx, record).await {
+            Ok(Outcome::Ack) => {}
+            Ok(Outcome::RetryAfter(secs)) => {
+                delay_redelivery(ctx, record, secs).await;
+                response.add_failure(id);
+            }
+            Err(e) => {
+                tracing::error!(message_id = %id, error = %e, "event failed; SQS will redeliver it");
+                response.add_failure(id);
+            }
+        }
+    }
+    Ok(response)
+}
+
+async fn delay_redelivery(ctx: &Ctx, record: &SqsMessage, secs: i32) {
+    let Some(handle) = &record.receipt_handle else {
+        return;
+    };
+    if let Err(e) = ctx
+        .sqs
+        .change_message_visibility()
+        .queue_url(&ctx.queues.events)
+        .receipt_handle(handle)
+        .visibility_timeout(secs)
+        .send()
+        .await
+    {
+        tracing::warn!(error = %strato_shared::Error::aws("ChangeMessageVisibility", e), "could not delay redelivery");
+    }
+}
+
+async fn process(ctx: &Ctx, record: &SqsMessage) -> Result<Outcome, StatusError> {
+    let message_id = record.message_id.clone().unwrap_or_default();
+    let body = record.body.as_deref().ok_or_else(|| StatusError::EmptyBody {
+        message_id: message_id.clone(),
+    })?;
+    match parse_body(&message_id, body)? {
+        Incoming::Runner(ev) => {
+            apply_runner_event(ctx, &ev).await?;
+            Ok(Outcome::Ack)
+        }
+        Incoming::Task(task) => {
+            let receives = record
+                .attributes
+                .get("ApproximateReceiveCount")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1);
+            apply_task_change(ctx, &task, receives).await
+        }
+        Incoming::Other(kind) => {
+            tracing::warn!(%kind, "ignoring an event this function does not handle");
+            Ok(Outcome::Ack)
+        }
+    }
+}
+
+// ---- applying events ------------------------------------------------------------------------------------
+
+/// How an operation ends.
+#[derive(Debug, Clone)]
+enum Final {
+    Succeeded {
+        outputs: BTreeMap<String, serde_json::Value>,
+        drift: Option<Vec<ResourceChange>>,
+        at: OffsetDateTime,
+    },
+    Failed(UserError),
+    Cancelled,
+}
+
+/// Whether an event from the holder of `token` may still change `op`.
+enum Fence {
+    Current,
+    Stale,
+}
+
+/// The event's token must be the one the operation recorded, and (while the operation runs) the cluster lock
+/// must still be held by the operation with that token: a runner whose lock was taken over is a zombie.
+async fn fence(
+    ctx: &Ctx,
+    op: &Operation,
+    token: Option<u64>,
+    task_arn: Option<&str>,
+) -> Result<Fence, StatusError> {
+    if let Some(t) = token
+        && op.fencing_token != Some(t)
+    {
+        return Ok(Fence::Stale);
+    }
+    if let (Some(arn), Some(mine)) = (task_arn, op.task_arn.as_deref())
+        && arn != mine
+    {
+        return Ok(Fence::Stale);
+    }
+    if !op.status.is_terminal()
+        && let Some((owner, held)) = ctx.store.cluster_lock(&op.cluster_id).await?
+        && (owner != op.operation_id || Some(held) != op.fencing_token)
+    {
+        return Ok(Fence::Stale);
+    }
+    Ok(Fence::Current)
+}
+
+async fn record_stale(ctx: &Ctx, id: &OperationId) -> Result<(), StatusError> {
+    let op = strato_shared::coordination::update_operation(&ctx.store, id, |o| {
+        o.stale_events += 1;
+        true
+    })
+    .await?;
+    if let Some(op) = op {
+        tracing::warn!(operation = %op.operation_id, stale_events = op.stale_events, "stale event recorded, not applied");
+    }
+    Ok(())
+}
+
+/// A terminal event for an operation that is already terminal. Normally a duplicate with nothing left to do;
+/// but if an earlier delivery died between saving the end and releasing, the lock or slot is still held by
+/// this operation, and the hand-off is finished now. (Releases are conditional, so nothing is freed twice.)
+async fn finish_interrupted_handoff(ctx: &Ctx, op: &Operation) -> Result<(), StatusError> {
+    let holds_lock = match (ctx.store.cluster_lock(&op.cluster_id).await?, op.fencing_token) {
+        (Some((owner, t)), Some(mine)) => owner == op.operation_id && t == mine,
+        _ => false,
+    };
+    let holds_slot = ctx
+        .store
+        .tenant_slots(&op.tenant_id)
+        .await?
+        .iter()
+        .any(|s| s == op.operation_id.as_str());
+    if holds_lock || holds_slot {
+        tracing::warn!(operation = %op.operation_id, "finishing a hand-off an earlier delivery left undone");
+        release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, op).await?;
+    }
+    Ok(())
+}
+
+pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), StatusError> {
+    let id = ev.operation_id();
+    for _ in 0..ATTEMPTS {
+        let mut op = ctx
+            .store
+            .get_operation(id)
+            .await?
+            .ok_or_else(|| StatusError::UnknownOperation(id.clone()))?;
+        if let Fence::Stale = fence(ctx, &op, Some(ev.fencing_token()), None).await? {
+            return record_stale(ctx, id).await;
+        }
+        let fin = match ev {
+            RunnerEvent::Succeeded {
+                outputs, drift, at, ..
+            } => Some(Final::Succeeded {
+                outputs: outputs.clone(),
+                drift: drift.clone(),
+                at: *at,
+            }),
+            RunnerEvent::Failed { error, .. } => Some(Final::Failed(error.clone())),
+            RunnerEvent::Cancelled { .. } => Some(Final::Cancelled),
+            _ => None,
+        };
+        if op.status.is_terminal() {
+            if fin.is_some() {
+                finish_interrupted_handoff(ctx, &op).await?;
+            }
+            // Progress after the end (a late heartbeat) changes nothing.
+            return Ok(());
+        }
+        if let Some(fin) = fin {
+            return finish(ctx, op, fin).await;
+        }
+        if !apply_progress(&mut op, ev) {
+            return Ok(());
+        }
+        match ctx.store.save_operation(&mut op, false).await {
+            Ok(()) => return Ok(()),
+            Err(strato_shared::Error::Conflict(_)) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StatusError::Contended(id.clone()))
+}
+
+/// Steps and heartbeats. Returns whether anything changed. Order-tolerant: steps are upserted by name (a
+/// finish that overtook its start still leaves one finished step) and kept in start order.
+fn apply_progress(op: &mut Operation, ev: &RunnerEvent) -> bool {
+    let before = (op.steps.clone(), op.heartbeat_at, op.status);
+    match ev {
+        RunnerEvent::StepStarted { step, at, .. } => match op.steps.iter_mut().find(|s| &s.name == step) {
+            // Started earlier than the finish-only placeholder says.
+            Some(s) => s.started_at = s.started_at.min(*at),
+            None => op.steps.push(Step {
+                name: step.clone(),
+                started_at: *at,
+                finished_at: None,
+                ok: None,
+            }),
+        },
+        RunnerEvent::StepFinished { step, ok, at, .. } => match op.steps.iter_mut().find(|s| &s.name == step)
+        {
+            Some(s) => {
+                s.finished_at = Some(*at);
+                s.ok = Some(*ok);
+            }
+            None => op.steps.push(Step {
+                name: step.clone(),
+                started_at: *at,
+                finished_at: Some(*at),
+                ok: Some(*ok),
+            }),
+        },
+        RunnerEvent::Heartbeat { at, .. } => {
+            op.heartbeat_at = Some(op.heartbeat_at.map_or(*at, |h| h.max(*at)));
+        }
+        _ => {}
+    }
+    op.steps.sort_by_key(|s| s.started_at);
+    if matches!(op.status, OperationStatus::Queued | OperationStatus::Dispatched) {
+        op.status = OperationStatus::Running;
+    }
+    before != (op.steps.clone(), op.heartbeat_at, op.status)
+}
+
+async fn apply_task_change(ctx: &Ctx, task: &TaskStateChange, receives: u32) -> Result<Outcome, StatusError> {
+    let Some(id) = task.operation_id() else {
+        tracing::info!(task = %task.task_arn, "ECS task not started by Strato; ignored");
+        return Ok(Outcome::Ack);
+    };
+    if task.last_status != "STOPPED" {
+        // Runner events report progress; only the stop says something they cannot.
+        return Ok(Outcome::Ack);
+    }
+    for _ in 0..ATTEMPTS {
+        let Some(op) = ctx.store.get_operation(&id).await? else {
+            tracing::warn!(operation = %id, task = %task.task_arn, "ECS event for an unknown operation; ignored");
+            return Ok(Outcome::Ack);
+        };
+        if let Fence::Stale = fence(ctx, &op, task.fencing_token(), Some(&task.task_arn)).await? {
+            record_stale(ctx, &id).await?;
+            return Ok(Outcome::Ack);
+        }
+        if op.status.is_terminal() {
+            finish_interrupted_handoff(ctx, &op).await?;
+            return Ok(Outcome::Ack);
+        }
+        let runner = task.runner();
+        let exit_code = runner.and_then(|c| c.exit_code);
+        let container_reason = runner.and_then(|c| c.reason.as_deref());
+        let step = op.current_step().map_or("runner".to_owned(), |s| s.name.clone());
+        let what = if exit_code == Some(0) {
+            // Exit 0 means a final report was sent; give it time to arrive before concluding it was lost.
+            if receives < FINAL_REPORT_GRACE_RECEIVES {
+                return Ok(Outcome::RetryAfter(FINAL_REPORT_RETRY_SECS));
+            }
+            "runner exited 0 but its final report never arrived".to_owned()
+        } else {
+            let mut what = format!(
+                "runner stopped without a final report: exit code {}",
+                exit_code.map_or("none".to_owned(), |c| c.to_string())
+            );
+            for reason in [container_reason, task.stopped_reason.as_deref()]
+                .into_iter()
+                .flatten()
+            {
+                what.push_str(", ");
+                what.push_str(reason);
+            }
+            what
+        };
+        let err = UserError::new(ErrorCategory::Internal, step, what).with_fix(
+            "The runner task ended unexpectedly (for example out of memory, or stopped by ECS); retry the \
+             operation, and report the operation id if it happens again.",
+        );
+        match finish(ctx, op, Final::Failed(err)).await {
+            Err(StatusError::Shared(strato_shared::Error::Conflict(_))) => continue,
+            other => return other.map(|()| Outcome::Ack),
+        }
+    }
+    Err(StatusError::Contended(id))
+}
+
+/// Ends a running operation: cluster first (idempotent, so a crash before the operation is saved is repaired
+/// by redelivery), then the operation, then the hand-off. Only the delivery that made the operation terminal
+/// hands off.
+async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError> {
+    let cluster = apply_to_cluster(ctx, &op, &fin).await?;
+    if op.kind == OperationKind::Delete
+        && matches!(fin, Final::Succeeded { .. })
+        && let Some(c) = &cluster
+        && c.state == ClusterState::Deleted
+    {
+        ctx.store.release_cluster_name(c).await?;
+    }
+    let mut done = op;
+    for _ in 0..ATTEMPTS {
+        if done.status.is_terminal() {
+            // Someone else ended it concurrently; they hand off.
+            return Ok(());
+        }
+        match &fin {
+            Final::Succeeded { .. } => {
+                done.status = OperationStatus::Succeeded;
+            }
+            Final::Failed(err) => {
+                done.status = OperationStatus::Failed;
+                done.error = Some(err.clone());
+            }
+            Final::Cancelled => {
+                done.status = OperationStatus::Cancelled;
+            }
+        }
+        done.wait_reason = None;
+        match ctx.store.save_operation(&mut done, false).await {
+            Ok(()) => {
+                tracing::info!(operation = %done.operation_id, status = ?done.status, "operation ended");
+                release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, &done).await?;
+                return Ok(());
+            }
+            Err(strato_shared::Error::Conflict(_)) => {
+                done = ctx
+                    .store
+                    .get_operation(&done.operation_id)
+                    .await?
+                    .ok_or_else(|| StatusError::UnknownOperation(done.operation_id.clone()))?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StatusError::Contended(done.operation_id))
+}
+
+/// Moves `cluster` to `to` if the state machine allows it; `false` when it is already there. A refused
+/// transition is logged and leaves the cluster as it is: the operation's own outcome is still recorded.
+fn step_to(c: &mut Cluster, to: ClusterState) -> bool {
+    if c.state == to {
+        return false;
+    }
+    match transition(c.state, to) {
+        Ok(_) => {
+            c.state = to;
+            true
+        }
+        Err(e) => {
+            tracing::warn!(cluster = %c.cluster_id, error = %e, "cluster left as it is");
+            false
+        }
+    }
+}
+
+fn fail_cluster(c: &mut Cluster, err: &UserError) -> bool {
+    let moved = step_to(c, ClusterState::Failed);
+    if c.state == ClusterState::Failed && c.last_error.as_ref() != Some(err) {
+        c.last_error = Some(err.clone());
+        return true;
+    }
+    moved
+}
+
+async fn apply_to_cluster(ctx: &Ctx, op: &Operation, fin: &Final) -> Result<Option<Cluster>, StatusError> {
+    let store = &ctx.store;
+    let (tenant, id) = (&op.tenant_id, &op.cluster_id);
+    let cluster = match (op.kind, fin) {
+        (OperationKind::Create, Final::Succeeded { outputs, .. }) => {
+            // CONFIGURING is a real, saved intermediate state: the cluster agent handshake (built later) is
+            // what will move it on. Until that exists, outputs from the apply stand for a reachable cluster,
+            // so a create with outputs goes on to ACTIVE right away; one without stays CONFIGURING until its
+            // deadline.
+            update_cluster(store, tenant, id, |c| {
+                if c.state != ClusterState::Provisioning {
+                    return Ok(false);
+                }
+                step_to(c, ClusterState::Configuring);
+                c.outputs = outputs.clone();
+                c.configuring_deadline = Some(ts::now() + CONFIGURING_DEADLINE);
+                Ok(true)
+            })
+            .await?;
+            if outputs.is_empty() {
+                return Ok(None);
+            }
+            update_cluster(store, tenant, id, |c| {
+                if c.state != ClusterState::Configuring {
+                    return Ok(false);
+                }
+                step_to(c, ClusterState::Active);
+                c.configuring_deadline = None;
+                c.last_error = None;
+                Ok(true)
+            })
+            .await?
+        }
+        (OperationKind::Update, Final::Succeeded { outputs, .. }) => {
+            update_cluster(store, tenant, id, |c| {
+                if !step_to(c, ClusterState::Active) {
+                    return Ok(false);
+                }
+                if !outputs.is_empty() {
+                    c.outputs = outputs.clone();
+                }
+                if let Some(spec) = &op.spec {
+                    c.spec = spec.clone();
+                }
+                c.last_error = None;
+                Ok(true)
+            })
+            .await?
+        }
+        (OperationKind::Delete, Final::Succeeded { .. }) => {
+            update_cluster(store, tenant, id, |c| {
+                let moved = step_to(c, ClusterState::Deleted);
+                if moved {
+                    c.outputs.clear();
+                }
+                Ok(moved)
+            })
+            .await?
+        }
+        (OperationKind::DriftCheck, Final::Succeeded { drift, at, .. }) => {
+            let changes = drift.clone().unwrap_or_default();
+            update_cluster(store, tenant, id, |c| {
+                if c.drift.operation_id.as_ref() == Some(&op.operation_id) {
+                    return Ok(false);
+                }
+                c.drift = DriftInfo {
+                    drifted: !changes.is_empty(),
+                    checked_at: Some(*at),
+                    changed_resources: changes.clone(),
+                    operation_id: Some(op.operation_id.clone()),
+                };
+                Ok(true)
+            })
+            .await?
+        }
+        (OperationKind::Plan, Final::Succeeded { .. }) => return Ok(None),
+        (kind, Final::Failed(err)) if kind.mutates() => {
+            update_cluster(store, tenant, id, |c| Ok(fail_cluster(c, err))).await?
+        }
+        (OperationKind::Update, Final::Cancelled) => {
+            // The apply was interrupted by request; the previous configuration is still what runs.
+            update_cluster(store, tenant, id, |c| Ok(step_to(c, ClusterState::Active))).await?
+        }
+        (kind, Final::Cancelled) if kind.mutates() => {
+            let err = UserError::new(
+                ErrorCategory::Cancelled,
+                op.current_step().map_or("runner", |s| s.name.as_str()),
+                format!(
+                    "the {} was cancelled before it finished; resources may be half-built",
+                    if kind == OperationKind::Create {
+                        "create"
+                    } else {
+                        "delete"
+                    }
+                ),
+            );
+            update_cluster(store, tenant, id, |c| Ok(fail_cluster(c, &err))).await?
+        }
+        // Plans and drift checks that fail or are cancelled leave the cluster as it is.
+        _ => return Ok(None),
+    };
+    Ok(Some(cluster))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strato_shared::ids::{ClusterId, TenantId};
+
+    fn sample_body(rel: &str) -> String {
+        let path = format!("{}/../../events/status/{rel}", env!("CARGO_MANIFEST_DIR"));
+        let event: SqsEvent = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        event.records[0].body.clone().unwrap()
+    }
+
+    #[test]
+    fn ecs_stopped_sample_names_operation_token_and_exit() {
+        let Incoming::Task(t) = parse_body("m", &sample_body("ecs-task-stopped-oom.json")).unwrap() else {
+            panic!("not a task change");
+        };
+        assert_eq!(
+            t.operation_id().unwrap().as_str(),
+            "op-0192f1a2b3c47d8e9f0a1b2c3d4e5f60"
+        );
+        assert_eq!(t.fencing_token(), Some(1));
+        assert_eq!(t.last_status, "STOPPED");
+        assert_eq!(t.runner().unwrap().exit_code, Some(137));
+    }
+
+    #[test]
+    fn operation_id_falls_back_to_started_by() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&sample_body("ecs-task-stopped-exit0.json")).unwrap();
+        v["detail"]["overrides"] = serde_json::json!({});
+        let Incoming::Task(t) = parse_body("m", &v.to_string()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            t.operation_id().unwrap().as_str(),
+            "op-0192f1a2b3c47d8e9f0a1b2c3d4e5f60"
+        );
+        assert_eq!(t.fencing_token(), None);
+    }
+
+    #[test]
+    fn every_runner_sample_parses_and_other_events_are_recognised() {
+        for name in [
+            "step-started",
+            "step-finished",
+            "heartbeat",
+            "succeeded",
+            "succeeded-drift",
+            "failed",
+            "cancelled",
+        ] {
+            let body = sample_body(&format!("runner-{name}.json"));
+            assert!(
+                matches!(parse_body("m", &body), Ok(Incoming::Runner(_))),
+                "{name}"
+            );
+        }
+        let other = r#"{"detail-type": "ECS Container Instance State Change", "detail": {}}"#;
+        assert!(matches!(parse_body("m", other), Ok(Incoming::Other(_))));
+        assert!(matches!(
+            parse_body("m", r#"{"type": "teleported"}"#),
+            Err(StatusError::BadBody { .. })
+        ));
+    }
+
+    #[test]
+    fn progress_is_order_tolerant_and_idempotent() {
+        let at = |s: &str| ts::parse(s).unwrap();
+        let mut op = Operation::new(
+            "acme".parse::<TenantId>().unwrap(),
+            ClusterId::generate(),
+            OperationKind::Create,
+            ts::now(),
+        );
+        op.status = OperationStatus::Dispatched;
+        let id = op.operation_id.clone();
+        let finished = RunnerEvent::StepFinished {
+            operation_id: id.clone(),
+            fencing_token: 1,
+            step: "apply".into(),
+            ok: false,
+            at: at("2026-11-22T04:40:00Z"),
+        };
+        let started = RunnerEvent::StepStarted {
+            operation_id: id.clone(),
+            fencing_token: 1,
+            step: "apply".into(),
+            at: at("2026-11-22T04:31:00Z"),
+        };
+        assert!(apply_progress(&mut op, &finished));
+        assert_eq!(op.status, OperationStatus::Running);
+        assert!(apply_progress(&mut op, &started));
+        assert!(!apply_progress(&mut op, &started), "a duplicate changes nothing");
+        assert!(!apply_progress(&mut op, &finished));
+        assert_eq!(op.steps.len(), 1);
+        let s = &op.steps[0];
+        assert_eq!(s.started_at, at("2026-11-22T04:31:00Z"));
+        assert_eq!(s.finished_at, Some(at("2026-11-22T04:40:00Z")));
+        assert_eq!(s.ok, Some(false));
+    }
+}
