@@ -100,7 +100,11 @@ impl RunnerEvent {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ControlEvent {
     /// The cluster agent registered and reported enough Ready nodes: the create may finish.
-    AgentReady { operation_id: OperationId, cluster_id: ClusterId, nodes_ready: u32 },
+    AgentReady {
+        operation_id: OperationId,
+        cluster_id: ClusterId,
+        nodes_ready: u32,
+    },
     /// Sent with a delay when a cluster enters CONFIGURING; if the agent has not registered by
     /// `deadline`, the operation fails.
     ConfigureDeadline {

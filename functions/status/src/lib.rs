@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use serde::Deserialize;
-use strato_shared::coordination::{release_and_wake, update_cluster};
+use strato_shared::coordination::{release_and_wake, update_cluster, update_operation};
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::ids::OperationId;
-use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, RunnerEvent};
+use strato_shared::messages::{ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, RunnerEvent};
 use strato_shared::model::{
     Cluster, ClusterState, DriftInfo, Operation, OperationKind, OperationStatus, ResourceChange, Step,
 };
@@ -192,6 +192,8 @@ impl TaskStateChange {
 #[derive(Debug, Clone)]
 pub enum Incoming {
     Runner(RunnerEvent),
+    /// From the control plane itself: the agent handshake.
+    Control(ControlEvent),
     Task(Box<TaskStateChange>),
     /// An event of another kind on the bus rule (it cannot be applied; logged and dropped).
     Other(String),
@@ -210,6 +212,14 @@ pub fn parse_body(message_id: &str, body: &str) -> Result<Incoming, StatusError>
         }
         let detail = serde_json::from_value(env.detail).map_err(|e| bad(format!("detail: {e}")))?;
         return Ok(Incoming::Task(Box::new(detail)));
+    }
+    if matches!(
+        value.get("type").and_then(|t| t.as_str()),
+        Some("agent_ready" | "configure_deadline")
+    ) {
+        return serde_json::from_value(value)
+            .map(Incoming::Control)
+            .map_err(|e| bad(e.to_string()));
     }
     serde_json::from_value(value)
         .map(Incoming::Runner)
@@ -279,6 +289,7 @@ async fn process(ctx: &Ctx, record: &SqsMessage) -> Result<Outcome, StatusError>
                 .unwrap_or(1);
             apply_task_change(ctx, &task, receives).await
         }
+        Incoming::Control(ev) => apply_control(ctx, &ev).await,
         Incoming::Other(kind) => {
             tracing::warn!(%kind, "ignoring an event this function does not handle");
             Ok(Outcome::Ack)
@@ -396,6 +407,11 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
             // Progress after the end (a late heartbeat) changes nothing.
             return Ok(());
         }
+        if let (OperationKind::Create, Some(Final::Succeeded { outputs, .. })) = (op.kind, &fin)
+            && let Some(deadline_secs) = agent_deadline(ctx, &op).await?
+        {
+            return await_agent(ctx, &op, outputs, deadline_secs).await;
+        }
         if let Some(fin) = fin {
             return finish(ctx, op, fin).await;
         }
@@ -409,6 +425,159 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
         }
     }
     Err(StatusError::Contended(id.clone()))
+}
+
+// ---- cluster agent handshake -----------------------------------------------------------------------------
+
+const CONFIGURE_STEP: &str = "configure";
+
+/// The agent deadline if the operation's template installs the cluster agent.
+async fn agent_deadline(ctx: &Ctx, op: &Operation) -> Result<Option<u64>, StatusError> {
+    let Some(spec) = &op.spec else { return Ok(None) };
+    let stored = ctx
+        .store
+        .get_template(&spec.template.name, &spec.template.version)
+        .await?;
+    Ok(stored.and_then(|t| t.template.manifest.agent.map(|a| a.deadline_secs)))
+}
+
+/// Apply finished for a template with an agent: the cluster is CONFIGURING and the create stays open (lock
+/// held) until the agent reports enough Ready nodes or the deadline passes.
+async fn await_agent(
+    ctx: &Ctx,
+    op: &Operation,
+    outputs: &BTreeMap<String, serde_json::Value>,
+    deadline_secs: u64,
+) -> Result<(), StatusError> {
+    let deadline = ts::now() + time::Duration::seconds(deadline_secs as i64);
+    let c = update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {
+        if c.state != ClusterState::Provisioning {
+            return Ok(false);
+        }
+        step_to(c, ClusterState::Configuring);
+        c.outputs = outputs.clone();
+        c.configuring_deadline = Some(deadline);
+        Ok(true)
+    })
+    .await?;
+    update_operation(&ctx.store, &op.operation_id, |o| {
+        if o.status.is_terminal() || o.steps.iter().any(|s| s.name == CONFIGURE_STEP) {
+            return false;
+        }
+        o.status = OperationStatus::Running;
+        o.steps.push(Step {
+            name: CONFIGURE_STEP.into(),
+            started_at: ts::now(),
+            finished_at: None,
+            ok: None,
+        });
+        true
+    })
+    .await?;
+    let event = ControlEvent::ConfigureDeadline {
+        operation_id: op.operation_id.clone(),
+        cluster_id: op.cluster_id.clone(),
+        deadline: c.configuring_deadline.unwrap_or(deadline),
+    };
+    let body = serde_json::to_string(&event).map_err(|e| StatusError::BadBody {
+        message_id: String::new(),
+        reason: e.to_string(),
+    })?;
+    // SQS delays at most 15 minutes; a later deadline is re-delayed when the timer fires early.
+    ctx.sqs
+        .send_message()
+        .queue_url(&ctx.queues.events)
+        .message_body(body)
+        .delay_seconds(deadline_secs.min(900) as i32)
+        .send()
+        .await
+        .map_err(|e| strato_shared::Error::aws("SendMessage", e))?;
+    Ok(())
+}
+
+fn close_configure_step(o: &mut Operation, ok: bool) -> bool {
+    match o
+        .steps
+        .iter_mut()
+        .find(|s| s.name == CONFIGURE_STEP && s.finished_at.is_none())
+    {
+        Some(step) => {
+            step.finished_at = Some(ts::now());
+            step.ok = Some(ok);
+            true
+        }
+        None => false,
+    }
+}
+
+async fn apply_control(ctx: &Ctx, ev: &ControlEvent) -> Result<Outcome, StatusError> {
+    let (op_id, cluster_id) = match ev {
+        ControlEvent::AgentReady {
+            operation_id,
+            cluster_id,
+            ..
+        }
+        | ControlEvent::ConfigureDeadline {
+            operation_id,
+            cluster_id,
+            ..
+        } => (operation_id, cluster_id),
+    };
+    let Some(op) = ctx.store.get_operation(op_id).await? else {
+        return Err(StatusError::UnknownOperation(op_id.clone()));
+    };
+    let Some(c) = ctx.store.find_cluster(cluster_id).await? else {
+        return Ok(Outcome::Ack);
+    };
+    // Duplicates and late timers: only a create still waiting in CONFIGURING is affected.
+    if op.status.is_terminal()
+        || op.kind != OperationKind::Create
+        || &op.cluster_id != cluster_id
+        || c.state != ClusterState::Configuring
+    {
+        return Ok(Outcome::Ack);
+    }
+    let fin = match ev {
+        ControlEvent::AgentReady { .. } => {
+            update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {
+                let moved = step_to(c, ClusterState::Active);
+                c.configuring_deadline = None;
+                c.last_error = None;
+                Ok(moved)
+            })
+            .await?;
+            Final::Succeeded {
+                outputs: c.outputs.clone(),
+                drift: None,
+                at: ts::now(),
+            }
+        }
+        ControlEvent::ConfigureDeadline { deadline, .. } => {
+            let left = (*deadline - ts::now()).whole_seconds();
+            if left > 0 {
+                return Ok(Outcome::RetryAfter(left.min(900) as i32));
+            }
+            Final::Failed(
+                UserError::new(
+                    ErrorCategory::Timeout,
+                    CONFIGURE_STEP,
+                    "the cluster agent did not register with enough Ready nodes before the deadline",
+                )
+                .with_fix(
+                    "Check that the nodes can reach the control-plane URL and that the agent runs \
+                 (kubectl -n strato-system logs deploy/strato-agent), then retry the cluster.",
+                ),
+            )
+        }
+    };
+    let ok = matches!(fin, Final::Succeeded { .. });
+    let op = update_operation(&ctx.store, &op.operation_id, |o| {
+        !o.status.is_terminal() && close_configure_step(o, ok)
+    })
+    .await?
+    .unwrap_or(op);
+    finish(ctx, op, fin).await?;
+    Ok(Outcome::Ack)
 }
 
 /// Steps and heartbeats. Returns whether anything changed. Order-tolerant: steps are upserted by name (a

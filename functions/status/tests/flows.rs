@@ -612,3 +612,133 @@ async fn only_the_bad_record_of_a_batch_is_reported() {
     assert_eq!(op.steps.len(), 1);
     assert!(op.heartbeat_at.is_some());
 }
+
+/// The agent handshake: a template with `[agent]` stays CONFIGURING (create open, lock held) after apply,
+/// becomes ACTIVE on `AgentReady`, and fails with a fix when the deadline passes.
+mod agent {
+    use super::*;
+    use aws_lambda_events::sqs::SqsMessage;
+    use strato_shared::messages::ControlEvent;
+    use strato_shared::template::Template;
+    use strato_shared::ts;
+
+    const AGENT_TEMPLATE: &str = r#"
+name = "aws-eks-basic"
+version = "1.2.0"
+providers = ["aws"]
+stages = [{ name = "cluster", modules = ["network", "k8s"] }]
+[variables.agent_token]
+type = "string"
+managed = true
+sensitive = true
+[variables.control_plane_url]
+type = "string"
+managed = true
+[variables.node_count]
+type = "integer"
+default = 2
+[agent]
+deadline_secs = 600
+"#;
+
+    fn control(ev: &ControlEvent) -> SqsEvent {
+        let mut msg = SqsMessage::default();
+        msg.message_id = Some(format!("m-{}", OperationId::generate()));
+        msg.body = Some(serde_json::to_string(ev).unwrap());
+        let mut event = SqsEvent::default();
+        event.records = vec![msg];
+        event
+    }
+
+    async fn configuring() -> (Bed, Cluster, Run) {
+        let bed = Bed::new().await;
+        let t = Template::from_toml(AGENT_TEMPLATE).unwrap();
+        bed.w
+            .store
+            .put_template(&t.manifest, &"2".repeat(64), "k")
+            .await
+            .unwrap();
+        let (cluster, create) = bed.w.new_cluster("acme", "agented").await;
+        let run = bed.start(&create).await;
+        bed.deliver(runner(&run, "succeeded", |_| {})).await;
+        bed.deliver(runner(&run, "succeeded", |_| {})).await; // duplicate: same result
+        let c = bed.w.cluster(&cluster).await;
+        assert_eq!(c.state, ClusterState::Configuring);
+        assert!(c.configuring_deadline.is_some());
+        let op = bed.w.op(&run.op).await;
+        assert_eq!(
+            op.status,
+            OperationStatus::Running,
+            "the create stays open until the agent is ready"
+        );
+        assert_eq!(op.steps.iter().filter(|s| s.name == "configure").count(), 1);
+        assert!(
+            bed.w
+                .store
+                .cluster_lock(&cluster.cluster_id)
+                .await
+                .unwrap()
+                .is_some(),
+            "lock still held"
+        );
+        (bed, cluster, run)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn agent_ready_makes_the_cluster_active_and_releases_the_lock() {
+        let (bed, cluster, run) = configuring().await;
+        let ev = ControlEvent::AgentReady {
+            operation_id: run.op.clone(),
+            cluster_id: cluster.cluster_id.clone(),
+            nodes_ready: 2,
+        };
+        bed.deliver(control(&ev)).await;
+        bed.deliver(control(&ev)).await;
+        let c = bed.w.cluster(&cluster).await;
+        assert_eq!(c.state, ClusterState::Active);
+        assert!(c.configuring_deadline.is_none());
+        let op = bed.w.op(&run.op).await;
+        assert_eq!(op.status, OperationStatus::Succeeded);
+        assert_eq!(
+            op.steps.iter().find(|s| s.name == "configure").unwrap().ok,
+            Some(true)
+        );
+        assert_eq!(bed.w.store.cluster_lock(&cluster.cluster_id).await.unwrap(), None);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_missed_deadline_fails_the_cluster_with_a_fix() {
+        let (bed, cluster, run) = configuring().await;
+        // A timer that fires early is put back for the time left.
+        let early = ControlEvent::ConfigureDeadline {
+            operation_id: run.op.clone(),
+            cluster_id: cluster.cluster_id.clone(),
+            deadline: ts::now() + time::Duration::minutes(5),
+        };
+        let resp = bed.handle(control(&early)).await;
+        assert_eq!(failures(&resp).len(), 1, "redelivered later, not applied");
+        assert_eq!(bed.w.cluster(&cluster).await.state, ClusterState::Configuring);
+
+        let due = ControlEvent::ConfigureDeadline {
+            operation_id: run.op.clone(),
+            cluster_id: cluster.cluster_id.clone(),
+            deadline: ts::now() - time::Duration::seconds(1),
+        };
+        bed.deliver(control(&due)).await;
+        let c = bed.w.cluster(&cluster).await;
+        assert_eq!(c.state, ClusterState::Failed);
+        let err = c.last_error.unwrap();
+        assert_eq!(err.step, "configure");
+        assert!(err.fix.contains("control-plane URL"), "{err:?}");
+        assert_eq!(bed.w.op(&run.op).await.status, OperationStatus::Failed);
+        assert_eq!(bed.w.store.cluster_lock(&cluster.cluster_id).await.unwrap(), None);
+        // A late AgentReady changes nothing.
+        let late = ControlEvent::AgentReady {
+            operation_id: run.op.clone(),
+            cluster_id: cluster.cluster_id.clone(),
+            nodes_ready: 2,
+        };
+        bed.deliver(control(&late)).await;
+        assert_eq!(bed.w.cluster(&cluster).await.state, ClusterState::Failed);
+    }
+}
