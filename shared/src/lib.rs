@@ -3,9 +3,11 @@
 //! offline test bed (feature `testbed`).
 
 pub mod agent;
+pub mod artifacts;
 pub mod aws;
 pub mod catalog;
 pub mod coordination;
+pub mod cost;
 pub mod error;
 pub mod ids;
 pub mod messages;

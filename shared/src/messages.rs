@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use crate::cost::CostEstimate;
 use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
-use crate::model::{OperationKind, ResourceChange};
+use crate::model::{ClusterState, OperationKind, OperationStatus, ResourceChange};
 
 /// `jobs.fifo`: start this operation. MessageGroupId = cluster id; deduplication id = operation id plus a
 /// wake-up counter, so a deliberate re-enqueue is not swallowed by FIFO deduplication.
@@ -44,6 +45,16 @@ pub enum RunnerEvent {
         #[serde(with = "crate::ts")]
         at: OffsetDateTime,
     },
+    /// A stage's plan is saved and priced, before anything is applied.
+    PlanReady {
+        operation_id: OperationId,
+        fencing_token: u64,
+        stage: String,
+        summary: PlanSummary,
+        estimate: Option<CostEstimate>,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
     Succeeded {
         operation_id: OperationId,
         fencing_token: u64,
@@ -77,6 +88,7 @@ impl RunnerEvent {
             RunnerEvent::StepStarted { operation_id, .. }
             | RunnerEvent::StepFinished { operation_id, .. }
             | RunnerEvent::Heartbeat { operation_id, .. }
+            | RunnerEvent::PlanReady { operation_id, .. }
             | RunnerEvent::Succeeded { operation_id, .. }
             | RunnerEvent::Failed { operation_id, .. }
             | RunnerEvent::Cancelled { operation_id, .. } => operation_id,
@@ -88,11 +100,93 @@ impl RunnerEvent {
             RunnerEvent::StepStarted { fencing_token, .. }
             | RunnerEvent::StepFinished { fencing_token, .. }
             | RunnerEvent::Heartbeat { fencing_token, .. }
+            | RunnerEvent::PlanReady { fencing_token, .. }
             | RunnerEvent::Succeeded { fencing_token, .. }
             | RunnerEvent::Failed { fencing_token, .. }
             | RunnerEvent::Cancelled { fencing_token, .. } => *fencing_token,
         }
     }
+}
+
+/// Counts of planned resource actions (a replace counts as one add and one destroy, as Terraform says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PlanSummary {
+    pub add: u32,
+    pub change: u32,
+    pub destroy: u32,
+}
+
+/// Which output stream of the engine a log line came from (`strato` for the runner's own notices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogStream {
+    Stdout,
+    Stderr,
+    Strato,
+}
+
+/// One user-visible log line. `seq` starts at 1 per operation and has no gaps in the archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub seq: u64,
+    #[serde(with = "crate::ts")]
+    pub ts: OffsetDateTime,
+    pub stream: LogStream,
+    /// e.g. `init`, `plan`, `network/apply`.
+    pub step: String,
+    pub text: String,
+}
+
+/// `logs` queue bodies, and (the same JSON) the frames WebSocket subscribers receive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LogFrame {
+    /// Consecutive lines `first_seq..first_seq + lines.len()`.
+    Log {
+        operation_id: OperationId,
+        first_seq: u64,
+        lines: Vec<LogLine>,
+        /// Set when the live stream skipped lines (the queue was slow); they are in the archive, and a
+        /// client re-subscribes with `from_seq` to fetch them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skipped: Option<SkippedLines>,
+    },
+    /// The operation or its cluster changed state (also drift results).
+    Status {
+        operation_id: OperationId,
+        cluster_id: ClusterId,
+        cluster_state: ClusterState,
+        operation_status: OperationStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
+    /// The operation is over; no further log lines will come. `last_seq` is the final line's number (0 if
+    /// the operation logged nothing), so a client can tell whether it has everything.
+    End {
+        operation_id: OperationId,
+        final_status: OperationStatus,
+        last_seq: u64,
+    },
+}
+
+impl LogFrame {
+    pub fn operation_id(&self) -> &OperationId {
+        match self {
+            LogFrame::Log { operation_id, .. }
+            | LogFrame::Status { operation_id, .. }
+            | LogFrame::End { operation_id, .. } => operation_id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedLines {
+    pub from_seq: u64,
+    pub to_seq: u64,
 }
 
 /// `events` queue, from the control plane itself (the agent API, the status function's own timers).

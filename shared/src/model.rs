@@ -263,6 +263,9 @@ pub struct Operation {
     pub stale_events: u32,
     /// Who asked for it (the JWT subject, or `strato:scheduler`).
     pub requested_by: Option<String>,
+    /// Cost estimate of the saved plan(s), attached before apply.
+    #[serde(default)]
+    pub estimate: Option<crate::cost::CostEstimate>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -288,6 +291,7 @@ impl Operation {
             cancel_requested: false,
             stale_events: 0,
             requested_by: None,
+            estimate: None,
             created_at: now,
             updated_at: now,
         }

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use serde::Deserialize;
 use strato_shared::coordination::{release_and_wake, update_cluster, update_operation};
+use strato_shared::cost::CostEstimate;
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::ids::OperationId;
 use strato_shared::messages::{ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, RunnerEvent};
@@ -583,7 +584,7 @@ async fn apply_control(ctx: &Ctx, ev: &ControlEvent) -> Result<Outcome, StatusEr
 /// Steps and heartbeats. Returns whether anything changed. Order-tolerant: steps are upserted by name (a
 /// finish that overtook its start still leaves one finished step) and kept in start order.
 fn apply_progress(op: &mut Operation, ev: &RunnerEvent) -> bool {
-    let before = (op.steps.clone(), op.heartbeat_at, op.status);
+    let before = (op.steps.clone(), op.heartbeat_at, op.status, op.estimate.clone());
     match ev {
         RunnerEvent::StepStarted { step, at, .. } => match op.steps.iter_mut().find(|s| &s.name == step) {
             // Started earlier than the finish-only placeholder says.
@@ -611,13 +612,21 @@ fn apply_progress(op: &mut Operation, ev: &RunnerEvent) -> bool {
         RunnerEvent::Heartbeat { at, .. } => {
             op.heartbeat_at = Some(op.heartbeat_at.map_or(*at, |h| h.max(*at)));
         }
+        RunnerEvent::PlanReady {
+            stage,
+            estimate: Some(estimate),
+            ..
+        } => op
+            .estimate
+            .get_or_insert_with(CostEstimate::empty)
+            .merge_stage(stage, estimate),
         _ => {}
     }
     op.steps.sort_by_key(|s| s.started_at);
     if matches!(op.status, OperationStatus::Queued | OperationStatus::Dispatched) {
         op.status = OperationStatus::Running;
     }
-    before != (op.steps.clone(), op.heartbeat_at, op.status)
+    before != (op.steps.clone(), op.heartbeat_at, op.status, op.estimate.clone())
 }
 
 async fn apply_task_change(ctx: &Ctx, task: &TaskStateChange, receives: u32) -> Result<Outcome, StatusError> {

@@ -1,0 +1,1 @@
+//! Strato on one machine: moto, API Gateway HTTP + WebSocket, SQS triggers, schedules and Fargate emulated (under construction).
