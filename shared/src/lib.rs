@@ -11,6 +11,7 @@ pub mod cost;
 pub mod error;
 pub mod ids;
 pub mod messages;
+pub mod modules;
 pub mod model;
 pub mod queues;
 pub mod render;
