@@ -114,10 +114,9 @@ fn type_string(e: &Expression) -> String {
     e.to_string().split_whitespace().collect()
 }
 
-/// Literal defaults only (numbers, strings, bools, null, lists, objects); anything computed is refused.
+/// Terraform only allows literal defaults, so the conversion is exact.
 fn expr_json(e: &Expression) -> Result<serde_json::Value, String> {
-    let v: hcl::Value = hcl::Value::try_from(e.clone()).map_err(|_| "default is not a literal value".to_string())?;
-    serde_json::to_value(v).map_err(|e| e.to_string())
+    serde_json::to_value(hcl::Value::from(e.clone())).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
