@@ -1,1 +1,4 @@
-//! Strato on one machine: moto, API Gateway HTTP + WebSocket, SQS triggers, schedules and Fargate emulated (under construction).
+//! Strato on one machine: moto, API Gateway HTTP + WebSocket, SQS event source mappings, schedules and
+//! Fargate emulated around the real function code.
+
+pub mod apigw_ws;

@@ -41,6 +41,19 @@ pub enum Error {
     Conflict(String),
     #[error("stored item {what} is malformed: {reason}")]
     Corrupt { what: String, reason: String },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A template bundle whose bytes do not hash to the recorded sha256.
+    #[error("bundle {key} is corrupt: sha256 {actual}, catalog says {expected}")]
+    Checksum {
+        key: String,
+        expected: String,
+        actual: String,
+    },
     #[error("cluster is {state}, expected {expected}")]
     UnexpectedState {
         state: ClusterState,

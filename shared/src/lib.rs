@@ -5,14 +5,15 @@
 pub mod agent;
 pub mod artifacts;
 pub mod aws;
+pub mod bundle;
 pub mod catalog;
 pub mod coordination;
 pub mod cost;
 pub mod error;
 pub mod ids;
 pub mod messages;
-pub mod modules;
 pub mod model;
+pub mod modules;
 pub mod queues;
 pub mod render;
 pub mod resources;

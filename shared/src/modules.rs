@@ -75,7 +75,11 @@ impl ModuleInterface {
                         default: attr(block, "default").map(expr_json).transpose()?,
                         sensitive: attr(block, "sensitive").is_some_and(|e| *e == Expression::Bool(true)),
                         description: attr(block, "description").and_then(expr_str),
-                        validations: block.body().blocks().filter(|b| b.identifier() == "validation").count(),
+                        validations: block
+                            .body()
+                            .blocks()
+                            .filter(|b| b.identifier() == "validation")
+                            .count(),
                     };
                     if self.variables.insert(name.clone(), v).is_some() {
                         return Err(format!("variable '{name}' is declared twice"));
@@ -99,7 +103,11 @@ impl ModuleInterface {
 }
 
 fn attr<'a>(block: &'a Block, key: &str) -> Option<&'a Expression> {
-    block.body().attributes().find(|a| a.key() == key).map(|a| a.expr())
+    block
+        .body()
+        .attributes()
+        .find(|a| a.key() == key)
+        .map(|a| a.expr())
 }
 
 fn expr_str(e: &Expression) -> Option<String> {
@@ -158,9 +166,16 @@ output "kubeconfig" {
         assert_eq!(n.default, Some(serde_json::json!(3)));
         assert_eq!(n.validations, 1);
         assert_eq!(m.variables["tags"].type_expr.as_deref(), Some("map(string)"));
-        assert_eq!(m.variables["tags"].default, Some(serde_json::json!({"team": "a"})));
+        assert_eq!(
+            m.variables["tags"].default,
+            Some(serde_json::json!({"team": "a"}))
+        );
         assert!(m.variables["token"].sensitive && m.variables["token"].default.is_none());
         assert!(!m.outputs["endpoint"].sensitive && m.outputs["kubeconfig"].sensitive);
-        assert!(m.add_source("variable \"token\" {}").unwrap_err().contains("twice"));
+        assert!(
+            m.add_source("variable \"token\" {}")
+                .unwrap_err()
+                .contains("twice")
+        );
     }
 }

@@ -1,0 +1,1 @@
+//! API Gateway WebSocket API emulation and its `@connections` management API (under construction).
