@@ -289,17 +289,37 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
         }
     }
 
-    // The token is recorded before the runner exists, so its first events are never mistaken for stale ones.
+    // Claim: the token is recorded before the runner exists, so its first events are never mistaken for
+    // stale ones, and the operation leaves QUEUED, so from here a cancel is a flag (API answers 202) rather
+    // than an in-place CANCELLED that would race with RunTask (the API's write is conditional).
     let Some(op) = update_operation(store, &op.operation_id, |o| {
-        let changed = o.fencing_token != Some(token) || o.wait_reason.is_some();
+        if o.status.is_terminal() {
+            return false;
+        }
+        let changed = o.fencing_token != Some(token)
+            || o.wait_reason.is_some()
+            || o.status == OperationStatus::Queued;
         o.fencing_token = Some(token);
         o.wait_reason = None;
+        if o.status == OperationStatus::Queued {
+            o.status = OperationStatus::Dispatched;
+        }
         changed
     })
     .await?
     else {
         return Err(DispatchError::UnknownOperation(job.operation_id.to_string()));
     };
+    if op.status.is_terminal() {
+        // Cancelled while we took the lock: give lock and slot back and wake the next operation.
+        tracing::info!(operation = %op.operation_id, status = ?op.status, "ended before it could start");
+        release_and_wake(store, &ctx.sqs, &ctx.queues.jobs, &op).await?;
+        return Ok(Outcome::Ack);
+    }
+    if op.cancel_requested && op.task_arn.is_none() {
+        cancel_unstarted(ctx, &op).await?;
+        return Ok(Outcome::Ack);
+    }
 
     if let Some(refusal) = enter_working_state(ctx, &op).await? {
         let what = format!("cannot start the {} operation: {refusal}", kind_name(op.kind));
@@ -355,6 +375,7 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
         true
     })
     .await?;
+    // A cancel flagged from here on is the runner's to notice (it polls within one heartbeat).
     tracing::info!(operation = %op.operation_id, %task_arn, fencing_token = token, "runner started");
     Ok(Outcome::Ack)
 }
@@ -416,6 +437,44 @@ async fn enter_working_state(ctx: &Ctx, op: &Operation) -> Result<Option<String>
     })
     .await?;
     Ok(refusal)
+}
+
+/// A cancel that arrived after the claim but before any runner existed: nothing was touched, so the
+/// operation ends CANCELLED, a first create's PENDING cluster is recorded FAILED (so it can be retried or
+/// deleted), and other clusters stay as they are.
+async fn cancel_unstarted(ctx: &Ctx, op: &Operation) -> Result<(), DispatchError> {
+    let err = UserError::new(
+        ErrorCategory::Cancelled,
+        "dispatch",
+        "the operation was cancelled before its runner started; nothing was changed",
+    );
+    if op.kind == OperationKind::Create {
+        update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {
+            if c.state != ClusterState::Pending {
+                return Ok(false);
+            }
+            transition(c.state, ClusterState::Failed)?;
+            c.state = ClusterState::Failed;
+            c.last_error = Some(err.clone());
+            Ok(true)
+        })
+        .await?;
+    }
+    let Some(done) = update_operation(&ctx.store, &op.operation_id, |o| {
+        if o.status.is_terminal() {
+            return false;
+        }
+        o.status = OperationStatus::Cancelled;
+        o.error = Some(err.clone());
+        true
+    })
+    .await?
+    else {
+        return Err(DispatchError::UnknownOperation(op.operation_id.to_string()));
+    };
+    tracing::info!(operation = %op.operation_id, "cancelled before start");
+    release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, &done).await?;
+    Ok(())
 }
 
 /// Ends the operation as FAILED (and the cluster too, when `cluster_failed` and the operation mutates it),

@@ -225,3 +225,49 @@ async fn sample_event_parses_as_a_job() {
         Some(&job.cluster_id.to_string())
     );
 }
+
+/// A cancel flagged between the claim and RunTask (a redelivered job finds it) starts no runner: the
+/// operation ends CANCELLED, a first create's cluster is FAILED with the reason, and the lock is free for the
+/// next operation.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_flagged_before_the_runner_starts_starts_nothing() {
+    let w = World::new().await;
+    let (cluster, create) = w.new_cluster("acme", "prod").await;
+    let mut flagged = w.op(&create.operation_id).await;
+    flagged.cancel_requested = true;
+    w.store.save_operation(&mut flagged, false).await.unwrap();
+
+    let resp = w.dispatch(&[&create, &create]).await;
+    assert!(failures(&resp).is_empty());
+    assert!(w.tasks_of(&create.operation_id).await.is_empty(), "no runner started");
+    let op = w.op(&create.operation_id).await;
+    assert_eq!(op.status, OperationStatus::Cancelled);
+    assert_eq!(op.error.as_ref().map(|e| e.category), Some(ErrorCategory::Cancelled));
+    let c = w.cluster(&cluster).await;
+    assert_eq!(c.state, ClusterState::Failed);
+    assert!(c.last_error.unwrap().what.contains("before its runner started"));
+    assert_eq!(w.store.cluster_lock(&cluster.cluster_id).await.unwrap(), None);
+    assert!(w.store.tenant_slots(&cluster.tenant_id).await.unwrap().is_empty());
+
+    // An update of an ACTIVE cluster cancelled the same way leaves the cluster ACTIVE.
+    let (other, create2) = w.new_cluster("acme", "other").await;
+    w.dispatch(&[&create2]).await;
+    let mut c2 = w.cluster(&other).await;
+    c2.state = ClusterState::Active;
+    w.store.save_cluster(&mut c2).await.unwrap();
+    let mut done = w.op(&create2.operation_id).await;
+    done.status = OperationStatus::Succeeded;
+    w.store.save_operation(&mut done, false).await.unwrap();
+    w.store
+        .release_cluster_lock(&other.cluster_id, &create2.operation_id, done.fencing_token.unwrap())
+        .await
+        .unwrap();
+    let update = w.new_op(&other, OperationKind::Update).await;
+    let mut u = w.op(&update.operation_id).await;
+    u.cancel_requested = true;
+    w.store.save_operation(&mut u, false).await.unwrap();
+    w.dispatch(&[&update]).await;
+    assert_eq!(w.op(&update.operation_id).await.status, OperationStatus::Cancelled);
+    assert_eq!(w.cluster(&other).await.state, ClusterState::Active);
+    assert!(w.tasks_of(&update.operation_id).await.is_empty());
+}

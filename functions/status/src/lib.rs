@@ -29,8 +29,6 @@ use strato_shared::store::Store;
 use strato_shared::{aws::AwsClients, ts};
 use time::OffsetDateTime;
 
-/// How long a CONFIGURING cluster may wait for its agent before the (future) agent sweeper fails it.
-pub const CONFIGURING_DEADLINE: time::Duration = time::Duration::minutes(30);
 
 /// Deliveries of an exit-0 STOPPED event to wait for the runner's final report before giving up on it.
 pub const FINAL_REPORT_GRACE_RECEIVES: u32 = 3;
@@ -408,10 +406,19 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
             // Progress after the end (a late heartbeat) changes nothing.
             return Ok(());
         }
-        if let (OperationKind::Create, Some(Final::Succeeded { outputs, .. })) = (op.kind, &fin)
-            && let Some(deadline_secs) = agent_deadline(ctx, &op).await?
-        {
-            return await_agent(ctx, &op, outputs, deadline_secs).await;
+        let mut fin = fin;
+        if let (OperationKind::Create, Some(Final::Succeeded { outputs, .. })) = (op.kind, &fin) {
+            match readiness(ctx, &op).await? {
+                Readiness::Agent(deadline_secs) => {
+                    return await_agent(ctx, &op, outputs, deadline_secs).await;
+                }
+                Readiness::Outputs(required) => {
+                    let missing = missing_outputs(&required, outputs);
+                    if !missing.is_empty() {
+                        fin = Some(Final::Failed(missing_outputs_error(&missing)));
+                    }
+                }
+            }
         }
         if let Some(fin) = fin {
             return finish(ctx, op, fin).await;
@@ -433,13 +440,63 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
 const CONFIGURE_STEP: &str = "configure";
 
 /// The agent deadline if the operation's template installs the cluster agent.
-async fn agent_deadline(ctx: &Ctx, op: &Operation) -> Result<Option<u64>, StatusError> {
-    let Some(spec) = &op.spec else { return Ok(None) };
+/// How a finished create proves the cluster is usable.
+enum Readiness {
+    /// The template installs the cluster agent: wait for it (deadline in seconds).
+    Agent(u64),
+    /// No agent: these outputs must be present and non-empty.
+    Outputs(Vec<String>),
+}
+
+async fn readiness(ctx: &Ctx, op: &Operation) -> Result<Readiness, StatusError> {
+    let Some(spec) = &op.spec else {
+        return Ok(Readiness::Outputs(Vec::new()));
+    };
     let stored = ctx
         .store
         .get_template(&spec.template.name, &spec.template.version)
         .await?;
-    Ok(stored.and_then(|t| t.template.manifest.agent.map(|a| a.deadline_secs)))
+    let Some(t) = stored else {
+        // The API validated the create against this template; a catalog that lost it is an operator problem,
+        // not a reason to keep the tenant's cluster in limbo.
+        tracing::warn!(template = %spec.template.name, version = %spec.template.version,
+            "template of a finished create is not in the catalog; no outputs to verify");
+        return Ok(Readiness::Outputs(Vec::new()));
+    };
+    Ok(match t.template.manifest.agent {
+        Some(a) => Readiness::Agent(a.deadline_secs),
+        None => Readiness::Outputs(t.template.manifest.required_outputs),
+    })
+}
+
+/// The outputs a template promised but the apply did not produce (absent, null or an empty string/list).
+fn missing_outputs(required: &[String], outputs: &BTreeMap<String, serde_json::Value>) -> Vec<String> {
+    required
+        .iter()
+        .filter(|k| match outputs.get(k.as_str()) {
+            None | Some(serde_json::Value::Null) => true,
+            Some(serde_json::Value::String(s)) => s.trim().is_empty(),
+            Some(serde_json::Value::Array(a)) => a.is_empty(),
+            Some(_) => false,
+        })
+        .cloned()
+        .collect()
+}
+
+fn missing_outputs_error(missing: &[String]) -> UserError {
+    UserError::new(
+        ErrorCategory::InvalidConfiguration,
+        "verify outputs",
+        format!(
+            "the apply finished but the template's required outputs are missing: {}",
+            missing.join(", ")
+        ),
+    )
+    .with_fix(
+        "The template's Terraform did not produce these outputs, so the cluster cannot be reached. Check that \
+         its modules declare them in outputs.tf and that the resources behind them were created, then retry \
+         (POST /v1/clusters/{id}/retry) or delete the cluster.",
+    )
 }
 
 /// Apply finished for a template with an agent: the cluster is CONFIGURING and the create stays open (lock
@@ -769,23 +826,17 @@ async fn apply_to_cluster(ctx: &Ctx, op: &Operation, fin: &Final) -> Result<Opti
     let (tenant, id) = (&op.tenant_id, &op.cluster_id);
     let cluster = match (op.kind, fin) {
         (OperationKind::Create, Final::Succeeded { outputs, .. }) => {
-            // CONFIGURING is a real, saved intermediate state: the cluster agent handshake (built later) is
-            // what will move it on. Until that exists, outputs from the apply stand for a reachable cluster,
-            // so a create with outputs goes on to ACTIVE right away; one without stays CONFIGURING until its
-            // deadline.
+            // CONFIGURING is a real, saved intermediate state. Templates with an agent wait there (see
+            // `await_agent`); here the required outputs were verified before, so it goes on to ACTIVE.
             update_cluster(store, tenant, id, |c| {
                 if c.state != ClusterState::Provisioning {
                     return Ok(false);
                 }
                 step_to(c, ClusterState::Configuring);
                 c.outputs = outputs.clone();
-                c.configuring_deadline = Some(ts::now() + CONFIGURING_DEADLINE);
                 Ok(true)
             })
             .await?;
-            if outputs.is_empty() {
-                return Ok(None);
-            }
             update_cluster(store, tenant, id, |c| {
                 if c.state != ClusterState::Configuring {
                     return Ok(false);

@@ -11,6 +11,7 @@ use strato_shared::coordination::TENANT_LIMIT_REASON;
 use strato_shared::ids::OperationId;
 use strato_shared::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_shared::store::LockOutcome;
+use strato_shared::template::Template;
 use strato_status::Ctx;
 use support::{World, failures, load_event, patch_bodies};
 
@@ -207,14 +208,52 @@ async fn create_runs_to_active_with_outputs() {
     );
     assert_released(&b.w, &cluster).await;
 
-    // Without outputs there is nothing to hand to the agent step yet: the cluster waits in CONFIGURING.
+}
+
+/// A template without an agent names the outputs that prove the cluster usable; an apply that does not
+/// produce them fails the create with what / step / fix instead of reporting a cluster nobody can reach.
+#[tokio::test(flavor = "multi_thread")]
+async fn create_without_the_templates_required_outputs_fails_with_a_fix() {
+    let b = Bed::new().await;
+    let t = Template::from_toml(
+        r#"
+name = "aws-eks-basic"
+version = "1.2.0"
+providers = ["aws"]
+stages = [{ name = "main", modules = ["k8s"] }]
+required_outputs = ["cluster_endpoint", "cluster_name"]
+[variables.node_count]
+type = "integer"
+default = 2
+"#,
+    )
+    .unwrap();
+    b.w.store
+        .put_template(&t.manifest, &"3".repeat(64), "k")
+        .await
+        .unwrap();
+
     let (bare, create) = b.w.new_cluster("acme", "bare").await;
     let run = b.start(&create).await;
-    b.deliver(runner(&run, "succeeded", |v| v["outputs"] = json!({})))
-        .await;
+    let no_endpoint = |v: &mut Value| v["outputs"] = json!({"cluster_name": "bare", "cluster_endpoint": " "});
+    b.deliver(runner(&run, "succeeded", no_endpoint)).await;
+    b.deliver(runner(&run, "succeeded", no_endpoint)).await; // duplicate: same result
+    let op = b.w.op(&create.operation_id).await;
+    assert_eq!(op.status, OperationStatus::Failed);
+    let err = op.error.expect("error recorded");
+    assert_eq!(err.step, "verify outputs");
+    assert!(err.what.contains("cluster_endpoint") && !err.what.contains("cluster_name"), "{}", err.what);
+    assert!(err.fix.contains("outputs.tf"), "{}", err.fix);
     let c = b.w.cluster(&bare).await;
-    assert_eq!(c.state, ClusterState::Configuring);
-    assert!(c.configuring_deadline.is_some());
+    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.last_error.as_ref().map(|e| e.step.as_str()), Some("verify outputs"));
+    assert_released(&b.w, &bare).await;
+
+    // With the outputs present the same template goes to ACTIVE.
+    let (good, create) = b.w.new_cluster("acme", "good").await;
+    let run = b.start(&create).await;
+    b.deliver(runner(&run, "succeeded", |_| {})).await;
+    assert_eq!(b.w.cluster(&good).await.state, ClusterState::Active);
 }
 
 #[tokio::test(flavor = "multi_thread")]
