@@ -5,6 +5,7 @@
 //! the first and last sequence number they hold (zero-padded so lexical order = numeric order). A replay
 //! from `from_seq` lists `logs/{op}/` and reads every chunk whose last seq is ≥ `from_seq`.
 
+use crate::error::Error;
 use crate::ids::OperationId;
 
 /// Width of the zero-padded sequence numbers in chunk keys.
@@ -31,6 +32,42 @@ pub fn parse_log_chunk_key(key: &str) -> Option<(u64, u64)> {
 /// is complete. Its body is the final sequence number.
 pub fn log_complete_key(op: &OperationId) -> String {
     format!("logs/{op}/complete")
+}
+
+/// The number of the last archived log line (0 if none): the `complete` marker when the runner finished,
+/// else the highest chunk end (a runner that died still archived what it flushed).
+pub async fn last_archived_seq(
+    s3: &aws_sdk_s3::Client,
+    bucket: &str,
+    op: &OperationId,
+) -> Result<u64, Error> {
+    if let Ok(out) = s3
+        .get_object()
+        .bucket(bucket)
+        .key(log_complete_key(op))
+        .send()
+        .await
+        && let Ok(body) = out.body.collect().await
+        && let Ok(n) = String::from_utf8_lossy(&body.into_bytes()).trim().parse()
+    {
+        return Ok(n);
+    }
+    let mut last = 0;
+    let mut pages = s3
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(log_prefix(op))
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| Error::aws("ListObjectsV2", e))?;
+        for o in page.contents() {
+            if let Some((_, end)) = o.key().and_then(parse_log_chunk_key) {
+                last = last.max(end);
+            }
+        }
+    }
+    Ok(last)
 }
 
 /// The engine's debug log (`[TRACE]`/`[DEBUG]`/... lines) for one step; never shown to users.

@@ -3,7 +3,7 @@
 use aws_sdk_sqs::Client;
 
 use crate::error::Error;
-use crate::messages::JobMessage;
+use crate::messages::{JobMessage, LogFrame};
 use crate::resources::{Names, QUEUES};
 
 #[derive(Debug, Clone)]
@@ -55,4 +55,37 @@ pub async fn enqueue_job(sqs: &Client, jobs_url: &str, job: &JobMessage, wake: &
         .await
         .map_err(|e| Error::aws("SendMessage", e))?;
     Ok(())
+}
+
+/// Sends a frame (log batch, status, end) to the `logs` queue for log-fanout to deliver.
+pub async fn send_frame(sqs: &Client, logs_url: &str, frame: &LogFrame) -> Result<(), Error> {
+    let body = serde_json::to_string(frame).map_err(|source| Error::Render {
+        what: "log frame",
+        source,
+    })?;
+    sqs.send_message()
+        .queue_url(logs_url)
+        .message_body(body)
+        .send()
+        .await
+        .map_err(|e| Error::aws("SendMessage", e))?;
+    Ok(())
+}
+
+/// Makes a received message visible again after `secs` (backoff for a retry). Best effort: if this fails,
+/// the message simply comes back after the queue's visibility timeout.
+pub async fn delay_redelivery(sqs: &Client, queue_url: &str, receipt_handle: Option<&str>, secs: i32) {
+    let Some(handle) = receipt_handle else {
+        return;
+    };
+    if let Err(e) = sqs
+        .change_message_visibility()
+        .queue_url(queue_url)
+        .receipt_handle(handle)
+        .visibility_timeout(secs)
+        .send()
+        .await
+    {
+        tracing::warn!(error = %Error::aws("ChangeMessageVisibility", e), "could not delay redelivery");
+    }
 }

@@ -15,7 +15,7 @@ use strato_shared::coordination::{
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
 use strato_shared::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_shared::queues::QueueUrls;
+use strato_shared::queues::{self, QueueUrls};
 use strato_shared::resources::{self, Names};
 use strato_shared::state_machine::transition;
 use strato_shared::store::{LockOutcome, Store};
@@ -184,7 +184,13 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Disp
         };
         if let Outcome::RetryAfter(delay) = outcome {
             if delay > 0 {
-                delay_redelivery(ctx, record, delay).await;
+                queues::delay_redelivery(
+                    &ctx.sqs,
+                    &ctx.queues.jobs,
+                    record.receipt_handle.as_deref(),
+                    delay,
+                )
+                .await;
             }
             response.add_failure(id);
             failed_groups.extend(group);
@@ -205,24 +211,6 @@ fn receive_count(record: &SqsMessage) -> u32 {
 pub fn backoff_secs(receive_count: u32) -> i32 {
     let exp = receive_count.saturating_sub(1).min(10);
     (10_i32 << exp).min(900)
-}
-
-/// Best effort: if it fails the message simply comes back after the queue's visibility timeout.
-async fn delay_redelivery(ctx: &Ctx, record: &SqsMessage, secs: i32) {
-    let Some(handle) = &record.receipt_handle else {
-        return;
-    };
-    if let Err(e) = ctx
-        .sqs
-        .change_message_visibility()
-        .queue_url(&ctx.queues.jobs)
-        .receipt_handle(handle)
-        .visibility_timeout(secs)
-        .send()
-        .await
-    {
-        tracing::warn!(error = %strato_shared::Error::aws("ChangeMessageVisibility", e), "could not delay redelivery");
-    }
 }
 
 async fn process(ctx: &Ctx, record: &SqsMessage) -> Result<Outcome, DispatchError> {
@@ -296,9 +284,8 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
         if o.status.is_terminal() {
             return false;
         }
-        let changed = o.fencing_token != Some(token)
-            || o.wait_reason.is_some()
-            || o.status == OperationStatus::Queued;
+        let changed =
+            o.fencing_token != Some(token) || o.wait_reason.is_some() || o.status == OperationStatus::Queued;
         o.fencing_token = Some(token);
         o.wait_reason = None;
         if o.status == OperationStatus::Queued {

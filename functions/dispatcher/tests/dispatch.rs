@@ -239,10 +239,16 @@ async fn a_cancel_flagged_before_the_runner_starts_starts_nothing() {
 
     let resp = w.dispatch(&[&create, &create]).await;
     assert!(failures(&resp).is_empty());
-    assert!(w.tasks_of(&create.operation_id).await.is_empty(), "no runner started");
+    assert!(
+        w.tasks_of(&create.operation_id).await.is_empty(),
+        "no runner started"
+    );
     let op = w.op(&create.operation_id).await;
     assert_eq!(op.status, OperationStatus::Cancelled);
-    assert_eq!(op.error.as_ref().map(|e| e.category), Some(ErrorCategory::Cancelled));
+    assert_eq!(
+        op.error.as_ref().map(|e| e.category),
+        Some(ErrorCategory::Cancelled)
+    );
     let c = w.cluster(&cluster).await;
     assert_eq!(c.state, ClusterState::Failed);
     assert!(c.last_error.unwrap().what.contains("before its runner started"));
@@ -259,7 +265,11 @@ async fn a_cancel_flagged_before_the_runner_starts_starts_nothing() {
     done.status = OperationStatus::Succeeded;
     w.store.save_operation(&mut done, false).await.unwrap();
     w.store
-        .release_cluster_lock(&other.cluster_id, &create2.operation_id, done.fencing_token.unwrap())
+        .release_cluster_lock(
+            &other.cluster_id,
+            &create2.operation_id,
+            done.fencing_token.unwrap(),
+        )
         .await
         .unwrap();
     let update = w.new_op(&other, OperationKind::Update).await;
@@ -267,7 +277,10 @@ async fn a_cancel_flagged_before_the_runner_starts_starts_nothing() {
     u.cancel_requested = true;
     w.store.save_operation(&mut u, false).await.unwrap();
     w.dispatch(&[&update]).await;
-    assert_eq!(w.op(&update.operation_id).await.status, OperationStatus::Cancelled);
+    assert_eq!(
+        w.op(&update.operation_id).await.status,
+        OperationStatus::Cancelled
+    );
     assert_eq!(w.cluster(&other).await.state, ClusterState::Active);
     assert!(w.tasks_of(&update.operation_id).await.is_empty());
 }

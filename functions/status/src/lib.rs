@@ -14,21 +14,21 @@ use std::collections::BTreeMap;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use serde::Deserialize;
+use strato_shared::artifacts;
 use strato_shared::coordination::{release_and_wake, update_cluster, update_operation};
 use strato_shared::cost::CostEstimate;
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::ids::OperationId;
-use strato_shared::messages::{ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, RunnerEvent};
+use strato_shared::messages::{ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, LogFrame, RunnerEvent};
 use strato_shared::model::{
     Cluster, ClusterState, DriftInfo, Operation, OperationKind, OperationStatus, ResourceChange, Step,
 };
-use strato_shared::queues::QueueUrls;
+use strato_shared::queues::{self, QueueUrls, send_frame};
 use strato_shared::resources::Names;
 use strato_shared::state_machine::transition;
 use strato_shared::store::Store;
 use strato_shared::{aws::AwsClients, ts};
 use time::OffsetDateTime;
-
 
 /// Deliveries of an exit-0 STOPPED event to wait for the runner's final report before giving up on it.
 pub const FINAL_REPORT_GRACE_RECEIVES: u32 = 3;
@@ -84,6 +84,7 @@ pub struct Ctx {
     pub config: Config,
     pub store: Store,
     pub sqs: aws_sdk_sqs::Client,
+    pub s3: aws_sdk_s3::Client,
     pub queues: QueueUrls,
 }
 
@@ -93,6 +94,7 @@ impl Ctx {
         Ok(Self {
             store: Store::new(aws.dynamodb.clone(), &config.names),
             sqs: aws.sqs.clone(),
+            s3: aws.s3.clone(),
             queues,
             config,
         })
@@ -241,7 +243,13 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         match process(ctx, record).await {
             Ok(Outcome::Ack) => {}
             Ok(Outcome::RetryAfter(secs)) => {
-                delay_redelivery(ctx, record, secs).await;
+                queues::delay_redelivery(
+                    &ctx.sqs,
+                    &ctx.queues.events,
+                    record.receipt_handle.as_deref(),
+                    secs,
+                )
+                .await;
                 response.add_failure(id);
             }
             Err(e) => {
@@ -251,23 +259,6 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         }
     }
     Ok(response)
-}
-
-async fn delay_redelivery(ctx: &Ctx, record: &SqsMessage, secs: i32) {
-    let Some(handle) = &record.receipt_handle else {
-        return;
-    };
-    if let Err(e) = ctx
-        .sqs
-        .change_message_visibility()
-        .queue_url(&ctx.queues.events)
-        .receipt_handle(handle)
-        .visibility_timeout(secs)
-        .send()
-        .await
-    {
-        tracing::warn!(error = %strato_shared::Error::aws("ChangeMessageVisibility", e), "could not delay redelivery");
-    }
 }
 
 async fn process(ctx: &Ctx, record: &SqsMessage) -> Result<Outcome, StatusError> {
@@ -427,7 +418,12 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
             return Ok(());
         }
         match ctx.store.save_operation(&mut op, false).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => {
+                if let RunnerEvent::StepStarted { step, .. } = ev {
+                    announce(ctx, &op, None, Some(step.clone()), None).await;
+                }
+                return Ok(());
+            }
             Err(strato_shared::Error::Conflict(_)) => continue,
             Err(e) => return Err(e.into()),
         }
@@ -435,11 +431,72 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
     Err(StatusError::Contended(id.clone()))
 }
 
+// ---- frames for WebSocket subscribers -------------------------------------------------------------------
+
+/// Tells the operation's subscribers where it stands (via the logs queue and log-fanout). Best effort: the
+/// state is already saved, and a lost frame is repaired by the next one or by reading the operation.
+async fn announce(
+    ctx: &Ctx,
+    op: &Operation,
+    cluster: Option<&Cluster>,
+    step: Option<String>,
+    message: Option<String>,
+) {
+    let state = match cluster {
+        Some(c) => Some(c.state),
+        None => ctx
+            .store
+            .get_cluster(&op.tenant_id, &op.cluster_id)
+            .await
+            .ok()
+            .flatten()
+            .map(|c| c.state),
+    };
+    let Some(cluster_state) = state else { return };
+    let frame = LogFrame::Status {
+        operation_id: op.operation_id.clone(),
+        cluster_id: op.cluster_id.clone(),
+        cluster_state,
+        operation_status: op.status,
+        step,
+        message,
+        at: ts::now(),
+    };
+    if let Err(e) = send_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
+        tracing::warn!(operation = %op.operation_id, error = %e, "status frame not sent");
+    }
+}
+
+/// The last frame of an operation: its final status and the number of its last archived log line, so a
+/// subscriber can tell whether it has every line.
+async fn end_stream(ctx: &Ctx, op: &Operation) {
+    let last_seq = match artifacts::last_archived_seq(
+        &ctx.s3,
+        &ctx.config.names.bucket("artifacts"),
+        &op.operation_id,
+    )
+    .await
+    {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(operation = %op.operation_id, error = %e, "log archive unreadable; end frame says 0");
+            0
+        }
+    };
+    let frame = LogFrame::End {
+        operation_id: op.operation_id.clone(),
+        final_status: op.status,
+        last_seq,
+    };
+    if let Err(e) = send_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
+        tracing::warn!(operation = %op.operation_id, error = %e, "end frame not sent");
+    }
+}
+
 // ---- cluster agent handshake -----------------------------------------------------------------------------
 
 const CONFIGURE_STEP: &str = "configure";
 
-/// The agent deadline if the operation's template installs the cluster agent.
 /// How a finished create proves the cluster is usable.
 enum Readiness {
     /// The template installs the cluster agent: wait for it (deadline in seconds).
@@ -779,6 +836,9 @@ async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError>
             Ok(()) => {
                 tracing::info!(operation = %done.operation_id, status = ?done.status, "operation ended");
                 release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, &done).await?;
+                let message = done.error.as_ref().map(|e| e.to_string());
+                announce(ctx, &done, cluster.as_ref(), None, message).await;
+                end_stream(ctx, &done).await;
                 return Ok(());
             }
             Err(strato_shared::Error::Conflict(_)) => {

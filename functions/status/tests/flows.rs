@@ -207,7 +207,6 @@ async fn create_runs_to_active_with_outputs() {
         "ACTIVE clusters are scheduled for drift checks"
     );
     assert_released(&b.w, &cluster).await;
-
 }
 
 /// A template without an agent names the outputs that prove the cluster usable; an apply that does not
@@ -242,11 +241,18 @@ default = 2
     assert_eq!(op.status, OperationStatus::Failed);
     let err = op.error.expect("error recorded");
     assert_eq!(err.step, "verify outputs");
-    assert!(err.what.contains("cluster_endpoint") && !err.what.contains("cluster_name"), "{}", err.what);
+    assert!(
+        err.what.contains("cluster_endpoint") && !err.what.contains("cluster_name"),
+        "{}",
+        err.what
+    );
     assert!(err.fix.contains("outputs.tf"), "{}", err.fix);
     let c = b.w.cluster(&bare).await;
     assert_eq!(c.state, ClusterState::Failed);
-    assert_eq!(c.last_error.as_ref().map(|e| e.step.as_str()), Some("verify outputs"));
+    assert_eq!(
+        c.last_error.as_ref().map(|e| e.step.as_str()),
+        Some("verify outputs")
+    );
     assert_released(&b.w, &bare).await;
 
     // With the outputs present the same template goes to ACTIVE.
@@ -780,4 +786,71 @@ deadline_secs = 600
         bed.deliver(control(&late)).await;
         assert_eq!(bed.w.cluster(&cluster).await.state, ClusterState::Failed);
     }
+}
+
+/// Subscribers learn of steps and of the end through the logs queue: a status frame per started step, a
+/// final status frame with the cluster's state, and an end frame carrying the last archived line number.
+#[tokio::test(flavor = "multi_thread")]
+async fn steps_and_the_end_are_announced_to_subscribers() {
+    use strato_shared::artifacts;
+    use strato_shared::messages::LogFrame;
+
+    let b = Bed::new().await;
+    let (cluster, create) = b.w.new_cluster("acme", "loud").await;
+    let run = b.start(&create).await;
+    // The runner archived lines 1..=40 in two chunks and died before writing its `complete` marker.
+    let bucket = b.w.env.names.bucket("artifacts");
+    for (first, last) in [(1, 25), (26, 40)] {
+        b.w.env
+            .aws
+            .s3
+            .put_object()
+            .bucket(&bucket)
+            .key(artifacts::log_chunk_key(&run.op, first, last))
+            .body(Vec::from(&b"{}\n"[..]).into())
+            .send()
+            .await
+            .unwrap();
+    }
+    b.deliver(step(&run, "step-started", "plan", "2026-11-22T04:30:10.000000Z"))
+        .await;
+    b.deliver(runner(&run, "succeeded", |_| {})).await;
+
+    let mut frames = Vec::new();
+    for _ in 0..5 {
+        let out =
+            b.w.env
+                .aws
+                .sqs
+                .receive_message()
+                .queue_url(&b.w.queues.logs)
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .unwrap();
+        for m in out.messages() {
+            frames.push(serde_json::from_str::<LogFrame>(m.body().unwrap()).unwrap());
+        }
+        if frames.iter().any(|f| matches!(f, LogFrame::End { .. })) {
+            break;
+        }
+    }
+    assert!(frames.iter().all(|f| f.operation_id() == &run.op));
+    assert!(frames.iter().any(|f| matches!(f,
+        LogFrame::Status { step: Some(s), operation_status: OperationStatus::Running, .. } if s == "plan")));
+    assert!(frames.iter().any(|f| matches!(f,
+        LogFrame::Status { cluster_state: ClusterState::Active, operation_status: OperationStatus::Succeeded, cluster_id, .. }
+            if *cluster_id == cluster.cluster_id)));
+    assert!(
+        frames.iter().any(|f| matches!(
+            f,
+            LogFrame::End {
+                final_status: OperationStatus::Succeeded,
+                last_seq: 40,
+                ..
+            }
+        )),
+        "{frames:?}"
+    );
 }
