@@ -78,6 +78,29 @@ impl AwsClients {
         }
     }
 
+    /// The same clients with `counter` counting every request they send (benchmarks).
+    pub fn counted(&self, counter: &CallCounter) -> Self {
+        let config = &self.config;
+        let s3 = aws_sdk_s3::config::Builder::from(config)
+            .force_path_style(config.endpoint_url().is_some())
+            .interceptor(counter.clone())
+            .build();
+        Self {
+            dynamodb: aws_sdk_dynamodb::Client::from_conf(
+                aws_sdk_dynamodb::config::Builder::from(config)
+                    .interceptor(counter.clone())
+                    .build(),
+            ),
+            s3: aws_sdk_s3::Client::from_conf(s3),
+            sqs: aws_sdk_sqs::Client::from_conf(
+                aws_sdk_sqs::config::Builder::from(config)
+                    .interceptor(counter.clone())
+                    .build(),
+            ),
+            config: config.clone(),
+        }
+    }
+
     /// Reads the standard environment (`AWS_ENDPOINT_URL`, `AWS_REGION`, credentials chain).
     pub async fn from_env() -> Self {
         Self::from_config(aws_config::defaults(BehaviorVersion::latest()).load().await)
