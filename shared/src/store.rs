@@ -83,6 +83,20 @@ pub struct IdempotentResponse {
     pub body: String,
 }
 
+/// What reserving an idempotency key found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reservation {
+    /// The key is ours: do the work, then `idempotent_put` its answer (or `idempotent_release`).
+    Reserved,
+    /// An earlier request finished with this answer.
+    Done(IdempotentResponse),
+    /// A request with this key (and this fingerprint) is being processed right now.
+    InProgress { request_hash: String },
+}
+
+/// How long a reservation blocks repeats when its request dies without answering.
+const RESERVATION_LEASE: Duration = Duration::seconds(60);
+
 #[derive(Debug, Clone)]
 pub struct Store {
     ddb: Client,
@@ -934,7 +948,85 @@ impl Store {
         from_item("idempotency record", item).map(Some)
     }
 
-    /// Stores the first answer for a key. If another request stored one first, returns that one instead.
+    /// Claims `key` before the work is done, so two concurrent requests with one key cannot both act.
+    /// A reservation is an answer with status 0 that expires after a short lease (a crashed request does
+    /// not block its key for 24 hours).
+    pub async fn idempotent_reserve(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        request_hash: &str,
+        now: OffsetDateTime,
+    ) -> Result<Reservation, Error> {
+        for _ in 0..3 {
+            let res = self
+                .ddb
+                .put_item()
+                .table_name(&self.idempotency)
+                .item("idempotency_key", s(format!("{tenant}#{key}")))
+                .item("request_hash", s(request_hash))
+                .item("status", n(0))
+                .item("body", s(""))
+                .item("expires_at", n((now + RESERVATION_LEASE).unix_timestamp()))
+                .condition_expression("attribute_not_exists(idempotency_key) OR expires_at <= :now")
+                .expression_attribute_values(":now", n(now.unix_timestamp()))
+                .send()
+                .await;
+            match res {
+                Ok(_) => return Ok(Reservation::Reserved),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    match self.idempotent_get(tenant, key, now).await? {
+                        Some(r) if r.status == 0 => {
+                            return Ok(Reservation::InProgress {
+                                request_hash: r.request_hash,
+                            });
+                        }
+                        Some(r) => return Ok(Reservation::Done(r)),
+                        // Expired between the put and the read: try again.
+                        None => continue,
+                    }
+                }
+                Err(e) => return Err(Error::aws("PutItem", e)),
+            }
+        }
+        Err(Error::Conflict(format!("idempotency key {key} kept changing")))
+    }
+
+    /// Gives a reservation back (the work failed in a way a retry should get a fresh chance at).
+    pub async fn idempotent_release(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+        request_hash: &str,
+    ) -> Result<(), Error> {
+        let res = self
+            .ddb
+            .delete_item()
+            .table_name(&self.idempotency)
+            .key("idempotency_key", s(format!("{tenant}#{key}")))
+            .condition_expression("#st = :zero AND request_hash = :h")
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":h", s(request_hash))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(Error::aws("DeleteItem", e)),
+        }
+    }
+
+    /// Stores the answer for a key: completes our own reservation, or (without one) stores the first answer.
+    /// If another request's answer is already there, returns that one instead.
     pub async fn idempotent_put(
         &self,
         tenant: &TenantId,
@@ -953,8 +1045,14 @@ impl Store {
             .put_item()
             .table_name(&self.idempotency)
             .set_item(Some(item))
-            .condition_expression("attribute_not_exists(idempotency_key) OR expires_at <= :now")
+            .condition_expression(
+                "attribute_not_exists(idempotency_key) OR expires_at <= :now \
+                 OR (#st = :zero AND request_hash = :h)",
+            )
+            .expression_attribute_names("#st", "status")
             .expression_attribute_values(":now", n(now.unix_timestamp()))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":h", s(&resp.request_hash))
             .send()
             .await;
         match res {

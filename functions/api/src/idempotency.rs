@@ -6,7 +6,7 @@ use std::future::Future;
 use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Response};
 use sha2::{Digest, Sha256};
-use strato_shared::store::IdempotentResponse;
+use strato_shared::store::{IdempotentResponse, Reservation};
 use strato_shared::ts;
 
 use crate::{ApiError, Caller, Ctx, Reply, json_response};
@@ -77,12 +77,27 @@ where
     Fut: Future<Output = Result<Reply, ApiError>>,
 {
     check_key(key)?;
-    let now = ts::now();
-    if let Some(stored) = ctx.store.idempotent_get(&caller.tenant, key, now).await? {
-        if stored.request_hash != request.0 {
+    // Reserve first: a concurrent repeat sees the reservation and waits its turn instead of acting twice.
+    match ctx
+        .store
+        .idempotent_reserve(&caller.tenant, key, &request.0, ts::now())
+        .await?
+    {
+        Reservation::Reserved => {}
+        Reservation::Done(stored) if stored.request_hash != request.0 => {
             return Err(ApiError::IdempotencyMismatch);
         }
-        return Ok(replay(stored));
+        Reservation::Done(stored) => return Ok(replay(stored)),
+        Reservation::InProgress { request_hash } if request_hash != request.0 => {
+            return Err(ApiError::IdempotencyMismatch);
+        }
+        Reservation::InProgress { .. } => {
+            return Err(ApiError::Conflict(
+                "a request with this Idempotency-Key is still being processed; repeat it in a few seconds \
+                 to get its answer"
+                    .into(),
+            ));
+        }
     }
     let resp = match work().await {
         Ok(reply) => reply.into_response(),
@@ -91,6 +106,9 @@ where
     let status = resp.status();
     // Server faults and quota refusals are transient: a retry with the same key must get a fresh chance.
     if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        ctx.store
+            .idempotent_release(&caller.tenant, key, &request.0)
+            .await?;
         return Ok(resp);
     }
     let record = IdempotentResponse {
@@ -98,14 +116,12 @@ where
         status: status.as_u16(),
         body: body_text(&resp),
     };
-    // A concurrent request with the same key may have stored its answer first; the first answer wins.
-    // (Both may have run: the store has no reservation step. For creates, the name reservation still
-    // lets only one cluster through, and the loser replies with the winner's answer.)
     match ctx
         .store
         .idempotent_put(&caller.tenant, key, &record, ts::now())
         .await?
     {
+        // Our reservation lapsed and another request answered meanwhile: its answer is the key's answer.
         Some(first) if first.request_hash == record.request_hash => Ok(replay(first)),
         Some(_) => Err(ApiError::IdempotencyMismatch),
         None => Ok(resp),

@@ -831,3 +831,52 @@ async fn unknown_routes_and_methods() {
         .await;
     r.problem(404);
 }
+
+/// Concurrent repeats of one request with one key: the key is reserved before any work, so exactly one
+/// update is queued; the others are told to come back (409) or get the first answer, never a second operation.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_repeats_with_one_key_act_once() {
+    let api = Api::new().await;
+    let (cid, _) = api.create(TENANT, "idem-race").await;
+    set_state(&api, &cid, ClusterState::Active).await;
+    let patch = || {
+        let r = Req::load("update-cluster")
+            .path(&format!("/v1/clusters/{cid}"))
+            .header("idempotency-key", "patch-race-1");
+        api.call(r)
+    };
+    let (a, b, c, d) = tokio::join!(patch(), patch(), patch(), patch());
+    let answers = [a, b, c, d];
+    for r in &answers {
+        assert!(
+            r.status == StatusCode::ACCEPTED || r.status == StatusCode::CONFLICT,
+            "{} {}",
+            r.status,
+            r.text
+        );
+    }
+    let accepted: Vec<_> = answers
+        .iter()
+        .filter(|r| r.status == StatusCode::ACCEPTED)
+        .collect();
+    assert!(!accepted.is_empty());
+    let op_ids: std::collections::BTreeSet<_> = accepted
+        .iter()
+        .map(|r| r.body["operation"]["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(op_ids.len(), 1, "every 202 names the same operation");
+    let ops = api
+        .ctx
+        .store
+        .list_operations(&cid.parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(ops.iter().filter(|o| o.kind == OperationKind::Update).count(), 1);
+    // Once answered, a repeat replays it.
+    let again = patch().await;
+    assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text);
+    assert_eq!(
+        again.body["operation"]["id"].as_str(),
+        op_ids.iter().next().map(String::as_str)
+    );
+}
