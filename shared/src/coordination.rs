@@ -12,6 +12,11 @@ use crate::queues::enqueue_job;
 use crate::store::Store;
 
 /// `wait_reason` of an operation parked because its tenant runs as many operations as its quota allows.
+/// Long enough for the slowest apply (EKS create plus node groups); a runner that dies without a report is
+/// caught by its ECS STOPPED event long before this, so the lease only matters if that event is lost. Each
+/// runner heartbeat renews it, so a long but live operation never loses its lock to the sweeper.
+pub const LOCK_LEASE: time::Duration = time::Duration::hours(2);
+
 pub const TENANT_LIMIT_REASON: &str = "tenant at concurrency limit";
 
 /// `wait_reason` of an operation parked behind the cluster lock's holder.

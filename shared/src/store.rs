@@ -735,6 +735,40 @@ impl Store {
 
     /// Takes the cluster lock for `op` by conditional write, with a lease and a fencing token that grows
     /// on every acquisition. Taking it again as the same owner returns the same token (redelivery).
+    /// Extends the lease of a lock still held by `op` with `token`; `false` if it is no longer theirs.
+    pub async fn renew_cluster_lock(
+        &self,
+        cluster: &ClusterId,
+        op: &OperationId,
+        token: u64,
+        lease: Duration,
+        now: OffsetDateTime,
+    ) -> Result<bool, Error> {
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.locks)
+            .key("lock_id", s(cluster_lock_id(cluster)))
+            .update_expression("SET lease_expires_at = :exp")
+            .condition_expression("#o = :op AND fencing_token = :t")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_values(":op", s(op.as_str()))
+            .expression_attribute_values(":t", n(token))
+            .expression_attribute_values(":exp", s(ts::format(now + lease)))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(Error::aws("UpdateItem", e)),
+        }
+    }
+
     pub async fn acquire_cluster_lock(
         &self,
         cluster: &ClusterId,

@@ -21,9 +21,7 @@ use strato_shared::state_machine::transition;
 use strato_shared::store::{LockOutcome, Store};
 use strato_shared::{aws::AwsClients, ts};
 
-/// Long enough for the slowest apply (EKS create plus node groups); a runner that dies without a report is
-/// caught by its ECS STOPPED event long before this, so the lease only matters if that event is lost.
-pub const LOCK_LEASE: time::Duration = time::Duration::hours(2);
+pub use strato_shared::coordination::LOCK_LEASE;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use serde::Deserialize;
 use strato_shared::artifacts;
-use strato_shared::coordination::{release_and_wake, update_cluster, update_operation};
+use strato_shared::coordination::{LOCK_LEASE, release_and_wake, update_cluster, update_operation};
 use strato_shared::cost::CostEstimate;
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::ids::OperationId;
@@ -413,6 +413,20 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
         }
         if let Some(fin) = fin {
             return finish(ctx, op, fin).await;
+        }
+        if let RunnerEvent::Heartbeat { fencing_token, .. } = ev
+            && !ctx
+                .store
+                .renew_cluster_lock(
+                    &op.cluster_id,
+                    &op.operation_id,
+                    *fencing_token,
+                    LOCK_LEASE,
+                    ts::now(),
+                )
+                .await?
+        {
+            tracing::warn!(operation = %op.operation_id, "heartbeat from a runner whose lock is gone");
         }
         if !apply_progress(&mut op, ev) {
             return Ok(());

@@ -854,3 +854,41 @@ async fn steps_and_the_end_are_announced_to_subscribers() {
         "{frames:?}"
     );
 }
+
+/// A live runner's heartbeats keep its cluster lock's lease ahead, so a long operation is never mistaken
+/// for an abandoned one; a heartbeat with a stale token renews nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn heartbeats_renew_the_lock_lease() {
+    let b = Bed::new().await;
+    let (cluster, create) = b.w.new_cluster("acme", "long").await;
+    let run = b.start(&create).await;
+    let lease = || async {
+        let item =
+            b.w.env
+                .aws
+                .dynamodb
+                .get_item()
+                .table_name(b.w.env.names.table("locks"))
+                .key(
+                    "lock_id",
+                    aws_sdk_dynamodb::types::AttributeValue::S(format!("cluster#{}", cluster.cluster_id)),
+                )
+                .consistent_read(true)
+                .send()
+                .await
+                .unwrap()
+                .item
+                .expect("lock item");
+        item["lease_expires_at"].as_s().unwrap().clone()
+    };
+    let before = lease().await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    b.deliver(runner(&run, "heartbeat", |_| {})).await;
+    let after = lease().await;
+    assert!(after > before, "lease renewed: {before} → {after}");
+    b.deliver(runner(&run, "heartbeat", |v| {
+        v["fencing_token"] = json!(run.token - 1)
+    }))
+    .await;
+    assert_eq!(lease().await, after, "a stale token renews nothing");
+}
