@@ -184,6 +184,29 @@ pub struct Cluster {
     pub updated_at: OffsetDateTime,
 }
 
+impl Cluster {
+    /// A new PENDING cluster, as a create records it.
+    pub fn new(tenant_id: TenantId, cluster_id: ClusterId, spec: ClusterSpec, now: OffsetDateTime) -> Self {
+        Self {
+            tenant_id,
+            cluster_id,
+            spec,
+            state: ClusterState::Pending,
+            version: 0,
+            outputs: BTreeMap::new(),
+            drift: DriftInfo::default(),
+            last_error: None,
+            next_drift_check_at: None,
+            agent_token_hash: None,
+            agent_registered_at: None,
+            agent_last_seen: None,
+            configuring_deadline: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OperationKind {

@@ -250,23 +250,8 @@ pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Re
             ));
         }
     };
-    let cluster = Cluster {
-        tenant_id: caller.tenant.clone(),
-        cluster_id,
-        spec: spec.clone(),
-        state: ClusterState::Pending,
-        version: 0,
-        outputs: BTreeMap::new(),
-        drift: Default::default(),
-        last_error: None,
-        next_drift_check_at: None,
-        agent_token_hash,
-        agent_registered_at: None,
-        agent_last_seen: None,
-        configuring_deadline: None,
-        created_at: now,
-        updated_at: now,
-    };
+    let mut cluster = Cluster::new(caller.tenant.clone(), cluster_id, spec.clone(), now);
+    cluster.agent_token_hash = agent_token_hash;
     let mut op = Operation::new(
         caller.tenant.clone(),
         cluster.cluster_id.clone(),

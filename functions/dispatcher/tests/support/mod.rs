@@ -11,9 +11,7 @@ use aws_sdk_sqs::types::MessageSystemAttributeName;
 use serde_json::{Value, json};
 use strato_dispatcher::{Config, Ctx, RunnerSettings};
 use strato_shared::ids::{ClusterId, OperationId};
-use strato_shared::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, DriftInfo, Operation, OperationKind, TemplateRef,
-};
+use strato_shared::model::{CloudProvider, Cluster, ClusterSpec, Operation, OperationKind, TemplateRef};
 use strato_shared::queues::QueueUrls;
 use strato_shared::store::{Quotas, Store};
 use strato_shared::testbed::TestEnv;
@@ -142,23 +140,8 @@ impl World {
             region: "us-east-1".into(),
             variables: BTreeMap::from([("node_count".into(), json!(2))]),
         };
-        let cluster = Cluster {
-            tenant_id: tenant.parse().unwrap(),
-            cluster_id: ClusterId::generate(),
-            spec: spec.clone(),
-            state: ClusterState::Pending,
-            version: 1,
-            outputs: BTreeMap::new(),
-            drift: DriftInfo::default(),
-            last_error: None,
-            next_drift_check_at: None,
-            agent_token_hash: None,
-            agent_registered_at: None,
-            agent_last_seen: None,
-            configuring_deadline: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let mut cluster = Cluster::new(tenant.parse().unwrap(), ClusterId::generate(), spec.clone(), now);
+        cluster.version = 1;
         let mut op = Operation::new(
             cluster.tenant_id.clone(),
             cluster.cluster_id.clone(),
