@@ -131,6 +131,7 @@ pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) ->
         "current_step": op.current_step().map(|s| s.name.clone()),
         "steps": steps,
         "error": op.error,
+        "estimate": op.estimate,
         "cancel_requested": op.cancel_requested,
         "wait_reason": op.wait_reason,
         "requested_by": op.requested_by,

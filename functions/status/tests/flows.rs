@@ -892,3 +892,33 @@ async fn heartbeats_renew_the_lock_lease() {
     .await;
     assert_eq!(lease().await, after, "a stale token renews nothing");
 }
+
+/// Each stage's priced plan is attached to the operation before apply; a redelivered estimate counts once
+/// and unpriced resources stay listed as not estimated.
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_estimates_are_attached_per_stage() {
+    let b = Bed::new().await;
+    let (_, create) = b.w.new_cluster("acme", "priced").await;
+    let run = b.start(&create).await;
+    b.deliver(runner(&run, "plan-ready", |_| {})).await;
+    b.deliver(runner(&run, "plan-ready", |_| {})).await; // duplicate
+    b.deliver(runner(&run, "plan-ready", |v| {
+        v["stage"] = json!("addons");
+        v["estimate"]["resources"] = json!([{"address": "aws_lb.ingress", "resource_type": "aws_lb",
+            "actions": ["create"], "monthly": 16.43, "note": "ALB 0.0225 USD/h x 730 h"}]);
+    }))
+    .await;
+    let op = b.w.op(&create.operation_id).await;
+    let est = op.estimate.expect("estimate attached");
+    assert!(
+        (est.total_monthly - (73.0 + 60.59 + 16.43)).abs() < 1e-9,
+        "{}",
+        est.total_monthly
+    );
+    assert_eq!(est.resources.len(), 5);
+    assert_eq!(
+        est.not_estimated,
+        vec!["module.k8s.aws_cloudwatch_log_group.this".to_string()]
+    );
+    assert_eq!(est.price_table_date, "2026-11-01");
+}
