@@ -145,6 +145,20 @@ pub struct DriftInfo {
     pub operation_id: Option<OperationId>,
 }
 
+/// What a detected drift leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftPolicy {
+    /// Record it on the cluster and tell subscribers; a person decides.
+    #[default]
+    Notify,
+    /// Queue an update that applies the desired state again.
+    Reconcile,
+}
+
+/// Default time between drift checks of an ACTIVE cluster.
+pub const DEFAULT_DRIFT_INTERVAL_SECS: u64 = 6 * 3600;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceChange {
     pub address: String,
@@ -164,6 +178,11 @@ pub struct Cluster {
     pub outputs: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
     pub drift: DriftInfo,
+    #[serde(default)]
+    pub drift_policy: DriftPolicy,
+    /// Seconds between drift checks; `None` = [`DEFAULT_DRIFT_INTERVAL_SECS`].
+    #[serde(default)]
+    pub drift_interval_secs: Option<u64>,
     pub last_error: Option<UserError>,
     /// Sort key of the `by_state` index: when the next drift check is due (ACTIVE clusters only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -195,6 +214,8 @@ impl Cluster {
             version: 0,
             outputs: BTreeMap::new(),
             drift: DriftInfo::default(),
+            drift_policy: DriftPolicy::default(),
+            drift_interval_secs: None,
             last_error: None,
             next_drift_check_at: None,
             agent_token_hash: None,
@@ -286,6 +307,10 @@ pub struct Operation {
     pub stale_events: u32,
     /// Who asked for it (the JWT subject, or `strato:scheduler`).
     pub requested_by: Option<String>,
+    /// What the control plane did to this operation on its own (e.g. the sweeper releasing a Terraform
+    /// state lock a dead runner left), for the record.
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// Cost estimate of the saved plan(s), attached before apply.
     #[serde(default)]
     pub estimate: Option<crate::cost::CostEstimate>,
@@ -314,6 +339,7 @@ impl Operation {
             cancel_requested: false,
             stale_events: 0,
             requested_by: None,
+            notes: Vec::new(),
             estimate: None,
             created_at: now,
             updated_at: now,

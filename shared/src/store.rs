@@ -13,7 +13,7 @@ use time::{Duration, OffsetDateTime};
 
 use crate::error::Error;
 use crate::ids::{ClusterId, OperationId, TenantId};
-use crate::model::{Cluster, ClusterState, Operation, OperationStatus};
+use crate::model::{Cluster, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationStatus};
 use crate::resources::Names;
 use crate::template::{Manifest, Template};
 use crate::ts;
@@ -129,6 +129,22 @@ fn open_status(op: &Operation) -> Option<&'static str> {
         OperationStatus::Running => Some("running"),
         _ => None,
     }
+}
+
+/// Every item of a Query, across pages.
+async fn query_all<T: serde::de::DeserializeOwned>(
+    what: &'static str,
+    q: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+) -> Result<Vec<T>, Error> {
+    let mut out = Vec::new();
+    let mut pages = q.into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| Error::aws("Query", e))?;
+        for item in page.items.unwrap_or_default() {
+            out.push(from_item::<T>(what, item)?);
+        }
+    }
+    Ok(out)
 }
 
 impl Store {
@@ -579,10 +595,11 @@ impl Store {
         cluster.version += 1;
         cluster.updated_at = ts::now();
         cluster.next_drift_check_at = match cluster.state {
-            ClusterState::Active => cluster
-                .next_drift_check_at
-                .clone()
-                .or_else(|| Some(ts::format(ts::now()))),
+            // First check one interval after the cluster becomes ACTIVE (the scheduler adds jitter later).
+            ClusterState::Active => cluster.next_drift_check_at.clone().or_else(|| {
+                let every = cluster.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS);
+                Some(ts::format(ts::now() + Duration::seconds(every as i64)))
+            }),
             _ => None,
         };
         let res = self
@@ -678,63 +695,58 @@ impl Store {
 
     /// Operations of a cluster, oldest first.
     pub async fn list_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, Error> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .ddb
-                .query()
-                .table_name(&self.operations)
-                .index_name("by_cluster")
-                .key_condition_expression("cluster_id = :c")
-                .expression_attribute_values(":c", s(cluster.as_str()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| Error::aws("Query", e))?;
-            for item in page.items.unwrap_or_default() {
-                out.push(from_item::<Operation>("operation", item)?);
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
-        Ok(out)
+        let q = self
+            .ddb
+            .query()
+            .table_name(&self.operations)
+            .index_name("by_cluster")
+            .key_condition_expression("cluster_id = :c")
+            .expression_attribute_values(":c", s(cluster.as_str()));
+        query_all("operation", q).await
     }
 
     /// Open operations in one `open_status` bucket (`queued`, `waiting`, `dispatched`, `running`),
     /// oldest first.
     pub async fn open_operations(&self, open_status: &str) -> Result<Vec<Operation>, Error> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .ddb
-                .query()
-                .table_name(&self.operations)
-                .index_name("open")
-                .key_condition_expression("open_status = :s")
-                .expression_attribute_values(":s", s(open_status))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| Error::aws("Query", e))?;
-            for item in page.items.unwrap_or_default() {
-                out.push(from_item::<Operation>("operation", item)?);
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
-        Ok(out)
+        let q = self
+            .ddb
+            .query()
+            .table_name(&self.operations)
+            .index_name("open")
+            .key_condition_expression("open_status = :s")
+            .expression_attribute_values(":s", s(open_status));
+        query_all("operation", q).await
+    }
+
+    /// ACTIVE clusters whose next drift check is due at `now`, most overdue first (the `by_state` index:
+    /// a Query, never a Scan), at most `limit`.
+    pub async fn clusters_due_for_drift(
+        &self,
+        now: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, Error> {
+        let page = self
+            .ddb
+            .query()
+            .table_name(&self.clusters)
+            .index_name("by_state")
+            .key_condition_expression("#s = :active AND next_drift_check_at <= :now")
+            .expression_attribute_names("#s", "state")
+            .expression_attribute_values(":active", s(ClusterState::Active.as_str()))
+            .expression_attribute_values(":now", s(ts::format(now)))
+            .limit(limit)
+            .send()
+            .await
+            .map_err(|e| Error::aws("Query", e))?;
+        page.items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| from_item::<Cluster>("cluster", i))
+            .collect()
     }
 
     // ---- locks -----------------------------------------------------------------------------------------
 
-    /// Takes the cluster lock for `op` by conditional write, with a lease and a fencing token that grows
-    /// on every acquisition. Taking it again as the same owner returns the same token (redelivery).
     /// Extends the lease of a lock still held by `op` with `token`; `false` if it is no longer theirs.
     pub async fn renew_cluster_lock(
         &self,
@@ -769,6 +781,8 @@ impl Store {
         }
     }
 
+    /// Takes the cluster lock for `op` by conditional write, with a lease and a fencing token that grows
+    /// on every acquisition. Taking it again as the same owner returns the same token (redelivery).
     pub async fn acquire_cluster_lock(
         &self,
         cluster: &ClusterId,

@@ -1,1 +1,530 @@
-//! scheduled drift checks and the sweeper (undispatched and stuck operations, stale locks, expired connections) (under construction).
+//! The scheduler Lambda: two EventBridge schedules call it with a constant input.
+//!
+//! - `{"task": "drift"}`: ACTIVE clusters whose next check is due (the `by_state` index, a Query) get one
+//!   `drift-check` operation each — never a second while one is pending, none while the cluster is busy
+//!   (it is looked at again shortly after). The next check is claimed first, with the cluster's version
+//!   check, so overlapping runs cannot both queue one; checks are spread with a per-cluster jitter.
+//! - `{"task": "sweep"}`: the recovery paths. Operations written but never dispatched are re-enqueued;
+//!   parked ones whose lock holder is gone are woken; runners whose heartbeat is stale AND whose ECS task is
+//!   stopped or missing are reported to the status function as a stopped task (it fails the operation and
+//!   releases the lock through the fencing token); Terraform state locks left behind by dead runners are
+//!   released once no operation of the cluster is open, and that is noted on the operation. A runner with
+//!   a running task is never touched, however old its heartbeat.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use strato_shared::aws::AwsClients;
+use strato_shared::coordination::update_operation;
+use strato_shared::ids::{ClusterId, TenantId};
+use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
+use strato_shared::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
+use strato_shared::queues::{QueueUrls, enqueue_job};
+use strato_shared::resources::Names;
+use strato_shared::store::Store;
+use strato_shared::ts;
+use time::{Duration, OffsetDateTime};
+
+/// Who scheduled operations are requested by.
+pub const SCHEDULER: &str = "strato:scheduler";
+
+/// A busy cluster's drift check is looked at again after this long.
+pub const BUSY_RETRY: Duration = Duration::minutes(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    #[error("configuration: {var} {reason}")]
+    Config { var: &'static str, reason: String },
+    #[error(transparent)]
+    Store(#[from] strato_shared::Error),
+    #[error("AWS {operation} failed: {message}")]
+    Aws {
+        operation: &'static str,
+        message: String,
+    },
+}
+
+fn aws_error(operation: &'static str, e: impl std::error::Error) -> SchedulerError {
+    match strato_shared::Error::aws(operation, e) {
+        strato_shared::Error::Aws { operation, message } => SchedulerError::Aws { operation, message },
+        other => SchedulerError::Store(other),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub names: Names,
+    /// ECS cluster the runners run in (to ask whether a silent runner's task still runs).
+    pub runner_cluster: String,
+    /// At most this many clusters are looked at per drift run; the rest are next run's.
+    pub drift_batch: i32,
+    /// A queued operation untouched for this long was not dispatched (the create/enqueue gap).
+    pub queued_grace: Duration,
+    /// A runner silent for this long is checked against ECS.
+    pub heartbeat_stale: Duration,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, SchedulerError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// `lookup` stands for the environment, so parsing is testable without mutating it.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedulerError> {
+        let required = |var: &'static str| {
+            lookup(var)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or(SchedulerError::Config {
+                    var,
+                    reason: "is not set".into(),
+                })
+        };
+        let number = |var: &'static str, default: i64| -> Result<i64, SchedulerError> {
+            match lookup(var).filter(|v| !v.trim().is_empty()) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(SchedulerError::Config {
+                        var,
+                        reason: format!("must be a positive whole number, not '{v}'"),
+                    }),
+            }
+        };
+        let names = Names::new(required("STRATO_RESOURCE_PREFIX")?).map_err(|e| SchedulerError::Config {
+            var: "STRATO_RESOURCE_PREFIX",
+            reason: e.to_string(),
+        })?;
+        Ok(Self {
+            names,
+            runner_cluster: required("STRATO_RUNNER_CLUSTER")?,
+            drift_batch: number("STRATO_DRIFT_BATCH", 50)? as i32,
+            queued_grace: Duration::seconds(number("STRATO_SWEEP_GRACE_SECS", 120)?),
+            heartbeat_stale: Duration::seconds(number("STRATO_HEARTBEAT_STALE_SECS", 120)?),
+        })
+    }
+}
+
+pub struct Ctx {
+    pub config: Config,
+    pub store: Store,
+    pub ddb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub ecs: aws_sdk_ecs::Client,
+    pub queues: QueueUrls,
+}
+
+impl Ctx {
+    pub async fn new(
+        config: Config,
+        aws: &AwsClients,
+        ecs: aws_sdk_ecs::Client,
+    ) -> Result<Self, SchedulerError> {
+        let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
+        Ok(Self {
+            store: Store::new(aws.dynamodb.clone(), &config.names),
+            ddb: aws.dynamodb.clone(),
+            sqs: aws.sqs.clone(),
+            ecs,
+            queues,
+            config,
+        })
+    }
+}
+
+/// The schedule's constant input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tick {
+    pub task: Task,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    Drift,
+    Sweep,
+}
+
+/// What one run did (returned as the invocation's result, so it shows in logs and tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub drift_checks_queued: u32,
+    pub drift_postponed_busy: u32,
+    pub drift_already_pending: u32,
+    pub requeued: u32,
+    pub woken: u32,
+    pub stale_runners_reported: u32,
+    pub tf_locks_released: u32,
+}
+
+pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Report, SchedulerError> {
+    let report = match tick.task {
+        Task::Drift => drift(ctx, now).await?,
+        Task::Sweep => sweep(ctx, now).await?,
+    };
+    tracing::info!(task = ?tick.task, ?report, "scheduler run");
+    Ok(report)
+}
+
+// ---- drift ---------------------------------------------------------------------------------------------
+
+fn interval(c: &Cluster) -> Duration {
+    Duration::seconds(c.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS) as i64)
+}
+
+/// Up to a tenth of the interval, fixed per cluster and check: spreads clusters created together.
+pub fn jitter(cluster: &ClusterId, due: &str, interval: Duration) -> Duration {
+    let h = Sha256::digest(format!("{cluster}/{due}").as_bytes());
+    let n = u64::from_be_bytes(h[..8].try_into().unwrap_or([0; 8]));
+    let span = (interval.whole_seconds() / 10).max(1) as u64;
+    Duration::seconds((n % span) as i64)
+}
+
+async fn drift(ctx: &Ctx, now: OffsetDateTime) -> Result<Report, SchedulerError> {
+    let mut report = Report::default();
+    let store = &ctx.store;
+    for c in store.clusters_due_for_drift(now, ctx.config.drift_batch).await? {
+        let ops = store.list_operations(&c.cluster_id).await?;
+        let open: Vec<&Operation> = ops.iter().filter(|o| !o.status.is_terminal()).collect();
+        let pending = open.iter().any(|o| o.kind == OperationKind::DriftCheck);
+        let busy = !open.is_empty();
+        let due = c.next_drift_check_at.clone().unwrap_or_default();
+        let next = if busy {
+            now + BUSY_RETRY
+        } else {
+            now + interval(&c) + jitter(&c.cluster_id, &due, interval(&c))
+        };
+        // Claim this check by moving the next one (conditional on the version read): an overlapping run
+        // loses here and skips the cluster.
+        let mut claimed = c.clone();
+        claimed.next_drift_check_at = Some(ts::format(next));
+        match store.save_cluster(&mut claimed).await {
+            Ok(()) => {}
+            Err(strato_shared::Error::Conflict(_)) => continue,
+            Err(e) => return Err(e.into()),
+        }
+        if pending {
+            report.drift_already_pending += 1;
+            continue;
+        }
+        if busy {
+            report.drift_postponed_busy += 1;
+            continue;
+        }
+        let mut op = Operation::new(
+            c.tenant_id.clone(),
+            c.cluster_id.clone(),
+            OperationKind::DriftCheck,
+            now,
+        );
+        op.requested_by = Some(SCHEDULER.into());
+        let quotas = store.quotas(&c.tenant_id).await?;
+        match store.add_operation(&op, &quotas).await? {
+            Ok(()) => {}
+            Err(rejected) => {
+                tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
+                continue;
+            }
+        }
+        enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job_of(&op), "0").await?;
+        tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift check queued");
+        report.drift_checks_queued += 1;
+    }
+    Ok(report)
+}
+
+fn job_of(op: &Operation) -> JobMessage {
+    JobMessage {
+        operation_id: op.operation_id.clone(),
+        cluster_id: op.cluster_id.clone(),
+        tenant_id: op.tenant_id.clone(),
+        kind: op.kind,
+    }
+}
+
+// ---- sweep ---------------------------------------------------------------------------------------------
+
+async fn sweep(ctx: &Ctx, now: OffsetDateTime) -> Result<Report, SchedulerError> {
+    let mut report = Report::default();
+    let store = &ctx.store;
+    let grace = ctx.config.queued_grace;
+
+    // Written but never dispatched: the API died between its transaction and the enqueue (or the message
+    // went to the DLQ). The dedup id changes only when the operation does, so sweeps do not pile up.
+    for op in store.open_operations("queued").await? {
+        if op.updated_at + grace <= now {
+            let wake = format!("sweep-{}", op.updated_at.unix_timestamp());
+            enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job_of(&op), &wake).await?;
+            report.requeued += 1;
+        }
+    }
+
+    // Parked behind a lock whose holder is gone (its hand-off was lost): free the lock, wake the waiter.
+    for op in store.open_operations("waiting").await? {
+        if op.updated_at + grace > now {
+            continue;
+        }
+        let holder_gone = match store.cluster_lock(&op.cluster_id).await? {
+            None => true,
+            Some((owner, token)) => match store.get_operation(&owner).await? {
+                Some(h) if !h.status.is_terminal() => false,
+                _ => store
+                    .release_cluster_lock(&op.cluster_id, &owner, token)
+                    .await
+                    .map(|_| true)?,
+            },
+        };
+        if holder_gone {
+            let wake = format!("sweep-{}", op.updated_at.unix_timestamp());
+            enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job_of(&op), &wake).await?;
+            report.woken += 1;
+        }
+    }
+
+    // Silent runners. Only ECS can say whether one is dead; a running task is left alone.
+    for status in ["dispatched", "running"] {
+        for op in store.open_operations(status).await? {
+            let last_sign = op.heartbeat_at.unwrap_or(op.updated_at).max(op.updated_at);
+            if last_sign + ctx.config.heartbeat_stale > now {
+                continue;
+            }
+            let Some(arn) = op.task_arn.clone() else {
+                // Claimed, but the dispatcher died before RunTask: its redelivery logic finishes the start.
+                let wake = format!("sweep-{}", op.updated_at.unix_timestamp());
+                enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job_of(&op), &wake).await?;
+                report.requeued += 1;
+                continue;
+            };
+            if let Some(stopped) = stopped_task(ctx, &arn).await? {
+                report_stopped(ctx, &op, &arn, stopped).await?;
+                report.stale_runners_reported += 1;
+            }
+        }
+    }
+
+    report.tf_locks_released = release_orphaned_state_locks(ctx).await?;
+    Ok(report)
+}
+
+/// How a task ended, if it did.
+struct Stopped {
+    reason: String,
+    exit_code: Option<i32>,
+}
+
+/// `Some` if the task is stopped or ECS no longer knows it; `None` while it runs.
+async fn stopped_task(ctx: &Ctx, arn: &str) -> Result<Option<Stopped>, SchedulerError> {
+    let out = ctx
+        .ecs
+        .describe_tasks()
+        .cluster(&ctx.config.runner_cluster)
+        .tasks(arn)
+        .send()
+        .await
+        .map_err(|e| aws_error("DescribeTasks", e))?;
+    let Some(task) = out.tasks().first() else {
+        return Ok(Some(Stopped {
+            reason: "the runner's ECS task no longer exists (found by the sweeper)".into(),
+            exit_code: None,
+        }));
+    };
+    if task.last_status() != Some("STOPPED") {
+        return Ok(None);
+    }
+    Ok(Some(Stopped {
+        reason: task
+            .stopped_reason()
+            .unwrap_or("the runner's ECS task stopped (found by the sweeper)")
+            .to_owned(),
+        exit_code: task.containers().first().and_then(|c| c.exit_code()),
+    }))
+}
+
+/// Sends what EventBridge would have: an "ECS Task State Change" (STOPPED) to the events queue. The status
+/// function then fails the operation (unless the runner's final report arrives) and releases the lock with
+/// the operation's fencing token — the same path as a live stop event, so there is one way to end a run.
+async fn report_stopped(
+    ctx: &Ctx,
+    op: &Operation,
+    arn: &str,
+    stopped: Stopped,
+) -> Result<(), SchedulerError> {
+    let mut env = vec![json!({"name": ENV_OPERATION_ID, "value": op.operation_id.to_string()})];
+    if let Some(t) = op.fencing_token {
+        env.push(json!({"name": ENV_FENCING_TOKEN, "value": t.to_string()}));
+    }
+    let event = json!({
+        "version": "0",
+        "id": format!("sweep-{}", op.operation_id),
+        "detail-type": "ECS Task State Change",
+        "source": "aws.ecs",
+        "time": ts::format(ts::now()),
+        "resources": [arn],
+        "detail": {
+            "taskArn": arn,
+            "lastStatus": "STOPPED",
+            "desiredStatus": "STOPPED",
+            "startedBy": op.operation_id.to_string(),
+            "stoppedReason": stopped.reason,
+            "containers": [{"name": "runner", "exitCode": stopped.exit_code}],
+            "overrides": {"containerOverrides": [{"name": "runner", "environment": env}]},
+        },
+    });
+    ctx.sqs
+        .send_message()
+        .queue_url(&ctx.queues.events)
+        .message_body(event.to_string())
+        .send()
+        .await
+        .map_err(|e| aws_error("SendMessage", e))?;
+    tracing::warn!(operation = %op.operation_id, task = %arn, "silent runner's task is stopped; reported");
+    Ok(())
+}
+
+/// `<bucket>/tenants/<tenant>/clusters/<cluster>/<stage>.tfstate` → (tenant, cluster). The `-md5` digest
+/// items Terraform keeps in the same table are not locks.
+pub fn state_lock_owner(lock_id: &str) -> Option<(TenantId, ClusterId)> {
+    if !lock_id.ends_with(".tfstate") {
+        return None;
+    }
+    let mut parts = lock_id.split('/').skip_while(|p| *p != "tenants");
+    parts.next()?;
+    let tenant = parts.next()?.parse().ok()?;
+    (parts.next()? == "clusters").then_some(())?;
+    let cluster = parts.next()?.parse().ok()?;
+    Some((tenant, cluster))
+}
+
+/// Terraform's lock table has a fixed schema with no index, so this is the one Scan Strato makes; the table
+/// holds only locks currently held (a handful), not history.
+async fn release_orphaned_state_locks(ctx: &Ctx) -> Result<u32, SchedulerError> {
+    let table = ctx.config.names.table("tf-locks");
+    let mut released = 0;
+    let mut pages = ctx.ddb.scan().table_name(&table).into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| aws_error("Scan", e))?;
+        for item in page.items() {
+            if let Some(note) = release_if_orphaned(ctx, &table, item).await? {
+                tracing::warn!(%note, "state lock released");
+                released += 1;
+            }
+        }
+    }
+    Ok(released)
+}
+
+async fn release_if_orphaned(
+    ctx: &Ctx,
+    table: &str,
+    item: &HashMap<String, AttributeValue>,
+) -> Result<Option<String>, SchedulerError> {
+    let Some(lock_id) = item.get("LockID").and_then(|v| v.as_s().ok()) else {
+        return Ok(None);
+    };
+    let Some((_, cluster)) = state_lock_owner(lock_id) else {
+        return Ok(None);
+    };
+    let ops = ctx.store.list_operations(&cluster).await?;
+    // Any open operation may be (or become) the lock's rightful holder: never release under it. A dead
+    // runner's operation is ended first by the stale-runner path above, and the lock goes on a later sweep.
+    if ops.iter().any(|o| !o.status.is_terminal()) || ctx.store.cluster_lock(&cluster).await?.is_some() {
+        return Ok(None);
+    }
+    let info = item
+        .get("Info")
+        .and_then(|v| v.as_s().ok())
+        .cloned()
+        .unwrap_or_default();
+    let mut delete = ctx
+        .ddb
+        .delete_item()
+        .table_name(table)
+        .key("LockID", AttributeValue::S(lock_id.clone()));
+    // Only the lock we looked at: a new one taken meanwhile has a different Info.
+    delete = if info.is_empty() {
+        delete.condition_expression("attribute_exists(LockID) AND attribute_not_exists(Info)")
+    } else {
+        delete
+            .condition_expression("Info = :info")
+            .expression_attribute_values(":info", AttributeValue::S(info.clone()))
+    };
+    match delete.send().await {
+        Ok(_) => {}
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(aws_error("DeleteItem", e)),
+    }
+    let who = serde_json::from_str::<serde_json::Value>(&info)
+        .ok()
+        .map(|v| format!("{} ({}, {})", v["Who"], v["Operation"], v["Created"]))
+        .unwrap_or_else(|| "unknown holder".into());
+    let note = format!(
+        "{}: the sweeper released Terraform state lock {lock_id} held by {who}, left by a runner that \
+         stopped without unlocking",
+        ts::format(ts::now())
+    );
+    if let Some(last) = ops.iter().max_by_key(|o| o.created_at) {
+        update_operation(&ctx.store, &last.operation_id, |o| {
+            if o.notes.contains(&note) {
+                return false;
+            }
+            o.notes.push(note.clone());
+            true
+        })
+        .await?;
+    }
+    Ok(Some(note))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_is_bounded_and_stable() {
+        let c = ClusterId::generate();
+        let i = Duration::hours(6);
+        let a = jitter(&c, "2026-11-22T04:00:00.000000Z", i);
+        assert_eq!(a, jitter(&c, "2026-11-22T04:00:00.000000Z", i));
+        assert!(a >= Duration::ZERO && a < Duration::minutes(36));
+    }
+
+    #[test]
+    fn state_lock_ids_name_their_cluster() {
+        let c = ClusterId::generate();
+        let id = format!("strato-state/tenants/acme/clusters/{c}/network.tfstate");
+        assert_eq!(state_lock_owner(&id), Some(("acme".parse().unwrap(), c.clone())));
+        assert_eq!(state_lock_owner(&format!("{id}-md5")), None);
+        assert_eq!(state_lock_owner("bucket/other/key.tfstate"), None);
+    }
+
+    #[test]
+    fn config_names_what_is_wrong() {
+        let env = |extra: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                [
+                    ("STRATO_RESOURCE_PREFIX", "strato-test"),
+                    ("STRATO_RUNNER_CLUSTER", "runners"),
+                ]
+                .iter()
+                .chain(extra)
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+            }
+        };
+        let c = Config::from_lookup(env(&[])).unwrap();
+        assert_eq!(c.drift_batch, 50);
+        assert_eq!(c.queued_grace, Duration::seconds(120));
+        let err = Config::from_lookup(env(&[("STRATO_SWEEP_GRACE_SECS", "soon")])).unwrap_err();
+        assert!(err.to_string().contains("STRATO_SWEEP_GRACE_SECS"), "{err}");
+    }
+}
