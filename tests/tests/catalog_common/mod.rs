@@ -1,0 +1,188 @@
+//! Helpers for the catalog tests that run the real engine: a moto server with AWS-managed IAM policies
+//! loaded, and a stage root that instantiates catalog modules wired by name the way the runner does.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value, json};
+use strato_shared::modules::ModuleInterface;
+use strato_shared::render::{aws_provider_override_tf_json, strip_write_prefix};
+use strato_shared::testbed::{Tools, tools};
+
+pub fn templates_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates")
+}
+
+struct Moto {
+    endpoint: String,
+    _child: Child,
+    _stdin: ChildStdin,
+}
+
+/// moto with `MOTO_IAM_LOAD_MANAGED_POLICIES=true`: without it the AWS-managed policies the k8s module
+/// attaches (AmazonEKSClusterPolicy, …) do not exist. The shared test-bed server does not set it, so this
+/// process starts its own (it exits when the process does: its stdin closes).
+pub fn moto_endpoint() -> &'static str {
+    static MOTO: OnceLock<Moto> = OnceLock::new();
+    &MOTO
+        .get_or_init(|| {
+            let tools = bed();
+            let mut child = Command::new(&tools.python)
+                .arg(&tools.moto_launcher)
+                .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting moto");
+            let stdin = child.stdin.take().unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let port: u16 = line
+                .trim()
+                .strip_prefix("PORT ")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_else(|| panic!("moto launcher printed {line:?}"));
+            // The port is printed once bound; wait for the accept loop on a loaded machine.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "moto never listened on {port}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Moto {
+                endpoint: format!("http://127.0.0.1:{port}"),
+                _child: child,
+                _stdin: stdin,
+            }
+        })
+        .endpoint
+}
+
+pub fn bed() -> &'static Tools {
+    tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"))
+}
+
+/// Runs the engine in `dir`; returns the output whatever the exit code.
+pub fn tf_raw(dir: &Path, args: &[&str]) -> Output {
+    Command::new(&bed().terraform)
+        .args(args)
+        .current_dir(dir)
+        .envs(bed().engine_env())
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .expect("running the engine")
+}
+
+/// The engine's error lines (its debug log is on stderr too).
+pub fn errors(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with('[') && !l.starts_with("  ") && !l.trim().is_empty())
+        .collect();
+    format!("{}\n{}", String::from_utf8_lossy(&out.stdout), lines.join("\n"))
+}
+
+pub fn tf(dir: &Path, args: &[&str]) -> Output {
+    let out = tf_raw(dir, args);
+    assert!(
+        out.status.success(),
+        "terraform {args:?} failed:\n{}",
+        errors(&out)
+    );
+    out
+}
+
+pub fn stdout_json(out: &Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(strip_write_prefix(text.trim())).expect("engine printed JSON")
+}
+
+/// A stage root in a temp dir: one `module` block per catalog module, in order, each variable wired by
+/// name (an earlier module's output of the same name, else a root variable from `vars`, else the module
+/// default) — the runner's composition rule. Local state; the AWS provider points at moto.
+pub struct StageRoot {
+    pub dir: tempfile::TempDir,
+}
+
+impl StageRoot {
+    pub fn new(modules: &[&str], vars: &Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let vars = vars.as_object().expect("vars is an object");
+        let mut module_blocks = Map::new();
+        let mut outputs: BTreeMap<String, String> = BTreeMap::new();
+        for m in modules {
+            let src = templates_root().join("modules").join(m);
+            let iface = ModuleInterface::read_dir(&src).unwrap();
+            let mut block = Map::new();
+            block.insert(
+                "source".into(),
+                json!(src.canonicalize().unwrap().display().to_string()),
+            );
+            for name in iface.variables.keys() {
+                if let Some(from) = outputs.get(name) {
+                    block.insert(name.clone(), json!(format!("${{module.{from}.{name}}}")));
+                } else if vars.contains_key(name) {
+                    block.insert(name.clone(), json!(format!("${{var.{name}}}")));
+                }
+            }
+            module_blocks.insert((*m).to_owned(), Value::Object(block));
+            for out in iface.outputs.keys() {
+                outputs.insert(out.clone(), (*m).to_owned());
+            }
+        }
+        let root_vars: Map<String, Value> = vars.keys().map(|k| (k.clone(), json!({}))).collect();
+        let root_outputs: Map<String, Value> = outputs
+            .iter()
+            .map(|(o, m)| (o.clone(), json!({ "value": format!("${{module.{m}.{o}}}") })))
+            .collect();
+        let mut main = json!({
+            "provider": { "aws": { "region": "us-east-1" } },
+            "module": module_blocks,
+            "output": root_outputs,
+        });
+        if !root_vars.is_empty() {
+            main["variable"] = Value::Object(root_vars);
+        }
+        let write = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
+        write("main.tf.json", serde_json::to_string_pretty(&main).unwrap());
+        write(
+            "terraform.tfvars.json",
+            serde_json::to_string_pretty(vars).unwrap(),
+        );
+        write(
+            "strato_provider_override.tf.json",
+            aws_provider_override_tf_json(moto_endpoint()).unwrap(),
+        );
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn init(&self) {
+        tf(self.path(), &["init", "-input=false", "-no-color"]);
+    }
+
+    /// `plan -out` then `show -json` of the saved plan, as the runner does before apply.
+    pub fn plan_json(&self) -> Value {
+        tf(
+            self.path(),
+            &["plan", "-input=false", "-no-color", "-out=strato.tfplan"],
+        );
+        stdout_json(&tf(self.path(), &["show", "-json", "strato.tfplan"]))
+    }
+}

@@ -1,0 +1,178 @@
+//! The catalog's manifests agree with their modules' variables.tf/outputs.tf, every module is complete
+//! (validations, outputs, README, example), and disagreement is caught.
+
+use std::path::{Path, PathBuf};
+
+use strato_shared::catalog_check::{check_catalog, check_template, read_interfaces, schema_problems};
+use strato_shared::modules::ModuleInterface;
+use strato_shared::template::Template;
+
+fn templates_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates")
+}
+
+fn manifest_text(name: &str) -> String {
+    std::fs::read_to_string(templates_root().join("catalog").join(name).join("template.toml")).unwrap()
+}
+
+#[test]
+fn every_template_schema_matches_its_modules() {
+    let templates = check_catalog(&templates_root()).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = templates.iter().map(Template::name).collect();
+    assert_eq!(names, ["aws-eks-advanced", "aws-eks-basic"]);
+
+    let basic = &templates[1];
+    assert!(basic.manifest.verified_offline);
+    let basic_modules: Vec<&str> = basic
+        .manifest
+        .stages
+        .iter()
+        .flat_map(|s| s.modules.iter().map(String::as_str))
+        .collect();
+    assert_eq!(basic_modules, ["network", "k8s"]);
+    assert!(
+        !basic_modules.contains(&"essentials"),
+        "helm cannot be installed offline: essentials stays out of the basic template"
+    );
+
+    let adv = &templates[0];
+    assert!(
+        !adv.manifest.verified_offline,
+        "the addons stage needs the helm provider, which is not installable offline"
+    );
+    let stages: Vec<(&str, Vec<&str>)> = adv
+        .manifest
+        .stages
+        .iter()
+        .map(|s| (s.name.as_str(), s.modules.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            ("cluster", vec!["network", "k8s"]),
+            ("addons", vec!["essentials"])
+        ]
+    );
+    for t in &templates {
+        let parts: Vec<u32> = t.version().split('.').map(|p| p.parse().unwrap()).collect();
+        assert_eq!(parts.len(), 3, "{} version is semver", t.name());
+    }
+    assert!(adv.manifest.variables["grafana_admin_password"].sensitive);
+    assert!(adv.manifest.variables.contains_key("monitoring_retention_days"));
+}
+
+#[test]
+fn every_module_is_documented_validated_and_has_an_example() {
+    for module in ["network", "k8s", "essentials"] {
+        let dir = templates_root().join("modules").join(module);
+        let iface = ModuleInterface::read_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!iface.outputs.is_empty(), "{module} has outputs");
+        for (name, var) in &iface.variables {
+            assert!(var.type_expr.is_some(), "{module}.{name} has a type");
+            assert!(var.description.is_some(), "{module}.{name} has a description");
+            // Free-form values are validated; bools and all-defaulted maps need no rule.
+            let needs_rule = !matches!(var.type_expr.as_deref(), Some("bool"));
+            if needs_rule && !["public_subnet_ids"].contains(&name.as_str()) {
+                assert!(var.validations > 0, "{module}.{name} has a validation block");
+            }
+        }
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        for name in iface.variables.keys().chain(iface.outputs.keys()) {
+            assert!(
+                readme.contains(&format!("`{name}`")),
+                "{module} README documents {name}"
+            );
+        }
+        let example = std::fs::read_to_string(dir.join("examples/main.tf")).unwrap();
+        assert!(
+            example.contains(&format!("module \"{module}\"")),
+            "{module} example uses the module"
+        );
+    }
+}
+
+/// A fixture whose manifest disagrees with its modules in every way the check knows.
+#[test]
+fn a_broken_fixture_is_refused_with_every_problem_named() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/catalog-broken");
+    let err = check_catalog(&root).unwrap_err().to_string();
+    for expected in [
+        "variable 'node_count' is string in the manifest but `number` in module 'app'",
+        "variable 'password' is not sensitive in the manifest but sensitive in module 'app'",
+        "variable 'ghost' is in the manifest but no module of the template declares it",
+        "module 'app' needs variable 'token' (no default), but the manifest lets it be unset",
+        "module 'app' in stage 'main' needs variable 'vpc_id' (no default) and nothing feeds it",
+        "output 'name' is declared by modules 'app' and 'net'",
+        "required output 'endpoint' is not an output of any module",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+}
+
+/// Mutations of the real templates: each one alone makes the check fail.
+#[test]
+fn mutating_a_real_template_breaks_the_check() {
+    let modules = templates_root().join("modules");
+    let problems = |text: &str| {
+        let t = Template::from_toml(text).unwrap_or_else(|e| panic!("{e}"));
+        let ifaces = read_interfaces(&t, &modules).unwrap();
+        schema_problems(&t, &ifaces)
+    };
+    let basic = manifest_text("aws-eks-basic");
+    assert!(problems(&basic).is_empty());
+
+    // Wrong type.
+    let p = problems(&basic.replacen(
+        "[variables.cluster_name]\ntype = \"string\"",
+        "[variables.cluster_name]\ntype = \"integer\"",
+        1,
+    ));
+    assert!(
+        p.iter()
+            .any(|p| p.contains("'cluster_name' is integer in the manifest but `string` in module")),
+        "{p:?}"
+    );
+
+    // Stage order reversed: k8s would run before the network module that feeds it.
+    let p = problems(&basic.replacen(
+        "modules = [\"network\", \"k8s\"]",
+        "modules = [\"k8s\", \"network\"]",
+        1,
+    ));
+    assert!(p.iter().any(|p| p.contains("needs variable 'vpc_id'")), "{p:?}");
+
+    // Splitting network and k8s into two stages is fine: earlier-stage outputs feed later stages.
+    let p = problems(&basic.replacen(
+        "stages = [{ name = \"cluster\", modules = [\"network\", \"k8s\"] }]",
+        "stages = [{ name = \"network\", modules = [\"network\"] }, { name = \"cluster\", modules = [\"k8s\"] }]",
+        1,
+    ));
+    assert!(p.is_empty(), "{p:?}");
+
+    // A sensitive flag the module does not share.
+    let p = problems(&basic.replacen(
+        "[variables.vpc_cidr]\ntype = \"string\"",
+        "[variables.vpc_cidr]\ntype = \"string\"\nsensitive = true",
+        1,
+    ));
+    assert!(
+        p.iter()
+            .any(|p| p.contains("'vpc_cidr' is sensitive in the manifest")),
+        "{p:?}"
+    );
+
+    // The advanced template's password must stay required: the module has no default.
+    let adv = manifest_text("aws-eks-advanced");
+    assert!(problems(&adv).is_empty());
+    let p = problems(&adv.replacen("sensitive = true\nrequired = true", "sensitive = true", 1));
+    assert!(
+        p.iter()
+            .any(|p| p.contains("needs variable 'grafana_admin_password'")),
+        "{p:?}"
+    );
+
+    // check_template reports through the error type publish uses.
+    let t = Template::from_toml(&basic.replacen("[variables.tags]", "[variables.tagz]", 1)).unwrap();
+    let err = check_template(&t, &modules).unwrap_err().to_string();
+    assert!(err.contains("'tagz'") && err.contains("aws-eks-basic"), "{err}");
+}
