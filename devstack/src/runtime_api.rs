@@ -1,0 +1,1 @@
+//! Lambda Runtime API harness (placeholder, filled in below).
