@@ -64,17 +64,22 @@ impl Gateway {
     }
 }
 
-fn unauthorized(detail: &str) -> axum::response::Response {
+/// 401 as API Gateway's JWT authorizer answers it; RFC 6750's challenge (an error only for a bad token).
+fn unauthorized(detail: Option<String>) -> axum::response::Response {
     let mut resp = (
         StatusCode::UNAUTHORIZED,
         [("content-type", "application/json")],
         r#"{"message":"Unauthorized"}"#,
     )
         .into_response();
-    if let Ok(v) = HeaderValue::from_str(&format!(
-        "Bearer error=\"invalid_token\" error_description=\"{}\"",
-        detail.replace('"', "'")
-    )) {
+    let challenge = match detail {
+        None => "Bearer".to_owned(),
+        Some(d) => format!(
+            "Bearer error=\"invalid_token\" error_description=\"{}\"",
+            d.replace('"', "'")
+        ),
+    };
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
         resp.headers_mut().insert("www-authenticate", v);
     }
     resp
@@ -111,7 +116,10 @@ async fn serve(
             Ok(c) => Some(c),
             Err(e) => {
                 tracing::info!(method = %parts.method, path = %path, request_id, reason = %e, "HTTP API: 401");
-                return unauthorized(&e.to_string());
+                return unauthorized(match e {
+                    crate::auth::AuthError::Missing => None,
+                    other => Some(other.to_string()),
+                });
             }
         }
     };
