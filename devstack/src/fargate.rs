@@ -307,9 +307,10 @@ async fn run_task(shared: Arc<Shared>, task: Task, stop_rx: watch::Receiver<Opti
             }
         }
         let event = stopped_event(&task, def.as_deref(), container_name.as_deref(), &ended, &shared.config.region);
-        send_event(&shared, &event).await;
+        // Counted before the event goes out, so whoever sees the event's effect sees the count.
         stats.running.fetch_sub(1, Relaxed);
         stats.stopped.fetch_add(1, Relaxed);
+        send_event(&shared, &event).await;
     }
     .instrument(span)
     .await
