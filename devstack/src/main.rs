@@ -1,1 +1,205 @@
-fn main() {}
+//! `strato-devstack`: the whole of Strato on one machine.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use strato_devstack::{Devstack, DevstackConfig};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Strato on one machine: moto, API Gateway, SQS triggers, schedules and Fargate emulated"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    #[command(flatten)]
+    opts: Opts,
+}
+
+#[derive(clap::Args)]
+struct Opts {
+    /// Use this AWS endpoint (a running moto) instead of starting one.
+    #[arg(long, env = "AWS_ENDPOINT_URL", global = true)]
+    aws_endpoint: Option<String>,
+    /// Prefix of every table, queue and bucket.
+    #[arg(
+        long,
+        env = "STRATO_RESOURCE_PREFIX",
+        default_value = "strato-dev",
+        global = true
+    )]
+    prefix: String,
+    /// Address of the HTTP API.
+    #[arg(
+        long,
+        env = "STRATO_DEVSTACK_HTTP",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
+    http: SocketAddr,
+    /// HS256 secret for bearer tokens (random per run when unset).
+    #[arg(long, env = "STRATO_JWT_SECRET", hide_env_values = true, global = true)]
+    jwt_secret: Option<String>,
+    /// Static token file: one `TOKEN TENANT [SUBJECT]` per line.
+    #[arg(long, env = "STRATO_DEVSTACK_TOKENS", global = true)]
+    token_file: Option<PathBuf>,
+    /// The JWT claim holding the tenant id.
+    #[arg(long, env = "STRATO_TENANT_CLAIM", default_value = "tenant_id", global = true)]
+    tenant_claim: String,
+    /// The template catalog (`catalog/` and `modules/`).
+    #[arg(long, env = "STRATO_TEMPLATES", global = true)]
+    templates: Option<PathBuf>,
+    /// The binary each emulated Fargate task runs (default: strato-runner next to this binary).
+    #[arg(long, env = "STRATO_DEVSTACK_RUNNER", global = true)]
+    runner: Option<PathBuf>,
+    /// Seconds between SIGTERM and SIGKILL when a task is stopped.
+    #[arg(long, default_value_t = 30, global = true)]
+    stop_timeout: u64,
+    /// Do not limit a runner's address space to its task's memory.
+    #[arg(long, global = true)]
+    no_memory_limit: bool,
+    /// Keep task working directories here (default: a temporary directory removed at exit).
+    #[arg(long, env = "STRATO_DEVSTACK_WORK_DIR", global = true)]
+    work_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the stack and run until Ctrl-C; prints the endpoints and a token.
+    Up,
+    /// Start the stack and walk a cluster through its life (create, logs, outputs, drift check, delete).
+    Demo,
+    /// Print a bearer token for a tenant (needs the same STRATO_JWT_SECRET as the running stack).
+    Token {
+        tenant: String,
+        #[arg(long, default_value_t = 12)]
+        hours: u64,
+    },
+}
+
+fn config(o: &Opts) -> DevstackConfig {
+    let mut c = DevstackConfig {
+        aws_endpoint: o.aws_endpoint.clone().filter(|e| !e.is_empty()),
+        prefix: o.prefix.clone(),
+        http_addr: o.http,
+        jwt_secret: o.jwt_secret.clone(),
+        token_file: o.token_file.clone(),
+        tenant_claim: o.tenant_claim.clone(),
+        runner_grace: Duration::from_secs(o.stop_timeout),
+        enforce_memory: !o.no_memory_limit,
+        keep_task_dirs: o.work_dir.is_some(),
+        work_dir: o.work_dir.clone(),
+        ..DevstackConfig::default()
+    };
+    if let Some(t) = &o.templates {
+        c.templates_root = Some(t.clone());
+    }
+    if let Some(r) = &o.runner {
+        c.runner = r.clone();
+    }
+    c
+}
+
+async fn wait_for_stop() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+    }
+}
+
+fn banner(stack: &Devstack) {
+    let e = &stack.endpoints;
+    println!();
+    println!("Strato devstack is up");
+    println!("  HTTP API        {}", e.http_api);
+    match &e.websocket {
+        Some(ws) => println!("  WebSocket API   {ws}"),
+        None => println!("  WebSocket API   (not available in this build)"),
+    }
+    println!("  AWS (moto)      {}", e.aws);
+    println!("  resource prefix {}", stack.env.names.prefix());
+    println!(
+        "  templates       {}",
+        if stack.published.is_empty() {
+            "none published".to_owned()
+        } else {
+            stack
+                .published
+                .iter()
+                .map(|(n, v)| format!("{n}@{v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    println!();
+    println!("Dev token for tenant 'demo' (valid 12 h):");
+    println!("  {}", stack.token("demo"));
+    println!();
+    println!(
+        "Tokens are HS256 JWTs signed with STRATO_JWT_SECRET={}",
+        stack.jwt_secret()
+    );
+    println!("Mint one for another tenant with:");
+    println!(
+        "  STRATO_JWT_SECRET={} strato-devstack token <tenant>",
+        stack.jwt_secret()
+    );
+    println!();
+    println!(
+        "Try: curl -H \"Authorization: Bearer $TOKEN\" {}/v1/templates",
+        e.http_api
+    );
+    println!("Ctrl-C stops everything.");
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,aws_config=warn,aws_smithy_runtime=warn,hyper=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Token { tenant, hours } => {
+            let secret = cli
+                .opts
+                .jwt_secret
+                .context("STRATO_JWT_SECRET (or --jwt-secret) must be the running stack's secret")?;
+            let token = strato_devstack::auth::mint(
+                secret.as_bytes(),
+                &cli.opts.tenant_claim,
+                &tenant,
+                &format!("dev-{tenant}"),
+                Duration::from_secs(hours * 3600),
+            );
+            println!("{token}");
+            Ok(())
+        }
+        Command::Up => {
+            let stack = Devstack::start(config(&cli.opts), Vec::new())
+                .await
+                .context("starting devstack")?;
+            banner(&stack);
+            wait_for_stop().await;
+            eprintln!("stopping: runners get SIGTERM, then moto stops…");
+            stack.shutdown(Duration::from_secs(10)).await;
+            Ok(())
+        }
+        Command::Demo => {
+            let stack = Devstack::start(config(&cli.opts), Vec::new())
+                .await
+                .context("starting devstack")?;
+            let result = strato_devstack::client::demo(&stack).await;
+            stack.shutdown(Duration::from_secs(10)).await;
+            result.context("demo")
+        }
+    }
+}

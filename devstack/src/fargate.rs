@@ -1,0 +1,617 @@
+//! Fargate emulation. moto records RunTask but never runs anything; this watches the runner cluster's
+//! tasks (ListTasks/DescribeTasks, so it sees tasks whoever started them) and runs one runner process per
+//! task:
+//! - environment: a small base (PATH, HOME, RUST_LOG…), the stack's settings (AWS endpoint, credentials,
+//!   region, `STRATO_RESOURCE_PREFIX`, `STRATO_PROVIDER_ENDPOINT`, `STRATO_TERRAFORM`, the engine's
+//!   environment), the task definition's container environment, then the task's container overrides;
+//! - its own working directory (`<work>/tasks/<task id>`, also its `TMPDIR`), its own process group;
+//! - memory: `RLIMIT_AS` set to the task's memory (per process, virtual memory: a stricter limit than
+//!   Fargate's cgroup; Go programs need about 1 GiB of address space, so tasks below 1 GiB may not start
+//!   Terraform). CPU units are NOT enforced (no cgroups here); every task runs, as on Fargate.
+//!
+//! When the runner exits the task is stopped in moto (StopTask, reason with the exit code) and an ECS Task
+//! State Change event (`lastStatus` STOPPED, the container's `exitCode`) goes to the events queue, as the
+//! EventBridge rule would send it. A task stopped by someone else (StopTask) gets SIGTERM, then SIGKILL for
+//! its whole process group after the grace period (ECS's `stopTimeout`), and the same event with
+//! `stopCode` UserInitiated.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_ecs::types::{DesiredStatus, Task};
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::{Mutex, mpsc, watch};
+use tracing::Instrument;
+
+use crate::error::DevstackError;
+
+#[derive(Debug, Clone)]
+pub struct FargateConfig {
+    /// ECS cluster name whose tasks are run.
+    pub cluster: String,
+    /// The binary (or script) each task runs.
+    pub runner: PathBuf,
+    /// Parent of the per-task working directories.
+    pub work_dir: PathBuf,
+    /// Environment every task gets before the task definition's and the overrides.
+    pub env: Vec<(String, String)>,
+    /// Where ECS Task State Change events go (the events queue URL).
+    pub events_queue_url: String,
+    pub region: String,
+    /// SIGTERM → SIGKILL grace (ECS `stopTimeout`, 30 s by default on Fargate).
+    pub grace: Duration,
+    /// Set `RLIMIT_AS` from the task's memory.
+    pub enforce_memory: bool,
+    pub poll_interval: Duration,
+    /// Keep task working directories after the task stops (debugging).
+    pub keep_task_dirs: bool,
+}
+
+/// Counters a caller (tests, benchmarks) can read while the emulation runs.
+#[derive(Debug, Default)]
+pub struct FargateStats {
+    pub started: std::sync::atomic::AtomicU64,
+    pub stopped: std::sync::atomic::AtomicU64,
+    pub running: std::sync::atomic::AtomicU64,
+    pub peak_running: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum StopRequest {
+    /// StopTask by someone else; the reason moto recorded.
+    External(String),
+    Shutdown,
+}
+
+struct Shared {
+    ecs: aws_sdk_ecs::Client,
+    sqs: aws_sdk_sqs::Client,
+    config: FargateConfig,
+    stats: Arc<FargateStats>,
+    task_defs: Mutex<HashMap<String, Arc<aws_sdk_ecs::types::TaskDefinition>>>,
+}
+
+/// Starts watching; the returned handle finishes after `shutdown` turned true and every task was stopped.
+pub fn spawn(
+    ecs: aws_sdk_ecs::Client,
+    sqs: aws_sdk_sqs::Client,
+    config: FargateConfig,
+    stats: Arc<FargateStats>,
+    shutdown: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let shared = Arc::new(Shared {
+        ecs,
+        sqs,
+        config,
+        stats,
+        task_defs: Mutex::new(HashMap::new()),
+    });
+    tokio::spawn(watch_tasks(shared, shutdown))
+}
+
+struct Running {
+    stop: watch::Sender<Option<StopRequest>>,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+async fn watch_tasks(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut running: HashMap<String, Running> = HashMap::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
+    let cluster = shared.config.cluster.clone();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(shared.config.poll_interval) => {}
+            _ = shutdown.changed() => {}
+        }
+        if *shutdown.borrow() {
+            break;
+        }
+        while let Ok(arn) = done_rx.try_recv() {
+            running.remove(&arn);
+        }
+        let listed = match list_running(&shared.ecs, &cluster).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "Fargate: ListTasks failed");
+                continue;
+            }
+        };
+        let new: Vec<String> = listed.iter().filter(|a| !seen.contains(*a)).cloned().collect();
+        for chunk in new.chunks(100) {
+            let tasks = match shared
+                .ecs
+                .describe_tasks()
+                .cluster(&cluster)
+                .set_tasks(Some(chunk.to_vec()))
+                .send()
+                .await
+            {
+                Ok(o) => o.tasks.unwrap_or_default(),
+                Err(e) => {
+                    tracing::warn!(error = %DevstackError::aws("DescribeTasks", e), "Fargate: DescribeTasks failed");
+                    continue;
+                }
+            };
+            for task in tasks {
+                let Some(arn) = task.task_arn().map(str::to_owned) else {
+                    continue;
+                };
+                seen.insert(arn.clone());
+                let (stop_tx, stop_rx) = watch::channel(None);
+                let (s, done) = (shared.clone(), done_tx.clone());
+                let a = arn.clone();
+                let handle = tokio::spawn(async move {
+                    run_task(s, task, stop_rx).await;
+                    let _ = done.send(a);
+                });
+                running.insert(
+                    arn,
+                    Running {
+                        stop: stop_tx,
+                        handle,
+                    },
+                );
+            }
+        }
+        // Running here but no longer RUNNING in ECS: someone called StopTask.
+        let stopped_elsewhere: Vec<String> = running
+            .iter()
+            .filter(|(arn, r)| !listed.contains(*arn) && r.stop.borrow().is_none())
+            .map(|(arn, _)| arn.clone())
+            .collect();
+        for arn in stopped_elsewhere {
+            let reason = stopped_reason(&shared.ecs, &cluster, &arn)
+                .await
+                .unwrap_or_else(|| "Task stopped by user".into());
+            if let Some(r) = running.get(&arn) {
+                let _ = r.stop.send(Some(StopRequest::External(reason)));
+            }
+        }
+    }
+    for r in running.values() {
+        let _ = r.stop.send(Some(StopRequest::Shutdown));
+    }
+    for (_, r) in running {
+        let _ = r.handle.await;
+    }
+}
+
+async fn list_running(ecs: &aws_sdk_ecs::Client, cluster: &str) -> Result<HashSet<String>, DevstackError> {
+    let mut out = HashSet::new();
+    let mut next: Option<String> = None;
+    loop {
+        let page = ecs
+            .list_tasks()
+            .cluster(cluster)
+            .desired_status(DesiredStatus::Running)
+            .set_next_token(next.take())
+            .send()
+            .await
+            .map_err(|e| DevstackError::aws("ListTasks", e))?;
+        out.extend(page.task_arns().iter().cloned());
+        match page.next_token {
+            Some(t) if !t.is_empty() => next = Some(t),
+            _ => return Ok(out),
+        }
+    }
+}
+
+async fn stopped_reason(ecs: &aws_sdk_ecs::Client, cluster: &str, arn: &str) -> Option<String> {
+    let out = ecs
+        .describe_tasks()
+        .cluster(cluster)
+        .tasks(arn)
+        .send()
+        .await
+        .ok()?;
+    out.tasks()
+        .first()
+        .and_then(|t| t.stopped_reason())
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+}
+
+/// The runner container's name and override environment.
+fn overrides(task: &Task) -> (Option<String>, Vec<(String, String)>) {
+    let Some(o) = task.overrides() else {
+        return (None, Vec::new());
+    };
+    let Some(c) = o.container_overrides().first() else {
+        return (None, Vec::new());
+    };
+    let env = c
+        .environment()
+        .iter()
+        .filter_map(|kv| Some((kv.name()?.to_owned(), kv.value().unwrap_or_default().to_owned())))
+        .collect();
+    (c.name().map(str::to_owned), env)
+}
+
+async fn task_definition(shared: &Shared, arn: &str) -> Option<Arc<aws_sdk_ecs::types::TaskDefinition>> {
+    if let Some(d) = shared.task_defs.lock().await.get(arn) {
+        return Some(d.clone());
+    }
+    let out = shared
+        .ecs
+        .describe_task_definition()
+        .task_definition(arn)
+        .send()
+        .await
+        .map_err(|e| tracing::warn!(error = %DevstackError::aws("DescribeTaskDefinition", e), "Fargate"))
+        .ok()?;
+    let def = Arc::new(out.task_definition?);
+    shared.task_defs.lock().await.insert(arn.to_owned(), def.clone());
+    Some(def)
+}
+
+/// What ended the task.
+struct Ended {
+    exit_code: Option<i32>,
+    stop_code: &'static str,
+    stopped_reason: String,
+    container_reason: Option<String>,
+    started_at: Option<OffsetDateTime>,
+}
+
+async fn run_task(shared: Arc<Shared>, task: Task, stop_rx: watch::Receiver<Option<StopRequest>>) {
+    let arn = task.task_arn().unwrap_or_default().to_owned();
+    let task_id = arn.rsplit('/').next().unwrap_or_default().to_owned();
+    let (container_name, override_env) = overrides(&task);
+    let operation_id = override_env
+        .iter()
+        .find(|(k, _)| k == strato_shared::messages::ENV_OPERATION_ID)
+        .map(|(_, v)| v.clone())
+        .or_else(|| task.started_by().map(str::to_owned));
+    let span = tracing::info_span!("task", task_id = %task_id, operation_id = operation_id.as_deref().unwrap_or("-"));
+    async move {
+        let stats = &shared.stats;
+        use std::sync::atomic::Ordering::Relaxed;
+        stats.started.fetch_add(1, Relaxed);
+        let now_running = stats.running.fetch_add(1, Relaxed) + 1;
+        stats.peak_running.fetch_max(now_running, Relaxed);
+
+        let def = match task.task_definition_arn() {
+            Some(a) => task_definition(&shared, a).await,
+            None => None,
+        };
+        let ended = execute(&shared, &task, def.as_deref(), &task_id, &override_env, stop_rx).await;
+        tracing::info!(
+            exit_code = ?ended.exit_code,
+            stop_code = ended.stop_code,
+            reason = %ended.stopped_reason,
+            "Fargate: task stopped"
+        );
+        if ended.stop_code != "UserInitiated" {
+            let moto_reason = match ended.exit_code {
+                Some(c) => format!("{} (exit code {c})", ended.stopped_reason),
+                None => ended.stopped_reason.clone(),
+            };
+            if let Err(e) = shared
+                .ecs
+                .stop_task()
+                .cluster(&shared.config.cluster)
+                .task(&arn)
+                .reason(moto_reason)
+                .send()
+                .await
+            {
+                tracing::warn!(error = %DevstackError::aws("StopTask", e), "Fargate: could not stop the task in ECS");
+            }
+        }
+        let event = stopped_event(&task, def.as_deref(), container_name.as_deref(), &ended, &shared.config.region);
+        // Counted before the event goes out, so whoever sees the event's effect sees the count.
+        stats.running.fetch_sub(1, Relaxed);
+        stats.stopped.fetch_add(1, Relaxed);
+        send_event(&shared, &event).await;
+    }
+    .instrument(span)
+    .await
+}
+
+async fn execute(
+    shared: &Shared,
+    task: &Task,
+    def: Option<&aws_sdk_ecs::types::TaskDefinition>,
+    task_id: &str,
+    override_env: &[(String, String)],
+    mut stop_rx: watch::Receiver<Option<StopRequest>>,
+) -> Ended {
+    let cfg = &shared.config;
+    let dir = cfg.work_dir.join("tasks").join(task_id);
+    let failed_to_start = |reason: String| Ended {
+        exit_code: None,
+        stop_code: "TaskFailedToStart",
+        stopped_reason: format!("CannotStartContainerError: {reason}"),
+        container_reason: Some(format!("CannotStartContainerError: {reason}")),
+        started_at: None,
+    };
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return failed_to_start(format!("creating {}: {e}", dir.display()));
+    }
+    let mut cmd = tokio::process::Command::new(&cfg.runner);
+    cmd.current_dir(&dir)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for k in ["PATH", "HOME", "LANG", "RUST_LOG", "RUST_BACKTRACE"] {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env("TMPDIR", &dir);
+    cmd.env("AWS_EXECUTION_ENV", "AWS_ECS_FARGATE");
+    cmd.envs(cfg.env.iter().map(|(k, v)| (k, v)));
+    let container_def = def.and_then(|d| d.container_definitions().first());
+    if let Some(c) = container_def {
+        cmd.envs(
+            c.environment()
+                .iter()
+                .filter_map(|kv| Some((kv.name()?.to_owned(), kv.value().unwrap_or_default().to_owned()))),
+        );
+    }
+    cmd.envs(override_env.iter().map(|(k, v)| (k, v)));
+    let memory_mib: Option<u64> = task
+        .memory()
+        .or_else(|| def.and_then(|d| d.memory()))
+        .and_then(|m| m.parse().ok());
+    if cfg.enforce_memory
+        && let Some(mib) = memory_mib
+    {
+        let bytes = mib.saturating_mul(1024 * 1024);
+        // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent; it runs in the forked
+        // child before exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_AS, bytes, bytes)
+                    .map_err(std::io::Error::from)
+            });
+        }
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            cleanup(cfg, &dir);
+            return failed_to_start(format!("{}: {e}", cfg.runner.display()));
+        }
+    };
+    let started_at = OffsetDateTime::now_utc();
+    let pid = child.id().map(|p| Pid::from_raw(p as i32));
+    tracing::info!(runner = %cfg.runner.display(), pid = ?pid, memory_mib, "Fargate: runner started");
+    let mut outputs = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        outputs.push(tokio::spawn(forward(
+            BufReader::new(out),
+            "stdout",
+            tracing::Span::current(),
+        )));
+    }
+    if let Some(err) = child.stderr.take() {
+        outputs.push(tokio::spawn(forward(
+            BufReader::new(err),
+            "stderr",
+            tracing::Span::current(),
+        )));
+    }
+    let mut stop: Option<StopRequest> = None;
+    let mut we_killed = false;
+    let status = tokio::select! {
+        s = child.wait() => s,
+        r = async { stop_rx.wait_for(Option::is_some).await.map(|g| g.clone()).ok().flatten() } => {
+            stop = r;
+            // ECS signals the container's main process only; the runner forwards to Terraform.
+            if let Some(p) = pid {
+                let _ = kill(p, Signal::SIGTERM);
+            }
+            match tokio::time::timeout(cfg.grace, child.wait()).await {
+                Ok(s) => s,
+                Err(_) => {
+                    tracing::warn!(grace_secs = cfg.grace.as_secs(), "Fargate: runner ignored SIGTERM; killing it");
+                    we_killed = true;
+                    if let Some(p) = pid {
+                        let _ = killpg(p, Signal::SIGKILL);
+                    }
+                    child.wait().await
+                }
+            }
+        }
+    };
+    // Container teardown: nothing of the task outlives it.
+    if let Some(p) = pid {
+        let _ = killpg(p, Signal::SIGKILL);
+    }
+    for o in outputs {
+        let _ = o.await;
+    }
+    cleanup(cfg, &dir);
+    let (exit_code, signal) = match &status {
+        Ok(s) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (s.code(), s.signal()) {
+                (Some(c), _) => (Some(c), None),
+                // Docker's convention: 128 + signal number.
+                (None, Some(sig)) => (Some(128 + sig), Some(sig)),
+                _ => (None, None),
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "Fargate: waiting for the runner failed");
+            (None, None)
+        }
+    };
+    let container_reason = if signal == Some(libc::SIGKILL) && !we_killed {
+        // Killed by the kernel, not by us: the OOM killer, as Fargate would report it.
+        Some("OutOfMemoryError: Container killed due to memory usage".to_owned())
+    } else {
+        None
+    };
+    let (stop_code, stopped_reason) = match stop {
+        Some(StopRequest::External(r)) => ("UserInitiated", r),
+        Some(StopRequest::Shutdown) => (
+            "ServiceSchedulerInitiated",
+            "devstack is shutting down".to_owned(),
+        ),
+        None => (
+            "EssentialContainerExited",
+            "Essential container in task exited".to_owned(),
+        ),
+    };
+    Ended {
+        exit_code,
+        stop_code,
+        stopped_reason,
+        container_reason,
+        started_at: Some(started_at),
+    }
+}
+
+fn cleanup(cfg: &FargateConfig, dir: &std::path::Path) {
+    if !cfg.keep_task_dirs {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// The runner's output, as CloudWatch Logs would get it (here: devstack's log, tagged with the task).
+async fn forward<R: tokio::io::AsyncRead + Unpin>(
+    reader: BufReader<R>,
+    stream: &'static str,
+    span: tracing::Span,
+) {
+    let mut lines = reader.lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        span.in_scope(|| tracing::info!(target: "runner", stream, "{line}"));
+    }
+}
+
+fn iso(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn time_of(t: Option<&aws_sdk_ecs::primitives::DateTime>) -> Option<String> {
+    t.and_then(|d| OffsetDateTime::from_unix_timestamp_nanos(d.as_nanos()).ok())
+        .map(iso)
+}
+
+/// The "ECS Task State Change" event for a stopped task, in EventBridge's envelope.
+fn stopped_event(
+    task: &Task,
+    def: Option<&aws_sdk_ecs::types::TaskDefinition>,
+    container_name: Option<&str>,
+    ended: &Ended,
+    region: &str,
+) -> Value {
+    let arn = task.task_arn().unwrap_or_default();
+    let account = arn.split(':').nth(4).unwrap_or("123456789012");
+    let now = OffsetDateTime::now_utc();
+    let container_def = def.and_then(|d| d.container_definitions().first());
+    let name = container_name
+        .map(str::to_owned)
+        .or_else(|| container_def.and_then(|c| c.name()).map(str::to_owned))
+        .unwrap_or_else(|| "runner".into());
+    let memory = task
+        .memory()
+        .or_else(|| def.and_then(|d| d.memory()))
+        .unwrap_or("2048");
+    let cpu = task.cpu().or_else(|| def.and_then(|d| d.cpu())).unwrap_or("1024");
+    let mut container = json!({
+        "containerArn": format!("{}/{}", arn.replacen(":task/", ":container/", 1), name),
+        "name": name,
+        "image": container_def.and_then(|c| c.image()).unwrap_or("strato-runner"),
+        "lastStatus": "STOPPED",
+        "taskArn": arn,
+        "cpu": "0",
+        "memory": memory,
+    });
+    if let Some(c) = ended.exit_code {
+        container["exitCode"] = c.into();
+    }
+    if let Some(r) = &ended.container_reason {
+        container["reason"] = r.clone().into();
+    }
+    let overrides: Vec<Value> = task
+        .overrides()
+        .map(|o| {
+            o.container_overrides()
+                .iter()
+                .map(|c| {
+                    json!({
+                        "name": c.name(),
+                        "environment": c.environment().iter().map(|kv| json!({"name": kv.name(), "value": kv.value()})).collect::<Vec<_>>(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut detail = json!({
+        "clusterArn": task.cluster_arn(),
+        "taskArn": arn,
+        "taskDefinitionArn": task.task_definition_arn(),
+        "group": task.group().map(str::to_owned).or_else(|| def.and_then(|d| d.family()).map(|f| format!("family:{f}"))),
+        "launchType": "FARGATE",
+        "platformVersion": "1.4.0",
+        "cpu": cpu,
+        "memory": memory,
+        "startedBy": task.started_by(),
+        "lastStatus": "STOPPED",
+        "desiredStatus": "STOPPED",
+        "stopCode": ended.stop_code,
+        "stoppedReason": ended.stopped_reason,
+        "createdAt": time_of(task.created_at()).unwrap_or_else(|| iso(now)),
+        "stoppingAt": iso(now),
+        "stoppedAt": iso(now),
+        "containers": [container],
+        "overrides": {"containerOverrides": overrides},
+        "version": 4,
+    });
+    if let Some(s) = ended.started_at {
+        detail["startedAt"] = iso(s).into();
+    }
+    json!({
+        "version": "0",
+        "id": uuid::Uuid::new_v4().to_string(),
+        "detail-type": "ECS Task State Change",
+        "source": "aws.ecs",
+        "account": account,
+        "time": now.replace_nanosecond(0).map(iso).unwrap_or_else(|_| iso(now)),
+        "region": region,
+        "resources": [arn],
+        "detail": detail,
+    })
+}
+
+async fn send_event(shared: &Shared, event: &Value) {
+    let body = event.to_string();
+    for attempt in 1..=5u32 {
+        match shared
+            .sqs
+            .send_message()
+            .queue_url(&shared.config.events_queue_url)
+            .message_body(&body)
+            .send()
+            .await
+        {
+            Ok(_) => {
+                tracing::info!("EventBridge: ECS Task State Change (STOPPED) sent to the events queue");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(attempt, error = %DevstackError::aws("SendMessage", e), "EventBridge: could not deliver the task event");
+                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+            }
+        }
+    }
+    tracing::error!(
+        "EventBridge: the task event was lost after 5 attempts (EventBridge would retry for 24 h)"
+    );
+}

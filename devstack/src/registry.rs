@@ -1,0 +1,176 @@
+//! Which function serves what: the HTTP API's handler, one handler per queue (SQS event source mappings)
+//! and one per schedule (EventBridge rules). Built-in entries are the functions that exist; the others
+//! (log-fanout on `logs`, the scheduler's drift-check/sweeper schedules) plug in through [`Plugin`].
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use futures_util::future::BoxFuture;
+use lambda_http::{Body, Request, Response};
+
+use crate::error::DevstackError;
+use crate::stack::StackEnv;
+
+/// The HTTP API's integration: an API Gateway v2 request in, the function's response out.
+pub type HttpHandler = Arc<dyn Fn(Request) -> BoxFuture<'static, Response<Body>> + Send + Sync>;
+/// An SQS-triggered function. `Err` is a function error: the whole batch comes back after the visibility
+/// timeout, as on Lambda.
+pub type SqsHandler =
+    Arc<dyn Fn(SqsEvent) -> BoxFuture<'static, Result<SqsBatchResponse, String>> + Send + Sync>;
+/// A scheduled function; it receives the EventBridge "Scheduled Event" JSON.
+pub type ScheduleHandler =
+    Arc<dyn Fn(serde_json::Value) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
+/// Wraps an async `handle(event) -> Result<SqsBatchResponse, E>` as an [`SqsHandler`].
+pub fn sqs_handler<F, Fut, E>(f: F) -> SqsHandler
+where
+    F: Fn(SqsEvent) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<SqsBatchResponse, E>> + Send + 'static,
+    E: Display,
+{
+    let f = Arc::new(f);
+    Arc::new(move |event| {
+        let fut = f(event);
+        Box::pin(async move { fut.await.map_err(|e| e.to_string()) })
+    })
+}
+
+/// Wraps an async `handle(event) -> Result<(), E>` as a [`ScheduleHandler`].
+pub fn schedule_handler<F, Fut, E>(f: F) -> ScheduleHandler
+where
+    F: Fn(serde_json::Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Display,
+{
+    let f = Arc::new(f);
+    Arc::new(move |event| {
+        let fut = f(event);
+        Box::pin(async move { fut.await.map_err(|e| e.to_string()) })
+    })
+}
+
+/// One SQS event source mapping.
+#[derive(Clone)]
+pub struct SqsMapping {
+    pub handler: SqsHandler,
+    /// Records per invocation, 1–10 (Lambda's SQS maximum without a batching window).
+    pub batch_size: i32,
+    /// Concurrent pollers (each invokes one batch at a time), like Lambda's scaling of SQS pollers.
+    pub concurrency: usize,
+}
+
+/// One EventBridge schedule rule (`rate(...)`).
+#[derive(Clone)]
+pub struct ScheduleRule {
+    pub name: String,
+    pub rate: Duration,
+    pub handler: ScheduleHandler,
+}
+
+/// Everything devstack invokes. Keys of `sqs` are the logical queue names of `strato_shared::resources`
+/// (`jobs`, `events`, `logs`).
+#[derive(Clone, Default)]
+pub struct Registry {
+    pub http: Option<HttpHandler>,
+    pub sqs: BTreeMap<String, SqsMapping>,
+    pub schedules: Vec<ScheduleRule>,
+}
+
+impl Registry {
+    /// Maps `queue` (logical name) to `handler` with batch size 10 and `concurrency` pollers; replaces an
+    /// existing mapping.
+    pub fn map_queue(&mut self, queue: &str, handler: SqsHandler, concurrency: usize) -> &mut Self {
+        self.sqs.insert(
+            queue.to_owned(),
+            SqsMapping {
+                handler,
+                batch_size: 10,
+                concurrency: concurrency.max(1),
+            },
+        );
+        self
+    }
+
+    pub fn add_schedule(&mut self, name: &str, rate: Duration, handler: ScheduleHandler) -> &mut Self {
+        self.schedules.retain(|s| s.name != name);
+        self.schedules.push(ScheduleRule {
+            name: name.to_owned(),
+            rate,
+            handler,
+        });
+        self
+    }
+
+    /// The functions that exist today, in-process: api (HTTP API), dispatcher (`jobs`), status (`events`).
+    pub async fn builtin(env: &StackEnv) -> Result<Self, DevstackError> {
+        let mut reg = Self::default();
+        let prefix = env.names.prefix().to_owned();
+        let tenant_claim = env.auth.tenant_claim().to_owned();
+        let agent_secret = env.agent_token_secret.clone();
+        let api_config = strato_api::Config::from_lookup(|k| match k {
+            "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+            "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
+            "STRATO_AGENT_TOKEN_SECRET" => Some(agent_secret.clone()),
+            _ => None,
+        })
+        .map_err(|e| DevstackError::step("configuring the api function", e))?;
+        let api = Arc::new(
+            strato_api::Ctx::new(&env.aws, api_config)
+                .await
+                .map_err(|e| DevstackError::step("starting the api function", e))?,
+        );
+        reg.http = Some(Arc::new(move |req| {
+            let api = api.clone();
+            Box::pin(async move { strato_api::handle(&api, req).await })
+        }));
+
+        let dispatcher_config = strato_dispatcher::Config {
+            names: env.names.clone(),
+            runner: env.runner_settings.clone(),
+        };
+        let dispatcher = Arc::new(
+            strato_dispatcher::Ctx::new(dispatcher_config, &env.aws, env.ecs.clone())
+                .await
+                .map_err(|e| DevstackError::step("starting the dispatcher function", e))?,
+        );
+        reg.map_queue(
+            "jobs",
+            sqs_handler(move |event| {
+                let d = dispatcher.clone();
+                async move { strato_dispatcher::handle(&d, event).await }
+            }),
+            env.sqs_concurrency,
+        );
+
+        let status_config = strato_status::Config {
+            names: env.names.clone(),
+        };
+        let status = Arc::new(
+            strato_status::Ctx::new(status_config, &env.aws)
+                .await
+                .map_err(|e| DevstackError::step("starting the status function", e))?,
+        );
+        reg.map_queue(
+            "events",
+            sqs_handler(move |event| {
+                let s = status.clone();
+                async move { strato_status::handle(&s, event).await }
+            }),
+            env.sqs_concurrency,
+        );
+        Ok(reg)
+    }
+}
+
+/// Adds functions built elsewhere (log-fanout, scheduler, ws…) once the stack's resources exist.
+pub trait Plugin: Send {
+    fn install<'a>(
+        self: Box<Self>,
+        env: &'a StackEnv,
+        registry: &'a mut Registry,
+    ) -> BoxFuture<'a, Result<(), DevstackError>>;
+}

@@ -1,0 +1,536 @@
+//! Starting and stopping the whole stack.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_ecs::types::{Compatibility, ContainerDefinition, NetworkMode};
+use aws_sdk_sqs::types::QueueAttributeName;
+use strato_dispatcher::RunnerSettings;
+use strato_shared::aws::AwsClients;
+use strato_shared::queues::QueueUrls;
+use strato_shared::resources::{self, Names};
+use strato_shared::testbed::{MotoServer, Tools};
+use tokio::sync::watch;
+
+use crate::auth::Authenticator;
+use crate::error::DevstackError;
+use crate::fargate::{FargateConfig, FargateStats};
+use crate::gateway::Gateway;
+use crate::registry::{Plugin, Registry};
+
+/// The runner's container name in the task definition (the dispatcher's default).
+pub const RUNNER_CONTAINER: &str = "runner";
+
+#[derive(Debug, Clone)]
+pub struct DevstackConfig {
+    /// Use this AWS endpoint (a running moto) instead of starting a private moto (`AWS_ENDPOINT_URL`).
+    pub aws_endpoint: Option<String>,
+    pub region: String,
+    /// `STRATO_RESOURCE_PREFIX` of every table, queue and bucket.
+    pub prefix: String,
+    /// Where the HTTP API listens (port 0: any free port).
+    pub http_addr: SocketAddr,
+    /// HS256 secret for bearer tokens (`STRATO_JWT_SECRET`); random per run when `None`.
+    pub jwt_secret: Option<String>,
+    /// Static token file (`TOKEN TENANT [SUBJECT]` per line).
+    pub token_file: Option<PathBuf>,
+    pub tenant_claim: String,
+    /// `templates/` with `catalog/<template>/template.toml` and `modules/<module>/`; missing is fine.
+    pub templates_root: Option<PathBuf>,
+    /// More templates to publish: (template directory, modules directory).
+    pub extra_templates: Vec<(PathBuf, PathBuf)>,
+    /// The binary each emulated Fargate task runs.
+    pub runner: PathBuf,
+    pub runner_grace: Duration,
+    /// More environment for every runner (after devstack's own, before the task's overrides).
+    pub runner_env: Vec<(String, String)>,
+    pub enforce_memory: bool,
+    pub keep_task_dirs: bool,
+    /// Parent of task working directories; a temporary directory removed at shutdown when `None`.
+    pub work_dir: Option<PathBuf>,
+    /// `STRATO_AGENT_TOKEN_SECRET` for the api and the runners; random per run when `None`.
+    pub agent_token_secret: Option<String>,
+    /// Pollers per SQS mapping.
+    pub sqs_concurrency: usize,
+    pub fargate_poll: Duration,
+}
+
+/// The workspace this crate was built in (templates, events samples).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."))
+        .to_owned()
+}
+
+/// `strato-runner` next to the running executable (test executables live one level down, in `deps/`).
+pub fn default_runner_path() -> PathBuf {
+    sibling_binary("strato-runner")
+}
+
+/// A binary of the same cargo target directory as the running executable.
+pub fn sibling_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.pop();
+    }
+    dir.join(name)
+}
+
+impl Default for DevstackConfig {
+    fn default() -> Self {
+        let templates = workspace_root().join("templates");
+        Self {
+            aws_endpoint: None,
+            region: "us-east-1".into(),
+            prefix: "strato-dev".into(),
+            http_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            jwt_secret: None,
+            token_file: None,
+            tenant_claim: "tenant_id".into(),
+            templates_root: Some(templates),
+            extra_templates: Vec::new(),
+            runner: default_runner_path(),
+            runner_grace: Duration::from_secs(30),
+            runner_env: Vec::new(),
+            enforce_memory: true,
+            keep_task_dirs: false,
+            work_dir: None,
+            agent_token_secret: None,
+            sqs_concurrency: 2,
+            fargate_poll: Duration::from_millis(250),
+        }
+    }
+}
+
+/// What handlers and plugins are built from.
+#[derive(Debug, Clone)]
+pub struct StackEnv {
+    pub endpoint: String,
+    pub region: String,
+    pub names: Names,
+    pub aws: AwsClients,
+    pub ecs: aws_sdk_ecs::Client,
+    pub queues: QueueUrls,
+    pub auth: Authenticator,
+    pub runner_settings: RunnerSettings,
+    pub agent_token_secret: String,
+    pub sqs_concurrency: usize,
+    pub tools: &'static Tools,
+    pub http: reqwest::Client,
+    pub work_dir: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    /// Base URL of the HTTP API, e.g. `http://127.0.0.1:8080`.
+    pub http_api: String,
+    /// `ws://…` of the WebSocket API, once the WebSocket emulation is wired in.
+    pub websocket: Option<String>,
+    /// The AWS endpoint (moto).
+    pub aws: String,
+}
+
+pub struct Devstack {
+    pub env: Arc<StackEnv>,
+    pub endpoints: Endpoints,
+    pub fargate_stats: Arc<FargateStats>,
+    /// Templates published at start: (name, version).
+    pub published: Vec<(String, String)>,
+    jwt_secret: String,
+    stop_intake: watch::Sender<bool>,
+    stop_fargate: watch::Sender<bool>,
+    stop_consumers: watch::Sender<bool>,
+    intake_tasks: Vec<tokio::task::JoinHandle<()>>,
+    fargate_task: Option<tokio::task::JoinHandle<()>>,
+    consumer_tasks: Vec<tokio::task::JoinHandle<()>>,
+    moto: Option<MotoServer>,
+    _work: Option<tempfile::TempDir>,
+}
+
+impl std::fmt::Debug for Devstack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Devstack")
+            .field("endpoints", &self.endpoints)
+            .finish_non_exhaustive()
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, DevstackError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| DevstackError::step("background step", e))
+}
+
+impl Devstack {
+    /// Starts everything (see the crate docs); `plugins` add functions built elsewhere.
+    pub async fn start(config: DevstackConfig, plugins: Vec<Box<dyn Plugin>>) -> Result<Self, DevstackError> {
+        let t0 = Instant::now();
+        let tools: &'static Tools = blocking(strato_shared::testbed::tools)
+            .await?
+            .map_err(|e| DevstackError::TestBed(e.to_string()))?;
+        tracing::info!(tools = %tools.root.display(), "test bed ready");
+        let (moto, endpoint) = match &config.aws_endpoint {
+            Some(e) => (None, e.trim_end_matches('/').to_owned()),
+            None => {
+                let m = blocking(move || MotoServer::start(tools))
+                    .await?
+                    .map_err(|e| DevstackError::TestBed(e.to_string()))?;
+                let e = m.endpoint.clone();
+                (Some(m), e)
+            }
+        };
+        tracing::info!(%endpoint, "AWS emulator");
+        let names = Names::new(config.prefix.clone()).map_err(|e| DevstackError::Config {
+            field: "prefix (STRATO_RESOURCE_PREFIX)",
+            reason: e.to_string(),
+        })?;
+        let aws = AwsClients::for_endpoint(&endpoint, &config.region).await;
+        resources::create_all(&aws, &names).await?;
+        let http = reqwest::Client::new();
+        crate::moto_ctl::ecs_manual_progression(&http, &endpoint).await?;
+        let published = publish_templates(&aws, &names, &config).await;
+        let ecs = aws_sdk_ecs::Client::new(&aws.config);
+        let runner_settings = ecs_setup(&ecs, &http, &endpoint, &config.region, &names).await?;
+        let queues = QueueUrls::resolve(&aws.sqs, &names).await?;
+
+        let jwt_secret = config
+            .jwt_secret
+            .clone()
+            .unwrap_or_else(crate::auth::random_secret);
+        let mut auth = Authenticator::new(jwt_secret.clone().into_bytes(), config.tenant_claim.clone());
+        if let Some(f) = &config.token_file {
+            auth = auth.with_token_file(f).map_err(|e| DevstackError::Config {
+                field: "token file",
+                reason: e.to_string(),
+            })?;
+        }
+        let (work, work_dir) = match &config.work_dir {
+            Some(d) => {
+                std::fs::create_dir_all(d).map_err(DevstackError::io(format!("creating {}", d.display())))?;
+                (None, d.clone())
+            }
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("strato-devstack-")
+                    .tempdir()
+                    .map_err(DevstackError::io("creating a work directory"))?;
+                let p = t.path().to_owned();
+                (Some(t), p)
+            }
+        };
+        let env = Arc::new(StackEnv {
+            endpoint: endpoint.clone(),
+            region: config.region.clone(),
+            names: names.clone(),
+            aws,
+            ecs: ecs.clone(),
+            queues,
+            auth,
+            runner_settings,
+            agent_token_secret: config
+                .agent_token_secret
+                .clone()
+                .unwrap_or_else(crate::auth::random_secret),
+            sqs_concurrency: config.sqs_concurrency,
+            tools,
+            http,
+            work_dir: work_dir.clone(),
+        });
+        let mut registry = Registry::builtin(&env).await?;
+        for p in plugins {
+            p.install(&env, &mut registry).await?;
+        }
+
+        let (stop_intake, intake_rx) = watch::channel(false);
+        let (stop_fargate, fargate_rx) = watch::channel(false);
+        let (stop_consumers, consumers_rx) = watch::channel(false);
+        let mut intake_tasks = Vec::new();
+        let mut consumer_tasks = Vec::new();
+
+        let listener = tokio::net::TcpListener::bind(config.http_addr)
+            .await
+            .map_err(DevstackError::io(format!(
+                "binding the HTTP API to {}",
+                config.http_addr
+            )))?;
+        let http_addr = listener
+            .local_addr()
+            .map_err(DevstackError::io("HTTP API address"))?;
+        if let Some(handler) = registry.http.clone() {
+            let router = Gateway::new(handler, env.auth.clone()).router();
+            let mut rx = intake_rx.clone();
+            intake_tasks.push(tokio::spawn(async move {
+                let serve = axum::serve(
+                    listener,
+                    router.into_make_service_with_connect_info::<SocketAddr>(),
+                )
+                .with_graceful_shutdown(async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                });
+                if let Err(e) = serve.await {
+                    tracing::error!(error = %e, "HTTP API server stopped");
+                }
+            }));
+        }
+        for (logical, mapping) in &registry.sqs {
+            let queue =
+                crate::sqs::QueueRef::resolve(&env.aws.sqs, logical, &names.queue(logical), &config.region)
+                    .await?;
+            // Jobs start tasks: stop taking them first. Events and logs keep flowing until the tasks are gone.
+            let rx = if logical == "jobs" {
+                intake_rx.clone()
+            } else {
+                consumers_rx.clone()
+            };
+            let handles = crate::sqs::spawn_mapping(env.aws.sqs.clone(), queue, mapping.clone(), rx);
+            if logical == "jobs" {
+                intake_tasks.extend(handles);
+            } else {
+                consumer_tasks.extend(handles);
+            }
+        }
+        for rule in &registry.schedules {
+            intake_tasks.push(crate::schedule::spawn_schedule(
+                rule.clone(),
+                config.region.clone(),
+                intake_rx.clone(),
+            ));
+        }
+
+        let fargate_stats = Arc::new(FargateStats::default());
+        let fargate = FargateConfig {
+            cluster: env.runner_settings.cluster.clone(),
+            runner: config.runner.clone(),
+            work_dir,
+            env: runner_env(&env, &config),
+            events_queue_url: env.queues.events.clone(),
+            region: config.region.clone(),
+            grace: config.runner_grace,
+            enforce_memory: config.enforce_memory,
+            poll_interval: config.fargate_poll,
+            keep_task_dirs: config.keep_task_dirs,
+        };
+        let fargate_task = crate::fargate::spawn(
+            ecs,
+            env.aws.sqs.clone(),
+            fargate,
+            fargate_stats.clone(),
+            fargate_rx,
+        );
+        let endpoints = Endpoints {
+            http_api: format!("http://{http_addr}"),
+            websocket: None,
+            aws: endpoint,
+        };
+        tracing::info!(
+            http_api = %endpoints.http_api,
+            prefix = names.prefix(),
+            runner = %config.runner.display(),
+            templates = published.len(),
+            startup_ms = t0.elapsed().as_millis() as u64,
+            "devstack is up"
+        );
+        Ok(Self {
+            env,
+            endpoints,
+            fargate_stats,
+            published,
+            jwt_secret,
+            stop_intake,
+            stop_fargate,
+            stop_consumers,
+            intake_tasks,
+            fargate_task: Some(fargate_task),
+            consumer_tasks,
+            moto,
+            _work: work,
+        })
+    }
+
+    /// The HS256 secret tokens are signed with (a dev secret: print it for the user, never log it).
+    pub fn jwt_secret(&self) -> &str {
+        &self.jwt_secret
+    }
+
+    /// A bearer token for `tenant`, valid for 12 hours.
+    pub fn token(&self, tenant: &str) -> String {
+        self.env
+            .auth
+            .mint(tenant, &format!("dev-{tenant}"), Duration::from_secs(12 * 3600))
+    }
+
+    /// Stops in an order that leaves nothing behind: no new requests, jobs or schedules; then every runner
+    /// (SIGTERM, grace, SIGKILL) with its STOPPED event; then the events those produce are applied by
+    /// `status` (so cluster locks are released), up to `drain`; then the consumers; then moto.
+    pub async fn shutdown(mut self, drain: Duration) {
+        tracing::info!("devstack: stopping");
+        let _ = self.stop_intake.send(true);
+        for t in self.intake_tasks.drain(..) {
+            let _ = t.await;
+        }
+        let _ = self.stop_fargate.send(true);
+        if let Some(t) = self.fargate_task.take() {
+            let _ = t.await;
+        }
+        let deadline = Instant::now() + drain;
+        while Instant::now() < deadline && queue_depth(&self.env.aws.sqs, &self.env.queues.events).await > 0 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let _ = self.stop_consumers.send(true);
+        for t in self.consumer_tasks.drain(..) {
+            let _ = t.await;
+        }
+        if let Some(m) = self.moto.take() {
+            let _ = blocking(move || drop(m)).await;
+        }
+        tracing::info!("devstack: stopped");
+    }
+}
+
+/// Visible + in-flight messages (0 when unknown: never block a shutdown on a failing call).
+async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
+    let Ok(out) = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+    else {
+        return 0;
+    };
+    out.attributes()
+        .map(|a| a.values().filter_map(|v| v.parse::<u64>().ok()).sum())
+        .unwrap_or(0)
+}
+
+/// The runner's environment from the stack (the task's overrides come on top).
+fn runner_env(env: &StackEnv, config: &DevstackConfig) -> Vec<(String, String)> {
+    let var = |k: &str, default: &str| {
+        std::env::var(k)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| default.into())
+    };
+    let mut out: Vec<(String, String)> = vec![
+        ("AWS_ENDPOINT_URL".into(), env.endpoint.clone()),
+        ("AWS_ACCESS_KEY_ID".into(), var("AWS_ACCESS_KEY_ID", "testing")),
+        (
+            "AWS_SECRET_ACCESS_KEY".into(),
+            var("AWS_SECRET_ACCESS_KEY", "testing"),
+        ),
+        ("AWS_REGION".into(), env.region.clone()),
+        ("AWS_DEFAULT_REGION".into(), env.region.clone()),
+        ("STRATO_RESOURCE_PREFIX".into(), env.names.prefix().to_owned()),
+        ("STRATO_PROVIDER_ENDPOINT".into(), env.endpoint.clone()),
+        (
+            "STRATO_TERRAFORM".into(),
+            env.tools.terraform.display().to_string(),
+        ),
+        ("STRATO_AGENT_TOKEN_SECRET".into(), env.agent_token_secret.clone()),
+        ("STRATO_TOOLS_DIR".into(), env.tools.root.display().to_string()),
+    ];
+    out.extend(env.tools.engine_env());
+    out.extend(config.runner_env.iter().cloned());
+    out
+}
+
+/// The runner's ECS cluster and task definition, and the dispatcher settings that point at them.
+async fn ecs_setup(
+    ecs: &aws_sdk_ecs::Client,
+    http: &reqwest::Client,
+    endpoint: &str,
+    region: &str,
+    names: &Names,
+) -> Result<RunnerSettings, DevstackError> {
+    let cluster = format!("{}-runners", names.prefix());
+    ecs.create_cluster()
+        .cluster_name(&cluster)
+        .send()
+        .await
+        .map_err(|e| DevstackError::aws("CreateCluster", e))?;
+    let family = format!("{}-runner", names.prefix());
+    ecs.register_task_definition()
+        .family(&family)
+        .requires_compatibilities(Compatibility::Fargate)
+        .network_mode(NetworkMode::Awsvpc)
+        .cpu("1024")
+        .memory("2048")
+        .container_definitions(
+            ContainerDefinition::builder()
+                .name(RUNNER_CONTAINER)
+                .image("strato-runner:devstack")
+                // moto answers RunTask with HTTP 500 without a container-level memory.
+                .memory(2048)
+                .essential(true)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| DevstackError::aws("RegisterTaskDefinition", e))?;
+    let subnets = crate::moto_ctl::ec2_values(http, endpoint, region, "DescribeSubnets", "subnetId").await?;
+    let groups =
+        crate::moto_ctl::ec2_values(http, endpoint, region, "DescribeSecurityGroups", "groupId").await?;
+    Ok(RunnerSettings {
+        cluster,
+        task_definition: family,
+        container: RUNNER_CONTAINER.into(),
+        subnets: subnets.into_iter().take(1).collect(),
+        security_groups: groups.into_iter().take(1).collect(),
+        assign_public_ip: false,
+    })
+}
+
+/// Publishes every template under `templates_root/catalog` (modules from `templates_root/modules`) and the
+/// extra ones. A template that does not pack or publish is reported and skipped: the stack still starts.
+async fn publish_templates(
+    aws: &AwsClients,
+    names: &Names,
+    config: &DevstackConfig,
+) -> Vec<(String, String)> {
+    let mut dirs: Vec<(PathBuf, PathBuf)> = Vec::new();
+    if let Some(root) = &config.templates_root {
+        let catalog = root.join("catalog");
+        let modules = root.join("modules");
+        if let Ok(entries) = std::fs::read_dir(&catalog) {
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.join(strato_shared::bundle::MANIFEST_FILE).is_file())
+                .collect();
+            found.sort();
+            dirs.extend(found.into_iter().map(|p| (p, modules.clone())));
+        }
+    }
+    dirs.extend(config.extra_templates.iter().cloned());
+    let mut published = Vec::new();
+    let mut failures: BTreeMap<String, String> = BTreeMap::new();
+    for (dir, modules) in dirs {
+        let bundle = match strato_shared::bundle::pack(&dir, &modules) {
+            Ok(b) => b,
+            Err(e) => {
+                failures.insert(dir.display().to_string(), e.to_string());
+                continue;
+            }
+        };
+        match strato_shared::bundle::publish(aws, names, &bundle).await {
+            Ok(()) => published.push((
+                bundle.template.name().to_owned(),
+                bundle.template.version().to_owned(),
+            )),
+            Err(e) => {
+                failures.insert(dir.display().to_string(), e.to_string());
+            }
+        }
+    }
+    for (dir, e) in &failures {
+        tracing::warn!(template = %dir, error = %e, "template not published");
+    }
+    tracing::info!(published = ?published, "template catalog");
+    published
+}
