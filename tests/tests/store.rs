@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use strato_shared::error::Error;
 use strato_shared::ids::{ClusterId, OperationId, TenantId};
 use strato_shared::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, DriftInfo, Operation, OperationKind, OperationStatus,
-    TemplateRef,
+    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
 };
 use strato_shared::store::{CreateRejected, IdempotentResponse, LockOutcome, Quotas, Store};
 use strato_shared::testbed::TestEnv;
@@ -26,23 +25,7 @@ fn cluster(tenant: &TenantId, name: &str) -> (Cluster, Operation) {
         region: "us-east-1".into(),
         variables: BTreeMap::new(),
     };
-    let c = Cluster {
-        tenant_id: tenant.clone(),
-        cluster_id: ClusterId::generate(),
-        spec: spec.clone(),
-        state: ClusterState::Pending,
-        version: 0,
-        outputs: BTreeMap::new(),
-        drift: DriftInfo::default(),
-        last_error: None,
-        next_drift_check_at: None,
-        agent_token_hash: None,
-        agent_registered_at: None,
-        agent_last_seen: None,
-        configuring_deadline: None,
-        created_at: now,
-        updated_at: now,
-    };
+    let c = Cluster::new(tenant.clone(), ClusterId::generate(), spec.clone(), now);
     let mut op = Operation::new(tenant.clone(), c.cluster_id.clone(), OperationKind::Create, now);
     op.spec = Some(spec);
     (c, op)

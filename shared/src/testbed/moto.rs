@@ -29,6 +29,9 @@ impl MotoServer {
         };
         let mut child = Command::new(&tools.python)
             .arg(&tools.moto_launcher)
+            // AWS-managed IAM policies (AmazonEKSClusterPolicy, ...) exist only when moto loads them; the
+            // k8s module attaches them.
+            .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -4,10 +4,8 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::{Command, Output};
 
 use serde_json::{Map, Value, json};
 use strato_shared::modules::ModuleInterface;
@@ -18,54 +16,10 @@ pub fn templates_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates")
 }
 
-struct Moto {
-    endpoint: String,
-    _child: Child,
-    _stdin: ChildStdin,
-}
-
-/// moto with `MOTO_IAM_LOAD_MANAGED_POLICIES=true`: without it the AWS-managed policies the k8s module
-/// attaches (AmazonEKSClusterPolicy, …) do not exist. The shared test-bed server does not set it, so this
-/// process starts its own (it exits when the process does: its stdin closes).
+/// The process's moto (the test bed starts it with `MOTO_IAM_LOAD_MANAGED_POLICIES=true`, which the k8s
+/// module's AWS-managed policy attachments need).
 pub fn moto_endpoint() -> &'static str {
-    static MOTO: OnceLock<Moto> = OnceLock::new();
-    &MOTO
-        .get_or_init(|| {
-            let tools = bed();
-            let mut child = Command::new(&tools.python)
-                .arg(&tools.moto_launcher)
-                .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("starting moto");
-            let stdin = child.stdin.take().unwrap();
-            let mut line = String::new();
-            BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .unwrap();
-            let port: u16 = line
-                .trim()
-                .strip_prefix("PORT ")
-                .and_then(|p| p.parse().ok())
-                .unwrap_or_else(|| panic!("moto launcher printed {line:?}"));
-            // The port is printed once bound; wait for the accept loop on a loaded machine.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "moto never listened on {port}"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            Moto {
-                endpoint: format!("http://127.0.0.1:{port}"),
-                _child: child,
-                _stdin: stdin,
-            }
-        })
-        .endpoint
+    strato_shared::testbed::shared_moto().endpoint.as_str()
 }
 
 pub fn bed() -> &'static Tools {
