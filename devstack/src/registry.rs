@@ -105,7 +105,8 @@ impl Registry {
         self
     }
 
-    /// The functions that exist today, in-process: api (HTTP API), dispatcher (`jobs`), status (`events`).
+    /// The functions that exist today, in-process: api (HTTP API), dispatcher (`jobs`), status (`events`),
+    /// scheduler (the drift-check and sweeper schedules).
     pub async fn builtin(env: &StackEnv) -> Result<Self, DevstackError> {
         let mut reg = Self::default();
         let prefix = env.names.prefix().to_owned();
@@ -162,6 +163,41 @@ impl Registry {
             }),
             env.sqs_concurrency,
         );
+
+        // Two EventBridge rules with constant inputs, as infra/ defines them.
+        let scheduler_config = strato_scheduler::Config::from_lookup(|k| match k {
+            "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+            "STRATO_RUNNER_CLUSTER" => Some(env.runner_settings.cluster.clone()),
+            _ => None,
+        })
+        .map_err(|e| DevstackError::step("configuring the scheduler function", e))?;
+        let scheduler = Arc::new(
+            strato_scheduler::Ctx::new(scheduler_config, &env.aws, env.ecs.clone())
+                .await
+                .map_err(|e| DevstackError::step("starting the scheduler function", e))?,
+        );
+        for (name, rate, task) in [
+            ("drift-check", env.drift_rate, strato_scheduler::Task::Drift),
+            ("sweeper", env.sweep_rate, strato_scheduler::Task::Sweep),
+        ] {
+            let sch = scheduler.clone();
+            reg.add_schedule(
+                name,
+                rate,
+                schedule_handler(move |_event| {
+                    let sch = sch.clone();
+                    async move {
+                        strato_scheduler::handle(
+                            &sch,
+                            &strato_scheduler::Tick { task },
+                            strato_shared::ts::now(),
+                        )
+                        .await
+                        .map(|_| ())
+                    }
+                }),
+            );
+        }
         Ok(reg)
     }
 }

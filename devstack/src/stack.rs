@@ -56,6 +56,9 @@ pub struct DevstackConfig {
     /// Pollers per SQS mapping.
     pub sqs_concurrency: usize,
     pub fargate_poll: Duration,
+    /// How often the drift-check and sweeper schedules fire (EventBridge `rate(...)`).
+    pub drift_rate: Duration,
+    pub sweep_rate: Duration,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -103,6 +106,8 @@ impl Default for DevstackConfig {
             agent_token_secret: None,
             sqs_concurrency: 2,
             fargate_poll: Duration::from_millis(250),
+            drift_rate: Duration::from_secs(300),
+            sweep_rate: Duration::from_secs(60),
         }
     }
 }
@@ -123,6 +128,8 @@ pub struct StackEnv {
     pub tools: &'static Tools,
     pub http: reqwest::Client,
     pub work_dir: PathBuf,
+    pub drift_rate: Duration,
+    pub sweep_rate: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -240,6 +247,8 @@ impl Devstack {
             tools,
             http,
             work_dir: work_dir.clone(),
+            drift_rate: config.drift_rate,
+            sweep_rate: config.sweep_rate,
         });
         let mut registry = Registry::builtin(&env).await?;
         for p in plugins {
