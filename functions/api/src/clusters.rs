@@ -588,6 +588,38 @@ pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply,
     start(ctx, caller, &c, op, &t).await
 }
 
+/// An on-demand drift check: a read-only `plan -refresh-only` of an ACTIVE cluster. One pending check is
+/// enough: asking again while one is open answers with that one.
+pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+    let c = load(ctx, caller, id).await?;
+    if c.state != ClusterState::Active {
+        return Err(ApiError::Conflict(format!(
+            "only an ACTIVE cluster can be checked for drift; this one is {}",
+            c.state
+        )));
+    }
+    let t = template_for(ctx, &c.spec.template, "template").await?;
+    let ops = ctx.store.list_operations(&c.cluster_id).await?;
+    if let Some(pending) = ops
+        .iter()
+        .find(|o| o.kind == OperationKind::DriftCheck && !o.status.is_terminal())
+    {
+        let sensitive = sensitive_of(&t);
+        return Ok(accepted(
+            views::cluster(&c, Some(&sensitive)),
+            pending,
+            Some(&sensitive),
+        ));
+    }
+    let op = Operation::new(
+        caller.tenant.clone(),
+        c.cluster_id.clone(),
+        OperationKind::DriftCheck,
+        ts::now(),
+    );
+    start(ctx, caller, &c, op, &t).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

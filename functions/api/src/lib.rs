@@ -100,6 +100,7 @@ pub enum Endpoint {
     UpdateCluster,
     DeleteCluster,
     RetryCluster,
+    DriftCheck,
     ListClusterOperations,
     GetOperation,
     CancelOperation,
@@ -134,6 +135,7 @@ pub const ROUTES: &[Route] = &[
     route("PATCH", "/v1/clusters/{id}", Endpoint::UpdateCluster),
     route("DELETE", "/v1/clusters/{id}", Endpoint::DeleteCluster),
     route("POST", "/v1/clusters/{id}/retry", Endpoint::RetryCluster),
+    route("POST", "/v1/clusters/{id}/drift-check", Endpoint::DriftCheck),
     route(
         "GET",
         "/v1/clusters/{id}/operations",
@@ -354,6 +356,7 @@ async fn endpoint(
         Endpoint::UpdateCluster => clusters::update(ctx, caller, param, body).await,
         Endpoint::DeleteCluster => clusters::delete(ctx, caller, param).await,
         Endpoint::RetryCluster => clusters::retry(ctx, caller, param).await,
+        Endpoint::DriftCheck => clusters::drift_check(ctx, caller, param).await,
         Endpoint::ListClusterOperations => operations::list_for_cluster(ctx, caller, param).await,
         Endpoint::GetOperation => operations::get(ctx, caller, param).await,
         Endpoint::CancelOperation => operations::cancel(ctx, caller, param).await,

@@ -880,3 +880,43 @@ async fn concurrent_repeats_with_one_key_act_once() {
         op_ids.iter().next().map(String::as_str)
     );
 }
+
+/// `POST /v1/clusters/{id}/drift-check`: ACTIVE clusters only, one pending check at most, tenant-scoped.
+#[tokio::test(flavor = "multi_thread")]
+async fn drift_check_on_demand() {
+    let api = Api::new().await;
+    let (cid, _) = api.create(TENANT, "drifty").await;
+    let req = || Req::load("drift-check").path(&format!("/v1/clusters/{cid}/drift-check"));
+    let r = api.call(req()).await;
+    r.problem(409);
+    assert!(
+        r.body["detail"].as_str().unwrap().contains("PENDING"),
+        "{}",
+        r.text
+    );
+
+    set_state(&api, &cid, ClusterState::Active).await;
+    let first = api.call(req()).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
+    assert_eq!(first.body["operation"]["kind"], "drift-check");
+    let again = api.call(req()).await;
+    assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text);
+    assert_eq!(
+        again.body["operation"]["id"], first.body["operation"]["id"],
+        "one pending check"
+    );
+    let ops = api
+        .ctx
+        .store
+        .list_operations(&cid.parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        ops.iter().filter(|o| o.kind == OperationKind::DriftCheck).count(),
+        1
+    );
+    let jobs = api.jobs().await;
+    assert!(jobs.iter().any(|j| j.kind == OperationKind::DriftCheck));
+
+    api.call(req().tenant("globex")).await.problem(404);
+}
