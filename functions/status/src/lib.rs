@@ -19,9 +19,12 @@ use strato_shared::coordination::{LOCK_LEASE, release_and_wake, update_cluster, 
 use strato_shared::cost::CostEstimate;
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::ids::OperationId;
-use strato_shared::messages::{ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, LogFrame, RunnerEvent};
+use strato_shared::messages::{
+    ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage, LogFrame, RunnerEvent,
+};
 use strato_shared::model::{
-    Cluster, ClusterState, DriftInfo, Operation, OperationKind, OperationStatus, ResourceChange, Step,
+    Cluster, ClusterState, DriftInfo, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
+    Step,
 };
 use strato_shared::queues::{self, QueueUrls, send_frame};
 use strato_shared::resources::Names;
@@ -445,6 +448,62 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
     Err(StatusError::Contended(id.clone()))
 }
 
+// ---- drift ---------------------------------------------------------------------------------------------
+
+fn drift_message(c: &Cluster) -> String {
+    if !c.drift.drifted {
+        return "no drift: the infrastructure matches the desired state".into();
+    }
+    let changed: Vec<String> = c
+        .drift
+        .changed_resources
+        .iter()
+        .map(|r| format!("{} ({})", r.address, r.actions.join("/")))
+        .collect();
+    format!(
+        "drift detected in {} resource(s): {}; policy {}",
+        changed.len(),
+        changed.join(", "),
+        match c.drift_policy {
+            DriftPolicy::Notify => "notify (apply an update to restore the desired state)",
+            DriftPolicy::Reconcile => "reconcile (an update was queued to restore it)",
+        }
+    )
+}
+
+/// `reconcile` policy: queue an update that applies the cluster's own spec again, unless one is open.
+async fn reconcile(ctx: &Ctx, c: &Cluster) -> Result<(), StatusError> {
+    let ops = ctx.store.list_operations(&c.cluster_id).await?;
+    if ops
+        .iter()
+        .any(|o| o.kind == OperationKind::Update && !o.status.is_terminal())
+    {
+        return Ok(());
+    }
+    let mut op = Operation::new(
+        c.tenant_id.clone(),
+        c.cluster_id.clone(),
+        OperationKind::Update,
+        ts::now(),
+    );
+    op.spec = Some(c.spec.clone());
+    op.requested_by = Some("strato:drift-reconcile".into());
+    let quotas = ctx.store.quotas(&c.tenant_id).await?;
+    if let Err(rejected) = ctx.store.add_operation(&op, &quotas).await? {
+        tracing::warn!(cluster = %c.cluster_id, ?rejected, "reconcile update not queued: tenant quota");
+        return Ok(());
+    }
+    let job = JobMessage {
+        operation_id: op.operation_id.clone(),
+        cluster_id: op.cluster_id.clone(),
+        tenant_id: op.tenant_id.clone(),
+        kind: op.kind,
+    };
+    queues::enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job, "0").await?;
+    tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift: reconcile update queued");
+    Ok(())
+}
+
 // ---- frames for WebSocket subscribers -------------------------------------------------------------------
 
 /// Tells the operation's subscribers where it stands (via the logs queue and log-fanout). Best effort: the
@@ -850,7 +909,13 @@ async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError>
             Ok(()) => {
                 tracing::info!(operation = %done.operation_id, status = ?done.status, "operation ended");
                 release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, &done).await?;
-                let message = done.error.as_ref().map(|e| e.to_string());
+                let mut message = done.error.as_ref().map(|e| e.to_string());
+                if let (OperationKind::DriftCheck, Some(c)) = (done.kind, &cluster) {
+                    message = Some(drift_message(c));
+                    if c.drift.drifted && c.drift_policy == DriftPolicy::Reconcile {
+                        reconcile(ctx, c).await?;
+                    }
+                }
                 announce(ctx, &done, cluster.as_ref(), None, message).await;
                 end_stream(ctx, &done).await;
                 return Ok(());

@@ -922,3 +922,45 @@ async fn plan_estimates_are_attached_per_stage() {
     );
     assert_eq!(est.price_table_date, "2026-11-01");
 }
+
+/// Drift policy: `notify` records and announces; `reconcile` also queues one update that applies the
+/// cluster's own spec again (not a second one on a redelivered result).
+#[tokio::test(flavor = "multi_thread")]
+async fn reconcile_policy_queues_one_update_on_drift() {
+    use strato_shared::model::DriftPolicy;
+
+    let b = Bed::new().await;
+    let cluster = b.active_cluster("healing").await;
+    let mut c = b.w.cluster(&cluster).await;
+    c.drift_policy = DriftPolicy::Reconcile;
+    b.w.store.save_cluster(&mut c).await.unwrap();
+    b.w.take_jobs().await;
+
+    let check = b.w.new_op(&cluster, OperationKind::DriftCheck).await;
+    let run = b.start(&check).await;
+    b.deliver(runner(&run, "succeeded-drift", |_| {})).await;
+    b.deliver(runner(&run, "succeeded-drift", |_| {})).await; // duplicate
+    let ops = b.w.store.list_operations(&cluster.cluster_id).await.unwrap();
+    let updates: Vec<_> = ops.iter().filter(|o| o.kind == OperationKind::Update).collect();
+    assert_eq!(updates.len(), 1, "{ops:?}");
+    assert_eq!(updates[0].spec.as_ref(), Some(&c.spec));
+    assert_eq!(updates[0].requested_by.as_deref(), Some("strato:drift-reconcile"));
+    let woken = b.dispatch_woken().await;
+    assert!(
+        woken.contains(&updates[0].operation_id),
+        "the update is dispatched"
+    );
+
+    // A clean check under `reconcile` queues nothing.
+    let other = b.active_cluster("clean").await;
+    let mut o = b.w.cluster(&other).await;
+    o.drift_policy = DriftPolicy::Reconcile;
+    b.w.store.save_cluster(&mut o).await.unwrap();
+    let check = b.w.new_op(&other, OperationKind::DriftCheck).await;
+    let run = b.start(&check).await;
+    b.deliver(runner(&run, "succeeded", |v| v["drift"] = json!([])))
+        .await;
+    let ops = b.w.store.list_operations(&other.cluster_id).await.unwrap();
+    assert!(ops.iter().all(|o| o.kind != OperationKind::Update));
+    assert!(!b.w.cluster(&other).await.drift.drifted);
+}
