@@ -165,6 +165,20 @@ pub struct ResourceChange {
     pub actions: Vec<String>,
 }
 
+/// A Terraform state object put back to an earlier S3 version (the way out of a corrupted state).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateRestore {
+    /// The state object's key (one per template stage).
+    pub key: String,
+    /// The version that was copied back.
+    pub from_version: String,
+    /// The new current version holding the copy (the replaced version is kept too).
+    pub new_version: String,
+    pub restored_by: String,
+    #[serde(with = "crate::ts")]
+    pub at: OffsetDateTime,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cluster {
     pub tenant_id: TenantId,
@@ -183,6 +197,8 @@ pub struct Cluster {
     /// Seconds between drift checks; `None` = [`DEFAULT_DRIFT_INTERVAL_SECS`].
     #[serde(default)]
     pub drift_interval_secs: Option<u64>,
+    #[serde(default)]
+    pub state_restores: Vec<StateRestore>,
     pub last_error: Option<UserError>,
     /// Sort key of the `by_state` index: when the next drift check is due (ACTIVE clusters only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -216,6 +232,7 @@ impl Cluster {
             drift: DriftInfo::default(),
             drift_policy: DriftPolicy::default(),
             drift_interval_secs: None,
+            state_restores: Vec::new(),
             last_error: None,
             next_drift_check_at: None,
             agent_token_hash: None,

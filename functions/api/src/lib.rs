@@ -6,6 +6,7 @@ mod clusters;
 pub mod error;
 mod idempotency;
 mod operations;
+mod state;
 mod templates;
 mod views;
 
@@ -75,6 +76,7 @@ impl Config {
 pub struct Ctx {
     pub store: Store,
     pub sqs: aws_sdk_sqs::Client,
+    pub s3: aws_sdk_s3::Client,
     pub queues: QueueUrls,
     pub config: Config,
 }
@@ -85,6 +87,7 @@ impl Ctx {
         Ok(Self {
             store: Store::new(aws.dynamodb.clone(), &config.names),
             sqs: aws.sqs.clone(),
+            s3: aws.s3.clone(),
             queues,
             config,
         })
@@ -101,6 +104,8 @@ pub enum Endpoint {
     DeleteCluster,
     RetryCluster,
     DriftCheck,
+    ListStateVersions,
+    RestoreStateVersion,
     ListClusterOperations,
     GetOperation,
     CancelOperation,
@@ -136,6 +141,16 @@ pub const ROUTES: &[Route] = &[
     route("DELETE", "/v1/clusters/{id}", Endpoint::DeleteCluster),
     route("POST", "/v1/clusters/{id}/retry", Endpoint::RetryCluster),
     route("POST", "/v1/clusters/{id}/drift-check", Endpoint::DriftCheck),
+    route(
+        "GET",
+        "/v1/clusters/{id}/state-versions",
+        Endpoint::ListStateVersions,
+    ),
+    route(
+        "POST",
+        "/v1/clusters/{id}/state-versions/{version}/restore",
+        Endpoint::RestoreStateVersion,
+    ),
     route(
         "GET",
         "/v1/clusters/{id}/operations",
@@ -322,7 +337,7 @@ async fn route_request(ctx: &Ctx, req: &Request, path: &str) -> Result<Response<
         return Ok(agent::handle(ctx, req, body, register).await?.into_response());
     }
     let caller = caller(&ctx.config, req)?;
-    let param = params.first().copied().unwrap_or_default();
+    let params: Vec<&str> = params.to_vec();
     let mutating = matches!(*req.method(), Method::POST | Method::PATCH | Method::DELETE);
     let key = req
         .headers()
@@ -331,11 +346,11 @@ async fn route_request(ctx: &Ctx, req: &Request, path: &str) -> Result<Response<
     if mutating && let Some(key) = key {
         let request = idempotency::Fingerprint::new(req.method().as_str(), path, body);
         return idempotency::run(ctx, &caller, &key, &request, || async {
-            endpoint(ctx, req, route.endpoint, param, &caller, body).await
+            endpoint(ctx, req, route.endpoint, &params, &caller, body).await
         })
         .await;
     }
-    Ok(endpoint(ctx, req, route.endpoint, param, &caller, body)
+    Ok(endpoint(ctx, req, route.endpoint, &params, &caller, body)
         .await?
         .into_response())
 }
@@ -344,10 +359,11 @@ async fn endpoint(
     ctx: &Ctx,
     req: &Request,
     endpoint: Endpoint,
-    param: &str,
+    params: &[&str],
     caller: &Caller,
     body: &[u8],
 ) -> Result<Reply, ApiError> {
+    let param = params.first().copied().unwrap_or_default();
     match endpoint {
         Endpoint::Health => Ok(Reply::ok(serde_json::json!({"status": "ok"}))),
         Endpoint::CreateCluster => clusters::create(ctx, caller, body).await,
@@ -357,6 +373,10 @@ async fn endpoint(
         Endpoint::DeleteCluster => clusters::delete(ctx, caller, param).await,
         Endpoint::RetryCluster => clusters::retry(ctx, caller, param).await,
         Endpoint::DriftCheck => clusters::drift_check(ctx, caller, param).await,
+        Endpoint::ListStateVersions => state::list(ctx, caller, param).await,
+        Endpoint::RestoreStateVersion => {
+            state::restore(ctx, caller, param, params.get(1).copied().unwrap_or_default()).await
+        }
         Endpoint::ListClusterOperations => operations::list_for_cluster(ctx, caller, param).await,
         Endpoint::GetOperation => operations::get(ctx, caller, param).await,
         Endpoint::CancelOperation => operations::cancel(ctx, caller, param).await,

@@ -7,7 +7,7 @@ use lambda_http::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use strato_shared::ids::{ClusterId, OperationId, TenantId};
 use strato_shared::model::{ClusterState, OperationKind, OperationStatus, Step};
-use strato_shared::store::Quotas;
+use strato_shared::store::{LockOutcome, Quotas};
 use strato_shared::{ErrorCategory, UserError, ts};
 
 fn tenant(t: &str) -> TenantId {
@@ -919,4 +919,84 @@ async fn drift_check_on_demand() {
     assert!(jobs.iter().any(|j| j.kind == OperationKind::DriftCheck));
 
     api.call(req().tenant("globex")).await.problem(404);
+}
+
+/// State versions: list the S3 versions of a cluster's state, restore an earlier one under the cluster lock
+/// (the replaced version is kept) and record who did it; refused while an operation holds the cluster.
+#[tokio::test(flavor = "multi_thread")]
+async fn state_versions_list_and_restore() {
+    let api = Api::new().await;
+    let (cid, create) = api.create(TENANT, "stateful").await;
+    let cluster_id: ClusterId = cid.parse().unwrap();
+    let bucket = api.env.names.bucket("state");
+    let key = format!("tenants/{TENANT}/clusters/{cid}/cluster.tfstate");
+    let s3 = &api.env.aws.s3;
+    let put = |body: &'static str| {
+        s3.put_object()
+            .bucket(&bucket)
+            .key(&key)
+            .body(body.as_bytes().to_vec().into())
+            .send()
+    };
+    let good = put(r#"{"version":4,"serial":7}"#)
+        .await
+        .unwrap()
+        .version_id
+        .unwrap();
+    put("garbage \u{0}\u{1}").await.unwrap();
+
+    let path = format!("/v1/clusters/{cid}/state-versions");
+    let list = api.call(Req::load("get-cluster").path(&path)).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.text);
+    let items = list.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    assert!(items.iter().all(|i| i["stage"] == "cluster"));
+    assert_eq!(items.iter().filter(|i| i["is_latest"] == true).count(), 1);
+
+    let restore =
+        |v: &str| Req::load("retry-cluster").path(&format!("/v1/clusters/{cid}/state-versions/{v}/restore"));
+    // The create's dispatch would hold the lock: simulate an operation running on the cluster.
+    let op: OperationId = create.parse().unwrap();
+    let LockOutcome::Acquired { fencing_token } = api
+        .ctx
+        .store
+        .acquire_cluster_lock(
+            &cluster_id,
+            &op,
+            time::Duration::minutes(5),
+            strato_shared::ts::now(),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("lock")
+    };
+    api.call(restore(&good)).await.problem(409);
+    api.ctx
+        .store
+        .release_cluster_lock(&cluster_id, &op, fencing_token)
+        .await
+        .unwrap();
+
+    api.call(restore("no-such-version")).await.problem(404);
+    api.call(restore(&good).tenant("globex")).await.problem(404);
+    let r = api.call(restore(&good)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["from_version"], good.as_str());
+    assert_eq!(r.body["restored_by"], SUBJECT);
+    let now = s3.get_object().bucket(&bucket).key(&key).send().await.unwrap();
+    let text = now.body.collect().await.unwrap().into_bytes();
+    assert_eq!(&text[..], br#"{"version":4,"serial":7}"#);
+    let list = api.call(Req::load("get-cluster").path(&path)).await;
+    assert_eq!(
+        list.body["items"].as_array().unwrap().len(),
+        3,
+        "the garbage version is kept"
+    );
+    assert_eq!(list.body["restores"][0]["from_version"], good.as_str());
+    assert_eq!(
+        api.ctx.store.cluster_lock(&cluster_id).await.unwrap(),
+        None,
+        "lock released"
+    );
 }
