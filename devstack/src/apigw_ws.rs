@@ -97,6 +97,15 @@ impl Default for WsApiConfig {
     }
 }
 
+/// Misbehaviour of one connection's management endpoint, for tests of the posting side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The next `times` posts answer 429 `LimitExceededException`, as API Gateway does under throttling.
+    Throttle { times: u32 },
+    /// Every post takes this long before it is delivered (a slow client or a congested endpoint).
+    Delay(Duration),
+}
+
 /// Counters of the management API, for tests and the benchmark.
 #[derive(Debug, Default)]
 pub struct ManagementStats {
@@ -104,6 +113,7 @@ pub struct ManagementStats {
     pub posted_bytes: AtomicU64,
     pub gone: AtomicU64,
     pub too_large: AtomicU64,
+    pub throttled: AtomicU64,
 }
 
 struct Conn {
@@ -119,6 +129,7 @@ struct Shared {
     addr: SocketAddr,
     integration: Arc<dyn WsIntegration>,
     conns: Mutex<HashMap<String, Arc<Conn>>>,
+    faults: Mutex<HashMap<String, Fault>>,
     stats: ManagementStats,
     counter: AtomicU64,
 }
@@ -145,6 +156,7 @@ impl BoundWsApi {
             addr: self.addr,
             integration: Arc::new(integration),
             conns: Mutex::new(HashMap::new()),
+            faults: Mutex::new(HashMap::new()),
             stats: ManagementStats::default(),
             counter: AtomicU64::new(0),
         });
@@ -217,6 +229,11 @@ impl WsApi {
 
     pub fn connection_ids(&self) -> Vec<String> {
         lock(&self.shared.conns).keys().cloned().collect()
+    }
+
+    /// Makes posts to `connection_id` misbehave (replacing any earlier fault).
+    pub fn inject_fault(&self, connection_id: &str, fault: Fault) {
+        lock(&self.shared.faults).insert(connection_id.to_owned(), fault);
     }
 
     pub fn stats(&self) -> &ManagementStats {
@@ -578,7 +595,31 @@ async fn post_to_connection(
             ),
         );
     }
-    let Some(conn) = find(&shared, &conn_id(&params)) else {
+    let id = conn_id(&params);
+    let fault = {
+        let mut faults = lock(&shared.faults);
+        match faults.get_mut(&id) {
+            Some(Fault::Throttle { times }) if *times > 0 => {
+                *times -= 1;
+                Some(Fault::Throttle { times: 1 })
+            }
+            Some(Fault::Delay(d)) => Some(Fault::Delay(*d)),
+            _ => None,
+        }
+    };
+    match fault {
+        Some(Fault::Throttle { .. }) => {
+            shared.stats.throttled.fetch_add(1, Ordering::Relaxed);
+            return aws_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "LimitExceededException",
+                "Rate exceeded",
+            );
+        }
+        Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
+        None => {}
+    }
+    let Some(conn) = find(&shared, &id) else {
         return gone(&shared);
     };
     shared

@@ -465,3 +465,94 @@ async fn the_management_api_speaks_api_gateway_wire_protocol() {
     .await;
     bed.shutdown().await;
 }
+
+/// Connects a client and returns it with its connection id.
+async fn connect_new(bed: &Bed, tenant: &str) -> (Client, String) {
+    let before: std::collections::BTreeSet<String> = bed.api.connection_ids().into_iter().collect();
+    let client = bed.client(tenant).await;
+    let id = bed
+        .api
+        .connection_ids()
+        .into_iter()
+        .find(|i| !before.contains(i))
+        .expect("a new connection id");
+    (client, id)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn throttling_is_retried_and_a_slow_subscriber_delays_nobody() {
+    use strato_devstack::apigw_ws::Fault;
+    let bed = Bed::with_pump(false).await;
+    let op = bed.operation("acme", None).await;
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        let (mut c, id) = connect_new(&bed, "acme").await;
+        c.subscribe(&op, 1).await;
+        c.until(WAIT, |f| {
+            matches!(f, ServerFrame::Control(ControlFrame::Subscribed { .. }))
+        })
+        .await;
+        clients.push((c, id));
+    }
+    let [(mut fast, _), (mut throttled, throttled_id), (_slow, slow_id)]: [(Client, String); 3] =
+        clients.try_into().ok().unwrap();
+    bed.api.inject_fault(&throttled_id, Fault::Throttle { times: 3 });
+    bed.api
+        .inject_fault(&slow_id, Fault::Delay(Duration::from_secs(60)));
+
+    let mut runner = bed.runner(&op);
+    runner.emit(20, 20).await;
+    let msgs = bed
+        .env
+        .aws
+        .sqs
+        .receive_message()
+        .queue_url(&bed.queues.logs)
+        .wait_time_seconds(10)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(msgs.len(), 1);
+    let mut ctx = (*bed.fanout).clone();
+    ctx.config.post_timeout = Duration::from_secs(4);
+    let started = std::time::Instant::now();
+    let task = tokio::spawn(async move {
+        strato_log_fanout::handle_with_report(&ctx, live_logs_support::sqs_event(&msgs)).await
+    });
+    while fast.first_missing(1, 20).is_some() {
+        assert!(fast.next(WAIT).await.is_some());
+    }
+    assert!(
+        !task.is_finished(),
+        "the fast subscriber had its lines while the slow post was still pending ({:?})",
+        started.elapsed()
+    );
+    let (resp, report) = task.await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "bounded by the post timeout, not the slow client"
+    );
+    assert!(
+        resp.batch_item_failures.is_empty(),
+        "post failures do not redeliver the batch to everyone"
+    );
+    assert_eq!(
+        (report.subscribers, report.failed_deliveries, report.gone),
+        (3, 1, 0)
+    );
+    while throttled.first_missing(1, 20).is_some() {
+        assert!(throttled.next(WAIT).await.is_some());
+    }
+    assert_eq!(
+        bed.api
+            .stats()
+            .throttled
+            .load(std::sync::atomic::Ordering::Relaxed),
+        3,
+        "throttled three times, then delivered"
+    );
+    assert_eq!(throttled.duplicates, 0);
+    bed.shutdown().await;
+}
