@@ -459,3 +459,116 @@ async fn replay(
     }
     Ok((next, complete))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &[(&str, &str)]) -> Result<Config, WsError> {
+        let mut vars = vec![
+            ("STRATO_RESOURCE_PREFIX", "strato-dev"),
+            ("STRATO_JWT_SECRET", "s3cret"),
+            ("STRATO_WS_MANAGEMENT_ENDPOINT", "http://127.0.0.1:1/local"),
+        ];
+        vars.extend_from_slice(extra);
+        Config::from_lookup(|k| {
+            vars.iter()
+                .rev()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    fn sign(claims: serde_json::Value, secret: &str) -> String {
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::default(),
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap()
+    }
+
+    fn exp() -> i64 {
+        OffsetDateTime::now_utc().unix_timestamp() + 600
+    }
+
+    #[test]
+    fn tokens_name_the_tenant_and_bad_ones_say_why() {
+        let c = config(&[]).unwrap();
+        let ok = sign(
+            serde_json::json!({"tenant_id": "acme", "sub": "u1", "exp": exp()}),
+            "s3cret",
+        );
+        let (tenant, sub) = authenticate(&c, Some(&ok)).unwrap();
+        assert_eq!((tenant.as_str(), sub.as_deref()), ("acme", Some("u1")));
+        // An audience in the token is fine when none is configured.
+        let with_aud = sign(
+            serde_json::json!({"tenant_id": "acme", "aud": "x", "exp": exp()}),
+            "s3cret",
+        );
+        assert!(authenticate(&c, Some(&with_aud)).is_ok());
+        let cases = [
+            (None, "no token"),
+            (
+                Some(sign(
+                    serde_json::json!({"tenant_id": "acme", "exp": exp()}),
+                    "other",
+                )),
+                "invalid",
+            ),
+            (
+                Some(sign(
+                    serde_json::json!({"tenant_id": "acme", "exp": exp() - 4000}),
+                    "s3cret",
+                )),
+                "expired",
+            ),
+            (
+                Some(sign(serde_json::json!({"tenant_id": "acme"}), "s3cret")),
+                "exp",
+            ),
+            (
+                Some(sign(serde_json::json!({"org": "acme", "exp": exp()}), "s3cret")),
+                "'tenant_id' claim",
+            ),
+            (
+                Some(sign(
+                    serde_json::json!({"tenant_id": "Not A Tenant", "exp": exp()}),
+                    "s3cret",
+                )),
+                "not a valid tenant id",
+            ),
+        ];
+        for (token, why) in cases {
+            let e = authenticate(&c, token.as_deref()).unwrap_err();
+            assert!(e.to_lowercase().contains(&why.to_lowercase()), "{why}: {e}");
+        }
+        let c = config(&[("STRATO_TENANT_CLAIM", "org"), ("STRATO_JWT_AUDIENCE", "strato")]).unwrap();
+        let t = sign(
+            serde_json::json!({"org": "globex", "aud": "strato", "exp": exp()}),
+            "s3cret",
+        );
+        assert_eq!(authenticate(&c, Some(&t)).unwrap().0.as_str(), "globex");
+        let t = sign(
+            serde_json::json!({"org": "globex", "aud": "other", "exp": exp()}),
+            "s3cret",
+        );
+        assert!(authenticate(&c, Some(&t)).is_err());
+    }
+
+    #[test]
+    fn config_names_the_missing_variable_and_hides_the_secret() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.post_timeout, Duration::from_secs(3));
+        assert!(!format!("{c:?}").contains("s3cret"));
+        let e = config(&[("STRATO_JWT_SECRET", "")]).unwrap_err().to_string();
+        assert!(e.contains("STRATO_JWT_SECRET"), "{e}");
+        let e = config(&[("STRATO_WS_POST_TIMEOUT_MS", "soon")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("STRATO_WS_POST_TIMEOUT_MS") && e.contains("soon"),
+            "{e}"
+        );
+    }
+}
