@@ -12,6 +12,7 @@ pub mod coordination;
 pub mod cost;
 pub mod error;
 pub mod ids;
+pub mod logs;
 pub mod messages;
 pub mod model;
 pub mod modules;

@@ -3,7 +3,7 @@
 use aws_sdk_sqs::Client;
 
 use crate::error::Error;
-use crate::messages::{JobMessage, LogFrame};
+use crate::messages::JobMessage;
 use crate::resources::{Names, QUEUES};
 
 #[derive(Debug, Clone)]
@@ -51,21 +51,6 @@ pub async fn enqueue_job(sqs: &Client, jobs_url: &str, job: &JobMessage, wake: &
         .message_body(body)
         .message_group_id(job.cluster_id.as_str())
         .message_deduplication_id(format!("{}-{wake}", job.operation_id))
-        .send()
-        .await
-        .map_err(|e| Error::aws("SendMessage", e))?;
-    Ok(())
-}
-
-/// Sends a frame (log batch, status, end) to the `logs` queue for log-fanout to deliver.
-pub async fn send_frame(sqs: &Client, logs_url: &str, frame: &LogFrame) -> Result<(), Error> {
-    let body = serde_json::to_string(frame).map_err(|source| Error::Render {
-        what: "log frame",
-        source,
-    })?;
-    sqs.send_message()
-        .queue_url(logs_url)
-        .message_body(body)
         .send()
         .await
         .map_err(|e| Error::aws("SendMessage", e))?;

@@ -1,1 +1,248 @@
-//! logs queue consumer: posts log, status and end frames to subscribed WebSocket connections (under construction).
+//! `strato-log-fanout`: consumes the `logs` queue (runner log batches, the status function's `status` and
+//! `end` frames) and posts each frame to the WebSocket connections subscribed to its operation.
+//!
+//! - Subscribers: one Query on `op#{operation}` per operation per SQS batch (never a Scan).
+//! - Frames are re-cut to API Gateway's 32 KB limit (`strato_shared::logs::encode_frames`).
+//! - Posts run concurrently across subscribers (bounded by `concurrency`); one subscriber's frames go in
+//!   order. Each post, throttling retries (backoff) included, has its own timeout, so a slow subscriber
+//!   holds up nobody else.
+//! - `GoneException` removes the connection and its subscriptions.
+//! - Idempotence: a record fails (and is redelivered) only when its subscribers could not be read. A post
+//!   that still fails after retries is not retried through SQS: redelivering would re-post the batch to
+//!   every subscriber of the operation; the one client that missed it sees a gap in `seq` and re-subscribes
+//!   with `from_seq` (the archive has every line). Redelivered batches are re-posted; clients keep lines by
+//!   `seq`, so duplicates are harmless.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use futures_util::StreamExt;
+use futures_util::stream;
+use strato_shared::aws::AwsClients;
+use strato_shared::ids::OperationId;
+use strato_shared::logs::{MAX_FRAME_BYTES, encode_frames};
+use strato_shared::messages::LogFrame;
+use strato_shared::resources::Names;
+use strato_ws::connections::{Connections, PostError, Subscription, post_frame};
+use time::OffsetDateTime;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FanoutError {
+    #[error("configuration: {var} {reason}")]
+    Config { var: &'static str, reason: String },
+    #[error("record {message_id} is not a log frame: {reason}")]
+    BadBody { message_id: String, reason: String },
+    #[error(transparent)]
+    Shared(#[from] strato_shared::Error),
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `STRATO_RESOURCE_PREFIX` (required).
+    pub names: Names,
+    /// `STRATO_WS_MANAGEMENT_ENDPOINT` (required), as for the ws function.
+    pub management_endpoint: String,
+    /// Bound on one post, throttling retries included (`STRATO_FANOUT_POST_TIMEOUT_MS`, default 2000).
+    pub post_timeout: Duration,
+    /// Subscribers posted to at once (`STRATO_FANOUT_CONCURRENCY`, default 64).
+    pub concurrency: usize,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, FanoutError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, FanoutError> {
+        let required = |var: &'static str| {
+            get(var).filter(|v| !v.is_empty()).ok_or(FanoutError::Config {
+                var,
+                reason: "is not set".into(),
+            })
+        };
+        let number = |var: &'static str, default: u64| match get(var) {
+            None => Ok(default),
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(FanoutError::Config {
+                    var,
+                    reason: format!("'{v}' is not a positive number"),
+                }),
+        };
+        let names = Names::new(required("STRATO_RESOURCE_PREFIX")?).map_err(|e| FanoutError::Config {
+            var: "STRATO_RESOURCE_PREFIX",
+            reason: e.to_string(),
+        })?;
+        Ok(Self {
+            names,
+            management_endpoint: required("STRATO_WS_MANAGEMENT_ENDPOINT")?,
+            post_timeout: Duration::from_millis(number("STRATO_FANOUT_POST_TIMEOUT_MS", 2000)?),
+            concurrency: number("STRATO_FANOUT_CONCURRENCY", 64)? as usize,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub config: Config,
+    pub connections: Connections,
+    pub mgmt: aws_sdk_apigatewaymanagement::Client,
+}
+
+impl Ctx {
+    pub fn new(config: Config, aws: &AwsClients) -> Self {
+        Self {
+            connections: Connections {
+                ddb: aws.dynamodb.clone(),
+                table: config.names.table("connections"),
+            },
+            mgmt: strato_ws::management_client(&aws.config, &config.management_endpoint),
+            config,
+        }
+    }
+}
+
+/// What one batch did (for logs, tests and the benchmark).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub frames: usize,
+    pub subscribers: usize,
+    pub posts: usize,
+    pub gone: usize,
+    /// Subscribers whose delivery stopped on a timeout or an error other than Gone.
+    pub failed_deliveries: usize,
+}
+
+/// Processes a batch; only records whose subscribers could not be read, or that are not log frames, are
+/// reported as failures.
+pub async fn handle(ctx: &Ctx, event: SqsEvent) -> SqsBatchResponse {
+    handle_with_report(ctx, event).await.0
+}
+
+enum Delivery {
+    Done(usize),
+    Gone(usize),
+    Failed(usize),
+}
+
+pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse, Report) {
+    let mut response = SqsBatchResponse::default();
+    let mut report = Report::default();
+    // Records grouped by operation, in batch order: one subscriber Query per operation.
+    let mut groups: Vec<(OperationId, Vec<String>, Vec<LogFrame>)> = Vec::new();
+    let mut index: HashMap<OperationId, usize> = HashMap::new();
+    for record in &event.records {
+        let id = record.message_id.clone().unwrap_or_default();
+        let frame = match serde_json::from_str::<LogFrame>(record.body.as_deref().unwrap_or_default()) {
+            Ok(f) => f,
+            Err(e) => {
+                let e = FanoutError::BadBody {
+                    message_id: id.clone(),
+                    reason: e.to_string(),
+                };
+                tracing::error!(error = %e, "dropping to the DLQ after retries");
+                response.add_failure(id);
+                continue;
+            }
+        };
+        let op = frame.operation_id().clone();
+        let i = *index.entry(op.clone()).or_insert_with(|| {
+            groups.push((op, Vec::new(), Vec::new()));
+            groups.len() - 1
+        });
+        groups[i].1.push(id);
+        groups[i].2.push(frame);
+    }
+    let now = OffsetDateTime::now_utc();
+    let lookups = groups
+        .iter()
+        .map(|(op, _, _)| ctx.connections.subscribers(op, now));
+    let subscribers = futures_util::future::join_all(lookups).await;
+    // Every subscriber of every operation, each with the frames to post in order.
+    let mut work: Vec<(Subscription, Arc<Vec<String>>)> = Vec::new();
+    let mut encoded: Vec<Arc<Vec<String>>> = Vec::with_capacity(groups.len());
+    let mut usable = Vec::new();
+    for ((op, ids, frames), subs) in groups.iter_mut().zip(subscribers) {
+        let subs = match subs {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(operation_id = %op, error = %e, "reading subscribers failed; SQS will redeliver");
+                for id in ids.iter() {
+                    response.add_failure(id.clone());
+                }
+                encoded.push(Arc::default());
+                continue;
+            }
+        };
+        // `end` last: a duplicate or reordered delivery must not put it before the lines it closes.
+        frames.sort_by_key(|f| matches!(f, LogFrame::End { .. }));
+        let mut out = Vec::new();
+        for f in frames.iter() {
+            match encode_frames(f, MAX_FRAME_BYTES) {
+                Ok(fs) => out.extend(fs),
+                Err(e) => tracing::error!(operation_id = %op, error = %e, "frame could not be encoded"),
+            }
+        }
+        report.frames += out.len();
+        encoded.push(Arc::new(out));
+        usable.push((encoded.len() - 1, subs));
+    }
+    for (i, subs) in usable {
+        for s in subs {
+            work.push((s, encoded[i].clone()));
+        }
+    }
+    report.subscribers = work.len();
+    // Futures built by a plain iterator (not StreamExt::map): keeps the handler future `Send` for spawn.
+    let deliveries = work.into_iter().map(|(sub, frames)| deliver(ctx, sub, frames));
+    let results: Vec<Delivery> = stream::iter(deliveries)
+        .buffer_unordered(ctx.config.concurrency)
+        .collect()
+        .await;
+    for r in results {
+        match r {
+            Delivery::Done(n) => report.posts += n,
+            Delivery::Gone(n) => {
+                report.posts += n;
+                report.gone += 1;
+            }
+            Delivery::Failed(n) => {
+                report.posts += n;
+                report.failed_deliveries += 1;
+            }
+        }
+    }
+    (response, report)
+}
+
+/// Posts `frames` to one subscriber in order; stops at the first failure (the client repairs the gap).
+async fn deliver(ctx: &Ctx, sub: Subscription, frames: Arc<Vec<String>>) -> Delivery {
+    let mut posts = 0;
+    for f in frames.iter() {
+        posts += 1;
+        match post_frame(&ctx.mgmt, &sub.connection_id, f, ctx.config.post_timeout).await {
+            Ok(()) => {}
+            Err(PostError::Gone(_)) => {
+                // Both the connection (with its mirrors) and this row: the row may exist without a mirror.
+                let removed = ctx.connections.remove_connection(&sub.connection_id).await;
+                let row = ctx
+                    .connections
+                    .remove_subscription_row(&sub.operation_id, &sub.connection_id)
+                    .await;
+                if let Err(e) = removed.and(row) {
+                    tracing::warn!(connection_id = %sub.connection_id, error = %e, "removing a gone connection failed");
+                }
+                return Delivery::Gone(posts);
+            }
+            Err(e) => {
+                tracing::warn!(operation_id = %sub.operation_id, error = %e, "subscriber skipped for this batch");
+                return Delivery::Failed(posts);
+            }
+        }
+    }
+    Delivery::Done(posts)
+}

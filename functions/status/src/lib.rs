@@ -19,6 +19,7 @@ use strato_shared::coordination::{LOCK_LEASE, release_and_wake, update_cluster, 
 use strato_shared::cost::CostEstimate;
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::ids::OperationId;
+use strato_shared::logs::publish_frame;
 use strato_shared::messages::{
     ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage, LogFrame, RunnerEvent,
 };
@@ -26,7 +27,7 @@ use strato_shared::model::{
     Cluster, ClusterState, DriftInfo, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
     Step,
 };
-use strato_shared::queues::{self, QueueUrls, send_frame};
+use strato_shared::queues::{self, QueueUrls};
 use strato_shared::resources::Names;
 use strato_shared::state_machine::transition;
 use strato_shared::store::Store;
@@ -535,7 +536,7 @@ async fn announce(
         message,
         at: ts::now(),
     };
-    if let Err(e) = send_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
+    if let Err(e) = publish_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
         tracing::warn!(operation = %op.operation_id, error = %e, "status frame not sent");
     }
 }
@@ -561,7 +562,7 @@ async fn end_stream(ctx: &Ctx, op: &Operation) {
         final_status: op.status,
         last_seq,
     };
-    if let Err(e) = send_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
+    if let Err(e) = publish_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
         tracing::warn!(operation = %op.operation_id, error = %e, "end frame not sent");
     }
 }

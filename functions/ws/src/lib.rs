@@ -1,1 +1,574 @@
-//! WebSocket API: $connect (token auth), subscribe/unsubscribe/ping with archive replay, $disconnect (under construction).
+//! `strato-ws`: the WebSocket API's one Lambda (API Gateway WebSocket API, Lambda proxy integration).
+//!
+//! Routes (route selection on `$request.body.action`):
+//! - `$connect?token=<JWT>`: the token is an HS256 JWT signed with `STRATO_JWT_SECRET`; its tenant claim
+//!   (`STRATO_TENANT_CLAIM`, default `tenant_id`) names the tenant. A bad token answers 401 and API Gateway
+//!   refuses the upgrade. The connection is recorded with API Gateway's 2 h lifetime.
+//! - `subscribe {"operation_id", "from_seq"}`: only the caller's tenant's operations. The subscription is
+//!   recorded first, then the archive is replayed from `from_seq`, so live batches fanned out meanwhile are
+//!   not lost (they may arrive twice or interleaved with the replay: clients keep lines by `seq`). A
+//!   `subscribed` frame ends the replay; a terminal operation is followed by `end`.
+//! - `unsubscribe {"operation_id"}`, `ping` (answers `pong`), `$disconnect` (removes the connection and its
+//!   subscriptions), `$default` (an `error` frame naming the known actions).
+//!
+//! All replies go through the management API (`PostToConnection`), in order; the integration response body
+//! is empty, so no route response needs configuring. Frame formats: `strato_shared::logs`.
+//!
+//! A line archived after the replay listed the archive but fanned out before the subscription existed is
+//! the one case a client sees as a gap in `seq`; it re-subscribes with `from_seq` = the first missing seq
+//! (at the latest when `end` tells it the final seq), and the archive has it by then.
+
+pub mod connections;
+
+use std::time::Duration;
+
+use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
+use aws_lambda_events::encodings::Body;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use serde_json::Value;
+use strato_shared::aws::AwsClients;
+use strato_shared::ids::{OperationId, TenantId};
+use strato_shared::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames, list_archive, read_chunk};
+use strato_shared::messages::LogFrame;
+use strato_shared::resources::Names;
+use strato_shared::store::Store;
+use time::OffsetDateTime;
+
+pub use connections::{CONNECTION_LIFETIME, Connection, Connections, PostError, post_frame};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WsError {
+    #[error("configuration: {var} {reason}")]
+    Config { var: &'static str, reason: String },
+    #[error(transparent)]
+    Shared(#[from] strato_shared::Error),
+    #[error(transparent)]
+    Post(#[from] PostError),
+}
+
+/// Settings read once per process.
+#[derive(Clone)]
+pub struct Config {
+    /// `STRATO_RESOURCE_PREFIX` (required).
+    pub names: Names,
+    /// `STRATO_JWT_SECRET` (required): the HS256 key tenant tokens are signed with.
+    pub jwt_secret: Vec<u8>,
+    /// `STRATO_TENANT_CLAIM`, default `tenant_id` (as the HTTP API).
+    pub tenant_claim: String,
+    /// `STRATO_JWT_AUDIENCE` / `STRATO_JWT_ISSUER`: checked when set.
+    pub audience: Option<String>,
+    pub issuer: Option<String>,
+    /// `STRATO_WS_MANAGEMENT_ENDPOINT` (required): `https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`.
+    pub management_endpoint: String,
+    /// Bound on one post, retries included (`STRATO_WS_POST_TIMEOUT_MS`, default 3000).
+    pub post_timeout: Duration,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The JWT secret is never printed.
+        f.debug_struct("Config")
+            .field("names", &self.names)
+            .field("tenant_claim", &self.tenant_claim)
+            .field("audience", &self.audience)
+            .field("issuer", &self.issuer)
+            .field("management_endpoint", &self.management_endpoint)
+            .field("post_timeout", &self.post_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, WsError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, WsError> {
+        let required = |var: &'static str| {
+            get(var).filter(|v| !v.is_empty()).ok_or(WsError::Config {
+                var,
+                reason: "is not set".into(),
+            })
+        };
+        let names = Names::new(required("STRATO_RESOURCE_PREFIX")?).map_err(|e| WsError::Config {
+            var: "STRATO_RESOURCE_PREFIX",
+            reason: e.to_string(),
+        })?;
+        let jwt_secret = required("STRATO_JWT_SECRET")?.into_bytes();
+        let management_endpoint = required("STRATO_WS_MANAGEMENT_ENDPOINT")?;
+        let post_timeout = match get("STRATO_WS_POST_TIMEOUT_MS") {
+            None => Duration::from_millis(3000),
+            Some(v) => Duration::from_millis(v.parse().map_err(|_| WsError::Config {
+                var: "STRATO_WS_POST_TIMEOUT_MS",
+                reason: format!("'{v}' is not a number of milliseconds"),
+            })?),
+        };
+        Ok(Self {
+            names,
+            jwt_secret,
+            tenant_claim: get("STRATO_TENANT_CLAIM")
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| "tenant_id".into()),
+            audience: get("STRATO_JWT_AUDIENCE").filter(|v| !v.is_empty()),
+            issuer: get("STRATO_JWT_ISSUER").filter(|v| !v.is_empty()),
+            management_endpoint,
+            post_timeout,
+        })
+    }
+}
+
+/// The management API client for `endpoint` (the SDK has no default endpoint for it).
+pub fn management_client(
+    sdk: &aws_config::SdkConfig,
+    endpoint: &str,
+) -> aws_sdk_apigatewaymanagement::Client {
+    let conf = aws_sdk_apigatewaymanagement::config::Builder::from(sdk)
+        .endpoint_url(endpoint)
+        .build();
+    aws_sdk_apigatewaymanagement::Client::from_conf(conf)
+}
+
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub config: Config,
+    pub store: Store,
+    pub connections: Connections,
+    pub s3: aws_sdk_s3::Client,
+    pub artifacts_bucket: String,
+    pub mgmt: aws_sdk_apigatewaymanagement::Client,
+}
+
+impl Ctx {
+    pub fn new(config: Config, aws: &AwsClients) -> Self {
+        let mgmt = management_client(&aws.config, &config.management_endpoint);
+        Self {
+            store: Store::new(aws.dynamodb.clone(), &config.names),
+            connections: Connections {
+                ddb: aws.dynamodb.clone(),
+                table: config.names.table("connections"),
+            },
+            s3: aws.s3.clone(),
+            artifacts_bucket: config.names.bucket("artifacts"),
+            mgmt,
+            config,
+        }
+    }
+}
+
+fn response(status: i64, body: Option<String>) -> ApiGatewayProxyResponse {
+    let mut r = ApiGatewayProxyResponse::default();
+    r.status_code = status;
+    r.body = body.map(Body::Text);
+    r
+}
+
+/// Handles one WebSocket event. Refusals of client requests are `error` frames with status 200; a 500
+/// means Strato failed (API Gateway then tells the client "Internal server error").
+pub async fn handle(ctx: &Ctx, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
+    let rc = &event.request_context;
+    let route = rc.route_key.clone().unwrap_or_default();
+    let Some(conn_id) = rc.connection_id.clone() else {
+        tracing::error!(route, "event without a connection id");
+        return response(400, Some("missing requestContext.connectionId".into()));
+    };
+    let result = match route.as_str() {
+        "$connect" => return connect(ctx, &event, &conn_id).await,
+        "$disconnect" => ctx
+            .connections
+            .remove_connection(&conn_id)
+            .await
+            .map(|_| ())
+            .map_err(Into::into),
+        _ => message(ctx, &conn_id, event.body.as_deref().unwrap_or_default()).await,
+    };
+    match result {
+        Ok(()) => response(200, None),
+        // The client left mid-reply: nothing to tell anyone; $disconnect cleans up.
+        Err(WsError::Post(PostError::Gone(_))) => response(200, None),
+        Err(e) => {
+            tracing::error!(route, connection_id = %conn_id, error = %e, "ws request failed");
+            response(500, None)
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum AuthError {
+    #[error("no token: connect with ?token=<JWT>")]
+    Missing,
+    #[error("the token is invalid or expired: {0}")]
+    Invalid(String),
+    #[error("the token has no '{0}' claim")]
+    NoClaim(String),
+    #[error("the token's '{0}' claim is not a valid tenant id")]
+    BadTenant(String),
+}
+
+/// Verifies the token and returns the tenant and subject.
+pub fn authenticate(config: &Config, token: Option<&str>) -> Result<(TenantId, Option<String>), String> {
+    authenticate_inner(config, token).map_err(|e| e.to_string())
+}
+
+fn authenticate_inner(config: &Config, token: Option<&str>) -> Result<(TenantId, Option<String>), AuthError> {
+    let token = token.filter(|t| !t.is_empty()).ok_or(AuthError::Missing)?;
+    let mut v = Validation::new(Algorithm::HS256);
+    match &config.audience {
+        Some(a) => v.set_audience(&[a]),
+        None => v.validate_aud = false,
+    }
+    if let Some(i) = &config.issuer {
+        v.set_issuer(&[i]);
+    }
+    let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(
+        token,
+        &DecodingKey::from_secret(&config.jwt_secret),
+        &v,
+    )
+    .map_err(|e| AuthError::Invalid(e.to_string()))?;
+    let claim = &config.tenant_claim;
+    let raw = data
+        .claims
+        .get(claim)
+        .and_then(Value::as_str)
+        .ok_or_else(|| AuthError::NoClaim(claim.clone()))?;
+    let tenant = raw
+        .parse::<TenantId>()
+        .map_err(|_| AuthError::BadTenant(claim.clone()))?;
+    let subject = data.claims.get("sub").and_then(Value::as_str).map(str::to_owned);
+    Ok((tenant, subject))
+}
+
+async fn connect(
+    ctx: &Ctx,
+    event: &ApiGatewayWebsocketProxyRequest,
+    conn_id: &str,
+) -> ApiGatewayProxyResponse {
+    let token = event.query_string_parameters.first("token");
+    let (tenant, subject) = match authenticate(&ctx.config, token) {
+        Ok(t) => t,
+        Err(reason) => {
+            // The token itself is never logged.
+            tracing::info!(connection_id = %conn_id, reason, "connection refused");
+            return response(401, Some(format!("Unauthorized: {reason}")));
+        }
+    };
+    let ms = event.request_context.connected_at;
+    let connected_at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .filter(|_| ms > 0)
+        .unwrap_or_else(OffsetDateTime::now_utc);
+    let c = Connection {
+        pk: connections::conn_pk(conn_id),
+        sk: "conn".into(),
+        connection_id: conn_id.to_owned(),
+        tenant_id: tenant,
+        subject,
+        connected_at,
+        expires_at: (connected_at + CONNECTION_LIFETIME).unix_timestamp(),
+    };
+    match ctx.connections.put_connection(&c).await {
+        Ok(()) => response(200, None),
+        Err(e) => {
+            tracing::error!(connection_id = %conn_id, error = %e, "recording the connection failed");
+            response(500, None)
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Request {
+    action: Option<String>,
+    operation_id: Option<String>,
+    from_seq: Option<u64>,
+}
+
+fn error_frame(
+    message: impl Into<String>,
+    fix: impl Into<String>,
+    action: Option<&str>,
+    op: Option<&str>,
+) -> String {
+    let f = ControlFrame::Error {
+        message: message.into(),
+        fix: fix.into(),
+        action: action.map(str::to_owned),
+        operation_id: op.map(str::to_owned),
+    };
+    serde_json::to_string(&f).unwrap_or_default()
+}
+
+async fn post(ctx: &Ctx, conn_id: &str, data: &str) -> Result<(), WsError> {
+    Ok(post_frame(&ctx.mgmt, conn_id, data, ctx.config.post_timeout).await?)
+}
+
+async fn message(ctx: &Ctx, conn_id: &str, body: &str) -> Result<(), WsError> {
+    let req: Request = match serde_json::from_str(body) {
+        Ok(r) => r,
+        Err(e) => {
+            let f = error_frame(
+                format!("the message is not a JSON request: {e}"),
+                r#"send e.g. {"action":"subscribe","operation_id":"op_...","from_seq":1}"#,
+                None,
+                None,
+            );
+            return post(ctx, conn_id, &f).await;
+        }
+    };
+    match req.action.as_deref() {
+        Some("ping") => {
+            post(
+                ctx,
+                conn_id,
+                &serde_json::to_string(&ControlFrame::Pong).unwrap_or_default(),
+            )
+            .await
+        }
+        Some(action @ ("subscribe" | "unsubscribe")) => {
+            let op = match req.operation_id.as_deref().map(str::parse::<OperationId>) {
+                Some(Ok(op)) => op,
+                Some(Err(e)) => {
+                    let f = error_frame(
+                        format!("operation_id: {e}"),
+                        "pass the id the API returned",
+                        Some(action),
+                        None,
+                    );
+                    return post(ctx, conn_id, &f).await;
+                }
+                None => {
+                    let f = error_frame(
+                        "operation_id is missing",
+                        "add \"operation_id\" to the request",
+                        Some(action),
+                        None,
+                    );
+                    return post(ctx, conn_id, &f).await;
+                }
+            };
+            if action == "subscribe" {
+                subscribe(ctx, conn_id, &op, req.from_seq.unwrap_or(1).max(1)).await
+            } else {
+                ctx.connections.unsubscribe(conn_id, &op).await?;
+                let f = ControlFrame::Unsubscribed { operation_id: op };
+                post(ctx, conn_id, &serde_json::to_string(&f).unwrap_or_default()).await
+            }
+        }
+        other => {
+            let f = error_frame(
+                format!("unknown action '{}'", other.unwrap_or_default()),
+                "use one of: subscribe, unsubscribe, ping",
+                other,
+                None,
+            );
+            post(ctx, conn_id, &f).await
+        }
+    }
+}
+
+async fn subscribe(ctx: &Ctx, conn_id: &str, op_id: &OperationId, from_seq: u64) -> Result<(), WsError> {
+    let now = OffsetDateTime::now_utc();
+    let Some(conn) = ctx
+        .connections
+        .get_connection(conn_id)
+        .await?
+        .filter(|c| c.is_live(now))
+    else {
+        let f = error_frame(
+            "this connection is not registered or has expired",
+            "reconnect with a valid token",
+            Some("subscribe"),
+            Some(op_id.as_str()),
+        );
+        return post(ctx, conn_id, &f).await;
+    };
+    // Unknown and foreign operations get the same answer, so ids of other tenants cannot be probed.
+    let op = ctx.store.get_operation(op_id).await?;
+    if op.as_ref().is_none_or(|o| o.tenant_id != conn.tenant_id) {
+        let f = error_frame(
+            format!("operation {op_id} was not found"),
+            "check the operation id; only your tenant's operations can be watched",
+            Some("subscribe"),
+            Some(op_id.as_str()),
+        );
+        return post(ctx, conn_id, &f).await;
+    }
+    // Subscription first, replay second: nothing fanned out from now on is missed.
+    ctx.connections.subscribe(&conn, op_id).await?;
+    let mut next = replay(ctx, conn_id, op_id, from_seq).await?;
+    // Re-read after subscribing: an `end` published before the subscription existed was not delivered.
+    let terminal = ctx
+        .store
+        .get_operation(op_id)
+        .await?
+        .filter(|o| o.status.is_terminal());
+    if terminal.is_some() && next.1.is_none() {
+        // The runner may have archived its last chunks after the first listing.
+        next = replay(ctx, conn_id, op_id, next.0).await?;
+    }
+    let subscribed = ControlFrame::Subscribed {
+        operation_id: op_id.clone(),
+        from_seq,
+        replayed_to: next.0 - 1,
+    };
+    post(
+        ctx,
+        conn_id,
+        &serde_json::to_string(&subscribed).unwrap_or_default(),
+    )
+    .await?;
+    if let Some(op) = terminal {
+        let end = LogFrame::End {
+            operation_id: op_id.clone(),
+            final_status: op.status,
+            last_seq: next.1.unwrap_or(next.0 - 1),
+        };
+        post(ctx, conn_id, &serde_json::to_string(&end).unwrap_or_default()).await?;
+    }
+    Ok(())
+}
+
+/// Posts archived lines ≥ `from_seq`, chunk by chunk. Returns the next seq to expect and the final seq if
+/// the archive is complete.
+async fn replay(
+    ctx: &Ctx,
+    conn_id: &str,
+    op: &OperationId,
+    from_seq: u64,
+) -> Result<(u64, Option<u64>), WsError> {
+    let (chunks, complete) = list_archive(&ctx.s3, &ctx.artifacts_bucket, op, from_seq).await?;
+    let mut next = from_seq;
+    for c in &chunks {
+        if c.last_seq < next {
+            continue;
+        }
+        let lines = read_chunk(&ctx.s3, &ctx.artifacts_bucket, c, next).await?;
+        let Some(first) = lines.first().map(|l| l.seq) else {
+            continue;
+        };
+        next = lines.last().map_or(next, |l| l.seq + 1);
+        let frame = LogFrame::Log {
+            operation_id: op.clone(),
+            first_seq: first,
+            lines,
+            skipped: None,
+        };
+        for f in encode_frames(&frame, MAX_FRAME_BYTES)? {
+            post(ctx, conn_id, &f).await?;
+        }
+    }
+    Ok((next, complete))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &[(&str, &str)]) -> Result<Config, WsError> {
+        let mut vars = vec![
+            ("STRATO_RESOURCE_PREFIX", "strato-dev"),
+            ("STRATO_JWT_SECRET", "s3cret"),
+            ("STRATO_WS_MANAGEMENT_ENDPOINT", "http://127.0.0.1:1/local"),
+        ];
+        vars.extend_from_slice(extra);
+        Config::from_lookup(|k| {
+            vars.iter()
+                .rev()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    fn sign(claims: serde_json::Value, secret: &str) -> String {
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::default(),
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap()
+    }
+
+    fn exp() -> i64 {
+        OffsetDateTime::now_utc().unix_timestamp() + 600
+    }
+
+    #[test]
+    fn tokens_name_the_tenant_and_bad_ones_say_why() {
+        let c = config(&[]).unwrap();
+        let ok = sign(
+            serde_json::json!({"tenant_id": "acme", "sub": "u1", "exp": exp()}),
+            "s3cret",
+        );
+        let (tenant, sub) = authenticate(&c, Some(&ok)).unwrap();
+        assert_eq!((tenant.as_str(), sub.as_deref()), ("acme", Some("u1")));
+        // An audience in the token is fine when none is configured.
+        let with_aud = sign(
+            serde_json::json!({"tenant_id": "acme", "aud": "x", "exp": exp()}),
+            "s3cret",
+        );
+        assert!(authenticate(&c, Some(&with_aud)).is_ok());
+        let cases = [
+            (None, "no token"),
+            (
+                Some(sign(
+                    serde_json::json!({"tenant_id": "acme", "exp": exp()}),
+                    "other",
+                )),
+                "invalid",
+            ),
+            (
+                Some(sign(
+                    serde_json::json!({"tenant_id": "acme", "exp": exp() - 4000}),
+                    "s3cret",
+                )),
+                "expired",
+            ),
+            (
+                Some(sign(serde_json::json!({"tenant_id": "acme"}), "s3cret")),
+                "exp",
+            ),
+            (
+                Some(sign(serde_json::json!({"org": "acme", "exp": exp()}), "s3cret")),
+                "'tenant_id' claim",
+            ),
+            (
+                Some(sign(
+                    serde_json::json!({"tenant_id": "Not A Tenant", "exp": exp()}),
+                    "s3cret",
+                )),
+                "not a valid tenant id",
+            ),
+        ];
+        for (token, why) in cases {
+            let e = authenticate(&c, token.as_deref()).unwrap_err();
+            assert!(e.to_lowercase().contains(&why.to_lowercase()), "{why}: {e}");
+        }
+        let c = config(&[("STRATO_TENANT_CLAIM", "org"), ("STRATO_JWT_AUDIENCE", "strato")]).unwrap();
+        let t = sign(
+            serde_json::json!({"org": "globex", "aud": "strato", "exp": exp()}),
+            "s3cret",
+        );
+        assert_eq!(authenticate(&c, Some(&t)).unwrap().0.as_str(), "globex");
+        let t = sign(
+            serde_json::json!({"org": "globex", "aud": "other", "exp": exp()}),
+            "s3cret",
+        );
+        assert!(authenticate(&c, Some(&t)).is_err());
+    }
+
+    #[test]
+    fn config_names_the_missing_variable_and_hides_the_secret() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.post_timeout, Duration::from_secs(3));
+        assert!(!format!("{c:?}").contains("s3cret"));
+        let e = config(&[("STRATO_JWT_SECRET", "")]).unwrap_err().to_string();
+        assert!(e.contains("STRATO_JWT_SECRET"), "{e}");
+        let e = config(&[("STRATO_WS_POST_TIMEOUT_MS", "soon")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("STRATO_WS_POST_TIMEOUT_MS") && e.contains("soon"),
+            "{e}"
+        );
+    }
+}
