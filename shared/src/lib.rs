@@ -7,6 +7,7 @@ pub mod artifacts;
 pub mod aws;
 pub mod bundle;
 pub mod catalog;
+pub mod compose;
 pub mod coordination;
 pub mod cost;
 pub mod error;
