@@ -996,10 +996,12 @@ impl Run {
         let mut last_error = None;
         let stages: Vec<String> = self.initialized.iter().rev().cloned().collect();
         for stage in stages {
-            let before = self.state_list(&stage).await.unwrap_or_default();
-            if before.is_empty() {
+            // Unknown (the listing failed) still gets a destroy; known-empty needs none.
+            let before = self.state_list(&stage).await;
+            if before.as_ref().is_some_and(Vec::is_empty) {
                 continue;
             }
+            let before = before.unwrap_or_default();
             let mut delays = ExponentialBuilder::default()
                 .with_min_delay(self.cfg.retry_base)
                 .with_max_times(CLEANUP_ATTEMPTS - 1)

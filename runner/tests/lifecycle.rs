@@ -63,7 +63,7 @@ async fn create_update_delete_an_eks_cluster() {
             _ => None,
         })
         .collect();
-    assert_eq!(plans, [("network".to_owned(), 4), ("cluster".to_owned(), 2)]);
+    assert_eq!(plans, [("network".to_owned(), 5), ("cluster".to_owned(), 2)]);
     assert!(events.iter().all(|e| e.fencing_token() == job.token));
 
     // Sensitive output: in Secrets Manager only.
@@ -115,7 +115,7 @@ async fn create_update_delete_an_eks_cluster() {
 
     assert_eq!(
         bed.state_types(&cluster, "network").await,
-        ["aws_security_group", "aws_subnet", "aws_vpc"]
+        ["aws_ec2_tag", "aws_security_group", "aws_subnet", "aws_vpc"]
     );
     assert_eq!(
         bed.state_types(&cluster, "cluster").await,

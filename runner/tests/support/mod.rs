@@ -2,6 +2,8 @@
 //! published, helpers to record clusters and operations, run the runner and read what it produced.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -375,4 +377,39 @@ pub fn steps_started(events: &[RunnerEvent]) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+pub async fn wait_for_step(bed: &Bed, events: &mut Vec<RunnerEvent>, step: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    loop {
+        events.extend(bed.events().await);
+        if steps_started(events).iter().any(|s| s == step) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "step {step} never started: {events:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
+pub async fn wait_for_log(bed: &Bed, job: &Job, needle: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    loop {
+        if bed
+            .archived_log(job)
+            .await
+            .0
+            .iter()
+            .any(|l| l.text.contains(needle))
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "log line {needle:?} never archived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
 }
