@@ -261,3 +261,80 @@ async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
         [RunnerEvent::Succeeded { .. }]
     ));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_time_limit_interrupts_and_cleans_up_a_create() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "too-slow", json!({"slow_seconds": 300}));
+    let (cluster, job) = bed.create(spec).await;
+    let started = Instant::now();
+    bed.run(bed.config(&job, &[("STRATO_TIME_LIMIT_SECS", "25")]))
+        .await
+        .expect("final event sent");
+    assert!(
+        started.elapsed() < Duration::from_secs(150),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("{finals:#?}");
+    };
+    assert_eq!(error.category, ErrorCategory::Timeout, "{error:?}");
+    assert!(error.retryable);
+    assert!(bed.state_types(&cluster, "main").await.is_empty());
+    assert!(bed.held_locks().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_drift_check_reports_out_of_band_changes_and_keeps_the_plan() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "drifty", json!({}));
+    let (cluster, job) = bed.create(spec).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let [RunnerEvent::Succeeded { outputs, .. }] = final_events(&events)[..] else {
+        panic!("{events:#?}");
+    };
+    let vpc = outputs["vpc_id"].as_str().unwrap().to_owned();
+    bed.release(&cluster, &job).await;
+
+    // Someone renames the VPC outside Strato.
+    let resp = support::ec2_call(
+        &bed.env.endpoint,
+        &format!(
+            "Action=CreateTags&ResourceId.1={vpc}&Tag.1.Key=Name&Tag.1.Value=renamed&Version=2016-11-15"
+        ),
+    )
+    .await;
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+
+    let job = bed.operation(&cluster, OperationKind::DriftCheck, None).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let [RunnerEvent::Succeeded { drift, .. }] = final_events(&events)[..] else {
+        panic!("{events:#?}");
+    };
+    let drift = drift.clone().expect("a drift check reports drift");
+    assert!(
+        drift
+            .iter()
+            .any(|c| c.address == "module.net.aws_vpc.this" && c.actions == ["update"]),
+        "{drift:?}"
+    );
+    let plan = bed
+        .env
+        .aws
+        .s3
+        .head_object()
+        .bucket(bed.env.names.bucket("artifacts"))
+        .key(strato_shared::artifacts::plan_key(&job.op.operation_id, "main"))
+        .send()
+        .await;
+    assert!(plan.is_ok(), "saved plan archived");
+    assert!(
+        !steps_started(&events).iter().any(|s| s == "apply"),
+        "a drift check changes nothing"
+    );
+}

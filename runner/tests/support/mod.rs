@@ -413,3 +413,20 @@ pub async fn wait_for_log(bed: &Bed, job: &Job, needle: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     }
 }
+
+/// A raw EC2 Query API call to moto (no SDK for EC2 in the workspace): for out-of-band changes in drift tests.
+pub async fn ec2_call(endpoint: &str, form: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = endpoint.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(host).await.unwrap();
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded; charset=utf-8\r\n\
+         Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=00\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
