@@ -76,7 +76,14 @@ impl Failure {
             return Self::stopped(step, r);
         }
         let summary = error_summary(&out.user_text);
-        let c = classify(&out.user_text);
+        // Classify the diagnostics only: plan output before them may name anything (a resource called
+        // "quota-…" must not make a failure a quota problem).
+        let diagnostics = out
+            .user_text
+            .find("Error:")
+            .map(|i| &out.user_text[i..])
+            .unwrap_or(&out.user_text);
+        let c = classify(diagnostics);
         let what = if summary.is_empty() {
             format!("the engine exited with code {:?}", out.code)
         } else {
@@ -187,6 +194,8 @@ struct Run {
     initialized: Vec<String>,
     /// Whether applying a saved plan works with this engine (see [`saved_plan_apply_works`]).
     saved_plan_apply: bool,
+    /// Runs per step name, for debug-log object keys.
+    debug_runs: BTreeMap<String, u32>,
 }
 
 /// Runs the operation named by `cfg` to its final event. `Ok` only when the final event was sent.
@@ -234,6 +243,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         version: None,
         initialized: Vec::new(),
         saved_plan_apply: true,
+        debug_runs: BTreeMap::new(),
     };
     let result = run.execute().await;
     for h in background {
@@ -397,7 +407,6 @@ impl Run {
             .ok_or_else(|| Failure::internal(&name, "no engine"))?;
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         self.event_step(&name, None).await;
-        let started = std::time::Instant::now();
         let mut stop = if cleanup {
             self.term.clone()
         } else {
@@ -425,7 +434,14 @@ impl Run {
             };
         self.event_step(&name, Some(ok)).await;
         if !out.debug.is_empty() {
-            let key_step = format!("{name}-{}", started.elapsed().as_millis());
+            // One object per run of a step: `plan`, then `plan.2` for a retry.
+            let n = self.debug_runs.entry(name.clone()).or_insert(0);
+            *n += 1;
+            let key_step = if *n == 1 {
+                name.clone()
+            } else {
+                format!("{name}.{n}")
+            };
             let _ = logs::upload_debug(
                 &self.clients.aws.s3,
                 &self.cfg.names.bucket("artifacts"),

@@ -100,6 +100,21 @@ async fn create_update_delete_an_eks_cluster() {
             .iter()
             .any(|l| l.step == "cluster/apply" && l.stream == LogStream::Stdout)
     );
+    // The engine's debug log went to its own artifact, per step.
+    let debug = bed
+        .env
+        .aws
+        .s3
+        .get_object()
+        .bucket(bed.env.names.bucket("artifacts"))
+        .key(strato_shared::artifacts::debug_log_key(&job.op.operation_id, "network/apply"))
+        .send()
+        .await
+        .expect("debug log of network/apply");
+    let debug = debug.body.collect().await.unwrap().into_bytes();
+    let debug = String::from_utf8_lossy(&debug);
+    assert!(debug.contains("[DEBUG]") || debug.contains("[TRACE]"));
+    assert!(!debug.contains(&kubeconfig));
     // The live stream carried the same lines (nothing was slow here).
     let frames = bed.log_frames().await;
     let live: usize = frames
