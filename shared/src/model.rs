@@ -381,6 +381,22 @@ mod tests {
     }
 
     #[test]
+    fn target_account_is_optional_and_omitted_when_absent() {
+        let plain = serde_json::json!({"name": "prod", "template": {"name": "t", "version": "1.0.0"},
+            "provider": "aws", "region": "us-east-1"});
+        let spec: ClusterSpec = serde_json::from_value(plain).unwrap();
+        assert_eq!(spec.target, None);
+        assert!(serde_json::to_value(&spec).unwrap().get("target").is_none());
+        let with = serde_json::json!({"name": "prod", "template": {"name": "t", "version": "1.0.0"},
+            "provider": "aws", "region": "us-east-1",
+            "target": {"role_arn": "arn:aws:iam::1:role/r", "external_id": "x", "state_bucket": "b"}});
+        let spec: ClusterSpec = serde_json::from_value(with).unwrap();
+        let t = spec.target.unwrap();
+        assert_eq!(t.state_bucket.as_deref(), Some("b"));
+        assert_eq!(t.lock_table, None);
+    }
+
+    #[test]
     fn spec_rejects_bad_names_on_deserialize() {
         let bad = serde_json::json!({"name": "Bad Name", "template": {"name": "aws-eks-basic", "version": "1.0.0"},
             "provider": "aws", "region": "us-east-1"});
