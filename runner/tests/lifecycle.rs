@@ -107,7 +107,10 @@ async fn create_update_delete_an_eks_cluster() {
         .s3
         .get_object()
         .bucket(bed.env.names.bucket("artifacts"))
-        .key(strato_shared::artifacts::debug_log_key(&job.op.operation_id, "network/apply"))
+        .key(strato_shared::artifacts::debug_log_key(
+            &job.op.operation_id,
+            "network/apply",
+        ))
         .send()
         .await
         .expect("debug log of network/apply");
