@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::Value;
+use strato_shared::messages::LogLine;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -205,59 +206,300 @@ pub enum DemoError {
     #[error(transparent)]
     Client(#[from] ClientError),
     #[error("{0}")]
-    Missing(String),
+    Failed(String),
 }
 
-/// The README's demo: create a cluster from `aws-eks-basic`, follow it to ACTIVE, print outputs, delete it.
-/// Still to come once the runner, the catalog and the WebSocket emulation land: the live log over
-/// WebSocket, the cost estimate, and the drift check (marked below); until then it stops with an error
-/// naming what is missing rather than claiming success.
+/// What a watched operation's stream delivered.
+#[derive(Debug, Default)]
+pub struct Watched {
+    /// Log lines by seq (duplicates from the replay/live overlap collapse here).
+    pub lines: std::collections::BTreeMap<u64, LogLine>,
+    /// `(cluster state, operation status, message)` of every status frame, in arrival order.
+    pub states: Vec<(String, String, Option<String>)>,
+    pub final_status: Option<String>,
+    pub last_seq: u64,
+}
+
+impl Watched {
+    /// Every line from 1 to `last_seq` arrived.
+    pub fn complete(&self) -> bool {
+        self.lines.len() as u64 == self.last_seq && self.lines.keys().copied().eq(1..=self.last_seq)
+    }
+}
+
+/// Subscribes to an operation over the WebSocket API and follows it to its `end` frame, calling `on_line`
+/// for each new line in seq order and `on_status` for each status frame. Re-subscribes from the first
+/// missing seq when the stream has a gap at the end (at-least-once delivery, clients keep lines by seq).
+pub async fn watch_operation(
+    ws_url: &str,
+    token: &str,
+    operation_id: &str,
+    timeout: Duration,
+    mut on_line: impl FnMut(&LogLine),
+    mut on_status: impl FnMut(&str, &str, Option<&str>),
+) -> Result<Watched, DemoError> {
+    use futures_util::{SinkExt, StreamExt};
+    use strato_shared::logs::{ControlFrame, Reassembler, ServerFrame};
+    use strato_shared::messages::LogFrame;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let deadline = Instant::now() + timeout;
+    let mut out = Watched::default();
+    let mut parts = Reassembler::default();
+    let mut printed = 0u64;
+    for _attempt in 0..5 {
+        let url = format!("{ws_url}?token={token}");
+        let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str())
+            .await
+            .map_err(|e| DemoError::Failed(format!("WebSocket connect to {ws_url}: {e}")))?;
+        let from = out.lines.keys().copied().take_while({
+            let mut want = 1;
+            move |k| {
+                let ok = *k == want;
+                want += 1;
+                ok
+            }
+        });
+        let from_seq = from.last().unwrap_or(0) + 1;
+        let sub =
+            serde_json::json!({"action": "subscribe", "operation_id": operation_id, "from_seq": from_seq});
+        socket
+            .send(Message::Text(sub.to_string().into()))
+            .await
+            .map_err(|e| DemoError::Failed(format!("WebSocket send: {e}")))?;
+        let mut ended = false;
+        while !ended {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg = match tokio::time::timeout(left, socket.next()).await {
+                Err(_) => {
+                    return Err(DemoError::Failed(format!(
+                        "operation {operation_id} did not end within {} s",
+                        timeout.as_secs()
+                    )));
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(DemoError::Failed(format!("WebSocket: {e}"))),
+                Ok(Some(Ok(m))) => m,
+            };
+            let Message::Text(text) = msg else { continue };
+            let Ok(frame) = serde_json::from_str::<ServerFrame>(&text) else {
+                continue;
+            };
+            let mut new_lines = Vec::new();
+            match frame {
+                ServerFrame::Log(LogFrame::Log { lines, .. }) => new_lines = lines,
+                ServerFrame::Log(LogFrame::Status {
+                    cluster_state,
+                    operation_status,
+                    message,
+                    step,
+                    ..
+                }) => {
+                    let cs = cluster_state.as_str().to_owned();
+                    let os = serde_json::to_value(operation_status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    let m = message.or(step.map(|s| format!("step {s}")));
+                    on_status(&cs, &os, m.as_deref());
+                    out.states.push((cs, os, m));
+                }
+                ServerFrame::Log(LogFrame::End {
+                    final_status,
+                    last_seq,
+                    ..
+                }) => {
+                    out.final_status = serde_json::to_value(final_status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned));
+                    out.last_seq = last_seq;
+                    ended = true;
+                }
+                ServerFrame::Control(c @ ControlFrame::LogPart { .. }) => {
+                    if let Some(line) = parts.push(&c) {
+                        new_lines.push(line);
+                    }
+                }
+                ServerFrame::Control(ControlFrame::Error { message, fix, .. }) => {
+                    return Err(DemoError::Failed(format!("subscribe refused: {message} ({fix})")));
+                }
+                ServerFrame::Control(_) => {}
+            }
+            for l in new_lines {
+                out.lines.entry(l.seq).or_insert(l);
+            }
+            // Print in seq order, as far as there is no gap.
+            while let Some(l) = out.lines.get(&(printed + 1)) {
+                on_line(l);
+                printed += 1;
+            }
+        }
+        let _ = socket.close(None).await;
+        if ended && out.complete() {
+            while let Some(l) = out.lines.get(&(printed + 1)) {
+                on_line(l);
+                printed += 1;
+            }
+            return Ok(out);
+        }
+        // A gap (a line fanned out before the subscription existed): subscribe again from it.
+    }
+    Err(DemoError::Failed(format!(
+        "the log of {operation_id} stayed incomplete: {} of {} lines",
+        out.lines.len(),
+        out.last_seq
+    )))
+}
+
+/// The README's demo: the whole life of a cluster through the HTTP and WebSocket APIs, as a user sees it.
+/// Returns an error (and the binary exits non-zero) unless every step happened.
 pub async fn demo(stack: &crate::Devstack) -> Result<(), DemoError> {
     let template = "aws-eks-basic";
     let Some((_, version)) = stack.published.iter().find(|(n, _)| n == template) else {
-        return Err(DemoError::Missing(format!(
+        return Err(DemoError::Failed(format!(
             "the template catalog has no '{template}' (templates/catalog/{template}); the demo needs it"
         )));
     };
-    if !stack.env.tools.root.exists() {
-        return Err(DemoError::Missing("the test bed is not installed".into()));
-    }
-    let client = Client::new(&stack.endpoints.http_api).with_token(stack.token("demo"));
-    println!("Creating cluster 'demo' from {template}@{version}…");
+    let ws = stack
+        .endpoints
+        .websocket
+        .clone()
+        .ok_or_else(|| DemoError::Failed("the stack has no WebSocket API".into()))?;
+    let token = stack.token("demo");
+    let client = Client::new(&stack.endpoints.http_api).with_token(token.clone());
+    let t0 = Instant::now();
+    let mut summary: Vec<String> = Vec::new();
+    let quiet = std::env::var_os("STRATO_DEMO_QUIET").is_some();
+    let show = |l: &LogLine| {
+        if !quiet {
+            println!("  │ {:>4} {:<16} {}", l.seq, l.step, l.text);
+        }
+    };
+    let state = |cs: &str, os: &str, m: Option<&str>| {
+        println!(
+            "  ◆ cluster {cs}, operation {os}{}",
+            m.map(|m| format!(" — {m}")).unwrap_or_default()
+        );
+    };
+
+    println!("▶ 1/5 create cluster 'demo' from {template}@{version} (us-east-1, 2 × t3.medium)");
     let spec = serde_json::json!({
         "name": "demo",
         "template": {"name": template, "version": version},
         "provider": "aws",
         "region": "us-east-1",
-        "variables": {},
+        "variables": {"node_count": 2, "node_instance_type": "t3.medium"},
     });
     let (cluster, op, _) = client.create_cluster(&spec).await?;
-    println!("  cluster {cluster}, operation {op}");
-    // TODO(lead): subscribe over WebSocket here and print the live log as it arrives.
-    let done = client.wait_operation(&op, Duration::from_secs(1800)).await?;
-    println!("  operation {}", done["status"].as_str().unwrap_or("?"));
+    println!("  cluster {cluster}\n  operation {op}\n  live Terraform log over WebSocket:");
+    let w = watch_operation(&ws, &token, &op, Duration::from_secs(900), show, state).await?;
+    let done = client.wait_operation(&op, Duration::from_secs(60)).await?;
     if done["status"] != "succeeded" {
-        return Err(DemoError::Missing(format!(
+        return Err(DemoError::Failed(format!(
             "the create did not succeed: {}",
             done["error"]
         )));
     }
+    summary.push(format!(
+        "create: succeeded, {} log lines received, none missing",
+        w.last_seq
+    ));
+    if let Some(e) = done.get("estimate").filter(|e| !e.is_null()) {
+        println!(
+            "  cost estimate (before apply): {:.2} {}/month",
+            e["total_monthly"].as_f64().unwrap_or(0.0),
+            e["currency"].as_str().unwrap_or("USD")
+        );
+        for r in e["resources"].as_array().into_iter().flatten() {
+            if let Some(m) = r["monthly"].as_f64().filter(|m| *m > 0.0) {
+                println!(
+                    "    {:>9.2}  {}  ({})",
+                    m,
+                    r["address"].as_str().unwrap_or(""),
+                    r["note"].as_str().unwrap_or("")
+                );
+            }
+        }
+        let unpriced = e["not_estimated"].as_array().map_or(0, Vec::len);
+        if unpriced > 0 {
+            println!("    + {unpriced} resource(s) not estimated (usage-based or not in the price table)");
+        }
+        println!(
+            "    prices: {} ({})",
+            e["price_table_source"].as_str().unwrap_or("?"),
+            e["price_table_date"].as_str().unwrap_or("?")
+        );
+        summary.push(format!(
+            "estimate: {:.2} USD/month",
+            e["total_monthly"].as_f64().unwrap_or(0.0)
+        ));
+    } else {
+        return Err(DemoError::Failed("the create has no cost estimate".into()));
+    }
+
+    println!("▶ 2/5 wait for ACTIVE");
     let c = client
-        .wait_cluster_state(&cluster, &["ACTIVE", "FAILED"], Duration::from_secs(600))
+        .wait_cluster_state(&cluster, &["ACTIVE", "FAILED"], Duration::from_secs(120))
         .await?;
-    println!("  state {}; outputs {}", c["state"], c["outputs"]);
-    // TODO(lead): cost estimate (PlanReady) and a drift check once the scheduler lands.
-    println!("Deleting…");
-    let r = client.delete(&format!("/v1/clusters/{cluster}")).await?;
-    let del_op = r.body["operation"]["id"].as_str().unwrap_or_default().to_owned();
-    let d = client.wait_operation(&del_op, Duration::from_secs(1800)).await?;
-    if d["status"] != "succeeded" {
-        return Err(DemoError::Missing(format!(
-            "the delete did not succeed: {}",
-            d["error"]
+    if c["state"] != "ACTIVE" {
+        return Err(DemoError::Failed(format!(
+            "the cluster is {}: {}",
+            c["state"], c["last_error"]
         )));
     }
-    Err(DemoError::Missing(
-        "live log over WebSocket, cost estimate and drift check are not wired yet".into(),
-    ))
+    println!("  outputs:");
+    for (k, v) in c["outputs"].as_object().into_iter().flatten() {
+        println!("    {k} = {v}");
+    }
+    summary.push("cluster: ACTIVE with outputs".into());
+
+    println!("▶ 3/5 drift check (plan -refresh-only where the engine has it)");
+    let r = client
+        .post(
+            &format!("/v1/clusters/{cluster}/drift-check"),
+            &serde_json::json!({}),
+        )
+        .await?;
+    let check = r.body["operation"]["id"].as_str().unwrap_or_default().to_owned();
+    if r.status != 202 || check.is_empty() {
+        return Err(DemoError::Failed(format!("drift check refused: {}", r.text)));
+    }
+    watch_operation(&ws, &token, &check, Duration::from_secs(600), show, state).await?;
+    let c = client.get(&format!("/v1/clusters/{cluster}")).await?;
+    let drift = &c.body["drift"];
+    if drift["operation_id"] != check.as_str() {
+        return Err(DemoError::Failed(format!(
+            "the drift check left no result: {}",
+            c.text
+        )));
+    }
+    println!(
+        "  drifted: {} (checked {})",
+        drift["drifted"], drift["checked_at"]
+    );
+    summary.push(format!("drift check: drifted = {}", drift["drifted"]));
+
+    println!("▶ 4/5 delete");
+    let r = client.delete(&format!("/v1/clusters/{cluster}")).await?;
+    let del = r.body["operation"]["id"].as_str().unwrap_or_default().to_owned();
+    if r.status != 202 || del.is_empty() {
+        return Err(DemoError::Failed(format!("delete refused: {}", r.text)));
+    }
+    let w = watch_operation(&ws, &token, &del, Duration::from_secs(900), show, state).await?;
+    let c = client
+        .wait_cluster_state(&cluster, &["DELETED", "FAILED"], Duration::from_secs(120))
+        .await?;
+    if c["state"] != "DELETED" {
+        return Err(DemoError::Failed(format!(
+            "the cluster is {}: {}",
+            c["state"], c["last_error"]
+        )));
+    }
+    summary.push(format!("delete: DELETED, {} log lines received", w.last_seq));
+
+    println!("▶ 5/5 summary ({:.0} s)", t0.elapsed().as_secs_f64());
+    for s in &summary {
+        println!("  ✓ {s}");
+    }
+    Ok(())
 }

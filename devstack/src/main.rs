@@ -41,6 +41,14 @@ struct Opts {
         global = true
     )]
     http: SocketAddr,
+    /// Address of the WebSocket API (and its `@connections` management API).
+    #[arg(
+        long,
+        env = "STRATO_DEVSTACK_WS",
+        default_value = "127.0.0.1:8081",
+        global = true
+    )]
+    ws: SocketAddr,
     /// HS256 secret for bearer tokens (random per run when unset).
     #[arg(long, env = "STRATO_JWT_SECRET", hide_env_values = true, global = true)]
     jwt_secret: Option<String>,
@@ -86,6 +94,7 @@ fn config(o: &Opts) -> DevstackConfig {
         aws_endpoint: o.aws_endpoint.clone().filter(|e| !e.is_empty()),
         prefix: o.prefix.clone(),
         http_addr: o.http,
+        ws_addr: o.ws,
         jwt_secret: o.jwt_secret.clone(),
         token_file: o.token_file.clone(),
         tenant_claim: o.tenant_claim.clone(),

@@ -59,6 +59,8 @@ pub struct DevstackConfig {
     /// How often the drift-check and sweeper schedules fire (EventBridge `rate(...)`).
     pub drift_rate: Duration,
     pub sweep_rate: Duration,
+    /// Address of the WebSocket API (and its `@connections` management API).
+    pub ws_addr: SocketAddr,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -108,6 +110,7 @@ impl Default for DevstackConfig {
             fargate_poll: Duration::from_millis(250),
             drift_rate: Duration::from_secs(300),
             sweep_rate: Duration::from_secs(60),
+            ws_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         }
     }
 }
@@ -136,7 +139,7 @@ pub struct StackEnv {
 pub struct Endpoints {
     /// Base URL of the HTTP API, e.g. `http://127.0.0.1:8080`.
     pub http_api: String,
-    /// `ws://…` of the WebSocket API, once the WebSocket emulation is wired in.
+    /// `ws://…` of the WebSocket API (`?token=<JWT>`, then `subscribe` frames).
     pub websocket: Option<String>,
     /// The AWS endpoint (moto).
     pub aws: String,
@@ -156,6 +159,7 @@ pub struct Devstack {
     fargate_task: Option<tokio::task::JoinHandle<()>>,
     consumer_tasks: Vec<tokio::task::JoinHandle<()>>,
     moto: Option<MotoServer>,
+    ws: Option<crate::apigw_ws::WsApi>,
     _work: Option<tempfile::TempDir>,
 }
 
@@ -251,6 +255,49 @@ impl Devstack {
             sweep_rate: config.sweep_rate,
         });
         let mut registry = Registry::builtin(&env).await?;
+
+        // The WebSocket API: its address (and so the @connections endpoint) is known before the ws and
+        // log-fanout functions are built, as in AWS where the stage URL is configuration.
+        let ws_bound = crate::apigw_ws::WsApi::bind(crate::apigw_ws::WsApiConfig {
+            bind: config.ws_addr,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| DevstackError::step("binding the WebSocket API", e))?;
+        let management = ws_bound.management_endpoint();
+        let secret = jwt_secret.clone();
+        let tenant_claim = config.tenant_claim.clone();
+        let prefix = names.prefix().to_owned();
+        let lookup = |k: &str| match k {
+            "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+            "STRATO_JWT_SECRET" => Some(secret.clone()),
+            "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
+            "STRATO_WS_MANAGEMENT_ENDPOINT" => Some(management.clone()),
+            _ => None,
+        };
+        let ws_ctx = Arc::new(strato_ws::Ctx::new(
+            strato_ws::Config::from_lookup(lookup).map_err(|e| DevstackError::step("configuring ws", e))?,
+            &env.aws,
+        ));
+        let fanout = Arc::new(strato_log_fanout::Ctx::new(
+            strato_log_fanout::Config::from_lookup(lookup)
+                .map_err(|e| DevstackError::step("configuring log-fanout", e))?,
+            &env.aws,
+        ));
+        registry.map_queue(
+            "logs",
+            crate::registry::sqs_handler(move |event| {
+                let f = fanout.clone();
+                async move { Ok::<_, String>(strato_log_fanout::handle(&f, event).await) }
+            }),
+            env.sqs_concurrency,
+        );
+        let ws_api = ws_bound.serve(move |ev| {
+            let c = ws_ctx.clone();
+            async move { Ok(strato_ws::handle(&c, ev).await) }
+        });
+        let ws_url = ws_api.ws_url();
+
         for p in plugins {
             p.install(&env, &mut registry).await?;
         }
@@ -333,7 +380,7 @@ impl Devstack {
         );
         let endpoints = Endpoints {
             http_api: format!("http://{http_addr}"),
-            websocket: None,
+            websocket: Some(ws_url),
             aws: endpoint,
         };
         tracing::info!(
@@ -357,6 +404,7 @@ impl Devstack {
             fargate_task: Some(fargate_task),
             consumer_tasks,
             moto,
+            ws: Some(ws_api),
             _work: work,
         })
     }
@@ -393,6 +441,9 @@ impl Devstack {
         let _ = self.stop_consumers.send(true);
         for t in self.consumer_tasks.drain(..) {
             let _ = t.await;
+        }
+        if let Some(ws) = self.ws.take() {
+            ws.shutdown().await;
         }
         if let Some(m) = self.moto.take() {
             let _ = blocking(move || drop(m)).await;

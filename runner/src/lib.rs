@@ -1,1 +1,120 @@
-//! the Fargate task: runs Terraform/OpenTofu for one operation and reports to the control plane (under construction).
+//! The Fargate task: runs Terraform/OpenTofu for one operation and reports to the control plane.
+//!
+//! One run: read the operation and cluster, fetch and verify the template bundle, compose each stage's root
+//! module, check credentials (preflight), then run the kind's lifecycle (create/update: init → plan → show →
+//! apply → output per stage; delete: init → destroy in reverse; plan; drift-check), reporting steps,
+//! heartbeats and plans on the `events` queue and streaming logs. Exactly one final event ends the run.
+
+pub mod classify;
+pub mod config;
+pub mod credentials;
+pub mod engine;
+mod lifecycle;
+pub mod logs;
+pub mod secrets;
+pub mod workspace;
+
+use std::time::Duration;
+
+use strato_shared::aws::AwsClients;
+use strato_shared::error::UserError;
+use strato_shared::ids::OperationId;
+use strato_shared::messages::RunnerEvent;
+use strato_shared::queues::QueueUrls;
+use strato_shared::store::Store;
+
+pub use config::Config;
+pub use lifecycle::run_operation;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Shared(#[from] strato_shared::Error),
+    #[error("operation {0} not found; the dispatcher starts the runner only for recorded operations")]
+    OperationNotFound(OperationId),
+    #[error("cluster {0} of the operation not found")]
+    ClusterNotFound(String),
+    #[error(
+        "the cluster lock no longer holds fencing token {0}; another run owns the cluster, nothing written"
+    )]
+    Fenced(u64),
+    #[error("sending the final event failed: {0}")]
+    FinalEvent(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    User(UserError),
+}
+
+/// Sends runner events for one operation.
+#[derive(Clone)]
+pub struct Reporter {
+    pub sqs: aws_sdk_sqs::Client,
+    pub events_url: String,
+    pub operation_id: OperationId,
+    pub fencing_token: u64,
+}
+
+impl Reporter {
+    pub async fn send(&self, ev: &RunnerEvent) -> Result<(), String> {
+        let body = serde_json::to_string(ev).map_err(|e| e.to_string())?;
+        let mut last = String::new();
+        // A few quick attempts: the SDK retries throttling itself, this covers short outages.
+        for attempt in 0..4u32 {
+            match self
+                .sqs
+                .send_message()
+                .queue_url(&self.events_url)
+                .message_body(body.clone())
+                .send()
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) => last = strato_shared::Error::aws("SendMessage", e).to_string(),
+            }
+            tokio::time::sleep(Duration::from_millis(250 * 2u64.pow(attempt))).await;
+        }
+        Err(last)
+    }
+
+    /// Best-effort progress event: a lost step or heartbeat event is logged, not fatal.
+    pub async fn progress(&self, ev: RunnerEvent) {
+        if let Err(e) = self.send(&ev).await {
+            tracing::warn!(error = %e, "progress event not sent");
+        }
+    }
+}
+
+/// Everything the runner talks to.
+#[derive(Clone)]
+pub struct Clients {
+    pub aws: AwsClients,
+    pub secrets: aws_sdk_secretsmanager::Client,
+    pub store: Store,
+    pub queues: QueueUrls,
+}
+
+impl Clients {
+    pub async fn new(aws: AwsClients, cfg: &Config) -> Result<Self, RunnerError> {
+        let queues = QueueUrls::resolve(&aws.sqs, &cfg.names).await?;
+        Ok(Self {
+            secrets: aws_sdk_secretsmanager::Client::new(&aws.config),
+            store: Store::new(aws.dynamodb.clone(), &cfg.names),
+            queues,
+            aws,
+        })
+    }
+}
+
+/// How a run ended, for the process exit code: the final event was sent (exit 0) or not.
+#[derive(Debug)]
+pub struct RunSummary {
+    pub final_event: RunnerEvent,
+    pub last_log_seq: u64,
+}

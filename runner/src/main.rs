@@ -1,1 +1,41 @@
-fn main() {}
+//! strato-runner: runs one operation (named by the container overrides) and exits 0 only after its final
+//! event was sent.
+
+use strato_runner::{Clients, Config, run_operation};
+use strato_shared::aws::AwsClients;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("strato-runner: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let aws = AwsClients::from_env().await;
+    let clients = match Clients::new(aws, &cfg).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot reach the control plane's queues");
+            return std::process::ExitCode::from(3);
+        }
+    };
+    match run_operation(cfg, clients).await {
+        Ok(summary) => {
+            tracing::info!(event = ?summary.final_event, last_log_seq = summary.last_log_seq, "final event sent");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "no final event sent");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

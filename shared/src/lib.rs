@@ -8,6 +8,7 @@ pub mod aws;
 pub mod bundle;
 pub mod catalog;
 pub mod catalog_check;
+pub mod compose;
 pub mod coordination;
 pub mod cost;
 pub mod error;

@@ -132,6 +132,26 @@ pub struct ClusterSpec {
     pub region: String,
     #[serde(default)]
     pub variables: BTreeMap<String, serde_json::Value>,
+    /// Run in the customer's own account (and keep state there) instead of the platform's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetAccount>,
+}
+
+/// A customer's AWS account the runner provisions into: it assumes `role_arn` (with `external_id`) and gives
+/// the temporary credentials to the engine. With `state_bucket`, state lives in the customer's account too
+/// (bucket and lock table created with versioning and encryption if missing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetAccount {
+    pub role_arn: String,
+    pub external_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_bucket: Option<String>,
+    /// Defaults to `<state_bucket>-locks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_table: Option<String>,
+    /// Region of the role session and the state bucket; defaults to the cluster's region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -424,6 +444,22 @@ mod tests {
             ok: None,
         });
         assert_eq!(op.current_step().unwrap().name, "plan");
+    }
+
+    #[test]
+    fn target_account_is_optional_and_omitted_when_absent() {
+        let plain = serde_json::json!({"name": "prod", "template": {"name": "t", "version": "1.0.0"},
+            "provider": "aws", "region": "us-east-1"});
+        let spec: ClusterSpec = serde_json::from_value(plain).unwrap();
+        assert_eq!(spec.target, None);
+        assert!(serde_json::to_value(&spec).unwrap().get("target").is_none());
+        let with = serde_json::json!({"name": "prod", "template": {"name": "t", "version": "1.0.0"},
+            "provider": "aws", "region": "us-east-1",
+            "target": {"role_arn": "arn:aws:iam::1:role/r", "external_id": "x", "state_bucket": "b"}});
+        let spec: ClusterSpec = serde_json::from_value(with).unwrap();
+        let t = spec.target.unwrap();
+        assert_eq!(t.state_bucket.as_deref(), Some("b"));
+        assert_eq!(t.lock_table, None);
     }
 
     #[test]

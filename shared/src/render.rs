@@ -205,6 +205,7 @@ mod tests {
             provider: CloudProvider::Aws,
             region: "us-east-1".into(),
             variables: serde_json::from_value(vars).unwrap(),
+            target: None,
         };
         validate(&spec, &eks(), Catalogs::builtin()).unwrap()
     }

@@ -283,6 +283,41 @@ impl Store {
         })
     }
 
+    /// The tenant's monthly budget in USD, if it set one: an apply whose estimate exceeds it stops before
+    /// apply.
+    pub async fn monthly_budget(&self, tenant: &TenantId) -> Result<Option<f64>, Error> {
+        let out = self
+            .ddb
+            .get_item()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()))
+            .projection_expression("monthly_budget")
+            .send()
+            .await
+            .map_err(|e| Error::aws("GetItem", e))?;
+        Ok(out.item.and_then(|i| {
+            i.get("monthly_budget")
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse().ok())
+        }))
+    }
+
+    pub async fn set_monthly_budget(&self, tenant: &TenantId, usd: Option<f64>) -> Result<(), Error> {
+        let q = self
+            .ddb
+            .update_item()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()));
+        let q = match usd {
+            Some(v) => q
+                .update_expression("SET monthly_budget = :b")
+                .expression_attribute_values(":b", n(v)),
+            None => q.update_expression("REMOVE monthly_budget"),
+        };
+        q.send().await.map_err(|e| Error::aws("UpdateItem", e))?;
+        Ok(())
+    }
+
     pub async fn set_quotas(&self, tenant: &TenantId, q: &Quotas) -> Result<(), Error> {
         self.ddb
             .update_item()

@@ -421,6 +421,7 @@ mod tests {
             provider: CloudProvider::Aws,
             region: "eu-west-1".into(),
             variables: serde_json::from_value(vars).unwrap(),
+            target: None,
         }
     }
 

@@ -24,6 +24,7 @@ fn cluster(tenant: &TenantId, name: &str) -> (Cluster, Operation) {
         provider: CloudProvider::Aws,
         region: "us-east-1".into(),
         variables: BTreeMap::new(),
+        target: None,
     };
     let c = Cluster::new(tenant.clone(), ClusterId::generate(), spec.clone(), now);
     let mut op = Operation::new(tenant.clone(), c.cluster_id.clone(), OperationKind::Create, now);

@@ -76,6 +76,7 @@ async fn engine_applies_into_moto_with_s3_state() {
         region: env.region.clone(),
         variables: serde_json::from_value(json!({"vpc_cidr": "10.7.0.0/16", "tags": {"team": "o\"ps ${x}"}}))
             .unwrap(),
+        target: None,
     };
     let validated = validate(&spec, &template, Catalogs::builtin()).expect("fixture spec is valid");
 

@@ -217,6 +217,7 @@ pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Re
                     provider,
                     region: region.clone(),
                     variables: draft.variables.clone(),
+                    target: None,
                 };
                 match validate(&spec, &stored.template, Catalogs::builtin()) {
                     Ok(v) => checked = Some((v, stored)),

@@ -139,6 +139,7 @@ impl Bed {
             provider: CloudProvider::Aws,
             region: "us-east-1".into(),
             variables: BTreeMap::new(),
+            target: None,
         };
         let cluster = Cluster::new(tenant.clone(), ClusterId::generate(), spec.clone(), now);
         let mut op = Operation::new(tenant, cluster.cluster_id.clone(), OperationKind::Create, now);

@@ -139,6 +139,7 @@ impl World {
             provider: CloudProvider::Aws,
             region: "us-east-1".into(),
             variables: BTreeMap::from([("node_count".into(), json!(2))]),
+            target: None,
         };
         let mut cluster = Cluster::new(tenant.parse().unwrap(), ClusterId::generate(), spec.clone(), now);
         cluster.version = 1;

@@ -1,0 +1,160 @@
+//! Configuration, read once from the environment at start.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use strato_shared::ids::OperationId;
+use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
+use strato_shared::resources::Names;
+
+use crate::RunnerError;
+
+/// The runner's configuration. Every variable is read once, at start; a missing or malformed required one
+/// stops the runner with a message naming it.
+///
+/// | variable | meaning |
+/// |---|---|
+/// | `STRATO_OPERATION_ID` | the operation to run (container override set by the dispatcher; required) |
+/// | `STRATO_FENCING_TOKEN` | the cluster lock's fencing token (container override; required) |
+/// | `STRATO_RESOURCE_PREFIX` | prefix of every table, queue and bucket (required) |
+/// | `AWS_ENDPOINT_URL` | emulator endpoint for the runner's own SDK clients (optional) |
+/// | `STRATO_TERRAFORM` | engine binary (default `tofu` on `PATH`) |
+/// | `STRATO_AGENT_TOKEN_SECRET` | secret the cluster agent's registration token is derived from (needed only by templates with a managed `agent_token` variable) |
+/// | `STRATO_CONTROL_PLANE_URL` | given to templates as the managed `control_plane_url` variable |
+/// | `STRATO_TIME_LIMIT_SECS` | per-operation time limit (default 1800) |
+/// | `STRATO_PROVIDER_ENDPOINT` | point Terraform's AWS provider and S3 backend at this endpoint (emulators) |
+/// | `STRATO_PROVIDER_MAX_RETRIES` | with `STRATO_PROVIDER_ENDPOINT`: the AWS provider's own `max_retries` (tests) |
+/// | `STRATO_STS_ENDPOINT` | endpoint of the STS used to assume a target account role (default: AWS / `AWS_ENDPOINT_URL`) |
+/// | `STRATO_HEARTBEAT_SECS` | heartbeat and cancel-poll interval (default 15) |
+/// | `STRATO_GRACE_SECS` | how long Terraform gets after SIGINT before it is killed (default 20) |
+/// | `STRATO_RETRY_BASE_MS` | first backoff delay of transient-failure retries (default 2000) |
+/// | `STRATO_PREFLIGHT_TIMEOUT_SECS` | credential preflight timeout (default 10) |
+/// | `STRATO_WORK_DIR` | parent of the per-operation workspace (default the system temp dir) |
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub operation_id: OperationId,
+    pub fencing_token: u64,
+    pub names: Names,
+    pub terraform: PathBuf,
+    pub agent_token_secret: Option<String>,
+    pub control_plane_url: Option<String>,
+    pub time_limit: Duration,
+    pub provider_endpoint: Option<String>,
+    pub provider_max_retries: Option<u32>,
+    pub sts_endpoint: Option<String>,
+    pub heartbeat: Duration,
+    pub grace: Duration,
+    pub retry_base: Duration,
+    pub preflight_timeout: Duration,
+    pub work_dir: Option<PathBuf>,
+    /// Extra engine environment (not read from the environment: the engine inherits the runner's own).
+    /// Lets an in-process caller (tests, bench) give the engine what the container image would.
+    pub extra_engine_env: Vec<(String, String)>,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, RunnerError> {
+        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, RunnerError> {
+        let missing = |k: &str, fix: &str| RunnerError::Config(format!("{k} is not set; {fix}"));
+        let num = |k: &str, default: u64| -> Result<u64, RunnerError> {
+            match get(k) {
+                None => Ok(default),
+                Some(v) => v.trim().parse().map_err(|_| {
+                    RunnerError::Config(format!(
+                        "{k}='{v}' is not a whole number; unset it for the default {default}"
+                    ))
+                }),
+            }
+        };
+        let op = get(ENV_OPERATION_ID).ok_or_else(|| {
+            missing(
+                ENV_OPERATION_ID,
+                "the dispatcher sets it as a container override (op-<uuid>)",
+            )
+        })?;
+        let operation_id: OperationId = op
+            .parse()
+            .map_err(|e| RunnerError::Config(format!("{ENV_OPERATION_ID}: {e}")))?;
+        let token = get(ENV_FENCING_TOKEN).ok_or_else(|| {
+            missing(
+                ENV_FENCING_TOKEN,
+                "the dispatcher sets it as a container override",
+            )
+        })?;
+        let fencing_token = token.trim().parse().map_err(|_| {
+            RunnerError::Config(format!("{ENV_FENCING_TOKEN}='{token}' is not a whole number"))
+        })?;
+        let prefix = get("STRATO_RESOURCE_PREFIX").ok_or_else(|| {
+            missing(
+                "STRATO_RESOURCE_PREFIX",
+                "set it to the deployment's resource prefix",
+            )
+        })?;
+        let names =
+            Names::new(prefix).map_err(|e| RunnerError::Config(format!("STRATO_RESOURCE_PREFIX: {e}")))?;
+        let secs = |k: &str, d: u64| num(k, d).map(Duration::from_secs);
+        Ok(Self {
+            operation_id,
+            fencing_token,
+            names,
+            terraform: get("STRATO_TERRAFORM").unwrap_or_else(|| "tofu".into()).into(),
+            agent_token_secret: get("STRATO_AGENT_TOKEN_SECRET"),
+            control_plane_url: get("STRATO_CONTROL_PLANE_URL"),
+            time_limit: secs("STRATO_TIME_LIMIT_SECS", 1800)?,
+            provider_endpoint: get("STRATO_PROVIDER_ENDPOINT"),
+            provider_max_retries: get("STRATO_PROVIDER_MAX_RETRIES")
+                .map(|_| num("STRATO_PROVIDER_MAX_RETRIES", 0).map(|n| n as u32))
+                .transpose()?,
+            sts_endpoint: get("STRATO_STS_ENDPOINT"),
+            heartbeat: secs("STRATO_HEARTBEAT_SECS", 15)?,
+            grace: secs("STRATO_GRACE_SECS", 20)?,
+            retry_base: Duration::from_millis(num("STRATO_RETRY_BASE_MS", 2000)?),
+            preflight_timeout: secs("STRATO_PREFLIGHT_TIMEOUT_SECS", 10)?,
+            work_dir: get("STRATO_WORK_DIR").map(PathBuf::from),
+            extra_engine_env: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn missing_and_malformed_variables_are_named() {
+        let env: HashMap<&str, &str> = HashMap::new();
+        let err = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap_err();
+        assert!(err.to_string().contains("STRATO_OPERATION_ID"), "{err}");
+        let op = OperationId::generate().to_string();
+        let env: HashMap<&str, &str> = [
+            ("STRATO_OPERATION_ID", op.as_str()),
+            ("STRATO_FENCING_TOKEN", "x"),
+        ]
+        .into();
+        let err = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap_err();
+        assert!(err.to_string().contains("STRATO_FENCING_TOKEN"), "{err}");
+        let env: HashMap<&str, &str> = [
+            ("STRATO_OPERATION_ID", op.as_str()),
+            ("STRATO_FENCING_TOKEN", "3"),
+            ("STRATO_RESOURCE_PREFIX", "dev"),
+            ("STRATO_TIME_LIMIT_SECS", "soon"),
+        ]
+        .into();
+        let err = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap_err();
+        assert!(err.to_string().contains("STRATO_TIME_LIMIT_SECS"), "{err}");
+        let env: HashMap<&str, &str> = [
+            ("STRATO_OPERATION_ID", op.as_str()),
+            ("STRATO_FENCING_TOKEN", "3"),
+            ("STRATO_RESOURCE_PREFIX", "dev"),
+        ]
+        .into();
+        let cfg = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(cfg.fencing_token, 3);
+        assert_eq!(cfg.time_limit, Duration::from_secs(1800));
+        assert_eq!(cfg.terraform, PathBuf::from("tofu"));
+    }
+}

@@ -1,0 +1,397 @@
+//! The user log pipeline. Readers of the engine's stdout/stderr call [`LogHub::emit`], which never waits:
+//! it numbers the line, hands it to the archive writer (unbounded: the archive must hold every line) and
+//! offers it to the live shipper through a bounded channel (full → the line is skipped on the live path only,
+//! and the next frame says which lines were skipped). Engine debug lines go to a per-step debug buffer that
+//! is uploaded to S3, never to the user stream.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use aws_sdk_s3::Client as S3;
+use aws_sdk_sqs::Client as Sqs;
+use regex::Regex;
+use strato_shared::artifacts;
+use strato_shared::ids::OperationId;
+use strato_shared::messages::{LogFrame, LogLine, LogStream, SkippedLines};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Largest live frame (bytes of line text) and longest wait before a frame is sent.
+pub const FRAME_BYTES: usize = 32 * 1024;
+pub const FRAME_WAIT: Duration = Duration::from_millis(100);
+/// Live channel capacity: beyond this many unsent lines the live stream skips.
+pub const LIVE_CAPACITY: usize = 4096;
+/// Archive chunk limits.
+const CHUNK_LINES: usize = 2000;
+const CHUNK_WAIT: Duration = Duration::from_secs(2);
+
+/// Replaces sensitive values in user-visible text.
+#[derive(Debug, Default, Clone)]
+pub struct Redactor(Arc<RwLock<Vec<String>>>);
+
+impl Redactor {
+    /// Adds a secret; very short values are not redacted (they would mangle ordinary text) and are not
+    /// expected for secrets.
+    pub fn add(&self, secret: &str) {
+        if secret.len() >= 4
+            && let Ok(mut v) = self.0.write()
+            && !v.iter().any(|s| s == secret)
+        {
+            v.push(secret.to_owned());
+            // Longest first, so a secret containing another is replaced whole.
+            v.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+
+    /// Adds every string leaf of a JSON value.
+    pub fn add_json(&self, v: &serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => self.add(s),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| self.add_json(x)),
+            serde_json::Value::Object(m) => m.values().for_each(|x| self.add_json(x)),
+            other => self.add(&other.to_string()),
+        }
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        let Ok(v) = self.0.read() else {
+            return text.to_owned();
+        };
+        let mut out = text.to_owned();
+        for s in v.iter() {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "(sensitive value)");
+            }
+        }
+        out
+    }
+}
+
+/// Recognizes the engine's debug-log lines: `[TRACE]`, `[DEBUG]`, `[INFO]`, `[WARN]`, `[ERR]`/`[ERROR]`,
+/// optionally after an RFC 3339 timestamp.
+pub fn is_debug_line(line: &str) -> bool {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"^(\d{4}-\d{2}-\d{2}T[0-9:.]+(Z|[+-]\d{2}:?\d{2})\s+)?\[(TRACE|DEBUG|INFO|WARN|ERR|ERROR)\]",
+        )
+        .expect("valid regex")
+    })
+    .is_match(line)
+}
+
+/// Stateful split of stderr: a debug line may continue on following unprefixed lines (graph dumps, HTTP
+/// dumps); the engine's own user messages (`Error:`, `Warning:`, box-drawn diagnostics) end such a block.
+#[derive(Debug, Default)]
+pub struct StderrSplitter {
+    in_debug: bool,
+}
+
+impl StderrSplitter {
+    /// `true` when the line belongs to the debug log.
+    pub fn is_debug(&mut self, line: &str) -> bool {
+        if is_debug_line(line) {
+            self.in_debug = true;
+            return true;
+        }
+        let t = line.trim_start();
+        if t.starts_with("Error:")
+            || t.starts_with("Warning:")
+            || t.starts_with(['╷', '│', '╵'])
+            || t.starts_with("Interrupt received")
+            || t.starts_with("Stopping operation")
+        {
+            self.in_debug = false;
+        }
+        self.in_debug
+    }
+}
+
+struct Inner {
+    next_seq: u64,
+}
+
+/// Shared by every reader of one operation.
+#[derive(Clone)]
+pub struct LogHub {
+    op: OperationId,
+    inner: Arc<Mutex<Inner>>,
+    live: mpsc::Sender<LogLine>,
+    archive: mpsc::UnboundedSender<LogLine>,
+    pub redactor: Redactor,
+    live_skipped: Arc<AtomicU64>,
+}
+
+/// Background tasks of a hub; [`LogTasks::finish`] drains them and writes the completion marker.
+pub struct LogTasks {
+    live: JoinHandle<()>,
+    archive: JoinHandle<Result<u64, String>>,
+}
+
+/// Where the hub sends things.
+#[derive(Clone)]
+pub struct LogSinks {
+    pub sqs: Sqs,
+    pub logs_url: String,
+    pub s3: S3,
+    pub artifacts_bucket: String,
+}
+
+impl LogHub {
+    pub fn start(op: OperationId, sinks: LogSinks, redactor: Redactor) -> (Self, LogTasks) {
+        Self::start_with_capacity(op, sinks, redactor, LIVE_CAPACITY)
+    }
+
+    pub fn start_with_capacity(
+        op: OperationId,
+        sinks: LogSinks,
+        redactor: Redactor,
+        capacity: usize,
+    ) -> (Self, LogTasks) {
+        let (live_tx, live_rx) = mpsc::channel(capacity);
+        let (arch_tx, arch_rx) = mpsc::unbounded_channel();
+        let live = tokio::spawn(ship_live(op.clone(), sinks.clone(), live_rx));
+        let archive = tokio::spawn(write_archive(op.clone(), sinks, arch_rx));
+        (
+            Self {
+                op,
+                inner: Arc::new(Mutex::new(Inner { next_seq: 1 })),
+                live: live_tx,
+                archive: arch_tx,
+                redactor,
+                live_skipped: Arc::default(),
+            },
+            LogTasks { live, archive },
+        )
+    }
+
+    pub fn operation_id(&self) -> &OperationId {
+        &self.op
+    }
+
+    /// Records one user line. Never blocks on I/O.
+    pub fn emit(&self, stream: LogStream, step: &str, text: &str) {
+        let text = self
+            .redactor
+            .redact(strato_shared::render::strip_write_prefix(text));
+        // Numbering and both sends happen under one lock (neither send waits), so both paths see seq order.
+        let Ok(mut inner) = self.inner.lock() else { return };
+        let line = LogLine {
+            seq: inner.next_seq,
+            ts: strato_shared::ts::now(),
+            stream,
+            step: step.to_owned(),
+            text,
+        };
+        inner.next_seq += 1;
+        let _ = self.archive.send(line.clone());
+        if self.live.try_send(line).is_err() {
+            self.live_skipped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Lines emitted so far (the last sequence number).
+    pub fn last_seq(&self) -> u64 {
+        self.inner.lock().map(|i| i.next_seq - 1).unwrap_or(0)
+    }
+
+    /// Lines the live path skipped because the shipper was behind.
+    pub fn live_skipped(&self) -> u64 {
+        self.live_skipped.load(Ordering::Relaxed)
+    }
+}
+
+impl LogTasks {
+    /// Waits for both paths to drain (the hub and all its clones must be dropped first), then writes the
+    /// completion marker. Returns the last sequence number archived.
+    pub async fn finish(self, sinks: &LogSinks, op: &OperationId) -> Result<u64, String> {
+        let _ = self.live.await;
+        let last = self.archive.await.map_err(|e| e.to_string())??;
+        put(
+            &sinks.s3,
+            &sinks.artifacts_bucket,
+            &artifacts::log_complete_key(op),
+            last.to_string().into_bytes(),
+        )
+        .await?;
+        Ok(last)
+    }
+}
+
+async fn put(s3: &S3, bucket: &str, key: &str, body: Vec<u8>) -> Result<(), String> {
+    let mut last = String::new();
+    for attempt in 0..4u32 {
+        match s3
+            .put_object()
+            .bucket(bucket)
+            .key(key)
+            .body(body.clone().into())
+            .send()
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(e) => last = strato_shared::Error::aws("PutObject", e).to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt))).await;
+    }
+    Err(last)
+}
+
+/// Uploads one step's debug log.
+pub async fn upload_debug(
+    s3: &S3,
+    bucket: &str,
+    op: &OperationId,
+    step: &str,
+    body: Vec<u8>,
+) -> Result<(), String> {
+    put(s3, bucket, &artifacts::debug_log_key(op, step), body).await
+}
+
+async fn ship_live(op: OperationId, sinks: LogSinks, mut rx: mpsc::Receiver<LogLine>) {
+    // Highest seq handed to the queue (or known skipped); a gap before the next line is a skip.
+    let mut shipped: u64 = 0;
+    let mut pending: Option<LogLine> = None;
+    loop {
+        let first = match pending.take() {
+            Some(l) => l,
+            None => match rx.recv().await {
+                Some(l) => l,
+                None => return,
+            },
+        };
+        let skipped = (first.seq > shipped + 1).then(|| SkippedLines {
+            from_seq: shipped + 1,
+            to_seq: first.seq - 1,
+        });
+        let first_seq = first.seq;
+        let mut bytes = first.text.len();
+        let mut lines = vec![first];
+        let deadline = tokio::time::Instant::now() + FRAME_WAIT;
+        while bytes < FRAME_BYTES {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(l)) => {
+                    let contiguous = lines.last().is_some_and(|p| p.seq + 1 == l.seq);
+                    if !contiguous || bytes + l.text.len() > FRAME_BYTES {
+                        pending = Some(l);
+                        break;
+                    }
+                    bytes += l.text.len();
+                    lines.push(l);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        shipped = lines.last().map(|l| l.seq).unwrap_or(shipped);
+        let frame = LogFrame::Log {
+            operation_id: op.clone(),
+            first_seq,
+            lines,
+            skipped,
+        };
+        let Ok(body) = serde_json::to_string(&frame) else {
+            continue;
+        };
+        // Live delivery is best effort: the archive is the record, so a failed send is only logged.
+        if let Err(e) = sinks
+            .sqs
+            .send_message()
+            .queue_url(&sinks.logs_url)
+            .message_body(body)
+            .send()
+            .await
+        {
+            tracing::warn!(error = %strato_shared::Error::aws("SendMessage", e), "live log frame dropped");
+        }
+    }
+}
+
+async fn write_archive(
+    op: OperationId,
+    sinks: LogSinks,
+    mut rx: mpsc::UnboundedReceiver<LogLine>,
+) -> Result<u64, String> {
+    let mut last_seq = 0;
+    let mut chunk: Vec<LogLine> = Vec::new();
+    let mut deadline: Option<tokio::time::Instant> = None;
+    loop {
+        let next = match deadline {
+            Some(d) => tokio::time::timeout_at(d, rx.recv()).await.ok(),
+            None => Some(rx.recv().await),
+        };
+        let closed = matches!(next, Some(None));
+        let timed_out = next.is_none();
+        if let Some(Some(line)) = next {
+            if chunk.is_empty() {
+                deadline = Some(tokio::time::Instant::now() + CHUNK_WAIT);
+            }
+            chunk.push(line);
+            // Take whatever is already queued without waiting.
+            while chunk.len() < CHUNK_LINES {
+                match rx.try_recv() {
+                    Ok(l) => chunk.push(l),
+                    Err(_) => break,
+                }
+            }
+        }
+        let due = timed_out || closed || chunk.len() >= CHUNK_LINES;
+        if due && !chunk.is_empty() {
+            let first = chunk[0].seq;
+            let last = chunk[chunk.len() - 1].seq;
+            let mut body = Vec::new();
+            for l in &chunk {
+                if let Ok(s) = serde_json::to_vec(l) {
+                    body.extend_from_slice(&s);
+                    body.push(b'\n');
+                }
+            }
+            put(
+                &sinks.s3,
+                &sinks.artifacts_bucket,
+                &artifacts::log_chunk_key(&op, first, last),
+                body,
+            )
+            .await?;
+            last_seq = last;
+            chunk.clear();
+            deadline = None;
+        }
+        if closed {
+            return Ok(last_seq);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_lines_and_their_continuations_stay_out_of_the_user_stream() {
+        assert!(is_debug_line("[INFO] Terraform version: 0.15.0 rc2"));
+        assert!(is_debug_line(
+            "2026-11-22T04:55:01.123Z [DEBUG] provider.terraform-provider-aws_v3.39.0_x5: x"
+        ));
+        assert!(is_debug_line("2021-05-01T10:00:00.000+0200 [TRACE] x"));
+        assert!(!is_debug_line("aws_vpc.this: Creating..."));
+        let mut s = StderrSplitter::default();
+        assert!(!s.is_debug("Some early message"));
+        assert!(s.is_debug("[TRACE] graph:"));
+        assert!(s.is_debug("  var.region - *terraform.NodeRootVariable"));
+        assert!(s.is_debug(""));
+        assert!(!s.is_debug("Error: Error creating VPC: InvalidParameterValue"));
+        assert!(!s.is_debug("\tstatus code: 400"));
+        assert!(s.is_debug("[DEBUG] more"));
+    }
+
+    #[test]
+    fn redaction_replaces_secrets_longest_first() {
+        let r = Redactor::default();
+        r.add("hunter2-secret");
+        r.add("hunter2");
+        r.add("ab");
+        let out = r.redact("pw=hunter2-secret and hunter2, ab");
+        assert_eq!(out, "pw=(sensitive value) and (sensitive value), ab");
+    }
+}

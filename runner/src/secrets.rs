@@ -1,0 +1,76 @@
+//! Sensitive outputs: one Secrets Manager secret per cluster (a JSON object of output name → value). They
+//! never go to logs, events or DynamoDB.
+
+use aws_sdk_secretsmanager::Client;
+use serde_json::{Map, Value};
+use strato_shared::ids::ClusterId;
+use strato_shared::resources::Names;
+
+pub fn secret_name(names: &Names, cluster: &ClusterId) -> String {
+    format!("strato/{}/clusters/{cluster}/outputs", names.prefix())
+}
+
+/// Creates the cluster's secret or stores a new version of it.
+pub async fn store_outputs(client: &Client, name: &str, values: &Map<String, Value>) -> Result<(), String> {
+    let body = Value::Object(values.clone()).to_string();
+    match client
+        .create_secret()
+        .name(name)
+        .description("Strato: sensitive Terraform outputs of one cluster")
+        .secret_string(body.clone())
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_exists_exception()) =>
+        {
+            client
+                .put_secret_value()
+                .secret_id(name)
+                .secret_string(body)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| strato_shared::Error::aws("PutSecretValue", e).to_string())
+        }
+        Err(e) => Err(strato_shared::Error::aws("CreateSecret", e).to_string()),
+    }
+}
+
+/// Reads the cluster's sensitive outputs (`None` when it has none).
+pub async fn read_outputs(client: &Client, name: &str) -> Result<Option<Map<String, Value>>, String> {
+    match client.get_secret_value().secret_id(name).send().await {
+        Ok(out) => Ok(out
+            .secret_string()
+            .and_then(|s| serde_json::from_str::<Map<String, Value>>(s).ok())),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_not_found_exception()) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(strato_shared::Error::aws("GetSecretValue", e).to_string()),
+    }
+}
+
+/// Removes the secret when the cluster is destroyed; absent is fine.
+pub async fn delete_outputs(client: &Client, name: &str) -> Result<(), String> {
+    match client
+        .delete_secret()
+        .secret_id(name)
+        .force_delete_without_recovery(true)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_not_found_exception()) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(strato_shared::Error::aws("DeleteSecret", e).to_string()),
+    }
+}

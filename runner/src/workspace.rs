@@ -1,0 +1,145 @@
+//! The per-operation workspace: the verified bundle unpacked into a private temp directory, one generated
+//! root module per stage (`stages/<stage>/main.tf.json`), and the rendered inputs next to it. Every file is
+//! JSON produced by `strato_shared` (no user value is pasted into HCL).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use strato_shared::compose::{ComposedStage, compose_template};
+use strato_shared::modules::ModuleInterface;
+use strato_shared::render::{BackendConfig, EngineDialect, aws_provider_override_tf_json};
+use strato_shared::template::Template;
+
+use crate::RunnerError;
+
+pub const TFVARS_FILE: &str = "terraform.tfvars.json";
+pub const BACKEND_FILE: &str = "strato_backend.tf.json";
+/// Declares the AWS provider at the stage root when an emulator endpoint is used (modules without their own
+/// provider block inherit it).
+pub const ROOT_PROVIDER_FILE: &str = "strato_provider.tf.json";
+/// Overrides a module's own `provider "aws"` block with the emulator endpoint.
+pub const MODULE_PROVIDER_OVERRIDE_FILE: &str = "strato_provider_override.tf.json";
+pub const PLAN_FILE: &str = "strato.tfplan";
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunnerError {
+    let what = what.into();
+    move |source| RunnerError::Io { what, source }
+}
+
+pub struct Workspace {
+    /// Removed when dropped.
+    pub dir: tempfile::TempDir,
+    pub template: Template,
+    pub stages: Vec<ComposedStage>,
+}
+
+impl Workspace {
+    pub fn bundle_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn stage_dir(&self, stage: &str) -> PathBuf {
+        self.dir.path().join("stages").join(stage)
+    }
+
+    /// Reads the unpacked bundle's module interfaces, composes every stage and writes its root module.
+    pub fn compose(dir: tempfile::TempDir, template: Template) -> Result<Self, RunnerError> {
+        let mut interfaces = BTreeMap::new();
+        for stage in &template.manifest.stages {
+            for m in &stage.modules {
+                if !interfaces.contains_key(m) {
+                    let iface = ModuleInterface::read_dir(&dir.path().join("modules").join(m))?;
+                    interfaces.insert(m.clone(), iface);
+                }
+            }
+        }
+        let stages = compose_template(&template, &interfaces, &|m| format!("../../modules/{m}"))?;
+        let ws = Self {
+            dir,
+            template,
+            stages,
+        };
+        for s in &ws.stages {
+            let d = ws.stage_dir(&s.stage);
+            std::fs::create_dir_all(&d).map_err(io(d.display().to_string()))?;
+            std::fs::write(d.join("main.tf.json"), s.main_tf_json_text()?)
+                .map_err(io("writing main.tf.json"))?;
+        }
+        Ok(ws)
+    }
+
+    /// Emulator mode: the root of every stage declares the AWS provider pointed at `endpoint`, and every
+    /// module that declares its own `provider "aws"` gets an override file doing the same.
+    pub fn point_provider_at(&self, endpoint: &str, max_retries: Option<u32>) -> Result<(), RunnerError> {
+        let mut doc: Value = serde_json::from_str(&aws_provider_override_tf_json(endpoint)?)
+            .map_err(|e| RunnerError::Config(format!("provider override: {e}")))?;
+        if let Some(n) = max_retries {
+            doc["provider"]["aws"]["max_retries"] = Value::from(n);
+        }
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        for s in &self.stages {
+            std::fs::write(self.stage_dir(&s.stage).join(ROOT_PROVIDER_FILE), &text)
+                .map_err(io("writing provider file"))?;
+        }
+        let modules = self.dir.path().join("modules");
+        for entry in std::fs::read_dir(&modules).map_err(io(modules.display().to_string()))? {
+            let dir = entry.map_err(io("reading modules"))?.path();
+            if dir.is_dir() && declares_aws_provider(&dir) {
+                std::fs::write(dir.join(MODULE_PROVIDER_OVERRIDE_FILE), &text)
+                    .map_err(io("writing provider override"))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn write_backend(
+        &self,
+        stage: &str,
+        cfg: &BackendConfig,
+        dialect: EngineDialect,
+    ) -> Result<(), RunnerError> {
+        std::fs::write(self.stage_dir(stage).join(BACKEND_FILE), cfg.tf_json(dialect)?)
+            .map_err(io("writing backend configuration"))
+    }
+
+    /// `terraform.tfvars.json` of a stage: the rendered template variables (`rendered`, from
+    /// `render::tfvars_json`) and earlier stages' outputs, restricted to the root variables the stage declares.
+    pub fn write_tfvars(
+        &self,
+        stage: &ComposedStage,
+        rendered: &Map<String, Value>,
+        earlier_outputs: &Map<String, Value>,
+    ) -> Result<(), RunnerError> {
+        let mut vars = Map::new();
+        for name in stage.variables.keys() {
+            // A template variable wins over an earlier stage's output of the same name.
+            if let Some(v) = rendered.get(name).or_else(|| earlier_outputs.get(name)) {
+                vars.insert(name.clone(), v.clone());
+            }
+        }
+        let text = serde_json::to_string_pretty(&Value::Object(vars)).unwrap_or_default();
+        std::fs::write(self.stage_dir(&stage.stage).join(TFVARS_FILE), text).map_err(io("writing tfvars"))
+    }
+}
+
+fn declares_aws_provider(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.filter_map(|e| e.ok().map(|e| e.path())).any(|p| {
+        p.extension().is_some_and(|x| x == "tf")
+            && !p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("_override.tf"))
+            && std::fs::read_to_string(&p)
+                .ok()
+                .and_then(|t| hcl::from_str::<hcl::Body>(&t).ok())
+                .is_some_and(|b| {
+                    b.blocks().any(|blk| {
+                        blk.identifier() == "provider"
+                            && blk.labels().first().is_some_and(|l| l.as_str() == "aws")
+                    })
+                })
+    })
+}

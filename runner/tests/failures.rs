@@ -1,0 +1,387 @@
+//! Failure paths against the real engine and moto: a module failing mid-apply is cleaned up, injected
+//! throttling is retried, a cancel mid-apply ends CANCELLED and cleaned up, bad credentials fail fast.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use strato_shared::ErrorCategory;
+use strato_shared::messages::RunnerEvent;
+use strato_shared::model::{OperationKind, TargetAccount};
+use support::proxy::FaultProxy;
+use support::{Bed, final_events, steps_started, wait_for_log, wait_for_step};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_module_failing_mid_apply_is_cleaned_up() {
+    let bed = Bed::new().await;
+    // The subnet lies outside the VPC: the VPC and security group get created, then the subnet fails.
+    let spec = bed.spec(
+        "runner-net",
+        "fail-mid",
+        json!({"subnet_cidrs": ["10.99.1.0/24"]}),
+    );
+    let (cluster, job) = bed.create(spec).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("expected one failure: {finals:#?}");
+    };
+    assert_eq!(error.step, "apply", "{error:?}");
+    assert_eq!(error.category, ErrorCategory::InvalidConfiguration, "{error:?}");
+    assert!(error.what.contains("InvalidSubnet"), "{}", error.what);
+    assert!(
+        error.what.contains("cleaned up") && error.what.contains("aws_vpc.this"),
+        "{}",
+        error.what
+    );
+    assert!(steps_started(&events).iter().any(|s| s == "cleanup"));
+    assert!(
+        bed.state_types(&cluster, "main").await.is_empty(),
+        "everything destroyed"
+    );
+    assert!(bed.held_locks().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn throttling_is_retried_with_a_fresh_plan_and_succeeds() {
+    let bed = Bed::new().await;
+    // The provider retries once by itself (max_retries = 1): three throttled CreateVpc calls make the
+    // first apply fail with RequestLimitExceeded; the runner plans again and the second apply succeeds.
+    let proxy = FaultProxy::start(&bed.env.endpoint, "CreateVpc", 3).await;
+    let spec = bed.spec("runner-net", "throttled", json!({}));
+    let (cluster, job) = bed.create(spec).await;
+    let cfg = bed.config(
+        &job,
+        &[
+            ("STRATO_PROVIDER_ENDPOINT", proxy.endpoint.as_str()),
+            ("STRATO_PROVIDER_MAX_RETRIES", "1"),
+        ],
+    );
+    bed.run(cfg).await.expect("final event sent");
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    assert!(
+        matches!(finals[..], [RunnerEvent::Succeeded { .. }]),
+        "{finals:#?}"
+    );
+    assert_eq!(proxy.injected.load(Ordering::SeqCst), 3, "every fault was served");
+    let steps = steps_started(&events);
+    let count = |s: &str| steps.iter().filter(|x| *x == s).count();
+    assert_eq!(count("apply"), 2, "{steps:?}");
+    assert_eq!(count("plan"), 2, "re-planned before the retried apply: {steps:?}");
+    let failed_apply = events
+        .iter()
+        .any(|e| matches!(e, RunnerEvent::StepFinished { step, ok: false, .. } if step == "apply"));
+    assert!(failed_apply);
+    let (lines, _) = bed.archived_log(&job).await;
+    assert!(lines.iter().any(|l| l.text.contains("RequestLimitExceeded")));
+    assert!(lines.iter().any(|l| l.text.contains("transient failure")));
+    assert_eq!(
+        bed.state_types(&cluster, "main").await,
+        ["aws_ec2_tag", "aws_security_group", "aws_subnet", "aws_vpc"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_mid_apply_ends_cancelled_and_cleaned_up() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "cancel-me", json!({"slow_seconds": 300}));
+    let (cluster, job) = bed.create(spec).await;
+    let cfg = bed.config(&job, &[]);
+    let started = Instant::now();
+    let run = {
+        let clients = strato_runner::Clients::new(bed.env.aws.clone(), &cfg)
+            .await
+            .unwrap();
+        tokio::spawn(strato_runner::run_operation(cfg, clients))
+    };
+    // Wait until the apply is under way (the network exists, the last resource's provisioner sleeps), then
+    // ask to cancel.
+    let mut events = Vec::new();
+    wait_for_step(&bed, &mut events, "apply").await;
+    wait_for_log(&bed, &job, "(local-exec): Executing").await;
+    let mut op = bed
+        .store
+        .get_operation(&job.op.operation_id)
+        .await
+        .unwrap()
+        .unwrap();
+    op.cancel_requested = true;
+    bed.store.save_operation(&mut op, false).await.unwrap();
+
+    let summary = tokio::time::timeout(Duration::from_secs(240), run)
+        .await
+        .expect("the runner stops well before the apply would have finished")
+        .unwrap()
+        .expect("final event sent");
+    assert!(started.elapsed() < Duration::from_secs(200));
+    events.extend(bed.events().await);
+    let finals = final_events(&events);
+    assert!(
+        matches!(finals[..], [RunnerEvent::Cancelled { .. }]),
+        "{finals:#?}"
+    );
+    assert_eq!(&summary.final_event, finals[0]);
+    if !steps_started(&events).iter().any(|s| s == "cleanup") {
+        bed.dump_log(&job).await;
+        panic!(
+            "a cancelled create is cleaned up: {:#?}",
+            bed.state(&cluster, "main").await
+        );
+    }
+    assert!(bed.state_types(&cluster, "main").await.is_empty());
+    assert!(bed.held_locks().await.is_empty());
+    let (lines, _) = bed.archived_log(&job).await;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.text.contains("stopping the engine (Cancelled)"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_credentials_endpoint_fails_fast_with_the_credentials_category() {
+    let bed = Bed::new().await;
+    // A port nothing listens on: bind, note, drop.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut spec = bed.spec("runner-net", "no-creds", json!({}));
+    spec.target = Some(TargetAccount {
+        role_arn: "arn:aws:iam::210987654321:role/strato".into(),
+        external_id: "ext-123".into(),
+        state_bucket: None,
+        lock_table: None,
+        region: None,
+    });
+    let (_cluster, job) = bed.create(spec).await;
+    let sts = format!("http://127.0.0.1:{closed}");
+    let cfg = bed.config(
+        &job,
+        &[
+            ("STRATO_STS_ENDPOINT", sts.as_str()),
+            ("STRATO_PREFLIGHT_TIMEOUT_SECS", "5"),
+        ],
+    );
+    let started = Instant::now();
+    bed.run(cfg).await.expect("final event sent");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("{finals:#?}");
+    };
+    assert_eq!(error.category, ErrorCategory::Credentials, "{error:?}");
+    assert_eq!(error.step, "prepare");
+    assert!(
+        error.what.contains("arn:aws:iam::210987654321:role/strato"),
+        "{}",
+        error.what
+    );
+    assert_eq!(steps_started(&events), ["prepare"], "no engine command ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
+    let bed = Bed::new().await;
+    let bucket = format!("{}-customer-state", bed.env.names.prefix());
+    let mut spec = bed.spec("runner-net", "own-state", json!({}));
+    spec.target = Some(TargetAccount {
+        role_arn: "arn:aws:iam::210987654321:role/strato".into(),
+        external_id: "ext-123".into(),
+        state_bucket: Some(bucket.clone()),
+        lock_table: None,
+        region: None,
+    });
+    let (cluster, job) = bed.create(spec).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    assert!(
+        matches!(finals[..], [RunnerEvent::Succeeded { .. }]),
+        "{finals:#?}"
+    );
+    // State lives in the customer's bucket (created versioned), not the platform's.
+    let key = strato_shared::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
+    let obj = bed
+        .env
+        .aws
+        .s3
+        .get_object()
+        .bucket(&bucket)
+        .key(&key)
+        .send()
+        .await
+        .unwrap();
+    let state: serde_json::Value =
+        serde_json::from_slice(&obj.body.collect().await.unwrap().into_bytes()).unwrap();
+    let managed = state["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["mode"] == "managed")
+        .count();
+    assert_eq!(managed, 4, "vpc, subnets, security group, tag");
+    assert!(bed.state(&cluster, "main").await.is_none());
+    // Versioned: the object carries a real version id (moto's GetBucketVersioning XML is not SDK-readable).
+    let versions = bed
+        .env
+        .aws
+        .s3
+        .list_object_versions()
+        .bucket(&bucket)
+        .prefix(&key)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        versions
+            .versions()
+            .iter()
+            .any(|v| v.version_id().is_some_and(|id| id != "null")),
+        "{versions:?}"
+    );
+    // The assumed session's secrets never reach the log.
+    let (lines, _) = bed.archived_log(&job).await;
+    assert!(lines.iter().any(|l| l.text.contains("credentials checked")));
+    // Clean up for the shared moto.
+    bed.release(&cluster, &job).await;
+    let job = bed.operation(&cluster, OperationKind::Delete, None).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    assert!(matches!(
+        final_events(&bed.events().await)[..],
+        [RunnerEvent::Succeeded { .. }]
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_time_limit_interrupts_and_cleans_up_a_create() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "too-slow", json!({"slow_seconds": 300}));
+    let (cluster, job) = bed.create(spec).await;
+    let started = Instant::now();
+    bed.run(bed.config(&job, &[("STRATO_TIME_LIMIT_SECS", "25")]))
+        .await
+        .expect("final event sent");
+    assert!(
+        started.elapsed() < Duration::from_secs(150),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("{finals:#?}");
+    };
+    assert_eq!(error.category, ErrorCategory::Timeout, "{error:?}");
+    assert!(error.retryable);
+    assert!(bed.state_types(&cluster, "main").await.is_empty());
+    assert!(bed.held_locks().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_drift_check_reports_out_of_band_changes_and_keeps_the_plan() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "drifty", json!({}));
+    let (cluster, job) = bed.create(spec).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let [RunnerEvent::Succeeded { outputs, .. }] = final_events(&events)[..] else {
+        panic!("{events:#?}");
+    };
+    let vpc = outputs["vpc_id"].as_str().unwrap().to_owned();
+    bed.release(&cluster, &job).await;
+
+    // Someone renames the VPC outside Strato.
+    let resp = support::ec2_call(
+        &bed.env.endpoint,
+        &format!(
+            "Action=CreateTags&ResourceId.1={vpc}&Tag.1.Key=Name&Tag.1.Value=renamed&Version=2016-11-15"
+        ),
+    )
+    .await;
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+
+    let job = bed.operation(&cluster, OperationKind::DriftCheck, None).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let [RunnerEvent::Succeeded { drift, .. }] = final_events(&events)[..] else {
+        panic!("{events:#?}");
+    };
+    let drift = drift.clone().expect("a drift check reports drift");
+    assert!(
+        drift
+            .iter()
+            .any(|c| c.address == "module.net.aws_vpc.this" && c.actions == ["update"]),
+        "{drift:?}"
+    );
+    let plan = bed
+        .env
+        .aws
+        .s3
+        .head_object()
+        .bucket(bed.env.names.bucket("artifacts"))
+        .key(strato_shared::artifacts::plan_key(&job.op.operation_id, "main"))
+        .send()
+        .await;
+    assert!(plan.is_ok(), "saved plan archived");
+    assert!(
+        !steps_started(&events).iter().any(|s| s == "apply"),
+        "a drift check changes nothing"
+    );
+}
+
+/// The tenant's monthly budget stops an apply whose plan costs more, before anything of that stage is
+/// applied; the plan's estimate (EKS control plane, priced from the shipped table) is reported first.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_over_the_tenants_budget_stops_before_apply() {
+    let bed = Bed::new().await;
+    bed.store
+        .set_monthly_budget(&bed.tenant, Some(50.0))
+        .await
+        .unwrap();
+    let spec = bed.spec("runner-eks", "pricey", json!({}));
+    let (cluster, job) = bed.create(spec).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let estimates: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunnerEvent::PlanReady { stage, estimate, .. } => Some((stage.clone(), estimate.clone())),
+            _ => None,
+        })
+        .collect();
+    let cluster_stage = estimates
+        .iter()
+        .find(|(s, _)| s == "cluster")
+        .and_then(|(_, e)| e.clone())
+        .expect("the cluster stage was planned and priced");
+    assert!(
+        cluster_stage
+            .resources
+            .iter()
+            .any(|r| r.resource_type == "aws_eks_cluster" && r.monthly == Some(73.0)),
+        "{cluster_stage:?}"
+    );
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("expected one failure: {finals:#?}");
+    };
+    assert_eq!(error.category, ErrorCategory::Quota, "{error:?}");
+    assert_eq!(error.step, "cluster/plan");
+    assert!(error.what.contains("budget of 50.00 USD"), "{}", error.what);
+    assert!(error.fix.contains("budget"), "{}", error.fix);
+    assert!(
+        bed.state_types(&cluster, "cluster").await.is_empty(),
+        "the over-budget stage applied nothing"
+    );
+    assert!(bed.held_locks().await.is_empty());
+}

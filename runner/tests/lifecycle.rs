@@ -1,0 +1,206 @@
+//! The runner against the real engine and moto: create (two stages: network, then IAM role + EKS), update
+//! (a tag), delete (state empty), with events, outputs, secrets and the log archive checked.
+
+mod support;
+
+use serde_json::json;
+use strato_shared::messages::{LogStream, RunnerEvent};
+use strato_shared::model::OperationKind;
+use support::{Bed, final_events, steps_started};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_update_delete_an_eks_cluster() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-eks", "lc-eks", json!({"tags": {"team": "platform"}}));
+    let (cluster, job) = bed.create(spec.clone()).await;
+
+    // ---- create ----
+    let summary = bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    assert_eq!(finals.len(), 1, "exactly one final event: {events:#?}");
+    let RunnerEvent::Succeeded { outputs, .. } = finals[0] else {
+        bed.dump_log(&job).await;
+        panic!("create should succeed: {:#?}", finals[0]);
+    };
+    assert_eq!(&summary.final_event, finals[0]);
+    assert!(
+        outputs["vpc_id"].as_str().unwrap().starts_with("vpc-"),
+        "{outputs:?}"
+    );
+    assert_eq!(outputs["subnet_ids"].as_array().unwrap().len(), 2);
+    assert!(outputs["security_group_id"].as_str().unwrap().starts_with("sg-"));
+    assert!(outputs["role_arn"].as_str().unwrap().contains(":role/lc-eks-eks"));
+    assert!(
+        outputs["cluster_arn"]
+            .as_str()
+            .unwrap()
+            .contains("cluster/lc-eks")
+    );
+    assert!(
+        !outputs.contains_key("kubeconfig"),
+        "sensitive outputs never in events"
+    );
+    let steps = steps_started(&events);
+    for s in [
+        "prepare",
+        "network/init",
+        "network/plan",
+        "network/show",
+        "network/apply",
+        "network/output",
+        "cluster/init",
+        "cluster/plan",
+        "cluster/apply",
+        "cluster/output",
+    ] {
+        assert!(steps.iter().any(|x| x == s), "step {s} missing from {steps:?}");
+    }
+    let plans: Vec<(String, u32)> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunnerEvent::PlanReady { stage, summary, .. } => Some((stage.clone(), summary.add)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(plans, [("network".to_owned(), 5), ("cluster".to_owned(), 2)]);
+    assert!(events.iter().all(|e| e.fencing_token() == job.token));
+
+    // Sensitive output: in Secrets Manager only.
+    let name = strato_runner::secrets::secret_name(&bed.env.names, &cluster.cluster_id);
+    let secret = strato_runner::secrets::read_outputs(&bed.secrets, &name)
+        .await
+        .unwrap()
+        .expect("secret");
+    let kubeconfig = secret["kubeconfig"].as_str().unwrap().to_owned();
+    assert!(kubeconfig.contains("lc-eks"), "{kubeconfig}");
+    assert!(!serde_json::to_string(&events).unwrap().contains(&kubeconfig));
+
+    // Every user line archived in order; no engine debug lines; no secret.
+    let (lines, complete) = bed.archived_log(&job).await;
+    assert_eq!(complete, Some(lines.len() as u64), "completion marker = last seq");
+    assert_eq!(summary.last_log_seq, lines.len() as u64);
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(l.seq, i as u64 + 1, "no gaps");
+        assert!(
+            !l.text.contains("[DEBUG]") && !l.text.contains("[TRACE]"),
+            "{}",
+            l.text
+        );
+        assert!(!l.text.contains(&kubeconfig));
+        assert!(!l.text.starts_with("o:"));
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.step == "network/apply" && l.text.contains("Apply complete!"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.step == "cluster/apply" && l.stream == LogStream::Stdout)
+    );
+    // The engine's debug log went to its own artifact, per step.
+    let debug = bed
+        .env
+        .aws
+        .s3
+        .get_object()
+        .bucket(bed.env.names.bucket("artifacts"))
+        .key(strato_shared::artifacts::debug_log_key(
+            &job.op.operation_id,
+            "network/apply",
+        ))
+        .send()
+        .await
+        .expect("debug log of network/apply");
+    let debug = debug.body.collect().await.unwrap().into_bytes();
+    let debug = String::from_utf8_lossy(&debug);
+    assert!(debug.contains("[DEBUG]") || debug.contains("[TRACE]"));
+    assert!(!debug.contains(&kubeconfig));
+    // The live stream carried the same lines (nothing was slow here).
+    let frames = bed.log_frames().await;
+    let live: usize = frames
+        .iter()
+        .map(|f| {
+            serde_json::from_str::<serde_json::Value>(f).unwrap()["lines"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(live, lines.len());
+
+    assert_eq!(
+        bed.state_types(&cluster, "network").await,
+        ["aws_ec2_tag", "aws_security_group", "aws_subnet", "aws_vpc"]
+    );
+    assert_eq!(
+        bed.state_types(&cluster, "cluster").await,
+        ["aws_eks_cluster", "aws_iam_role"]
+    );
+    assert!(bed.held_locks().await.is_empty());
+    bed.release(&cluster, &job).await;
+
+    // ---- update: a tag changes ----
+    let new_spec = bed.spec(
+        "runner-eks",
+        "lc-eks",
+        json!({"tags": {"team": "platform", "env": "prod"}}),
+    );
+    let job = bed
+        .operation(&cluster, OperationKind::Update, Some(new_spec))
+        .await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    let RunnerEvent::Succeeded { outputs, .. } = finals[0] else {
+        panic!("update should succeed: {finals:#?}");
+    };
+    assert_eq!(outputs["vpc_tags"]["env"], "prod");
+    let changes: Vec<(String, u32, u32)> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunnerEvent::PlanReady { stage, summary, .. } => {
+                Some((stage.clone(), summary.add, summary.change))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [("network".to_owned(), 0, 1), ("cluster".to_owned(), 0, 0)]
+    );
+    bed.release(&cluster, &job).await;
+
+    // ---- delete ----
+    let job = bed.operation(&cluster, OperationKind::Delete, None).await;
+    bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    assert!(
+        matches!(finals[..], [RunnerEvent::Succeeded { .. }]),
+        "{finals:#?}"
+    );
+    let steps = steps_started(&events);
+    let pos = |s: &str| {
+        steps
+            .iter()
+            .position(|x| x == s)
+            .unwrap_or_else(|| panic!("{s} in {steps:?}"))
+    };
+    assert!(
+        pos("cluster/destroy") < pos("network/destroy"),
+        "reverse order: {steps:?}"
+    );
+    assert!(bed.state_types(&cluster, "network").await.is_empty());
+    assert!(bed.state_types(&cluster, "cluster").await.is_empty());
+    assert_eq!(
+        strato_runner::secrets::read_outputs(&bed.secrets, &name)
+            .await
+            .unwrap(),
+        None,
+        "secret removed with the cluster"
+    );
+    assert!(bed.held_locks().await.is_empty());
+}

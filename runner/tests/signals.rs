@@ -1,0 +1,67 @@
+//! The built binary under a task stop: SIGTERM mid-apply interrupts Terraform gracefully, so no state lock
+//! is left behind, the state keeps what was created, and a final event is still sent (exit 0).
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+use strato_shared::ErrorCategory;
+use strato_shared::messages::RunnerEvent;
+use support::{Bed, final_events, wait_for_log, wait_for_step};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_mid_apply_leaves_no_state_lock() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "sigterm", json!({"slow_seconds": 300}));
+    let (cluster, job) = bed.create(spec).await;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_strato-runner"));
+    cmd.envs(bed.runner_env(&job, &bed.env.endpoint))
+        .env("AWS_ENDPOINT_URL", &bed.env.endpoint)
+        .env("AWS_REGION", &bed.env.region)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut events = Vec::new();
+    wait_for_step(&bed, &mut events, "apply").await;
+    wait_for_log(&bed, &job, "(local-exec): Executing").await;
+    // Terraform holds the state lock now.
+    assert_eq!(bed.held_locks().await.len(), 1, "the apply holds the lock");
+
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(120), child.wait())
+        .await
+        .expect("the runner exits within the grace period")
+        .unwrap();
+    let stderr = {
+        use tokio::io::AsyncReadExt;
+        let mut s = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut s).await.unwrap();
+        s
+    };
+    assert!(
+        status.success(),
+        "exit 0 after the final event: {status:?}\n{stderr}"
+    );
+
+    events.extend(bed.events().await);
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("{finals:#?}");
+    };
+    assert_eq!(error.category, ErrorCategory::Transient, "{error:?}");
+    assert!(error.what.contains("SIGTERM"), "{}", error.what);
+    assert_eq!(error.step, "apply");
+    assert!(bed.held_locks().await.is_empty(), "state lock released");
+    // The state was written: what was created is recorded, so a retry or delete can handle it.
+    let types = bed.state_types(&cluster, "main").await;
+    assert!(types.contains(&"aws_vpc".to_owned()), "{types:?}");
+    let (lines, complete) = bed.archived_log(&job).await;
+    assert_eq!(complete, Some(lines.len() as u64));
+    assert!(lines.iter().any(|l| l.text.contains("Interrupt received")));
+}

@@ -1,0 +1,417 @@
+//! Test bed for the runner: a private set of tables/queues/buckets on moto, the fixture templates
+//! published, helpers to record clusters and operations, run the runner and read what it produced.
+#![allow(dead_code)]
+
+pub mod proxy;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use strato_runner::{Clients, Config, RunSummary, RunnerError};
+use strato_shared::artifacts;
+use strato_shared::bundle;
+use strato_shared::ids::{ClusterId, TenantId};
+use strato_shared::messages::{LogLine, RunnerEvent};
+use strato_shared::model::{
+    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
+};
+use strato_shared::queues::QueueUrls;
+use strato_shared::render::state_key;
+use strato_shared::store::{LockOutcome, Quotas, Store};
+use strato_shared::testbed::TestEnv;
+use strato_shared::ts;
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+pub struct Bed {
+    pub env: TestEnv,
+    pub store: Store,
+    pub queues: QueueUrls,
+    pub secrets: aws_sdk_secretsmanager::Client,
+    pub tenant: TenantId,
+}
+
+pub struct Job {
+    pub op: Operation,
+    pub token: u64,
+}
+
+impl Bed {
+    pub async fn new() -> Self {
+        let env = TestEnv::new().await;
+        for t in ["eks", "net"] {
+            let b = bundle::pack(&fixtures().join("templates").join(t), &fixtures().join("modules")).unwrap();
+            bundle::publish(&env.aws, &env.names, &b).await.unwrap();
+        }
+        let store = Store::new(env.aws.dynamodb.clone(), &env.names);
+        let queues = QueueUrls::resolve(&env.aws.sqs, &env.names).await.unwrap();
+        let secrets = aws_sdk_secretsmanager::Client::new(&env.aws.config);
+        Self {
+            env,
+            store,
+            queues,
+            secrets,
+            tenant: "acme".parse().unwrap(),
+        }
+    }
+
+    pub fn spec(&self, template: &str, name: &str, vars: Value) -> ClusterSpec {
+        ClusterSpec {
+            name: name.parse().unwrap(),
+            template: TemplateRef {
+                name: template.into(),
+                version: "0.1.0".into(),
+            },
+            provider: CloudProvider::Aws,
+            region: "us-east-1".into(),
+            variables: serde_json::from_value(vars).unwrap(),
+            target: None,
+        }
+    }
+
+    /// Records a cluster with its create operation and takes the cluster lock for it.
+    pub async fn create(&self, spec: ClusterSpec) -> (Cluster, Job) {
+        let now = ts::now();
+        let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec.clone(), now);
+        c.state = ClusterState::Provisioning;
+        let mut op = Operation::new(
+            self.tenant.clone(),
+            c.cluster_id.clone(),
+            OperationKind::Create,
+            now,
+        );
+        op.spec = Some(spec);
+        self.store
+            .create_cluster(&c, &op, &Quotas::default())
+            .await
+            .unwrap()
+            .unwrap();
+        let token = self.lock(&c, &op).await;
+        (c, Job { op, token })
+    }
+
+    /// Records a further operation and takes the lock for it.
+    pub async fn operation(&self, c: &Cluster, kind: OperationKind, spec: Option<ClusterSpec>) -> Job {
+        let mut op = Operation::new(self.tenant.clone(), c.cluster_id.clone(), kind, ts::now());
+        op.spec = spec;
+        self.store
+            .add_operation(&op, &Quotas::default())
+            .await
+            .unwrap()
+            .unwrap();
+        let token = self.lock(c, &op).await;
+        Job { op, token }
+    }
+
+    async fn lock(&self, c: &Cluster, op: &Operation) -> u64 {
+        match self
+            .store
+            .acquire_cluster_lock(
+                &c.cluster_id,
+                &op.operation_id,
+                time::Duration::hours(2),
+                ts::now(),
+            )
+            .await
+            .unwrap()
+        {
+            LockOutcome::Acquired { fencing_token } => fencing_token,
+            other => panic!("lock: {other:?}"),
+        }
+    }
+
+    pub async fn release(&self, c: &Cluster, job: &Job) {
+        self.store
+            .release_cluster_lock(&c.cluster_id, &job.op.operation_id, job.token)
+            .await
+            .unwrap();
+    }
+
+    /// The environment the dispatcher + container image would give the runner.
+    pub fn runner_env(&self, job: &Job, endpoint: &str) -> HashMap<String, String> {
+        let tools = self.env.tools;
+        let mut m: HashMap<String, String> = [
+            ("STRATO_OPERATION_ID", job.op.operation_id.to_string()),
+            ("STRATO_FENCING_TOKEN", job.token.to_string()),
+            ("STRATO_RESOURCE_PREFIX", self.env.names.prefix().to_owned()),
+            ("STRATO_TERRAFORM", tools.terraform.display().to_string()),
+            ("STRATO_PROVIDER_ENDPOINT", endpoint.to_owned()),
+            ("STRATO_HEARTBEAT_SECS", "1".to_owned()),
+            ("STRATO_GRACE_SECS", "30".to_owned()),
+            ("STRATO_RETRY_BASE_MS", "300".to_owned()),
+            ("STRATO_AGENT_TOKEN_SECRET", "test-secret".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        for (k, v) in tools.engine_env() {
+            m.insert(k, v);
+        }
+        m
+    }
+
+    pub fn engine_env(&self) -> Vec<(String, String)> {
+        let mut v = self.env.tools.engine_env();
+        v.push(("AWS_ACCESS_KEY_ID".into(), "testing".into()));
+        v.push(("AWS_SECRET_ACCESS_KEY".into(), "testing".into()));
+        v
+    }
+
+    pub fn config(&self, job: &Job, overrides: &[(&str, &str)]) -> Config {
+        let mut env = self.runner_env(job, &self.env.endpoint);
+        for (k, v) in overrides {
+            env.insert((*k).to_owned(), (*v).to_owned());
+        }
+        let mut cfg = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
+        cfg.extra_engine_env = self.engine_env();
+        cfg
+    }
+
+    /// Runs the runner's library entry point in-process.
+    pub async fn run(&self, cfg: Config) -> Result<RunSummary, RunnerError> {
+        let clients = Clients::new(self.env.aws.clone(), &cfg).await.unwrap();
+        strato_runner::run_operation(cfg, clients).await
+    }
+
+    /// Every event on the events queue (drained).
+    pub async fn events(&self) -> Vec<RunnerEvent> {
+        let mut out = Vec::new();
+        loop {
+            let r = self
+                .env
+                .aws
+                .sqs
+                .receive_message()
+                .queue_url(&self.queues.events)
+                .max_number_of_messages(10)
+                .wait_time_seconds(0)
+                .send()
+                .await
+                .unwrap();
+            let msgs = r.messages();
+            if msgs.is_empty() {
+                return out;
+            }
+            for m in msgs {
+                out.push(serde_json::from_str(m.body().unwrap()).unwrap());
+                self.env
+                    .aws
+                    .sqs
+                    .delete_message()
+                    .queue_url(&self.queues.events)
+                    .receipt_handle(m.receipt_handle().unwrap())
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
+    /// Raw bodies of every message on the logs queue (drained).
+    pub async fn log_frames(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            let r = self
+                .env
+                .aws
+                .sqs
+                .receive_message()
+                .queue_url(&self.queues.logs)
+                .max_number_of_messages(10)
+                .wait_time_seconds(0)
+                .send()
+                .await
+                .unwrap();
+            if r.messages().is_empty() {
+                return out;
+            }
+            for m in r.messages() {
+                out.push(m.body().unwrap().to_owned());
+                self.env
+                    .aws
+                    .sqs
+                    .delete_message()
+                    .queue_url(&self.queues.logs)
+                    .receipt_handle(m.receipt_handle().unwrap())
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
+    async fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        let o = self
+            .env
+            .aws
+            .s3
+            .get_object()
+            .bucket(bucket)
+            .key(key)
+            .send()
+            .await
+            .ok()?;
+        Some(o.body.collect().await.unwrap().into_bytes().to_vec())
+    }
+
+    /// The archived user log, chunk by chunk in key order, and the completion marker's last seq.
+    pub async fn archived_log(&self, job: &Job) -> (Vec<LogLine>, Option<u64>) {
+        let bucket = self.env.names.bucket("artifacts");
+        let list = self
+            .env
+            .aws
+            .s3
+            .list_objects_v2()
+            .bucket(&bucket)
+            .prefix(artifacts::log_prefix(&job.op.operation_id))
+            .send()
+            .await
+            .unwrap();
+        let mut keys: Vec<String> = list
+            .contents()
+            .iter()
+            .filter_map(|o| o.key().map(str::to_owned))
+            .collect();
+        keys.sort();
+        let mut lines = Vec::new();
+        for k in keys
+            .iter()
+            .filter(|k| artifacts::parse_log_chunk_key(k).is_some())
+        {
+            let body = self.get(&bucket, k).await.unwrap();
+            for l in String::from_utf8(body).unwrap().lines() {
+                lines.push(serde_json::from_str(l).unwrap());
+            }
+        }
+        let complete = self
+            .get(&bucket, &artifacts::log_complete_key(&job.op.operation_id))
+            .await
+            .map(|b| String::from_utf8(b).unwrap().trim().parse().unwrap());
+        (lines, complete)
+    }
+
+    /// Prints the archived log (for failing tests).
+    pub async fn dump_log(&self, job: &Job) {
+        for l in self.archived_log(job).await.0 {
+            eprintln!("{:>5} {:<16} {:?} {}", l.seq, l.step, l.stream, l.text);
+        }
+    }
+
+    /// The stage's Terraform state in the platform bucket (`None` if never written).
+    pub async fn state(&self, c: &Cluster, stage: &str) -> Option<Value> {
+        let key = state_key(&c.tenant_id, &c.cluster_id, stage);
+        let body = self.get(&self.env.names.bucket("state"), &key).await?;
+        Some(serde_json::from_slice(&body).unwrap())
+    }
+
+    /// Resource types in a stage's state.
+    pub async fn state_types(&self, c: &Cluster, stage: &str) -> Vec<String> {
+        let Some(s) = self.state(c, stage).await else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = s["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["mode"] == "managed")
+            .map(|r| r["type"].as_str().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Terraform state locks currently held (digest entries excluded).
+    pub async fn held_locks(&self) -> Vec<String> {
+        let r = self
+            .env
+            .aws
+            .dynamodb
+            .scan()
+            .table_name(self.env.names.table("tf-locks"))
+            .send()
+            .await
+            .unwrap();
+        r.items()
+            .iter()
+            .filter_map(|i| i.get("LockID").and_then(|v| v.as_s().ok()).cloned())
+            .filter(|id| !id.ends_with("-md5"))
+            .collect()
+    }
+}
+
+pub fn final_events(events: &[RunnerEvent]) -> Vec<&RunnerEvent> {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                RunnerEvent::Succeeded { .. } | RunnerEvent::Failed { .. } | RunnerEvent::Cancelled { .. }
+            )
+        })
+        .collect()
+}
+
+pub fn steps_started(events: &[RunnerEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RunnerEvent::StepStarted { step, .. } => Some(step.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub async fn wait_for_step(bed: &Bed, events: &mut Vec<RunnerEvent>, step: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    loop {
+        events.extend(bed.events().await);
+        if steps_started(events).iter().any(|s| s == step) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "step {step} never started: {events:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
+pub async fn wait_for_log(bed: &Bed, job: &Job, needle: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    loop {
+        if bed
+            .archived_log(job)
+            .await
+            .0
+            .iter()
+            .any(|l| l.text.contains(needle))
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "log line {needle:?} never archived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
+/// A raw EC2 Query API call to moto (no SDK for EC2 in the workspace): for out-of-band changes in drift tests.
+pub async fn ec2_call(endpoint: &str, form: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = endpoint.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(host).await.unwrap();
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded; charset=utf-8\r\n\
+         Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=00\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
