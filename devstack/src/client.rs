@@ -449,7 +449,12 @@ pub async fn demo(stack: &crate::Devstack) -> Result<(), DemoError> {
     }
     println!("  outputs:");
     for (k, v) in c["outputs"].as_object().into_iter().flatten() {
-        println!("    {k} = {v}");
+        let v = v.to_string();
+        let short: String = v.chars().take(72).collect();
+        println!(
+            "    {k} = {short}{}",
+            if short.len() < v.len() { "…" } else { "" }
+        );
     }
     summary.push("cluster: ACTIVE with outputs".into());
 
@@ -464,13 +469,13 @@ pub async fn demo(stack: &crate::Devstack) -> Result<(), DemoError> {
     if r.status != 202 || check.is_empty() {
         return Err(DemoError::Failed(format!("drift check refused: {}", r.text)));
     }
-    watch_operation(&ws, &token, &check, Duration::from_secs(600), show, state).await?;
+    let w = watch_operation(&ws, &token, &check, Duration::from_secs(600), show, state).await?;
     let c = client.get(&format!("/v1/clusters/{cluster}")).await?;
     let drift = &c.body["drift"];
-    if drift["operation_id"] != check.as_str() {
+    if w.final_status.as_deref() != Some("succeeded") || drift["checked_at"].is_null() {
         return Err(DemoError::Failed(format!(
-            "the drift check left no result: {}",
-            c.text
+            "the drift check ended {:?} and left no result: {drift}",
+            w.final_status
         )));
     }
     println!(

@@ -113,6 +113,34 @@ fn config(o: &Opts) -> DevstackConfig {
     c
 }
 
+/// `cargo run -p strato-devstack -- demo` builds only devstack; the runner each emulated Fargate task runs is
+/// a separate binary. Build it next to this one (same profile and target directory) when it is missing.
+fn ensure_runner(c: &DevstackConfig) -> anyhow::Result<()> {
+    if c.runner.exists() {
+        return Ok(());
+    }
+    let default = strato_devstack::stack::default_runner_path();
+    anyhow::ensure!(
+        c.runner == default,
+        "the runner binary {} does not exist",
+        c.runner.display()
+    );
+    let dir = default.parent().context("runner directory")?;
+    let release = dir.file_name().is_some_and(|n| n == "release");
+    let target = dir.parent().context("target directory")?;
+    eprintln!("building strato-runner (first run)…");
+    let mut cmd = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["build", "-q", "-p", "strato-runner", "--bin", "strato-runner"])
+        .env("CARGO_TARGET_DIR", target)
+        .current_dir(strato_devstack::stack::workspace_root());
+    if release {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().context("running cargo to build strato-runner")?;
+    anyhow::ensure!(status.success(), "building strato-runner failed ({status})");
+    Ok(())
+}
+
 async fn wait_for_stop() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::select! {
@@ -193,7 +221,9 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Up => {
-            let stack = Devstack::start(config(&cli.opts), Vec::new())
+            let config = config(&cli.opts);
+            ensure_runner(&config)?;
+            let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;
             banner(&stack);
@@ -203,7 +233,9 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Demo => {
-            let stack = Devstack::start(config(&cli.opts), Vec::new())
+            let config = config(&cli.opts);
+            ensure_runner(&config)?;
+            let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;
             let result = strato_devstack::client::demo(&stack).await;
