@@ -16,8 +16,13 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The function binaries, built if needed (an integration test only gets its own package's binaries).
+/// The function binaries. `cargo test --workspace` builds them (each package has integration tests); a
+/// test run of this package alone builds them here.
 fn binary(package: &str) -> PathBuf {
+    let path = sibling_binary(package);
+    if path.is_file() {
+        return path;
+    }
     let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
         .args(["build", "--quiet", "-p", package, "--bin", package])
         .current_dir(workspace())

@@ -1,0 +1,117 @@
+//! The whole life of an `aws-eks-basic` cluster through devstack's HTTP and WebSocket endpoints only, with
+//! the real runner and the offline engine: create → ACTIVE (cost estimate attached, the complete log received
+//! over WebSocket) → drift check (clean: no false positive from the node-group
+//! quirk) → delete → DELETED; then the demo itself.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+use strato_devstack::client::{Client, Watched, demo, watch_operation};
+use strato_devstack::{Devstack, DevstackConfig};
+
+async fn start() -> Devstack {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let moto = tokio::task::spawn_blocking(|| strato_shared::testbed::shared_moto().endpoint.clone())
+        .await
+        .unwrap();
+    let config = DevstackConfig {
+        aws_endpoint: Some(moto),
+        prefix: format!("lc{:x}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)),
+        ..DevstackConfig::default()
+    };
+    assert!(
+        config.runner.exists(),
+        "{} is missing: `cargo test --workspace` builds it (or `cargo build -p strato-runner`)",
+        config.runner.display()
+    );
+    Devstack::start(config, Vec::new())
+        .await
+        .expect("devstack starts")
+}
+
+async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
+    let ws = stack.endpoints.websocket.clone().expect("WebSocket API");
+    let w = watch_operation(&ws, token, op, Duration::from_secs(600), |_| {}, |_, _, _| {})
+        .await
+        .expect("followed to its end");
+    assert!(w.complete(), "every line 1..={} arrived", w.last_seq);
+    assert!(w.last_seq > 0);
+    w
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
+    let stack = start().await;
+    let token = stack.token("acme");
+    let api = Client::new(&stack.endpoints.http_api).with_token(token.clone());
+    let (cluster, op, _) = api
+        .create_cluster(&json!({
+            "name": "life",
+            "template": {"name": "aws-eks-basic", "version": "1.0.0"},
+            "provider": "aws",
+            "region": "us-east-1",
+            "variables": {"node_count": 1, "node_instance_type": "t3.medium"}
+        }))
+        .await
+        .unwrap();
+    let w = follow(&stack, &token, &op).await;
+    assert_eq!(w.final_status.as_deref(), Some("succeeded"));
+    assert!(w.lines.values().any(|l| l.text.contains("Apply complete!")));
+    assert!(w.states.iter().any(|(cs, _, _)| cs == "PROVISIONING"));
+    let done = api.wait_operation(&op, Duration::from_secs(60)).await.unwrap();
+    let estimate = &done["estimate"];
+    // 1 × t3.medium + 20 GB gp3 + EKS control plane, from the shipped table.
+    let expected = 73.0 + (0.0416 * 730.0 + 20.0 * 0.08);
+    assert!(
+        (estimate["total_monthly"].as_f64().unwrap() - expected).abs() < 0.01,
+        "{estimate}"
+    );
+    let c = api
+        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(
+        c["outputs"]["cluster_endpoint"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://")
+    );
+
+    // No update step here: against moto an update that touches the EKS node group never finishes (the
+    // provider waits for a node-group update status moto does not report; see README "Known gaps"). The
+    // runner's own tests apply updates against moto on resources that support them.
+    let r = api
+        .post(&format!("/v1/clusters/{cluster}/drift-check"), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let check = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    follow(&stack, &token, &check).await;
+    let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap();
+    assert_eq!(
+        c.body["drift"]["drifted"], false,
+        "a clean cluster shows no drift: {}",
+        c.text
+    );
+
+    let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let w = follow(&stack, &token, &del).await;
+    assert!(w.lines.values().any(|l| l.text.contains("Destroy complete!")));
+    api.wait_cluster_state(&cluster, &["DELETED"], Duration::from_secs(60))
+        .await
+        .unwrap();
+
+    // Another tenant sees none of it.
+    let other = Client::new(&stack.endpoints.http_api).with_token(stack.token("globex"));
+    assert_eq!(
+        other.get(&format!("/v1/operations/{op}")).await.unwrap().status,
+        404
+    );
+
+    // And the README's demo, on the same stack, succeeds.
+    demo(&stack).await.expect("the demo completes");
+    stack.shutdown(Duration::from_secs(10)).await;
+}
