@@ -30,7 +30,15 @@ async fn create_update_delete_an_eks_cluster() {
     );
     assert_eq!(outputs["subnet_ids"].as_array().unwrap().len(), 2);
     assert!(outputs["security_group_id"].as_str().unwrap().starts_with("sg-"));
-    assert!(outputs["role_arn"].as_str().unwrap().contains(":role/lc-eks-eks"));
+    // Cloud names carry the end of the cluster id, so two tenants' "lc-eks" cannot collide.
+    let suffix = &cluster.cluster_id.as_str()[cluster.cluster_id.as_str().len() - 8..];
+    assert!(
+        outputs["role_arn"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(":role/lc-eks-{suffix}-eks")),
+        "{outputs:?}"
+    );
     assert!(
         outputs["cluster_arn"]
             .as_str()
