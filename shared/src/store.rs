@@ -131,6 +131,13 @@ fn open_status(op: &Operation) -> Option<&'static str> {
     }
 }
 
+/// Whether a conditional DynamoDB write lost its condition (someone else wrote first).
+pub fn condition_failed<E: aws_sdk_dynamodb::error::ProvideErrorMetadata, R>(
+    e: &aws_sdk_dynamodb::error::SdkError<E, R>,
+) -> bool {
+    e.as_service_error().and_then(|e| e.code()) == Some("ConditionalCheckFailedException")
+}
+
 /// Every item of a Query, across pages.
 async fn query_all<T: serde::de::DeserializeOwned>(
     what: &'static str,
@@ -201,15 +208,10 @@ impl Store {
             .await;
         match res {
             Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(Error::Conflict(format!(
-                    "{}@{} is already published with different content",
-                    manifest.name, manifest.version
-                )))
-            }
+            Err(e) if condition_failed(&e) => Err(Error::Conflict(format!(
+                "{}@{} is already published with different content",
+                manifest.name, manifest.version
+            ))),
             Err(e) => Err(Error::aws("PutItem", e)),
         }
     }
@@ -648,10 +650,7 @@ impl Store {
             .await;
         match res {
             Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
+            Err(e) if condition_failed(&e) => {
                 cluster.version = expected;
                 Err(Error::Conflict(format!(
                     "cluster {} changed since version {expected}",
@@ -806,12 +805,7 @@ impl Store {
             .await;
         match res {
             Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
+            Err(e) if condition_failed(&e) => Ok(false),
             Err(e) => Err(Error::aws("UpdateItem", e)),
         }
     }
@@ -904,12 +898,7 @@ impl Store {
             .await;
         match res {
             Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
+            Err(e) if condition_failed(&e) => Ok(false),
             Err(e) => Err(Error::aws("UpdateItem", e)),
         }
     }
@@ -961,12 +950,7 @@ impl Store {
             .await;
         match res {
             Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
+            Err(e) if condition_failed(&e) => Ok(false),
             Err(e) => Err(Error::aws("UpdateItem", e)),
         }
     }
@@ -1057,10 +1041,7 @@ impl Store {
                 .await;
             match res {
                 Ok(_) => return Ok(Reservation::Reserved),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
+                Err(e) if condition_failed(&e) => {
                     match self.idempotent_get(tenant, key, now).await? {
                         Some(r) if r.status == 0 => {
                             return Ok(Reservation::InProgress {
@@ -1098,12 +1079,7 @@ impl Store {
             .await;
         match res {
             Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
+            Err(e) if condition_failed(&e) => Ok(()),
             Err(e) => Err(Error::aws("DeleteItem", e)),
         }
     }
@@ -1140,12 +1116,7 @@ impl Store {
             .await;
         match res {
             Ok(_) => Ok(None),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                self.idempotent_get(tenant, key, now).await
-            }
+            Err(e) if condition_failed(&e) => self.idempotent_get(tenant, key, now).await,
             Err(e) => Err(Error::aws("PutItem", e)),
         }
     }

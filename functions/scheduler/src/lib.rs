@@ -24,7 +24,7 @@ use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
 use strato_shared::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
 use strato_shared::queues::{QueueUrls, enqueue_job};
 use strato_shared::resources::Names;
-use strato_shared::store::Store;
+use strato_shared::store::{Store, condition_failed};
 use strato_shared::ts;
 use time::{Duration, OffsetDateTime};
 
@@ -455,10 +455,7 @@ async fn release_if_orphaned(
     };
     match delete.send().await {
         Ok(_) => {}
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-        {
+        Err(e) if condition_failed(&e) => {
             return Ok(None);
         }
         Err(e) => return Err(aws_error("DeleteItem", e)),
