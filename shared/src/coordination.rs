@@ -9,7 +9,7 @@ use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::JobMessage;
 use crate::model::{Cluster, Operation, OperationStatus};
 use crate::queues::enqueue_job;
-use crate::store::Store;
+use crate::store::{CreateRejected, Store};
 
 /// `wait_reason` of an operation parked because its tenant runs as many operations as its quota allows.
 /// Long enough for the slowest apply (EKS create plus node groups); a runner that dies without a report is
@@ -133,15 +133,26 @@ pub async fn release_and_wake(
         if out.woken.contains(&next.operation_id) {
             continue;
         }
-        let job = JobMessage {
-            operation_id: next.operation_id.clone(),
-            cluster_id: next.cluster_id.clone(),
-            tenant_id: next.tenant_id.clone(),
-            kind: next.kind,
-        };
+        let job = JobMessage::from(&next);
         enqueue_job(sqs, jobs_url, &job, &wake).await?;
         tracing::info!(woken = %next.operation_id, after = %op.operation_id, "re-enqueued a waiting operation");
         out.woken.push(next.operation_id);
     }
     Ok(out)
+}
+
+/// Records an operation the control plane starts on its own (scheduled drift checks, drift reconcile),
+/// bounded by the tenant's open-operation quota, and queues its job. `Ok(Err(_))`: the quota refused it.
+pub async fn submit(
+    store: &Store,
+    sqs: &SqsClient,
+    jobs_url: &str,
+    op: &Operation,
+) -> Result<Result<(), CreateRejected>, Error> {
+    let quotas = store.quotas(&op.tenant_id).await?;
+    if let Err(rejected) = store.add_operation(op, &quotas).await? {
+        return Ok(Err(rejected));
+    }
+    enqueue_job(sqs, jobs_url, &JobMessage::from(op), "0").await?;
+    Ok(Ok(()))
 }

@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use crate::cost::CostEstimate;
 use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
-use crate::model::{ClusterState, OperationKind, OperationStatus, ResourceChange};
+use crate::model::{ClusterState, Operation, OperationKind, OperationStatus, ResourceChange};
 
 /// `jobs.fifo`: start this operation. MessageGroupId = cluster id; deduplication id = operation id plus a
 /// wake-up counter, so a deliberate re-enqueue is not swallowed by FIFO deduplication.
@@ -18,6 +18,17 @@ pub struct JobMessage {
     pub cluster_id: ClusterId,
     pub tenant_id: TenantId,
     pub kind: OperationKind,
+}
+
+impl From<&Operation> for JobMessage {
+    fn from(op: &Operation) -> Self {
+        Self {
+            operation_id: op.operation_id.clone(),
+            cluster_id: op.cluster_id.clone(),
+            tenant_id: op.tenant_id.clone(),
+            kind: op.kind,
+        }
+    }
 }
 
 /// `events` queue, from the runner. Every event carries the fencing token the runner was started with.

@@ -299,12 +299,7 @@ fn quota_error(caller: &Caller, rejected: CreateRejected) -> ApiError {
 /// operation stays `queued` (open_status "queued") and the scheduler's sweeper re-enqueues queued
 /// operations, so the request is still accepted (202).
 pub(crate) async fn enqueue(ctx: &Ctx, op: &Operation) {
-    let job = JobMessage {
-        operation_id: op.operation_id.clone(),
-        cluster_id: op.cluster_id.clone(),
-        tenant_id: op.tenant_id.clone(),
-        kind: op.kind,
-    };
+    let job = JobMessage::from(op);
     if let Err(e) = enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job, "0").await {
         tracing::warn!(
             operation_id = %op.operation_id,

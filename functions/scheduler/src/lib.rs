@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use strato_shared::aws::AwsClients;
-use strato_shared::coordination::update_operation;
+use strato_shared::coordination::{submit, update_operation};
 use strato_shared::ids::{ClusterId, TenantId};
 use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
 use strato_shared::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
@@ -223,28 +223,14 @@ async fn drift(ctx: &Ctx, now: OffsetDateTime) -> Result<Report, SchedulerError>
             now,
         );
         op.requested_by = Some(SCHEDULER.into());
-        let quotas = store.quotas(&c.tenant_id).await?;
-        match store.add_operation(&op, &quotas).await? {
-            Ok(()) => {}
-            Err(rejected) => {
-                tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
-                continue;
-            }
+        if let Err(rejected) = submit(store, &ctx.sqs, &ctx.queues.jobs, &op).await? {
+            tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
+            continue;
         }
-        enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job_of(&op), "0").await?;
         tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift check queued");
         report.drift_checks_queued += 1;
     }
     Ok(report)
-}
-
-fn job_of(op: &Operation) -> JobMessage {
-    JobMessage {
-        operation_id: op.operation_id.clone(),
-        cluster_id: op.cluster_id.clone(),
-        tenant_id: op.tenant_id.clone(),
-        kind: op.kind,
-    }
 }
 
 // ---- sweep ---------------------------------------------------------------------------------------------
@@ -259,7 +245,7 @@ async fn sweep(ctx: &Ctx, now: OffsetDateTime) -> Result<Report, SchedulerError>
     for op in store.open_operations("queued").await? {
         if op.updated_at + grace <= now {
             let wake = format!("sweep-{}", op.updated_at.unix_timestamp());
-            enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job_of(&op), &wake).await?;
+            enqueue_job(&ctx.sqs, &ctx.queues.jobs, &JobMessage::from(&op), &wake).await?;
             report.requeued += 1;
         }
     }
@@ -281,7 +267,7 @@ async fn sweep(ctx: &Ctx, now: OffsetDateTime) -> Result<Report, SchedulerError>
         };
         if holder_gone {
             let wake = format!("sweep-{}", op.updated_at.unix_timestamp());
-            enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job_of(&op), &wake).await?;
+            enqueue_job(&ctx.sqs, &ctx.queues.jobs, &JobMessage::from(&op), &wake).await?;
             report.woken += 1;
         }
     }
@@ -296,7 +282,7 @@ async fn sweep(ctx: &Ctx, now: OffsetDateTime) -> Result<Report, SchedulerError>
             let Some(arn) = op.task_arn.clone() else {
                 // Claimed, but the dispatcher died before RunTask: its redelivery logic finishes the start.
                 let wake = format!("sweep-{}", op.updated_at.unix_timestamp());
-                enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job_of(&op), &wake).await?;
+                enqueue_job(&ctx.sqs, &ctx.queues.jobs, &JobMessage::from(&op), &wake).await?;
                 report.requeued += 1;
                 continue;
             };

@@ -15,14 +15,12 @@ use std::collections::BTreeMap;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use serde::Deserialize;
 use strato_shared::artifacts;
-use strato_shared::coordination::{LOCK_LEASE, release_and_wake, update_cluster, update_operation};
+use strato_shared::coordination::{LOCK_LEASE, release_and_wake, submit, update_cluster, update_operation};
 use strato_shared::cost::CostEstimate;
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::ids::OperationId;
 use strato_shared::logs::publish_frame;
-use strato_shared::messages::{
-    ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage, LogFrame, RunnerEvent,
-};
+use strato_shared::messages::{ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, LogFrame, RunnerEvent};
 use strato_shared::model::{
     Cluster, ClusterState, DriftInfo, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
     Step,
@@ -489,18 +487,10 @@ async fn reconcile(ctx: &Ctx, c: &Cluster) -> Result<(), StatusError> {
     );
     op.spec = Some(c.spec.clone());
     op.requested_by = Some("strato:drift-reconcile".into());
-    let quotas = ctx.store.quotas(&c.tenant_id).await?;
-    if let Err(rejected) = ctx.store.add_operation(&op, &quotas).await? {
+    if let Err(rejected) = submit(&ctx.store, &ctx.sqs, &ctx.queues.jobs, &op).await? {
         tracing::warn!(cluster = %c.cluster_id, ?rejected, "reconcile update not queued: tenant quota");
         return Ok(());
     }
-    let job = JobMessage {
-        operation_id: op.operation_id.clone(),
-        cluster_id: op.cluster_id.clone(),
-        tenant_id: op.tenant_id.clone(),
-        kind: op.kind,
-    };
-    queues::enqueue_job(&ctx.sqs, &ctx.queues.jobs, &job, "0").await?;
     tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift: reconcile update queued");
     Ok(())
 }
