@@ -351,9 +351,16 @@ pub async fn watch_operation(
     )))
 }
 
+/// How the demo prints.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DemoOptions {
+    /// Steps, states and the summary only; no Terraform log lines (`STRATO_DEMO_QUIET`).
+    pub quiet: bool,
+}
+
 /// The README's demo: the whole life of a cluster through the HTTP and WebSocket APIs, as a user sees it.
 /// Returns an error (and the binary exits non-zero) unless every step happened.
-pub async fn demo(stack: &crate::Devstack) -> Result<(), DemoError> {
+pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), DemoError> {
     let template = "aws-eks-basic";
     let Some((_, version)) = stack.published.iter().find(|(n, _)| n == template) else {
         return Err(DemoError::Failed(format!(
@@ -369,7 +376,7 @@ pub async fn demo(stack: &crate::Devstack) -> Result<(), DemoError> {
     let client = Client::new(&stack.endpoints.http_api).with_token(token.clone());
     let t0 = Instant::now();
     let mut summary: Vec<String> = Vec::new();
-    let quiet = std::env::var_os("STRATO_DEMO_QUIET").is_some();
+    let quiet = options.quiet;
     let show = |l: &LogLine| {
         if !quiet {
             println!("  │ {:>4} {:<16} {}", l.seq, l.step, l.text);

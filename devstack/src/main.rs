@@ -238,7 +238,10 @@ async fn main() -> anyhow::Result<()> {
             let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;
-            let result = strato_devstack::client::demo(&stack).await;
+            let options = strato_devstack::client::DemoOptions {
+                quiet: std::env::var_os("STRATO_DEMO_QUIET").is_some(),
+            };
+            let result = strato_devstack::client::demo(&stack, options).await;
             stack.shutdown(Duration::from_secs(10)).await;
             result.context("demo")
         }
