@@ -61,6 +61,59 @@ impl Tools {
             ("TF_IN_AUTOMATION".into(), "1".into()),
         ]
     }
+
+    /// A provider plugin cache (`TF_PLUGIN_CACHE_DIR`) already holding the unpacked AWS provider, for many
+    /// engine runs at once (devstack's runners): each `init` then links the provider instead of unpacking
+    /// 170 MB from the mirror. The engine never writes to a cache that has the provider, so concurrent runs
+    /// only read it. Built once, beside the mirror, and renamed into place complete.
+    pub fn shared_plugin_cache(&self) -> Result<PathBuf, ToolsError> {
+        let cache = self
+            .root
+            .join("terraform")
+            .join(format!("plugin-cache-{AWS_PROVIDER_VERSION}"));
+        let binary = cache.join(format!(
+            "registry.terraform.io/hashicorp/aws/{AWS_PROVIDER_VERSION}/linux_amd64/terraform-provider-aws_v{AWS_PROVIDER_VERSION}_x5"
+        ));
+        if binary.is_file() {
+            return Ok(cache);
+        }
+        let zip = self.root.join(format!(
+            "terraform/mirror/registry.terraform.io/hashicorp/aws/terraform-provider-aws_{AWS_PROVIDER_VERSION}_linux_amd64.zip"
+        ));
+        let tmp = cache.with_extension(format!("tmp{}", std::process::id()));
+        remove_dir(&tmp)?;
+        let unpacked = tmp.join(binary.strip_prefix(&cache).unwrap_or(&binary));
+        let dir = unpacked.parent().unwrap_or(&tmp);
+        fs::create_dir_all(dir).map_err(io("creating", dir))?;
+        let extract = "import sys, zipfile\nzipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])";
+        run(
+            "unpacking the AWS provider into a plugin cache",
+            "delete .tools/terraform to force a reinstall",
+            Command::new(&self.python)
+                .args(["-c", extract])
+                .arg(&zip)
+                .arg(dir),
+        )?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&unpacked, fs::Permissions::from_mode(0o755))
+                .map_err(io("chmod", &unpacked))?;
+        }
+        // Another process may have finished first: its cache is as good as ours.
+        if fs::rename(&tmp, &cache).is_err() && binary.is_file() {
+            remove_dir(&tmp)?;
+        }
+        if binary.is_file() {
+            Ok(cache)
+        } else {
+            Err(ToolsError::Step {
+                step: "unpacking the AWS provider into a plugin cache",
+                detail: format!("{} is missing afterwards", binary.display()),
+                fix: "delete .tools/terraform to force a reinstall",
+            })
+        }
+    }
 }
 
 /// `STRATO_TOOLS_DIR`, else `.tools/` at the workspace root.
