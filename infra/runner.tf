@@ -11,7 +11,7 @@ locals {
   runner_env = {
     STRATO_RESOURCE_PREFIX   = var.prefix
     STRATO_CONTROL_PLANE_URL = aws_apigatewayv2_api.http.api_endpoint
-    STRATO_TIME_LIMIT_SECS   = "${var.runner_time_limit_secs}"
+    STRATO_TIME_LIMIT_SECS   = tostring(var.runner_time_limit_secs) # ECS wants strings
   }
 }
 
@@ -54,10 +54,10 @@ resource "aws_ecs_task_definition" "runner" {
   task_role_arn            = aws_iam_role.runner_task.arn
 
   container_definitions = jsonencode([{
-    name      = local.runner_container
-    image     = var.runner_image
-    essential = true
-    memory    = var.runner_memory_mb
+    name        = local.runner_container
+    image       = var.runner_image
+    essential   = true
+    memory      = var.runner_memory_mb
     environment = [for name, value in local.runner_env : { name = name, value = value }]
     secrets = local.agent_secret_enabled ? [{
       name      = "STRATO_AGENT_TOKEN_SECRET"
