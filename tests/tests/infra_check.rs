@@ -34,7 +34,10 @@ fn sample_variables() -> BTreeMap<&'static str, serde_json::Value> {
         ("jwt_audience", json!(["strato"])),
         ("ws_jwt_secret", json!("ws-secret")),
         ("agent_token_secret", json!("agent-secret")),
-        ("runner_image", json!("123456789012.dkr.ecr.eu-west-1.amazonaws.com/strato-runner:1")),
+        (
+            "runner_image",
+            json!("123456789012.dkr.ecr.eu-west-1.amazonaws.com/strato-runner:1"),
+        ),
         ("runner_subnets", json!(["subnet-1", "subnet-2"])),
         ("runner_security_groups", json!(["sg-1"])),
     ])
@@ -161,7 +164,10 @@ impl Config {
             }
         }
         for name in samples.keys() {
-            assert!(variables.contains_key(*name), "sample for undeclared variable {name}");
+            assert!(
+                variables.contains_key(*name),
+                "sample for undeclared variable {name}"
+            );
         }
 
         // Locals and for_each keys may depend on each other: evaluate until nothing more resolves.
@@ -245,9 +251,7 @@ impl Config {
     }
 
     fn eval_attr(&self, r: &Res, key: &str) -> Value {
-        let expr = r
-            .attr(key)
-            .unwrap_or_else(|| panic!("{} has no {key}", r.addr()));
+        let expr = r.attr(key).unwrap_or_else(|| panic!("{} has no {key}", r.addr()));
         self.eval(r, key, expr)
     }
 
@@ -259,10 +263,7 @@ impl Config {
         let keys = self.eval(r, "for_each", for_each);
         let entries: Vec<(String, Value)> = match &keys {
             Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            Value::Array(a) => a
-                .iter()
-                .map(|v| (as_string(v), v.clone()))
-                .collect(),
+            Value::Array(a) => a.iter().map(|v| (as_string(v), v.clone())).collect(),
             other => panic!("{}: for_each is {other:?}", r.addr()),
         };
         entries
@@ -391,7 +392,11 @@ fn title(args: FuncArgs) -> Result<Value, String> {
     let mut out = String::new();
     let mut start = true;
     for c in s.chars() {
-        out.extend(if start { c.to_uppercase().collect::<Vec<_>>() } else { vec![c] });
+        out.extend(if start {
+            c.to_uppercase().collect::<Vec<_>>()
+        } else {
+            vec![c]
+        });
         start = !c.is_alphanumeric();
     }
     Ok(Value::String(out))
@@ -449,6 +454,28 @@ fn placeholder_label(kind: &str, placeholder: &str, attr: &str) -> String {
         .to_owned()
 }
 
+/// Equal maps, or a failure naming what is missing, extra or different.
+fn assert_same<V: PartialEq + std::fmt::Debug>(
+    declared: &BTreeMap<String, V>,
+    expected: &BTreeMap<String, V>,
+    what: &str,
+) {
+    let mut problems = Vec::new();
+    for (k, want) in expected {
+        match declared.get(k) {
+            None => problems.push(format!("missing {k}: {want:?}")),
+            Some(got) if got != want => {
+                problems.push(format!("{k}: infra/ has {got:?}, the code says {want:?}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for k in declared.keys().filter(|k| !expected.contains_key(*k)) {
+        problems.push(format!("not in the code: {k}"));
+    }
+    assert!(problems.is_empty(), "{what}:\n  {}", problems.join("\n  "));
+}
+
 // ---- the checks -----------------------------------------------------------------------------------------
 
 #[derive(Debug, PartialEq, Eq)]
@@ -463,9 +490,7 @@ fn check_tables(cfg: &Config, names: &Names) {
     let mut declared: BTreeMap<String, TableShape> = BTreeMap::new();
     for r in cfg.all("aws_dynamodb_table") {
         let name = as_string(&cfg.eval_attr(r, "name"));
-        let s = |body: &Body, key: &str| {
-            attr(body, key).map(|e| as_string(&e.evaluate(&cfg.ctx).unwrap()))
-        };
+        let s = |body: &Body, key: &str| attr(body, key).map(|e| as_string(&e.evaluate(&cfg.ctx).unwrap()));
         assert_eq!(
             s(&r.body, "billing_mode").as_deref(),
             Some("PAY_PER_REQUEST"),
@@ -479,7 +504,11 @@ fn check_tables(cfg: &Config, names: &Names) {
         let indexes: BTreeSet<(String, String, Option<String>)> = nested(r, "global_secondary_index")
             .into_iter()
             .map(|g| {
-                assert_eq!(s(g, "projection_type").as_deref(), Some("ALL"), "{name}: index projection");
+                assert_eq!(
+                    s(g, "projection_type").as_deref(),
+                    Some("ALL"),
+                    "{name}: index projection"
+                );
                 (
                     s(g, "name").unwrap(),
                     s(g, "hash_key").unwrap(),
@@ -502,7 +531,10 @@ fn check_tables(cfg: &Config, names: &Names) {
             .into_iter()
             .map(|a| (s(a, "name").unwrap(), s(a, "type").unwrap()))
             .collect();
-        let mut keys: BTreeSet<String> = [shape.hash.clone()].into_iter().chain(shape.range.clone()).collect();
+        let mut keys: BTreeSet<String> = [shape.hash.clone()]
+            .into_iter()
+            .chain(shape.range.clone())
+            .collect();
         for (_, pk, sk) in &shape.indexes {
             keys.insert(pk.clone());
             keys.extend(sk.clone());
@@ -512,8 +544,14 @@ fn check_tables(cfg: &Config, names: &Names) {
             keys,
             "{name}: attribute definitions"
         );
-        assert!(attributes.values().all(|t| t == "S"), "{name}: key attributes are strings");
-        assert!(declared.insert(name.clone(), shape).is_none(), "table {name} declared twice");
+        assert!(
+            attributes.values().all(|t| t == "S"),
+            "{name}: key attributes are strings"
+        );
+        assert!(
+            declared.insert(name.clone(), shape).is_none(),
+            "table {name} declared twice"
+        );
     }
     let expected: BTreeMap<String, TableShape> = TABLES
         .iter()
@@ -533,7 +571,11 @@ fn check_tables(cfg: &Config, names: &Names) {
             )
         })
         .collect();
-    assert_eq!(declared, expected, "DynamoDB tables in infra/ vs strato_shared::resources::TABLES");
+    assert_same(
+        &declared,
+        &expected,
+        "DynamoDB tables in infra/ vs strato_shared::resources::TABLES",
+    );
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -574,7 +616,10 @@ fn declared_queues(cfg: &Config) -> (BTreeMap<String, QueueShape>, BTreeMap<Stri
                 .map(|_| cfg.eval_attr(r, "visibility_timeout_seconds").as_u64().unwrap()),
             redrive,
         };
-        assert!(declared.insert(name.clone(), shape).is_none(), "queue {name} declared twice");
+        assert!(
+            declared.insert(name.clone(), shape).is_none(),
+            "queue {name} declared twice"
+        );
     }
     (declared, labels)
 }
@@ -601,7 +646,11 @@ fn check_queues(cfg: &Config, names: &Names) {
             },
         );
     }
-    assert_eq!(declared, expected, "SQS queues in infra/ vs strato_shared::resources::QUEUES");
+    assert_same(
+        &declared,
+        &expected,
+        "SQS queues in infra/ vs strato_shared::resources::QUEUES",
+    );
 }
 
 fn check_buckets(cfg: &Config, names: &Names) {
@@ -609,19 +658,26 @@ fn check_buckets(cfg: &Config, names: &Names) {
     let mut labels = BTreeMap::new();
     for r in cfg.all("aws_s3_bucket") {
         let name = as_string(&cfg.eval_attr(r, "bucket"));
-        let versioned = nested(r, "versioning").into_iter().any(|v| {
-            attr(v, "enabled").map(|e| e.evaluate(&cfg.ctx).unwrap()) == Some(Value::Bool(true))
-        });
+        let versioned = nested(r, "versioning")
+            .into_iter()
+            .any(|v| attr(v, "enabled").map(|e| e.evaluate(&cfg.ctx).unwrap()) == Some(Value::Bool(true)));
         let sse = nested(r, "server_side_encryption_configuration");
         assert_eq!(sse.len(), 1, "{name}: default encryption");
         labels.insert(r.label.clone(), name.clone());
-        assert!(declared.insert(name.clone(), versioned).is_none(), "bucket {name} declared twice");
+        assert!(
+            declared.insert(name.clone(), versioned).is_none(),
+            "bucket {name} declared twice"
+        );
     }
     let expected: BTreeMap<String, bool> = BUCKETS
         .iter()
         .map(|b| (names.bucket(b.logical), b.versioned))
         .collect();
-    assert_eq!(declared, expected, "S3 buckets (name → versioned) in infra/ vs resources::BUCKETS");
+    assert_same(
+        &declared,
+        &expected,
+        "S3 buckets (name → versioned) in infra/ vs resources::BUCKETS",
+    );
 
     // Every bucket is closed to the public.
     let mut blocked = BTreeSet::new();
@@ -719,7 +775,10 @@ fn functions(cfg: &Config) -> BTreeMap<String, (BTreeMap<String, String>, u64)> 
                 .unwrap_or_else(|e| panic!("{}[{key}].{k}: {e}", r.addr()))
         };
         assert_eq!(as_string(&eval("handler")), "bootstrap");
-        assert!(as_string(&eval("runtime")).starts_with("provided."), "{key}: OS-only runtime");
+        assert!(
+            as_string(&eval("runtime")).starts_with("provided."),
+            "{key}: OS-only runtime"
+        );
         assert_eq!(
             as_string(&eval("function_name")),
             format!("{PREFIX}-{key}"),
@@ -762,13 +821,19 @@ fn check_function_environments(cfg: &Config) -> BTreeMap<String, (BTreeMap<Strin
             unknown.is_empty(),
             "{name}: infra/ sets {unknown:?}, which the function never reads (it reads {asked:?})"
         );
-        assert_eq!(env.get("STRATO_RESOURCE_PREFIX").map(String::as_str), Some(PREFIX));
+        assert_eq!(
+            env.get("STRATO_RESOURCE_PREFIX").map(String::as_str),
+            Some(PREFIX)
+        );
     }
     // Values that must agree across functions and resources.
     let api = &fns["api"].0;
     let ws = &fns["ws"].0;
     assert_eq!(api.get("STRATO_TENANT_CLAIM"), ws.get("STRATO_TENANT_CLAIM"));
-    assert_eq!(api.get("STRATO_AGENT_TOKEN_SECRET").map(String::as_str), Some("agent-secret"));
+    assert_eq!(
+        api.get("STRATO_AGENT_TOKEN_SECRET").map(String::as_str),
+        Some("agent-secret")
+    );
     assert_eq!(ws.get("STRATO_JWT_SECRET").map(String::as_str), Some("ws-secret"));
     assert_eq!(
         ws.get("STRATO_WS_MANAGEMENT_ENDPOINT"),
@@ -782,8 +847,14 @@ fn check_function_environments(cfg: &Config) -> BTreeMap<String, (BTreeMap<Strin
         "the @connections endpoint is the WebSocket API's stage"
     );
     let dispatcher = &fns["dispatcher"].0;
-    assert_eq!(dispatcher["STRATO_RUNNER_CLUSTER"], "<aws_ecs_cluster.runner.arn>");
-    assert_eq!(fns["scheduler"].0["STRATO_RUNNER_CLUSTER"], "<aws_ecs_cluster.runner.arn>");
+    assert_eq!(
+        dispatcher["STRATO_RUNNER_CLUSTER"],
+        "<aws_ecs_cluster.runner.arn>"
+    );
+    assert_eq!(
+        fns["scheduler"].0["STRATO_RUNNER_CLUSTER"],
+        "<aws_ecs_cluster.runner.arn>"
+    );
     assert_eq!(
         dispatcher["STRATO_RUNNER_TASK_DEFINITION"],
         "<aws_ecs_task_definition.runner.arn>"
@@ -835,7 +906,10 @@ fn check_runner(cfg: &Config, dispatcher_env: &BTreeMap<String, String>) {
         env.insert(s.clone(), "from-secrets-manager".into());
     }
     // What the dispatcher sets per task as container overrides.
-    env.insert(ENV_OPERATION_ID.into(), strato_shared::ids::OperationId::generate().to_string());
+    env.insert(
+        ENV_OPERATION_ID.into(),
+        strato_shared::ids::OperationId::generate().to_string(),
+    );
     env.insert(ENV_FENCING_TOKEN.into(), "1".into());
     let asked = asked_for(&env, |get| {
         strato_runner::Config::from_lookup(get)
@@ -845,12 +919,22 @@ fn check_runner(cfg: &Config, dispatcher_env: &BTreeMap<String, String>) {
     .unwrap_or_else(|e| panic!("the runner refuses its infra/ environment: {e}"));
     let unknown: Vec<&String> = set.iter().filter(|k| !asked.contains(*k)).collect();
     assert!(unknown.is_empty(), "the runner never reads {unknown:?}");
-    assert_eq!(env["STRATO_CONTROL_PLANE_URL"], "<aws_apigatewayv2_api.http.api_endpoint>");
-    assert!(runner["logConfiguration"]["logDriver"] == "awslogs", "runner logs go to CloudWatch");
+    assert_eq!(
+        env["STRATO_CONTROL_PLANE_URL"],
+        "<aws_apigatewayv2_api.http.api_endpoint>"
+    );
+    assert!(
+        runner["logConfiguration"]["logDriver"] == "awslogs",
+        "runner logs go to CloudWatch"
+    );
 }
 
 /// Queue → the function that consumes it (README: architecture).
-const CONSUMERS: &[(&str, &str)] = &[("jobs", "dispatcher"), ("events", "status"), ("logs", "log-fanout")];
+const CONSUMERS: &[(&str, &str)] = &[
+    ("jobs", "dispatcher"),
+    ("events", "status"),
+    ("logs", "log-fanout"),
+];
 
 fn check_event_sources(cfg: &Config, names: &Names, fns: &BTreeMap<String, (BTreeMap<String, String>, u64)>) {
     assert_eq!(
@@ -864,7 +948,10 @@ fn check_event_sources(cfg: &Config, names: &Names, fns: &BTreeMap<String, (BTre
     let mut mapped = BTreeMap::new();
     for (id, res) in template["Resources"].as_object().expect("Resources") {
         assert_eq!(res["Type"], "AWS::Lambda::EventSourceMapping", "{id}");
-        assert!(id.chars().all(|c| c.is_ascii_alphanumeric()), "CloudFormation logical id {id}");
+        assert!(
+            id.chars().all(|c| c.is_ascii_alphanumeric()),
+            "CloudFormation logical id {id}"
+        );
         let p = &res["Properties"];
         assert_eq!(
             p["FunctionResponseTypes"],
@@ -873,18 +960,19 @@ fn check_event_sources(cfg: &Config, names: &Names, fns: &BTreeMap<String, (BTre
         );
         let batch = p["BatchSize"].as_u64().expect("BatchSize");
         assert!((1..=10).contains(&batch), "{id}: SQS batch size {batch}");
-        let queue = queue_labels[&placeholder_label("aws_sqs_queue", p["EventSourceArn"].as_str().unwrap(), "arn")].clone();
-        let function = placeholder_label(
-            "aws_lambda_function",
-            p["FunctionName"].as_str().unwrap(),
-            "arn",
-        );
+        let queue = queue_labels
+            [&placeholder_label("aws_sqs_queue", p["EventSourceArn"].as_str().unwrap(), "arn")]
+            .clone();
+        let function = placeholder_label("aws_lambda_function", p["FunctionName"].as_str().unwrap(), "arn");
         let function = function
             .strip_prefix("fn[")
             .and_then(|f| f.strip_suffix(']'))
             .unwrap_or_else(|| panic!("{id}: {function} is not one of the functions"))
             .to_owned();
-        assert!(mapped.insert(queue, function).is_none(), "{id}: queue mapped twice");
+        assert!(
+            mapped.insert(queue, function).is_none(),
+            "{id}: queue mapped twice"
+        );
     }
     let expected: BTreeMap<String, String> = CONSUMERS
         .iter()
@@ -911,7 +999,10 @@ fn check_http_api(cfg: &Config) {
         declared.insert(key, auth);
     }
     let integration = cfg.get("aws_apigatewayv2_integration", "api");
-    assert_eq!(as_string(&cfg.eval_attr(integration, "payload_format_version")), "2.0");
+    assert_eq!(
+        as_string(&cfg.eval_attr(integration, "payload_format_version")),
+        "2.0"
+    );
     assert_eq!(
         as_string(&cfg.eval_attr(integration, "integration_uri")),
         "<aws_lambda_function.fn[api].invoke_arn>"
@@ -939,7 +1030,10 @@ fn check_http_api(cfg: &Config) {
         used.insert(key.clone());
     }
     let unused: Vec<&String> = declared.keys().filter(|k| !used.contains(*k)).collect();
-    assert!(unused.is_empty(), "HTTP API routes the api does not serve: {unused:?}");
+    assert!(
+        unused.is_empty(),
+        "HTTP API routes the api does not serve: {unused:?}"
+    );
 }
 
 fn check_websocket_api(cfg: &Config) {
@@ -977,16 +1071,30 @@ fn check_schedules_and_ecs_events(cfg: &Config, names: &Names) {
             serde_json::from_str(&input).unwrap_or_else(|e| panic!("schedule {key} input {input}: {e}"));
         tasks.insert(format!("{:?}", tick.task));
     }
-    assert_eq!(tasks, ["Drift", "Sweep"].map(String::from).into(), "both scheduler ticks");
+    assert_eq!(
+        tasks,
+        ["Drift", "Sweep"].map(String::from).into(),
+        "both scheduler ticks"
+    );
 
     let rule = cfg.get("aws_cloudwatch_event_rule", "runner_task_stopped");
     let pattern = json(&cfg.eval_attr(rule, "event_pattern"));
-    assert_eq!(pattern["detail-type"], serde_json::json!(["ECS Task State Change"]));
-    assert_eq!(pattern["detail"]["clusterArn"], serde_json::json!(["<aws_ecs_cluster.runner.arn>"]));
+    assert_eq!(
+        pattern["detail-type"],
+        serde_json::json!(["ECS Task State Change"])
+    );
+    assert_eq!(
+        pattern["detail"]["clusterArn"],
+        serde_json::json!(["<aws_ecs_cluster.runner.arn>"])
+    );
     let target = cfg.get("aws_cloudwatch_event_target", "runner_task_stopped");
     let (_, labels) = declared_queues(cfg);
     let queue = placeholder_label("aws_sqs_queue", &as_string(&cfg.eval_attr(target, "arn")), "arn");
-    assert_eq!(labels[&queue], names.queue("events"), "task state changes go to the events queue");
+    assert_eq!(
+        labels[&queue],
+        names.queue("events"),
+        "task state changes go to the events queue"
+    );
 }
 
 #[test]
@@ -1009,7 +1117,8 @@ fn infra_matches_the_code() {
 // ---- the engine -----------------------------------------------------------------------------------------
 
 fn tf(dir: &Path, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-    let tools = strato_shared::testbed::tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
+    let tools =
+        strato_shared::testbed::tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
     let out = Command::new(&tools.terraform)
         .args(args)
         .current_dir(dir)
@@ -1046,11 +1155,102 @@ fn infra_copy() -> tempfile::TempDir {
 fn infra_validates_with_the_offline_engine() {
     let dir = infra_copy();
     tf(dir.path(), &["fmt", "-check", "-diff", "-no-color"], &[]);
-    tf(dir.path(), &["init", "-backend=false", "-input=false", "-no-color"], &[]);
+    tf(
+        dir.path(),
+        &["init", "-backend=false", "-input=false", "-no-color"],
+        &[],
+    );
     let out = tf(dir.path(), &["validate", "-no-color"], &[]);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("The configuration is valid"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+#[test]
+fn infra_plans_against_moto() {
+    let moto = strato_shared::testbed::shared_moto();
+    let dir = infra_copy();
+    std::fs::write(
+        dir.path().join("strato_provider_override.tf.json"),
+        strato_shared::render::aws_provider_override_tf_json(&moto.endpoint).unwrap(),
+    )
+    .unwrap();
+    // Stand-ins for `cargo lambda build` output: plan only hashes them.
+    let zips = dir.path().join("lambda");
+    for f in function_configs().keys() {
+        let d = zips.join(format!("strato-{f}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("bootstrap.zip"), format!("not a zip: {f}")).unwrap();
+    }
+    let mut vars: serde_json::Map<String, serde_json::Value> = sample_variables()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    vars.insert("lambda_zip_dir".into(), zips.display().to_string().into());
+    std::fs::write(
+        dir.path().join("check.tfvars.json"),
+        serde_json::Value::Object(vars).to_string(),
+    )
+    .unwrap();
+    let creds = [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "eu-west-1"),
+    ];
+    tf(
+        dir.path(),
+        &["init", "-backend=false", "-input=false", "-no-color"],
+        &creds,
+    );
+    tf(
+        dir.path(),
+        &[
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-var-file=check.tfvars.json",
+            "-out=check.plan",
+        ],
+        &creds,
+    );
+    let shown = tf(dir.path(), &["show", "-json", "check.plan"], &creds);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    // This engine prefixes some stdout writes with `o:`.
+    let plan: serde_json::Value =
+        serde_json::from_str(text.trim_start().trim_start_matches("o:")).expect("plan JSON");
+    let changes = plan["resource_changes"].as_array().expect("resource_changes");
+    let mut by_type: BTreeMap<String, usize> = BTreeMap::new();
+    for c in changes {
+        assert_eq!(
+            c["change"]["actions"],
+            serde_json::json!(["create"]),
+            "{}",
+            c["address"]
+        );
+        *by_type.entry(c["type"].as_str().unwrap().to_owned()).or_default() += 1;
+    }
+    let count = |t: &str| by_type.get(t).copied().unwrap_or(0);
+    assert_eq!(count("aws_dynamodb_table"), TABLES.len(), "{by_type:?}");
+    assert_eq!(count("aws_sqs_queue"), 2 * QUEUES.len(), "{by_type:?}");
+    assert_eq!(count("aws_s3_bucket"), BUCKETS.len(), "{by_type:?}");
+    assert_eq!(
+        count("aws_lambda_function"),
+        function_configs().len(),
+        "{by_type:?}"
+    );
+    assert_eq!(
+        count("aws_secretsmanager_secret"),
+        1,
+        "agent token secret: {by_type:?}"
+    );
+    // Planned values known before apply: the api's environment as the function will see it.
+    let api = changes
+        .iter()
+        .find(|c| c["address"] == "aws_lambda_function.fn[\"api\"]")
+        .expect("the api function is planned");
+    let env = &api["change"]["after"]["environment"][0]["variables"];
+    assert_eq!(env["STRATO_RESOURCE_PREFIX"], PREFIX);
+    assert_eq!(env["STRATO_TENANT_CLAIM"], "tenant_id");
 }
