@@ -28,10 +28,11 @@ locals {
     RUST_LOG               = var.log_level
   }
   function_env = {
-    api = {
-      STRATO_TENANT_CLAIM       = var.tenant_claim
-      STRATO_AGENT_TOKEN_SECRET = var.agent_token_secret
-    }
+    api = merge(
+      { STRATO_TENANT_CLAIM = var.tenant_claim },
+      # Unset when empty: templates with a cluster agent are then refused with a clear error.
+      { for k, v in { STRATO_AGENT_TOKEN_SECRET = var.agent_token_secret } : k => v if v != "" },
+    )
     dispatcher = {
       STRATO_RUNNER_CLUSTER          = aws_ecs_cluster.runner.arn
       STRATO_RUNNER_TASK_DEFINITION  = aws_ecs_task_definition.runner.arn
@@ -41,14 +42,17 @@ locals {
       STRATO_RUNNER_ASSIGN_PUBLIC_IP = var.runner_assign_public_ip ? "true" : "false"
     }
     status = {}
-    ws = {
-      STRATO_JWT_SECRET             = var.ws_jwt_secret
-      STRATO_TENANT_CLAIM           = var.tenant_claim
-      STRATO_WS_MANAGEMENT_ENDPOINT = local.ws_management_endpoint
-      # Empty means not checked (the function treats an empty value as unset).
-      STRATO_JWT_ISSUER   = var.ws_jwt_check_claims ? var.jwt_issuer : ""
-      STRATO_JWT_AUDIENCE = var.ws_jwt_check_claims ? var.jwt_audience[0] : ""
-    }
+    ws = merge(
+      {
+        STRATO_JWT_SECRET             = var.ws_jwt_secret
+        STRATO_TENANT_CLAIM           = var.tenant_claim
+        STRATO_WS_MANAGEMENT_ENDPOINT = local.ws_management_endpoint
+      },
+      { for k, v in {
+        STRATO_JWT_ISSUER   = var.jwt_issuer
+        STRATO_JWT_AUDIENCE = var.jwt_audience[0]
+      } : k => v if var.ws_jwt_check_claims },
+    )
     "log-fanout" = {
       STRATO_WS_MANAGEMENT_ENDPOINT = local.ws_management_endpoint
     }

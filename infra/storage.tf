@@ -288,3 +288,28 @@ resource "aws_s3_bucket_public_access_block" "all" {
   ignore_public_acls      = true
   restrict_public_buckets = true
 }
+
+# TLS only. Applied after the public access block: S3 refuses concurrent changes to one bucket's policy
+# and its access block.
+resource "aws_s3_bucket_policy" "tls_only" {
+  for_each = {
+    templates = aws_s3_bucket.templates
+    state     = aws_s3_bucket.state
+    artifacts = aws_s3_bucket.artifacts
+  }
+
+  bucket = each.value.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Sid       = "TlsOnly"
+      Effect    = "Deny"
+      Principal = "*"
+      Action    = "s3:*"
+      Resource  = [each.value.arn, "${each.value.arn}/*"]
+      Condition = { Bool = { "aws:SecureTransport" = "false" } }
+    }]
+  })
+
+  depends_on = [aws_s3_bucket_public_access_block.all]
+}
