@@ -12,447 +12,21 @@
 //! - `infra_plans_against_moto`: `terraform plan` with dummy function zips against moto, so variable
 //!   handling, `for_each` keys and data sources are exercised too. Nothing is applied.
 
+mod infra_support;
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use hcl::eval::{Context, Evaluate, FuncArgs, FuncDef, ParamType};
-use hcl::{Block, Body, Expression, Value};
+use hcl::eval::Evaluate;
+use hcl::{Body, Value};
+use infra_support::{
+    Config, PREFIX, Res, as_string, attr, json, nested, placeholder_label, sample_variables, string_map,
+    tf_files,
+};
 use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
 use strato_shared::resources::{BUCKETS, Names, QUEUES, TABLES};
-
-const PREFIX: &str = "strato-check";
-
-/// Values for the variables without a default (a new required variable needs one here).
-fn sample_variables() -> BTreeMap<&'static str, serde_json::Value> {
-    use serde_json::json;
-    BTreeMap::from([
-        ("prefix", json!(PREFIX)),
-        ("region", json!("eu-west-1")),
-        ("jwt_issuer", json!("https://issuer.example.com/")),
-        ("jwt_audience", json!(["strato"])),
-        ("ws_jwt_secret", json!("ws-secret")),
-        ("agent_token_secret", json!("agent-secret")),
-        (
-            "runner_image",
-            json!("123456789012.dkr.ecr.eu-west-1.amazonaws.com/strato-runner:1"),
-        ),
-        ("runner_subnets", json!(["subnet-1", "subnet-2"])),
-        ("runner_security_groups", json!(["sg-1"])),
-    ])
-}
-
-fn infra_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .join("infra")
-}
-
-fn tf_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(infra_dir())
-        .expect("infra/ exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "tf"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no .tf files in infra/");
-    files
-}
-
-// ---- a small evaluator for the configuration ------------------------------------------------------------
-
-/// A `resource` or `data` block.
-struct Res {
-    data: bool,
-    kind: String,
-    label: String,
-    body: Body,
-}
-
-impl Res {
-    fn attr(&self, key: &str) -> Option<&Expression> {
-        attr(&self.body, key)
-    }
-
-    fn addr(&self) -> String {
-        format!("{}.{}", self.kind, self.label)
-    }
-}
-
-fn attr<'a>(body: &'a Body, key: &str) -> Option<&'a Expression> {
-    body.attributes().find(|a| a.key() == key).map(|a| a.expr())
-}
-
-fn blocks<'a>(body: &'a Body, ident: &'a str) -> impl Iterator<Item = &'a Block> + 'a {
-    body.blocks().filter(move |b| b.identifier() == ident)
-}
-
-/// Attributes a resource reference may use; each evaluates to a placeholder naming the resource.
-const PLACEHOLDER_ATTRS: &[&str] = &[
-    "arn",
-    "id",
-    "name",
-    "url",
-    "bucket",
-    "family",
-    "function_name",
-    "invoke_arn",
-    "execution_arn",
-    "api_endpoint",
-    "account_id",
-    "partition",
-];
-
-fn placeholders(addr: &str) -> Value {
-    Value::Object(
-        PLACEHOLDER_ATTRS
-            .iter()
-            .map(|a| ((*a).to_owned(), Value::String(format!("<{addr}.{a}>"))))
-            .collect(),
-    )
-}
-
-/// The configuration with `var`, `local`, `data` and every resource declared, as far as they evaluate.
-struct Config {
-    resources: Vec<Res>,
-    ctx: Context<'static>,
-    /// Locals that did not evaluate (they use functions or attributes the evaluator does not provide).
-    unresolved_locals: Vec<String>,
-}
-
-impl Config {
-    fn load() -> Self {
-        let mut resources = Vec::new();
-        let mut variables = hcl::Map::new();
-        let mut locals: Vec<(String, Expression)> = Vec::new();
-        let samples = sample_variables();
-        for file in tf_files() {
-            let text = std::fs::read_to_string(&file).unwrap();
-            let body = hcl::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            for block in body.blocks() {
-                let labels: Vec<String> = block.labels().iter().map(|l| l.as_str().to_owned()).collect();
-                match block.identifier() {
-                    "resource" | "data" => resources.push(Res {
-                        data: block.identifier() == "data",
-                        kind: labels[0].clone(),
-                        label: labels[1].clone(),
-                        body: block.body().clone(),
-                    }),
-                    "variable" => {
-                        let name = labels[0].clone();
-                        let value = match (samples.get(name.as_str()), attr(block.body(), "default")) {
-                            (Some(sample), _) => hcl::to_value(sample).unwrap(),
-                            (None, Some(default)) => default
-                                .evaluate(&Context::new())
-                                .unwrap_or_else(|e| panic!("variable {name}: default: {e}")),
-                            (None, None) => panic!(
-                                "variable '{name}' has no default: add a sample value to sample_variables()"
-                            ),
-                        };
-                        variables.insert(name, value);
-                    }
-                    "locals" => locals.extend(
-                        block
-                            .body()
-                            .attributes()
-                            .map(|a| (a.key().to_owned(), a.expr().clone())),
-                    ),
-                    _ => {}
-                }
-            }
-        }
-        for name in samples.keys() {
-            assert!(
-                variables.contains_key(*name),
-                "sample for undeclared variable {name}"
-            );
-        }
-
-        // Locals and for_each keys may depend on each other: evaluate until nothing more resolves.
-        let mut local_values = hcl::Map::new();
-        let mut resolved: BTreeMap<String, Value> = BTreeMap::new(); // resource address → value
-        loop {
-            let ctx = context(&variables, &local_values, &resources, &resolved);
-            let mut progress = false;
-            for (name, expr) in &locals {
-                if !local_values.contains_key(name)
-                    && let Ok(v) = expr.evaluate(&ctx)
-                {
-                    local_values.insert(name.clone(), v);
-                    progress = true;
-                }
-            }
-            for r in &resources {
-                if resolved.contains_key(&r.addr()) {
-                    continue;
-                }
-                let value = if let Some(for_each) = r.attr("for_each") {
-                    for_each.evaluate(&ctx).ok().map(|keys| {
-                        Value::Object(
-                            instance_keys(&keys)
-                                .into_iter()
-                                .map(|k| {
-                                    let ph = placeholders(&format!("{}[{k}]", r.addr()));
-                                    (k, ph)
-                                })
-                                .collect(),
-                        )
-                    })
-                } else if let Some(count) = r.attr("count") {
-                    count.evaluate(&ctx).ok().map(|n| {
-                        let n = n.as_u64().unwrap_or_else(|| panic!("{}: count {n:?}", r.addr()));
-                        Value::Array(
-                            (0..n)
-                                .map(|i| placeholders(&format!("{}[{i}]", r.addr())))
-                                .collect(),
-                        )
-                    })
-                } else {
-                    Some(placeholders(&r.addr()))
-                };
-                if let Some(v) = value {
-                    resolved.insert(r.addr(), v);
-                    progress = true;
-                }
-            }
-            if !progress {
-                break;
-            }
-        }
-        let unresolved_locals = locals
-            .iter()
-            .map(|(n, _)| n.clone())
-            .filter(|n| !local_values.contains_key(n))
-            .collect();
-        let ctx = context(&variables, &local_values, &resources, &resolved);
-        Self {
-            resources,
-            ctx,
-            unresolved_locals,
-        }
-    }
-
-    fn all<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Res> + 'a {
-        self.resources.iter().filter(move |r| !r.data && r.kind == kind)
-    }
-
-    fn get(&self, kind: &str, label: &str) -> &Res {
-        self.resources
-            .iter()
-            .find(|r| !r.data && r.kind == kind && r.label == label)
-            .unwrap_or_else(|| panic!("infra/ declares no {kind}.{label}"))
-    }
-
-    fn eval(&self, r: &Res, what: &str, expr: &Expression) -> Value {
-        expr.evaluate(&self.ctx)
-            .unwrap_or_else(|e| panic!("{}.{what}: cannot evaluate {expr}: {e}", r.addr()))
-    }
-
-    fn eval_attr(&self, r: &Res, key: &str) -> Value {
-        let expr = r.attr(key).unwrap_or_else(|| panic!("{} has no {key}", r.addr()));
-        self.eval(r, key, expr)
-    }
-
-    /// One context per `for_each` instance: `each.key` / `each.value` declared.
-    fn instances(&self, r: &Res) -> Vec<(String, Context<'static>)> {
-        let for_each = r
-            .attr("for_each")
-            .unwrap_or_else(|| panic!("{} has no for_each", r.addr()));
-        let keys = self.eval(r, "for_each", for_each);
-        let entries: Vec<(String, Value)> = match &keys {
-            Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            Value::Array(a) => a.iter().map(|v| (as_string(v), v.clone())).collect(),
-            other => panic!("{}: for_each is {other:?}", r.addr()),
-        };
-        entries
-            .into_iter()
-            .map(|(k, v)| {
-                let mut ctx = self.ctx.clone();
-                let mut each = hcl::Map::new();
-                each.insert("key".to_owned(), Value::String(k.clone()));
-                each.insert("value".to_owned(), v);
-                ctx.declare_var("each", Value::Object(each));
-                (k, ctx)
-            })
-            .collect()
-    }
-}
-
-fn instance_keys(v: &Value) -> Vec<String> {
-    match v {
-        Value::Object(m) => m.keys().cloned().collect(),
-        Value::Array(a) => a.iter().map(as_string).collect(),
-        other => panic!("for_each is {other:?}"),
-    }
-}
-
-fn context(
-    variables: &hcl::Map<String, Value>,
-    locals: &hcl::Map<String, Value>,
-    resources: &[Res],
-    resolved: &BTreeMap<String, Value>,
-) -> Context<'static> {
-    let mut ctx = Context::new();
-    ctx.declare_var("var", Value::Object(variables.clone()));
-    ctx.declare_var("local", Value::Object(locals.clone()));
-    let mut by_kind: BTreeMap<(bool, &str), hcl::Map<String, Value>> = BTreeMap::new();
-    for r in resources {
-        if let Some(v) = resolved.get(&r.addr()) {
-            by_kind
-                .entry((r.data, &r.kind))
-                .or_default()
-                .insert(r.label.clone(), v.clone());
-        }
-    }
-    let mut data = hcl::Map::new();
-    for ((is_data, kind), labels) in by_kind {
-        if is_data {
-            data.insert(kind.to_owned(), Value::Object(labels));
-        } else {
-            ctx.declare_var(kind, Value::Object(labels));
-        }
-    }
-    ctx.declare_var("data", Value::Object(data));
-    let variadic = |f| FuncDef::builder().variadic_param(ParamType::Any).build(f);
-    ctx.declare_func("jsonencode", variadic(jsonencode));
-    ctx.declare_func("join", variadic(join));
-    ctx.declare_func("merge", variadic(merge));
-    ctx.declare_func("concat", variadic(concat));
-    ctx.declare_func("flatten", variadic(flatten));
-    ctx.declare_func("title", variadic(title));
-    ctx.declare_func("toset", variadic(toset));
-    ctx.declare_func("nonsensitive", variadic(identity));
-    ctx.declare_func("tostring", variadic(tostring));
-    ctx
-}
-
-// Terraform functions the checked expressions use, on hcl values (enough for this configuration, not a
-// general implementation).
-
-fn one(args: &FuncArgs) -> Result<&Value, String> {
-    match args.as_slice() {
-        [v] => Ok(v),
-        _ => Err(format!("expected one argument, got {}", args.len())),
-    }
-}
-
-fn jsonencode(args: FuncArgs) -> Result<Value, String> {
-    serde_json::to_string(one(&args)?)
-        .map(Value::String)
-        .map_err(|e| e.to_string())
-}
-
-fn join(args: FuncArgs) -> Result<Value, String> {
-    match args.as_slice() {
-        [Value::String(sep), Value::Array(items)] => Ok(Value::String(
-            items.iter().map(as_string).collect::<Vec<_>>().join(sep),
-        )),
-        other => Err(format!("join({other:?})")),
-    }
-}
-
-fn merge(args: FuncArgs) -> Result<Value, String> {
-    let mut out = hcl::Map::new();
-    for a in args.iter() {
-        match a {
-            Value::Object(m) => out.extend(m.clone()),
-            other => return Err(format!("merge of {other:?}")),
-        }
-    }
-    Ok(Value::Object(out))
-}
-
-fn concat(args: FuncArgs) -> Result<Value, String> {
-    let mut out = Vec::new();
-    for a in args.iter() {
-        match a {
-            Value::Array(items) => out.extend(items.iter().cloned()),
-            other => return Err(format!("concat of {other:?}")),
-        }
-    }
-    Ok(Value::Array(out))
-}
-
-fn flatten(args: FuncArgs) -> Result<Value, String> {
-    fn walk(v: &Value, out: &mut Vec<Value>) {
-        match v {
-            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
-            other => out.push(other.clone()),
-        }
-    }
-    let mut out = Vec::new();
-    walk(one(&args)?, &mut out);
-    Ok(Value::Array(out))
-}
-
-fn title(args: FuncArgs) -> Result<Value, String> {
-    let s = as_string(one(&args)?);
-    let mut out = String::new();
-    let mut start = true;
-    for c in s.chars() {
-        out.extend(if start {
-            c.to_uppercase().collect::<Vec<_>>()
-        } else {
-            vec![c]
-        });
-        start = !c.is_alphanumeric();
-    }
-    Ok(Value::String(out))
-}
-
-fn toset(args: FuncArgs) -> Result<Value, String> {
-    match one(&args)? {
-        Value::Array(items) => {
-            let set: BTreeSet<String> = items.iter().map(as_string).collect();
-            Ok(Value::Array(set.into_iter().map(Value::String).collect()))
-        }
-        other => Err(format!("toset({other:?})")),
-    }
-}
-
-fn tostring(args: FuncArgs) -> Result<Value, String> {
-    Ok(Value::String(as_string(one(&args)?)))
-}
-
-fn identity(args: FuncArgs) -> Result<Value, String> {
-    one(&args).cloned()
-}
-
-/// A primitive as Terraform converts it to a string (environment values, keys).
-fn as_string(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        other => panic!("{other:?} is not a primitive"),
-    }
-}
-
-fn string_map(v: &Value) -> BTreeMap<String, String> {
-    match v {
-        Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), as_string(v))).collect(),
-        other => panic!("{other:?} is not a map"),
-    }
-}
-
-fn json(v: &Value) -> serde_json::Value {
-    serde_json::from_str(&as_string(v)).unwrap_or_else(|e| panic!("{v:?} is not JSON: {e}"))
-}
-
-fn nested<'a>(r: &'a Res, ident: &'a str) -> Vec<&'a Body> {
-    blocks(&r.body, ident).map(|b| b.body()).collect()
-}
-
-/// `<aws_sqs_queue.jobs_dlq.arn>` → `jobs_dlq`: the resource a placeholder names (`kind` checked).
-fn placeholder_label(kind: &str, placeholder: &str, attr: &str) -> String {
-    placeholder
-        .strip_prefix(&format!("<{kind}."))
-        .and_then(|s| s.strip_suffix(&format!(".{attr}>")))
-        .unwrap_or_else(|| panic!("{placeholder:?} is not a reference to a {kind}'s {attr}"))
-        .to_owned()
-}
 
 /// Equal maps, or a failure naming what is missing, extra or different.
 fn assert_same<V: PartialEq + std::fmt::Debug>(
@@ -1097,6 +671,156 @@ fn check_schedules_and_ecs_events(cfg: &Config, names: &Names) {
     );
 }
 
+/// Whether a policy document has an Allow statement for `action` on `resource` (`*` wildcards in the
+/// statement's resources; conditions are not evaluated).
+fn allows(policy: &serde_json::Value, action: &str, resource: &str) -> bool {
+    let list = |v: &serde_json::Value| -> Vec<String> {
+        match v {
+            serde_json::Value::String(s) => vec![s.clone()],
+            serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let glob = |pattern: &str, s: &str| {
+        let parts: Vec<&str> = pattern.split('*').collect();
+        if parts.len() == 1 {
+            return pattern == s;
+        }
+        let (first, last) = (parts[0], parts[parts.len() - 1]);
+        if !s.starts_with(first) || s.len() < first.len() + last.len() || !s.ends_with(last) {
+            return false;
+        }
+        // Middle parts in order, leftmost match each.
+        let mut rest = &s[first.len()..s.len() - last.len()];
+        for part in &parts[1..parts.len() - 1] {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+        true
+    };
+    policy["Statement"].as_array().into_iter().flatten().any(|st| {
+        st["Effect"] == "Allow"
+            && list(&st["Action"]).iter().any(|a| glob(a, action))
+            && list(&st["Resource"]).iter().any(|r| glob(r, resource))
+    })
+}
+
+/// Each function's policy document.
+fn function_policies(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
+    let r = cfg.get("aws_iam_role_policy", "function");
+    cfg.instances(r)
+        .into_iter()
+        .map(|(key, ctx)| {
+            let policy = r
+                .attr("policy")
+                .unwrap()
+                .evaluate(&ctx)
+                .unwrap_or_else(|e| panic!("{key}: policy: {e}"));
+            (key, json(&policy))
+        })
+        .collect()
+}
+
+fn check_permissions(cfg: &Config) {
+    let policies = function_policies(cfg);
+    let role = cfg.get("aws_lambda_function", "fn").attr("role").unwrap();
+    for (key, ctx) in cfg.instances(cfg.get("aws_lambda_function", "fn")) {
+        assert_eq!(
+            as_string(&role.evaluate(&ctx).unwrap()),
+            format!("<aws_iam_role.function[{key}].arn>"),
+            "{key} runs with its own role"
+        );
+        assert!(
+            allows(
+                &policies[&key],
+                "logs:PutLogEvents",
+                &format!("<aws_cloudwatch_log_group.function[{key}].arn>:*")
+            ),
+            "{key} writes its own logs"
+        );
+    }
+    // A mapping is refused unless the function's role may consume its queue.
+    for (queue, function) in CONSUMERS {
+        for action in [
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+        ] {
+            assert!(
+                allows(
+                    &policies[*function],
+                    action,
+                    &format!("<aws_sqs_queue.{queue}.arn>")
+                ),
+                "{function} may not {action} on {queue}"
+            );
+        }
+    }
+    for function in ["ws", "log-fanout"] {
+        assert!(
+            allows(
+                &policies[function],
+                "execute-api:ManageConnections",
+                "<aws_apigatewayv2_api.ws.execution_arn>/live/POST/@connections/abc"
+            ),
+            "{function} posts to WebSocket connections"
+        );
+    }
+    let dispatcher = &policies["dispatcher"];
+    assert!(allows(
+        dispatcher,
+        "ecs:RunTask",
+        "arn:<data.aws_partition.current.partition>:ecs:eu-west-1:<data.aws_caller_identity.current.account_id>:task-definition/<aws_ecs_task_definition.runner.family>:3"
+    ));
+    for r in ["runner_task", "runner_execution"] {
+        assert!(
+            allows(dispatcher, "iam:PassRole", &format!("<aws_iam_role.{r}.arn>")),
+            "the dispatcher passes {r}"
+        );
+    }
+    assert!(
+        !policies
+            .values()
+            .any(|p| allows(p, "dynamodb:PutItem", "<aws_dynamodb_table.tf_locks.arn>")),
+        "only the runner writes Terraform's locks"
+    );
+
+    let runner = cfg.get("aws_iam_role_policy", "runner_task");
+    let runner = json(&cfg.eval_attr(runner, "policy"));
+    for (action, resource) in [
+        ("dynamodb:PutItem", "<aws_dynamodb_table.tf_locks.arn>"),
+        (
+            "s3:PutObject",
+            "<aws_s3_bucket.state.arn>/tenants/acme/clusters/cl-1/cluster.tfstate",
+        ),
+        ("s3:GetObject", "<aws_s3_bucket.templates.arn>/bundles/x.tar.gz"),
+        ("s3:PutObject", "<aws_s3_bucket.artifacts.arn>/logs/x"),
+        ("sqs:SendMessage", "<aws_sqs_queue.events.arn>"),
+        ("sqs:SendMessage", "<aws_sqs_queue.logs.arn>"),
+        ("sqs:GetQueueUrl", "<aws_sqs_queue.jobs.arn>"),
+        ("dynamodb:GetItem", "<aws_dynamodb_table.operations.arn>"),
+    ] {
+        assert!(
+            allows(&runner, action, resource),
+            "the runner may not {action} on {resource}"
+        );
+    }
+    assert!(
+        allows(
+            &runner,
+            "sts:AssumeRole",
+            "arn:aws:iam::111122223333:role/strato-target"
+        ),
+        "the runner assumes target_role_arns"
+    );
+    assert!(
+        !allows(&runner, "dynamodb:PutItem", "<aws_dynamodb_table.operations.arn>"),
+        "the runner reports through the events queue, it does not write operations"
+    );
+}
+
 #[test]
 fn infra_matches_the_code() {
     let cfg = Config::load();
@@ -1110,6 +834,7 @@ fn infra_matches_the_code() {
     check_http_api(&cfg);
     check_websocket_api(&cfg);
     check_schedules_and_ecs_events(&cfg, &names);
+    check_permissions(&cfg);
     // Not an error in itself, but a local the checks may need: say which, so a failure above is explained.
     eprintln!("locals not evaluated by the check: {:?}", cfg.unresolved_locals);
 }
