@@ -6,7 +6,9 @@
 //!   function's environment must satisfy that function's own `Config::from_lookup` and hold only variables
 //!   it reads (so the list of required variables is the code's, not a copy); the runner's container likewise;
 //!   queues feed the right functions with partial batch responses; the HTTP routes cover the api's route
-//!   table with the right authorization; the schedules' input parses as the scheduler's `Tick`.
+//!   table with the right authorization; the schedules' input parses as the scheduler's `Tick`; the IAM
+//!   policies allow what the code is known to call (consumers their queue, the dispatcher RunTask/PassRole,
+//!   the runner its state and lock table…). The evaluator is in `infra_support/`.
 //! - `infra_validates_with_the_offline_engine`: `terraform fmt -check`, `init -backend=false` from the
 //!   provider mirror, `validate`.
 //! - `infra_plans_against_moto`: `terraform plan` with dummy function zips against moto, so variable
