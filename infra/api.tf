@@ -59,6 +59,11 @@ resource "aws_apigatewayv2_stage" "http" {
   name        = "$default"
   auto_deploy = true
 
+  default_route_settings {
+    throttling_rate_limit  = var.api_rate_limit
+    throttling_burst_limit = var.api_burst_limit
+  }
+
   access_log_settings {
     destination_arn = aws_cloudwatch_log_group.http_access.arn
     format = jsonencode({

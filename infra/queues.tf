@@ -68,3 +68,26 @@ resource "aws_sqs_queue" "logs" {
     maxReceiveCount     = 3
   })
 }
+
+# A message in a DLQ means a job, event or log batch failed every delivery: someone should look.
+resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
+  for_each = {
+    jobs   = aws_sqs_queue.jobs_dlq.name
+    events = aws_sqs_queue.events_dlq.name
+    logs   = aws_sqs_queue.logs_dlq.name
+  }
+
+  alarm_name          = "${var.prefix}-${each.key}-dlq-not-empty"
+  alarm_description   = "Messages in ${each.value}: they failed every delivery (see the consumer's logs)."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = each.value }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = var.alarm_actions
+  ok_actions          = var.alarm_actions
+}

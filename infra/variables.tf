@@ -190,3 +190,23 @@ variable "heartbeat_stale_secs" {
   type        = number
   default     = 120
 }
+
+# ---- operations ------------------------------------------------------------------------------------------
+
+variable "alarm_actions" {
+  description = "ARNs (e.g. an SNS topic) notified when a DLQ receives messages. Empty: the alarms only show in CloudWatch."
+  type        = list(string)
+  default     = []
+}
+
+variable "api_rate_limit" {
+  description = "Steady-state requests per second the HTTP API accepts (all routes together)."
+  type        = number
+  default     = 100
+}
+
+variable "api_burst_limit" {
+  description = "Burst of requests the HTTP API accepts above the rate limit."
+  type        = number
+  default     = 200
+}
