@@ -92,10 +92,11 @@ locals {
         Resource = aws_sqs_queue.jobs.arn
       },
       {
-        Sid      = "SendJobsAndEvents"
+        # Wake the next queued operation when a lock is released.
+        Sid      = "SendJobs"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.events.arn]
+        Resource = aws_sqs_queue.jobs.arn
       },
       {
         Sid       = "RunRunnerTasks"
@@ -130,11 +131,12 @@ locals {
         Resource = aws_sqs_queue.events.arn
       },
       {
-        # Wake the next queued operation; status frames to the live log stream.
-        Sid      = "SendJobsAndFrames"
+        # Wake the next queued operation; status frames to the live log stream; its own delayed timers
+        # (the agent's configure deadline) back on the events queue.
+        Sid      = "SendJobsFramesAndTimers"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.logs.arn]
+        Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.logs.arn, aws_sqs_queue.events.arn]
       },
       local.artifacts_read,
     ])
