@@ -153,7 +153,7 @@ locals {
         Sid      = "OperationsRead"
         Effect   = "Allow"
         Action   = local.ddb_read
-        Resource = flatten([local.table_resources["operations"], local.table_resources["clusters"]])
+        Resource = local.table_resources["operations"]
       },
       local.artifacts_read,
       local.manage_connections,
