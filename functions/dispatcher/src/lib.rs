@@ -1,5 +1,7 @@
 //! `strato-dispatcher`: consumes `jobs.fifo`. For each job it takes the cluster lock (fencing token) and a
-//! tenant slot, moves the cluster into its working state, and starts the runner as a Fargate task. A job
+//! tenant slot, moves the cluster into its working state, and starts the runner as a Fargate task. An
+//! estimate has no cluster: its lock is on its own synthetic id (free, so taken at once; the status function
+//! deletes it when the estimate ends) and no cluster state is touched. A job
 //! that cannot run yet is parked on its operation (`wait_reason`) and acknowledged; the status function
 //! re-enqueues it when the lock or a slot frees up, so nothing polls.
 
@@ -307,7 +309,7 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
     }
 
     if let Some(refusal) = enter_working_state(ctx, &op).await? {
-        let what = format!("cannot start the {} operation: {refusal}", kind_name(op.kind));
+        let what = format!("cannot start the {} operation: {refusal}", op.kind.as_str());
         let fix = match op.kind {
             OperationKind::Update => {
                 "Only an ACTIVE cluster can be updated; retry the create of a FAILED cluster or delete it."
@@ -317,6 +319,8 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
             OperationKind::Plan | OperationKind::DriftCheck => {
                 "The cluster was deleted; there is nothing to check."
             }
+            // Never refused: an estimate has no cluster to be in the wrong state.
+            OperationKind::Estimate => "Request the estimate again.",
         };
         let err = UserError::new(ErrorCategory::InvalidConfiguration, "dispatch", what).with_fix(fix);
         fail(ctx, &op, err, false).await?;
@@ -365,16 +369,6 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
     Ok(Outcome::Ack)
 }
 
-fn kind_name(kind: OperationKind) -> &'static str {
-    match kind {
-        OperationKind::Create => "create",
-        OperationKind::Update => "update",
-        OperationKind::Delete => "delete",
-        OperationKind::Plan => "plan",
-        OperationKind::DriftCheck => "drift-check",
-    }
-}
-
 async fn park(ctx: &Ctx, op: &Operation, reason: String) -> Result<(), DispatchError> {
     update_operation(&ctx.store, &op.operation_id, |o| {
         if o.status != OperationStatus::Queued || o.wait_reason.as_deref() == Some(reason.as_str()) {
@@ -397,6 +391,8 @@ async fn enter_working_state(ctx: &Ctx, op: &Operation) -> Result<Option<String>
         OperationKind::Delete => Some(ClusterState::Deleting),
         // Read-only runs change no state.
         OperationKind::Plan | OperationKind::DriftCheck => None,
+        // No cluster stands behind an estimate's id: nothing to read or move.
+        OperationKind::Estimate => return Ok(None),
     };
     let mut refusal = None;
     update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {
