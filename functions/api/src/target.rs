@@ -332,8 +332,8 @@ mod tests {
         assert_eq!(
             fields,
             [
-                "target.extra",
                 "target.external_id",
+                "target.extra",
                 "target.lock_table",
                 "target.region",
                 "target.role_arn",
