@@ -253,7 +253,7 @@ async fn unknown_template(ctx: &Ctx, field: &str, r: &TemplateRef) -> Result<Fie
     })
 }
 
-pub(crate) fn sorted(mut errors: Vec<FieldError>) -> ApiError {
+fn sorted(mut errors: Vec<FieldError>) -> ApiError {
     errors.sort_by(|a, b| a.field.cmp(&b.field).then_with(|| a.problem.cmp(&b.problem)));
     errors.dedup();
     ApiError::invalid(errors)
@@ -657,6 +657,31 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn only_an_estimate_may_leave_the_name_out_and_a_given_name_is_still_checked() {
+        let obj = json!({"template": {"name": "t", "version": "1.0.0"}, "provider": "aws", "region": "r"});
+        let mut errors = Vec::new();
+        let d = parse_spec(
+            obj.as_object().unwrap(),
+            SpecName::Optional("estimate"),
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(d.name.unwrap().as_str(), "estimate");
+        let d = parse_spec(obj.as_object().unwrap(), SpecName::Required, &mut errors);
+        assert!(d.name.is_none());
+        assert_eq!(errors[0].field, "name");
+        let mut named = obj.clone();
+        named["name"] = json!("Bad_Name");
+        let mut errors = Vec::new();
+        parse_spec(
+            named.as_object().unwrap(),
+            SpecName::Optional("estimate"),
+            &mut errors,
+        );
+        assert_eq!(errors[0].field, "name");
     }
 
     #[test]
