@@ -1,9 +1,10 @@
 //! `strato-dispatcher`: consumes `jobs.fifo`. For each job it takes the cluster lock (fencing token) and a
-//! tenant slot, moves the cluster into its working state, and starts the runner as a Fargate task. An
-//! estimate has no cluster: its lock is on its own synthetic id (free, so taken at once; the status function
-//! deletes it when the estimate ends) and no cluster state is touched. A job
+//! tenant slot, moves the cluster into its working state, and starts the runner as a Fargate task. A job
 //! that cannot run yet is parked on its operation (`wait_reason`) and acknowledged; the status function
 //! re-enqueues it when the lock or a slot frees up, so nothing polls.
+//!
+//! An estimate has no cluster: its lock is on its own synthetic id (free, so taken at once; the hand-off
+//! deletes it when the estimate ends) and no cluster state is read or moved.
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_ecs::error::ProvideErrorMetadata;
