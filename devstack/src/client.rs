@@ -247,11 +247,23 @@ pub async fn watch_operation(
     let mut out = Watched::default();
     let mut parts = Reassembler::default();
     let mut printed = 0u64;
-    for _attempt in 0..5 {
+    // Reconnects (from the first missing seq) after a gap or a dropped connection, until the deadline.
+    let mut last_problem = String::new();
+    for attempt in 0..20u32 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt.min(10)))).await;
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
         let url = format!("{ws_url}?token={token}");
-        let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str())
-            .await
-            .map_err(|e| DemoError::Failed(format!("WebSocket connect to {ws_url}: {e}")))?;
+        let mut socket = match tokio_tungstenite::connect_async(url.as_str()).await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                last_problem = format!("WebSocket connect to {ws_url}: {e}");
+                continue;
+            }
+        };
         let from = out.lines.keys().copied().take_while({
             let mut want = 1;
             move |k| {
@@ -263,10 +275,10 @@ pub async fn watch_operation(
         let from_seq = from.last().unwrap_or(0) + 1;
         let sub =
             serde_json::json!({"action": "subscribe", "operation_id": operation_id, "from_seq": from_seq});
-        socket
-            .send(Message::Text(sub.to_string().into()))
-            .await
-            .map_err(|e| DemoError::Failed(format!("WebSocket send: {e}")))?;
+        if let Err(e) = socket.send(Message::Text(sub.to_string().into())).await {
+            last_problem = format!("WebSocket send: {e}");
+            continue;
+        }
         let mut ended = false;
         while !ended {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -277,8 +289,14 @@ pub async fn watch_operation(
                         timeout.as_secs()
                     )));
                 }
-                Ok(None) => break,
-                Ok(Some(Err(e))) => return Err(DemoError::Failed(format!("WebSocket: {e}"))),
+                Ok(None) => {
+                    last_problem = "the server closed the WebSocket".into();
+                    break;
+                }
+                Ok(Some(Err(e))) => {
+                    last_problem = format!("WebSocket: {e}");
+                    break;
+                }
                 Ok(Some(Ok(m))) => m,
             };
             let Message::Text(text) = msg else { continue };
@@ -343,11 +361,16 @@ pub async fn watch_operation(
             return Ok(out);
         }
         // A gap (a line fanned out before the subscription existed): subscribe again from it.
+        if ended {
+            last_problem = format!(
+                "the log was incomplete: {} of {} lines",
+                out.lines.len(),
+                out.last_seq
+            );
+        }
     }
     Err(DemoError::Failed(format!(
-        "the log of {operation_id} stayed incomplete: {} of {} lines",
-        out.lines.len(),
-        out.last_seq
+        "following {operation_id} over the WebSocket failed: {last_problem}"
     )))
 }
 
@@ -400,7 +423,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     let (cluster, op, _) = client.create_cluster(&spec).await?;
     println!("  cluster {cluster}\n  operation {op}\n  live Terraform log over WebSocket:");
     let w = watch_operation(&ws, &token, &op, Duration::from_secs(900), show, state).await?;
-    let done = client.wait_operation(&op, Duration::from_secs(60)).await?;
+    let done = client.wait_operation(&op, Duration::from_secs(180)).await?;
     if done["status"] != "succeeded" {
         return Err(DemoError::Failed(format!(
             "the create did not succeed: {}",
@@ -446,7 +469,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
 
     println!("▶ 2/5 wait for ACTIVE");
     let c = client
-        .wait_cluster_state(&cluster, &["ACTIVE", "FAILED"], Duration::from_secs(120))
+        .wait_cluster_state(&cluster, &["ACTIVE", "FAILED"], Duration::from_secs(300))
         .await?;
     if c["state"] != "ACTIVE" {
         return Err(DemoError::Failed(format!(
@@ -499,7 +522,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     }
     let w = watch_operation(&ws, &token, &del, Duration::from_secs(900), show, state).await?;
     let c = client
-        .wait_cluster_state(&cluster, &["DELETED", "FAILED"], Duration::from_secs(120))
+        .wait_cluster_state(&cluster, &["DELETED", "FAILED"], Duration::from_secs(300))
         .await?;
     if c["state"] != "DELETED" {
         return Err(DemoError::Failed(format!(

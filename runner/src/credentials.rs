@@ -108,9 +108,12 @@ pub async fn assume_role(
             ));
         }
         Ok(Err(e)) => {
+            // The message reaches the user and the logs; the external id (the customer's secret) must not,
+            // whatever the service echoed back.
+            let reason = strato_shared::Error::aws("AssumeRole", e).to_string();
             return Err(format!(
                 "assuming role {role_arn} failed: {}",
-                strato_shared::Error::aws("AssumeRole", e)
+                reason.replace(external_id, "(external id)")
             ));
         }
         Ok(Ok(out)) => out,

@@ -208,11 +208,20 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         .get_operation(&cfg.operation_id)
         .await?
         .ok_or_else(|| RunnerError::OperationNotFound(cfg.operation_id.clone()))?;
-    let cluster = clients
-        .store
-        .find_cluster(&op.cluster_id)
-        .await?
-        .ok_or_else(|| RunnerError::ClusterNotFound(op.cluster_id.to_string()))?;
+    let cluster = if op.kind.has_cluster() {
+        clients
+            .store
+            .find_cluster(&op.cluster_id)
+            .await?
+            .ok_or_else(|| RunnerError::ClusterNotFound(op.cluster_id.to_string()))?
+    } else {
+        // An estimate: the cluster it prices does not exist. This stand-in (the operation's synthetic id and
+        // spec) only supplies names and managed values; it is never written.
+        let spec = op.spec.clone().ok_or_else(|| {
+            RunnerError::ClusterNotFound(format!("{} (an estimate without a spec)", op.cluster_id))
+        })?;
+        Cluster::new(op.tenant_id.clone(), op.cluster_id.clone(), spec, op.created_at)
+    };
     let reporter = Reporter {
         sqs: clients.aws.sqs.clone(),
         events_url: clients.queues.events.clone(),
@@ -467,6 +476,7 @@ impl Run {
             OperationKind::Delete => self.destroy_all().await,
             OperationKind::Plan => self.plan_only(false).await,
             OperationKind::DriftCheck => self.plan_only(true).await,
+            OperationKind::Estimate => self.estimate_only().await,
         }
     }
 
@@ -597,6 +607,8 @@ impl Run {
         let base = self.clients.aws.config.clone();
         let creds: Option<EngineCredentials> = match &target {
             Some(t) => {
+                // The external id is the customer's secret: it never appears in a log line or a message.
+                self.logs.redactor.add(&t.external_id);
                 let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
                 let c = credentials::assume_role(
                     &base,
@@ -663,6 +675,19 @@ impl Run {
             ),
         );
 
+        let dialect = version.dialect();
+        self.version = Some(version);
+        self.engine = Some(engine);
+        if !self.op.kind.has_cluster() {
+            // An estimate plans with no backend: its state is local to the workspace (removed with it), so
+            // nothing is written to any state bucket or lock table.
+            self.note(
+                STEP,
+                "plan only: local state in the workspace, nothing is written to a state bucket",
+            );
+            self.ws = Some(ws);
+            return Ok(());
+        }
         // State: the customer's bucket (created with versioning + encryption if missing) or the platform's.
         let (bucket, lock_table, state_region, lock_ddb) =
             match target.as_ref().and_then(|t| t.state_bucket.clone()) {
@@ -701,7 +726,7 @@ impl Run {
                 lock_table: lock_table.clone(),
                 endpoint: self.cfg.provider_endpoint.clone(),
             };
-            ws.write_backend(&s.stage, &cfg, version.dialect())
+            ws.write_backend(&s.stage, &cfg, dialect)
                 .map_err(|e| Failure::internal(STEP, e))?;
             lock_ids.push(strato_shared::state_lock::lock_id(&cfg.bucket, &cfg.key));
         }
@@ -715,8 +740,6 @@ impl Run {
             tracing::warn!(%note, "leftover state lock released");
             self.note(STEP, &note);
         }
-        self.version = Some(version);
-        self.engine = Some(engine);
         self.ws = Some(ws);
         Ok(())
     }
@@ -1049,6 +1072,51 @@ impl Run {
         })
     }
 
+    /// An estimate: each stage is planned (and priced) with local state; nothing is applied or stored. A
+    /// later stage whose inputs are earlier stages' outputs cannot be planned (those outputs exist only after
+    /// an apply): it is reported as one "not estimated" entry naming those inputs, never as zero.
+    async fn estimate_only(&mut self) -> Result<ExecOutcome, Failure> {
+        let stages = self.stages();
+        for (i, stage) in stages.iter().enumerate() {
+            let from_earlier: Vec<String> = stage
+                .variables
+                .keys()
+                .filter(|v| !self.rendered.contains_key(*v))
+                .filter(|v| stages[..i].iter().any(|s| s.outputs.contains_key(*v)))
+                .cloned()
+                .collect();
+            if from_earlier.is_empty() {
+                self.write_tfvars(stage, &Map::new())?;
+                self.init(&stage.stage).await?;
+                self.plan(&stage.stage, false).await?;
+                continue;
+            }
+            let why = format!(
+                "stage {} was not planned: its inputs {} are outputs of earlier stages, which exist only after \
+                 those are applied",
+                stage.stage,
+                from_earlier.join(", ")
+            );
+            self.note(&self.step(&stage.stage, "plan"), &why);
+            let skipped = CostEstimate::not_planned(&format!("stage.{}", stage.stage), &why);
+            self.estimate.merge_stage(&stage.stage, &skipped);
+            self.reporter
+                .progress(RunnerEvent::PlanReady {
+                    operation_id: self.op.operation_id.clone(),
+                    fencing_token: self.cfg.fencing_token,
+                    stage: stage.stage.clone(),
+                    summary: PlanSummary::default(),
+                    estimate: Some(skipped),
+                    at: strato_shared::ts::now(),
+                })
+                .await;
+        }
+        Ok(ExecOutcome {
+            outputs: Map::new(),
+            drift: None,
+        })
+    }
+
     /// After a failed or cancelled create: destroy what was created, stage by stage in reverse.
     /// Returns (destroyed addresses, addresses left behind).
     async fn cleanup(&mut self) -> (Vec<String>, Vec<String>, Option<String>) {
@@ -1141,6 +1209,7 @@ impl Run {
                     fencing_token,
                     outputs: done.outputs.into_iter().collect(),
                     drift: done.drift,
+                    estimate: (!self.estimate.resources.is_empty()).then(|| self.estimate.clone()),
                     at: strato_shared::ts::now(),
                 };
             }

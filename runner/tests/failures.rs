@@ -193,10 +193,12 @@ async fn an_unreachable_credentials_endpoint_fails_fast_with_the_credentials_cat
 async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
     let bed = Bed::new().await;
     let bucket = format!("{}-customer-state", bed.env.names.prefix());
-    let mut spec = bed.spec("runner-net", "own-state", json!({}));
+    // The external id also goes into a tag, so the engine's plan output prints it: the log must not.
+    let external_id = "ext-123-shared-secret";
+    let mut spec = bed.spec("runner-net", "own-state", json!({"tags": {"ref": external_id}}));
     spec.target = Some(TargetAccount {
         role_arn: "arn:aws:iam::210987654321:role/strato".into(),
-        external_id: "ext-123".into(),
+        external_id: external_id.into(),
         state_bucket: Some(bucket.clone()),
         lock_table: None,
         region: None,
@@ -249,9 +251,17 @@ async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
             .any(|v| v.version_id().is_some_and(|id| id != "null")),
         "{versions:?}"
     );
-    // The assumed session's secrets never reach the log.
+    // The assumed session's secrets and the external id never reach the log.
     let (lines, _) = bed.archived_log(&job).await;
     assert!(lines.iter().any(|l| l.text.contains("credentials checked")));
+    assert!(
+        lines.iter().any(|l| l.text.contains("(sensitive value)")),
+        "the tag carrying it was printed, redacted"
+    );
+    assert!(
+        !lines.iter().any(|l| l.text.contains(external_id)),
+        "the external id is redacted from every log line"
+    );
     // Clean up for the shared moto.
     bed.release(&cluster, &job).await;
     let job = bed.operation(&cluster, OperationKind::Delete, None).await;

@@ -212,3 +212,90 @@ async fn create_update_delete_an_eks_cluster() {
     );
     assert!(bed.held_locks().await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_estimate_plans_with_local_state_only_and_lists_a_stage_it_cannot_plan() {
+    let bed = Bed::new().await;
+    let job = bed.estimate(bed.spec("runner-eks", "est", json!({}))).await;
+    let summary = bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let events = bed.events().await;
+    let RunnerEvent::Succeeded {
+        estimate: Some(estimate),
+        outputs,
+        ..
+    } = &summary.final_event
+    else {
+        bed.dump_log(&job).await;
+        panic!("the estimate should succeed: {:#?}", summary.final_event);
+    };
+    assert!(outputs.is_empty());
+    // The network stage is planned and priced (VPC, subnets and security group cost nothing; the tag
+    // resource has no price and is listed, not counted). The cluster stage takes the network's outputs,
+    // which do not exist before an apply: listed as not estimated, with the inputs it lacks.
+    assert_eq!(estimate.total_monthly, 0.0);
+    assert!(
+        estimate.not_estimated.contains(&"stage.cluster".to_owned()),
+        "{estimate:#?}"
+    );
+    let skipped = estimate
+        .resources
+        .iter()
+        .find(|r| r.address == "stage.cluster")
+        .unwrap();
+    assert_eq!((skipped.stage.as_str(), skipped.monthly), ("cluster", None));
+    assert!(
+        skipped.note.contains("security_group_id, subnet_ids"),
+        "{}",
+        skipped.note
+    );
+    assert!(
+        estimate
+            .resources
+            .iter()
+            .any(|r| r.stage == "network" && r.resource_type == "aws_vpc" && r.monthly == Some(0.0)),
+        "{estimate:#?}"
+    );
+    let mut plan_ready: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunnerEvent::PlanReady { stage, .. } => Some(stage.as_str()),
+            _ => None,
+        })
+        .collect();
+    plan_ready.sort();
+    assert_eq!(plan_ready, ["cluster", "network"], "one PlanReady per stage");
+    let steps = steps_started(&events);
+    assert!(steps.contains(&"network/plan".to_owned()), "{steps:?}");
+    assert!(
+        !steps
+            .iter()
+            .any(|s| s.ends_with("/apply") || s.starts_with("cluster/")),
+        "nothing applied, the cluster stage never ran: {steps:?}"
+    );
+    // Local state only: nothing in the state bucket, no Terraform lock, and no cluster record.
+    let listed = bed
+        .env
+        .aws
+        .s3
+        .list_objects_v2()
+        .bucket(bed.env.names.bucket("state"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.key_count(), Some(0), "{listed:?}");
+    assert!(bed.held_locks().await.is_empty());
+    assert!(
+        bed.store
+            .get_cluster(&bed.tenant, &job.op.cluster_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let (lines, _) = bed.archived_log(&job).await;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.text.contains("nothing is written to a state bucket")),
+        "the log says where the state went"
+    );
+}

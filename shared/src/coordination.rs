@@ -111,12 +111,21 @@ pub async fn release_and_wake(
     }
     store.release_tenant_slot(&op.tenant_id, &op.operation_id).await?;
 
-    let next_on_cluster = store
-        .list_operations(&op.cluster_id)
-        .await?
-        .into_iter()
-        .filter(|o| o.status == OperationStatus::Queued && o.operation_id != op.operation_id)
-        .min_by_key(|o| o.created_at);
+    // An estimate's synthetic cluster id is its own: nobody else ever waits on it, and its lock item is
+    // deleted rather than left behind.
+    let next_on_cluster = if op.kind.has_cluster() {
+        store
+            .list_operations(&op.cluster_id)
+            .await?
+            .into_iter()
+            .filter(|o| o.status == OperationStatus::Queued && o.operation_id != op.operation_id)
+            .min_by_key(|o| o.created_at)
+    } else {
+        store
+            .forget_cluster_lock(&op.cluster_id, &op.operation_id)
+            .await?;
+        None
+    };
     let next_for_tenant = store
         .open_operations("waiting")
         .await?

@@ -64,6 +64,27 @@ impl CostEstimate {
             .collect();
     }
 
+    /// The estimate of something that could not be planned at all: one "not estimated" entry saying why
+    /// (never a zero), with the built-in table's date and source like any other estimate.
+    pub fn not_planned(address: &str, why: &str) -> Self {
+        let table = PriceTable::builtin();
+        Self {
+            currency: table.currency.clone(),
+            total_monthly: 0.0,
+            resources: vec![ResourceCost {
+                stage: String::new(),
+                address: address.to_owned(),
+                resource_type: String::new(),
+                actions: Vec::new(),
+                monthly: None,
+                note: why.to_owned(),
+            }],
+            not_estimated: vec![address.to_owned()],
+            price_table_date: table.date.clone(),
+            price_table_source: table.source.clone(),
+        }
+    }
+
     pub fn empty() -> Self {
         Self {
             currency: "USD".into(),
@@ -376,6 +397,19 @@ mod tests {
             note: String::new(),
         });
         e
+    }
+
+    #[test]
+    fn an_unplanned_stage_is_listed_as_not_estimated_never_zero() {
+        let mut total = CostEstimate::empty();
+        total.merge_stage("k8s", &est("aws_eks_cluster.c", Some(73.0)));
+        let skipped = CostEstimate::not_planned("stage.addons", "needs cluster_endpoint");
+        assert_eq!(skipped.price_table_date, PriceTable::builtin().date);
+        total.merge_stage("addons", &skipped);
+        assert!((total.total_monthly - 73.0).abs() < 1e-9);
+        assert_eq!(total.not_estimated, ["stage.addons"]);
+        let r = total.resources.iter().find(|r| r.stage == "addons").unwrap();
+        assert_eq!((r.monthly, r.note.as_str()), (None, "needs cluster_endpoint"));
     }
 
     #[test]

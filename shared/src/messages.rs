@@ -75,6 +75,11 @@ pub enum RunnerEvent {
         /// Drift checks: what changed out of band.
         #[serde(default)]
         drift: Option<Vec<ResourceChange>>,
+        /// The whole run's estimate again (every stage's `PlanReady` merged), so an operation ends with it
+        /// even when a `PlanReady` arrives after this event on the unordered queue (estimates end right after
+        /// their plan).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        estimate: Option<CostEstimate>,
         #[serde(with = "crate::ts")]
         at: OffsetDateTime,
     },

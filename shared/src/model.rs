@@ -139,8 +139,9 @@ pub struct ClusterSpec {
 
 /// A customer's AWS account the runner provisions into: it assumes `role_arn` (with `external_id`) and gives
 /// the temporary credentials to the engine. With `state_bucket`, state lives in the customer's account too
-/// (bucket and lock table created with versioning and encryption if missing).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// (bucket and lock table created with versioning and encryption if missing). `Debug` masks the external id
+/// (the customer's shared secret against the confused-deputy problem), so no log line carries it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TargetAccount {
     pub role_arn: String,
     pub external_id: String,
@@ -152,6 +153,18 @@ pub struct TargetAccount {
     /// Region of the role session and the state bucket; defaults to the cluster's region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+}
+
+impl fmt::Debug for TargetAccount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TargetAccount")
+            .field("role_arn", &self.role_arn)
+            .field("external_id", &"(sensitive)")
+            .field("state_bucket", &self.state_bucket)
+            .field("lock_table", &self.lock_table)
+            .field("region", &self.region)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -273,6 +286,9 @@ pub enum OperationKind {
     Delete,
     Plan,
     DriftCheck,
+    /// A plan-only cost estimate of a spec (`POST /v1/estimates`): no cluster exists. Its `cluster_id` is a
+    /// synthetic id that is never written as a cluster; it only names the operation's lock and job group.
+    Estimate,
 }
 
 impl OperationKind {
@@ -282,6 +298,24 @@ impl OperationKind {
             self,
             OperationKind::Create | OperationKind::Update | OperationKind::Delete
         )
+    }
+
+    /// Whether a cluster record stands behind the operation's `cluster_id` (false for estimates, whose id is
+    /// synthetic: nothing reads, moves or fails a cluster for them).
+    pub fn has_cluster(self) -> bool {
+        self != OperationKind::Estimate
+    }
+
+    /// The wire name (`create`, `drift-check`, …), for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationKind::Create => "create",
+            OperationKind::Update => "update",
+            OperationKind::Delete => "delete",
+            OperationKind::Plan => "plan",
+            OperationKind::DriftCheck => "drift-check",
+            OperationKind::Estimate => "estimate",
+        }
     }
 }
 
@@ -415,8 +449,22 @@ mod tests {
             serde_json::to_value(OperationKind::DriftCheck).unwrap(),
             "drift-check"
         );
+        assert_eq!(serde_json::to_value(OperationKind::Estimate).unwrap(), "estimate");
+        for k in [
+            OperationKind::Create,
+            OperationKind::Update,
+            OperationKind::Delete,
+            OperationKind::Plan,
+            OperationKind::DriftCheck,
+            OperationKind::Estimate,
+        ] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
         assert!(OperationKind::Delete.mutates());
         assert!(!OperationKind::DriftCheck.mutates());
+        assert!(!OperationKind::Estimate.mutates());
+        assert!(!OperationKind::Estimate.has_cluster());
+        assert!(OperationKind::DriftCheck.has_cluster());
         assert!(OperationStatus::Cancelled.is_terminal());
         assert!(!OperationStatus::Dispatched.is_terminal());
     }
@@ -455,11 +503,17 @@ mod tests {
         assert!(serde_json::to_value(&spec).unwrap().get("target").is_none());
         let with = serde_json::json!({"name": "prod", "template": {"name": "t", "version": "1.0.0"},
             "provider": "aws", "region": "us-east-1",
-            "target": {"role_arn": "arn:aws:iam::1:role/r", "external_id": "x", "state_bucket": "b"}});
+            "target": {"role_arn": "arn:aws:iam::1:role/r", "external_id": "ext-secret-42", "state_bucket": "b"}});
         let spec: ClusterSpec = serde_json::from_value(with).unwrap();
         let t = spec.target.unwrap();
         assert_eq!(t.state_bucket.as_deref(), Some("b"));
         assert_eq!(t.lock_table, None);
+        let shown = format!("{t:?} {:?}", Some(&t));
+        assert!(
+            !shown.contains("ext-secret-42"),
+            "the external id never reaches a Debug line: {shown}"
+        );
+        assert!(shown.contains("arn:aws:iam::1:role/r"));
     }
 
     #[test]

@@ -922,6 +922,28 @@ impl Store {
         }
     }
 
+    /// Deletes the lock item of a cluster id that will never be locked again (an estimate's synthetic id),
+    /// unless another operation holds it. Released locks keep their item (the fencing token must keep
+    /// growing for a real cluster); for a synthetic id that item would only pile up. `false` when someone
+    /// else holds it.
+    pub async fn forget_cluster_lock(&self, cluster: &ClusterId, op: &OperationId) -> Result<bool, Error> {
+        let res = self
+            .ddb
+            .delete_item()
+            .table_name(&self.locks)
+            .key("lock_id", s(cluster_lock_id(cluster)))
+            .condition_expression("attribute_not_exists(#o) OR #o = :op")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_values(":op", s(op.as_str()))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e) if condition_failed(&e) => Ok(false),
+            Err(e) => Err(Error::aws("DeleteItem", e)),
+        }
+    }
+
     /// Current holder of a cluster lock, with its token.
     pub async fn cluster_lock(&self, cluster: &ClusterId) -> Result<Option<(OperationId, u64)>, Error> {
         let out = self

@@ -225,6 +225,52 @@ async fn cluster_lock_fencing_and_leases() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_synthetic_lock_is_forgotten_only_when_nobody_else_holds_it() {
+    let (env, store) = store().await;
+    let c = ClusterId::generate();
+    let (a, b) = (OperationId::generate(), OperationId::generate());
+    let now = ts::now();
+    let lock_item = || async {
+        env.aws
+            .dynamodb
+            .get_item()
+            .table_name(env.names.table("locks"))
+            .key(
+                "lock_id",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("cluster#{c}")),
+            )
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+    };
+    let LockOutcome::Acquired { fencing_token } = store
+        .acquire_cluster_lock(&c, &a, Duration::hours(1), now)
+        .await
+        .unwrap()
+    else {
+        panic!("free lock must be acquired")
+    };
+    assert!(
+        !store.forget_cluster_lock(&c, &b).await.unwrap(),
+        "another operation's lock is not deleted"
+    );
+    assert!(lock_item().await.is_some());
+    assert!(store.release_cluster_lock(&c, &a, fencing_token).await.unwrap());
+    assert!(
+        lock_item().await.is_some(),
+        "a release keeps the item (its token)"
+    );
+    assert!(store.forget_cluster_lock(&c, &a).await.unwrap());
+    assert!(lock_item().await.is_none(), "forgotten: nothing is left");
+    assert!(
+        store.forget_cluster_lock(&c, &a).await.unwrap(),
+        "forgetting twice is a no-op"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn tenant_slots_are_bounded_and_idempotent() {
     let (_env, store) = store().await;
     let t: TenantId = "acme".parse().unwrap();

@@ -1,4 +1,5 @@
-//! Cluster routes: create, list, get, update (PATCH), delete, retry.
+//! Cluster routes: create, list, get, update (PATCH), delete, retry; and the spec reading a create shares
+//! with an estimate.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +10,7 @@ use strato_shared::catalog::Catalogs;
 use strato_shared::ids::{ClusterId, ClusterName};
 use strato_shared::messages::JobMessage;
 use strato_shared::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
+    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TargetAccount, TemplateRef,
 };
 use strato_shared::queues::enqueue_job;
 use strato_shared::store::{CreateRejected, StoredTemplate};
@@ -18,7 +19,7 @@ use strato_shared::ts;
 use strato_shared::validate::{FieldError, ValidatedSpec, validate};
 
 use crate::views::{self, TemplateCache, sensitive_of};
-use crate::{ApiError, Caller, Ctx, Reply};
+use crate::{ApiError, Caller, Ctx, Reply, target};
 
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
@@ -86,29 +87,40 @@ fn variables_field(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> BT
     }
 }
 
-/// A create request as far as it could be read; missing parts are reported in `errors`.
-struct CreateDraft {
+/// A spec request (create, estimate) as far as it could be read; missing parts are reported in `errors`.
+struct SpecDraft {
     name: Option<ClusterName>,
     template: Option<TemplateRef>,
     provider: Option<CloudProvider>,
     region: Option<String>,
     variables: BTreeMap<String, Value>,
+    target: Option<TargetAccount>,
 }
 
-fn parse_create(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> CreateDraft {
-    unknown_fields(
-        obj,
-        &["name", "template", "provider", "region", "variables"],
-        errors,
-    );
+/// Whether a spec request must name its cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpecName {
+    /// A create: the name is the cluster's.
+    Required,
+    /// An estimate: nothing is named after it; this stands in when it is left out.
+    Optional(&'static str),
+}
+
+const SPEC_FIELDS: [&str; 6] = ["name", "template", "provider", "region", "variables", "target"];
+
+fn parse_spec(obj: &Map<String, Value>, name: SpecName, errors: &mut Vec<FieldError>) -> SpecDraft {
+    unknown_fields(obj, &SPEC_FIELDS, errors);
     let name_rule = "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'";
-    let name = string_field(obj, "name", "name", name_rule, errors).and_then(|s| match s.parse() {
-        Ok(n) => Some(n),
-        Err(e) => {
-            errors.push(ApiError::field("name", format!("{e}"), name_rule));
-            None
-        }
-    });
+    let name = match (name, obj.get("name")) {
+        (SpecName::Optional(default), None | Some(Value::Null)) => default.parse().ok(),
+        _ => string_field(obj, "name", "name", name_rule, errors).and_then(|s| match s.parse() {
+            Ok(n) => Some(n),
+            Err(e) => {
+                errors.push(ApiError::field("name", format!("{e}"), name_rule));
+                None
+            }
+        }),
+    };
     let template = match obj.get("template") {
         Some(Value::Object(t)) => {
             let n = string_field(t, "name", "template.name", "a published template name", errors);
@@ -155,13 +167,64 @@ fn parse_create(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> Creat
             .ok()
     });
     let region = string_field(obj, "region", "region", "a region of the provider", errors).map(str::to_owned);
-    CreateDraft {
+    let target = target::parse(obj.get("target"), provider, errors);
+    SpecDraft {
         name,
         template,
         provider,
         region,
         variables: variables_field(obj, errors),
+        target,
     }
+}
+
+/// Reads a spec request body and validates it against its template, as a create does: every problem at
+/// once (a 422 naming each field), or the validated spec and its template.
+pub(crate) async fn read_spec(
+    ctx: &Ctx,
+    body: &[u8],
+    name: SpecName,
+) -> Result<(ValidatedSpec, StoredTemplate), ApiError> {
+    let obj = parse_object(body)?;
+    let mut errors = Vec::new();
+    let draft = parse_spec(&obj, name, &mut errors);
+    let mut checked: Option<(ValidatedSpec, StoredTemplate)> = None;
+    if let (Some(tref), Some(provider), Some(region)) = (&draft.template, draft.provider, &draft.region) {
+        match ctx.store.get_template(&tref.name, &tref.version).await? {
+            None => errors.push(unknown_template(ctx, "template", tref).await?),
+            Some(stored) => {
+                // A bad name is already reported; validate the rest anyway so the client sees every problem.
+                let placeholder = || "placeholder".parse::<ClusterName>();
+                let spec = ClusterSpec {
+                    name: draft
+                        .name
+                        .clone()
+                        .map_or_else(placeholder, Ok)
+                        .map_err(strato_shared::Error::from)?,
+                    template: tref.clone(),
+                    provider,
+                    region: region.clone(),
+                    variables: draft.variables.clone(),
+                    target: draft.target.clone(),
+                };
+                match validate(&spec, &stored.template, Catalogs::builtin()) {
+                    Ok(v) => checked = Some((v, stored)),
+                    Err(e) => errors.extend(e),
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(sorted(errors));
+    }
+    checked.ok_or_else(|| {
+        // Unreachable in practice: every missing part above pushed an error.
+        ApiError::invalid(vec![ApiError::field(
+            "template",
+            "could not be checked",
+            "a published template",
+        )])
+    })
 }
 
 /// The field error for a template reference that names nothing published.
@@ -197,46 +260,7 @@ fn sorted(mut errors: Vec<FieldError>) -> ApiError {
 }
 
 pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
-    let obj = parse_object(body)?;
-    let mut errors = Vec::new();
-    let draft = parse_create(&obj, &mut errors);
-    let mut checked: Option<(ValidatedSpec, StoredTemplate)> = None;
-    if let (Some(tref), Some(provider), Some(region)) = (&draft.template, draft.provider, &draft.region) {
-        match ctx.store.get_template(&tref.name, &tref.version).await? {
-            None => errors.push(unknown_template(ctx, "template", tref).await?),
-            Some(stored) => {
-                // A bad name is already reported; validate the rest anyway so the client sees every problem.
-                let placeholder = || "placeholder".parse::<ClusterName>();
-                let spec = ClusterSpec {
-                    name: draft
-                        .name
-                        .clone()
-                        .map_or_else(placeholder, Ok)
-                        .map_err(strato_shared::Error::from)?,
-                    template: tref.clone(),
-                    provider,
-                    region: region.clone(),
-                    variables: draft.variables.clone(),
-                    target: None,
-                };
-                match validate(&spec, &stored.template, Catalogs::builtin()) {
-                    Ok(v) => checked = Some((v, stored)),
-                    Err(e) => errors.extend(e),
-                }
-            }
-        }
-    }
-    if !errors.is_empty() {
-        return Err(sorted(errors));
-    }
-    let Some((validated, stored)) = checked else {
-        // Unreachable in practice: every missing part above pushed an error.
-        return Err(ApiError::invalid(vec![ApiError::field(
-            "template",
-            "could not be checked",
-            "a published template",
-        )]));
-    };
+    let (validated, stored) = read_spec(ctx, body, SpecName::Required).await?;
     let spec = validated.spec().clone();
     let now = ts::now();
     let cluster_id = ClusterId::generate();
@@ -281,7 +305,7 @@ pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Re
     ))
 }
 
-fn quota_error(caller: &Caller, rejected: CreateRejected) -> ApiError {
+pub(crate) fn quota_error(caller: &Caller, rejected: CreateRejected) -> ApiError {
     match rejected {
         CreateRejected::ClusterQuota { max } => ApiError::Quota(format!(
             "tenant {} may have at most {max} clusters; delete one, or ask an operator for a higher quota",
@@ -636,10 +660,35 @@ mod tests {
     }
 
     #[test]
+    fn only_an_estimate_may_leave_the_name_out_and_a_given_name_is_still_checked() {
+        let obj = json!({"template": {"name": "t", "version": "1.0.0"}, "provider": "aws", "region": "r"});
+        let mut errors = Vec::new();
+        let d = parse_spec(
+            obj.as_object().unwrap(),
+            SpecName::Optional("estimate"),
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(d.name.unwrap().as_str(), "estimate");
+        let d = parse_spec(obj.as_object().unwrap(), SpecName::Required, &mut errors);
+        assert!(d.name.is_none());
+        assert_eq!(errors[0].field, "name");
+        let mut named = obj.clone();
+        named["name"] = json!("Bad_Name");
+        let mut errors = Vec::new();
+        parse_spec(
+            named.as_object().unwrap(),
+            SpecName::Optional("estimate"),
+            &mut errors,
+        );
+        assert_eq!(errors[0].field, "name");
+    }
+
+    #[test]
     fn create_draft_reports_every_structural_problem() {
         let obj = json!({"name": "Bad_Name", "template": {"name": 1}, "provider": "ibm", "extra": true});
         let mut errors = Vec::new();
-        let d = parse_create(obj.as_object().unwrap(), &mut errors);
+        let d = parse_spec(obj.as_object().unwrap(), SpecName::Required, &mut errors);
         assert!(d.name.is_none() && d.template.is_none() && d.provider.is_none() && d.region.is_none());
         let mut fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         fields.sort();

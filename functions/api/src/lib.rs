@@ -4,9 +4,11 @@
 mod agent;
 mod clusters;
 pub mod error;
+mod estimates;
 mod idempotency;
 mod operations;
 mod state;
+mod target;
 mod templates;
 mod views;
 
@@ -109,6 +111,7 @@ pub enum Endpoint {
     ListClusterOperations,
     GetOperation,
     CancelOperation,
+    CreateEstimate,
     ListTemplates,
     GetTemplate,
     AgentRegister,
@@ -158,6 +161,7 @@ pub const ROUTES: &[Route] = &[
     ),
     route("GET", "/v1/operations/{id}", Endpoint::GetOperation),
     route("POST", "/v1/operations/{id}/cancel", Endpoint::CancelOperation),
+    route("POST", "/v1/estimates", Endpoint::CreateEstimate),
     route("GET", "/v1/templates", Endpoint::ListTemplates),
     route("GET", "/v1/templates/{name}", Endpoint::GetTemplate),
     // Authenticated by the cluster agent's token, not by a tenant JWT.
@@ -380,6 +384,7 @@ async fn endpoint(
         Endpoint::ListClusterOperations => operations::list_for_cluster(ctx, caller, param).await,
         Endpoint::GetOperation => operations::get(ctx, caller, param).await,
         Endpoint::CancelOperation => operations::cancel(ctx, caller, param).await,
+        Endpoint::CreateEstimate => estimates::create(ctx, caller, body).await,
         Endpoint::ListTemplates => templates::list(ctx).await,
         Endpoint::GetTemplate => templates::get(ctx, param, &req.query_string_parameters()).await,
         Endpoint::AgentRegister | Endpoint::AgentHeartbeat => {

@@ -72,6 +72,13 @@ pub(crate) async fn cancel(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply
             if op.kind == OperationKind::Create {
                 fail_pending_cluster(ctx, caller, &op).await?;
             }
+            if !op.kind.has_cluster() {
+                // A parked estimate may have left its (released) synthetic lock item behind; nothing will
+                // ever take that lock again.
+                ctx.store
+                    .forget_cluster_lock(&op.cluster_id, &op.operation_id)
+                    .await?;
+            }
             Ok(Reply::ok(view(ctx, &op).await?))
         }
         OperationStatus::Dispatched | OperationStatus::Running => {

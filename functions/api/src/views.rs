@@ -1,6 +1,6 @@
 //! What clients see of clusters, operations and templates. Views are built field by field so internal
 //! attributes (fencing tokens, task ARNs, agent token hashes, index keys) never leak, and sensitive
-//! variable values are masked.
+//! variable values and a target account's external id are masked.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -10,7 +10,7 @@ use strato_shared::store::Store;
 use strato_shared::template::Template;
 use strato_shared::ts;
 
-use crate::ApiError;
+use crate::{ApiError, target};
 
 pub const MASK: &str = "(sensitive)";
 
@@ -84,6 +84,7 @@ fn spec_view(spec: &ClusterSpec, sensitive: Option<&BTreeSet<String>>) -> Value 
         "provider": spec.provider,
         "region": spec.region,
         "variables": masked_variables(&spec.variables, sensitive),
+        "target": spec.target.as_ref().map(target::view),
     })
 }
 
@@ -96,6 +97,7 @@ pub(crate) fn cluster(c: &Cluster, sensitive: Option<&BTreeSet<String>>) -> Valu
         "provider": c.spec.provider,
         "region": c.spec.region,
         "variables": masked_variables(&c.spec.variables, sensitive),
+        "target": c.spec.target.as_ref().map(target::view),
         "outputs": c.outputs,
         "drift": {
             "drifted": c.drift.drifted,
@@ -124,7 +126,8 @@ pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) ->
         .collect();
     json!({
         "id": op.operation_id,
-        "cluster_id": op.cluster_id,
+        // An estimate's id is synthetic (no cluster to look up): not shown.
+        "cluster_id": op.kind.has_cluster().then_some(&op.cluster_id),
         "kind": op.kind,
         "status": op.status,
         "attempt": op.attempt,

@@ -2,6 +2,9 @@
 //! tenant slot, moves the cluster into its working state, and starts the runner as a Fargate task. A job
 //! that cannot run yet is parked on its operation (`wait_reason`) and acknowledged; the status function
 //! re-enqueues it when the lock or a slot frees up, so nothing polls.
+//!
+//! An estimate has no cluster: its lock is on its own synthetic id (free, so taken at once; the hand-off
+//! deletes it when the estimate ends) and no cluster state is read or moved.
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_ecs::error::ProvideErrorMetadata;
@@ -307,7 +310,7 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
     }
 
     if let Some(refusal) = enter_working_state(ctx, &op).await? {
-        let what = format!("cannot start the {} operation: {refusal}", kind_name(op.kind));
+        let what = format!("cannot start the {} operation: {refusal}", op.kind.as_str());
         let fix = match op.kind {
             OperationKind::Update => {
                 "Only an ACTIVE cluster can be updated; retry the create of a FAILED cluster or delete it."
@@ -317,6 +320,8 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
             OperationKind::Plan | OperationKind::DriftCheck => {
                 "The cluster was deleted; there is nothing to check."
             }
+            // Never refused: an estimate has no cluster to be in the wrong state.
+            OperationKind::Estimate => "Request the estimate again.",
         };
         let err = UserError::new(ErrorCategory::InvalidConfiguration, "dispatch", what).with_fix(fix);
         fail(ctx, &op, err, false).await?;
@@ -365,16 +370,6 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
     Ok(Outcome::Ack)
 }
 
-fn kind_name(kind: OperationKind) -> &'static str {
-    match kind {
-        OperationKind::Create => "create",
-        OperationKind::Update => "update",
-        OperationKind::Delete => "delete",
-        OperationKind::Plan => "plan",
-        OperationKind::DriftCheck => "drift-check",
-    }
-}
-
 async fn park(ctx: &Ctx, op: &Operation, reason: String) -> Result<(), DispatchError> {
     update_operation(&ctx.store, &op.operation_id, |o| {
         if o.status != OperationStatus::Queued || o.wait_reason.as_deref() == Some(reason.as_str()) {
@@ -397,6 +392,8 @@ async fn enter_working_state(ctx: &Ctx, op: &Operation) -> Result<Option<String>
         OperationKind::Delete => Some(ClusterState::Deleting),
         // Read-only runs change no state.
         OperationKind::Plan | OperationKind::DriftCheck => None,
+        // No cluster stands behind an estimate's id: nothing to read or move.
+        OperationKind::Estimate => return Ok(None),
     };
     let mut refusal = None;
     update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {

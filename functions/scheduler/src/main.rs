@@ -7,12 +7,8 @@ use strato_shared::aws::AwsClients;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_target(false)
-        .without_time()
-        .init();
+    // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
+    lambda_runtime::tracing::init_default_subscriber();
     let config = Config::from_env()?;
     let aws = AwsClients::from_env().await;
     let ecs = aws_sdk_ecs::Client::new(&aws.config);

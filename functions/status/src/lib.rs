@@ -297,6 +297,7 @@ enum Final {
     Succeeded {
         outputs: BTreeMap<String, serde_json::Value>,
         drift: Option<Vec<ResourceChange>>,
+        estimate: Option<CostEstimate>,
         at: OffsetDateTime,
     },
     Failed(UserError),
@@ -382,10 +383,15 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
         }
         let fin = match ev {
             RunnerEvent::Succeeded {
-                outputs, drift, at, ..
+                outputs,
+                drift,
+                estimate,
+                at,
+                ..
             } => Some(Final::Succeeded {
                 outputs: outputs.clone(),
                 drift: drift.clone(),
+                estimate: estimate.clone(),
                 at: *at,
             }),
             RunnerEvent::Failed { error, .. } => Some(Final::Failed(error.clone())),
@@ -508,6 +514,8 @@ async fn announce(
 ) {
     let state = match cluster {
         Some(c) => Some(c.state),
+        // Status frames carry a cluster state; an estimate has none (its end frame still goes out).
+        None if !op.kind.has_cluster() => None,
         None => ctx
             .store
             .get_cluster(&op.tenant_id, &op.cluster_id)
@@ -728,6 +736,7 @@ async fn apply_control(ctx: &Ctx, ev: &ControlEvent) -> Result<Outcome, StatusEr
             Final::Succeeded {
                 outputs: c.outputs.clone(),
                 drift: None,
+                estimate: None,
                 at: ts::now(),
             }
         }
@@ -884,8 +893,11 @@ async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError>
             return Ok(());
         }
         match &fin {
-            Final::Succeeded { .. } => {
+            Final::Succeeded { estimate, .. } => {
                 done.status = OperationStatus::Succeeded;
+                if estimate.is_some() {
+                    done.estimate.clone_from(estimate);
+                }
             }
             Final::Failed(err) => {
                 done.status = OperationStatus::Failed;
@@ -952,6 +964,10 @@ fn fail_cluster(c: &mut Cluster, err: &UserError) -> bool {
 }
 
 async fn apply_to_cluster(ctx: &Ctx, op: &Operation, fin: &Final) -> Result<Option<Cluster>, StatusError> {
+    if !op.kind.has_cluster() {
+        // An estimate's id names no cluster: however it ends, no cluster is read or written.
+        return Ok(None);
+    }
     let store = &ctx.store;
     let (tenant, id) = (&op.tenant_id, &op.cluster_id);
     let cluster = match (op.kind, fin) {
@@ -1020,7 +1036,7 @@ async fn apply_to_cluster(ctx: &Ctx, op: &Operation, fin: &Final) -> Result<Opti
             })
             .await?
         }
-        (OperationKind::Plan, Final::Succeeded { .. }) => return Ok(None),
+        (OperationKind::Plan | OperationKind::Estimate, Final::Succeeded { .. }) => return Ok(None),
         (kind, Final::Failed(err)) if kind.mutates() => {
             update_cluster(store, tenant, id, |c| Ok(fail_cluster(c, err))).await?
         }

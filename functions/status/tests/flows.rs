@@ -964,3 +964,60 @@ async fn reconcile_policy_queues_one_update_on_drift() {
     assert!(ops.iter().all(|o| o.kind != OperationKind::Update));
     assert!(!b.w.cluster(&other).await.drift.drifted);
 }
+
+/// An estimate has no cluster: the dispatcher locks its synthetic id and starts the runner; the final report
+/// ends it with the estimate (here overtaking its `PlanReady`), no cluster is read or written, and the slot
+/// and the lock item are gone afterwards. A late `PlanReady` changes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_estimate_ends_with_its_estimate_and_leaves_no_lock_behind() {
+    let b = Bed::new().await;
+    let op = b.w.new_estimate("acme").await;
+    let run = b.start(&op).await;
+    assert!(b.w.lock_item_exists(&op.cluster_id).await);
+    let plan_ready = load_event("status/runner-plan-ready.json");
+    let body: Value = serde_json::from_str(plan_ready.records[0].body.as_deref().unwrap()).unwrap();
+    let estimate = body["estimate"].clone();
+    b.deliver(runner(&run, "succeeded", |v| {
+        v["outputs"] = json!({});
+        v["estimate"] = estimate.clone();
+    }))
+    .await;
+    let done = b.w.op(&op.operation_id).await;
+    assert_eq!(done.status, OperationStatus::Succeeded);
+    let est = done.estimate.as_ref().expect("estimate attached at the end");
+    assert!((est.total_monthly - 133.59).abs() < 1e-9, "{est:?}");
+    assert!(
+        b.w.store
+            .get_cluster(&op.tenant_id, &op.cluster_id)
+            .await
+            .unwrap()
+            .is_none(),
+        "no cluster is ever written for an estimate"
+    );
+    assert!(!b.w.lock_item_exists(&op.cluster_id).await, "lock item deleted");
+    assert!(
+        b.w.store.tenant_slots(&op.tenant_id).await.unwrap().is_empty(),
+        "slot released"
+    );
+    b.deliver(runner(&run, "plan-ready", |v| v["stage"] = json!("late")))
+        .await;
+    assert_eq!(b.w.op(&op.operation_id).await.estimate, done.estimate);
+    // A duplicate final report finds nothing left to release.
+    b.deliver(runner(&run, "succeeded", |v| v["outputs"] = json!({})))
+        .await;
+    assert_eq!(b.w.op(&op.operation_id).await.status, OperationStatus::Succeeded);
+}
+
+/// A runner of an estimate that dies without reporting fails the estimate, and still nothing is left held.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_estimate_runner_fails_the_estimate_and_frees_everything() {
+    let b = Bed::new().await;
+    let op = b.w.new_estimate("acme").await;
+    let run = b.start(&op).await;
+    b.deliver(ecs_stopped(&run, "oom")).await;
+    let done = b.w.op(&op.operation_id).await;
+    assert_eq!(done.status, OperationStatus::Failed);
+    assert!(done.error.unwrap().what.contains("exit code 137"));
+    assert!(!b.w.lock_item_exists(&op.cluster_id).await);
+    assert!(b.w.store.tenant_slots(&op.tenant_id).await.unwrap().is_empty());
+}

@@ -89,7 +89,7 @@ impl Bed {
             .await
             .unwrap()
             .unwrap();
-        let token = self.lock(&c, &op).await;
+        let token = self.lock(&c.cluster_id, &op).await;
         (c, Job { op, token })
     }
 
@@ -102,19 +102,33 @@ impl Bed {
             .await
             .unwrap()
             .unwrap();
-        let token = self.lock(c, &op).await;
+        let token = self.lock(&c.cluster_id, &op).await;
         Job { op, token }
     }
 
-    async fn lock(&self, c: &Cluster, op: &Operation) -> u64 {
+    /// Records an estimate (no cluster: the operation's id is synthetic) and takes the lock on that id, as
+    /// the dispatcher does.
+    pub async fn estimate(&self, spec: ClusterSpec) -> Job {
+        let mut op = Operation::new(
+            self.tenant.clone(),
+            ClusterId::generate(),
+            OperationKind::Estimate,
+            ts::now(),
+        );
+        op.spec = Some(spec);
+        self.store
+            .add_operation(&op, &Quotas::default())
+            .await
+            .unwrap()
+            .unwrap();
+        let token = self.lock(&op.cluster_id, &op).await;
+        Job { op, token }
+    }
+
+    async fn lock(&self, c: &ClusterId, op: &Operation) -> u64 {
         match self
             .store
-            .acquire_cluster_lock(
-                &c.cluster_id,
-                &op.operation_id,
-                time::Duration::hours(2),
-                ts::now(),
-            )
+            .acquire_cluster_lock(c, &op.operation_id, time::Duration::hours(2), ts::now())
             .await
             .unwrap()
         {

@@ -178,6 +178,49 @@ impl World {
         op
     }
 
+    /// An estimate as the API records it: an operation whose cluster id is synthetic (no cluster written).
+    pub async fn new_estimate(&self, tenant: &str) -> Operation {
+        let mut op = Operation::new(
+            tenant.parse().unwrap(),
+            ClusterId::generate(),
+            OperationKind::Estimate,
+            ts::now(),
+        );
+        op.spec = Some(ClusterSpec {
+            name: "estimate".parse().unwrap(),
+            template: TemplateRef {
+                name: "aws-eks-basic".into(),
+                version: "1.2.0".into(),
+            },
+            provider: CloudProvider::Aws,
+            region: "us-east-1".into(),
+            variables: BTreeMap::from([("node_count".into(), json!(2))]),
+            target: None,
+        });
+        let quotas = self.store.quotas(&op.tenant_id).await.unwrap();
+        self.store.add_operation(&op, &quotas).await.unwrap().unwrap();
+        op
+    }
+
+    /// Whether the locks table still holds an item for `cluster`'s lock (released or not).
+    pub async fn lock_item_exists(&self, cluster: &ClusterId) -> bool {
+        self.env
+            .aws
+            .dynamodb
+            .get_item()
+            .table_name(self.env.names.table("locks"))
+            .key(
+                "lock_id",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("cluster#{cluster}")),
+            )
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+            .is_some()
+    }
+
     pub async fn set_concurrency_limit(&self, tenant: &str, limit: u32) {
         let q = Quotas {
             max_concurrent_operations: limit,

@@ -1,0 +1,365 @@
+//! The optional `target` of a create: the customer's AWS account the runner provisions into (a role it
+//! assumes with an external id, and optionally the customer's own state bucket and lock table). Checked here,
+//! field by field, before anything is written; the external id is never echoed, in errors or in views.
+
+use serde_json::{Map, Value, json};
+use strato_shared::catalog::Catalogs;
+use strato_shared::model::{CloudProvider, TargetAccount};
+use strato_shared::validate::FieldError;
+
+use crate::ApiError;
+use crate::views::MASK;
+
+const FIELDS: [&str; 5] = ["role_arn", "external_id", "state_bucket", "lock_table", "region"];
+const ARN_RULE: &str = "arn:aws:iam::<12-digit account id>:role/<role name>, the role name (optionally after a \
+                        path) 1-64 characters of letters, digits and +=,.@_-";
+const EXTERNAL_ID_RULE: &str = "2-1224 characters of letters, digits and +=,.@:/-_ (the external id in the \
+                                role's trust policy)";
+const BUCKET_RULE: &str = "an S3 bucket name: 3-63 characters of a-z, 0-9, '.' and '-', starting and ending \
+                           with a letter or digit, not an IP address";
+const TABLE_RULE: &str = "a DynamoDB table name: 3-255 characters of letters, digits, '_', '-' and '.'";
+
+/// Reads `target` (absent or null: none). Problems go to `errors` with paths such as `target.role_arn`.
+pub(crate) fn parse(
+    v: Option<&Value>,
+    provider: Option<CloudProvider>,
+    errors: &mut Vec<FieldError>,
+) -> Option<TargetAccount> {
+    let obj = match v {
+        None | Some(Value::Null) => return None,
+        Some(Value::Object(o)) => o,
+        Some(_) => {
+            errors.push(ApiError::field(
+                "target",
+                "must be an object",
+                "{\"role_arn\": …, \"external_id\": …, \"state_bucket\"?: …, \"lock_table\"?: …, \"region\"?: …}",
+            ));
+            return None;
+        }
+    };
+    let before = errors.len();
+    if provider.is_some_and(|p| p != CloudProvider::Aws) {
+        errors.push(ApiError::field(
+            "target",
+            "a target account is supported for provider aws only",
+            "no target, or provider aws",
+        ));
+    }
+    for k in obj.keys().filter(|k| !FIELDS.contains(&k.as_str())) {
+        let shown: String = k.chars().take(64).collect();
+        errors.push(ApiError::field(
+            &format!("target.{shown}"),
+            "is not a field of target",
+            FIELDS.join(", "),
+        ));
+    }
+    let role_arn = required(obj, "role_arn", ARN_RULE, errors).filter(|arn| {
+        let ok = role_arn_ok(arn);
+        if !ok {
+            errors.push(ApiError::field(
+                "target.role_arn",
+                format!("'{}' is not an IAM role ARN", shown(arn)),
+                ARN_RULE,
+            ));
+        }
+        ok
+    });
+    let external_id = required(obj, "external_id", EXTERNAL_ID_RULE, errors).filter(|id| {
+        let ok = external_id_ok(id);
+        if !ok {
+            // The value itself is a secret: its length is all that is said about it.
+            errors.push(ApiError::field(
+                "target.external_id",
+                format!(
+                    "is not a valid external id ({} characters, or a character outside the allowed set)",
+                    id.chars().count()
+                ),
+                EXTERNAL_ID_RULE,
+            ));
+        }
+        ok
+    });
+    let state_bucket = optional(obj, "state_bucket", BUCKET_RULE, errors).filter(|b| {
+        let ok = bucket_ok(b);
+        if !ok {
+            errors.push(ApiError::field(
+                "target.state_bucket",
+                format!("'{}' is not a valid S3 bucket name", shown(b)),
+                BUCKET_RULE,
+            ));
+        }
+        ok
+    });
+    let lock_table = optional(obj, "lock_table", TABLE_RULE, errors).filter(|t| {
+        let ok = table_ok(t);
+        if !ok {
+            errors.push(ApiError::field(
+                "target.lock_table",
+                format!("'{}' is not a valid DynamoDB table name", shown(t)),
+                TABLE_RULE,
+            ));
+        }
+        ok
+    });
+    if lock_table.is_some() && !obj.contains_key("state_bucket") {
+        errors.push(ApiError::field(
+            "target.lock_table",
+            "names the state lock table, but no state_bucket is given",
+            "a lock_table together with a state_bucket (it defaults to <state_bucket>-locks)",
+        ));
+    }
+    let aws_regions = || {
+        Catalogs::builtin()
+            .get(CloudProvider::Aws)
+            .regions
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let region = optional(obj, "region", "an AWS region", errors).filter(|r| {
+        let ok = Catalogs::builtin().get(CloudProvider::Aws).region(r).is_some();
+        if !ok {
+            errors.push(ApiError::field(
+                "target.region",
+                format!("'{}' is not an AWS region Strato offers", shown(r)),
+                aws_regions(),
+            ));
+        }
+        ok
+    });
+    if errors.len() > before {
+        return None;
+    }
+    Some(TargetAccount {
+        role_arn: role_arn?.to_owned(),
+        external_id: external_id?.to_owned(),
+        state_bucket: state_bucket.map(str::to_owned),
+        lock_table: lock_table.map(str::to_owned),
+        region: region.map(str::to_owned),
+    })
+}
+
+/// What clients see of a target: everything but the external id, which is masked.
+pub(crate) fn view(t: &TargetAccount) -> Value {
+    json!({
+        "role_arn": t.role_arn,
+        "external_id": MASK,
+        "state_bucket": t.state_bucket,
+        "lock_table": t.lock_table,
+        "region": t.region,
+    })
+}
+
+fn shown(s: &str) -> String {
+    s.chars().take(64).collect()
+}
+
+fn required<'a>(
+    obj: &'a Map<String, Value>,
+    k: &str,
+    rule: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<&'a str> {
+    match obj.get(k) {
+        Some(Value::String(s)) => Some(s),
+        None | Some(Value::Null) => {
+            errors.push(ApiError::field(&format!("target.{k}"), "is required", rule));
+            None
+        }
+        Some(_) => {
+            errors.push(ApiError::field(&format!("target.{k}"), "must be a string", rule));
+            None
+        }
+    }
+}
+
+fn optional<'a>(
+    obj: &'a Map<String, Value>,
+    k: &str,
+    rule: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<&'a str> {
+    match obj.get(k) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(_) => {
+            errors.push(ApiError::field(&format!("target.{k}"), "must be a string", rule));
+            None
+        }
+    }
+}
+
+/// IAM names (roles, path segments): letters, digits and `+=,.@_-`.
+fn iam_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "+=,.@_-".contains(c)
+}
+
+/// `arn:<partition>:iam::<12 digits>:role/[<path>/]<name>`.
+pub(crate) fn role_arn_ok(arn: &str) -> bool {
+    let Some(rest) = ["arn:aws:iam::", "arn:aws-cn:iam::", "arn:aws-us-gov:iam::"]
+        .iter()
+        .find_map(|p| arn.strip_prefix(p))
+    else {
+        return false;
+    };
+    let Some((account, role)) = rest.split_once(":role/") else {
+        return false;
+    };
+    if account.len() != 12 || !account.bytes().all(|b| b.is_ascii_digit()) || arn.len() > 2048 {
+        return false;
+    }
+    let mut parts: Vec<&str> = role.split('/').collect();
+    let name = parts.pop().unwrap_or_default();
+    (1..=64).contains(&name.len())
+        && name.chars().all(iam_name_char)
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(iam_name_char))
+}
+
+/// AWS's rule for `sts:AssumeRole`'s `ExternalId`: 2-1224 characters of `[\w+=,.@:/-]`.
+pub(crate) fn external_id_ok(id: &str) -> bool {
+    (2..=1224).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_+=,.@:/-".contains(c))
+}
+
+/// S3 general purpose bucket naming rules.
+pub(crate) fn bucket_ok(b: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let ip_like = b.split('.').count() == 4 && b.split('.').all(|p| !p.is_empty() && p.parse::<u8>().is_ok());
+    (3..=63).contains(&b.len())
+        && b.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+        && edge(b.chars().next())
+        && edge(b.chars().last())
+        && !b.contains("..")
+        && !ip_like
+        && !["xn--", "sthree-", "amzn-s3-demo-"]
+            .iter()
+            .any(|p| b.starts_with(p))
+        && !["-s3alias", "--ol-s3", ".mrap", "--x-s3"]
+            .iter()
+            .any(|s| b.ends_with(s))
+}
+
+/// DynamoDB table names: 3-255 characters of `[A-Za-z0-9_.-]`.
+pub(crate) fn table_ok(t: &str) -> bool {
+    (3..=255).contains(&t.len()) && t.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn role_arns() {
+        for ok in [
+            "arn:aws:iam::123456789012:role/strato",
+            "arn:aws:iam::123456789012:role/platform/strato-deployer",
+            "arn:aws-us-gov:iam::123456789012:role/a+b=c,d.e@f_g-h",
+        ] {
+            assert!(role_arn_ok(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "arn:aws:iam::12345678901:role/strato",
+            "arn:aws:iam::1234567890123:role/strato",
+            "arn:aws:iam::12345678901a:role/strato",
+            "arn:aws:iam::123456789012:user/strato",
+            "arn:aws:iam::123456789012:role/",
+            "arn:aws:iam::123456789012:role//strato",
+            "arn:aws:iam::123456789012:role/has space",
+            "arn:aws:s3:::bucket",
+            "arn:aws:iam:us-east-1:123456789012:role/strato",
+        ] {
+            assert!(!role_arn_ok(bad), "{bad}");
+        }
+        assert!(!role_arn_ok(&format!(
+            "arn:aws:iam::123456789012:role/{}",
+            "a".repeat(65)
+        )));
+    }
+
+    #[test]
+    fn external_ids() {
+        assert!(external_id_ok("ab"));
+        assert!(external_id_ok("tenant:acme/prod_1+=,.@-"));
+        assert!(external_id_ok(&"x".repeat(1224)));
+        assert!(!external_id_ok("a"));
+        assert!(!external_id_ok(&"x".repeat(1225)));
+        assert!(!external_id_ok("has space"));
+        assert!(!external_id_ok("quote\""));
+        assert!(!external_id_ok("ünï"));
+    }
+
+    #[test]
+    fn bucket_and_table_names() {
+        for ok in ["acme-tf-state", "a.b.c", "abc", "state-2026"] {
+            assert!(bucket_ok(ok), "{ok}");
+        }
+        for bad in [
+            "ab",
+            "Acme",
+            "-acme",
+            "acme-",
+            "a..b",
+            "192.168.1.1",
+            "xn--acme",
+            "acme-s3alias",
+            "acme_state",
+            &"a".repeat(64),
+        ] {
+            assert!(!bucket_ok(bad), "{bad}");
+        }
+        assert!(table_ok("acme-tf-locks"));
+        assert!(table_ok("Acme_Locks.v2"));
+        assert!(!table_ok("ab"));
+        assert!(!table_ok("has space"));
+        assert!(!table_ok(&"t".repeat(256)));
+    }
+
+    #[test]
+    fn parse_reports_every_field_and_never_echoes_the_external_id() {
+        let v = json!({"role_arn": "arn:aws:iam::1:role/x", "external_id": "bad id!", "state_bucket": "Bad",
+            "lock_table": "x", "region": "mars-1", "extra": 1});
+        let mut errors = Vec::new();
+        assert!(parse(Some(&v), Some(CloudProvider::Aws), &mut errors).is_none());
+        let mut fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        fields.sort();
+        assert_eq!(
+            fields,
+            [
+                "target.external_id",
+                "target.extra",
+                "target.lock_table",
+                "target.region",
+                "target.role_arn",
+                "target.state_bucket"
+            ]
+        );
+        assert!(errors.iter().all(|e| !e.problem.contains("bad id!")));
+
+        let v = json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "external_id": "ext-1"});
+        let mut errors = Vec::new();
+        let t = parse(Some(&v), Some(CloudProvider::Aws), &mut errors).unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(t.external_id, "ext-1");
+        assert_eq!(view(&t)["external_id"], MASK);
+        assert!(!view(&t).to_string().contains("ext-1"));
+
+        let mut errors = Vec::new();
+        assert!(parse(Some(&v), Some(CloudProvider::Gcp), &mut errors).is_none());
+        assert_eq!(errors[0].field, "target");
+        let mut errors = Vec::new();
+        let only_table = json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "external_id": "ext-1",
+            "lock_table": "locks"});
+        assert!(parse(Some(&only_table), None, &mut errors).is_none());
+        assert_eq!(errors[0].field, "target.lock_table");
+        let mut errors = Vec::new();
+        assert!(parse(Some(&Value::Null), None, &mut errors).is_none());
+        assert!(errors.is_empty());
+    }
+}

@@ -1,0 +1,143 @@
+# API Gateway: the tenants' HTTP API (payload v2, JWT authorizer) in front of the api function, and the
+# WebSocket API (route selection on `action`) in front of the ws function.
+
+# ---- HTTP API --------------------------------------------------------------------------------------------
+
+resource "aws_apigatewayv2_api" "http" {
+  name          = "${var.prefix}-http"
+  protocol_type = "HTTP"
+}
+
+resource "aws_apigatewayv2_authorizer" "jwt" {
+  api_id           = aws_apigatewayv2_api.http.id
+  name             = "${var.prefix}-jwt"
+  authorizer_type  = "JWT"
+  identity_sources = ["$request.header.Authorization"]
+
+  jwt_configuration {
+    issuer   = var.jwt_issuer
+    audience = var.jwt_audience
+  }
+}
+
+resource "aws_apigatewayv2_integration" "api" {
+  api_id                 = aws_apigatewayv2_api.http.id
+  integration_type       = "AWS_PROXY"
+  integration_method     = "POST"
+  integration_uri        = aws_lambda_function.fn["api"].invoke_arn
+  payload_format_version = "2.0"
+}
+
+locals {
+  # Everything under /v1 needs a tenant's JWT, except the cluster agent's calls, which carry the agent's own
+  # token (checked by the api function); /healthz is open. API Gateway picks the most specific route.
+  http_routes = {
+    "ANY /v1/{proxy+}"         = true
+    "GET /healthz"             = false
+    "POST /v1/agent/register"  = false
+    "POST /v1/agent/heartbeat" = false
+  }
+}
+
+resource "aws_apigatewayv2_route" "http" {
+  for_each = local.http_routes
+
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = each.key
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = each.value ? "JWT" : "NONE"
+  authorizer_id      = each.value ? aws_apigatewayv2_authorizer.jwt.id : null
+}
+
+resource "aws_cloudwatch_log_group" "http_access" {
+  name              = "/aws/apigateway/${var.prefix}-http"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_apigatewayv2_stage" "http" {
+  api_id      = aws_apigatewayv2_api.http.id
+  name        = "$default"
+  auto_deploy = true
+
+  default_route_settings {
+    throttling_rate_limit  = var.api_rate_limit
+    throttling_burst_limit = var.api_burst_limit
+  }
+
+  access_log_settings {
+    destination_arn = aws_cloudwatch_log_group.http_access.arn
+    format = jsonencode({
+      requestId = "$context.requestId"
+      routeKey  = "$context.routeKey"
+      status    = "$context.status"
+      latencyMs = "$context.responseLatency"
+      tenant    = "$context.authorizer.claims.${var.tenant_claim}"
+    })
+  }
+}
+
+resource "aws_lambda_permission" "http" {
+  statement_id  = "http-api"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.fn["api"].function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
+}
+
+# ---- WebSocket API ---------------------------------------------------------------------------------------
+
+resource "aws_apigatewayv2_api" "ws" {
+  name                       = "${var.prefix}-ws"
+  protocol_type              = "WEBSOCKET"
+  route_selection_expression = "$request.body.action"
+}
+
+resource "aws_apigatewayv2_integration" "ws" {
+  api_id             = aws_apigatewayv2_api.ws.id
+  integration_type   = "AWS_PROXY"
+  integration_method = "POST"
+  integration_uri    = aws_lambda_function.fn["ws"].invoke_arn
+}
+
+locals {
+  # `$connect?token=<JWT>` is checked by the ws function itself (a browser cannot set headers on it).
+  ws_routes = ["$connect", "$disconnect", "subscribe", "unsubscribe", "ping"]
+}
+
+resource "aws_apigatewayv2_route" "ws" {
+  for_each = toset(local.ws_routes)
+
+  api_id             = aws_apigatewayv2_api.ws.id
+  route_key          = each.key
+  target             = "integrations/${aws_apigatewayv2_integration.ws.id}"
+  authorization_type = "NONE"
+}
+
+# WebSocket stages do not auto-deploy: a new deployment whenever a route or the integration changes.
+resource "aws_apigatewayv2_deployment" "ws" {
+  api_id = aws_apigatewayv2_api.ws.id
+  triggers = {
+    redeployment = sha1(jsonencode([
+      aws_apigatewayv2_integration.ws.integration_uri,
+      [for r in aws_apigatewayv2_route.ws : [r.route_key, r.target]],
+    ]))
+  }
+
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+
+resource "aws_apigatewayv2_stage" "ws" {
+  api_id        = aws_apigatewayv2_api.ws.id
+  name          = local.ws_stage
+  deployment_id = aws_apigatewayv2_deployment.ws.id
+}
+
+resource "aws_lambda_permission" "ws" {
+  statement_id  = "ws-api"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.fn["ws"].function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.ws.execution_arn}/*/*"
+}
