@@ -368,7 +368,7 @@ async fn connections_past_their_two_hours_are_removed() {
     let b = Bed::new().await;
     let conns = &b.scheduler.connections;
     let tenant: strato_shared::ids::TenantId = "acme".parse().unwrap();
-    let op = strato_shared::ids::OperationId::generate();
+    let op = &strato_shared::ids::OperationId::generate();
     let connect = |id: &str, at: OffsetDateTime| Connection {
         pk: strato_ws::connections::conn_pk(id),
         sk: "conn".into(),
@@ -382,11 +382,11 @@ async fn connections_past_their_two_hours_are_removed() {
     let live = connect("live-conn=", ts::now() - Duration::minutes(30));
     for c in [&old, &live] {
         conns.put_connection(c).await.unwrap();
-        conns.subscribe(c, &op).await.unwrap();
+        conns.subscribe(c, op).await.unwrap();
     }
     let subscribers = |at| async move {
         let mut ids: Vec<String> = conns
-            .subscribers(&op, at)
+            .subscribers(op, at)
             .await
             .unwrap()
             .into_iter()
