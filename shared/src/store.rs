@@ -16,8 +16,8 @@ use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::model::{Cluster, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationStatus};
 use crate::resources::Names;
 use crate::template::{Manifest, Template};
-use crate::webhook::Webhook;
 use crate::ts;
+use crate::webhook::Webhook;
 
 type Item = HashMap<String, AttributeValue>;
 

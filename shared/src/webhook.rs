@@ -118,7 +118,9 @@ pub fn signature_header(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 pub enum SignatureError {
     #[error("the signature header is not 't=<unix seconds>,v1=<hex>'")]
     Malformed,
-    #[error("the signature's timestamp is {age_secs} s away from now (tolerance {tolerance_secs} s): a replay?")]
+    #[error(
+        "the signature's timestamp is {age_secs} s away from now (tolerance {tolerance_secs} s): a replay?"
+    )]
     Expired { age_secs: i64, tolerance_secs: i64 },
     #[error("no v1 signature matches the body")]
     Mismatch,
@@ -236,8 +238,12 @@ mod tests {
 
     #[test]
     fn the_sample_call_is_a_drift_event() {
-        let path = format!("{}/../events/webhook/drift-detected.json", env!("CARGO_MANIFEST_DIR"));
-        let sample: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let path = format!(
+            "{}/../events/webhook/drift-detected.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let sample: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let event: DriftEvent = serde_json::from_value(sample["body"].clone()).unwrap();
         assert_eq!(event.kind, DRIFT_DETECTED);
         assert_eq!(sample["headers"]["x-strato-event"], DRIFT_DETECTED);
@@ -252,13 +258,19 @@ mod tests {
     fn the_secret_and_the_urls_path_are_never_printed() {
         let hook = Webhook::new("https://user:pw@hooks.example.com/p/abc?token=xyz", SECRET).unwrap();
         let shown = format!("{hook:?}");
-        assert!(!shown.contains(SECRET) && !shown.contains("xyz") && !shown.contains("pw"), "{shown}");
+        assert!(
+            !shown.contains(SECRET) && !shown.contains("xyz") && !shown.contains("pw"),
+            "{shown}"
+        );
         assert_eq!(hook.display_url(), "https://hooks.example.com");
         assert_eq!(
             Webhook::new("ftp://x", SECRET).unwrap_err(),
             WebhookError::Url("ftp://x".into())
         );
-        assert_eq!(Webhook::new("https://", SECRET).unwrap_err(), WebhookError::Url("https://".into()));
+        assert_eq!(
+            Webhook::new("https://", SECRET).unwrap_err(),
+            WebhookError::Url("https://".into())
+        );
         assert_eq!(
             Webhook::new("https://h.example.com", "short").unwrap_err(),
             WebhookError::ShortSecret

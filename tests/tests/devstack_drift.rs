@@ -165,9 +165,12 @@ impl T {
     async fn new_op(&self, cluster: &str, kind: &str, known: &BTreeSet<String>, within: Duration) -> Value {
         let start = Instant::now();
         loop {
-            if let Some(o) = self.operations(cluster).await.into_iter().find(|o| {
-                o["kind"] == kind && !known.contains(o["id"].as_str().unwrap_or_default())
-            }) {
+            if let Some(o) = self
+                .operations(cluster)
+                .await
+                .into_iter()
+                .find(|o| o["kind"] == kind && !known.contains(o["id"].as_str().unwrap_or_default()))
+            {
                 return o;
             }
             assert!(
@@ -251,13 +254,17 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
     // that stays clean.
     t.say("creating a vpc-sg and an aws-eks-basic cluster");
     let (x, x_create) = t
-        .create(json!({"name": "drifty", "template": {"name": "fixture-vpc-sg", "version": "0.1.0"},
-            "provider": "aws", "region": "us-east-1", "variables": {"tags": {"team": "platform"}}}))
+        .create(
+            json!({"name": "drifty", "template": {"name": "fixture-vpc-sg", "version": "0.1.0"},
+            "provider": "aws", "region": "us-east-1", "variables": {"tags": {"team": "platform"}}}),
+        )
         .await;
     let (eks, eks_create) = t
-        .create(json!({"name": "steady", "template": {"name": "aws-eks-basic", "version": "1.0.0"},
+        .create(
+            json!({"name": "steady", "template": {"name": "aws-eks-basic", "version": "1.0.0"},
             "provider": "aws", "region": "us-east-1",
-            "variables": {"node_count": 1, "node_instance_type": "t3.medium"}}))
+            "variables": {"node_count": 1, "node_instance_type": "t3.medium"}}),
+        )
         .await;
     t.wait_ok(&x_create).await;
     t.wait_ok(&eks_create).await;
@@ -270,27 +277,33 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
     // ---- (a) + (c): out-of-band drift found by the next scheduled run; the clean cluster stays clean ----
     t.ec2(
         "CreateTags",
-        &[("ResourceId.1", &vpc), ("Tag.1.Key", "team"), ("Tag.1.Value", "rogue")],
+        &[
+            ("ResourceId.1", &vpc),
+            ("Tag.1.Key", "team"),
+            ("Tag.1.Value", "rogue"),
+        ],
     )
     .await;
     let (x_known, eks_known) = (t.op_ids(&x).await, t.op_ids(&eks).await);
     t.due_now(&x).await;
     t.due_now(&eks).await;
-    let x_check = t.new_op(&x, "drift-check", &x_known, Duration::from_secs(60)).await;
+    let x_check = t
+        .new_op(&x, "drift-check", &x_known, Duration::from_secs(60))
+        .await;
     assert_eq!(x_check["requested_by"], "strato:scheduler", "{x_check}");
     let x_check = x_check["id"].as_str().unwrap().to_owned();
     let messages = t.follow(&x_check).await;
     assert!(
         messages
             .iter()
-            .any(|m| m.contains("drift detected in 1 resource(s): aws_vpc.this (update)")),
+            .any(|m| m.contains("drift detected in 1 resource(s): module.vpc-sg.aws_vpc.this (update)")),
         "the drift reaches WebSocket subscribers as a status frame: {messages:?}"
     );
     let xc = t.cluster(&x).await;
     assert_eq!(xc["drift"]["drifted"], true, "{xc}");
     assert_eq!(
         xc["drift"]["changed_resources"],
-        json!([{"address": "aws_vpc.this", "actions": ["update"]}])
+        json!([{"address": "module.vpc-sg.aws_vpc.this", "actions": ["update"]}])
     );
     // The tenant's webhook got it, signed (verified in `events`), once. It is called after the end frame,
     // so it may land a moment after the stream ended.
@@ -302,7 +315,10 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].cluster_id.as_str(), x);
     assert_eq!(events[0].operation_id.as_str(), x_check);
-    assert_eq!(events[0].changed_resources[0].address, "aws_vpc.this");
+    assert_eq!(
+        events[0].changed_resources[0].address,
+        "module.vpc-sg.aws_vpc.this"
+    );
     t.wait_ok(&x_check).await;
     let start = Instant::now();
     loop {
@@ -318,7 +334,9 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    let eks_check = t.new_op(&eks, "drift-check", &eks_known, Duration::from_secs(60)).await;
+    let eks_check = t
+        .new_op(&eks, "drift-check", &eks_known, Duration::from_secs(60))
+        .await;
     let eks_check = eks_check["id"].as_str().unwrap().to_owned();
     t.wait_ok(&eks_check).await;
     let ec = t.cluster(&eks).await;
@@ -351,15 +369,14 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
     let xc = t.cluster(&x).await;
     let changed = xc["drift"]["changed_resources"].to_string();
     assert!(
-        changed.contains("aws_security_group.nodes") && changed.contains("aws_vpc.this"),
+        changed.contains("module.vpc-sg.aws_security_group.nodes")
+            && changed.contains("module.vpc-sg.aws_vpc.this"),
         "{xc}"
     );
     let update = t.new_op(&x, "update", &known, Duration::from_secs(30)).await;
     assert_eq!(update["requested_by"], "strato:drift-reconcile", "{update}");
     t.wait_ok(update["id"].as_str().unwrap()).await;
-    let rules = t
-        .ec2("DescribeSecurityGroups", &[("GroupId.1", &sg)])
-        .await;
+    let rules = t.ec2("DescribeSecurityGroups", &[("GroupId.1", &sg)]).await;
     assert!(
         !xml_values(&rules, "fromPort").contains(&"22".to_owned()),
         "the rogue rule is gone: {rules}"
@@ -435,7 +452,11 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
     );
     assert!(err["step"].as_str().is_some_and(|s| !s.is_empty()), "{err}");
     assert!(err["fix"].as_str().unwrap().contains("state-versions"), "{err}");
-    assert_eq!(t.cluster(&x).await["state"], "ACTIVE", "a failed check changes no state");
+    assert_eq!(
+        t.cluster(&x).await["state"],
+        "ACTIVE",
+        "a failed check changes no state"
+    );
 
     let r = t
         .api

@@ -1003,7 +1003,10 @@ async fn state_versions_list_and_restore() {
         .unwrap()
         .item
         .expect("digest recorded");
-    assert_eq!(digest["Digest"].as_s().unwrap(), "739defdd1abbd547755aada0c08a4fb8");
+    assert_eq!(
+        digest["Digest"].as_s().unwrap(),
+        "739defdd1abbd547755aada0c08a4fb8"
+    );
     let list = api.call(Req::load("get-cluster").path(&path)).await;
     assert_eq!(
         list.body["items"].as_array().unwrap().len(),

@@ -297,7 +297,10 @@ async fn terraform_state_locks_of_dead_runners_are_released_and_recorded() {
         b.state_lock_exists(&format!("{orphan}-md5")).await,
         "digest items are not locks"
     );
-    assert!(b.state_lock_exists(&held).await, "never released under an open operation");
+    assert!(
+        b.state_lock_exists(&held).await,
+        "never released under an open operation"
+    );
 
     let ops = b.w.store.list_operations(&idle.cluster_id).await.unwrap();
     let last = ops.iter().max_by_key(|o| o.created_at).unwrap();
@@ -345,17 +348,16 @@ async fn the_sweeper_never_takes_a_live_runners_locks() {
         assert!(after.notes.is_empty(), "{:?}", after.notes);
     }
     // Nothing was reported to the status function either.
-    let out = b
-        .w
-        .env
-        .aws
-        .sqs
-        .receive_message()
-        .queue_url(&b.w.queues.events)
-        .wait_time_seconds(1)
-        .send()
-        .await
-        .unwrap();
+    let out =
+        b.w.env
+            .aws
+            .sqs
+            .receive_message()
+            .queue_url(&b.w.queues.events)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
     assert!(out.messages().is_empty(), "{:?}", out.messages());
 }
 

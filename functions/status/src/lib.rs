@@ -33,8 +33,8 @@ use strato_shared::state_machine::transition;
 use strato_shared::store::Store;
 use strato_shared::webhook::{DRIFT_DETECTED, DriftEvent};
 use strato_shared::{aws::AwsClients, ts};
-use webhook::WebhookPolicy;
 use time::OffsetDateTime;
+use webhook::WebhookPolicy;
 
 /// Deliveries of an exit-0 STOPPED event to wait for the runner's final report before giving up on it.
 pub const FINAL_REPORT_GRACE_RECEIVES: u32 = 3;

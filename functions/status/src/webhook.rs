@@ -76,7 +76,10 @@ pub async fn deliver(
             .post(hook.url())
             .timeout(policy.attempt_timeout)
             .header("content-type", "application/json")
-            .header("user-agent", concat!("strato-webhook/", env!("CARGO_PKG_VERSION")))
+            .header(
+                "user-agent",
+                concat!("strato-webhook/", env!("CARGO_PKG_VERSION")),
+            )
             .header(EVENT_HEADER, event)
             .header(DELIVERY_HEADER, delivery_id)
             .header(SIGNATURE_HEADER, hook.sign(t, body))
@@ -174,10 +177,7 @@ mod tests {
     fn the_budget_bounds_a_delivery() {
         let p = WebhookPolicy::default();
         assert_eq!(p.budget(), Duration::from_secs(13));
-        let one = WebhookPolicy {
-            attempts: 1,
-            ..p
-        };
+        let one = WebhookPolicy { attempts: 1, ..p };
         assert_eq!(one.budget(), Duration::from_secs(3));
     }
 
@@ -191,7 +191,13 @@ mod tests {
             error: Some("the receiver answered HTTP 503".into()),
         };
         let n = note(&hook, "drift.detected", &d, time::OffsetDateTime::UNIX_EPOCH);
-        assert!(n.contains("NOT delivered to https://hooks.example.com after 3 attempts"), "{n}");
-        assert!(!n.contains("SECRETPATH") && !n.contains("0123456789abcdef0"), "{n}");
+        assert!(
+            n.contains("NOT delivered to https://hooks.example.com after 3 attempts"),
+            "{n}"
+        );
+        assert!(
+            !n.contains("SECRETPATH") && !n.contains("0123456789abcdef0"),
+            "{n}"
+        );
     }
 }

@@ -167,7 +167,12 @@ async fn drift_under_notify_calls_the_tenants_webhook_signed() {
     let calls = rx.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     let call = &calls[0];
-    let h = |k: &str| call.headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let h = |k: &str| {
+        call.headers
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    };
     // What a tenant's receiver does: verify the signature over the raw body, refuse stale timestamps.
     let sig = h(webhook::SIGNATURE_HEADER);
     let t = webhook::verify(
@@ -211,13 +216,17 @@ async fn drift_under_notify_calls_the_tenants_webhook_signed() {
     let op = b.w.op(&check).await;
     assert_eq!(op.status, OperationStatus::Succeeded);
     assert!(
-        op.notes.iter().any(|n| n.contains("webhook drift.detected delivered to http://127.0.0.1")
-            && n.contains("HTTP 204, 1 attempt")),
+        op.notes.iter().any(
+            |n| n.contains("webhook drift.detected delivered to http://127.0.0.1")
+                && n.contains("HTTP 204, 1 attempt")
+        ),
         "{:?}",
         op.notes
     );
     assert!(
-        op.notes.iter().all(|n| !n.contains("channel=ops") && !n.contains(SECRET)),
+        op.notes
+            .iter()
+            .all(|n| !n.contains("channel=ops") && !n.contains(SECRET)),
         "{:?}",
         op.notes
     );
@@ -244,7 +253,9 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     }
     let notes = b.w.op(&check).await.notes;
     assert!(
-        notes.iter().any(|n| n.contains("delivered") && n.contains("2 attempts")),
+        notes
+            .iter()
+            .any(|n| n.contains("delivered") && n.contains("2 attempts")),
         "{notes:?}"
     );
 
@@ -254,13 +265,16 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     b.set_webhook(&down.url).await;
     let (check, took) = b.check(&c, "succeeded-drift").await;
     assert_eq!(down.calls().len(), 3);
-    assert!(took < b.status.webhook.budget() + Duration::from_secs(20), "{took:?}");
+    assert!(
+        took < b.status.webhook.budget() + Duration::from_secs(20),
+        "{took:?}"
+    );
     let op = b.w.op(&check).await;
     assert_eq!(op.status, OperationStatus::Succeeded);
     assert!(
-        op.notes.iter().any(|n| n.contains("NOT delivered")
-            && n.contains("after 3 attempts")
-            && n.contains("HTTP 500")),
+        op.notes
+            .iter()
+            .any(|n| n.contains("NOT delivered") && n.contains("after 3 attempts") && n.contains("HTTP 500")),
         "{:?}",
         op.notes
     );
@@ -279,10 +293,15 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     };
     b.set_webhook(&format!("http://{closed}/hooks")).await;
     let (check, took) = b.check(&c, "succeeded-drift").await;
-    assert!(took < b.status.webhook.budget() + Duration::from_secs(20), "{took:?}");
+    assert!(
+        took < b.status.webhook.budget() + Duration::from_secs(20),
+        "{took:?}"
+    );
     let notes = b.w.op(&check).await.notes;
     assert!(
-        notes.iter().any(|n| n.contains("NOT delivered") && n.contains("3 attempts")),
+        notes
+            .iter()
+            .any(|n| n.contains("NOT delivered") && n.contains("3 attempts")),
         "{notes:?}"
     );
     assert!(b.w.cluster(&c).await.drift.drifted);
@@ -317,10 +336,7 @@ async fn clean_checks_reconcile_and_tenants_without_a_webhook_call_nothing() {
         .await
         .unwrap();
     assert_eq!(
-        b.w.store
-            .tenant_webhook(&"acme".parse().unwrap())
-            .await
-            .unwrap(),
+        b.w.store.tenant_webhook(&"acme".parse().unwrap()).await.unwrap(),
         None
     );
 }
