@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_sdk_ecs::types::{DesiredStatus, Task};
 use nix::sys::signal::{Signal, kill, killpg};
@@ -54,13 +54,74 @@ pub struct FargateConfig {
     pub keep_task_dirs: bool,
 }
 
-/// Counters a caller (tests, benchmarks) can read while the emulation runs.
+/// Counters a caller (tests, benchmarks) can read while the emulation runs, and a record of every task.
 #[derive(Debug, Default)]
 pub struct FargateStats {
     pub started: std::sync::atomic::AtomicU64,
     pub stopped: std::sync::atomic::AtomicU64,
     pub running: std::sync::atomic::AtomicU64,
     pub peak_running: std::sync::atomic::AtomicU64,
+    tasks: std::sync::Mutex<Vec<TaskRecord>>,
+}
+
+/// One emulated task: which operation it ran for, its runner process, and when it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    pub task_arn: String,
+    /// `STRATO_OPERATION_ID` of the task's overrides (or its `startedBy`).
+    pub operation_id: Option<String>,
+    /// The runner's process id while it runs (`None` if it never started).
+    pub pid: Option<u32>,
+    /// When the runner process started and when it exited (before the task's STOPPED event went out).
+    pub started_at: Instant,
+    pub ended_at: Option<Instant>,
+    /// Exit code (128 + signal when killed by a signal).
+    pub exit_code: Option<i32>,
+}
+
+impl FargateStats {
+    /// Every task seen so far, in start order.
+    pub fn tasks(&self) -> Vec<TaskRecord> {
+        self.records().clone()
+    }
+
+    /// The runner process of `operation_id` that is running now.
+    pub fn running_pid(&self, operation_id: &str) -> Option<u32> {
+        self.records()
+            .iter()
+            .rev()
+            .find(|t| t.operation_id.as_deref() == Some(operation_id) && t.ended_at.is_none())
+            .and_then(|t| t.pid)
+    }
+
+    fn records(&self) -> std::sync::MutexGuard<'_, Vec<TaskRecord>> {
+        // A panic elsewhere while holding it leaves plain data behind: keep using it.
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record_start(&self, task_arn: &str, operation_id: Option<String>, pid: Option<u32>) {
+        self.records().push(TaskRecord {
+            task_arn: task_arn.to_owned(),
+            operation_id,
+            pid,
+            started_at: Instant::now(),
+            ended_at: None,
+            exit_code: None,
+        });
+    }
+
+    fn record_end(&self, task_arn: &str, exit_code: Option<i32>) {
+        if let Some(t) = self
+            .records()
+            .iter_mut()
+            .rev()
+            .find(|t| t.task_arn == task_arn && t.ended_at.is_none())
+        {
+            t.ended_at = Some(Instant::now());
+            t.pid = None;
+            t.exit_code = exit_code;
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -282,7 +343,16 @@ async fn run_task(shared: Arc<Shared>, task: Task, stop_rx: watch::Receiver<Opti
             Some(a) => task_definition(&shared, a).await,
             None => None,
         };
-        let ended = execute(&shared, &task, def.as_deref(), &task_id, &override_env, stop_rx).await;
+        let ended = execute(
+            &shared,
+            &task,
+            def.as_deref(),
+            &task_id,
+            &override_env,
+            operation_id.clone(),
+            stop_rx,
+        )
+        .await;
         tracing::info!(
             exit_code = ?ended.exit_code,
             stop_code = ended.stop_code,
@@ -322,8 +392,10 @@ async fn execute(
     def: Option<&aws_sdk_ecs::types::TaskDefinition>,
     task_id: &str,
     override_env: &[(String, String)],
+    operation_id: Option<String>,
     mut stop_rx: watch::Receiver<Option<StopRequest>>,
 ) -> Ended {
+    let arn = task.task_arn().unwrap_or_default();
     let cfg = &shared.config;
     let dir = cfg.work_dir.join("tasks").join(task_id);
     let failed_to_start = |reason: String| Ended {
@@ -386,9 +458,10 @@ async fn execute(
         }
     };
     let started_at = OffsetDateTime::now_utc();
+    shared.stats.record_start(arn, operation_id, child.id());
     let pid = child.id().map(|p| Pid::from_raw(p as i32));
     tracing::info!(runner = %cfg.runner.display(), pid = ?pid, memory_mib, "Fargate: runner started");
-    let mut outputs = Vec::new();
+    let mut outputs: Vec<tokio::task::JoinHandle<bool>> = Vec::new();
     if let Some(out) = child.stdout.take() {
         outputs.push(tokio::spawn(forward(
             BufReader::new(out),
@@ -430,31 +503,29 @@ async fn execute(
     if let Some(p) = pid {
         let _ = killpg(p, Signal::SIGKILL);
     }
+    let mut out_of_memory = false;
     for o in outputs {
-        let _ = o.await;
+        out_of_memory |= o.await.unwrap_or(false);
     }
-    cleanup(cfg, &dir);
-    let (exit_code, signal) = match &status {
+    let exit_code = match &status {
         Ok(s) => {
             use std::os::unix::process::ExitStatusExt;
-            match (s.code(), s.signal()) {
-                (Some(c), _) => (Some(c), None),
-                // Docker's convention: 128 + signal number.
-                (None, Some(sig)) => (Some(128 + sig), Some(sig)),
-                _ => (None, None),
-            }
+            // Docker's convention for a process killed by a signal: 128 + signal number.
+            s.code().or_else(|| s.signal().map(|sig| 128 + sig))
         }
         Err(e) => {
             tracing::error!(error = %e, "Fargate: waiting for the runner failed");
-            (None, None)
+            None
         }
     };
-    let container_reason = if signal == Some(libc::SIGKILL) && !we_killed {
-        // Killed by the kernel, not by us: the OOM killer, as Fargate would report it.
-        Some("OutOfMemoryError: Container killed due to memory usage".to_owned())
-    } else {
-        None
-    };
+    shared.stats.record_end(arn, exit_code);
+    cleanup(cfg, &dir);
+    // Only a runner that ran out of its memory limit is reported as Fargate reports an OOM kill. A SIGKILL
+    // says nothing about memory (`RLIMIT_AS` fails allocations, it never kills): an operator, a test, or a
+    // host OOM killer outside the task's limit; ECS reports those as the exit code alone.
+    let container_reason =
+        (cfg.enforce_memory && out_of_memory && !we_killed && exit_code.is_some_and(|c| c != 0))
+            .then(|| "OutOfMemoryError: Container killed due to memory usage".to_owned());
     let (stop_code, stopped_reason) = match stop {
         Some(StopRequest::External(r)) => ("UserInitiated", r),
         Some(StopRequest::Shutdown) => (
@@ -482,15 +553,26 @@ fn cleanup(cfg: &FargateConfig, dir: &std::path::Path) {
 }
 
 /// The runner's output, as CloudWatch Logs would get it (here: devstack's log, tagged with the task).
+/// Returns whether the runner said it could not allocate memory (then aborted, under `RLIMIT_AS`).
 async fn forward<R: tokio::io::AsyncRead + Unpin>(
     reader: BufReader<R>,
     stream: &'static str,
     span: tracing::Span,
-) {
+) -> bool {
+    let mut out_of_memory = false;
     let mut lines = reader.lines();
     while let Ok(Some(line)) = lines.next_line().await {
+        out_of_memory |= is_out_of_memory(&line);
         span.in_scope(|| tracing::info!(target: "runner", stream, "{line}"));
     }
+    out_of_memory
+}
+
+/// What Rust's allocation-failure handler and Go's runtime print before aborting.
+fn is_out_of_memory(line: &str) -> bool {
+    (line.starts_with("memory allocation of ") && line.ends_with(" failed"))
+        || line.starts_with("fatal error: out of memory")
+        || line.starts_with("runtime: out of memory")
 }
 
 fn iso(t: OffsetDateTime) -> String {
@@ -614,4 +696,32 @@ async fn send_event(shared: &Shared, event: &Value) {
     tracing::error!(
         "EventBridge: the task event was lost after 5 attempts (EventBridge would retry for 24 h)"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_allocation_failures_count_as_out_of_memory() {
+        assert!(is_out_of_memory("memory allocation of 1048576 bytes failed"));
+        assert!(is_out_of_memory("fatal error: out of memory"));
+        assert!(!is_out_of_memory("Killed"));
+        assert!(!is_out_of_memory(
+            "the memory allocation of the cache failed to be noticed at all"
+        ));
+    }
+
+    #[test]
+    fn task_records_follow_a_runner_from_start_to_exit() {
+        let stats = FargateStats::default();
+        stats.record_start("arn:task/1", Some("op-1".into()), Some(42));
+        assert_eq!(stats.running_pid("op-1"), Some(42));
+        assert_eq!(stats.running_pid("op-2"), None);
+        stats.record_end("arn:task/1", Some(137));
+        assert_eq!(stats.running_pid("op-1"), None);
+        let t = &stats.tasks()[0];
+        assert_eq!((t.exit_code, t.pid), (Some(137), None));
+        assert!(t.ended_at.is_some_and(|e| e >= t.started_at));
+    }
 }

@@ -415,6 +415,23 @@ impl Devstack {
         })
     }
 
+    /// SIGKILLs the runner process of `operation_id`, as a crash or the host would (its Terraform goes with it
+    /// when the task is torn down; nothing gets to clean up). Returns the runner's pid.
+    pub fn kill_runner(&self, operation_id: &str) -> Result<u32, DevstackError> {
+        let step = "killing a runner";
+        let pid = self
+            .fargate_stats
+            .running_pid(operation_id)
+            .ok_or_else(|| DevstackError::step(step, format!("no runner of {operation_id} is running")))?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .map_err(|e| DevstackError::step(step, format!("pid {pid}: {e}")))?;
+        tracing::warn!(operation_id, pid, "devstack: runner killed (SIGKILL) on request");
+        Ok(pid)
+    }
+
     /// The HS256 secret tokens are signed with (a dev secret: print it for the user, never log it).
     pub fn jwt_secret(&self) -> &str {
         &self.jwt_secret

@@ -12,6 +12,7 @@ pub mod engine;
 mod lifecycle;
 pub mod logs;
 pub mod secrets;
+pub mod state_lock;
 pub mod workspace;
 
 use std::time::Duration;

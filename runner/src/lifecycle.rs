@@ -667,32 +667,35 @@ impl Run {
         );
 
         // State: the customer's bucket (created with versioning + encryption if missing) or the platform's.
-        let (bucket, lock_table, state_region) = match target.as_ref().and_then(|t| t.state_bucket.clone()) {
-            Some(b) => {
-                let t = target.as_ref().expect("target has a bucket");
-                let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
-                let c = creds.as_ref().expect("assumed");
-                let lock = t.lock_table.clone().unwrap_or_else(|| format!("{b}-locks"));
-                ensure_customer_state(
-                    &base,
-                    self.cfg.provider_endpoint.as_deref(),
-                    &region,
-                    c,
-                    &b,
-                    &lock,
-                )
-                .await
-                .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
-                (b, lock, region)
-            }
-            None => (
-                self.cfg.names.bucket("state"),
-                self.cfg.names.table("tf-locks"),
-                base.region()
-                    .map(|r| r.to_string())
-                    .unwrap_or_else(|| spec.region.clone()),
-            ),
-        };
+        let (bucket, lock_table, state_region, lock_ddb) =
+            match target.as_ref().and_then(|t| t.state_bucket.clone()) {
+                Some(b) => {
+                    let t = target.as_ref().expect("target has a bucket");
+                    let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
+                    let c = creds.as_ref().expect("assumed");
+                    let lock = t.lock_table.clone().unwrap_or_else(|| format!("{b}-locks"));
+                    let ddb = ensure_customer_state(
+                        &base,
+                        self.cfg.provider_endpoint.as_deref(),
+                        &region,
+                        c,
+                        &b,
+                        &lock,
+                    )
+                    .await
+                    .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
+                    (b, lock, region, ddb)
+                }
+                None => (
+                    self.cfg.names.bucket("state"),
+                    self.cfg.names.table("tf-locks"),
+                    base.region()
+                        .map(|r| r.to_string())
+                        .unwrap_or_else(|| spec.region.clone()),
+                    self.clients.aws.dynamodb.clone(),
+                ),
+            };
+        let mut lock_ids = Vec::new();
         for s in &ws.stages {
             let cfg = BackendConfig {
                 bucket: bucket.clone(),
@@ -703,6 +706,17 @@ impl Run {
             };
             ws.write_backend(&s.stage, &cfg, version.dialect())
                 .map_err(|e| Failure::internal(STEP, e))?;
+            lock_ids.push(strato_shared::state_lock::lock_id(&cfg.bucket, &cfg.key));
+        }
+        // Leftover state locks of a dead runner: only the cluster lock's holder may clear them.
+        self.fenced(STEP).await?;
+        let released = crate::state_lock::clear_leftovers(&lock_ddb, &lock_table, &lock_ids)
+            .await
+            .map_err(|e| Failure::new(STEP, ErrorCategory::Transient, e.to_string()))?;
+        for lock in &released {
+            let note = crate::state_lock::note(lock);
+            tracing::warn!(%note, "leftover state lock released");
+            self.note(STEP, &note);
         }
         self.version = Some(version);
         self.engine = Some(engine);
@@ -1241,7 +1255,7 @@ async fn ensure_customer_state(
     creds: &EngineCredentials,
     bucket: &str,
     lock_table: &str,
-) -> Result<(), String> {
+) -> Result<aws_sdk_dynamodb::Client, String> {
     let mut b = base
         .to_builder()
         .region(aws_config::Region::new(region.to_owned()))
@@ -1286,12 +1300,12 @@ async fn ensure_customer_state(
         .send()
         .await;
     match res {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(aws.dynamodb),
         Err(e)
             if e.as_service_error()
                 .is_some_and(|s| s.is_resource_in_use_exception()) =>
         {
-            Ok(())
+            Ok(aws.dynamodb)
         }
         Err(e) => Err(format!(
             "customer lock table {lock_table}: {}",

@@ -20,6 +20,7 @@ pub mod modules;
 pub mod queues;
 pub mod render;
 pub mod resources;
+pub mod state_lock;
 pub mod state_machine;
 pub mod store;
 pub mod template;

@@ -78,9 +78,36 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
             .starts_with("https://")
     );
 
-    // No update step here: against moto an update that touches the EKS node group never finishes (the
-    // provider waits for a node-group update status moto does not report; see README "Known gaps"). The
-    // runner's own tests apply updates against moto on resources that support them.
+    // Update: open the API to an admin network (one security-group rule added). An update that touches the
+    // EKS node group would never finish against moto (README "Known gaps"); this one changes nothing else.
+    let r = api
+        .patch(
+            &format!("/v1/clusters/{cluster}"),
+            &json!({"variables": {"admin_cidrs": ["203.0.113.0/24"]}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let upd = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let w = follow(&stack, &token, &upd).await;
+    assert_eq!(w.final_status.as_deref(), Some("succeeded"), "{:?}", w.states);
+    assert!(
+        w.states.iter().any(|(cs, _, _)| cs == "UPDATING"),
+        "{:?}",
+        w.states
+    );
+    assert!(
+        w.lines.values().any(|l| l
+            .text
+            .contains("Apply complete! Resources: 1 added, 0 changed, 0 destroyed")),
+        "the update adds exactly the rule"
+    );
+    let c = api
+        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(c["variables"]["admin_cidrs"], json!(["203.0.113.0/24"]), "{c}");
+
     let r = api
         .post(&format!("/v1/clusters/{cluster}/drift-check"), &json!({}))
         .await

@@ -20,12 +20,13 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use strato_shared::aws::AwsClients;
 use strato_shared::coordination::{submit, update_operation};
-use strato_shared::ids::{ClusterId, TenantId};
+use strato_shared::ids::ClusterId;
 use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
 use strato_shared::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
 use strato_shared::queues::{QueueUrls, enqueue_job};
 use strato_shared::resources::Names;
-use strato_shared::store::{Store, condition_failed};
+use strato_shared::state_lock::{self, HeldLock};
+use strato_shared::store::Store;
 use strato_shared::ts;
 use time::{Duration, OffsetDateTime};
 
@@ -397,19 +398,8 @@ async fn report_stopped(
     Ok(())
 }
 
-/// `<bucket>/tenants/<tenant>/clusters/<cluster>/<stage>.tfstate` → (tenant, cluster). The `-md5` digest
-/// items Terraform keeps in the same table are not locks.
-pub fn state_lock_owner(lock_id: &str) -> Option<(TenantId, ClusterId)> {
-    if !lock_id.ends_with(".tfstate") {
-        return None;
-    }
-    let mut parts = lock_id.split('/').skip_while(|p| *p != "tenants");
-    parts.next()?;
-    let tenant = parts.next()?.parse().ok()?;
-    (parts.next()? == "clusters").then_some(())?;
-    let cluster = parts.next()?.parse().ok()?;
-    Some((tenant, cluster))
-}
+/// Which tenant and cluster a Terraform state lock belongs to (`None` for digest items and foreign states).
+pub use strato_shared::state_lock::owner as state_lock_owner;
 
 /// Terraform's lock table has a fixed schema with no index, so this is the one Scan Strato makes; the table
 /// holds only locks currently held (a handful), not history.
@@ -434,10 +424,10 @@ async fn release_if_orphaned(
     table: &str,
     item: &HashMap<String, AttributeValue>,
 ) -> Result<Option<String>, SchedulerError> {
-    let Some(lock_id) = item.get("LockID").and_then(|v| v.as_s().ok()) else {
+    let Some(lock) = HeldLock::from_item(item) else {
         return Ok(None);
     };
-    let Some((_, cluster)) = state_lock_owner(lock_id) else {
+    let Some((_, cluster)) = state_lock_owner(&lock.lock_id) else {
         return Ok(None);
     };
     let ops = ctx.store.list_operations(&cluster).await?;
@@ -446,39 +436,16 @@ async fn release_if_orphaned(
     if ops.iter().any(|o| !o.status.is_terminal()) || ctx.store.cluster_lock(&cluster).await?.is_some() {
         return Ok(None);
     }
-    let info = item
-        .get("Info")
-        .and_then(|v| v.as_s().ok())
-        .cloned()
-        .unwrap_or_default();
-    let mut delete = ctx
-        .ddb
-        .delete_item()
-        .table_name(table)
-        .key("LockID", AttributeValue::S(lock_id.clone()));
     // Only the lock we looked at: a new one taken meanwhile has a different Info.
-    delete = if info.is_empty() {
-        delete.condition_expression("attribute_exists(LockID) AND attribute_not_exists(Info)")
-    } else {
-        delete
-            .condition_expression("Info = :info")
-            .expression_attribute_values(":info", AttributeValue::S(info.clone()))
-    };
-    match delete.send().await {
-        Ok(_) => {}
-        Err(e) if condition_failed(&e) => {
-            return Ok(None);
-        }
-        Err(e) => return Err(aws_error("DeleteItem", e)),
+    if !state_lock::release(&ctx.ddb, table, &lock).await? {
+        return Ok(None);
     }
-    let who = serde_json::from_str::<serde_json::Value>(&info)
-        .ok()
-        .map(|v| format!("{} ({}, {})", v["Who"], v["Operation"], v["Created"]))
-        .unwrap_or_else(|| "unknown holder".into());
     let note = format!(
-        "{}: the sweeper released Terraform state lock {lock_id} held by {who}, left by a runner that \
+        "{}: the sweeper released Terraform state lock {} held by {}, left by a runner that \
          stopped without unlocking",
-        ts::format(ts::now())
+        ts::format(ts::now()),
+        lock.lock_id,
+        lock.holder()
     );
     if let Some(last) = ops.iter().max_by_key(|o| o.created_at) {
         update_operation(&ctx.store, &last.operation_id, |o| {
@@ -504,15 +471,6 @@ mod tests {
         let a = jitter(&c, "2026-11-22T04:00:00.000000Z", i);
         assert_eq!(a, jitter(&c, "2026-11-22T04:00:00.000000Z", i));
         assert!(a >= Duration::ZERO && a < Duration::minutes(36));
-    }
-
-    #[test]
-    fn state_lock_ids_name_their_cluster() {
-        let c = ClusterId::generate();
-        let id = format!("strato-state/tenants/acme/clusters/{c}/network.tfstate");
-        assert_eq!(state_lock_owner(&id), Some(("acme".parse().unwrap(), c.clone())));
-        assert_eq!(state_lock_owner(&format!("{id}-md5")), None);
-        assert_eq!(state_lock_owner("bucket/other/key.tfstate"), None);
     }
 
     #[test]

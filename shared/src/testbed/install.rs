@@ -87,8 +87,12 @@ fn ensure(root: &Path) -> Result<Tools, ToolsError> {
     lock.lock().map_err(io("locking", &lock_path))?;
     let result = (|| {
         let python = ensure_venv(root)?;
-        let moto_launcher = root.join("moto_launcher.py");
-        write_if_changed(&moto_launcher, include_str!("moto_launcher.py"))?;
+        // Named by its content: processes of another checkout sharing this directory may run a different
+        // launcher at the same moment, and must never read one half-written or swapped under them.
+        let launcher = include_str!("moto_launcher.py");
+        let digest = hex::encode(Sha256::digest(launcher.as_bytes()));
+        let moto_launcher = root.join(format!("moto_launcher-{}.py", &digest[..12]));
+        write_if_changed(&moto_launcher, launcher)?;
         let (engine, cli_config) = ensure_engine(root)?;
         let terraform = match std::env::var_os("STRATO_TERRAFORM") {
             Some(p) if !p.is_empty() => PathBuf::from(p),
@@ -109,7 +113,10 @@ fn ensure(root: &Path) -> Result<Tools, ToolsError> {
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), ToolsError> {
     if fs::read_to_string(path).ok().as_deref() != Some(text) {
-        fs::write(path, text).map_err(io("writing", path))?;
+        // Write aside, then rename: a reader sees the old file or the new one, never a truncated one.
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        fs::write(&tmp, text).map_err(io("writing", &tmp))?;
+        fs::rename(&tmp, path).map_err(io("renaming", &tmp))?;
     }
     Ok(())
 }
