@@ -272,7 +272,10 @@ impl Store {
         self.ddb
             .put_item()
             .table_name(&self.tf_locks)
-            .item("LockID", s(format!("{bucket}/{key}-md5")))
+            .item(
+                "LockID",
+                s(format!("{}-md5", crate::state_lock::lock_id(bucket, key))),
+            )
             .item("Digest", s(md5_hex))
             .send()
             .await

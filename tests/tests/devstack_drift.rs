@@ -9,7 +9,9 @@
 //!   check is clean;
 //! - an operation written but never enqueued (the create/enqueue gap) is dispatched by the sweeper;
 //! - a state object overwritten with garbage makes the next operation fail with "state unreadable" (what,
-//!   step, fix), and restoring the previous version through the API makes the retry succeed.
+//!   step, fix), and restoring the previous version through the API makes the retry succeed;
+//! - a runner killed mid-apply leaves a Terraform state lock that the sweeper releases (noted on the
+//!   operation) before any retry; the retry then succeeds.
 //!
 //! Each step's cluster is prepared through the store where the API has no knob (drift policy, next check
 //! time); everything observed is observed through the public endpoints.
@@ -28,6 +30,7 @@ use strato_devstack::{Devstack, DevstackConfig};
 use strato_shared::coordination::update_cluster;
 use strato_shared::ids::{ClusterId, TenantId};
 use strato_shared::model::{DriftPolicy, Operation, OperationKind};
+use strato_shared::state_lock;
 use strato_shared::store::Store;
 use strato_shared::ts;
 use strato_shared::webhook::{self, DriftEvent, Webhook};
@@ -49,7 +52,10 @@ async fn start() -> Devstack {
     let config = DevstackConfig {
         aws_endpoint: Some(moto),
         prefix: format!("dr{:x}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)),
-        extra_templates: vec![(fixtures.join("vpc-sg"), fixtures)],
+        extra_templates: vec![
+            (fixtures.join("vpc-sg"), fixtures.clone()),
+            (fixtures.join("hold-apply"), fixtures),
+        ],
         drift_rate: Duration::from_secs(2),
         sweep_rate: Duration::from_secs(2),
         sweep_grace: Duration::from_secs(3),
@@ -486,6 +492,77 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
         r.text
     );
     t.say(&format!("(e) done after {:?}", t0.elapsed()));
+
+    // ---- (f) a runner killed mid-apply leaves its state lock; the sweeper clears it; a retry succeeds ----
+    let hold = tempfile::tempdir().unwrap();
+    let (k, k_create) = t
+        .create(
+            json!({"name": "killed", "template": {"name": "fixture-hold-apply", "version": "0.1.0"},
+            "provider": "aws", "region": "us-east-1",
+            "variables": {"hold_dir": hold.path().display().to_string()}}),
+        )
+        .await;
+    // The apply created the VPC and waits in its provisioner, holding the state lock: kill it there.
+    let deadline = Instant::now() + OP_TIMEOUT;
+    while !hold.path().join("reached").exists() {
+        assert!(Instant::now() < deadline, "the apply never got half-way");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    t.stack.kill_runner(&k_create).expect("the runner is running");
+    let failed = t.api.wait_operation(&k_create, OP_TIMEOUT).await.unwrap();
+    assert_eq!(failed["status"], "failed", "{failed}");
+    t.api
+        .wait_cluster_state(&k, &["FAILED"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    // With nothing open on the cluster any more, the sweeper releases the dead run's lock and says so on
+    // the operation; no retry has run yet.
+    let lock_id = state_lock::lock_id(
+        &t.stack.env.names.bucket("state"),
+        &format!("tenants/{TENANT}/clusters/{k}/main.tfstate"),
+    );
+    let start = Instant::now();
+    let noted = loop {
+        let op = t.api.get(&format!("/v1/operations/{k_create}")).await.unwrap();
+        let note = op.body["notes"].as_array().and_then(|n| {
+            n.iter()
+                .filter_map(Value::as_str)
+                .find(|n| n.contains("the sweeper released Terraform state lock"))
+                .map(str::to_owned)
+        });
+        if let Some(n) = note {
+            break n;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the sweeper did not release the killed run's state lock: {}",
+            op.text
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(noted.contains(&lock_id), "{noted}");
+    let table = t.stack.env.names.table("tf-locks");
+    assert!(
+        state_lock::held(&t.stack.env.aws.dynamodb, &table, &lock_id)
+            .await
+            .unwrap()
+            .is_none(),
+        "the lock item is gone"
+    );
+    assert_eq!(t.op_ids(&k).await.len(), 1, "released before any retry");
+    std::fs::write(hold.path().join("release"), b"").unwrap();
+    let r = t
+        .api
+        .post(&format!("/v1/clusters/{k}/retry"), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    t.wait_ok(r.body["operation"]["id"].as_str().unwrap()).await;
+    t.api
+        .wait_cluster_state(&k, &["ACTIVE"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    t.say(&format!("(f) done after {:?}", t0.elapsed()));
 
     t.stack.shutdown(Duration::from_secs(10)).await;
 }
