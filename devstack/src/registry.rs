@@ -168,6 +168,7 @@ impl Registry {
         let scheduler_config = strato_scheduler::Config::from_lookup(|k| match k {
             "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
             "STRATO_RUNNER_CLUSTER" => Some(env.runner_settings.cluster.clone()),
+            "STRATO_SWEEP_GRACE_SECS" => Some(env.sweep_grace.as_secs().max(1).to_string()),
             _ => None,
         })
         .map_err(|e| DevstackError::step("configuring the scheduler function", e))?;

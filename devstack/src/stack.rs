@@ -59,6 +59,9 @@ pub struct DevstackConfig {
     /// How often the drift-check and sweeper schedules fire (EventBridge `rate(...)`).
     pub drift_rate: Duration,
     pub sweep_rate: Duration,
+    /// The sweeper's `STRATO_SWEEP_GRACE_SECS`: how long an operation may sit undispatched before it is
+    /// enqueued again.
+    pub sweep_grace: Duration,
     /// Address of the WebSocket API (and its `@connections` management API).
     pub ws_addr: SocketAddr,
 }
@@ -110,6 +113,7 @@ impl Default for DevstackConfig {
             fargate_poll: Duration::from_millis(250),
             drift_rate: Duration::from_secs(300),
             sweep_rate: Duration::from_secs(60),
+            sweep_grace: Duration::from_secs(120),
             ws_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         }
     }
@@ -133,6 +137,7 @@ pub struct StackEnv {
     pub work_dir: PathBuf,
     pub drift_rate: Duration,
     pub sweep_rate: Duration,
+    pub sweep_grace: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -253,6 +258,7 @@ impl Devstack {
             work_dir: work_dir.clone(),
             drift_rate: config.drift_rate,
             sweep_rate: config.sweep_rate,
+            sweep_grace: config.sweep_grace,
         });
         let mut registry = Registry::builtin(&env).await?;
 

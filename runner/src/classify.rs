@@ -17,6 +17,10 @@ pub struct Pattern {
 
 use ErrorCategory::*;
 
+const STATE_RESTORE_FIX: &str = "The cluster's Terraform state object is corrupted or was changed outside Strato. \
+    List its versions with GET /v1/clusters/{id}/state-versions, restore the last good one with \
+    POST /v1/clusters/{id}/state-versions/{version}/restore, then retry the operation.";
+
 pub const PATTERNS: &[Pattern] = &[
     // ---- transient ----
     Pattern {
@@ -87,8 +91,16 @@ pub const PATTERNS: &[Pattern] = &[
     Pattern {
         regex: r"Failed to load state|Error loading state|Unsupported state file format|state snapshot was created by Terraform",
         category: StateUnreadable,
-        fix: "The cluster's Terraform state cannot be read; restore an earlier version of the state object.",
+        fix: STATE_RESTORE_FIX,
         example: "Error: Failed to load state: Unsupported state file format: The state file could not be parsed as JSON.",
+    },
+    // The S3 backend keeps the state's md5 in the lock table: an object changed outside Terraform (overwritten,
+    // truncated) no longer matches it, and the engine refuses to read it.
+    Pattern {
+        regex: r"state data in S3 does not have the expected content",
+        category: StateUnreadable,
+        fix: STATE_RESTORE_FIX,
+        example: "Error: state data in S3 does not have the expected content.\n\nThis may be caused by unusually long delays in S3 processing a previous state\nupdate.  Please wait for a minute or two and try again. If this problem\npersists, and neither S3 nor DynamoDB are experiencing an outage, you may need\nto manually verify the remote state and update the Digest value stored in the\nDynamoDB table to the following value: 0f343b0931126a20f133d67c2b018a3b",
     },
     // ---- invalid configuration ----
     Pattern {

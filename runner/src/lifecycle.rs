@@ -84,11 +84,14 @@ impl Failure {
             .map(|i| &out.user_text[i..])
             .unwrap_or(&out.user_text);
         let c = classify(diagnostics);
-        let what = if summary.is_empty() {
+        let mut what = if summary.is_empty() {
             format!("the engine exited with code {:?}", out.code)
         } else {
             summary
         };
+        if c.category == ErrorCategory::StateUnreadable {
+            what = format!("the cluster's Terraform state is unreadable: {what}");
+        }
         Self {
             fix: c.fix,
             ..Self::new(step, c.category, what)

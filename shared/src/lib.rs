@@ -28,5 +28,6 @@ pub mod template;
 pub mod testbed;
 pub mod ts;
 pub mod validate;
+pub mod webhook;
 
 pub use error::{Error, ErrorCategory, UserError};

@@ -118,7 +118,12 @@ pub const TABLES: &[TableDef] = &[
         logical: "connections",
         pk: "pk",
         sk: Some("sk"),
-        indexes: &[],
+        // Connection items only (sparse): the sweeper finds those past API Gateway's 2 h limit with a Query.
+        indexes: &[IndexDef {
+            name: "by_expiry",
+            pk: "expiry_bucket",
+            sk: Some("expires_on"),
+        }],
         ttl: Some("expires_at"),
     },
     // Terraform's own S3-backend lock table; the key name is fixed by Terraform.

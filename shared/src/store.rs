@@ -17,6 +17,7 @@ use crate::model::{Cluster, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, Operation
 use crate::resources::Names;
 use crate::template::{Manifest, Template};
 use crate::ts;
+use crate::webhook::Webhook;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -106,6 +107,8 @@ pub struct Store {
     idempotency: String,
     templates: String,
     tenants: String,
+    /// Terraform's S3-backend lock table (state locks and state digests).
+    tf_locks: String,
 }
 
 fn cluster_lock_id(c: &ClusterId) -> String {
@@ -164,6 +167,7 @@ impl Store {
             idempotency: names.table("idempotency"),
             templates: names.table("templates"),
             tenants: names.table("tenants"),
+            tf_locks: names.table("tf-locks"),
         }
     }
 
@@ -259,6 +263,26 @@ impl Store {
         Ok(out)
     }
 
+    // ---- Terraform state ---------------------------------------------------------------------------------
+
+    /// Records `md5_hex` as the expected digest of the state object `bucket/key`, as Terraform's S3 backend
+    /// does after each write. Terraform refuses to read a state whose md5 differs from this record, so a
+    /// state version put back by hand must come with its digest.
+    pub async fn set_state_digest(&self, bucket: &str, key: &str, md5_hex: &str) -> Result<(), Error> {
+        self.ddb
+            .put_item()
+            .table_name(&self.tf_locks)
+            .item(
+                "LockID",
+                s(format!("{}-md5", crate::state_lock::lock_id(bucket, key))),
+            )
+            .item("Digest", s(md5_hex))
+            .send()
+            .await
+            .map_err(|e| Error::aws("PutItem", e))?;
+        Ok(())
+    }
+
     // ---- tenants ---------------------------------------------------------------------------------------
 
     pub async fn quotas(&self, tenant: &TenantId) -> Result<Quotas, Error> {
@@ -315,6 +339,52 @@ impl Store {
                 .update_expression("SET monthly_budget = :b")
                 .expression_attribute_values(":b", n(v)),
             None => q.update_expression("REMOVE monthly_budget"),
+        };
+        q.send().await.map_err(|e| Error::aws("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// The tenant's webhook (tenant item attributes `webhook_url`, `webhook_secret`), if it set one. A stored
+    /// value that is no longer acceptable (e.g. a secret shorter than the minimum) counts as none.
+    pub async fn tenant_webhook(&self, tenant: &TenantId) -> Result<Option<Webhook>, Error> {
+        let out = self
+            .ddb
+            .get_item()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()))
+            .projection_expression("webhook_url, webhook_secret")
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| Error::aws("GetItem", e))?;
+        let Some(item) = out.item else {
+            return Ok(None);
+        };
+        let get = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+        let (Some(url), Some(secret)) = (get("webhook_url"), get("webhook_secret")) else {
+            return Ok(None);
+        };
+        match Webhook::new(url, secret) {
+            Ok(w) => Ok(Some(w)),
+            Err(e) => {
+                tracing::warn!(tenant = %tenant, error = %e, "stored tenant webhook is unusable; ignored");
+                Ok(None)
+            }
+        }
+    }
+
+    pub async fn set_tenant_webhook(&self, tenant: &TenantId, hook: Option<&Webhook>) -> Result<(), Error> {
+        let q = self
+            .ddb
+            .update_item()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()));
+        let q = match hook {
+            Some(w) => q
+                .update_expression("SET webhook_url = :u, webhook_secret = :s")
+                .expression_attribute_values(":u", s(w.url()))
+                .expression_attribute_values(":s", s(w.secret())),
+            None => q.update_expression("REMOVE webhook_url, webhook_secret"),
         };
         q.send().await.map_err(|e| Error::aws("UpdateItem", e))?;
         Ok(())

@@ -1,8 +1,10 @@
 //! Terraform state versions of a cluster (S3 versioning on the state bucket): list them, and restore one —
 //! the way out when a state file is corrupted. A restore copies the chosen version back on top (so the
 //! version it replaces is kept), holds the cluster lock while doing it (no runner can be writing the state),
-//! and records who did it on the cluster.
+//! and records who did it on the cluster. The state's digest in Terraform's lock table is set to the restored
+//! bytes, so any version can be restored, not only the one Terraform wrote last.
 
+use md5::{Digest, Md5};
 use serde_json::json;
 use strato_shared::coordination::update_cluster;
 use strato_shared::ids::OperationId;
@@ -147,6 +149,24 @@ async fn copy_back(ctx: &Ctx, caller: &Caller, c: &Cluster, v: &Version) -> Resu
         .send()
         .await
         .map_err(|e| strato_shared::Error::aws("CopyObject", e))?;
+    // Terraform checks the state's md5 against the digest it recorded at its last write; the restored bytes
+    // become the state it must accept now.
+    let restored = ctx
+        .s3
+        .get_object()
+        .bucket(&bucket)
+        .key(&v.key)
+        .set_version_id(out.version_id().map(str::to_owned))
+        .send()
+        .await
+        .map_err(|e| strato_shared::Error::aws("GetObject", e))?
+        .body
+        .collect()
+        .await
+        .map_err(|e| strato_shared::Error::aws("GetObject", e))?
+        .into_bytes();
+    let digest = hex::encode(Md5::digest(&restored));
+    ctx.store.set_state_digest(&bucket, &v.key, &digest).await?;
     let record = StateRestore {
         key: v.key.clone(),
         from_version: v.version_id.clone(),

@@ -138,6 +138,7 @@ pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) ->
         "cancel_requested": op.cancel_requested,
         "wait_reason": op.wait_reason,
         "requested_by": op.requested_by,
+        "notes": op.notes,
         "spec": op.spec.as_ref().map(|s| spec_view(s, sensitive)),
         "created_at": ts::format(op.created_at),
         "updated_at": ts::format(op.updated_at),

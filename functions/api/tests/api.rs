@@ -987,6 +987,26 @@ async fn state_versions_list_and_restore() {
     let now = s3.get_object().bucket(&bucket).key(&key).send().await.unwrap();
     let text = now.body.collect().await.unwrap().into_bytes();
     assert_eq!(&text[..], br#"{"version":4,"serial":7}"#);
+    // Terraform's digest record now matches the restored bytes (md5), so the engine accepts the state.
+    let digest = api
+        .env
+        .aws
+        .dynamodb
+        .get_item()
+        .table_name(api.env.names.table("tf-locks"))
+        .key(
+            "LockID",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("{bucket}/{key}-md5")),
+        )
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("digest recorded");
+    assert_eq!(
+        digest["Digest"].as_s().unwrap(),
+        "739defdd1abbd547755aada0c08a4fb8"
+    );
     let list = api.call(Req::load("get-cluster").path(&path)).await;
     assert_eq!(
         list.body["items"].as_array().unwrap().len(),

@@ -9,7 +9,8 @@
 //!   stopped or missing are reported to the status function as a stopped task (it fails the operation and
 //!   releases the lock through the fencing token); Terraform state locks left behind by dead runners are
 //!   released once no operation of the cluster is open, and that is noted on the operation. A runner with
-//!   a running task is never touched, however old its heartbeat.
+//!   a running task is never touched, however old its heartbeat. WebSocket connections past API Gateway's
+//!   2 h limit are removed with their subscriptions (found through an index, not a Scan).
 
 use std::collections::HashMap;
 
@@ -118,6 +119,7 @@ pub struct Ctx {
     pub sqs: aws_sdk_sqs::Client,
     pub ecs: aws_sdk_ecs::Client,
     pub queues: QueueUrls,
+    pub connections: strato_ws::Connections,
 }
 
 impl Ctx {
@@ -133,6 +135,10 @@ impl Ctx {
             sqs: aws.sqs.clone(),
             ecs,
             queues,
+            connections: strato_ws::Connections {
+                ddb: aws.dynamodb.clone(),
+                table: config.names.table("connections"),
+            },
             config,
         })
     }
@@ -161,6 +167,7 @@ pub struct Report {
     pub woken: u32,
     pub stale_runners_reported: u32,
     pub tf_locks_released: u32,
+    pub connections_removed: u32,
 }
 
 pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Report, SchedulerError> {
@@ -295,7 +302,25 @@ async fn sweep(ctx: &Ctx, now: OffsetDateTime) -> Result<Report, SchedulerError>
     }
 
     report.tf_locks_released = release_orphaned_state_locks(ctx).await?;
+    report.connections_removed = remove_expired_connections(ctx, now).await?;
     Ok(report)
+}
+
+/// At most this many expired connections are removed per sweep; the rest are the next sweep's.
+const CONNECTIONS_PER_SWEEP: usize = 500;
+
+/// API Gateway has closed these connections (2 h limit) and may not have told `$disconnect`; their items
+/// would otherwise linger until TTL deletion (up to days late), costing every fan-out a dead post.
+async fn remove_expired_connections(ctx: &Ctx, now: OffsetDateTime) -> Result<u32, SchedulerError> {
+    let mut removed = 0;
+    for id in ctx.connections.expired(now, CONNECTIONS_PER_SWEEP).await? {
+        ctx.connections.remove_connection(&id).await?;
+        removed += 1;
+    }
+    if removed > 0 {
+        tracing::info!(removed, "expired WebSocket connections removed");
+    }
+    Ok(removed)
 }
 
 /// How a task ended, if it did.

@@ -110,6 +110,50 @@ impl Bed {
         n
     }
 
+    /// A Terraform state lock (and its digest item) on `cluster`'s state, as a runner's engine takes it.
+    async fn put_state_lock(&self, cluster: &Cluster) -> String {
+        let table = self.w.env.names.table("tf-locks");
+        let id = format!(
+            "{}/tenants/{}/clusters/{}/cluster.tfstate",
+            self.w.env.names.bucket("state"),
+            cluster.tenant_id,
+            cluster.cluster_id
+        );
+        let info = r#"{"ID":"8d1c","Operation":"OperationTypeApply","Who":"runner@task-1","Version":"0.15.0","Created":"2026-11-22T04:40:00Z","Path":"x"}"#;
+        let ddb = &self.w.env.aws.dynamodb;
+        ddb.put_item()
+            .table_name(&table)
+            .item("LockID", AttributeValue::S(id.clone()))
+            .item("Info", AttributeValue::S(info.into()))
+            .send()
+            .await
+            .unwrap();
+        ddb.put_item()
+            .table_name(&table)
+            .item("LockID", AttributeValue::S(format!("{id}-md5")))
+            .item("Digest", AttributeValue::S("abc".into()))
+            .send()
+            .await
+            .unwrap();
+        id
+    }
+
+    async fn state_lock_exists(&self, id: &str) -> bool {
+        self.w
+            .env
+            .aws
+            .dynamodb
+            .get_item()
+            .table_name(self.w.env.names.table("tf-locks"))
+            .key("LockID", AttributeValue::S(id.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+            .is_some()
+    }
+
     fn ops_of_kind(ops: &[Operation], kind: OperationKind) -> Vec<&Operation> {
         ops.iter().filter(|o| o.kind == kind).collect()
     }
@@ -238,67 +282,25 @@ async fn a_dead_runner_is_failed_and_a_live_one_is_never_touched() {
 #[tokio::test(flavor = "multi_thread")]
 async fn terraform_state_locks_of_dead_runners_are_released_and_recorded() {
     let b = Bed::new().await;
-    let table = b.w.env.names.table("tf-locks");
-    let put_lock = |cluster: &Cluster| {
-        let id = format!(
-            "{}/tenants/{}/clusters/{}/cluster.tfstate",
-            b.w.env.names.bucket("state"),
-            cluster.tenant_id,
-            cluster.cluster_id
-        );
-        let info = r#"{"ID":"8d1c","Operation":"OperationTypeApply","Who":"runner@task-1","Version":"0.15.0","Created":"2026-11-22T04:40:00Z","Path":"x"}"#;
-        let ddb = b.w.env.aws.dynamodb.clone();
-        let table = table.clone();
-        async move {
-            ddb.put_item()
-                .table_name(&table)
-                .item("LockID", AttributeValue::S(id.clone()))
-                .item("Info", AttributeValue::S(info.into()))
-                .send()
-                .await
-                .unwrap();
-            ddb.put_item()
-                .table_name(&table)
-                .item("LockID", AttributeValue::S(format!("{id}-md5")))
-                .item("Digest", AttributeValue::S("abc".into()))
-                .send()
-                .await
-                .unwrap();
-            id
-        }
-    };
-    let exists = |id: String| {
-        let ddb = b.w.env.aws.dynamodb.clone();
-        let table = table.clone();
-        async move {
-            ddb.get_item()
-                .table_name(&table)
-                .key("LockID", AttributeValue::S(id))
-                .consistent_read(true)
-                .send()
-                .await
-                .unwrap()
-                .item
-                .is_some()
-        }
-    };
-
     // A cluster whose operations are all over: its runner died holding the state lock.
     let idle = b.active("idle").await;
-    let orphan = put_lock(&idle).await;
+    let orphan = b.put_state_lock(&idle).await;
     // A cluster with a running operation: its lock may be live and stays.
     let (busy, create) = b.w.new_cluster("acme", "busy").await;
     b.w.dispatch(&[&create]).await;
-    let held = put_lock(&busy).await;
+    let held = b.put_state_lock(&busy).await;
 
     let report = b.run(Task::Sweep, ts::now()).await;
     assert_eq!(report.tf_locks_released, 1, "{report:?}");
-    assert!(!exists(orphan.clone()).await, "orphaned lock released");
+    assert!(!b.state_lock_exists(&orphan).await, "orphaned lock released");
     assert!(
-        exists(format!("{orphan}-md5")).await,
+        b.state_lock_exists(&format!("{orphan}-md5")).await,
         "digest items are not locks"
     );
-    assert!(exists(held).await, "never released under an open operation");
+    assert!(
+        b.state_lock_exists(&held).await,
+        "never released under an open operation"
+    );
 
     let ops = b.w.store.list_operations(&idle.cluster_id).await.unwrap();
     let last = ops.iter().max_by_key(|o| o.created_at).unwrap();
@@ -311,6 +313,106 @@ async fn terraform_state_locks_of_dead_runners_are_released_and_recorded() {
     );
     // Idempotent: a second sweep finds nothing to do.
     assert_eq!(b.run(Task::Sweep, ts::now()).await.tf_locks_released, 0);
+}
+
+/// A live runner — heartbeat fresh, task running — holds the cluster lock and the Terraform state lock;
+/// no sweep takes either, now or after its heartbeat went quiet (the task still runs).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweeper_never_takes_a_live_runners_locks() {
+    let b = Bed::new().await;
+    let (cluster, create) = b.w.new_cluster("acme", "alive").await;
+    b.w.dispatch(&[&create]).await;
+    b.w.take_jobs().await;
+    let mut op = b.w.op(&create.operation_id).await;
+    let task = b.w.task(op.task_arn.as_deref().unwrap()).await;
+    assert_ne!(task.last_status(), Some("STOPPED"));
+    op.status = OperationStatus::Running;
+    op.heartbeat_at = Some(ts::now());
+    b.w.store.save_operation(&mut op, false).await.unwrap();
+    let lock = b.put_state_lock(&cluster).await;
+    let token = op.fencing_token.unwrap();
+
+    for now in [ts::now(), later(10), later(60)] {
+        let report = b.run(Task::Sweep, now).await;
+        assert_eq!(report.stale_runners_reported, 0, "{report:?}");
+        assert_eq!(report.tf_locks_released, 0, "{report:?}");
+        assert_eq!(report.woken + report.requeued, 0, "{report:?}");
+        assert!(b.state_lock_exists(&lock).await, "state lock kept at {now}");
+        assert_eq!(
+            b.w.store.cluster_lock(&cluster.cluster_id).await.unwrap(),
+            Some((create.operation_id.clone(), token)),
+            "cluster lock kept at {now}"
+        );
+        let after = b.w.op(&create.operation_id).await;
+        assert_eq!(after.status, OperationStatus::Running);
+        assert!(after.notes.is_empty(), "{:?}", after.notes);
+    }
+    // Nothing was reported to the status function either.
+    let out =
+        b.w.env
+            .aws
+            .sqs
+            .receive_message()
+            .queue_url(&b.w.queues.events)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+    assert!(out.messages().is_empty(), "{:?}", out.messages());
+}
+
+/// Connections past API Gateway's 2 h limit are removed with their subscriptions (found through the
+/// `by_expiry` index); live ones stay.
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_past_their_two_hours_are_removed() {
+    use strato_ws::{CONNECTION_LIFETIME, Connection};
+
+    let b = Bed::new().await;
+    let conns = &b.scheduler.connections;
+    let tenant: strato_shared::ids::TenantId = "acme".parse().unwrap();
+    let op = &strato_shared::ids::OperationId::generate();
+    let connect = |id: &str, at: OffsetDateTime| Connection {
+        pk: strato_ws::connections::conn_pk(id),
+        sk: "conn".into(),
+        connection_id: id.into(),
+        tenant_id: tenant.clone(),
+        subject: None,
+        connected_at: at,
+        expires_at: (at + CONNECTION_LIFETIME).unix_timestamp(),
+    };
+    let old = connect("old-conn=", ts::now() - Duration::hours(3));
+    let live = connect("live-conn=", ts::now() - Duration::minutes(30));
+    for c in [&old, &live] {
+        conns.put_connection(c).await.unwrap();
+        conns.subscribe(c, op).await.unwrap();
+    }
+    let subscribers = |at| async move {
+        let mut ids: Vec<String> = conns
+            .subscribers(op, at)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.connection_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    // Readers already ignore the expired one; its items are still there.
+    assert_eq!(subscribers(ts::now() - Duration::hours(2)).await.len(), 2);
+
+    let report = b.run(Task::Sweep, ts::now()).await;
+    assert_eq!(report.connections_removed, 1, "{report:?}");
+    assert!(conns.get_connection("old-conn=").await.unwrap().is_none());
+    assert!(conns.get_connection("live-conn=").await.unwrap().is_some());
+    // Its subscription went too: even a reader that trusted expiry blindly sees only the live one.
+    assert_eq!(
+        subscribers(ts::now() - Duration::hours(2)).await,
+        vec!["live-conn=".to_owned()]
+    );
+    assert_eq!(b.run(Task::Sweep, ts::now()).await.connections_removed, 0);
+    // Two hours later the other one is past its limit as well.
+    assert_eq!(b.run(Task::Sweep, later(100)).await.connections_removed, 1);
+    assert!(conns.get_connection("live-conn=").await.unwrap().is_none());
 }
 
 #[test]

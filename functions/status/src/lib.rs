@@ -10,6 +10,8 @@
 //! cancelled) was sent. A task that stops with another exit code (or none) did not report, so its STOPPED
 //! event fails the operation; a task that exited 0 has a report in flight, so its STOPPED event waits for it.
 
+pub mod webhook;
+
 use std::collections::BTreeMap;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
@@ -29,8 +31,10 @@ use strato_shared::queues::{self, QueueUrls};
 use strato_shared::resources::Names;
 use strato_shared::state_machine::transition;
 use strato_shared::store::Store;
+use strato_shared::webhook::{DRIFT_DETECTED, DriftEvent};
 use strato_shared::{aws::AwsClients, ts};
 use time::OffsetDateTime;
+use webhook::WebhookPolicy;
 
 /// Deliveries of an exit-0 STOPPED event to wait for the runner's final report before giving up on it.
 pub const FINAL_REPORT_GRACE_RECEIVES: u32 = 3;
@@ -88,6 +92,9 @@ pub struct Ctx {
     pub sqs: aws_sdk_sqs::Client,
     pub s3: aws_sdk_s3::Client,
     pub queues: QueueUrls,
+    /// For tenant webhooks.
+    pub http: reqwest::Client,
+    pub webhook: WebhookPolicy,
 }
 
 impl Ctx {
@@ -99,6 +106,8 @@ impl Ctx {
             s3: aws.s3.clone(),
             queues,
             config,
+            http: reqwest::Client::new(),
+            webhook: WebhookPolicy::default(),
         })
     }
 }
@@ -499,6 +508,56 @@ async fn reconcile(ctx: &Ctx, c: &Cluster) -> Result<(), StatusError> {
     }
     tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift: reconcile update queued");
     Ok(())
+}
+
+/// `notify` policy: calls the tenant's webhook, if it has one, and notes the outcome on the check. Best
+/// effort and bounded (see [`webhook`]): everything that matters is saved before.
+async fn notify_webhook(ctx: &Ctx, op: &Operation, c: &Cluster) {
+    let hook = match ctx.store.tenant_webhook(&c.tenant_id).await {
+        Ok(Some(h)) => h,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(operation = %op.operation_id, error = %e, "tenant webhook unreadable; not called");
+            return;
+        }
+    };
+    let event = DriftEvent {
+        kind: DRIFT_DETECTED.into(),
+        tenant_id: c.tenant_id.clone(),
+        cluster_id: c.cluster_id.clone(),
+        cluster_name: c.spec.name.to_string(),
+        operation_id: op.operation_id.clone(),
+        checked_at: c.drift.checked_at.unwrap_or(op.updated_at),
+        policy: c.drift_policy,
+        changed_resources: c.drift.changed_resources.clone(),
+    };
+    let Ok(body) = serde_json::to_vec(&event) else {
+        return;
+    };
+    let d = webhook::deliver(
+        &ctx.http,
+        &hook,
+        DRIFT_DETECTED,
+        op.operation_id.as_str(),
+        &body,
+        &ctx.webhook,
+    )
+    .await;
+    if d.delivered {
+        tracing::info!(operation = %op.operation_id, to = %hook.display_url(), attempts = d.attempts, "drift webhook delivered");
+    } else {
+        tracing::warn!(operation = %op.operation_id, to = %hook.display_url(), attempts = d.attempts,
+            error = d.error.as_deref().unwrap_or_default(), "drift webhook not delivered");
+    }
+    let line = webhook::note(&hook, DRIFT_DETECTED, &d, ts::now());
+    if let Err(e) = update_operation(&ctx.store, &op.operation_id, |o| {
+        o.notes.push(line.clone());
+        true
+    })
+    .await
+    {
+        tracing::warn!(operation = %op.operation_id, error = %e, "webhook outcome not recorded");
+    }
 }
 
 // ---- frames for WebSocket subscribers -------------------------------------------------------------------
@@ -913,14 +972,21 @@ async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError>
                 tracing::info!(operation = %done.operation_id, status = ?done.status, "operation ended");
                 release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, &done).await?;
                 let mut message = done.error.as_ref().map(|e| e.to_string());
+                let mut notify = None;
                 if let (OperationKind::DriftCheck, Some(c)) = (done.kind, &cluster) {
                     message = Some(drift_message(c));
-                    if c.drift.drifted && c.drift_policy == DriftPolicy::Reconcile {
-                        reconcile(ctx, c).await?;
+                    if c.drift.drifted && c.drift.operation_id.as_ref() == Some(&done.operation_id) {
+                        match c.drift_policy {
+                            DriftPolicy::Reconcile => reconcile(ctx, c).await?,
+                            DriftPolicy::Notify => notify = Some(c),
+                        }
                     }
                 }
                 announce(ctx, &done, cluster.as_ref(), None, message).await;
                 end_stream(ctx, &done).await;
+                if let Some(c) = notify {
+                    notify_webhook(ctx, &done, c).await;
+                }
                 return Ok(());
             }
             Err(strato_shared::Error::Conflict(_)) => {

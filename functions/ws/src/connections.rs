@@ -7,7 +7,9 @@
 //! - `conn#{id}` / `sub#{operation}`: its mirror, so `$disconnect` finds a connection's subscriptions with a
 //!   Query too.
 //!
-//! TTL (`expires_at`) deletion lags, so readers compare `expires_at` with now themselves.
+//! TTL (`expires_at`) deletion lags, so readers compare `expires_at` with now themselves, and the sweeper
+//! removes connections past their expiry (with their subscriptions) through the sparse `by_expiry` index:
+//! only connection items carry its keys (`expiry_bucket` = `conn`, `expires_on` = the expiry as RFC 3339).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -100,12 +102,25 @@ pub struct Connections {
     pub table: String,
 }
 
+/// `expiry_bucket` of every connection item: one partition of the `by_expiry` index. A connection is one
+/// index write at connect and one at removal, far below what a single index partition takes.
+const EXPIRY_BUCKET: &str = "conn";
+
+fn expires_on(expires_at: i64) -> String {
+    strato_shared::ts::format(
+        OffsetDateTime::from_unix_timestamp(expires_at).unwrap_or(OffsetDateTime::UNIX_EPOCH),
+    )
+}
+
 impl Connections {
     pub async fn put_connection(&self, c: &Connection) -> Result<(), Error> {
+        let mut item = to_item(c)?;
+        item.insert("expiry_bucket".into(), AttributeValue::S(EXPIRY_BUCKET.into()));
+        item.insert("expires_on".into(), AttributeValue::S(expires_on(c.expires_at)));
         self.ddb
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(c)?))
+            .set_item(Some(item))
             .send()
             .await
             .map_err(|e| Error::aws("PutItem", e))?;
@@ -208,6 +223,38 @@ impl Connections {
         let n = keys.len();
         self.delete_keys(keys).await?;
         Ok(n)
+    }
+
+    /// Ids of connections whose expiry is at or before `now`, oldest first, at most `limit` (a Query on the
+    /// `by_expiry` index, never a Scan).
+    pub async fn expired(&self, now: OffsetDateTime, limit: usize) -> Result<Vec<String>, Error> {
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        while out.len() < limit {
+            let page = self
+                .ddb
+                .query()
+                .table_name(&self.table)
+                .index_name("by_expiry")
+                .key_condition_expression("expiry_bucket = :b AND expires_on <= :now")
+                .expression_attribute_values(":b", AttributeValue::S(EXPIRY_BUCKET.into()))
+                .expression_attribute_values(":now", AttributeValue::S(strato_shared::ts::format(now)))
+                .limit((limit - out.len()).min(100) as i32)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| Error::aws("Query", e))?;
+            out.extend(
+                page.items()
+                    .iter()
+                    .filter_map(|i| i.get("connection_id").and_then(|v| v.as_s().ok()).cloned()),
+            );
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(out)
     }
 
     /// Deletes one stale subscription row (its connection is gone but the row was left behind).
