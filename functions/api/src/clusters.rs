@@ -18,6 +18,7 @@ use strato_shared::template::Template;
 use strato_shared::ts;
 use strato_shared::validate::{FieldError, ValidatedSpec, validate};
 
+use crate::drift::{self, DriftSettings};
 use crate::views::{self, TemplateCache, sensitive_of};
 use crate::{ApiError, Caller, Ctx, Reply, target};
 
@@ -41,7 +42,7 @@ pub(crate) fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> 
     }
 }
 
-fn unknown_fields(obj: &Map<String, Value>, known: &[&str], errors: &mut Vec<FieldError>) {
+pub(crate) fn unknown_fields(obj: &Map<String, Value>, known: &[&str], errors: &mut Vec<FieldError>) {
     for k in obj.keys().filter(|k| !known.contains(&k.as_str())) {
         let shown: String = k.chars().take(64).collect();
         errors.push(ApiError::field(
@@ -52,7 +53,7 @@ fn unknown_fields(obj: &Map<String, Value>, known: &[&str], errors: &mut Vec<Fie
     }
 }
 
-fn string_field<'a>(
+pub(crate) fn string_field<'a>(
     obj: &'a Map<String, Value>,
     field: &str,
     path: &str,
@@ -95,6 +96,8 @@ struct SpecDraft {
     region: Option<String>,
     variables: BTreeMap<String, Value>,
     target: Option<TargetAccount>,
+    /// A create's drift settings (an estimate has none).
+    drift: DriftSettings,
 }
 
 /// Whether a spec request must name its cluster.
@@ -107,9 +110,19 @@ pub(crate) enum SpecName {
 }
 
 const SPEC_FIELDS: [&str; 6] = ["name", "template", "provider", "region", "variables", "target"];
+const CREATE_FIELDS: [&str; 7] = [
+    "name",
+    "template",
+    "provider",
+    "region",
+    "variables",
+    "target",
+    "drift",
+];
 
 fn parse_spec(obj: &Map<String, Value>, name: SpecName, errors: &mut Vec<FieldError>) -> SpecDraft {
-    unknown_fields(obj, &SPEC_FIELDS, errors);
+    let is_create = name == SpecName::Required;
+    unknown_fields(obj, if is_create { &CREATE_FIELDS } else { &SPEC_FIELDS }, errors);
     let name_rule = "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'";
     let name = match (name, obj.get("name")) {
         (SpecName::Optional(default), None | Some(Value::Null)) => default.parse().ok(),
@@ -175,16 +188,21 @@ fn parse_spec(obj: &Map<String, Value>, name: SpecName, errors: &mut Vec<FieldEr
         region,
         variables: variables_field(obj, errors),
         target,
+        drift: if is_create {
+            drift::parse(obj.get("drift"), errors)
+        } else {
+            DriftSettings::default()
+        },
     }
 }
 
 /// Reads a spec request body and validates it against its template, as a create does: every problem at
-/// once (a 422 naming each field), or the validated spec and its template.
+/// once (a 422 naming each field), or the validated spec, its template and the create's drift settings.
 pub(crate) async fn read_spec(
     ctx: &Ctx,
     body: &[u8],
     name: SpecName,
-) -> Result<(ValidatedSpec, StoredTemplate), ApiError> {
+) -> Result<(ValidatedSpec, StoredTemplate, DriftSettings), ApiError> {
     let obj = parse_object(body)?;
     let mut errors = Vec::new();
     let draft = parse_spec(&obj, name, &mut errors);
@@ -217,7 +235,7 @@ pub(crate) async fn read_spec(
     if !errors.is_empty() {
         return Err(sorted(errors));
     }
-    checked.ok_or_else(|| {
+    checked.map(|(v, t)| (v, t, draft.drift)).ok_or_else(|| {
         // Unreachable in practice: every missing part above pushed an error.
         ApiError::invalid(vec![ApiError::field(
             "template",
@@ -260,7 +278,7 @@ fn sorted(mut errors: Vec<FieldError>) -> ApiError {
 }
 
 pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
-    let (validated, stored) = read_spec(ctx, body, SpecName::Required).await?;
+    let (validated, stored, drift) = read_spec(ctx, body, SpecName::Required).await?;
     let spec = validated.spec().clone();
     let now = ts::now();
     let cluster_id = ClusterId::generate();
@@ -277,6 +295,7 @@ pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Re
     };
     let mut cluster = Cluster::new(caller.tenant.clone(), cluster_id, spec.clone(), now);
     cluster.agent_token_hash = agent_token_hash;
+    drift.apply(&mut cluster);
     let mut op = Operation::new(
         caller.tenant.clone(),
         cluster.cluster_id.clone(),
@@ -491,8 +510,9 @@ pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) ->
     let obj = parse_object(body)?;
     let c = load(ctx, caller, id).await?;
     let mut errors = Vec::new();
-    unknown_fields(&obj, &["variables", "template_version"], &mut errors);
+    unknown_fields(&obj, &["variables", "template_version", "drift"], &mut errors);
     let patch = variables_field(&obj, &mut errors);
+    let drift = drift::parse(obj.get("drift"), &mut errors);
     let version = match obj.get("template_version") {
         None | Some(Value::Null) => None,
         Some(Value::String(v)) => Some(v.clone()),
@@ -505,15 +525,19 @@ pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) ->
             None
         }
     };
-    if patch.is_empty() && version.is_none() && errors.is_empty() {
+    if patch.is_empty() && version.is_none() && drift.is_empty() && errors.is_empty() {
         errors.push(ApiError::field(
             "variables",
             "the request changes nothing",
-            "variables to change and/or a template_version",
+            "variables to change, a template_version and/or drift settings",
         ));
     }
     if !errors.is_empty() {
         return Err(sorted(errors));
+    }
+    if patch.is_empty() && version.is_none() {
+        // Settings only: recorded on the cluster, nothing for Terraform to do.
+        return update_settings(ctx, c, &drift).await;
     }
     let open = open_operations(ctx, &c).await?;
     if let Some(why) = refuse_new_operation(&c, &open, "updated") {
@@ -533,6 +557,10 @@ pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) ->
     }
     let t = template_for(ctx, &spec.template, "template_version").await?;
     let validated = check(&spec, &t)?;
+    let mut c = c;
+    if drift.apply(&mut c) {
+        save_settings(ctx, &mut c).await?;
+    }
     let mut op = Operation::new(
         caller.tenant.clone(),
         c.cluster_id.clone(),
@@ -541,6 +569,33 @@ pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) ->
     );
     op.spec = Some(validated.spec().clone());
     start(ctx, caller, &c, op, &t).await
+}
+
+/// A PATCH of drift settings alone: 200 with the cluster, no operation.
+async fn update_settings(ctx: &Ctx, mut c: Cluster, drift: &DriftSettings) -> Result<Reply, ApiError> {
+    if c.state == ClusterState::Deleted {
+        return Err(ApiError::Conflict(format!(
+            "cluster {} is deleted; its settings can no longer change",
+            c.cluster_id
+        )));
+    }
+    if drift.apply(&mut c) {
+        save_settings(ctx, &mut c).await?;
+    }
+    let t = template_for(ctx, &c.spec.template, "template").await?;
+    Ok(Reply::ok(views::cluster(&c, Some(&sensitive_of(&t)))))
+}
+
+/// Saves settings under the version read; a concurrent change (the control plane moving the cluster) is a
+/// 409 the client can simply repeat.
+async fn save_settings(ctx: &Ctx, c: &mut Cluster) -> Result<(), ApiError> {
+    match ctx.store.save_cluster(c).await {
+        Err(strato_shared::Error::Conflict(_)) => Err(ApiError::Conflict(format!(
+            "cluster {} changed while its settings were saved; send the request again",
+            c.cluster_id
+        ))),
+        other => Ok(other?),
+    }
 }
 
 pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {

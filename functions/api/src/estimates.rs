@@ -20,7 +20,7 @@ use crate::{ApiError, Caller, Ctx, Reply};
 pub(crate) const DEFAULT_NAME: &str = "estimate";
 
 pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
-    let (validated, stored) = read_spec(ctx, body, SpecName::Optional(DEFAULT_NAME)).await?;
+    let (validated, stored, _) = read_spec(ctx, body, SpecName::Optional(DEFAULT_NAME)).await?;
     let mut op = Operation::new(
         caller.tenant.clone(),
         ClusterId::generate(),

@@ -3,6 +3,7 @@
 
 mod agent;
 mod clusters;
+mod drift;
 pub mod error;
 mod estimates;
 mod idempotency;
@@ -10,6 +11,7 @@ mod operations;
 mod state;
 mod target;
 mod templates;
+mod tenant;
 mod views;
 
 use lambda_http::http::{Method, StatusCode, header};
@@ -112,6 +114,9 @@ pub enum Endpoint {
     GetOperation,
     CancelOperation,
     CreateEstimate,
+    GetWebhook,
+    PutWebhook,
+    DeleteWebhook,
     ListTemplates,
     GetTemplate,
     AgentRegister,
@@ -162,6 +167,9 @@ pub const ROUTES: &[Route] = &[
     route("GET", "/v1/operations/{id}", Endpoint::GetOperation),
     route("POST", "/v1/operations/{id}/cancel", Endpoint::CancelOperation),
     route("POST", "/v1/estimates", Endpoint::CreateEstimate),
+    route("GET", "/v1/webhook", Endpoint::GetWebhook),
+    route("PUT", "/v1/webhook", Endpoint::PutWebhook),
+    route("DELETE", "/v1/webhook", Endpoint::DeleteWebhook),
     route("GET", "/v1/templates", Endpoint::ListTemplates),
     route("GET", "/v1/templates/{name}", Endpoint::GetTemplate),
     // Authenticated by the cluster agent's token, not by a tenant JWT.
@@ -385,6 +393,9 @@ async fn endpoint(
         Endpoint::GetOperation => operations::get(ctx, caller, param).await,
         Endpoint::CancelOperation => operations::cancel(ctx, caller, param).await,
         Endpoint::CreateEstimate => estimates::create(ctx, caller, body).await,
+        Endpoint::GetWebhook => tenant::get_webhook(ctx, caller).await,
+        Endpoint::PutWebhook => tenant::put_webhook(ctx, caller, body).await,
+        Endpoint::DeleteWebhook => tenant::delete_webhook(ctx, caller).await,
         Endpoint::ListTemplates => templates::list(ctx).await,
         Endpoint::GetTemplate => templates::get(ctx, param, &req.query_string_parameters()).await,
         Endpoint::AgentRegister | Endpoint::AgentHeartbeat => {

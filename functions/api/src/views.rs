@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
-use strato_shared::model::{Cluster, ClusterSpec, Operation, OperationStatus, TemplateRef};
+use strato_shared::model::{
+    Cluster, ClusterSpec, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationStatus, TemplateRef,
+};
 use strato_shared::store::Store;
 use strato_shared::template::Template;
 use strato_shared::ts;
@@ -103,6 +105,8 @@ pub(crate) fn cluster(c: &Cluster, sensitive: Option<&BTreeSet<String>>) -> Valu
             "drifted": c.drift.drifted,
             "checked_at": c.drift.checked_at.map(ts::format),
             "changed_resources": c.drift.changed_resources,
+            "policy": c.drift_policy,
+            "interval_hours": c.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS) / 3600,
         },
         "last_error": c.last_error,
         "version": c.version,

@@ -1,0 +1,131 @@
+//! A cluster's drift settings in requests and views: `"drift": {"policy": "notify" | "reconcile",
+//! "interval_hours": 1..=168 | null}`. Given on create, changed with PATCH (no Terraform run for that alone).
+
+use serde_json::{Map, Value};
+use strato_shared::model::{Cluster, DriftPolicy};
+use strato_shared::validate::FieldError;
+
+use crate::ApiError;
+
+/// A week: a cluster checked less often than that is not being watched.
+const MAX_INTERVAL_HOURS: u64 = 168;
+const POLICIES: &str = "notify, reconcile";
+
+/// What a request asks to change; `None` leaves a setting as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct DriftSettings {
+    pub policy: Option<DriftPolicy>,
+    /// `Some(None)`: back to the default interval.
+    pub interval_secs: Option<Option<u64>>,
+}
+
+impl DriftSettings {
+    pub fn is_empty(&self) -> bool {
+        self.policy.is_none() && self.interval_secs.is_none()
+    }
+
+    /// Applies the settings; true when something changed.
+    pub fn apply(&self, c: &mut Cluster) -> bool {
+        let before = (c.drift_policy, c.drift_interval_secs);
+        if let Some(p) = self.policy {
+            c.drift_policy = p;
+        }
+        if let Some(i) = self.interval_secs {
+            if c.drift_interval_secs != i {
+                // The next check is due one new interval from now (the store recomputes it).
+                c.next_drift_check_at = None;
+            }
+            c.drift_interval_secs = i;
+        }
+        before != (c.drift_policy, c.drift_interval_secs)
+    }
+}
+
+/// Reads the `drift` field; every problem goes to `errors` with its path.
+pub(crate) fn parse(value: Option<&Value>, errors: &mut Vec<FieldError>) -> DriftSettings {
+    let shape = "{\"policy\": \"notify\" | \"reconcile\", \"interval_hours\": 1-168 or null}";
+    let obj: &Map<String, Value> = match value {
+        None | Some(Value::Null) => return DriftSettings::default(),
+        Some(Value::Object(o)) => o,
+        Some(_) => {
+            errors.push(ApiError::field("drift", "must be an object", shape));
+            return DriftSettings::default();
+        }
+    };
+    let mut out = DriftSettings::default();
+    for k in obj
+        .keys()
+        .filter(|k| !["policy", "interval_hours"].contains(&k.as_str()))
+    {
+        let shown: String = k.chars().take(64).collect();
+        errors.push(ApiError::field(
+            &format!("drift.{shown}"),
+            "is not a drift setting",
+            "policy, interval_hours",
+        ));
+    }
+    match obj.get("policy") {
+        None | Some(Value::Null) => {}
+        Some(v) => match serde_json::from_value::<DriftPolicy>(v.clone()) {
+            Ok(p) => out.policy = Some(p),
+            Err(_) => errors.push(ApiError::field(
+                "drift.policy",
+                format!("{} is not a drift policy", short(v)),
+                POLICIES,
+            )),
+        },
+    }
+    match obj.get("interval_hours") {
+        None => {}
+        Some(Value::Null) => out.interval_secs = Some(None),
+        Some(v) => match v.as_u64().filter(|h| (1..=MAX_INTERVAL_HOURS).contains(h)) {
+            Some(h) => out.interval_secs = Some(Some(h * 3600)),
+            None => errors.push(ApiError::field(
+                "drift.interval_hours",
+                format!(
+                    "{} is not a whole number of hours from 1 to {MAX_INTERVAL_HOURS}",
+                    short(v)
+                ),
+                "1-168, or null for the default (6)",
+            )),
+        },
+    }
+    out
+}
+
+fn short(v: &Value) -> String {
+    v.to_string().chars().take(64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(v: Value) -> (DriftSettings, Vec<String>) {
+        let mut errors = Vec::new();
+        let s = parse(Some(&v), &mut errors);
+        (s, errors.into_iter().map(|e| e.field).collect())
+    }
+
+    #[test]
+    fn settings_are_read_and_every_bad_part_is_named() {
+        let (s, e) = read(json!({"policy": "reconcile", "interval_hours": 12}));
+        assert!(e.is_empty());
+        assert_eq!(s.policy, Some(DriftPolicy::Reconcile));
+        assert_eq!(s.interval_secs, Some(Some(12 * 3600)));
+
+        let (s, e) = read(json!({"interval_hours": null}));
+        assert!(e.is_empty());
+        assert_eq!((s.policy, s.interval_secs), (None, Some(None)));
+
+        let (_, e) = read(json!({"policy": "fix-it", "interval_hours": 0, "every": 3}));
+        assert_eq!(e, ["drift.every", "drift.policy", "drift.interval_hours"]);
+        let (_, e) = read(json!({"interval_hours": 169}));
+        assert_eq!(e, ["drift.interval_hours"]);
+        let (_, e) = read(json!({"interval_hours": 1.5}));
+        assert_eq!(e, ["drift.interval_hours"]);
+        let (_, e) = read(json!("reconcile"));
+        assert_eq!(e, ["drift"]);
+    }
+}

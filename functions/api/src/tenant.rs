@@ -1,0 +1,73 @@
+//! The calling tenant's own settings: the webhook drift notifications go to (`/v1/webhook`).
+
+use serde_json::{Value, json};
+use strato_shared::webhook::{MIN_SECRET_LEN, Webhook, WebhookError};
+
+use crate::clusters::{parse_object, string_field, unknown_fields};
+use crate::{ApiError, Caller, Ctx, Reply};
+
+const SET_IT: &str = "PUT /v1/webhook with {\"url\": \"https://…\", \"secret\": \"…\"} sets one";
+
+/// The secret is never shown again, and the url only as scheme and host (a path or query can carry a token).
+fn view(w: &Webhook) -> Value {
+    json!({"url": w.display_url(), "secret": "(sensitive)"})
+}
+
+pub(crate) async fn get_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+    match ctx.store.tenant_webhook(&caller.tenant).await? {
+        Some(w) => Ok(Reply::ok(view(&w))),
+        None => Err(ApiError::NotFound(format!("you have no webhook; {SET_IT}"))),
+    }
+}
+
+pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
+    let obj = parse_object(body)?;
+    let mut errors = Vec::new();
+    unknown_fields(&obj, &["url", "secret"], &mut errors);
+    let url = string_field(
+        &obj,
+        "url",
+        "url",
+        "an https:// URL of your receiver",
+        &mut errors,
+    );
+    let secret_rule = format!("a random string of at least {MIN_SECRET_LEN} characters");
+    let secret = string_field(&obj, "secret", "secret", &secret_rule, &mut errors);
+    if secret.is_some_and(|s| s.len() < MIN_SECRET_LEN) {
+        errors.push(ApiError::field(
+            "secret",
+            format!("is shorter than {MIN_SECRET_LEN} characters"),
+            &secret_rule,
+        ));
+    }
+    // The url is checked even when the secret is missing or short, so every problem shows at once.
+    let long_enough = "-".repeat(MIN_SECRET_LEN);
+    let hook = url.and_then(|u| match Webhook::new(u, secret.unwrap_or(&long_enough)) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            if matches!(e, WebhookError::Url(_)) {
+                errors.push(ApiError::field(
+                    "url",
+                    e.to_string(),
+                    "an https:// URL of your receiver",
+                ));
+            }
+            None
+        }
+    });
+    match hook {
+        Some(w) if errors.is_empty() => {
+            ctx.store.set_tenant_webhook(&caller.tenant, Some(&w)).await?;
+            Ok(Reply::ok(view(&w)))
+        }
+        _ => Err(ApiError::invalid(errors)),
+    }
+}
+
+pub(crate) async fn delete_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+    if ctx.store.tenant_webhook(&caller.tenant).await?.is_none() {
+        return Err(ApiError::NotFound(format!("you have no webhook; {SET_IT}")));
+    }
+    ctx.store.set_tenant_webhook(&caller.tenant, None).await?;
+    Ok(Reply::ok(json!({"deleted": true})))
+}
