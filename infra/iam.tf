@@ -184,6 +184,13 @@ locals {
         Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.events.arn]
       },
       {
+        # WebSocket connections past API Gateway's 2 h limit, with their subscriptions (by_expiry index).
+        Sid      = "ExpiredConnections"
+        Effect   = "Allow"
+        Action   = ["dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem"]
+        Resource = local.table_resources["connections"]
+      },
+      {
         # Terraform state locks left by dead runners.
         Sid      = "StaleStateLocks"
         Effect   = "Allow"

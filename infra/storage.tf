@@ -162,6 +162,24 @@ resource "aws_dynamodb_table" "connections" {
     type = "S"
   }
 
+  attribute {
+    name = "expiry_bucket"
+    type = "S"
+  }
+
+  attribute {
+    name = "expires_on"
+    type = "S"
+  }
+
+  # Sparse: only connection items carry expiry_bucket; the sweeper Queries it for connections past 2 h.
+  global_secondary_index {
+    name            = "by_expiry"
+    hash_key        = "expiry_bucket"
+    range_key       = "expires_on"
+    projection_type = "ALL"
+  }
+
   # Code compares expires_at with now itself: TTL deletion lags up to 48 h.
   ttl {
     attribute_name = "expires_at"
