@@ -53,54 +53,44 @@ pub(crate) fn parse(
             FIELDS.join(", "),
         ));
     }
-    let role_arn = required(obj, "role_arn", ARN_RULE, errors).filter(|arn| {
-        let ok = role_arn_ok(arn);
-        if !ok {
-            errors.push(ApiError::field(
-                "target.role_arn",
-                format!("'{}' is not an IAM role ARN", shown(arn)),
-                ARN_RULE,
-            ));
-        }
-        ok
-    });
-    let external_id = required(obj, "external_id", EXTERNAL_ID_RULE, errors).filter(|id| {
-        let ok = external_id_ok(id);
-        if !ok {
-            // The value itself is a secret: its length is all that is said about it.
-            errors.push(ApiError::field(
-                "target.external_id",
-                format!(
-                    "is not a valid external id ({} characters, or a character outside the allowed set)",
-                    id.chars().count()
-                ),
-                EXTERNAL_ID_RULE,
-            ));
-        }
-        ok
-    });
-    let state_bucket = optional(obj, "state_bucket", BUCKET_RULE, errors).filter(|b| {
-        let ok = bucket_ok(b);
-        if !ok {
-            errors.push(ApiError::field(
-                "target.state_bucket",
-                format!("'{}' is not a valid S3 bucket name", shown(b)),
-                BUCKET_RULE,
-            ));
-        }
-        ok
-    });
-    let lock_table = optional(obj, "lock_table", TABLE_RULE, errors).filter(|t| {
-        let ok = table_ok(t);
-        if !ok {
-            errors.push(ApiError::field(
-                "target.lock_table",
-                format!("'{}' is not a valid DynamoDB table name", shown(t)),
-                TABLE_RULE,
-            ));
-        }
-        ok
-    });
+    let role_arn = check(
+        required(obj, "role_arn", ARN_RULE, errors),
+        "role_arn",
+        role_arn_ok,
+        |arn| format!("'{}' is not an IAM role ARN", shown(arn)),
+        || ARN_RULE.into(),
+        errors,
+    );
+    let external_id = check(
+        required(obj, "external_id", EXTERNAL_ID_RULE, errors),
+        "external_id",
+        external_id_ok,
+        // The value itself is a secret: its length is all that is said about it.
+        |id| {
+            format!(
+                "is not a valid external id ({} characters, or a character outside the allowed set)",
+                id.chars().count()
+            )
+        },
+        || EXTERNAL_ID_RULE.into(),
+        errors,
+    );
+    let state_bucket = check(
+        optional(obj, "state_bucket", BUCKET_RULE, errors),
+        "state_bucket",
+        bucket_ok,
+        |b| format!("'{}' is not a valid S3 bucket name", shown(b)),
+        || BUCKET_RULE.into(),
+        errors,
+    );
+    let lock_table = check(
+        optional(obj, "lock_table", TABLE_RULE, errors),
+        "lock_table",
+        table_ok,
+        |t| format!("'{}' is not a valid DynamoDB table name", shown(t)),
+        || TABLE_RULE.into(),
+        errors,
+    );
     if lock_table.is_some() && !obj.contains_key("state_bucket") {
         errors.push(ApiError::field(
             "target.lock_table",
@@ -108,26 +98,21 @@ pub(crate) fn parse(
             "a lock_table together with a state_bucket (it defaults to <state_bucket>-locks)",
         ));
     }
-    let aws_regions = || {
-        Catalogs::builtin()
-            .get(CloudProvider::Aws)
-            .regions
-            .iter()
-            .map(|r| r.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let region = optional(obj, "region", "an AWS region", errors).filter(|r| {
-        let ok = Catalogs::builtin().get(CloudProvider::Aws).region(r).is_some();
-        if !ok {
-            errors.push(ApiError::field(
-                "target.region",
-                format!("'{}' is not an AWS region Strato offers", shown(r)),
-                aws_regions(),
-            ));
-        }
-        ok
-    });
+    let aws = Catalogs::builtin().get(CloudProvider::Aws);
+    let region = check(
+        optional(obj, "region", "an AWS region", errors),
+        "region",
+        |r| aws.region(r).is_some(),
+        |r| format!("'{}' is not an AWS region Strato offers", shown(r)),
+        || {
+            aws.regions
+                .iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        errors,
+    );
     if errors.len() > before {
         return None;
     }
@@ -153,6 +138,23 @@ pub(crate) fn view(t: &TargetAccount) -> Value {
 
 fn shown(s: &str) -> String {
     s.chars().take(64).collect()
+}
+
+/// Keeps `value` when `ok` accepts it; otherwise records `problem` for `target.<k>` and drops it.
+fn check<'a>(
+    value: Option<&'a str>,
+    k: &str,
+    ok: impl Fn(&str) -> bool,
+    problem: impl FnOnce(&str) -> String,
+    allowed: impl FnOnce() -> String,
+    errors: &mut Vec<FieldError>,
+) -> Option<&'a str> {
+    let v = value?;
+    if ok(v) {
+        return Some(v);
+    }
+    errors.push(ApiError::field(&format!("target.{k}"), problem(v), allowed()));
+    None
 }
 
 fn required<'a>(
