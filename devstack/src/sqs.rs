@@ -13,6 +13,8 @@ use aws_sdk_sqs::types::{
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use strato_shared::resources;
+
 use crate::error::DevstackError;
 use crate::registry::SqsMapping;
 
@@ -190,10 +192,17 @@ pub async fn invoke_batch(
     };
     tracing::info!(queue = %queue.logical, records = ids.len(), operation_ids = ?ops, "SQS mapping: invoke");
     let handler = mapping.handler.clone();
-    // A panic is a function error, as on Lambda: nothing is deleted.
-    let result = match tokio::spawn(async move { handler(event).await }).await {
-        Ok(r) => r,
-        Err(e) => Err(format!("the function panicked: {e}")),
+    // As on Lambda, the function is stopped at its timeout (below the visibility timeout, so a batch is never
+    // processed twice at once) and a panic is a function error: either way nothing is deleted.
+    let limit = Duration::from_secs(resources::queue(&queue.logical).consumer_timeout_secs().into());
+    let mut invocation = tokio::spawn(async move { handler(event).await });
+    let result = match tokio::time::timeout(limit, &mut invocation).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Err(format!("the function panicked: {e}")),
+        Err(_) => {
+            invocation.abort();
+            Err(format!("the function timed out after {} s", limit.as_secs()))
+        }
     };
     let failed: HashSet<String> = match result {
         Ok(SqsBatchResponse {

@@ -45,6 +45,15 @@ pub struct QueueDef {
     pub max_receive_count: u32,
 }
 
+impl QueueDef {
+    /// How long the queue's consumer may run per batch: below the visibility timeout, so a batch never
+    /// becomes visible (and is delivered again) while its first delivery is still being processed. Lambda
+    /// stops the function at this timeout; devstack does the same.
+    pub const fn consumer_timeout_secs(&self) -> u32 {
+        self.visibility_timeout_secs * 5 / 6
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BucketDef {
     pub logical: &'static str,

@@ -48,8 +48,6 @@ fn peak(intervals: &[(Instant, Option<Instant>)]) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "flaky: under load one operation can get two runners (duplicate dispatch race, README Known gaps); \
-            run with `cargo test -p strato-tests --test devstack_load -- --ignored`"]
 async fn many_clusters_from_five_tenants_reach_active_within_their_concurrency_limits() {
     let n = clusters_wanted();
     assert!(n >= TENANTS, "STRATO_LOAD_CLUSTERS must be at least {TENANTS}");

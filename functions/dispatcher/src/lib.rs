@@ -573,6 +573,10 @@ async fn run_task(ctx: &Ctx, op: &Operation, token: u64) -> Result<String, Start
         .count(1)
         // Lets ListTasks find this operation's task on redelivery; an op id (35 chars) fits ECS's 36.
         .started_by(op.operation_id.as_str())
+        // ECS starts one task per token: a repeated start of this operation under this lock (a delivery
+        // that died after RunTask, before ListTasks lists the task — it is eventually consistent) gets the
+        // same task back. A later lock (new token) may start a new one.
+        .client_token(format!("{}-{token}", op.operation_id))
         .network_configuration(NetworkConfiguration::builder().awsvpc_configuration(vpc).build())
         .overrides(TaskOverride::builder().container_overrides(container).build())
         .send()

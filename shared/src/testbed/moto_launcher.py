@@ -2,8 +2,11 @@
 # (even by a crash), its end of the pipe closes and the server goes with it.
 import sys
 import threading
+import time
 
 import moto.dynamodb.responses
+import moto.sqs.models
+import moto.sqs.responses
 from moto.server import ThreadedMotoServer
 
 # moto serves requests on threads, and its TransactWriteItems snapshots every table it touches (deepcopy) and,
@@ -20,6 +23,41 @@ def _serialized(self, *args, **kwargs):
 
 
 moto.dynamodb.responses.DynamoHandler.call_action = _serialized
+
+# SQS FIFO: a message group is blocked while one of its messages is in flight. moto's long poll takes its
+# list of blocked groups once, when the poll starts, and its requests run on threads without a lock: a poll
+# that began before a group's first message was received still hands out the group's next message, so two
+# consumers process one group at once (the dispatcher started two runners for one operation that way). Here
+# SQS requests run one at a time, and a long poll is a series of instant receives that lets others in while
+# it waits, so each attempt sees the groups blocked at that moment, as on AWS.
+_sqs_lock = threading.Lock()
+_sqs_call_action = moto.sqs.responses.SQSResponse.call_action
+_receive = moto.sqs.models.SQSBackend.receive_message
+
+
+def _sqs_serialized(self, *args, **kwargs):
+    with _sqs_lock:
+        return _sqs_call_action(self, *args, **kwargs)
+
+
+def _receive_without_stale_groups(
+    self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names=None
+):
+    deadline = time.monotonic() + (wait_seconds_timeout or 0)
+    while True:
+        got = _receive(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+        if got or time.monotonic() >= deadline:
+            return got
+        # Called under _sqs_lock (from _sqs_serialized): let the other requests run while this poll waits.
+        _sqs_lock.release()
+        try:
+            time.sleep(0.05)
+        finally:
+            _sqs_lock.acquire()
+
+
+moto.sqs.responses.SQSResponse.call_action = _sqs_serialized
+moto.sqs.models.SQSBackend.receive_message = _receive_without_stale_groups
 
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=int(sys.argv[1]) if len(sys.argv) > 1 else 0, verbose=False)
 server.start()
