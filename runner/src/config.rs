@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use strato_shared::env::{Env, EnvError};
 use strato_shared::ids::OperationId;
 use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
 use strato_shared::resources::Names;
@@ -58,62 +59,34 @@ impl Config {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, RunnerError> {
-        let missing = |k: &str, fix: &str| RunnerError::Config(format!("{k} is not set; {fix}"));
-        let num = |k: &str, default: u64| -> Result<u64, RunnerError> {
-            match get(k) {
-                None => Ok(default),
-                Some(v) => v.trim().parse().map_err(|_| {
-                    RunnerError::Config(format!(
-                        "{k}='{v}' is not a whole number; unset it for the default {default}"
-                    ))
-                }),
-            }
-        };
-        let op = get(ENV_OPERATION_ID).ok_or_else(|| {
-            missing(
-                ENV_OPERATION_ID,
-                "the dispatcher sets it as a container override (op-<uuid>)",
-            )
-        })?;
-        let operation_id: OperationId = op
-            .parse()
-            .map_err(|e| RunnerError::Config(format!("{ENV_OPERATION_ID}: {e}")))?;
-        let token = get(ENV_FENCING_TOKEN).ok_or_else(|| {
-            missing(
-                ENV_FENCING_TOKEN,
-                "the dispatcher sets it as a container override",
-            )
-        })?;
-        let fencing_token = token.trim().parse().map_err(|_| {
-            RunnerError::Config(format!("{ENV_FENCING_TOKEN}='{token}' is not a whole number"))
-        })?;
-        let prefix = get("STRATO_RESOURCE_PREFIX").ok_or_else(|| {
-            missing(
-                "STRATO_RESOURCE_PREFIX",
-                "set it to the deployment's resource prefix",
-            )
-        })?;
-        let names =
-            Names::new(prefix).map_err(|e| RunnerError::Config(format!("STRATO_RESOURCE_PREFIX: {e}")))?;
-        let secs = |k: &str, d: u64| num(k, d).map(Duration::from_secs);
+        let env = Env::new(get);
+        // Each message names the variable; the ones the dispatcher sets also say so.
+        let set_by_dispatcher =
+            |e: EnvError| RunnerError::Config(format!("{e}; the dispatcher sets it as a container override"));
+        let config = |e: EnvError| RunnerError::Config(e.to_string());
+        let secs = |var, default| env.number(var, default).map(Duration::from_secs).map_err(config);
         Ok(Self {
-            operation_id,
-            fencing_token,
-            names,
-            terraform: get("STRATO_TERRAFORM").unwrap_or_else(|| "tofu".into()).into(),
-            agent_token_secret: get("STRATO_AGENT_TOKEN_SECRET"),
-            control_plane_url: get("STRATO_CONTROL_PLANE_URL"),
+            operation_id: env
+                .required_parsed(ENV_OPERATION_ID, "an operation id (op-<uuid>)")
+                .map_err(set_by_dispatcher)?,
+            fencing_token: env
+                .required_parsed(ENV_FENCING_TOKEN, "a whole number")
+                .map_err(set_by_dispatcher)?,
+            names: env.names().map_err(config)?,
+            terraform: env.or("STRATO_TERRAFORM", "tofu").into(),
+            agent_token_secret: env.optional("STRATO_AGENT_TOKEN_SECRET"),
+            control_plane_url: env.optional("STRATO_CONTROL_PLANE_URL"),
             time_limit: secs("STRATO_TIME_LIMIT_SECS", 1800)?,
-            provider_endpoint: get("STRATO_PROVIDER_ENDPOINT"),
-            provider_max_retries: get("STRATO_PROVIDER_MAX_RETRIES")
-                .map(|_| num("STRATO_PROVIDER_MAX_RETRIES", 0).map(|n| n as u32))
-                .transpose()?,
-            sts_endpoint: get("STRATO_STS_ENDPOINT"),
+            provider_endpoint: env.optional("STRATO_PROVIDER_ENDPOINT"),
+            provider_max_retries: env
+                .parsed("STRATO_PROVIDER_MAX_RETRIES", "a whole number")
+                .map_err(config)?,
+            sts_endpoint: env.optional("STRATO_STS_ENDPOINT"),
             heartbeat: secs("STRATO_HEARTBEAT_SECS", 15)?,
             grace: secs("STRATO_GRACE_SECS", 20)?,
-            retry_base: Duration::from_millis(num("STRATO_RETRY_BASE_MS", 2000)?),
+            retry_base: Duration::from_millis(env.number("STRATO_RETRY_BASE_MS", 2000).map_err(config)?),
             preflight_timeout: secs("STRATO_PREFLIGHT_TIMEOUT_SECS", 10)?,
-            work_dir: get("STRATO_WORK_DIR").map(PathBuf::from),
+            work_dir: env.optional("STRATO_WORK_DIR").map(PathBuf::from),
             extra_engine_env: Vec::new(),
         })
     }

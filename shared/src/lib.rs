@@ -11,6 +11,7 @@ pub mod catalog_check;
 pub mod compose;
 pub mod coordination;
 pub mod cost;
+pub mod env;
 pub mod error;
 pub mod ids;
 pub mod logs;

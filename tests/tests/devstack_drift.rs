@@ -16,13 +16,15 @@
 //! Each step's cluster is prepared through the store where the API has no knob (drift policy, next check
 //! time); everything observed is observed through the public endpoints.
 
+mod devstack_support;
+
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
+use devstack_support::fixtures;
 use serde_json::{Value, json};
 use strato_devstack::client::{Client, watch_operation};
 use strato_devstack::moto_ctl::{ec2_call, xml_values};
@@ -39,19 +41,9 @@ const TENANT: &str = "acme";
 const SECRET: &str = "whsec-e2e-0f343b0931126a20";
 const OP_TIMEOUT: Duration = Duration::from_secs(300);
 
-fn workspace() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 async fn start() -> Devstack {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let moto = tokio::task::spawn_blocking(|| strato_shared::testbed::shared_moto().endpoint.clone())
-        .await
-        .unwrap();
-    let fixtures = workspace().join("tests/fixtures");
-    let config = DevstackConfig {
-        aws_endpoint: Some(moto),
-        prefix: format!("dr{:x}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)),
+    let fixtures = fixtures();
+    devstack_support::start(DevstackConfig {
         extra_templates: vec![
             (fixtures.join("vpc-sg"), fixtures.clone()),
             (fixtures.join("hold-apply"), fixtures),
@@ -59,16 +51,9 @@ async fn start() -> Devstack {
         drift_rate: Duration::from_secs(2),
         sweep_rate: Duration::from_secs(2),
         sweep_grace: Duration::from_secs(3),
-        ..DevstackConfig::default()
-    };
-    assert!(
-        config.runner.exists(),
-        "{} is missing: `cargo build -p strato-runner`",
-        config.runner.display()
-    );
-    Devstack::start(config, Vec::new())
-        .await
-        .expect("devstack starts")
+        ..devstack_support::config("dr").await
+    })
+    .await
 }
 
 /// The tenant's webhook receiver: records every call and answers 204.

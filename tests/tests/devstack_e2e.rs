@@ -5,17 +5,16 @@
 //! moto → Fargate emulation (child process with the task's overrides) → StopTask + ECS Task State Change
 //! event → events mapping → status → operation FAILED with the exit code.
 
+mod devstack_support;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use devstack_support::fixtures;
 use serde_json::json;
 use strato_devstack::client::Client;
 use strato_devstack::{Devstack, DevstackConfig};
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// A stand-in for `strato-runner`: records its environment and working directory, then fails without
 /// reporting, like a runner that crashed.
@@ -36,20 +35,14 @@ fn stand_in_runner(dir: &Path) -> PathBuf {
 }
 
 async fn start(record: &Path) -> Devstack {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let moto = tokio::task::spawn_blocking(|| strato_shared::testbed::shared_moto().endpoint.clone())
-        .await
-        .unwrap();
-    let fixtures = workspace().join("tests/fixtures");
+    let fixtures = fixtures();
     let config = DevstackConfig {
-        aws_endpoint: Some(moto),
-        prefix: format!("ds{:x}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)),
         templates_root: None,
         extra_templates: vec![(fixtures.join("vpc-sg"), fixtures)],
         runner: stand_in_runner(record),
         runner_env: vec![("RECORD_DIR".into(), record.display().to_string())],
         runner_grace: Duration::from_secs(5),
-        ..DevstackConfig::default()
+        ..devstack_support::config("ds").await
     };
     Devstack::start(config, Vec::new())
         .await

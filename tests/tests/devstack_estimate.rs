@@ -3,33 +3,14 @@
 //! hand from the shipped price table, no cluster is created, and nothing is left in the state bucket, the
 //! Terraform lock table or Strato's lock table.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+mod devstack_support;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use strato_devstack::Devstack;
 use strato_devstack::client::Client;
-use strato_devstack::{Devstack, DevstackConfig};
 use strato_shared::cost::PriceTable;
-
-async fn start() -> Devstack {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let moto = tokio::task::spawn_blocking(|| strato_shared::testbed::shared_moto().endpoint.clone())
-        .await
-        .unwrap();
-    let config = DevstackConfig {
-        aws_endpoint: Some(moto),
-        prefix: format!("es{:x}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)),
-        ..DevstackConfig::default()
-    };
-    assert!(
-        config.runner.exists(),
-        "{} is missing: `cargo test --workspace` builds it (or `cargo build -p strato-runner`)",
-        config.runner.display()
-    );
-    Devstack::start(config, Vec::new())
-        .await
-        .expect("devstack starts")
-}
 
 /// Every item of a DynamoDB table (small test tables).
 async fn items(
@@ -51,7 +32,7 @@ async fn items(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_estimate_plans_prices_and_leaves_nothing_behind() {
-    let stack = start().await;
+    let stack = devstack_support::start(devstack_support::config("es").await).await;
     let token = stack.token("acme");
     let api = Client::new(&stack.endpoints.http_api).with_token(token);
     let started = Instant::now();

@@ -3,29 +3,20 @@
 //! and leaves nothing behind; a runner killed mid-apply ends FAILED with its exit code, and a retry of the
 //! cluster still runs to ACTIVE (clearing the Terraform state lock the killed run left).
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+mod devstack_support;
+
 use std::time::{Duration, Instant};
 
+use devstack_support::fixtures;
 use serde_json::json;
 use strato_devstack::client::{Client, Watched, watch_operation};
 use strato_devstack::{Devstack, DevstackConfig};
 use strato_shared::ids::{ClusterId, TenantId};
 use strato_shared::store::Store;
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
 async fn start() -> Devstack {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let moto = tokio::task::spawn_blocking(|| strato_shared::testbed::shared_moto().endpoint.clone())
-        .await
-        .unwrap();
     let f = fixtures();
-    let config = DevstackConfig {
-        aws_endpoint: Some(moto),
-        prefix: format!("fl{:x}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)),
+    let stack = devstack_support::start(DevstackConfig {
         templates_root: None,
         extra_templates: vec![
             (f.join("fail-midway"), f.clone()),
@@ -35,16 +26,9 @@ async fn start() -> Devstack {
         // The sweeper also releases a dead run's state lock, once nothing is open on the cluster: kept out
         // of the way, so what the killed-runner test sees is the retry's own doing.
         sweep_rate: Duration::from_secs(24 * 3600),
-        ..DevstackConfig::default()
-    };
-    assert!(
-        config.runner.exists(),
-        "{} is missing: `cargo test --workspace` builds it (or `cargo build -p strato-runner`)",
-        config.runner.display()
-    );
-    let stack = Devstack::start(config, Vec::new())
-        .await
-        .expect("devstack starts");
+        ..devstack_support::config("fl").await
+    })
+    .await;
     assert_eq!(stack.published.len(), 2, "{:?}", stack.published);
     stack
 }

@@ -3,32 +3,13 @@
 //! over WebSocket) → drift check (clean: no false positive from the node-group
 //! quirk) → delete → DELETED; then the demo itself.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+mod devstack_support;
+
 use std::time::Duration;
 
 use serde_json::json;
+use strato_devstack::Devstack;
 use strato_devstack::client::{Client, DemoOptions, Watched, demo, watch_operation};
-use strato_devstack::{Devstack, DevstackConfig};
-
-async fn start() -> Devstack {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let moto = tokio::task::spawn_blocking(|| strato_shared::testbed::shared_moto().endpoint.clone())
-        .await
-        .unwrap();
-    let config = DevstackConfig {
-        aws_endpoint: Some(moto),
-        prefix: format!("lc{:x}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)),
-        ..DevstackConfig::default()
-    };
-    assert!(
-        config.runner.exists(),
-        "{} is missing: `cargo test --workspace` builds it (or `cargo build -p strato-runner`)",
-        config.runner.display()
-    );
-    Devstack::start(config, Vec::new())
-        .await
-        .expect("devstack starts")
-}
 
 async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
     let ws = stack.endpoints.websocket.clone().expect("WebSocket API");
@@ -42,7 +23,7 @@ async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
-    let stack = start().await;
+    let stack = devstack_support::start(devstack_support::config("lc").await).await;
     let token = stack.token("acme");
     let api = Client::new(&stack.endpoints.http_api).with_token(token.clone());
     let (cluster, op, _) = api

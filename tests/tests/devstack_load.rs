@@ -5,14 +5,16 @@
 //! bookkeeping), and nothing may be lost: one runner per operation, every operation succeeded, no slot or
 //! lock left, no message in a dead-letter queue. Prints the time taken and the peak concurrent runners.
 
+mod devstack_support;
+
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use devstack_support::fixtures;
 use serde_json::json;
+use strato_devstack::DevstackConfig;
 use strato_devstack::client::Client;
 use strato_devstack::fargate::TaskRecord;
-use strato_devstack::{Devstack, DevstackConfig};
 use strato_shared::store::{Quotas, Store};
 
 const TENANTS: usize = 5;
@@ -51,24 +53,16 @@ fn peak(intervals: &[(Instant, Option<Instant>)]) -> usize {
 async fn many_clusters_from_five_tenants_reach_active_within_their_concurrency_limits() {
     let n = clusters_wanted();
     assert!(n >= TENANTS, "STRATO_LOAD_CLUSTERS must be at least {TENANTS}");
-    let moto = tokio::task::spawn_blocking(|| strato_shared::testbed::shared_moto().endpoint.clone())
-        .await
-        .unwrap();
-    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    let config = DevstackConfig {
-        aws_endpoint: Some(moto),
-        prefix: format!("ld{:x}", std::process::id()),
+    let fixtures = fixtures();
+    let stack = devstack_support::start(DevstackConfig {
         templates_root: None,
         extra_templates: vec![(fixtures.join("tiny"), fixtures)],
         // Lambda polls a standard queue with five concurrent batches from the start and scales out; two
         // pollers (devstack's default) would make the events queue the bottleneck here.
         sqs_concurrency: 8,
-        ..DevstackConfig::default()
-    };
-    assert!(config.runner.exists(), "{} is missing", config.runner.display());
-    let stack = Devstack::start(config, Vec::new())
-        .await
-        .expect("devstack starts");
+        ..devstack_support::config("ld").await
+    })
+    .await;
     let store = Store::new(stack.env.aws.dynamodb.clone(), &stack.env.names);
     let per_tenant = n.div_ceil(TENANTS) as u32;
     let tenants: Vec<String> = (0..TENANTS).map(|i| format!("load-{i}")).collect();

@@ -163,3 +163,9 @@ impl ApiError {
             .unwrap_or_else(|_| Response::new(Body::Empty))
     }
 }
+
+impl From<strato_shared::env::EnvError> for ApiError {
+    fn from(e: strato_shared::env::EnvError) -> Self {
+        ApiError::Config(e.to_string())
+    }
+}

@@ -19,6 +19,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::Value;
 use strato_shared::aws::AwsClients;
+use strato_shared::env::Env;
 use strato_shared::ids::TenantId;
 use strato_shared::queues::QueueUrls;
 use strato_shared::resources::Names;
@@ -50,27 +51,13 @@ impl Config {
 
     /// The same parsing with another source of variables (tests, devstack).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ApiError> {
-        let prefix = get("STRATO_RESOURCE_PREFIX")
-            .ok_or_else(|| ApiError::Config("STRATO_RESOURCE_PREFIX is not set".into()))?;
-        let names =
-            Names::new(prefix).map_err(|e| ApiError::Config(format!("STRATO_RESOURCE_PREFIX: {e}")))?;
-        let tenant_claim = get("STRATO_TENANT_CLAIM")
-            .filter(|c| !c.is_empty())
-            .unwrap_or_else(|| "tenant_id".into());
-        let max_body_bytes = match get("STRATO_MAX_BODY_BYTES") {
-            None => Self::DEFAULT_MAX_BODY_BYTES,
-            Some(v) => v
-                .parse()
-                .map_err(|_| ApiError::Config(format!("STRATO_MAX_BODY_BYTES '{v}' is not a byte count")))?,
-        };
-        let agent_token_secret = get("STRATO_AGENT_TOKEN_SECRET")
-            .filter(|s| !s.is_empty())
-            .map(String::into_bytes);
+        let env = Env::new(get);
         Ok(Self {
-            names,
-            tenant_claim,
-            max_body_bytes,
-            agent_token_secret,
+            names: env.names()?,
+            tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
+            max_body_bytes: env.positive("STRATO_MAX_BODY_BYTES", Self::DEFAULT_MAX_BODY_BYTES as u64)?
+                as usize,
+            agent_token_secret: env.optional("STRATO_AGENT_TOKEN_SECRET").map(String::into_bytes),
         })
     }
 }

@@ -15,6 +15,7 @@ use aws_sdk_ecs::types::{
 use strato_shared::coordination::{
     TENANT_LIMIT_REASON, cluster_busy_reason, release_and_wake, update_cluster, update_operation,
 };
+use strato_shared::env::{Env, EnvError};
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
 use strato_shared::model::{ClusterState, Operation, OperationKind, OperationStatus};
@@ -28,8 +29,8 @@ pub use strato_shared::coordination::LOCK_LEASE;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
-    #[error("configuration: {var} {reason}")]
-    Config { var: &'static str, reason: String },
+    #[error("configuration: {0}")]
+    Config(#[from] EnvError),
     #[error("record {message_id} has no body")]
     EmptyBody { message_id: String },
     #[error("record {message_id} is not a job message: {source}")]
@@ -73,53 +74,16 @@ impl Config {
 
     /// `lookup` stands for the environment, so the parsing is testable without mutating it.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, DispatchError> {
-        let required = |var: &'static str| {
-            lookup(var)
-                .filter(|v| !v.trim().is_empty())
-                .ok_or(DispatchError::Config {
-                    var,
-                    reason: "is not set".into(),
-                })
-        };
-        let list = |var: &'static str| -> Result<Vec<String>, DispatchError> {
-            let items: Vec<String> = required(var)?
-                .split(',')
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-                .collect();
-            if items.is_empty() {
-                return Err(DispatchError::Config {
-                    var,
-                    reason: "must list at least one id, comma-separated".into(),
-                });
-            }
-            Ok(items)
-        };
-        let names = Names::new(required("STRATO_RESOURCE_PREFIX")?).map_err(|e| DispatchError::Config {
-            var: "STRATO_RESOURCE_PREFIX",
-            reason: e.to_string(),
-        })?;
-        let assign_public_ip = match lookup("STRATO_RUNNER_ASSIGN_PUBLIC_IP").as_deref() {
-            None | Some("") | Some("false") => false,
-            Some("true") => true,
-            Some(other) => {
-                return Err(DispatchError::Config {
-                    var: "STRATO_RUNNER_ASSIGN_PUBLIC_IP",
-                    reason: format!("must be true or false, not '{other}'"),
-                });
-            }
-        };
+        let env = Env::new(lookup);
         Ok(Self {
-            names,
+            names: env.names()?,
             runner: RunnerSettings {
-                cluster: required("STRATO_RUNNER_CLUSTER")?,
-                task_definition: required("STRATO_RUNNER_TASK_DEFINITION")?,
-                container: lookup("STRATO_RUNNER_CONTAINER")
-                    .filter(|c| !c.is_empty())
-                    .unwrap_or_else(|| "runner".into()),
-                subnets: list("STRATO_RUNNER_SUBNETS")?,
-                security_groups: list("STRATO_RUNNER_SECURITY_GROUPS")?,
-                assign_public_ip,
+                cluster: env.required("STRATO_RUNNER_CLUSTER")?,
+                task_definition: env.required("STRATO_RUNNER_TASK_DEFINITION")?,
+                container: env.or("STRATO_RUNNER_CONTAINER", "runner"),
+                subnets: env.list("STRATO_RUNNER_SUBNETS")?,
+                security_groups: env.list("STRATO_RUNNER_SECURITY_GROUPS")?,
+                assign_public_ip: env.flag("STRATO_RUNNER_ASSIGN_PUBLIC_IP", false)?,
             },
         })
     }

@@ -21,6 +21,7 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use futures_util::StreamExt;
 use futures_util::stream;
 use strato_shared::aws::AwsClients;
+use strato_shared::env::{Env, EnvError};
 use strato_shared::ids::OperationId;
 use strato_shared::logs::{MAX_FRAME_BYTES, encode_frames};
 use strato_shared::messages::LogFrame;
@@ -30,8 +31,8 @@ use time::OffsetDateTime;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FanoutError {
-    #[error("configuration: {var} {reason}")]
-    Config { var: &'static str, reason: String },
+    #[error("configuration: {0}")]
+    Config(#[from] EnvError),
     #[error("record {message_id} is not a log frame: {reason}")]
     BadBody { message_id: String, reason: String },
     #[error(transparent)]
@@ -56,32 +57,12 @@ impl Config {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, FanoutError> {
-        let required = |var: &'static str| {
-            get(var).filter(|v| !v.is_empty()).ok_or(FanoutError::Config {
-                var,
-                reason: "is not set".into(),
-            })
-        };
-        let number = |var: &'static str, default: u64| match get(var) {
-            None => Ok(default),
-            Some(v) => v
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or(FanoutError::Config {
-                    var,
-                    reason: format!("'{v}' is not a positive number"),
-                }),
-        };
-        let names = Names::new(required("STRATO_RESOURCE_PREFIX")?).map_err(|e| FanoutError::Config {
-            var: "STRATO_RESOURCE_PREFIX",
-            reason: e.to_string(),
-        })?;
+        let env = Env::new(get);
         Ok(Self {
-            names,
-            management_endpoint: required("STRATO_WS_MANAGEMENT_ENDPOINT")?,
-            post_timeout: Duration::from_millis(number("STRATO_FANOUT_POST_TIMEOUT_MS", 2000)?),
-            concurrency: number("STRATO_FANOUT_CONCURRENCY", 64)? as usize,
+            names: env.names()?,
+            management_endpoint: env.required("STRATO_WS_MANAGEMENT_ENDPOINT")?,
+            post_timeout: Duration::from_millis(env.positive("STRATO_FANOUT_POST_TIMEOUT_MS", 2000)?),
+            concurrency: env.positive("STRATO_FANOUT_CONCURRENCY", 64)? as usize,
         })
     }
 }

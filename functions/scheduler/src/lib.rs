@@ -20,6 +20,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use strato_shared::aws::AwsClients;
 use strato_shared::coordination::{submit, update_operation};
+use strato_shared::env::{Env, EnvError};
 use strato_shared::ids::ClusterId;
 use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
 use strato_shared::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
@@ -38,8 +39,8 @@ pub const BUSY_RETRY: Duration = Duration::minutes(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
-    #[error("configuration: {var} {reason}")]
-    Config { var: &'static str, reason: String },
+    #[error("configuration: {0}")]
+    Config(#[from] EnvError),
     #[error(transparent)]
     Store(#[from] strato_shared::Error),
     #[error("AWS {operation} failed: {message}")]
@@ -76,38 +77,14 @@ impl Config {
 
     /// `lookup` stands for the environment, so parsing is testable without mutating it.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedulerError> {
-        let required = |var: &'static str| {
-            lookup(var)
-                .filter(|v| !v.trim().is_empty())
-                .ok_or(SchedulerError::Config {
-                    var,
-                    reason: "is not set".into(),
-                })
-        };
-        let number = |var: &'static str, default: i64| -> Result<i64, SchedulerError> {
-            match lookup(var).filter(|v| !v.trim().is_empty()) {
-                None => Ok(default),
-                Some(v) => v
-                    .trim()
-                    .parse::<i64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or(SchedulerError::Config {
-                        var,
-                        reason: format!("must be a positive whole number, not '{v}'"),
-                    }),
-            }
-        };
-        let names = Names::new(required("STRATO_RESOURCE_PREFIX")?).map_err(|e| SchedulerError::Config {
-            var: "STRATO_RESOURCE_PREFIX",
-            reason: e.to_string(),
-        })?;
+        let env = Env::new(lookup);
+        let secs = |var| env.positive(var, 120).map(|s| Duration::seconds(s as i64));
         Ok(Self {
-            names,
-            runner_cluster: required("STRATO_RUNNER_CLUSTER")?,
-            drift_batch: number("STRATO_DRIFT_BATCH", 50)? as i32,
-            queued_grace: Duration::seconds(number("STRATO_SWEEP_GRACE_SECS", 120)?),
-            heartbeat_stale: Duration::seconds(number("STRATO_HEARTBEAT_STALE_SECS", 120)?),
+            names: env.names()?,
+            runner_cluster: env.required("STRATO_RUNNER_CLUSTER")?,
+            drift_batch: env.positive("STRATO_DRIFT_BATCH", 50)?.min(i32::MAX as u64) as i32,
+            queued_grace: secs("STRATO_SWEEP_GRACE_SECS")?,
+            heartbeat_stale: secs("STRATO_HEARTBEAT_STALE_SECS")?,
         })
     }
 }

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use strato_shared::artifacts;
 use strato_shared::coordination::{LOCK_LEASE, release_and_wake, submit, update_cluster, update_operation};
 use strato_shared::cost::CostEstimate;
+use strato_shared::env::{Env, EnvError};
 use strato_shared::error::{ErrorCategory, UserError};
 use strato_shared::ids::OperationId;
 use strato_shared::logs::publish_frame;
@@ -47,8 +48,8 @@ const ATTEMPTS: usize = 6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
-    #[error("configuration: {var} {reason}")]
-    Config { var: &'static str, reason: String },
+    #[error("configuration: {0}")]
+    Config(#[from] EnvError),
     #[error("record {message_id} has no body")]
     EmptyBody { message_id: String },
     #[error("record {message_id} is neither a runner event nor an ECS task state change: {reason}")]
@@ -72,16 +73,9 @@ impl Config {
     }
 
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, StatusError> {
-        let var = "STRATO_RESOURCE_PREFIX";
-        let prefix = lookup(var).ok_or(StatusError::Config {
-            var,
-            reason: "is not set".into(),
-        })?;
-        let names = Names::new(prefix).map_err(|e| StatusError::Config {
-            var,
-            reason: e.to_string(),
-        })?;
-        Ok(Self { names })
+        Ok(Self {
+            names: Env::new(lookup).names()?,
+        })
     }
 }
 

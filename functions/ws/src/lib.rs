@@ -28,6 +28,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::Value;
 use strato_shared::aws::AwsClients;
+use strato_shared::env::{Env, EnvError};
 use strato_shared::ids::{OperationId, TenantId};
 use strato_shared::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames, list_archive, read_chunk};
 use strato_shared::messages::LogFrame;
@@ -39,8 +40,8 @@ pub use connections::{CONNECTION_LIFETIME, Connection, Connections, PostError, p
 
 #[derive(Debug, thiserror::Error)]
 pub enum WsError {
-    #[error("configuration: {var} {reason}")]
-    Config { var: &'static str, reason: String },
+    #[error("configuration: {0}")]
+    Config(#[from] EnvError),
     #[error(transparent)]
     Shared(#[from] strato_shared::Error),
     #[error(transparent)]
@@ -85,35 +86,15 @@ impl Config {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, WsError> {
-        let required = |var: &'static str| {
-            get(var).filter(|v| !v.is_empty()).ok_or(WsError::Config {
-                var,
-                reason: "is not set".into(),
-            })
-        };
-        let names = Names::new(required("STRATO_RESOURCE_PREFIX")?).map_err(|e| WsError::Config {
-            var: "STRATO_RESOURCE_PREFIX",
-            reason: e.to_string(),
-        })?;
-        let jwt_secret = required("STRATO_JWT_SECRET")?.into_bytes();
-        let management_endpoint = required("STRATO_WS_MANAGEMENT_ENDPOINT")?;
-        let post_timeout = match get("STRATO_WS_POST_TIMEOUT_MS") {
-            None => Duration::from_millis(3000),
-            Some(v) => Duration::from_millis(v.parse().map_err(|_| WsError::Config {
-                var: "STRATO_WS_POST_TIMEOUT_MS",
-                reason: format!("'{v}' is not a number of milliseconds"),
-            })?),
-        };
+        let env = Env::new(get);
         Ok(Self {
-            names,
-            jwt_secret,
-            tenant_claim: get("STRATO_TENANT_CLAIM")
-                .filter(|c| !c.is_empty())
-                .unwrap_or_else(|| "tenant_id".into()),
-            audience: get("STRATO_JWT_AUDIENCE").filter(|v| !v.is_empty()),
-            issuer: get("STRATO_JWT_ISSUER").filter(|v| !v.is_empty()),
-            management_endpoint,
-            post_timeout,
+            names: env.names()?,
+            jwt_secret: env.required("STRATO_JWT_SECRET")?.into_bytes(),
+            tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
+            audience: env.optional("STRATO_JWT_AUDIENCE"),
+            issuer: env.optional("STRATO_JWT_ISSUER"),
+            management_endpoint: env.required("STRATO_WS_MANAGEMENT_ENDPOINT")?,
+            post_timeout: Duration::from_millis(env.positive("STRATO_WS_POST_TIMEOUT_MS", 3000)?),
         })
     }
 }
