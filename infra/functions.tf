@@ -29,7 +29,15 @@ locals {
   }
   function_env = {
     api = merge(
-      { STRATO_TENANT_CLAIM = var.tenant_claim },
+      {
+        STRATO_TENANT_CLAIM = var.tenant_claim
+        # WebSocket tickets (POST /v1/ws-tickets) are signed with what the ws function checks.
+        STRATO_JWT_SECRET = var.ws_jwt_secret
+      },
+      { for k, v in {
+        STRATO_JWT_ISSUER   = var.jwt_issuer
+        STRATO_JWT_AUDIENCE = var.jwt_audience[0]
+      } : k => v if var.ws_jwt_check_claims },
       # Unset when empty: templates with a cluster agent are then refused with a clear error.
       { for k, v in { STRATO_AGENT_TOKEN_SECRET = var.agent_token_secret } : k => v if v != "" },
     )

@@ -78,7 +78,7 @@ variable "tenant_claim" {
 }
 
 variable "ws_jwt_secret" {
-  description = "HS256 secret the ws function checks `$connect?token=` JWTs with (STRATO_JWT_SECRET). Stored in the function's environment (encrypted at rest by Lambda)."
+  description = "HS256 secret of WebSocket tickets: the api signs them (POST /v1/ws-tickets) and the ws function checks them at `$connect?token=` (STRATO_JWT_SECRET of both). Stored in the functions' environment (encrypted at rest by Lambda)."
   type        = string
   sensitive   = true
 }

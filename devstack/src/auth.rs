@@ -120,6 +120,11 @@ impl Authenticator {
         );
     }
 
+    /// The HS256 key tokens are signed with (the ws function checks the same).
+    pub fn secret(&self) -> &[u8] {
+        &self.secret
+    }
+
     /// A dev token for `tenant`, valid for `ttl`.
     pub fn mint(&self, tenant: &str, subject: &str, ttl: Duration) -> String {
         mint(&self.secret, &self.tenant_claim, tenant, subject, ttl)

@@ -130,6 +130,16 @@ impl Client {
         Ok((cluster, op, r))
     }
 
+    /// A WebSocket ticket (`POST /v1/ws-tickets`, expecting 201): the token to connect with, as a client in
+    /// AWS gets one.
+    pub async fn ws_ticket(&self) -> Result<String, ClientError> {
+        let r = self
+            .post("/v1/ws-tickets", &Value::Object(Default::default()))
+            .await?;
+        expect(&r, Method::POST, "/v1/ws-tickets", 201)?;
+        Ok(r.body["token"].as_str().unwrap_or_default().to_owned())
+    }
+
     /// Polls `GET /v1/operations/{id}` until the operation is succeeded, failed or cancelled.
     pub async fn wait_operation(&self, operation_id: &str, timeout: Duration) -> Result<Value, ClientError> {
         let path = format!("/v1/operations/{operation_id}");

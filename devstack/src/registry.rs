@@ -112,10 +112,13 @@ impl Registry {
         let prefix = env.names.prefix().to_owned();
         let tenant_claim = env.auth.tenant_claim().to_owned();
         let agent_secret = env.agent_token_secret.clone();
+        // Tickets are signed with what the ws function checks: devstack's token secret.
+        let ws_secret = String::from_utf8_lossy(env.auth.secret()).into_owned();
         let api_config = strato_api::Config::from_lookup(|k| match k {
             "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
             "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
             "STRATO_AGENT_TOKEN_SECRET" => Some(agent_secret.clone()),
+            "STRATO_JWT_SECRET" => Some(ws_secret.clone()),
             _ => None,
         })
         .map_err(|e| DevstackError::step("configuring the api function", e))?;

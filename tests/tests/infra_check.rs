@@ -411,6 +411,10 @@ fn check_function_environments(cfg: &Config) -> BTreeMap<String, (BTreeMap<Strin
         Some("agent-secret")
     );
     assert_eq!(ws.get("STRATO_JWT_SECRET").map(String::as_str), Some("ws-secret"));
+    // The api signs WebSocket tickets with exactly what ws checks them with.
+    for var in ["STRATO_JWT_SECRET", "STRATO_JWT_ISSUER", "STRATO_JWT_AUDIENCE"] {
+        assert_eq!(api.get(var), ws.get(var), "{var}: api and ws");
+    }
     assert_eq!(
         ws.get("STRATO_WS_MANAGEMENT_ENDPOINT"),
         fns["log-fanout"].0.get("STRATO_WS_MANAGEMENT_ENDPOINT")

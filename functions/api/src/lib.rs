@@ -12,6 +12,7 @@ mod state;
 mod target;
 mod templates;
 mod tenant;
+mod tickets;
 mod views;
 
 use lambda_http::http::{Method, StatusCode, header};
@@ -26,9 +27,10 @@ use strato_shared::resources::Names;
 use strato_shared::store::Store;
 
 pub use error::ApiError;
+pub use tickets::{TICKET_TTL, TicketSettings};
 
 /// Settings read once per process from the environment.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Config {
     /// Physical resource names (`STRATO_RESOURCE_PREFIX`, required).
     pub names: Names,
@@ -40,6 +42,25 @@ pub struct Config {
     /// Secret the cluster agents' registration tokens are derived from (`STRATO_AGENT_TOKEN_SECRET`; in AWS
     /// injected from Secrets Manager). Needed only by templates that install the agent.
     pub agent_token_secret: Option<Vec<u8>>,
+    /// How WebSocket tickets are signed (`STRATO_JWT_SECRET`, `STRATO_JWT_ISSUER`, `STRATO_JWT_AUDIENCE`: the
+    /// ws function's own settings). Unset: `POST /v1/ws-tickets` fails.
+    pub ws_tickets: Option<TicketSettings>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Secrets are never printed.
+        f.debug_struct("Config")
+            .field("names", &self.names)
+            .field("tenant_claim", &self.tenant_claim)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field(
+                "agent_token_secret",
+                &self.agent_token_secret.as_ref().map(|_| "(sensitive)"),
+            )
+            .field("ws_tickets", &self.ws_tickets)
+            .finish()
+    }
 }
 
 impl Config {
@@ -58,6 +79,11 @@ impl Config {
             max_body_bytes: env.positive("STRATO_MAX_BODY_BYTES", Self::DEFAULT_MAX_BODY_BYTES as u64)?
                 as usize,
             agent_token_secret: env.optional("STRATO_AGENT_TOKEN_SECRET").map(String::into_bytes),
+            ws_tickets: env.optional("STRATO_JWT_SECRET").map(|secret| TicketSettings {
+                secret: secret.into_bytes(),
+                issuer: env.optional("STRATO_JWT_ISSUER"),
+                audience: env.optional("STRATO_JWT_AUDIENCE"),
+            }),
         })
     }
 }
@@ -104,6 +130,7 @@ pub enum Endpoint {
     GetWebhook,
     PutWebhook,
     DeleteWebhook,
+    CreateWsTicket,
     ListTemplates,
     GetTemplate,
     AgentRegister,
@@ -157,6 +184,7 @@ pub const ROUTES: &[Route] = &[
     route("GET", "/v1/webhook", Endpoint::GetWebhook),
     route("PUT", "/v1/webhook", Endpoint::PutWebhook),
     route("DELETE", "/v1/webhook", Endpoint::DeleteWebhook),
+    route("POST", "/v1/ws-tickets", Endpoint::CreateWsTicket),
     route("GET", "/v1/templates", Endpoint::ListTemplates),
     route("GET", "/v1/templates/{name}", Endpoint::GetTemplate),
     // Authenticated by the cluster agent's token, not by a tenant JWT.
@@ -342,7 +370,11 @@ async fn route_request(ctx: &Ctx, req: &Request, path: &str) -> Result<Response<
         .headers()
         .get("idempotency-key")
         .map(|v| v.to_str().unwrap_or_default().to_owned());
-    if mutating && let Some(key) = key {
+    // A ticket is not kept for replay: the stored answer would be a credential, and a new one is harmless.
+    if mutating
+        && route.endpoint != Endpoint::CreateWsTicket
+        && let Some(key) = key
+    {
         let request = idempotency::Fingerprint::new(req.method().as_str(), path, body);
         return idempotency::run(ctx, &caller, &key, &request, || async {
             endpoint(ctx, req, route.endpoint, &params, &caller, body).await
@@ -383,6 +415,7 @@ async fn endpoint(
         Endpoint::GetWebhook => tenant::get_webhook(ctx, caller).await,
         Endpoint::PutWebhook => tenant::put_webhook(ctx, caller, body).await,
         Endpoint::DeleteWebhook => tenant::delete_webhook(ctx, caller).await,
+        Endpoint::CreateWsTicket => tickets::create(ctx, caller),
         Endpoint::ListTemplates => templates::list(ctx).await,
         Endpoint::GetTemplate => templates::get(ctx, param, &req.query_string_parameters()).await,
         Endpoint::AgentRegister | Endpoint::AgentHeartbeat => {

@@ -1,0 +1,76 @@
+//! WebSocket tickets (`POST /v1/ws-tickets`): the caller's API credentials — whatever the HTTP API's
+//! authorizer accepts, the identity provider's JWTs in AWS — traded for a short-lived HS256 token that the
+//! `ws` function accepts at `$connect?token=`. A WebSocket API cannot use the HTTP API's JWT authorizer and a
+//! browser cannot set headers on a WebSocket, so the token travels in the URL: it lives minutes, names only
+//! the tenant and the subject, and is good for nothing but connecting.
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use lambda_http::http::StatusCode;
+use serde_json::json;
+use time::Duration;
+
+use crate::{ApiError, Caller, Ctx, Reply};
+
+/// How long a ticket can be used to connect. A connection, once open, lives on (API Gateway ends it
+/// after 2 hours).
+pub const TICKET_TTL: Duration = Duration::minutes(5);
+
+/// What the `ws` function checks tickets with (`STRATO_JWT_SECRET`, and `STRATO_JWT_ISSUER` /
+/// `STRATO_JWT_AUDIENCE` when it checks those): the api signs with the same settings.
+#[derive(Clone)]
+pub struct TicketSettings {
+    pub secret: Vec<u8>,
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+}
+
+impl std::fmt::Debug for TicketSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TicketSettings")
+            .field("secret", &"(sensitive)")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish()
+    }
+}
+
+pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+    let settings = ctx.config.ws_tickets.as_ref().ok_or_else(|| {
+        ApiError::Config(
+            "STRATO_JWT_SECRET is not set, so no WebSocket tickets can be issued (set it to the ws function's)"
+                .into(),
+        )
+    })?;
+    let now = time::OffsetDateTime::now_utc();
+    let expires = now + TICKET_TTL;
+    let mut claims = json!({
+        "iat": now.unix_timestamp(),
+        "exp": expires.unix_timestamp(),
+        "scope": "ws:connect",
+    });
+    claims[&ctx.config.tenant_claim] = json!(caller.tenant.as_str());
+    if let Some(sub) = &caller.subject {
+        claims["sub"] = json!(sub);
+    }
+    if let Some(iss) = &settings.issuer {
+        claims["iss"] = json!(iss);
+    }
+    if let Some(aud) = &settings.audience {
+        claims["aud"] = json!(aud);
+    }
+    let token = jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(&settings.secret),
+    )
+    .map_err(|e| ApiError::Config(format!("signing a WebSocket ticket: {e}")))?;
+    Ok(Reply {
+        status: StatusCode::CREATED,
+        body: json!({
+            "token": token,
+            "expires_at": strato_shared::ts::format(expires),
+            "use": "connect to the WebSocket API with ?token=<token> before expires_at",
+        }),
+        location: None,
+    })
+}
