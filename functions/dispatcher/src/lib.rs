@@ -3,6 +3,11 @@
 //! that cannot run yet is parked on its operation (`wait_reason`) and acknowledged; the status function
 //! re-enqueues it when the lock or a slot frees up, so nothing polls.
 //!
+//! One runner per operation: all of a cluster's jobs share a FIFO message group, so SQS never gives two of
+//! them to the dispatcher at once (the function's timeout is below the queue's visibility timeout); a
+//! delivery that died after RunTask is finished by its redelivery, which finds the task by `startedBy` or,
+//! since ListTasks is eventually consistent, gets it back from RunTask's client token.
+//!
 //! An estimate has no cluster: its lock is on its own synthetic id (free, so taken at once; the hand-off
 //! deletes it when the estimate ends) and no cluster state is read or moved.
 
