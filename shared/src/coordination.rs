@@ -62,11 +62,35 @@ pub async fn update_cluster(
 pub async fn update_operation(
     store: &Store,
     id: &OperationId,
+    change: impl FnMut(&mut Operation) -> bool,
+) -> Result<Option<Operation>, Error> {
+    change_operation(store, id, None, change).await
+}
+
+/// Like [`update_operation`], but first tries `known` (a copy the caller just read or wrote) instead of
+/// reading it again: a stale copy loses the conditional write and the operation is read afresh.
+pub async fn update_operation_from(
+    store: &Store,
+    known: Operation,
+    change: impl FnMut(&mut Operation) -> bool,
+) -> Result<Option<Operation>, Error> {
+    let id = known.operation_id.clone();
+    change_operation(store, &id, Some(known), change).await
+}
+
+async fn change_operation(
+    store: &Store,
+    id: &OperationId,
+    mut known: Option<Operation>,
     mut change: impl FnMut(&mut Operation) -> bool,
 ) -> Result<Option<Operation>, Error> {
     for _ in 0..ATTEMPTS {
-        let Some(mut op) = store.get_operation(id).await? else {
-            return Ok(None);
+        let mut op = match known.take() {
+            Some(op) => op,
+            None => match store.get_operation(id).await? {
+                Some(op) => op,
+                None => return Ok(None),
+            },
         };
         let was_terminal = op.status.is_terminal();
         if !change(&mut op) {

@@ -19,6 +19,7 @@ use aws_sdk_ecs::types::{
 };
 use strato_shared::coordination::{
     TENANT_LIMIT_REASON, cluster_busy_reason, release_and_wake, update_cluster, update_operation,
+    update_operation_from,
 };
 use strato_shared::env::{Env, EnvError};
 use strato_shared::error::{ErrorCategory, UserError};
@@ -250,7 +251,7 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
     // Claim: the token is recorded before the runner exists, so its first events are never mistaken for
     // stale ones, and the operation leaves QUEUED, so from here a cancel is a flag (API answers 202) rather
     // than an in-place CANCELLED that would race with RunTask (the API's write is conditional).
-    let Some(op) = update_operation(store, &op.operation_id, |o| {
+    let Some(op) = update_operation_from(store, op, |o| {
         if o.status.is_terminal() {
             return false;
         }
@@ -324,7 +325,7 @@ async fn dispatch(ctx: &Ctx, job: &JobMessage, receive_count: u32) -> Result<Out
         },
     };
 
-    update_operation(store, &op.operation_id, |o| {
+    update_operation_from(store, op.clone(), |o| {
         if o.task_arn.is_some() || o.status.is_terminal() {
             return false;
         }
