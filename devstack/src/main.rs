@@ -81,6 +81,9 @@ enum Command {
     Up,
     /// Start the stack and walk a cluster through its life (create, logs, outputs, drift check, delete).
     Demo,
+    /// Publish the template catalog to a deployed Strato: the table and bucket named by --prefix, in the
+    /// account and region of the AWS environment (or at AWS_ENDPOINT_URL). Nothing else is started.
+    Publish,
     /// Print a bearer token for a tenant (needs the same STRATO_JWT_SECRET as the running stack).
     Token {
         tenant: String,
@@ -138,6 +141,39 @@ fn ensure_runner(c: &DevstackConfig) -> anyhow::Result<()> {
     }
     let status = cmd.status().context("running cargo to build strato-runner")?;
     anyhow::ensure!(status.success(), "building strato-runner failed ({status})");
+    Ok(())
+}
+
+/// `strato-devstack publish`: the catalog, and only the catalog, to an existing stack.
+async fn publish(o: &Opts) -> anyhow::Result<()> {
+    let names = strato_shared::resources::Names::new(o.prefix.clone()).context("--prefix")?;
+    let aws = match o.aws_endpoint.as_deref().filter(|e| !e.is_empty()) {
+        Some(endpoint) => {
+            let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
+            strato_shared::aws::AwsClients::for_endpoint(endpoint, &region).await
+        }
+        None => strato_shared::aws::AwsClients::from_env().await,
+    };
+    let root = config(o)
+        .templates_root
+        .context("no template catalog (--templates)")?;
+    let out = strato_devstack::stack::publish_catalog(&aws, &names, Some(&root), &[]).await;
+    for (name, version) in &out.published {
+        println!("published {name}@{version}");
+    }
+    for (dir, reason) in &out.failed {
+        eprintln!("NOT published {dir}: {reason}");
+    }
+    anyhow::ensure!(
+        out.failed.is_empty(),
+        "{} template(s) not published (see above)",
+        out.failed.len()
+    );
+    anyhow::ensure!(
+        !out.published.is_empty(),
+        "no template found under {}/catalog",
+        root.display()
+    );
     Ok(())
 }
 
@@ -220,6 +256,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{token}");
             Ok(())
         }
+        Command::Publish => publish(&cli.opts).await,
         Command::Up => {
             let config = config(&cli.opts);
             ensure_runner(&config)?;

@@ -587,8 +587,40 @@ async fn publish_templates(
     names: &Names,
     config: &DevstackConfig,
 ) -> Vec<(String, String)> {
+    let outcome = publish_catalog(
+        aws,
+        names,
+        config.templates_root.as_deref(),
+        &config.extra_templates,
+    )
+    .await;
+    for (dir, e) in &outcome.failed {
+        tracing::warn!(template = %dir, error = %e, "template not published");
+    }
+    tracing::info!(published = ?outcome.published, "template catalog");
+    outcome.published
+}
+
+/// What [`publish_catalog`] did.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// (name, version) of each template published (or already there with the same content).
+    pub published: Vec<(String, String)>,
+    /// Template directory → why it was not published.
+    pub failed: BTreeMap<String, String>,
+}
+
+/// Packs and publishes every template under `root/catalog` (modules from `root/modules`) and `extra`
+/// (template directory, modules directory) to the stack named by `names`: devstack's own at start, or a
+/// deployed one (`strato-devstack publish`). A version already published with other content is refused.
+pub async fn publish_catalog(
+    aws: &AwsClients,
+    names: &Names,
+    root: Option<&Path>,
+    extra: &[(PathBuf, PathBuf)],
+) -> Published {
     let mut dirs: Vec<(PathBuf, PathBuf)> = Vec::new();
-    if let Some(root) = &config.templates_root {
+    if let Some(root) = root {
         let catalog = root.join("catalog");
         let modules = root.join("modules");
         if let Ok(entries) = std::fs::read_dir(&catalog) {
@@ -601,30 +633,25 @@ async fn publish_templates(
             dirs.extend(found.into_iter().map(|p| (p, modules.clone())));
         }
     }
-    dirs.extend(config.extra_templates.iter().cloned());
-    let mut published = Vec::new();
-    let mut failures: BTreeMap<String, String> = BTreeMap::new();
+    dirs.extend(extra.iter().cloned());
+    let mut out = Published::default();
     for (dir, modules) in dirs {
         let bundle = match strato_shared::bundle::pack(&dir, &modules) {
             Ok(b) => b,
             Err(e) => {
-                failures.insert(dir.display().to_string(), e.to_string());
+                out.failed.insert(dir.display().to_string(), e.to_string());
                 continue;
             }
         };
         match strato_shared::bundle::publish(aws, names, &bundle).await {
-            Ok(()) => published.push((
+            Ok(()) => out.published.push((
                 bundle.template.name().to_owned(),
                 bundle.template.version().to_owned(),
             )),
             Err(e) => {
-                failures.insert(dir.display().to_string(), e.to_string());
+                out.failed.insert(dir.display().to_string(), e.to_string());
             }
         }
     }
-    for (dir, e) in &failures {
-        tracing::warn!(template = %dir, error = %e, "template not published");
-    }
-    tracing::info!(published = ?published, "template catalog");
-    published
+    out
 }
