@@ -61,9 +61,9 @@ async fn devstack_runtime_api_runs_the_api_binary_with_its_samples() {
         .await
         .unwrap();
     let env = TestEnv::new().await;
-    let f = LambdaProcess::spawn(&bin, "strato-api", &env_for(&env, &[]))
-        .await
-        .unwrap();
+    // Configured as infra/ configures it, the WebSocket ticket secret included.
+    let api_env = env_for(&env, &[("STRATO_JWT_SECRET", "runtime-api-test-secret")]);
+    let f = LambdaProcess::spawn(&bin, "strato-api", &api_env).await.unwrap();
 
     let r = f.invoke(sample("api", "healthz"), TIMEOUT).await.unwrap();
     assert_eq!(r["statusCode"], 200, "{r}");
