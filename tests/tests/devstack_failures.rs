@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use devstack_support::fixtures;
 use serde_json::json;
-use strato_devstack::client::{Client, Watched, watch_operation};
+use strato_devstack::client::Client;
 use strato_devstack::{Devstack, DevstackConfig};
 use strato_shared::ids::{ClusterId, TenantId};
 use strato_shared::store::Store;
@@ -31,15 +31,6 @@ async fn start() -> Devstack {
     .await;
     assert_eq!(stack.published.len(), 2, "{:?}", stack.published);
     stack
-}
-
-async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
-    let ws = stack.endpoints.websocket.clone().expect("WebSocket API");
-    let w = watch_operation(&ws, token, op, Duration::from_secs(600), |_| {}, |_, _, _| {})
-        .await
-        .expect("followed to its end");
-    assert!(w.complete(), "every line 1..={} arrived", w.last_seq);
-    w
 }
 
 fn store(stack: &Devstack) -> Store {
@@ -111,7 +102,7 @@ async fn a_failing_template_ends_failed_with_what_step_fix_and_leaves_nothing_be
         }))
         .await
         .unwrap();
-    let w = follow(&stack, &token, &op).await;
+    let w = devstack_support::follow(&stack, &token, &op).await;
     assert_eq!(w.final_status.as_deref(), Some("failed"), "{:?}", w.states);
     let log: Vec<&str> = w.lines.values().map(|l| l.text.as_str()).collect();
     if std::env::var_os("DEBUG_LOG").is_some() {
@@ -221,7 +212,7 @@ async fn a_runner_killed_mid_apply_fails_the_operation_and_a_retry_still_runs() 
         .unwrap();
     assert_eq!(r.status, 202, "{}", r.text);
     let retry = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let w = follow(&stack, &token, &retry).await;
+    let w = devstack_support::follow(&stack, &token, &retry).await;
     assert_eq!(w.final_status.as_deref(), Some("succeeded"), "{:?}", w.states);
     assert!(
         w.lines.values().any(|l| l

@@ -8,18 +8,7 @@ mod devstack_support;
 use std::time::Duration;
 
 use serde_json::json;
-use strato_devstack::Devstack;
-use strato_devstack::client::{Client, DemoOptions, Watched, demo, watch_operation};
-
-async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
-    let ws = stack.endpoints.websocket.clone().expect("WebSocket API");
-    let w = watch_operation(&ws, token, op, Duration::from_secs(600), |_| {}, |_, _, _| {})
-        .await
-        .expect("followed to its end");
-    assert!(w.complete(), "every line 1..={} arrived", w.last_seq);
-    assert!(w.last_seq > 0);
-    w
-}
+use strato_devstack::client::{Client, DemoOptions, demo};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
@@ -36,7 +25,7 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
         }))
         .await
         .unwrap();
-    let w = follow(&stack, &token, &op).await;
+    let w = devstack_support::follow(&stack, &token, &op).await;
     assert_eq!(w.final_status.as_deref(), Some("succeeded"));
     assert!(w.lines.values().any(|l| l.text.contains("Apply complete!")));
     assert!(w.states.iter().any(|(cs, _, _)| cs == "PROVISIONING"));
@@ -70,7 +59,7 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
         .unwrap();
     assert_eq!(r.status, 202, "{}", r.text);
     let upd = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let w = follow(&stack, &token, &upd).await;
+    let w = devstack_support::follow(&stack, &token, &upd).await;
     assert_eq!(w.final_status.as_deref(), Some("succeeded"), "{:?}", w.states);
     assert!(
         w.states.iter().any(|(cs, _, _)| cs == "UPDATING"),
@@ -95,7 +84,7 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
         .unwrap();
     assert_eq!(r.status, 202, "{}", r.text);
     let check = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    follow(&stack, &token, &check).await;
+    devstack_support::follow(&stack, &token, &check).await;
     let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap();
     assert_eq!(
         c.body["drift"]["drifted"], false,
@@ -106,7 +95,7 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
     let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
     assert_eq!(r.status, 202, "{}", r.text);
     let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let w = follow(&stack, &token, &del).await;
+    let w = devstack_support::follow(&stack, &token, &del).await;
     assert!(w.lines.values().any(|l| l.text.contains("Destroy complete!")));
     api.wait_cluster_state(&cluster, &["DELETED"], Duration::from_secs(60))
         .await

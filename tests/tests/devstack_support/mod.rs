@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
+use strato_devstack::client::{Watched, watch_operation};
 use strato_devstack::{Devstack, DevstackConfig};
 
 pub fn workspace() -> PathBuf {
@@ -43,4 +45,16 @@ pub async fn start(config: DevstackConfig) -> Devstack {
     Devstack::start(config, Vec::new())
         .await
         .expect("devstack starts")
+}
+
+/// Follows `op` over the stack's WebSocket API to its end; every log line 1..=last must have arrived, and
+/// there must be some (each operation these tests follow runs the engine).
+pub async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
+    let ws = stack.endpoints.websocket.clone().expect("WebSocket API");
+    let w = watch_operation(&ws, token, op, Duration::from_secs(600), |_| {}, |_, _, _| {})
+        .await
+        .expect("followed to its end");
+    assert!(w.complete(), "every line 1..={} arrived", w.last_seq);
+    assert!(w.last_seq > 0);
+    w
 }

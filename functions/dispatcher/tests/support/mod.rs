@@ -77,6 +77,21 @@ async fn ec2_first(endpoint: &str, action: &str, tag: &str) -> String {
     resp[start..end].to_owned()
 }
 
+/// The spec the tests' clusters and estimates ask for: `aws-eks-basic` 1.2.0 with two nodes.
+fn spec(name: &str) -> ClusterSpec {
+    ClusterSpec {
+        name: name.parse().unwrap(),
+        template: TemplateRef {
+            name: "aws-eks-basic".into(),
+            version: "1.2.0".into(),
+        },
+        provider: CloudProvider::Aws,
+        region: "us-east-1".into(),
+        variables: BTreeMap::from([("node_count".into(), json!(2))]),
+        target: None,
+    }
+}
+
 impl World {
     pub async fn new() -> Self {
         let env = TestEnv::new().await;
@@ -130,17 +145,7 @@ impl World {
     /// reservation and the tenant's counters).
     pub async fn new_cluster(&self, tenant: &str, name: &str) -> (Cluster, Operation) {
         let now = ts::now();
-        let spec = ClusterSpec {
-            name: name.parse().unwrap(),
-            template: TemplateRef {
-                name: "aws-eks-basic".into(),
-                version: "1.2.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::from([("node_count".into(), json!(2))]),
-            target: None,
-        };
+        let spec = spec(name);
         let mut cluster = Cluster::new(tenant.parse().unwrap(), ClusterId::generate(), spec.clone(), now);
         cluster.version = 1;
         let mut op = Operation::new(
@@ -186,17 +191,7 @@ impl World {
             OperationKind::Estimate,
             ts::now(),
         );
-        op.spec = Some(ClusterSpec {
-            name: "estimate".parse().unwrap(),
-            template: TemplateRef {
-                name: "aws-eks-basic".into(),
-                version: "1.2.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::from([("node_count".into(), json!(2))]),
-            target: None,
-        });
+        op.spec = Some(spec("estimate"));
         let quotas = self.store.quotas(&op.tenant_id).await.unwrap();
         self.store.add_operation(&op, &quotas).await.unwrap().unwrap();
         op
