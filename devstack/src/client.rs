@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::Value;
-use strato_shared::messages::LogLine;
+use strato_domain::messages::LogLine;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -249,8 +249,8 @@ pub async fn watch_operation(
     mut on_status: impl FnMut(&str, &str, Option<&str>),
 ) -> Result<Watched, DemoError> {
     use futures_util::{SinkExt, StreamExt};
-    use strato_shared::logs::{ControlFrame, Reassembler, ServerFrame};
-    use strato_shared::messages::LogFrame;
+    use strato_domain::logs::{ControlFrame, Reassembler, ServerFrame};
+    use strato_domain::messages::LogFrame;
     use tokio_tungstenite::tungstenite::Message;
 
     let deadline = Instant::now() + timeout;

@@ -9,7 +9,9 @@ pub enum DevstackError {
     #[error("configuration {field}: {reason}")]
     Config { field: &'static str, reason: String },
     #[error(transparent)]
-    Shared(#[from] strato_shared::Error),
+    Shared(#[from] strato_aws::Error),
+    #[error(transparent)]
+    Domain(#[from] strato_domain::Error),
     #[error("AWS {operation} failed: {message}")]
     Aws {
         operation: &'static str,

@@ -328,7 +328,7 @@ async fn run_task(shared: Arc<Shared>, task: Task, stop_rx: watch::Receiver<Opti
     let (container_name, override_env) = overrides(&task);
     let operation_id = override_env
         .iter()
-        .find(|(k, _)| k == strato_shared::messages::ENV_OPERATION_ID)
+        .find(|(k, _)| k == strato_domain::messages::ENV_OPERATION_ID)
         .map(|(_, v)| v.clone())
         .or_else(|| task.started_by().map(str::to_owned));
     let span = tracing::info_span!("task", task_id = %task_id, operation_id = operation_id.as_deref().unwrap_or("-"));

@@ -46,7 +46,7 @@ fn find_operation_id(v: &serde_json::Value) -> Option<String> {
                     return Some(s.clone());
                 }
             }
-            if m.get("name").and_then(Value::as_str) == Some(strato_shared::messages::ENV_OPERATION_ID)
+            if m.get("name").and_then(Value::as_str) == Some(strato_domain::messages::ENV_OPERATION_ID)
                 && let Some(Value::String(s)) = m.get("value")
             {
                 return Some(s.clone());

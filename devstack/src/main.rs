@@ -146,13 +146,13 @@ fn ensure_runner(c: &DevstackConfig) -> anyhow::Result<()> {
 
 /// `strato-devstack publish`: the catalog, and only the catalog, to an existing stack.
 async fn publish(o: &Opts) -> anyhow::Result<()> {
-    let names = strato_shared::resources::Names::new(o.prefix.clone()).context("--prefix")?;
+    let names = strato_aws::resources::Names::new(o.prefix.clone()).context("--prefix")?;
     let aws = match o.aws_endpoint.as_deref().filter(|e| !e.is_empty()) {
         Some(endpoint) => {
             let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
-            strato_shared::aws::AwsClients::for_endpoint(endpoint, &region).await
+            strato_aws::aws::AwsClients::for_endpoint(endpoint, &region).await
         }
-        None => strato_shared::aws::AwsClients::from_env().await,
+        None => strato_aws::aws::AwsClients::from_env().await,
     };
     let root = config(o)
         .templates_root

@@ -71,7 +71,7 @@ pub struct ScheduleRule {
     pub handler: ScheduleHandler,
 }
 
-/// Everything devstack invokes. Keys of `sqs` are the logical queue names of `strato_shared::resources`
+/// Everything devstack invokes. Keys of `sqs` are the logical queue names of `strato_aws::resources`
 /// (`jobs`, `events`, `logs`).
 #[derive(Clone, Default)]
 pub struct Registry {
@@ -194,7 +194,7 @@ impl Registry {
                         strato_scheduler::handle(
                             &sch,
                             &strato_scheduler::Tick { task },
-                            strato_shared::ts::now(),
+                            strato_domain::ts::now(),
                         )
                         .await
                         .map(|_| ())

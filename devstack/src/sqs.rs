@@ -13,7 +13,7 @@ use aws_sdk_sqs::types::{
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use strato_shared::resources;
+use strato_aws::resources;
 
 use crate::error::DevstackError;
 use crate::registry::SqsMapping;

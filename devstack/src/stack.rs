@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_ecs::types::{Compatibility, ContainerDefinition, NetworkMode};
 use aws_sdk_sqs::types::QueueAttributeName;
+use strato_aws::aws::AwsClients;
+use strato_aws::queues::QueueUrls;
+use strato_aws::resources::{self, Names};
 use strato_dispatcher::RunnerSettings;
-use strato_shared::aws::AwsClients;
-use strato_shared::queues::QueueUrls;
-use strato_shared::resources::{self, Names};
-use strato_shared::testbed::{MotoServer, Tools};
+use strato_testbed::{MotoServer, Tools};
 use tokio::sync::watch;
 
 use crate::auth::Authenticator;
@@ -186,7 +186,7 @@ impl Devstack {
     /// Starts everything (see the crate docs); `plugins` add functions built elsewhere.
     pub async fn start(config: DevstackConfig, plugins: Vec<Box<dyn Plugin>>) -> Result<Self, DevstackError> {
         let t0 = Instant::now();
-        let tools: &'static Tools = blocking(strato_shared::testbed::tools)
+        let tools: &'static Tools = blocking(strato_testbed::tools)
             .await?
             .map_err(|e| DevstackError::TestBed(e.to_string()))?;
         tracing::info!(tools = %tools.root.display(), "test bed ready");
@@ -627,7 +627,7 @@ pub async fn publish_catalog(
             let mut found: Vec<PathBuf> = entries
                 .filter_map(Result::ok)
                 .map(|e| e.path())
-                .filter(|p| p.join(strato_shared::bundle::MANIFEST_FILE).is_file())
+                .filter(|p| p.join(strato_domain::bundle::MANIFEST_FILE).is_file())
                 .collect();
             found.sort();
             dirs.extend(found.into_iter().map(|p| (p, modules.clone())));
@@ -636,14 +636,14 @@ pub async fn publish_catalog(
     dirs.extend(extra.iter().cloned());
     let mut out = Published::default();
     for (dir, modules) in dirs {
-        let bundle = match strato_shared::bundle::pack(&dir, &modules) {
+        let bundle = match strato_domain::bundle::pack(&dir, &modules) {
             Ok(b) => b,
             Err(e) => {
                 out.failed.insert(dir.display().to_string(), e.to_string());
                 continue;
             }
         };
-        match strato_shared::bundle::publish(aws, names, &bundle).await {
+        match strato_aws::bundles::publish(aws, names, &bundle).await {
             Ok(()) => out.published.push((
                 bundle.template.name().to_owned(),
                 bundle.template.version().to_owned(),

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use strato_shared::bundle::MANIFEST_FILE;
-use strato_shared::store::Store;
-use strato_shared::testbed::TestEnv;
+use strato_aws::store::Store;
+use strato_domain::bundle::MANIFEST_FILE;
+use strato_testbed::TestEnv;
 
 async fn publish(env: &TestEnv, prefix: &str) -> std::process::Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_strato-devstack"))

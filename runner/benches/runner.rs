@@ -15,20 +15,20 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use strato_aws::queues::QueueUrls;
+use strato_aws::store::{LockOutcome, Quotas, Store};
+use strato_domain::bundle;
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::messages::RunnerEvent;
+use strato_domain::model::{
+    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
+};
+use strato_domain::render::{BackendConfig, EngineDialect, aws_provider_override_tf_json, state_key};
+use strato_domain::ts;
 use strato_runner::engine::Engine;
 use strato_runner::logs::{LogHub, LogSinks, Redactor};
 use strato_runner::{Clients, Config};
-use strato_shared::bundle;
-use strato_shared::ids::{ClusterId, OperationId, TenantId};
-use strato_shared::messages::RunnerEvent;
-use strato_shared::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
-};
-use strato_shared::queues::QueueUrls;
-use strato_shared::render::{BackendConfig, EngineDialect, aws_provider_override_tf_json, state_key};
-use strato_shared::store::{LockOutcome, Quotas, Store};
-use strato_shared::testbed::TestEnv;
-use strato_shared::ts;
+use strato_testbed::TestEnv;
 
 fn fixtures() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -267,7 +267,9 @@ async fn main() {
         .unwrap_or(500_000);
     let env = TestEnv::new().await;
     let b = bundle::pack(&fixtures().join("templates/net"), &fixtures().join("modules")).unwrap();
-    bundle::publish(&env.aws, &env.names, &b).await.unwrap();
+    strato_aws::bundles::publish(&env.aws, &env.names, &b)
+        .await
+        .unwrap();
     let store = Store::new(env.aws.dynamodb.clone(), &env.names);
 
     // Warm-up (provider unpacking, moto first-call costs), not counted.

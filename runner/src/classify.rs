@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
-use strato_shared::ErrorCategory;
+use strato_domain::ErrorCategory;
 
 pub struct Pattern {
     pub regex: &'static str,

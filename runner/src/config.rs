@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use strato_shared::env::{Env, EnvError};
-use strato_shared::ids::OperationId;
-use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
-use strato_shared::resources::Names;
+use strato_aws::env::{Env, EnvError};
+use strato_aws::resources::Names;
+use strato_domain::ids::OperationId;
+use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
 
 use crate::RunnerError;
 

@@ -110,7 +110,7 @@ pub async fn assume_role(
         Ok(Err(e)) => {
             // The message reaches the user and the logs; the external id (the customer's secret) must not,
             // whatever the service echoed back.
-            let reason = strato_shared::Error::aws("AssumeRole", e).to_string();
+            let reason = strato_aws::Error::aws("AssumeRole", e).to_string();
             return Err(format!(
                 "assuming role {role_arn} failed: {}",
                 reason.replace(external_id, "(external id)")
@@ -145,7 +145,7 @@ pub async fn preflight(
         )),
         Ok(Err(e)) => Err(format!(
             "the credential check (sts:GetCallerIdentity) failed: {}",
-            strato_shared::Error::aws("GetCallerIdentity", e)
+            strato_aws::Error::aws("GetCallerIdentity", e)
         )),
         Ok(Ok(out)) => Ok(out.account().unwrap_or_default().to_owned()),
     }

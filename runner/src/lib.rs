@@ -17,12 +17,12 @@ pub mod workspace;
 
 use std::time::Duration;
 
-use strato_shared::aws::AwsClients;
-use strato_shared::error::UserError;
-use strato_shared::ids::OperationId;
-use strato_shared::messages::RunnerEvent;
-use strato_shared::queues::QueueUrls;
-use strato_shared::store::Store;
+use strato_aws::aws::AwsClients;
+use strato_aws::queues::QueueUrls;
+use strato_aws::store::Store;
+use strato_domain::error::UserError;
+use strato_domain::ids::OperationId;
+use strato_domain::messages::RunnerEvent;
 
 pub use config::Config;
 pub use lifecycle::run_operation;
@@ -32,7 +32,9 @@ pub enum RunnerError {
     #[error("configuration: {0}")]
     Config(String),
     #[error(transparent)]
-    Shared(#[from] strato_shared::Error),
+    Shared(#[from] strato_aws::Error),
+    #[error(transparent)]
+    Domain(#[from] strato_domain::Error),
     #[error("operation {0} not found; the dispatcher starts the runner only for recorded operations")]
     OperationNotFound(OperationId),
     #[error("cluster {0} of the operation not found")]
@@ -77,7 +79,7 @@ impl Reporter {
                 .await
             {
                 Ok(_) => return Ok(()),
-                Err(e) => last = strato_shared::Error::aws("SendMessage", e).to_string(),
+                Err(e) => last = strato_aws::Error::aws("SendMessage", e).to_string(),
             }
             tokio::time::sleep(Duration::from_millis(250 * 2u64.pow(attempt))).await;
         }

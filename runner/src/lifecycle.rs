@@ -5,17 +5,16 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Map, Value};
-use strato_shared::ErrorCategory;
-use strato_shared::artifacts;
-use strato_shared::bundle;
-use strato_shared::catalog::Catalogs;
-use strato_shared::compose::{ComposedStage, step_name};
-use strato_shared::cost::CostEstimate;
-use strato_shared::error::UserError;
-use strato_shared::messages::{LogStream, PlanSummary, RunnerEvent};
-use strato_shared::model::{Cluster, Operation, OperationKind, ResourceChange};
-use strato_shared::render::{BackendConfig, EngineVersion, ManagedValues, state_key, tfvars_json};
-use strato_shared::validate::{ValidatedSpec, validate};
+use strato_domain::ErrorCategory;
+use strato_domain::artifacts;
+use strato_domain::catalog::Catalogs;
+use strato_domain::compose::{ComposedStage, step_name};
+use strato_domain::cost::CostEstimate;
+use strato_domain::error::UserError;
+use strato_domain::messages::{LogStream, PlanSummary, RunnerEvent};
+use strato_domain::model::{Cluster, Operation, OperationKind, ResourceChange};
+use strato_domain::render::{BackendConfig, EngineVersion, ManagedValues, state_key, tfvars_json};
+use strato_domain::validate::{ValidatedSpec, validate};
 use tokio::sync::watch;
 
 use crate::classify::{classify, error_summary};
@@ -108,7 +107,7 @@ impl Failure {
 }
 
 fn estimate_plan(plan_json: &Value, region: &str) -> CostEstimate {
-    strato_shared::cost::estimate(plan_json, region)
+    strato_domain::cost::estimate(plan_json, region)
 }
 
 /// Counts of planned actions from `show -json` (a replace is one add and one destroy).
@@ -163,7 +162,7 @@ pub type Outputs = Map<String, Value>;
 
 /// Parses `output -json` into (non-sensitive, sensitive) maps.
 pub fn split_outputs(text: &str) -> Result<(Outputs, Outputs), String> {
-    let v: Value = serde_json::from_str(strato_shared::render::strip_write_prefix(text.trim()))
+    let v: Value = serde_json::from_str(strato_domain::render::strip_write_prefix(text.trim()))
         .map_err(|e| format!("output -json is not JSON: {e}"))?;
     let mut plain = Map::new();
     let mut sensitive = Map::new();
@@ -302,7 +301,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
 async fn holds_lock(
     clients: &Clients,
     cluster: &Cluster,
-    op: &strato_shared::ids::OperationId,
+    op: &strato_domain::ids::OperationId,
     token: u64,
 ) -> Result<bool, RunnerError> {
     Ok(clients.store.cluster_lock(&cluster.cluster_id).await? == Some((op.clone(), token)))
@@ -336,7 +335,7 @@ fn spawn_background(
                     .progress(RunnerEvent::Heartbeat {
                         operation_id: op_id.clone(),
                         fencing_token: reporter.fencing_token,
-                        at: strato_shared::ts::now(),
+                        at: strato_domain::ts::now(),
                     })
                     .await;
                 if let Ok(Some(op)) = store.get_operation(&op_id).await
@@ -384,7 +383,7 @@ impl Run {
         let (operation_id, fencing_token, at) = (
             self.op.operation_id.clone(),
             self.cfg.fencing_token,
-            strato_shared::ts::now(),
+            strato_domain::ts::now(),
         );
         let ev = match ok {
             None => RunnerEvent::StepStarted {
@@ -525,7 +524,7 @@ impl Run {
             None => tempfile::Builder::new().prefix("strato-op-").tempdir(),
         }
         .map_err(|e| Failure::internal(STEP, format!("creating the workspace: {e}")))?;
-        let template = bundle::fetch(
+        let template = strato_aws::bundles::fetch(
             &self.clients.aws,
             &self.cfg.names,
             &stored.bundle_key,
@@ -581,7 +580,7 @@ impl Run {
                     "the template installs the agent but STRATO_AGENT_TOKEN_SECRET is not set",
                 )
             })?;
-            let token = strato_shared::agent::registration_token(secret.as_bytes(), &self.cluster.cluster_id);
+            let token = strato_domain::agent::registration_token(secret.as_bytes(), &self.cluster.cluster_id);
             self.logs.redactor.add(&token);
             managed.insert("agent_token".to_owned(), Value::from(token));
         }
@@ -731,7 +730,7 @@ impl Run {
             };
             ws.write_backend(&s.stage, &cfg, dialect)
                 .map_err(|e| Failure::internal(STEP, e))?;
-            lock_ids.push(strato_shared::state_lock::lock_id(&cfg.bucket, &cfg.key));
+            lock_ids.push(strato_aws::state_lock::lock_id(&cfg.bucket, &cfg.key));
         }
         // Leftover state locks of a dead runner: only the cluster lock's holder may clear them.
         self.fenced(STEP).await?;
@@ -886,7 +885,7 @@ impl Run {
             )
             .await?;
         self.check(stage, "show", &show, &[0])?;
-        let plan: Value = serde_json::from_str(strato_shared::render::strip_write_prefix(show.stdout.trim()))
+        let plan: Value = serde_json::from_str(strato_domain::render::strip_write_prefix(show.stdout.trim()))
             .map_err(|e| {
                 Failure::internal(&self.step(stage, "show"), format!("show -json is not JSON: {e}"))
             })?;
@@ -907,7 +906,7 @@ impl Run {
                 stage: stage.to_owned(),
                 summary,
                 estimate: Some(estimate),
-                at: strato_shared::ts::now(),
+                at: strato_domain::ts::now(),
             })
             .await;
         if let Some(budget) = self.budget
@@ -1110,7 +1109,7 @@ impl Run {
                     stage: stage.stage.clone(),
                     summary: PlanSummary::default(),
                     estimate: Some(skipped),
-                    at: strato_shared::ts::now(),
+                    at: strato_domain::ts::now(),
                 })
                 .await;
         }
@@ -1193,9 +1192,9 @@ impl Run {
             .await
             .ok()?;
         (out.code == Some(0)).then(|| {
-            strato_shared::render::strip_write_prefix(&out.stdout)
+            strato_domain::render::strip_write_prefix(&out.stdout)
                 .lines()
-                .map(|l| strato_shared::render::strip_write_prefix(l.trim()).to_owned())
+                .map(|l| strato_domain::render::strip_write_prefix(l.trim()).to_owned())
                 .filter(|l| !l.is_empty())
                 .collect()
         })
@@ -1213,7 +1212,7 @@ impl Run {
                     outputs: done.outputs.into_iter().collect(),
                     drift: done.drift,
                     estimate: (!self.estimate.resources.is_empty()).then(|| self.estimate.clone()),
-                    at: strato_shared::ts::now(),
+                    at: strato_domain::ts::now(),
                 };
             }
             Err(f) => f,
@@ -1256,7 +1255,7 @@ impl Run {
             }
         }
         self.note(&failure.step, &format!("failed: {}", failure.what));
-        let at = strato_shared::ts::now();
+        let at = strato_domain::ts::now();
         if failure.stopped == Some(StopReason::Cancelled) {
             return RunnerEvent::Cancelled {
                 operation_id,
@@ -1298,7 +1297,7 @@ async fn engine_version(engine: &Engine) -> Result<(EngineVersion, String), Stri
             )
         })?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let raw = serde_json::from_str::<Value>(strato_shared::render::strip_write_prefix(text.trim()))
+    let raw = serde_json::from_str::<Value>(strato_domain::render::strip_write_prefix(text.trim()))
         .ok()
         .and_then(|v| v["terraform_version"].as_str().map(str::to_owned));
     let parsed = EngineVersion::from_version_json(&text).or_else(|| {
@@ -1340,8 +1339,8 @@ async fn ensure_customer_state(
     if let Some(ep) = endpoint {
         b = b.endpoint_url(ep);
     }
-    let aws = strato_shared::aws::AwsClients::from_config(b.build());
-    strato_shared::resources::create_bucket(&aws, bucket, true)
+    let aws = strato_aws::aws::AwsClients::from_config(b.build());
+    strato_aws::resources::create_bucket(&aws, bucket, true)
         .await
         .map_err(|e| format!("customer state bucket {bucket}: {e}"))?;
     use aws_sdk_dynamodb::types::{
@@ -1378,7 +1377,7 @@ async fn ensure_customer_state(
         }
         Err(e) => Err(format!(
             "customer lock table {lock_table}: {}",
-            strato_shared::Error::aws("CreateTable", e)
+            strato_aws::Error::aws("CreateTable", e)
         )),
     }
 }

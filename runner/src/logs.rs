@@ -11,9 +11,9 @@ use std::time::Duration;
 use aws_sdk_s3::Client as S3;
 use aws_sdk_sqs::Client as Sqs;
 use regex::Regex;
-use strato_shared::artifacts;
-use strato_shared::ids::OperationId;
-use strato_shared::messages::{LogFrame, LogLine, LogStream, SkippedLines};
+use strato_domain::artifacts;
+use strato_domain::ids::OperationId;
+use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -174,12 +174,12 @@ impl LogHub {
     pub fn emit(&self, stream: LogStream, step: &str, text: &str) {
         let text = self
             .redactor
-            .redact(strato_shared::render::strip_write_prefix(text));
+            .redact(strato_domain::render::strip_write_prefix(text));
         // Numbering and both sends happen under one lock (neither send waits), so both paths see seq order.
         let Ok(mut inner) = self.inner.lock() else { return };
         let line = LogLine {
             seq: inner.next_seq,
-            ts: strato_shared::ts::now(),
+            ts: strato_domain::ts::now(),
             stream,
             step: step.to_owned(),
             text,
@@ -231,7 +231,7 @@ async fn put(s3: &S3, bucket: &str, key: &str, body: Vec<u8>) -> Result<(), Stri
             .await
         {
             Ok(_) => return Ok(()),
-            Err(e) => last = strato_shared::Error::aws("PutObject", e).to_string(),
+            Err(e) => last = strato_aws::Error::aws("PutObject", e).to_string(),
         }
         tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt))).await;
     }
@@ -302,7 +302,7 @@ async fn ship_live(op: OperationId, sinks: LogSinks, mut rx: mpsc::Receiver<LogL
             .send()
             .await
         {
-            tracing::warn!(error = %strato_shared::Error::aws("SendMessage", e), "live log frame dropped");
+            tracing::warn!(error = %strato_aws::Error::aws("SendMessage", e), "live log frame dropped");
         }
     }
 }

@@ -1,8 +1,8 @@
 //! strato-runner: runs one operation (named by the container overrides) and exits 0 only after its final
 //! event was sent.
 
+use strato_aws::aws::AwsClients;
 use strato_runner::{Clients, Config, run_operation};
-use strato_shared::aws::AwsClients;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

@@ -3,8 +3,8 @@
 
 use aws_sdk_secretsmanager::Client;
 use serde_json::{Map, Value};
-use strato_shared::ids::ClusterId;
-use strato_shared::resources::Names;
+use strato_aws::resources::Names;
+use strato_domain::ids::ClusterId;
 
 pub fn secret_name(names: &Names, cluster: &ClusterId) -> String {
     format!("strato/{}/clusters/{cluster}/outputs", names.prefix())
@@ -33,9 +33,9 @@ pub async fn store_outputs(client: &Client, name: &str, values: &Map<String, Val
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| strato_shared::Error::aws("PutSecretValue", e).to_string())
+                .map_err(|e| strato_aws::Error::aws("PutSecretValue", e).to_string())
         }
-        Err(e) => Err(strato_shared::Error::aws("CreateSecret", e).to_string()),
+        Err(e) => Err(strato_aws::Error::aws("CreateSecret", e).to_string()),
     }
 }
 
@@ -51,7 +51,7 @@ pub async fn read_outputs(client: &Client, name: &str) -> Result<Option<Map<Stri
         {
             Ok(None)
         }
-        Err(e) => Err(strato_shared::Error::aws("GetSecretValue", e).to_string()),
+        Err(e) => Err(strato_aws::Error::aws("GetSecretValue", e).to_string()),
     }
 }
 
@@ -71,6 +71,6 @@ pub async fn delete_outputs(client: &Client, name: &str) -> Result<(), String> {
         {
             Ok(())
         }
-        Err(e) => Err(strato_shared::Error::aws("DeleteSecret", e).to_string()),
+        Err(e) => Err(strato_aws::Error::aws("DeleteSecret", e).to_string()),
     }
 }

@@ -8,14 +8,14 @@
 //! live run: it removes the locks of its own states (and nothing else) before its engine starts.
 
 use aws_sdk_dynamodb::Client;
-use strato_shared::state_lock::{self, HeldLock};
+use strato_aws::state_lock::{self, HeldLock};
 
 /// Releases the leftover locks among `lock_ids` (this cluster's states); returns those it released.
 pub async fn clear_leftovers(
     ddb: &Client,
     table: &str,
     lock_ids: &[String],
-) -> Result<Vec<HeldLock>, strato_shared::Error> {
+) -> Result<Vec<HeldLock>, strato_aws::Error> {
     let mut released = Vec::new();
     for id in lock_ids {
         if let Some(lock) = state_lock::held(ddb, table, id).await?

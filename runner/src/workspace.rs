@@ -1,15 +1,15 @@
 //! The per-operation workspace: the verified bundle unpacked into a private temp directory, one generated
 //! root module per stage (`stages/<stage>/main.tf.json`), and the rendered inputs next to it. Every file is
-//! JSON produced by `strato_shared` (no user value is pasted into HCL).
+//! JSON produced by `strato_domain` (no user value is pasted into HCL).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use strato_shared::compose::{ComposedStage, compose_template};
-use strato_shared::modules::ModuleInterface;
-use strato_shared::render::{BackendConfig, EngineDialect, aws_provider_override_tf_json};
-use strato_shared::template::Template;
+use strato_domain::compose::{ComposedStage, compose_template};
+use strato_domain::modules::ModuleInterface;
+use strato_domain::render::{BackendConfig, EngineDialect, aws_provider_override_tf_json};
+use strato_domain::template::Template;
 
 use crate::RunnerError;
 

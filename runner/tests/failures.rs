@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use strato_shared::ErrorCategory;
-use strato_shared::messages::RunnerEvent;
-use strato_shared::model::{OperationKind, TargetAccount};
+use strato_domain::ErrorCategory;
+use strato_domain::messages::RunnerEvent;
+use strato_domain::model::{OperationKind, TargetAccount};
 use support::proxy::FaultProxy;
 use support::{Bed, final_events, steps_started, wait_for_log, wait_for_step};
 
@@ -212,7 +212,7 @@ async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
         "{finals:#?}"
     );
     // State lives in the customer's bucket (created versioned), not the platform's.
-    let key = strato_shared::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
+    let key = strato_domain::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
     let obj = bed
         .env
         .aws
@@ -339,7 +339,7 @@ async fn a_drift_check_reports_out_of_band_changes_and_keeps_the_plan() {
         .s3
         .head_object()
         .bucket(bed.env.names.bucket("artifacts"))
-        .key(strato_shared::artifacts::plan_key(&job.op.operation_id, "main"))
+        .key(strato_domain::artifacts::plan_key(&job.op.operation_id, "main"))
         .send()
         .await;
     assert!(plan.is_ok(), "saved plan archived");

@@ -4,8 +4,8 @@
 mod support;
 
 use serde_json::json;
-use strato_shared::messages::{LogStream, RunnerEvent};
-use strato_shared::model::OperationKind;
+use strato_domain::messages::{LogStream, RunnerEvent};
+use strato_domain::model::OperationKind;
 use support::{Bed, final_events, steps_started};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -115,7 +115,7 @@ async fn create_update_delete_an_eks_cluster() {
         .s3
         .get_object()
         .bucket(bed.env.names.bucket("artifacts"))
-        .key(strato_shared::artifacts::debug_log_key(
+        .key(strato_domain::artifacts::debug_log_key(
             &job.op.operation_id,
             "network/apply",
         ))

@@ -3,12 +3,12 @@
 
 use std::time::{Duration, Instant};
 
+use strato_aws::queues::QueueUrls;
+use strato_domain::artifacts;
+use strato_domain::ids::OperationId;
+use strato_domain::messages::{LogFrame, LogLine, LogStream};
 use strato_runner::logs::{LogHub, LogSinks, Redactor};
-use strato_shared::artifacts;
-use strato_shared::ids::OperationId;
-use strato_shared::messages::{LogFrame, LogLine, LogStream};
-use strato_shared::queues::QueueUrls;
-use strato_shared::testbed::TestEnv;
+use strato_testbed::TestEnv;
 
 /// (first_seq, lines, skipped range)
 type Frame = (u64, Vec<LogLine>, Option<(u64, u64)>);

@@ -7,8 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
-use strato_shared::ErrorCategory;
-use strato_shared::messages::RunnerEvent;
+use strato_domain::ErrorCategory;
+use strato_domain::messages::RunnerEvent;
 use support::{Bed, final_events, wait_for_log, wait_for_step};
 
 #[tokio::test(flavor = "multi_thread")]

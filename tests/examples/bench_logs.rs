@@ -23,8 +23,8 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 use futures_util::StreamExt;
 use live_logs_support::{Bed, sqs_event};
-use strato_shared::logs::publish_frame;
-use strato_shared::messages::{LogFrame, LogLine, LogStream};
+use strato_aws::log_io::publish_frame;
+use strato_domain::messages::{LogFrame, LogLine, LogStream};
 use time::OffsetDateTime;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -178,8 +178,8 @@ async fn run(s: Scenario, seconds: u64, flush_ms: u64, pollers: usize) {
         c.until(Duration::from_secs(60), |f| {
             matches!(
                 f,
-                strato_shared::logs::ServerFrame::Control(
-                    strato_shared::logs::ControlFrame::Subscribed { .. }
+                strato_domain::logs::ServerFrame::Control(
+                    strato_domain::logs::ControlFrame::Subscribed { .. }
                 )
             )
         })

@@ -7,11 +7,10 @@ mod catalog_common;
 use std::path::Path;
 
 use catalog_common::templates_root;
-use strato_shared::Error;
-use strato_shared::bundle;
-use strato_shared::catalog_check::publish_catalog;
-use strato_shared::store::Store;
-use strato_shared::testbed::TestEnv;
+use strato_aws::Error;
+use strato_aws::bundles::publish_catalog;
+use strato_aws::store::Store;
+use strato_testbed::TestEnv;
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -50,7 +49,7 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
         assert_eq!(entry.bundle_key, p.bundle_key);
         // The bundle in S3 hashes to what the catalog says and unpacks to the manifest and its modules.
         let dest = tempfile::tempdir().unwrap();
-        let t = bundle::fetch(&env.aws, &env.names, &p.bundle_key, &p.sha256, dest.path())
+        let t = strato_aws::bundles::fetch(&env.aws, &env.names, &p.bundle_key, &p.sha256, dest.path())
             .await
             .unwrap();
         assert_eq!((t.name(), t.version()), (p.name.as_str(), p.version.as_str()));
@@ -68,16 +67,19 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
         // A wrong checksum is refused before anything is extracted.
         let wrong = "0".repeat(64);
         let other = tempfile::tempdir().unwrap();
-        let err = bundle::fetch(&env.aws, &env.names, &p.bundle_key, &wrong, other.path())
+        let err = strato_aws::bundles::fetch(&env.aws, &env.names, &p.bundle_key, &wrong, other.path())
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::Checksum { .. }), "{err}");
+        assert!(
+            matches!(err, Error::Domain(strato_domain::Error::Checksum { .. })),
+            "{err}"
+        );
         assert!(std::fs::read_dir(other.path()).unwrap().next().is_none());
     }
     let basic_modules: Vec<String> = {
         let dest = tempfile::tempdir().unwrap();
         let p = &published[1];
-        bundle::fetch(&env.aws, &env.names, &p.bundle_key, &p.sha256, dest.path())
+        strato_aws::bundles::fetch(&env.aws, &env.names, &p.bundle_key, &p.sha256, dest.path())
             .await
             .unwrap();
         let mut m: Vec<String> = std::fs::read_dir(dest.path().join("modules"))

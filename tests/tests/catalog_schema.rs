@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use strato_shared::catalog_check::{check_catalog, check_template, read_interfaces, schema_problems};
-use strato_shared::modules::ModuleInterface;
-use strato_shared::template::Template;
+use strato_domain::catalog_check::{check_catalog, check_template, read_interfaces, schema_problems};
+use strato_domain::modules::ModuleInterface;
+use strato_domain::template::Template;
 
 fn templates_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates")

@@ -26,16 +26,16 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use devstack_support::fixtures;
 use serde_json::{Value, json};
+use strato_aws::coordination::update_cluster;
+use strato_aws::state_lock;
+use strato_aws::store::Store;
 use strato_devstack::client::{Client, watch_operation};
 use strato_devstack::moto_ctl::{ec2_call, xml_values};
 use strato_devstack::{Devstack, DevstackConfig};
-use strato_shared::coordination::update_cluster;
-use strato_shared::ids::{ClusterId, TenantId};
-use strato_shared::model::{DriftPolicy, Operation, OperationKind};
-use strato_shared::state_lock;
-use strato_shared::store::Store;
-use strato_shared::ts;
-use strato_shared::webhook::{self, DriftEvent, Webhook};
+use strato_domain::ids::{ClusterId, TenantId};
+use strato_domain::model::{DriftPolicy, Operation, OperationKind};
+use strato_domain::ts;
+use strato_domain::webhook::{self, DriftEvent, Webhook};
 
 const TENANT: &str = "acme";
 const SECRET: &str = "whsec-e2e-0f343b0931126a20";
@@ -173,7 +173,7 @@ impl T {
     }
 
     /// Edits the cluster record where the API has no knob (drift policy, when the next check is due).
-    async fn edit(&self, cluster: &str, f: impl Fn(&mut strato_shared::model::Cluster)) {
+    async fn edit(&self, cluster: &str, f: impl Fn(&mut strato_domain::model::Cluster)) {
         let id: ClusterId = cluster.parse().unwrap();
         update_cluster(&self.store, &self.tenant, &id, |c| {
             f(c);

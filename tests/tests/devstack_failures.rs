@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use devstack_support::fixtures;
 use serde_json::json;
+use strato_aws::store::Store;
 use strato_devstack::client::Client;
 use strato_devstack::{Devstack, DevstackConfig};
-use strato_shared::ids::{ClusterId, TenantId};
-use strato_shared::store::Store;
+use strato_domain::ids::{ClusterId, TenantId};
 
 async fn start() -> Devstack {
     let f = fixtures();

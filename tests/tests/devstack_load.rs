@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use devstack_support::fixtures;
 use serde_json::json;
+use strato_aws::store::{Quotas, Store};
 use strato_devstack::DevstackConfig;
 use strato_devstack::client::Client;
 use strato_devstack::fargate::TaskRecord;
-use strato_shared::store::{Quotas, Store};
 
 const TENANTS: usize = 5;
 const TENANT_LIMIT: u32 = 3;

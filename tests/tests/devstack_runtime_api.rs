@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use strato_devstack::runtime_api::{InvokeError, LambdaProcess, sample_events};
 use strato_devstack::stack::sibling_binary;
-use strato_shared::testbed::TestEnv;
+use strato_testbed::TestEnv;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 

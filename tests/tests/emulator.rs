@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use aws_sdk_sqs::types::Message;
-use strato_shared::queues::QueueUrls;
-use strato_shared::testbed::TestEnv;
+use strato_aws::queues::QueueUrls;
+use strato_testbed::TestEnv;
 
 async fn long_poll(sqs: aws_sdk_sqs::Client, url: String) -> Vec<Message> {
     sqs.receive_message()

@@ -2,7 +2,7 @@
 //!
 //! - `infra_matches_the_code`: parses `infra/*.tf` with hcl-rs and evaluates the attributes that matter with
 //!   sample variable values (resources' own attributes become `<type.label.attr>` placeholders). Every table,
-//!   queue and bucket of `strato_shared::resources` must be declared identically and nothing else; every
+//!   queue and bucket of `strato_aws::resources` must be declared identically and nothing else; every
 //!   function's environment must satisfy that function's own `Config::from_lookup` and hold only variables
 //!   it reads (so the list of required variables is the code's, not a copy); the runner's container likewise;
 //!   queues feed the right functions with partial batch responses; the HTTP routes cover the api's route
@@ -27,8 +27,8 @@ use infra_support::{
     Config, PREFIX, Res, as_string, attr, json, nested, placeholder_label, sample_variables, string_map,
     tf_files,
 };
-use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
-use strato_shared::resources::{self, BUCKETS, Names, QUEUES, TABLES};
+use strato_aws::resources::{self, BUCKETS, Names, QUEUES, TABLES};
+use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
 
 /// Equal maps, or a failure naming what is missing, extra or different.
 fn assert_same<V: PartialEq + std::fmt::Debug>(
@@ -150,7 +150,7 @@ fn check_tables(cfg: &Config, names: &Names) {
     assert_same(
         &declared,
         &expected,
-        "DynamoDB tables in infra/ vs strato_shared::resources::TABLES",
+        "DynamoDB tables in infra/ vs strato_aws::resources::TABLES",
     );
 }
 
@@ -225,7 +225,7 @@ fn check_queues(cfg: &Config, names: &Names) {
     assert_same(
         &declared,
         &expected,
-        "SQS queues in infra/ vs strato_shared::resources::QUEUES",
+        "SQS queues in infra/ vs strato_aws::resources::QUEUES",
     );
 }
 
@@ -488,7 +488,7 @@ fn check_runner(cfg: &Config, dispatcher_env: &BTreeMap<String, String>) {
     // What the dispatcher sets per task as container overrides.
     env.insert(
         ENV_OPERATION_ID.into(),
-        strato_shared::ids::OperationId::generate().to_string(),
+        strato_domain::ids::OperationId::generate().to_string(),
     );
     env.insert(ENV_FENCING_TOKEN.into(), "1".into());
     let asked = asked_for(&env, |get| {
@@ -878,8 +878,7 @@ fn infra_matches_the_code() {
 // ---- the engine -----------------------------------------------------------------------------------------
 
 fn tf(dir: &Path, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
-    let tools =
-        strato_shared::testbed::tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
+    let tools = strato_testbed::tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
     let out = Command::new(&tools.terraform)
         .args(args)
         .current_dir(dir)
@@ -931,11 +930,11 @@ fn infra_validates_with_the_offline_engine() {
 
 #[test]
 fn infra_plans_against_moto() {
-    let moto = strato_shared::testbed::shared_moto();
+    let moto = strato_testbed::shared_moto();
     let dir = infra_copy();
     std::fs::write(
         dir.path().join("strato_provider_override.tf.json"),
-        strato_shared::render::aws_provider_override_tf_json(&moto.endpoint).unwrap(),
+        strato_domain::render::aws_provider_override_tf_json(&moto.endpoint).unwrap(),
     )
     .unwrap();
     // Stand-ins for `cargo lambda build` output: plan only hashes them.

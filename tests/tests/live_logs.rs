@@ -9,10 +9,10 @@ use aws_lambda_events::apigw::ApiGatewayWebsocketProxyRequest;
 use aws_lambda_events::sqs::SqsEvent;
 use live_logs_support::{Bed, Client, SECRET, assert_complete, token};
 use serde_json::Value;
-use strato_shared::logs::{ControlFrame, MAX_FRAME_BYTES, ServerFrame};
-use strato_shared::messages::LogLine;
-use strato_shared::model::OperationStatus;
-use strato_ws::connections::{Connection, conn_pk, op_pk};
+use strato_aws::connections::{Connection, conn_pk, op_pk};
+use strato_domain::logs::{ControlFrame, MAX_FRAME_BYTES, ServerFrame};
+use strato_domain::messages::LogLine;
+use strato_domain::model::OperationStatus;
 
 const WAIT: Duration = Duration::from_secs(90);
 
@@ -255,7 +255,7 @@ async fn another_tenants_operation_is_refused() {
     let refused = error_message(&client.until(WAIT, is_error).await);
     assert!(refused.contains("was not found"), "{refused}");
     // The same answer as for an operation that does not exist: other tenants' ids cannot be probed.
-    let unknown = strato_shared::ids::OperationId::generate();
+    let unknown = strato_domain::ids::OperationId::generate();
     client.subscribe(&unknown, 1).await;
     let e = error_message(&client.until(WAIT, is_error).await);
     assert_eq!(
@@ -281,7 +281,7 @@ async fn a_gone_connection_is_removed_and_others_still_get_the_log() {
     let bed = Bed::new().await;
     let op = bed.operation("acme", None).await;
     // A connection whose $disconnect never ran: API Gateway answers Gone for it.
-    let now = strato_shared::ts::now();
+    let now = strato_domain::ts::now();
     let ghost = Connection {
         pk: conn_pk("ghost-connection="),
         sk: "conn".into(),

@@ -3,14 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use strato_shared::error::Error;
-use strato_shared::ids::{ClusterId, OperationId, TenantId};
-use strato_shared::model::{
+use strato_aws::Error;
+use strato_aws::store::{CreateRejected, IdempotentResponse, LockOutcome, Quotas, Store};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
 };
-use strato_shared::store::{CreateRejected, IdempotentResponse, LockOutcome, Quotas, Store};
-use strato_shared::testbed::TestEnv;
-use strato_shared::ts;
+use strato_domain::ts;
+use strato_testbed::TestEnv;
 use time::Duration;
 
 fn cluster(tenant: &TenantId, name: &str) -> (Cluster, Operation) {

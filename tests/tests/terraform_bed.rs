@@ -6,16 +6,16 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use strato_shared::catalog::Catalogs;
-use strato_shared::ids::ClusterId;
-use strato_shared::model::{CloudProvider, ClusterSpec, TemplateRef};
-use strato_shared::render::{
+use strato_domain::catalog::Catalogs;
+use strato_domain::ids::ClusterId;
+use strato_domain::model::{CloudProvider, ClusterSpec, TemplateRef};
+use strato_domain::render::{
     BackendConfig, EngineVersion, ManagedValues, aws_provider_override_tf_json, state_key,
     strip_write_prefix, tfvars_json,
 };
-use strato_shared::template::Template;
-use strato_shared::testbed::TestEnv;
-use strato_shared::validate::validate;
+use strato_domain::template::Template;
+use strato_domain::validate::validate;
+use strato_testbed::TestEnv;
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)

@@ -7,10 +7,10 @@ use lambda_http::Request;
 use lambda_http::http::header;
 use serde::Deserialize;
 use serde_json::json;
-use strato_shared::agent::token_hash;
-use strato_shared::messages::ControlEvent;
-use strato_shared::model::{Cluster, ClusterState, OperationKind};
-use strato_shared::ts;
+use strato_domain::agent::token_hash;
+use strato_domain::messages::ControlEvent;
+use strato_domain::model::{Cluster, ClusterState, OperationKind};
+use strato_domain::ts;
 
 use crate::{ApiError, Ctx, Reply};
 
@@ -122,7 +122,7 @@ pub(crate) async fn handle(ctx: &Ctx, req: &Request, body: &[u8], register: bool
                 .message_body(body)
                 .send()
                 .await
-                .map_err(|e| ApiError::Store(strato_shared::Error::aws("SendMessage", e)))?;
+                .map_err(|e| ApiError::Store(strato_aws::Error::aws("SendMessage", e)))?;
         }
     }
     tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = report.nodes_ready, requested, "agent report");

@@ -5,18 +5,18 @@ use std::collections::BTreeMap;
 
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use serde_json::{Map, Value, json};
-use strato_shared::agent;
-use strato_shared::catalog::Catalogs;
-use strato_shared::ids::{ClusterId, ClusterName};
-use strato_shared::messages::JobMessage;
-use strato_shared::model::{
+use strato_aws::queues::enqueue_job;
+use strato_aws::store::{CreateRejected, StoredTemplate};
+use strato_domain::agent;
+use strato_domain::catalog::Catalogs;
+use strato_domain::ids::{ClusterId, ClusterName};
+use strato_domain::messages::JobMessage;
+use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TargetAccount, TemplateRef,
 };
-use strato_shared::queues::enqueue_job;
-use strato_shared::store::{CreateRejected, StoredTemplate};
-use strato_shared::template::Template;
-use strato_shared::ts;
-use strato_shared::validate::{FieldError, ValidatedSpec, validate};
+use strato_domain::template::Template;
+use strato_domain::ts;
+use strato_domain::validate::{FieldError, ValidatedSpec, validate};
 
 use crate::drift::{self, DriftSettings};
 use crate::views::{self, TemplateCache, sensitive_of};
@@ -218,7 +218,7 @@ pub(crate) async fn read_spec(
                         .name
                         .clone()
                         .map_or_else(placeholder, Ok)
-                        .map_err(strato_shared::Error::from)?,
+                        .map_err(strato_aws::Error::from)?,
                     template: tref.clone(),
                     provider,
                     region: region.clone(),
@@ -590,7 +590,7 @@ async fn update_settings(ctx: &Ctx, mut c: Cluster, drift: &DriftSettings) -> Re
 /// 409 the client can simply repeat.
 async fn save_settings(ctx: &Ctx, c: &mut Cluster) -> Result<(), ApiError> {
     match ctx.store.save_cluster(c).await {
-        Err(strato_shared::Error::Conflict(_)) => Err(ApiError::Conflict(format!(
+        Err(strato_aws::Error::Conflict(_)) => Err(ApiError::Conflict(format!(
             "cluster {} changed while its settings were saved; send the request again",
             c.cluster_id
         ))),

@@ -2,8 +2,8 @@
 //! "interval_hours": 1..=168 | null}`. Given on create, changed with PATCH (no Terraform run for that alone).
 
 use serde_json::{Map, Value};
-use strato_shared::model::{Cluster, DriftPolicy};
-use strato_shared::validate::FieldError;
+use strato_domain::model::{Cluster, DriftPolicy};
+use strato_domain::validate::FieldError;
 
 use crate::ApiError;
 

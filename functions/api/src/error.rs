@@ -5,7 +5,7 @@
 use lambda_http::http::{StatusCode, header};
 use lambda_http::{Body, Response};
 use serde_json::json;
-use strato_shared::validate::FieldError;
+use strato_domain::validate::FieldError;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -39,7 +39,7 @@ pub enum ApiError {
     #[error("configuration: {0}")]
     Config(String),
     #[error(transparent)]
-    Store(#[from] strato_shared::Error),
+    Store(#[from] strato_aws::Error),
 }
 
 impl ApiError {
@@ -72,7 +72,7 @@ impl ApiError {
             ApiError::Invalid { .. } | ApiError::IdempotencyMismatch => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             // A lost optimistic-concurrency race: the client may simply try again.
-            ApiError::Store(strato_shared::Error::Conflict(_)) => StatusCode::CONFLICT,
+            ApiError::Store(strato_aws::Error::Conflict(_)) => StatusCode::CONFLICT,
             ApiError::Quota(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::Config(_) | ApiError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -88,7 +88,7 @@ impl ApiError {
             ApiError::BadRequest { .. } => ("bad-request", "Malformed request"),
             ApiError::Invalid { .. } => ("validation", "Invalid request"),
             ApiError::IdempotencyMismatch => ("idempotency-key-reused", "Idempotency key reused"),
-            ApiError::Conflict(_) | ApiError::Store(strato_shared::Error::Conflict(_)) => {
+            ApiError::Conflict(_) | ApiError::Store(strato_aws::Error::Conflict(_)) => {
                 ("conflict", "Conflict")
             }
             ApiError::Quota(_) => ("quota-exceeded", "Quota exceeded"),
@@ -127,7 +127,7 @@ impl ApiError {
                     .to_owned(),
                 Vec::new(),
             ),
-            ApiError::Store(strato_shared::Error::Conflict(_)) => (
+            ApiError::Store(strato_aws::Error::Conflict(_)) => (
                 "the resource changed while this request was processed; read it again and retry".to_owned(),
                 Vec::new(),
             ),
@@ -164,8 +164,15 @@ impl ApiError {
     }
 }
 
-impl From<strato_shared::env::EnvError> for ApiError {
-    fn from(e: strato_shared::env::EnvError) -> Self {
+/// A domain refusal that reaches here unhandled is an internal fault, like a store error.
+impl From<strato_domain::Error> for ApiError {
+    fn from(e: strato_domain::Error) -> Self {
+        ApiError::Store(e.into())
+    }
+}
+
+impl From<strato_aws::env::EnvError> for ApiError {
+    fn from(e: strato_aws::env::EnvError) -> Self {
         ApiError::Config(e.to_string())
     }
 }

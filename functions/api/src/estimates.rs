@@ -7,9 +7,9 @@
 //! its job's message group (see `OperationKind::has_cluster`).
 
 use serde_json::json;
-use strato_shared::ids::ClusterId;
-use strato_shared::model::{Operation, OperationKind};
-use strato_shared::ts;
+use strato_domain::ids::ClusterId;
+use strato_domain::model::{Operation, OperationKind};
+use strato_domain::ts;
 
 use crate::clusters::{SpecName, enqueue, quota_error, read_spec};
 use crate::views::{self, sensitive_of};

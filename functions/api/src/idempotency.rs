@@ -6,8 +6,8 @@ use std::future::Future;
 use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Response};
 use sha2::{Digest, Sha256};
-use strato_shared::store::{IdempotentResponse, Reservation};
-use strato_shared::ts;
+use strato_aws::store::{IdempotentResponse, Reservation};
+use strato_domain::ts;
 
 use crate::{ApiError, Caller, Ctx, Reply, json_response};
 

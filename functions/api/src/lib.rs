@@ -19,12 +19,12 @@ use lambda_http::http::{Method, StatusCode, header};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::Value;
-use strato_shared::aws::AwsClients;
-use strato_shared::env::Env;
-use strato_shared::ids::TenantId;
-use strato_shared::queues::QueueUrls;
-use strato_shared::resources::Names;
-use strato_shared::store::Store;
+use strato_aws::aws::AwsClients;
+use strato_aws::env::Env;
+use strato_aws::queues::QueueUrls;
+use strato_aws::resources::Names;
+use strato_aws::store::Store;
+use strato_domain::ids::TenantId;
 
 pub use error::ApiError;
 pub use tickets::{TICKET_TTL, TicketSettings};

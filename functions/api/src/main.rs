@@ -3,7 +3,7 @@
 
 use lambda_http::{Error, Request, service_fn};
 use strato_api::{Config, Ctx, handle};
-use strato_shared::aws::AwsClients;
+use strato_aws::aws::AwsClients;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

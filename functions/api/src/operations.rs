@@ -1,11 +1,11 @@
 //! Operation routes: list a cluster's operations, read one, cancel one.
 
 use serde_json::json;
-use strato_shared::ids::OperationId;
-use strato_shared::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_shared::state_machine;
-use strato_shared::ts;
-use strato_shared::{ErrorCategory, UserError};
+use strato_domain::ids::OperationId;
+use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
+use strato_domain::state_machine;
+use strato_domain::ts;
+use strato_domain::{ErrorCategory, UserError};
 
 use crate::views::{self, TemplateCache};
 use crate::{ApiError, Caller, Ctx, Reply, clusters};
@@ -108,17 +108,17 @@ async fn fail_pending_cluster(ctx: &Ctx, caller: &Caller, op: &Operation) -> Res
         if c.state != ClusterState::Pending {
             return Ok(());
         }
-        state_machine::transition(c.state, ClusterState::Failed).map_err(strato_shared::Error::from)?;
+        state_machine::transition(c.state, ClusterState::Failed).map_err(strato_aws::Error::from)?;
         c.state = ClusterState::Failed;
         c.last_error = op.error.clone();
         c.updated_at = ts::now();
         match ctx.store.save_cluster(&mut c).await {
             Ok(()) => return Ok(()),
-            Err(strato_shared::Error::Conflict(_)) => continue,
+            Err(strato_aws::Error::Conflict(_)) => continue,
             Err(e) => return Err(e.into()),
         }
     }
-    Err(ApiError::Store(strato_shared::Error::Conflict(format!(
+    Err(ApiError::Store(strato_aws::Error::Conflict(format!(
         "cluster {} kept changing",
         op.cluster_id
     ))))

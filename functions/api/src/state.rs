@@ -6,11 +6,11 @@
 
 use md5::{Digest, Md5};
 use serde_json::json;
-use strato_shared::coordination::update_cluster;
-use strato_shared::ids::OperationId;
-use strato_shared::model::{Cluster, StateRestore};
-use strato_shared::store::LockOutcome;
-use strato_shared::ts;
+use strato_aws::coordination::update_cluster;
+use strato_aws::store::LockOutcome;
+use strato_domain::ids::OperationId;
+use strato_domain::model::{Cluster, StateRestore};
+use strato_domain::ts;
 
 use crate::clusters::load;
 use crate::{ApiError, Caller, Ctx, Reply};
@@ -44,7 +44,7 @@ async fn versions(ctx: &Ctx, c: &Cluster) -> Result<Vec<Version>, ApiError> {
             .set_version_id_marker(version_marker)
             .send()
             .await
-            .map_err(|e| strato_shared::Error::aws("ListObjectVersions", e))?;
+            .map_err(|e| strato_aws::Error::aws("ListObjectVersions", e))?;
         for v in page.versions() {
             let key = v.key().unwrap_or_default();
             if !key.ends_with(".tfstate") {
@@ -148,7 +148,7 @@ async fn copy_back(ctx: &Ctx, caller: &Caller, c: &Cluster, v: &Version) -> Resu
         .copy_source(format!("{bucket}/{}?versionId={}", v.key, v.version_id))
         .send()
         .await
-        .map_err(|e| strato_shared::Error::aws("CopyObject", e))?;
+        .map_err(|e| strato_aws::Error::aws("CopyObject", e))?;
     // Terraform checks the state's md5 against the digest it recorded at its last write; the restored bytes
     // become the state it must accept now.
     let restored = ctx
@@ -159,11 +159,11 @@ async fn copy_back(ctx: &Ctx, caller: &Caller, c: &Cluster, v: &Version) -> Resu
         .set_version_id(out.version_id().map(str::to_owned))
         .send()
         .await
-        .map_err(|e| strato_shared::Error::aws("GetObject", e))?
+        .map_err(|e| strato_aws::Error::aws("GetObject", e))?
         .body
         .collect()
         .await
-        .map_err(|e| strato_shared::Error::aws("GetObject", e))?
+        .map_err(|e| strato_aws::Error::aws("GetObject", e))?
         .into_bytes();
     let digest = hex::encode(Md5::digest(&restored));
     ctx.store.set_state_digest(&bucket, &v.key, &digest).await?;

@@ -3,9 +3,9 @@
 //! field by field, before anything is written; the external id is never echoed, in errors or in views.
 
 use serde_json::{Map, Value, json};
-use strato_shared::catalog::Catalogs;
-use strato_shared::model::{CloudProvider, TargetAccount};
-use strato_shared::validate::FieldError;
+use strato_domain::catalog::Catalogs;
+use strato_domain::model::{CloudProvider, TargetAccount};
+use strato_domain::validate::FieldError;
 
 use crate::ApiError;
 use crate::views::MASK;

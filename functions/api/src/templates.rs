@@ -2,7 +2,7 @@
 
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use serde_json::json;
-use strato_shared::store::StoredTemplate;
+use strato_aws::store::StoredTemplate;
 
 use crate::views;
 use crate::{ApiError, Ctx, Reply};

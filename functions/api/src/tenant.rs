@@ -1,7 +1,7 @@
 //! The calling tenant's own settings: the webhook drift notifications go to (`/v1/webhook`).
 
 use serde_json::{Value, json};
-use strato_shared::webhook::{MIN_SECRET_LEN, Webhook, WebhookError};
+use strato_domain::webhook::{MIN_SECRET_LEN, Webhook, WebhookError};
 
 use crate::clusters::{parse_object, string_field, unknown_fields};
 use crate::{ApiError, Caller, Ctx, Reply};

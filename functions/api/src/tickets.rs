@@ -68,7 +68,7 @@ pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
         status: StatusCode::CREATED,
         body: json!({
             "token": token,
-            "expires_at": strato_shared::ts::format(expires),
+            "expires_at": strato_domain::ts::format(expires),
             "use": "connect to the WebSocket API with ?token=<token> before expires_at",
         }),
         location: None,

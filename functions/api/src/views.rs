@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
-use strato_shared::model::{
+use strato_aws::store::Store;
+use strato_domain::model::{
     Cluster, ClusterSpec, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationStatus, TemplateRef,
 };
-use strato_shared::store::Store;
-use strato_shared::template::Template;
-use strato_shared::ts;
+use strato_domain::template::Template;
+use strato_domain::ts;
 
 use crate::{ApiError, target};
 

@@ -7,12 +7,12 @@ use common::{Api, Req, call_with};
 use lambda_http::http::StatusCode;
 use serde_json::json;
 use strato_api::{Config, Ctx};
-use strato_shared::agent::registration_token;
-use strato_shared::ids::{ClusterId, OperationId};
-use strato_shared::messages::ControlEvent;
-use strato_shared::model::{ClusterState, OperationStatus};
-use strato_shared::template::Template;
-use strato_shared::ts;
+use strato_domain::agent::registration_token;
+use strato_domain::ids::{ClusterId, OperationId};
+use strato_domain::messages::ControlEvent;
+use strato_domain::model::{ClusterState, OperationStatus};
+use strato_domain::template::Template;
+use strato_domain::ts;
 
 const SECRET: &str = "dev-agent-secret";
 
@@ -90,7 +90,7 @@ async fn registration_and_heartbeats() {
     let token = registration_token(SECRET.as_bytes(), &id);
     assert_eq!(
         stored.agent_token_hash.as_deref(),
-        Some(strato_shared::agent::token_hash(&token).as_str())
+        Some(strato_domain::agent::token_hash(&token).as_str())
     );
     let r = api
         .call(Req::load("get-cluster").path(&format!("/v1/clusters/{id}")))

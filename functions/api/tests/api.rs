@@ -5,10 +5,10 @@ mod common;
 use common::{Api, Req, SUBJECT, TENANT, call_with};
 use lambda_http::http::{Method, StatusCode};
 use serde_json::{Value, json};
-use strato_shared::ids::{ClusterId, OperationId, TenantId};
-use strato_shared::model::{ClusterState, OperationKind, OperationStatus, Step};
-use strato_shared::store::{LockOutcome, Quotas};
-use strato_shared::{ErrorCategory, UserError, ts};
+use strato_aws::store::{LockOutcome, Quotas};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::model::{ClusterState, OperationKind, OperationStatus, Step};
+use strato_domain::{ErrorCategory, UserError, ts};
 
 fn tenant(t: &str) -> TenantId {
     t.parse().unwrap()
@@ -964,7 +964,7 @@ async fn state_versions_list_and_restore() {
             &cluster_id,
             &op,
             time::Duration::minutes(5),
-            strato_shared::ts::now(),
+            strato_domain::ts::now(),
         )
         .await
         .unwrap()

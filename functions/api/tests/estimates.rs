@@ -7,8 +7,8 @@ mod common;
 use common::{Api, Req, SUBJECT, TENANT};
 use lambda_http::http::StatusCode;
 use serde_json::{Value, json};
-use strato_shared::ids::{ClusterId, OperationId, TenantId};
-use strato_shared::model::{OperationKind, OperationStatus};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::model::{OperationKind, OperationStatus};
 
 fn tenant(t: &str) -> TenantId {
     t.parse().unwrap()

@@ -7,8 +7,8 @@ mod common;
 use common::{Api, Req, TENANT};
 use lambda_http::http::StatusCode;
 use serde_json::json;
-use strato_shared::ids::{ClusterId, TenantId};
-use strato_shared::model::DriftPolicy;
+use strato_domain::ids::{ClusterId, TenantId};
+use strato_domain::model::DriftPolicy;
 
 fn tenant(t: &str) -> TenantId {
     t.parse().unwrap()

@@ -17,21 +17,22 @@ use aws_sdk_ecs::types::{
     AssignPublicIp, AwsVpcConfiguration, ContainerOverride, DesiredStatus, KeyValuePair, LaunchType,
     NetworkConfiguration, TaskOverride,
 };
-use strato_shared::coordination::{
+use strato_aws::aws::AwsClients;
+use strato_aws::coordination::{
     TENANT_LIMIT_REASON, cluster_busy_reason, release_and_wake, update_cluster, update_operation,
     update_operation_from,
 };
-use strato_shared::env::{Env, EnvError};
-use strato_shared::error::{ErrorCategory, UserError};
-use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
-use strato_shared::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_shared::queues::{self, QueueUrls};
-use strato_shared::resources::{self, Names};
-use strato_shared::state_machine::transition;
-use strato_shared::store::{LockOutcome, Store};
-use strato_shared::{aws::AwsClients, ts};
+use strato_aws::env::{Env, EnvError};
+use strato_aws::queues::{self, QueueUrls};
+use strato_aws::resources::{self, Names};
+use strato_aws::store::{LockOutcome, Store};
+use strato_domain::error::{ErrorCategory, UserError};
+use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
+use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
+use strato_domain::state_machine::transition;
+use strato_domain::ts;
 
-pub use strato_shared::coordination::LOCK_LEASE;
+pub use strato_aws::coordination::LOCK_LEASE;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
@@ -48,12 +49,9 @@ pub enum DispatchError {
     #[error("operation {0} does not exist")]
     UnknownOperation(String),
     #[error(transparent)]
-    Shared(#[from] strato_shared::Error),
-    #[error("AWS {operation} failed: {message}")]
-    Aws {
-        operation: &'static str,
-        message: String,
-    },
+    Shared(#[from] strato_aws::Error),
+    #[error(transparent)]
+    Domain(#[from] strato_domain::Error),
 }
 
 /// Where and how runners start. Read once per process.
@@ -355,7 +353,7 @@ async fn park(ctx: &Ctx, op: &Operation, reason: String) -> Result<(), DispatchE
 /// Moves the cluster into the state its operation works in; `Some(reason)` when the state machine refuses.
 /// Already being there counts as done: that is this same operation's earlier, interrupted delivery (only the
 /// lock holder moves a cluster).
-async fn enter_working_state(ctx: &Ctx, op: &Operation) -> Result<Option<String>, strato_shared::Error> {
+async fn enter_working_state(ctx: &Ctx, op: &Operation) -> Result<Option<String>, strato_aws::Error> {
     let target = match op.kind {
         OperationKind::Create => Some(ClusterState::Provisioning),
         OperationKind::Update => Some(ClusterState::Updating),
@@ -478,11 +476,8 @@ async fn existing_task(ctx: &Ctx, op: &Operation) -> Result<Option<String>, Disp
     Ok(out.task_arns().first().cloned())
 }
 
-fn aws_error(operation: &'static str, e: impl std::error::Error) -> DispatchError {
-    match strato_shared::Error::aws(operation, e) {
-        strato_shared::Error::Aws { operation, message } => DispatchError::Aws { operation, message },
-        other => other.into(),
-    }
+fn aws_error(operation: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> DispatchError {
+    DispatchError::Shared(strato_aws::Error::aws(operation, e))
 }
 
 /// Why RunTask did not start a task.
@@ -562,7 +557,7 @@ async fn run_task(ctx: &Ctx, op: &Operation, token: u64) -> Result<String, Start
                 // Timeouts and connection failures never reached ECS.
                 None => (
                     Some("ServiceUnavailableException".to_owned()),
-                    strato_shared::Error::aws("RunTask", e).to_string(),
+                    strato_aws::Error::aws("RunTask", e).to_string(),
                 ),
             };
             return Err(classify_error(code.as_deref(), &message));

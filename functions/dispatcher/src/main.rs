@@ -3,8 +3,8 @@
 
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use strato_aws::aws::AwsClients;
 use strato_dispatcher::{Config, Ctx, handle};
-use strato_shared::aws::AwsClients;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

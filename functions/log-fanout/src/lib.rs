@@ -2,7 +2,7 @@
 //! `end` frames) and posts each frame to the WebSocket connections subscribed to its operation.
 //!
 //! - Subscribers: one Query on `op#{operation}` per operation per SQS batch (never a Scan).
-//! - Frames are re-cut to API Gateway's 32 KB limit (`strato_shared::logs::encode_frames`).
+//! - Frames are re-cut to API Gateway's 32 KB limit (`strato_domain::logs::encode_frames`).
 //! - Posts run concurrently across subscribers (bounded by `concurrency`); one subscriber's frames go in
 //!   order. Each post, throttling retries (backoff) included, has its own timeout, so a slow subscriber
 //!   holds up nobody else.
@@ -20,13 +20,13 @@ use std::time::Duration;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use futures_util::StreamExt;
 use futures_util::stream;
-use strato_shared::aws::AwsClients;
-use strato_shared::env::{Env, EnvError};
-use strato_shared::ids::OperationId;
-use strato_shared::logs::{MAX_FRAME_BYTES, encode_frames};
-use strato_shared::messages::LogFrame;
-use strato_shared::resources::Names;
-use strato_ws::connections::{Connections, PostError, Subscription, post_frame};
+use strato_aws::aws::AwsClients;
+use strato_aws::connections::{Connections, PostError, Subscription, post_frame};
+use strato_aws::env::{Env, EnvError};
+use strato_aws::resources::Names;
+use strato_domain::ids::OperationId;
+use strato_domain::logs::{MAX_FRAME_BYTES, encode_frames};
+use strato_domain::messages::LogFrame;
 use time::OffsetDateTime;
 
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +36,9 @@ pub enum FanoutError {
     #[error("record {message_id} is not a log frame: {reason}")]
     BadBody { message_id: String, reason: String },
     #[error(transparent)]
-    Shared(#[from] strato_shared::Error),
+    Shared(#[from] strato_aws::Error),
+    #[error(transparent)]
+    Domain(#[from] strato_domain::Error),
 }
 
 #[derive(Debug, Clone)]
@@ -81,7 +83,7 @@ impl Ctx {
                 ddb: aws.dynamodb.clone(),
                 table: config.names.table("connections"),
             },
-            mgmt: strato_ws::management_client(&aws.config, &config.management_endpoint),
+            mgmt: strato_aws::connections::management_client(&aws.config, &config.management_endpoint),
             config,
         }
     }

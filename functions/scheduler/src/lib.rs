@@ -18,17 +18,17 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use strato_shared::aws::AwsClients;
-use strato_shared::coordination::{submit, update_operation};
-use strato_shared::env::{Env, EnvError};
-use strato_shared::ids::ClusterId;
-use strato_shared::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
-use strato_shared::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
-use strato_shared::queues::{QueueUrls, enqueue_job};
-use strato_shared::resources::Names;
-use strato_shared::state_lock::{self, HeldLock};
-use strato_shared::store::Store;
-use strato_shared::ts;
+use strato_aws::aws::AwsClients;
+use strato_aws::coordination::{submit, update_operation};
+use strato_aws::env::{Env, EnvError};
+use strato_aws::queues::{QueueUrls, enqueue_job};
+use strato_aws::resources::Names;
+use strato_aws::state_lock::{self, HeldLock};
+use strato_aws::store::Store;
+use strato_domain::ids::ClusterId;
+use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
+use strato_domain::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
+use strato_domain::ts;
 use time::{Duration, OffsetDateTime};
 
 /// Who scheduled operations are requested by.
@@ -42,19 +42,13 @@ pub enum SchedulerError {
     #[error("configuration: {0}")]
     Config(#[from] EnvError),
     #[error(transparent)]
-    Store(#[from] strato_shared::Error),
-    #[error("AWS {operation} failed: {message}")]
-    Aws {
-        operation: &'static str,
-        message: String,
-    },
+    Store(#[from] strato_aws::Error),
+    #[error(transparent)]
+    Domain(#[from] strato_domain::Error),
 }
 
-fn aws_error(operation: &'static str, e: impl std::error::Error) -> SchedulerError {
-    match strato_shared::Error::aws(operation, e) {
-        strato_shared::Error::Aws { operation, message } => SchedulerError::Aws { operation, message },
-        other => SchedulerError::Store(other),
-    }
+fn aws_error(operation: &'static str, e: impl std::error::Error + Send + Sync + 'static) -> SchedulerError {
+    SchedulerError::Store(strato_aws::Error::aws(operation, e))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +90,7 @@ pub struct Ctx {
     pub sqs: aws_sdk_sqs::Client,
     pub ecs: aws_sdk_ecs::Client,
     pub queues: QueueUrls,
-    pub connections: strato_ws::Connections,
+    pub connections: strato_aws::connections::Connections,
 }
 
 impl Ctx {
@@ -112,7 +106,7 @@ impl Ctx {
             sqs: aws.sqs.clone(),
             ecs,
             queues,
-            connections: strato_ws::Connections {
+            connections: strato_aws::connections::Connections {
                 ddb: aws.dynamodb.clone(),
                 table: config.names.table("connections"),
             },
@@ -190,7 +184,7 @@ async fn drift(ctx: &Ctx, now: OffsetDateTime) -> Result<Report, SchedulerError>
         claimed.next_drift_check_at = Some(ts::format(next));
         match store.save_cluster(&mut claimed).await {
             Ok(()) => {}
-            Err(strato_shared::Error::Conflict(_)) => continue,
+            Err(strato_aws::Error::Conflict(_)) => continue,
             Err(e) => return Err(e.into()),
         }
         if pending {
@@ -376,7 +370,7 @@ async fn report_stopped(
 }
 
 /// Which tenant and cluster a Terraform state lock belongs to (`None` for digest items and foreign states).
-pub use strato_shared::state_lock::owner as state_lock_owner;
+pub use strato_aws::state_lock::owner as state_lock_owner;
 
 /// Terraform's lock table has a fixed schema with no index, so this is the one Scan Strato makes; the table
 /// holds only locks currently held (a handful), not history.

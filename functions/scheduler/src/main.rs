@@ -2,8 +2,8 @@
 //! (`{"task": "drift"}` or `{"task": "sweep"}`, the rules' constant input) goes to [`strato_scheduler::handle`].
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use strato_aws::aws::AwsClients;
 use strato_scheduler::{Config, Ctx, Tick, handle};
-use strato_shared::aws::AwsClients;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -15,7 +15,7 @@ async fn main() -> Result<(), Error> {
     let ctx = Ctx::new(config, &aws, ecs).await?;
     let ctx = &ctx;
     run(service_fn(move |event: LambdaEvent<Tick>| async move {
-        handle(ctx, &event.payload, strato_shared::ts::now())
+        handle(ctx, &event.payload, strato_domain::ts::now())
             .await
             .map_err(Error::from)
     }))

@@ -16,24 +16,24 @@ use std::collections::BTreeMap;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use serde::Deserialize;
-use strato_shared::artifacts;
-use strato_shared::coordination::{LOCK_LEASE, release_and_wake, submit, update_cluster, update_operation};
-use strato_shared::cost::CostEstimate;
-use strato_shared::env::{Env, EnvError};
-use strato_shared::error::{ErrorCategory, UserError};
-use strato_shared::ids::OperationId;
-use strato_shared::logs::publish_frame;
-use strato_shared::messages::{ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, LogFrame, RunnerEvent};
-use strato_shared::model::{
+use strato_aws::aws::AwsClients;
+use strato_aws::coordination::{LOCK_LEASE, release_and_wake, submit, update_cluster, update_operation};
+use strato_aws::env::{Env, EnvError};
+use strato_aws::log_io::publish_frame;
+use strato_aws::queues::{self, QueueUrls};
+use strato_aws::resources::Names;
+use strato_aws::store::Store;
+use strato_domain::cost::CostEstimate;
+use strato_domain::error::{ErrorCategory, UserError};
+use strato_domain::ids::OperationId;
+use strato_domain::messages::{ControlEvent, ENV_FENCING_TOKEN, ENV_OPERATION_ID, LogFrame, RunnerEvent};
+use strato_domain::model::{
     Cluster, ClusterState, DriftInfo, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
     Step,
 };
-use strato_shared::queues::{self, QueueUrls};
-use strato_shared::resources::Names;
-use strato_shared::state_machine::transition;
-use strato_shared::store::Store;
-use strato_shared::webhook::{DRIFT_DETECTED, DriftEvent};
-use strato_shared::{aws::AwsClients, ts};
+use strato_domain::state_machine::transition;
+use strato_domain::ts;
+use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent};
 use time::OffsetDateTime;
 use webhook::WebhookPolicy;
 
@@ -59,7 +59,9 @@ pub enum StatusError {
     #[error("operation {0} kept changing concurrently")]
     Contended(OperationId),
     #[error(transparent)]
-    Shared(#[from] strato_shared::Error),
+    Shared(#[from] strato_aws::Error),
+    #[error(transparent)]
+    Domain(#[from] strato_domain::Error),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -341,7 +343,7 @@ async fn fence(
 }
 
 async fn record_stale(ctx: &Ctx, id: &OperationId) -> Result<(), StatusError> {
-    let op = strato_shared::coordination::update_operation(&ctx.store, id, |o| {
+    let op = strato_aws::coordination::update_operation(&ctx.store, id, |o| {
         o.stale_events += 1;
         true
     })
@@ -449,7 +451,7 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
                 }
                 return Ok(());
             }
-            Err(strato_shared::Error::Conflict(_)) => continue,
+            Err(strato_aws::Error::Conflict(_)) => continue,
             Err(e) => return Err(e.into()),
         }
     }
@@ -595,7 +597,7 @@ async fn announce(
 /// The last frame of an operation: its final status and the number of its last archived log line, so a
 /// subscriber can tell whether it has every line.
 async fn end_stream(ctx: &Ctx, op: &Operation) {
-    let last_seq = match artifacts::last_archived_seq(
+    let last_seq = match strato_aws::log_io::last_archived_seq(
         &ctx.s3,
         &ctx.config.names.bucket("artifacts"),
         &op.operation_id,
@@ -731,7 +733,7 @@ async fn await_agent(
         .delay_seconds(deadline_secs.min(900) as i32)
         .send()
         .await
-        .map_err(|e| strato_shared::Error::aws("SendMessage", e))?;
+        .map_err(|e| strato_aws::Error::aws("SendMessage", e))?;
     Ok(())
 }
 
@@ -920,7 +922,7 @@ async fn apply_task_change(ctx: &Ctx, task: &TaskStateChange, receives: u32) -> 
              operation, and report the operation id if it happens again.",
         );
         match finish(ctx, op, Final::Failed(err)).await {
-            Err(StatusError::Shared(strato_shared::Error::Conflict(_))) => continue,
+            Err(StatusError::Shared(strato_aws::Error::Conflict(_))) => continue,
             other => return other.map(|()| Outcome::Ack),
         }
     }
@@ -983,7 +985,7 @@ async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError>
                 }
                 return Ok(());
             }
-            Err(strato_shared::Error::Conflict(_)) => {
+            Err(strato_aws::Error::Conflict(_)) => {
                 done = ctx
                     .store
                     .get_operation(&done.operation_id)
@@ -1128,7 +1130,7 @@ async fn apply_to_cluster(ctx: &Ctx, op: &Operation, fin: &Final) -> Result<Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strato_shared::ids::{ClusterId, TenantId};
+    use strato_domain::ids::{ClusterId, TenantId};
 
     fn sample_body(rel: &str) -> String {
         let path = format!("{}/../../events/status/{rel}", env!("CARGO_MANIFEST_DIR"));

@@ -3,7 +3,7 @@
 
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use strato_shared::aws::AwsClients;
+use strato_aws::aws::AwsClients;
 use strato_status::{Config, Ctx, handle};
 
 #[tokio::main]

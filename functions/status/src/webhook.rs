@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
-use strato_shared::webhook::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, Webhook};
+use strato_domain::webhook::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, Webhook};
 
 /// How hard a webhook is tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,7 +148,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// The line recorded on the operation.
 pub fn note(hook: &Webhook, event: &str, d: &Delivery, at: time::OffsetDateTime) -> String {
-    let at = strato_shared::ts::format(at);
+    let at = strato_domain::ts::format(at);
     let tries = if d.attempts == 1 {
         "1 attempt".to_owned()
     } else {

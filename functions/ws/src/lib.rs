@@ -12,13 +12,11 @@
 //!   subscriptions), `$default` (an `error` frame naming the known actions).
 //!
 //! All replies go through the management API (`PostToConnection`), in order; the integration response body
-//! is empty, so no route response needs configuring. Frame formats: `strato_shared::logs`.
+//! is empty, so no route response needs configuring. Frame formats: `strato_domain::logs`.
 //!
 //! A line archived after the replay listed the archive but fanned out before the subscription existed is
 //! the one case a client sees as a gap in `seq`; it re-subscribes with `from_seq` = the first missing seq
 //! (at the latest when `end` tells it the final seq), and the archive has it by then.
-
-pub mod connections;
 
 use std::time::Duration;
 
@@ -27,23 +25,28 @@ use aws_lambda_events::encodings::Body;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::Value;
-use strato_shared::aws::AwsClients;
-use strato_shared::env::{Env, EnvError};
-use strato_shared::ids::{OperationId, TenantId};
-use strato_shared::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames, list_archive, read_chunk};
-use strato_shared::messages::LogFrame;
-use strato_shared::resources::Names;
-use strato_shared::store::Store;
+use strato_aws::aws::AwsClients;
+use strato_aws::env::{Env, EnvError};
+use strato_aws::log_io::{list_archive, read_chunk};
+use strato_aws::resources::Names;
+use strato_aws::store::Store;
+use strato_domain::ids::{OperationId, TenantId};
+use strato_domain::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames};
+use strato_domain::messages::LogFrame;
 use time::OffsetDateTime;
 
-pub use connections::{CONNECTION_LIFETIME, Connection, Connections, PostError, post_frame};
+use strato_aws::connections::{
+    self, CONNECTION_LIFETIME, Connection, Connections, PostError, management_client, post_frame,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WsError {
     #[error("configuration: {0}")]
     Config(#[from] EnvError),
     #[error(transparent)]
-    Shared(#[from] strato_shared::Error),
+    Shared(#[from] strato_aws::Error),
+    #[error(transparent)]
+    Domain(#[from] strato_domain::Error),
     #[error(transparent)]
     Post(#[from] PostError),
 }
@@ -97,17 +100,6 @@ impl Config {
             post_timeout: Duration::from_millis(env.positive("STRATO_WS_POST_TIMEOUT_MS", 3000)?),
         })
     }
-}
-
-/// The management API client for `endpoint` (the SDK has no default endpoint for it).
-pub fn management_client(
-    sdk: &aws_config::SdkConfig,
-    endpoint: &str,
-) -> aws_sdk_apigatewaymanagement::Client {
-    let conf = aws_sdk_apigatewaymanagement::config::Builder::from(sdk)
-        .endpoint_url(endpoint)
-        .build();
-    aws_sdk_apigatewaymanagement::Client::from_conf(conf)
 }
 
 #[derive(Debug, Clone)]

@@ -8,19 +8,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use strato_runner::{Clients, Config, RunSummary, RunnerError};
-use strato_shared::artifacts;
-use strato_shared::bundle;
-use strato_shared::ids::{ClusterId, TenantId};
-use strato_shared::messages::{LogLine, RunnerEvent};
-use strato_shared::model::{
+use strato_aws::queues::QueueUrls;
+use strato_aws::store::{LockOutcome, Quotas, Store};
+use strato_domain::artifacts;
+use strato_domain::bundle;
+use strato_domain::ids::{ClusterId, TenantId};
+use strato_domain::messages::{LogLine, RunnerEvent};
+use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
 };
-use strato_shared::queues::QueueUrls;
-use strato_shared::render::state_key;
-use strato_shared::store::{LockOutcome, Quotas, Store};
-use strato_shared::testbed::TestEnv;
-use strato_shared::ts;
+use strato_domain::render::state_key;
+use strato_domain::ts;
+use strato_runner::{Clients, Config, RunSummary, RunnerError};
+use strato_testbed::TestEnv;
 
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -44,7 +44,9 @@ impl Bed {
         let env = TestEnv::new().await;
         for t in ["eks", "net"] {
             let b = bundle::pack(&fixtures().join("templates").join(t), &fixtures().join("modules")).unwrap();
-            bundle::publish(&env.aws, &env.names, &b).await.unwrap();
+            strato_aws::bundles::publish(&env.aws, &env.names, &b)
+                .await
+                .unwrap();
         }
         let store = Store::new(env.aws.dynamodb.clone(), &env.names);
         let queues = QueueUrls::resolve(&env.aws.sqs, &env.names).await.unwrap();

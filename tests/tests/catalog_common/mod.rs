@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Map, Value, json};
-use strato_shared::modules::ModuleInterface;
-use strato_shared::render::{aws_provider_override_tf_json, strip_write_prefix};
-use strato_shared::testbed::{Tools, tools};
+use strato_domain::modules::ModuleInterface;
+use strato_domain::render::{aws_provider_override_tf_json, strip_write_prefix};
+use strato_testbed::{Tools, tools};
 
 pub fn templates_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates")
@@ -19,7 +19,7 @@ pub fn templates_root() -> PathBuf {
 /// The process's moto (the test bed starts it with `MOTO_IAM_LOAD_MANAGED_POLICIES=true`, which the k8s
 /// module's AWS-managed policy attachments need).
 pub fn moto_endpoint() -> &'static str {
-    strato_shared::testbed::shared_moto().endpoint.as_str()
+    strato_testbed::shared_moto().endpoint.as_str()
 }
 
 pub fn bed() -> &'static Tools {

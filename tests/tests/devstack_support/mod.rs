@@ -21,7 +21,7 @@ pub fn fixtures() -> PathBuf {
 /// names the test file in it, to tell their resources apart in moto).
 pub async fn config(tag: &str) -> DevstackConfig {
     static N: AtomicU32 = AtomicU32::new(0);
-    let moto = tokio::task::spawn_blocking(|| strato_shared::testbed::shared_moto().endpoint.clone())
+    let moto = tokio::task::spawn_blocking(|| strato_testbed::shared_moto().endpoint.clone())
         .await
         .expect("moto starts");
     DevstackConfig {

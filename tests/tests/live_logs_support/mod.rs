@@ -12,18 +12,19 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::sqs::SqsEvent;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use strato_aws::log_io::publish_frame;
+use strato_aws::queues::QueueUrls;
+use strato_aws::store::{Quotas, Store};
 use strato_devstack::apigw_ws::{WsApi, WsApiConfig};
-use strato_shared::artifacts::{log_chunk_key, log_complete_key};
-use strato_shared::ids::{ClusterId, OperationId, TenantId};
-use strato_shared::logs::{ControlFrame, Reassembler, ServerFrame, publish_frame};
-use strato_shared::messages::{LogFrame, LogLine, LogStream};
-use strato_shared::model::{
+use strato_domain::artifacts::{log_chunk_key, log_complete_key};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::logs::{ControlFrame, Reassembler, ServerFrame};
+use strato_domain::messages::{LogFrame, LogLine, LogStream};
+use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, Operation, OperationKind, OperationStatus, TemplateRef,
 };
-use strato_shared::queues::QueueUrls;
-use strato_shared::store::{Quotas, Store};
-use strato_shared::testbed::TestEnv;
-use strato_shared::ts;
+use strato_domain::ts;
+use strato_testbed::TestEnv;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;

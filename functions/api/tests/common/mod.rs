@@ -10,20 +10,26 @@ use lambda_http::request::LambdaRequest;
 use lambda_http::{Body, Request};
 use serde_json::Value;
 use strato_api::{Config, Ctx, handle};
-use strato_shared::messages::JobMessage;
-use strato_shared::template::Template;
-use strato_shared::testbed::TestEnv;
+use strato_domain::messages::JobMessage;
+use strato_domain::template::Template;
+use strato_testbed::TestEnv;
 
 pub const TENANT: &str = "acme";
 pub const SUBJECT: &str = "user-7f3a";
 
+/// The workspace root, found from whichever crate includes this module (strato-api, strato-tests).
 pub fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .find(|d| d.join("Cargo.lock").exists())
+        .map(PathBuf::from)
+        .unwrap_or(here)
 }
 
 pub fn fixture_template(version: &str) -> Template {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("tests/fixtures/api-test/template-{version}.toml"));
+    let path = workspace().join(format!(
+        "functions/api/tests/fixtures/api-test/template-{version}.toml"
+    ));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Template::from_toml(&text).unwrap()
 }

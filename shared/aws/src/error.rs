@@ -1,0 +1,96 @@
+//! The adapter crate's one error enum. AWS SDK errors keep their source; their message shows the whole
+//! chain, because the SDK's own Display says only "service error".
+
+use strato_domain::model::ClusterState;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Anything the pure domain refused (ids, manifests, validation, transitions, rendering, checksums).
+    #[error(transparent)]
+    Domain(#[from] strato_domain::Error),
+    #[error("AWS {operation} failed: {}", chain(source.as_ref()))]
+    Aws {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
+    #[error("serializing {what}: {source}")]
+    Render {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("invalid {what}: {reason}")]
+    Config { what: &'static str, reason: String },
+    /// A conditional write lost: someone else changed the item first (optimistic concurrency).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("stored item {what} is malformed: {reason}")]
+    Corrupt { what: String, reason: String },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cluster is {state}, expected {expected}")]
+    UnexpectedState {
+        state: ClusterState,
+        expected: &'static str,
+    },
+}
+
+/// `err` and every source under it, joined by ": ".
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}
+
+impl Error {
+    /// An SDK call named `operation` failed; the error is kept as the source.
+    pub fn aws(operation: &'static str, err: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Aws {
+            operation,
+            source: Box::new(err),
+        }
+    }
+}
+
+impl From<strato_domain::error::IdError> for Error {
+    fn from(e: strato_domain::error::IdError) -> Self {
+        Error::Domain(e.into())
+    }
+}
+
+impl From<strato_domain::state_machine::TransitionError> for Error {
+    fn from(e: strato_domain::state_machine::TransitionError) -> Self {
+        Error::Domain(e.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_error_keeps_the_chain_and_the_source() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("service error")]
+        struct Outer(#[source] std::io::Error);
+        let e = Error::aws("PutItem", Outer(std::io::Error::other("ConditionalCheckFailed")));
+        assert!(
+            e.to_string()
+                .contains("PutItem failed: service error: ConditionalCheckFailed")
+        );
+        let source = std::error::Error::source(&e).expect("source kept");
+        assert_eq!(source.to_string(), "service error");
+    }
+}

@@ -1,0 +1,16 @@
+//! Strato's AWS adapters: SDK clients, the resource definitions (tables, queues, buckets), the DynamoDB store,
+//! the queues, the template bundle catalog, log I/O, cluster-lock coordination and Terraform state locks.
+
+pub mod aws;
+pub mod bundles;
+pub mod connections;
+pub mod coordination;
+pub mod env;
+pub mod error;
+pub mod log_io;
+pub mod queues;
+pub mod resources;
+pub mod state_lock;
+pub mod store;
+
+pub use error::Error;

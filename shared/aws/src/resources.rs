@@ -1,0 +1,485 @@
+//! The one definition of Strato's AWS resources: tables (keys, indexes, TTL), queues (FIFO or not, DLQs) and
+//! buckets. Tests, devstack and the `infra/` check all read these definitions; nothing else names a resource.
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+};
+use aws_sdk_s3::types::{
+    BucketVersioningStatus, ServerSideEncryption, ServerSideEncryptionByDefault,
+    ServerSideEncryptionConfiguration, ServerSideEncryptionRule, VersioningConfiguration,
+};
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use crate::aws::AwsClients;
+use crate::error::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexDef {
+    pub name: &'static str,
+    pub pk: &'static str,
+    pub sk: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableDef {
+    pub logical: &'static str,
+    pub pk: &'static str,
+    pub sk: Option<&'static str>,
+    pub indexes: &'static [IndexDef],
+    /// Attribute holding an epoch-seconds expiry. Code still compares it with now: TTL deletion lags.
+    pub ttl: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueDef {
+    pub logical: &'static str,
+    pub fifo: bool,
+    pub visibility_timeout_secs: u32,
+    /// Deliveries before a message moves to the queue's DLQ.
+    pub max_receive_count: u32,
+}
+
+impl QueueDef {
+    /// How long the queue's consumer may run per batch: below the visibility timeout, so a batch never
+    /// becomes visible (and is delivered again) while its first delivery is still being processed. Lambda
+    /// stops the function at this timeout; devstack does the same.
+    pub const fn consumer_timeout_secs(&self) -> u32 {
+        self.visibility_timeout_secs * 5 / 6
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketDef {
+    pub logical: &'static str,
+    pub versioned: bool,
+}
+
+/// All key attributes are strings (ids, timestamps in RFC 3339, state names).
+pub const TABLES: &[TableDef] = &[
+    TableDef {
+        logical: "clusters",
+        pk: "tenant_id",
+        sk: Some("cluster_id"),
+        indexes: &[
+            // Drift scheduling: ACTIVE clusters ordered by when their next check is due (no Scan).
+            IndexDef {
+                name: "by_state",
+                pk: "state",
+                sk: Some("next_drift_check_at"),
+            },
+            // Lookup by id alone (ECS events and the agent API know no tenant).
+            IndexDef {
+                name: "by_cluster_id",
+                pk: "cluster_id",
+                sk: None,
+            },
+            IndexDef {
+                name: "by_agent_token",
+                pk: "agent_token_hash",
+                sk: None,
+            },
+        ],
+        ttl: None,
+    },
+    TableDef {
+        logical: "operations",
+        pk: "operation_id",
+        sk: None,
+        indexes: &[
+            IndexDef {
+                name: "by_cluster",
+                pk: "cluster_id",
+                sk: Some("created_at"),
+            },
+            // Sparse: `open_status` is set only while an operation is not terminal. The sweeper finds
+            // undispatched and stuck operations here.
+            IndexDef {
+                name: "open",
+                pk: "open_status",
+                sk: Some("updated_at"),
+            },
+        ],
+        ttl: None,
+    },
+    // Cluster locks with fencing tokens, tenant concurrency counters.
+    TableDef {
+        logical: "locks",
+        pk: "lock_id",
+        sk: None,
+        indexes: &[],
+        ttl: None,
+    },
+    TableDef {
+        logical: "idempotency",
+        pk: "idempotency_key",
+        sk: None,
+        indexes: &[],
+        ttl: Some("expires_at"),
+    },
+    // WebSocket connections (pk = conn#id) and subscriptions (pk = op#id, sk = conn#id).
+    TableDef {
+        logical: "connections",
+        pk: "pk",
+        sk: Some("sk"),
+        // Connection items only (sparse): the sweeper finds those past API Gateway's 2 h limit with a Query.
+        indexes: &[IndexDef {
+            name: "by_expiry",
+            pk: "expiry_bucket",
+            sk: Some("expires_on"),
+        }],
+        ttl: Some("expires_at"),
+    },
+    // Terraform's own S3-backend lock table; the key name is fixed by Terraform.
+    TableDef {
+        logical: "tf-locks",
+        pk: "LockID",
+        sk: None,
+        indexes: &[],
+        ttl: None,
+    },
+    TableDef {
+        logical: "templates",
+        pk: "name",
+        sk: Some("version"),
+        indexes: &[],
+        ttl: None,
+    },
+    TableDef {
+        logical: "tenants",
+        pk: "tenant_id",
+        sk: None,
+        indexes: &[],
+        ttl: None,
+    },
+];
+
+pub const QUEUES: &[QueueDef] = &[
+    // FIFO grouped by cluster id: one cluster's jobs stay in order.
+    QueueDef {
+        logical: "jobs",
+        fifo: true,
+        visibility_timeout_secs: 60,
+        max_receive_count: 5,
+    },
+    QueueDef {
+        logical: "events",
+        fifo: false,
+        visibility_timeout_secs: 60,
+        max_receive_count: 5,
+    },
+    QueueDef {
+        logical: "logs",
+        fifo: false,
+        visibility_timeout_secs: 30,
+        max_receive_count: 3,
+    },
+];
+
+pub const BUCKETS: &[BucketDef] = &[
+    BucketDef {
+        logical: "templates",
+        versioned: true,
+    },
+    // Terraform state: versioned so a corrupted state can be restored.
+    BucketDef {
+        logical: "state",
+        versioned: true,
+    },
+    // Log archives, debug logs, saved plans.
+    BucketDef {
+        logical: "artifacts",
+        versioned: false,
+    },
+];
+
+pub fn table(logical: &str) -> &'static TableDef {
+    TABLES
+        .iter()
+        .find(|t| t.logical == logical)
+        .unwrap_or_else(|| panic!("no table named {logical}"))
+}
+
+pub fn queue(logical: &str) -> &'static QueueDef {
+    QUEUES
+        .iter()
+        .find(|q| q.logical == logical)
+        .unwrap_or_else(|| panic!("no queue named {logical}"))
+}
+
+/// Physical names: `{prefix}-{logical}`, FIFO queues end in `.fifo`, DLQs add `-dlq`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    prefix: String,
+}
+
+impl Names {
+    /// The prefix is used in bucket names, so it is kept to lowercase letters, digits and '-'.
+    pub fn new(prefix: impl Into<String>) -> Result<Self, Error> {
+        let prefix = prefix.into();
+        let ok = (2..=30).contains(&prefix.len())
+            && prefix.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            && prefix
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if ok {
+            Ok(Self { prefix })
+        } else {
+            Err(Error::Config {
+                what: "resource prefix",
+                reason: format!("'{prefix}' must be 2-30 of a-z 0-9 -"),
+            })
+        }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    pub fn table(&self, logical: &str) -> String {
+        format!("{}-{}", self.prefix, table(logical).logical)
+    }
+
+    pub fn queue(&self, logical: &str) -> String {
+        let q = queue(logical);
+        if q.fifo {
+            format!("{}-{}.fifo", self.prefix, q.logical)
+        } else {
+            format!("{}-{}", self.prefix, q.logical)
+        }
+    }
+
+    pub fn dlq(&self, logical: &str) -> String {
+        let q = queue(logical);
+        if q.fifo {
+            format!("{}-{}-dlq.fifo", self.prefix, q.logical)
+        } else {
+            format!("{}-{}-dlq", self.prefix, q.logical)
+        }
+    }
+
+    pub fn bucket(&self, logical: &str) -> String {
+        let b = BUCKETS
+            .iter()
+            .find(|b| b.logical == logical)
+            .unwrap_or_else(|| panic!("no bucket named {logical}"));
+        format!("{}-{}", self.prefix, b.logical)
+    }
+}
+
+fn attr(name: &str) -> Result<AttributeDefinition, Error> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .map_err(|e| Error::aws("CreateTable", e))
+}
+
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, Error> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .map_err(|e| Error::aws("CreateTable", e))
+}
+
+fn keys(pk: &str, sk: Option<&str>) -> Result<Vec<KeySchemaElement>, Error> {
+    let mut out = vec![key(pk, KeyType::Hash)?];
+    if let Some(sk) = sk {
+        out.push(key(sk, KeyType::Range)?);
+    }
+    Ok(out)
+}
+
+/// Creates every table, queue (with its DLQ and redrive policy) and bucket. Safe to call again: existing
+/// resources are kept.
+pub async fn create_all(aws: &AwsClients, names: &Names) -> Result<(), Error> {
+    for t in TABLES {
+        create_table(aws, names, t).await?;
+    }
+    for q in QUEUES {
+        create_queue(aws, names, q).await?;
+    }
+    for b in BUCKETS {
+        create_bucket(aws, &names.bucket(b.logical), b.versioned).await?;
+    }
+    Ok(())
+}
+
+async fn create_table(aws: &AwsClients, names: &Names, t: &TableDef) -> Result<(), Error> {
+    let name = names.table(t.logical);
+    let mut attrs: Vec<&str> = vec![t.pk];
+    attrs.extend(t.sk);
+    for i in t.indexes {
+        attrs.push(i.pk);
+        attrs.extend(i.sk);
+    }
+    attrs.sort_unstable();
+    attrs.dedup();
+    let mut req = aws
+        .dynamodb
+        .create_table()
+        .table_name(&name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .set_key_schema(Some(keys(t.pk, t.sk)?));
+    for a in attrs {
+        req = req.attribute_definitions(attr(a)?);
+    }
+    for i in t.indexes {
+        let gsi = GlobalSecondaryIndex::builder()
+            .index_name(i.name)
+            .set_key_schema(Some(keys(i.pk, i.sk)?))
+            .projection(Projection::builder().projection_type(ProjectionType::All).build())
+            .build()
+            .map_err(|e| Error::aws("CreateTable", e))?;
+        req = req.global_secondary_indexes(gsi);
+    }
+    match req.send().await {
+        Ok(_) => {}
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_in_use_exception()) =>
+        {
+            return Ok(());
+        }
+        Err(e) => return Err(Error::aws("CreateTable", e)),
+    }
+    if let Some(ttl) = t.ttl {
+        let spec = TimeToLiveSpecification::builder()
+            .attribute_name(ttl)
+            .enabled(true)
+            .build()
+            .map_err(|e| Error::aws("UpdateTimeToLive", e))?;
+        aws.dynamodb
+            .update_time_to_live()
+            .table_name(&name)
+            .time_to_live_specification(spec)
+            .send()
+            .await
+            .map_err(|e| Error::aws("UpdateTimeToLive", e))?;
+    }
+    Ok(())
+}
+
+async fn create_queue(aws: &AwsClients, names: &Names, q: &QueueDef) -> Result<(), Error> {
+    let fifo_attrs = |mut req: aws_sdk_sqs::operation::create_queue::builders::CreateQueueFluentBuilder| {
+        if q.fifo {
+            req = req.attributes(QueueAttributeName::FifoQueue, "true");
+        }
+        req
+    };
+    let dlq = fifo_attrs(aws.sqs.create_queue().queue_name(names.dlq(q.logical)))
+        .attributes(QueueAttributeName::MessageRetentionPeriod, "1209600")
+        .send()
+        .await
+        .map_err(|e| Error::aws("CreateQueue", e))?;
+    let dlq_url = dlq.queue_url().unwrap_or_default();
+    let arn = aws
+        .sqs
+        .get_queue_attributes()
+        .queue_url(dlq_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| Error::aws("GetQueueAttributes", e))?
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .unwrap_or_default();
+    let redrive =
+        serde_json::json!({ "deadLetterTargetArn": arn, "maxReceiveCount": q.max_receive_count }).to_string();
+    fifo_attrs(aws.sqs.create_queue().queue_name(names.queue(q.logical)))
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            q.visibility_timeout_secs.to_string(),
+        )
+        .attributes(QueueAttributeName::RedrivePolicy, redrive)
+        .send()
+        .await
+        .map_err(|e| Error::aws("CreateQueue", e))?;
+    Ok(())
+}
+
+/// Creates a bucket with default encryption (and versioning when asked); also used by the runner for a
+/// customer's own state bucket.
+pub async fn create_bucket(aws: &AwsClients, name: &str, versioned: bool) -> Result<(), Error> {
+    match aws.s3.create_bucket().bucket(name).send().await {
+        Ok(_) => {}
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_bucket_already_owned_by_you() || s.is_bucket_already_exists()) => {}
+        Err(e) => return Err(Error::aws("CreateBucket", e)),
+    }
+    if versioned {
+        aws.s3
+            .put_bucket_versioning()
+            .bucket(name)
+            .versioning_configuration(
+                VersioningConfiguration::builder()
+                    .status(BucketVersioningStatus::Enabled)
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| Error::aws("PutBucketVersioning", e))?;
+    }
+    let sse = ServerSideEncryptionByDefault::builder()
+        .sse_algorithm(ServerSideEncryption::Aes256)
+        .build()
+        .map_err(|e| Error::aws("PutBucketEncryption", e))?;
+    let cfg = ServerSideEncryptionConfiguration::builder()
+        .rules(
+            ServerSideEncryptionRule::builder()
+                .apply_server_side_encryption_by_default(sse)
+                .build(),
+        )
+        .build()
+        .map_err(|e| Error::aws("PutBucketEncryption", e))?;
+    aws.s3
+        .put_bucket_encryption()
+        .bucket(name)
+        .server_side_encryption_configuration(cfg)
+        .send()
+        .await
+        .map_err(|e| Error::aws("PutBucketEncryption", e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_one_rule() {
+        let n = Names::new("strato-dev").unwrap();
+        assert_eq!(n.table("clusters"), "strato-dev-clusters");
+        assert_eq!(n.queue("jobs"), "strato-dev-jobs.fifo");
+        assert_eq!(n.dlq("jobs"), "strato-dev-jobs-dlq.fifo");
+        assert_eq!(n.queue("events"), "strato-dev-events");
+        assert_eq!(n.dlq("logs"), "strato-dev-logs-dlq");
+        assert_eq!(n.bucket("state"), "strato-dev-state");
+        assert!(Names::new("Strato").is_err());
+        assert!(Names::new("x").is_err());
+    }
+
+    #[test]
+    fn definitions_are_consistent() {
+        for t in TABLES {
+            let mut index_names: Vec<_> = t.indexes.iter().map(|i| i.name).collect();
+            index_names.dedup();
+            assert_eq!(index_names.len(), t.indexes.len(), "{}", t.logical);
+            assert!(t.logical.len() >= 3);
+        }
+        for q in QUEUES {
+            assert!(
+                q.max_receive_count >= 2,
+                "every queue has a DLQ that only takes repeat failures"
+            );
+        }
+        assert!(BUCKETS.iter().any(|b| b.logical == "state" && b.versioned));
+    }
+}

@@ -1,0 +1,120 @@
+//! Private moto servers. A test process gets one server (shared by its tests, each with uniquely named
+//! resources); the server exits when the process does.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use crate::install::{Tools, ToolsError, tools};
+use strato_aws::aws::AwsClients;
+use strato_aws::resources::{self, Names};
+
+#[derive(Debug)]
+pub struct MotoServer {
+    pub endpoint: String,
+    pub port: u16,
+    child: Child,
+    // Held open for the server's lifetime; closing it stops the server.
+    _stdin: ChildStdin,
+}
+
+impl MotoServer {
+    pub fn start(tools: &Tools) -> Result<Self, ToolsError> {
+        let fail = |detail: String| ToolsError::Step {
+            step: "starting moto_server",
+            detail,
+            fix: "delete .tools/venv* to force a reinstall, or check that 127.0.0.1 ports can be bound",
+        };
+        let mut child = Command::new(&tools.python)
+            .arg(&tools.moto_launcher)
+            // AWS-managed IAM policies (AmazonEKSClusterPolicy, ...) exist only when moto loads them; the
+            // k8s module attaches them.
+            .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| fail(e.to_string()))?;
+        let stdin = child.stdin.take().ok_or_else(|| fail("no stdin".into()))?;
+        let stdout = child.stdout.take().ok_or_else(|| fail("no stdout".into()))?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| fail(e.to_string()))?;
+        let port: u16 = match line.trim().strip_prefix("PORT ").and_then(|p| p.parse().ok()) {
+            Some(p) => p,
+            None => {
+                let _ = child.kill();
+                return Err(fail(format!("launcher printed {line:?} instead of its port")));
+            }
+        };
+        let endpoint = format!("http://127.0.0.1:{port}");
+        // The port is printed once the socket is bound, but give the accept loop a moment on a loaded machine.
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(Self {
+                    endpoint,
+                    port,
+                    child,
+                    _stdin: stdin,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        Err(fail(format!("nothing listens on port {port}")))
+    }
+}
+
+impl Drop for MotoServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The process-wide server, started on first use.
+pub fn shared_moto() -> &'static MotoServer {
+    static MOTO: OnceLock<MotoServer> = OnceLock::new();
+    MOTO.get_or_init(|| {
+        let tools = tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
+        MotoServer::start(tools).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+/// One test's world: uniquely named resources on the process's moto server, and clients for them.
+pub struct TestEnv {
+    pub endpoint: String,
+    pub region: String,
+    pub names: Names,
+    pub aws: AwsClients,
+    pub tools: &'static Tools,
+}
+
+impl TestEnv {
+    /// Starts (or reuses) moto and creates every table, queue and bucket under a fresh prefix.
+    pub async fn new() -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let tools = tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
+        let endpoint = tokio::task::spawn_blocking(|| shared_moto().endpoint.clone())
+            .await
+            .unwrap_or_else(|e| panic!("starting moto: {e}"));
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let prefix = format!("t{:x}-{n}", std::process::id());
+        let names = Names::new(prefix).unwrap_or_else(|e| panic!("{e}"));
+        let region = "us-east-1".to_owned();
+        let aws = AwsClients::for_endpoint(&endpoint, &region).await;
+        resources::create_all(&aws, &names)
+            .await
+            .unwrap_or_else(|e| panic!("creating test resources: {e}"));
+        Self {
+            endpoint,
+            region,
+            names,
+            aws,
+            tools,
+        }
+    }
+}
