@@ -1,0 +1,337 @@
+//! One operation from start to final event, in four parts:
+//!
+//! - [`prepare`](prepare::prepare): template, bundle, workspace, inputs, credentials, engine, state backends →
+//!   a [`PreparedRun`], which owns the engine and the workspace. Every stage is a method of `PreparedRun`, so
+//!   nothing can run an engine command before the run is prepared.
+//! - `stages`: the operation kind's engine commands (create/update, delete, plan, drift check, estimate),
+//!   with retries of transient failures.
+//! - `cleanup`: after a failed create, destroy what it created.
+//! - `report`: the run's one final event.
+//!
+//! [`RunContext`] is what a run knows before it is prepared (the operation, cluster, clients, log hub, stop
+//! signals) and keeps to its end; this module builds it, runs the parts above, then finishes the log archive
+//! and sends the final event while the cluster lock still holds the run's fencing token.
+
+mod cleanup;
+mod failure;
+mod plan;
+mod prepare;
+mod report;
+mod stages;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use strato_domain::compose::step_name;
+use strato_domain::cost::CostEstimate;
+use strato_domain::messages::{LogStream, RunnerEvent};
+use strato_domain::model::{Cluster, Operation};
+use strato_domain::render::EngineVersion;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use self::failure::Failure;
+use crate::engine::{Engine, StopReason, StopRx};
+use crate::logs::{LogHub, LogSinks, Redactor};
+use crate::workspace::Workspace;
+use crate::{Clients, Config, Reporter, RunSummary, RunnerError};
+
+/// Transient failures of plan/apply are retried at most this many times.
+pub const MAX_RETRIES: usize = 5;
+/// A failed create's cleanup (destroy) is tried at most this many times.
+pub const CLEANUP_ATTEMPTS: usize = 3;
+
+/// What a run knows before it is prepared, and keeps to its end.
+struct RunContext {
+    cfg: Config,
+    clients: Clients,
+    op: Operation,
+    cluster: Cluster,
+    reporter: Reporter,
+    logs: LogHub,
+    stop: StopRx,
+    /// Fires only on SIGTERM: cleanup after a cancel keeps running, but not past a task stop.
+    term: StopRx,
+    /// The tenant's monthly budget (USD), if set.
+    budget: Option<f64>,
+}
+
+/// A prepared run: built only by [`prepare::prepare`], it owns the engine and the workspace every stage
+/// needs, and records what the stages did (for cleanup and the final event).
+struct PreparedRun<'r> {
+    ctx: &'r RunContext,
+    engine: Engine,
+    version: EngineVersion,
+    ws: Workspace,
+    /// The rendered inputs (template and managed variables), by name.
+    rendered: Map<String, Value>,
+    /// Whether applying a saved plan works with this engine (see [`prepare::saved_plan_apply_works`]).
+    saved_plan_apply: bool,
+    /// Stages initialized so far: a failed create cleans up these, in reverse.
+    initialized: Vec<String>,
+    /// Runs per step name, for debug-log object keys.
+    debug_runs: BTreeMap<String, u32>,
+    /// The estimates of the stages planned so far (checked against the tenant's budget before apply).
+    estimate: CostEstimate,
+}
+
+/// Runs the operation named by `cfg` to its final event. `Ok` only when the final event was sent.
+pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, RunnerError> {
+    let op = clients
+        .store
+        .get_operation(&cfg.operation_id)
+        .await?
+        .ok_or_else(|| RunnerError::OperationNotFound(cfg.operation_id.clone()))?;
+    let cluster = load_cluster(&clients, &op).await?;
+    let reporter = Reporter {
+        sqs: clients.aws.sqs.clone(),
+        events_url: clients.queues.events.clone(),
+        operation_id: op.operation_id.clone(),
+        fencing_token: cfg.fencing_token,
+    };
+    let sinks = LogSinks {
+        sqs: clients.aws.sqs.clone(),
+        logs_url: clients.queues.logs.clone(),
+        s3: clients.aws.s3.clone(),
+        artifacts_bucket: cfg.names.bucket("artifacts"),
+    };
+    let (hub, log_tasks) = LogHub::start(op.operation_id.clone(), sinks.clone(), Redactor::default());
+    let (stop_tx, stop_rx) = watch::channel(None);
+    let (term_tx, term_rx) = watch::channel(None);
+    let background = spawn_background(&cfg, &clients, &reporter, &op, stop_tx, term_tx);
+
+    let budget = clients.store.monthly_budget(&op.tenant_id).await?;
+    let ctx = RunContext {
+        cfg,
+        clients,
+        op,
+        cluster,
+        reporter,
+        logs: hub,
+        stop: stop_rx,
+        term: term_rx,
+        budget,
+    };
+    // The workspace is removed only after the final event was sent: deleting it (with its plugin cache) must
+    // not delay that event.
+    let (final_event, _workspace) = ctx.run_to_final_event(background).await;
+    let op_id = ctx.op.operation_id.clone();
+    let RunContext {
+        logs: hub,
+        clients,
+        cfg,
+        cluster,
+        reporter,
+        ..
+    } = ctx;
+    drop(hub);
+    let last_log_seq = match log_tasks.finish(&sinks, &op_id).await {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::error!(error = %e, "log archive incomplete");
+            0
+        }
+    };
+    // Fencing: a run that lost its lock reports nothing (status would also reject it).
+    if !holds_lock(&clients, &cluster, &op_id, cfg.fencing_token).await? {
+        return Err(RunnerError::Fenced(cfg.fencing_token));
+    }
+    reporter
+        .send(&final_event)
+        .await
+        .map_err(RunnerError::FinalEvent)?;
+    Ok(RunSummary {
+        final_event,
+        last_log_seq,
+    })
+}
+
+/// The operation's cluster; for an estimate (no cluster yet) a stand-in built from the operation.
+async fn load_cluster(clients: &Clients, op: &Operation) -> Result<Cluster, RunnerError> {
+    if op.kind.has_cluster() {
+        return clients
+            .store
+            .find_cluster(&op.cluster_id)
+            .await?
+            .ok_or_else(|| RunnerError::ClusterNotFound(op.cluster_id.to_string()));
+    }
+    // An estimate: the cluster it prices does not exist. This stand-in (the operation's synthetic id and
+    // spec) only supplies names and managed values; it is never written.
+    let spec = op.spec.clone().ok_or_else(|| {
+        RunnerError::ClusterNotFound(format!("{} (an estimate without a spec)", op.cluster_id))
+    })?;
+    Ok(Cluster::new(
+        op.tenant_id.clone(),
+        op.cluster_id.clone(),
+        spec,
+        op.created_at,
+    ))
+}
+
+async fn holds_lock(
+    clients: &Clients,
+    cluster: &Cluster,
+    op: &strato_domain::ids::OperationId,
+    token: u64,
+) -> Result<bool, RunnerError> {
+    Ok(clients.store.cluster_lock(&cluster.cluster_id).await? == Some((op.clone(), token)))
+}
+
+/// Heartbeats (which also poll for a cancel request), the time limit and SIGTERM.
+fn spawn_background(
+    cfg: &Config,
+    clients: &Clients,
+    reporter: &Reporter,
+    op: &Operation,
+    stop_tx: watch::Sender<Option<StopReason>>,
+    term_tx: watch::Sender<Option<StopReason>>,
+) -> Vec<JoinHandle<()>> {
+    let stop_tx = std::sync::Arc::new(stop_tx);
+    let mut out = Vec::new();
+    {
+        let (reporter, store, every, op_id, stop_tx) = (
+            reporter.clone(),
+            clients.store.clone(),
+            cfg.heartbeat,
+            op.operation_id.clone(),
+            stop_tx.clone(),
+        );
+        out.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                reporter
+                    .progress(RunnerEvent::Heartbeat {
+                        operation_id: op_id.clone(),
+                        fencing_token: reporter.fencing_token,
+                        at: strato_domain::ts::now(),
+                    })
+                    .await;
+                if let Ok(Some(op)) = store.get_operation(&op_id).await
+                    && op.cancel_requested
+                {
+                    stop_tx.send_if_modified(|s| s.is_none() && s.replace(StopReason::Cancelled).is_none());
+                }
+            }
+        }));
+    }
+    {
+        let (limit, stop_tx) = (cfg.time_limit, stop_tx.clone());
+        out.push(tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            stop_tx.send_if_modified(|s| s.is_none() && s.replace(StopReason::TimedOut).is_none());
+        }));
+    }
+    out.push(tokio::spawn(async move {
+        let Ok(mut sig) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+            return;
+        };
+        if sig.recv().await.is_some() {
+            // A task stop overrides a cancel in progress: there is no time left for cleanup.
+            stop_tx.send_replace(Some(StopReason::Terminated));
+            term_tx.send_replace(Some(StopReason::Terminated));
+        }
+    }));
+    out
+}
+
+impl RunContext {
+    /// prepare → the kind's stages → (cleanup) → the final event. The background tasks (heartbeats, time
+    /// limit, SIGTERM) stop once the stages have ended, before any cleanup. Returns the event and the
+    /// workspace (if one was prepared), which the caller keeps until the event was sent.
+    async fn run_to_final_event(&self, background: Vec<JoinHandle<()>>) -> (RunnerEvent, Option<Workspace>) {
+        let stop_background = || background.iter().for_each(JoinHandle::abort);
+        match prepare::prepare(self).await {
+            Ok(mut run) => {
+                let result = run.execute().await;
+                stop_background();
+                let event = run.final_event(result).await;
+                (event, Some(run.into_workspace()))
+            }
+            Err(failure) => {
+                stop_background();
+                (self.failed_event(failure), None)
+            }
+        }
+    }
+
+    fn note(&self, step: &str, text: &str) {
+        self.logs.emit(LogStream::Strato, step, text);
+    }
+
+    async fn event_step(&self, step: &str, ok: Option<bool>) {
+        let (operation_id, fencing_token, at) = (
+            self.op.operation_id.clone(),
+            self.cfg.fencing_token,
+            strato_domain::ts::now(),
+        );
+        let ev = match ok {
+            None => RunnerEvent::StepStarted {
+                operation_id,
+                fencing_token,
+                step: step.to_owned(),
+                at,
+            },
+            Some(ok) => RunnerEvent::StepFinished {
+                operation_id,
+                fencing_token,
+                step: step.to_owned(),
+                ok,
+                at,
+            },
+        };
+        self.reporter.progress(ev).await;
+    }
+
+    /// `Ok` while the cluster lock still holds this run's fencing token: checked before every write outside
+    /// the engine's own state.
+    async fn fenced(&self, what: &str) -> Result<(), Failure> {
+        match holds_lock(
+            &self.clients,
+            &self.cluster,
+            &self.op.operation_id,
+            self.cfg.fencing_token,
+        )
+        .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Failure::internal(
+                what,
+                format!(
+                    "the cluster lock no longer holds fencing token {}; not writing",
+                    self.cfg.fencing_token
+                ),
+            )),
+            Err(e) => Err(Failure::internal(what, e)),
+        }
+    }
+
+    /// Sleeps before a retry unless the operation is being stopped.
+    async fn backoff(&self, delay: Duration) -> Result<(), StopReason> {
+        let mut stop = self.stop.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => Ok(()),
+            r = async { loop {
+                if let Some(r) = *stop.borrow_and_update() { return r; }
+                if stop.changed().await.is_err() { std::future::pending::<()>().await; }
+            } } => Err(r),
+        }
+    }
+}
+
+impl PreparedRun<'_> {
+    /// A step's reported name: `step`, or `stage/step` for a multi-stage template.
+    fn step(&self, stage: &str, step: &str) -> String {
+        step_name(self.ws.stages.len(), stage, step)
+    }
+
+    fn note(&self, step: &str, text: &str) {
+        self.ctx.note(step, text);
+    }
+
+    fn into_workspace(self) -> Workspace {
+        self.ws
+    }
+}

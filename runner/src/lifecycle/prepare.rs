@@ -1,0 +1,484 @@
+//! The `prepare` step: everything before the first engine command. Produces the [`PreparedRun`] that owns
+//! the engine and the workspace.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use strato_aws::store::StoredTemplate;
+use strato_domain::ErrorCategory;
+use strato_domain::catalog::Catalogs;
+use strato_domain::cost::CostEstimate;
+use strato_domain::model::{ClusterSpec, TargetAccount};
+use strato_domain::render::{
+    BackendConfig, EngineDialect, EngineVersion, ManagedValues, state_key, tfvars_json,
+};
+use strato_domain::validate::{ValidatedSpec, validate};
+
+use super::failure::Failure;
+use super::{PreparedRun, RunContext};
+use crate::credentials::{self, EngineCredentials};
+use crate::engine::Engine;
+use crate::workspace::Workspace;
+
+const STEP: &str = "prepare";
+
+/// Runs the `prepare` step (reported as one step): a prepared run, or why the operation cannot run.
+pub(super) async fn prepare(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
+    ctx.event_step(STEP, None).await;
+    let r = prepare_steps(ctx).await;
+    ctx.event_step(STEP, Some(r.is_ok())).await;
+    r
+}
+
+async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
+    let spec = ctx.op.spec.clone().unwrap_or_else(|| ctx.cluster.spec.clone());
+    let (stored, validated) = validated_template(ctx, &spec).await?;
+    let ws = unpack_workspace(ctx, &stored).await?;
+    let rendered = render_inputs(ctx, &spec, &validated)?;
+    let access = engine_access(ctx, &spec, &ws).await?;
+    let account = credentials::preflight(
+        &ctx.clients.aws.config,
+        access.sts_endpoint.as_deref(),
+        &spec.region,
+        access.target.as_ref().map(|(_, c)| c),
+        ctx.cfg.preflight_timeout,
+    )
+    .await
+    .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
+    ctx.note(STEP, &format!("credentials checked (account {account})"));
+    let (engine, version, saved_plan_apply) = start_engine(ctx, access.env, access.env_remove).await?;
+    if ctx.op.kind.has_cluster() {
+        write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
+    } else {
+        // An estimate plans with no backend: its state is local to the workspace (removed with it), so
+        // nothing is written to any state bucket or lock table.
+        ctx.note(
+            STEP,
+            "plan only: local state in the workspace, nothing is written to a state bucket",
+        );
+    }
+    Ok(PreparedRun {
+        ctx,
+        engine,
+        version,
+        ws,
+        rendered,
+        saved_plan_apply,
+        initialized: Vec::new(),
+        debug_runs: BTreeMap::new(),
+        estimate: CostEstimate::empty(),
+    })
+}
+
+/// The spec's template from the catalog, and the spec validated against it again. Sensitive variables are
+/// redacted from the log from here on.
+async fn validated_template(
+    ctx: &RunContext,
+    spec: &ClusterSpec,
+) -> Result<(StoredTemplate, ValidatedSpec), Failure> {
+    let stored = ctx
+        .clients
+        .store
+        .get_template(&spec.template.name, &spec.template.version)
+        .await
+        .map_err(|e| Failure::internal(STEP, e))?
+        .ok_or_else(|| {
+            Failure::new(
+                STEP,
+                ErrorCategory::InvalidConfiguration,
+                format!(
+                    "template {}@{} is not in the catalog",
+                    spec.template.name, spec.template.version
+                ),
+            )
+        })?;
+    let validated = validate(spec, &stored.template, Catalogs::builtin()).map_err(|errs| {
+        let list: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        Failure::new(STEP, ErrorCategory::InvalidConfiguration, list.join("; "))
+    })?;
+    for (k, v) in validated.variables() {
+        if validated.is_sensitive(k) {
+            ctx.logs.redactor.add_json(v);
+        }
+    }
+    Ok((stored, validated))
+}
+
+/// The template bundle fetched and verified into a private temp directory, every stage composed (and
+/// pointed at the emulator endpoint, if one is configured).
+async fn unpack_workspace(ctx: &RunContext, stored: &StoredTemplate) -> Result<Workspace, Failure> {
+    let dir = match &ctx.cfg.work_dir {
+        Some(p) => tempfile::Builder::new().prefix("strato-op-").tempdir_in(p),
+        None => tempfile::Builder::new().prefix("strato-op-").tempdir(),
+    }
+    .map_err(|e| Failure::internal(STEP, format!("creating the workspace: {e}")))?;
+    let template = strato_aws::bundles::fetch(
+        &ctx.clients.aws,
+        &ctx.cfg.names,
+        &stored.bundle_key,
+        &stored.sha256,
+        dir.path(),
+    )
+    .await
+    .map_err(|e| Failure::internal(STEP, format!("template bundle: {e}")))?;
+    ctx.note(
+        STEP,
+        &format!(
+            "template {}@{} (sha256 {}) verified",
+            template.name(),
+            template.version(),
+            &stored.sha256[..12.min(stored.sha256.len())]
+        ),
+    );
+    let ws = Workspace::compose(dir, template).map_err(|e| {
+        Failure::new(
+            STEP,
+            ErrorCategory::InvalidConfiguration,
+            format!("composing stages: {e}"),
+        )
+    })?;
+    if let Some(ep) = &ctx.cfg.provider_endpoint {
+        ws.point_provider_at(ep, ctx.cfg.provider_max_retries)
+            .map_err(|e| Failure::internal(STEP, e))?;
+    }
+    Ok(ws)
+}
+
+/// The inputs every stage gets: the spec's variables plus the managed ones (what Strato itself supplies).
+fn render_inputs(
+    ctx: &RunContext,
+    spec: &ClusterSpec,
+    validated: &ValidatedSpec,
+) -> Result<Map<String, Value>, Failure> {
+    let cluster = &ctx.cluster;
+    let mut managed = BTreeMap::new();
+    managed.insert("region".to_owned(), Value::from(spec.region.clone()));
+    // Cloud names (EKS cluster, IAM roles) are unique per account and region, not per tenant: two
+    // tenants' "prod" must not collide, so the name carries the end of the cluster id.
+    let id = cluster.cluster_id.as_str();
+    let unique = format!("{}-{}", spec.name.as_str(), &id[id.len().saturating_sub(8)..]);
+    managed.insert("cluster_name".to_owned(), Value::from(unique));
+    managed.insert("cluster_id".to_owned(), Value::from(cluster.cluster_id.as_str()));
+    managed.insert("tenant_id".to_owned(), Value::from(cluster.tenant_id.as_str()));
+    if let Some(url) = &ctx.cfg.control_plane_url {
+        managed.insert("control_plane_url".to_owned(), Value::from(url.clone()));
+    }
+    if validated.managed().contains("agent_token") {
+        let secret = ctx.cfg.agent_token_secret.as_ref().ok_or_else(|| {
+            Failure::internal(
+                STEP,
+                "the template installs the agent but STRATO_AGENT_TOKEN_SECRET is not set",
+            )
+        })?;
+        let token = strato_domain::agent::registration_token(secret.as_bytes(), &cluster.cluster_id);
+        ctx.logs.redactor.add(&token);
+        managed.insert("agent_token".to_owned(), Value::from(token));
+    }
+    let text = tfvars_json(validated, &ManagedValues(managed)).map_err(|e| Failure::internal(STEP, e))?;
+    serde_json::from_str(&text).map_err(|e| Failure::internal(STEP, e))
+}
+
+/// The engine's environment and, with `spec.target`, the target account and its assumed credentials.
+struct EngineAccess<'s> {
+    env: Vec<(String, String)>,
+    env_remove: Vec<String>,
+    target: Option<(&'s TargetAccount, EngineCredentials)>,
+    sts_endpoint: Option<String>,
+}
+
+/// The engine's environment: region, configured extras, a plugin cache, and with `spec.target` the role's
+/// temporary credentials in place of the runner's own.
+async fn engine_access<'s>(
+    ctx: &RunContext,
+    spec: &'s ClusterSpec,
+    ws: &Workspace,
+) -> Result<EngineAccess<'s>, Failure> {
+    let mut env = vec![
+        ("AWS_REGION".to_owned(), spec.region.clone()),
+        ("AWS_DEFAULT_REGION".to_owned(), spec.region.clone()),
+    ];
+    env.extend(ctx.cfg.extra_engine_env.iter().cloned());
+    let mut env_remove = Vec::new();
+    if std::env::var_os("TF_PLUGIN_CACHE_DIR").is_none() {
+        let cache = ws.bundle_dir().join(".plugin-cache");
+        let _ = std::fs::create_dir_all(&cache);
+        env.push(("TF_PLUGIN_CACHE_DIR".to_owned(), cache.display().to_string()));
+    }
+    let sts_endpoint = ctx
+        .cfg
+        .sts_endpoint
+        .clone()
+        .or_else(|| ctx.cfg.provider_endpoint.clone());
+    let target = match &spec.target {
+        Some(t) => {
+            // The external id is the customer's secret: it never appears in a log line or a message.
+            ctx.logs.redactor.add(&t.external_id);
+            let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
+            let c = credentials::assume_role(
+                &ctx.clients.aws.config,
+                sts_endpoint.as_deref(),
+                &region,
+                &t.role_arn,
+                &t.external_id,
+                &format!("strato-{}", ctx.op.operation_id),
+                ctx.cfg.preflight_timeout,
+            )
+            .await
+            .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
+            ctx.logs.redactor.add(&c.secret_access_key);
+            if let Some(t) = &c.session_token {
+                ctx.logs.redactor.add(t);
+            }
+            env_remove = EngineCredentials::INHERITED
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            env.extend(c.env());
+            Some((t, c))
+        }
+        None => None,
+    };
+    Ok(EngineAccess {
+        env,
+        env_remove,
+        target,
+        sts_endpoint,
+    })
+}
+
+/// The engine with its environment, its version, and whether it can apply a saved plan.
+async fn start_engine(
+    ctx: &RunContext,
+    env: Vec<(String, String)>,
+    env_remove: Vec<String>,
+) -> Result<(Engine, EngineVersion, bool), Failure> {
+    let engine = Engine {
+        bin: ctx.cfg.terraform.clone(),
+        env,
+        env_remove,
+        grace: ctx.cfg.grace,
+    };
+    let (version, raw_version) = engine_version(&engine)
+        .await
+        .map_err(|e| Failure::internal(STEP, e))?;
+    let saved_plan_apply = saved_plan_apply_works(&raw_version);
+    if !saved_plan_apply {
+        ctx.note(
+            STEP,
+            &format!(
+                "engine {raw_version} cannot apply saved plans; apply will plan again with the same inputs"
+            ),
+        );
+    }
+    ctx.note(
+        STEP,
+        &format!(
+            "engine {} {}.{}.{}",
+            ctx.cfg.terraform.display(),
+            version.major,
+            version.minor,
+            version.patch
+        ),
+    );
+    Ok((engine, version, saved_plan_apply))
+}
+
+/// Where the stages' state lives: the customer's bucket (created with versioning + encryption if missing)
+/// or the platform's.
+struct StateLocation {
+    bucket: String,
+    lock_table: String,
+    region: String,
+    /// Reaches the lock table (with the target account's credentials for a customer's table).
+    lock_ddb: aws_sdk_dynamodb::Client,
+}
+
+async fn state_location(
+    ctx: &RunContext,
+    spec: &ClusterSpec,
+    target: Option<&(&TargetAccount, EngineCredentials)>,
+) -> Result<StateLocation, Failure> {
+    let base = &ctx.clients.aws.config;
+    let customer = target.and_then(|(t, c)| Some((*t, c, t.state_bucket.clone()?)));
+    let Some((t, c, bucket)) = customer else {
+        return Ok(StateLocation {
+            bucket: ctx.cfg.names.bucket("state"),
+            lock_table: ctx.cfg.names.table("tf-locks"),
+            region: base
+                .region()
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| spec.region.clone()),
+            lock_ddb: ctx.clients.aws.dynamodb.clone(),
+        });
+    };
+    let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
+    let lock_table = t.lock_table.clone().unwrap_or_else(|| format!("{bucket}-locks"));
+    let lock_ddb = ensure_customer_state(
+        base,
+        ctx.cfg.provider_endpoint.as_deref(),
+        &region,
+        c,
+        &bucket,
+        &lock_table,
+    )
+    .await
+    .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
+    Ok(StateLocation {
+        bucket,
+        lock_table,
+        region,
+        lock_ddb,
+    })
+}
+
+/// Writes every stage's S3 backend block, then (as the cluster lock's holder) releases leftover state locks.
+async fn write_backends(
+    ctx: &RunContext,
+    spec: &ClusterSpec,
+    ws: &Workspace,
+    target: Option<&(&TargetAccount, EngineCredentials)>,
+    dialect: EngineDialect,
+) -> Result<(), Failure> {
+    let state = state_location(ctx, spec, target).await?;
+    let mut lock_ids = Vec::new();
+    for s in &ws.stages {
+        let cfg = BackendConfig {
+            bucket: state.bucket.clone(),
+            key: state_key(&ctx.cluster.tenant_id, &ctx.cluster.cluster_id, &s.stage),
+            region: state.region.clone(),
+            lock_table: state.lock_table.clone(),
+            endpoint: ctx.cfg.provider_endpoint.clone(),
+        };
+        ws.write_backend(&s.stage, &cfg, dialect)
+            .map_err(|e| Failure::internal(STEP, e))?;
+        lock_ids.push(strato_aws::state_lock::lock_id(&cfg.bucket, &cfg.key));
+    }
+    // Leftover state locks of a dead runner: only the cluster lock's holder may clear them.
+    ctx.fenced(STEP).await?;
+    let released = crate::state_lock::clear_leftovers(&state.lock_ddb, &state.lock_table, &lock_ids)
+        .await
+        .map_err(|e| Failure::new(STEP, ErrorCategory::Transient, e.to_string()))?;
+    for lock in &released {
+        let note = crate::state_lock::note(lock);
+        tracing::warn!(%note, "leftover state lock released");
+        ctx.note(STEP, &note);
+    }
+    Ok(())
+}
+
+/// Terraform 0.15.0 pre-releases (the offline test engine is 0.15.0-rc2) apply nothing from a saved plan
+/// ("unknown instance … referenced during plan", "0 added"); every release applies it.
+pub(super) fn saved_plan_apply_works(raw_version: &str) -> bool {
+    !raw_version.trim_start_matches('v').starts_with("0.15.0-")
+}
+
+/// The engine's version, parsed and as printed.
+async fn engine_version(engine: &Engine) -> Result<(EngineVersion, String), String> {
+    let dir = std::env::temp_dir();
+    let out = engine
+        .command(&dir, &["version".into(), "-json".into()])
+        .output()
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot run the engine {}: {e}; set STRATO_TERRAFORM",
+                engine.bin.display()
+            )
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let raw = serde_json::from_str::<Value>(strato_domain::render::strip_write_prefix(text.trim()))
+        .ok()
+        .and_then(|v| v["terraform_version"].as_str().map(str::to_owned));
+    let parsed = EngineVersion::from_version_json(&text).or_else(|| {
+        // Very old engines print `Terraform v0.x.y` only.
+        text.split_whitespace()
+            .find_map(|w| EngineVersion::parse(w.trim_start_matches('v')))
+    });
+    match parsed {
+        Some(v) => Ok((v, raw.unwrap_or_default())),
+        None => Err(format!(
+            "cannot read the engine version from {:?}",
+            text.lines().next()
+        )),
+    }
+}
+
+/// The customer's state bucket (versioned, encrypted) and lock table, created with the target account's
+/// credentials if missing.
+async fn ensure_customer_state(
+    base: &aws_config::SdkConfig,
+    endpoint: Option<&str>,
+    region: &str,
+    creds: &EngineCredentials,
+    bucket: &str,
+    lock_table: &str,
+) -> Result<aws_sdk_dynamodb::Client, String> {
+    let mut b = base
+        .to_builder()
+        .region(aws_config::Region::new(region.to_owned()))
+        .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
+            aws_sdk_s3::config::Credentials::new(
+                creds.access_key_id.clone(),
+                creds.secret_access_key.clone(),
+                creds.session_token.clone(),
+                None,
+                "strato-target-account",
+            ),
+        ));
+    if let Some(ep) = endpoint {
+        b = b.endpoint_url(ep);
+    }
+    let aws = strato_aws::aws::AwsClients::from_config(b.build());
+    strato_aws::resources::create_bucket(&aws, bucket, true)
+        .await
+        .map_err(|e| format!("customer state bucket {bucket}: {e}"))?;
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    let res = aws
+        .dynamodb
+        .create_table()
+        .table_name(lock_table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("LockID")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(|e| e.to_string())?,
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("LockID")
+                .key_type(KeyType::Hash)
+                .build()
+                .map_err(|e| e.to_string())?,
+        )
+        .send()
+        .await;
+    match res {
+        Ok(_) => Ok(aws.dynamodb),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_in_use_exception()) =>
+        {
+            Ok(aws.dynamodb)
+        }
+        Err(e) => Err(format!(
+            "customer lock table {lock_table}: {}",
+            strato_aws::Error::aws("CreateTable", e)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_plans_are_applied_except_on_broken_prereleases() {
+        assert!(!saved_plan_apply_works("0.15.0-rc2"));
+        assert!(saved_plan_apply_works("0.15.0"));
+        assert!(saved_plan_apply_works("1.8.3"));
+    }
+}

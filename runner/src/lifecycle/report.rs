@@ -1,0 +1,60 @@
+//! The run's one final event: `succeeded`, `failed` (with the user-facing error) or `cancelled`.
+
+use strato_domain::cost::CostEstimate;
+use strato_domain::messages::RunnerEvent;
+
+use super::failure::Failure;
+use super::stages::ExecOutcome;
+use super::{PreparedRun, RunContext};
+use crate::engine::StopReason;
+
+impl PreparedRun<'_> {
+    /// Turns the stages' result into the final event (cleaning up a failed create first).
+    pub(super) async fn final_event(&mut self, result: Result<ExecOutcome, Failure>) -> RunnerEvent {
+        match result {
+            Ok(done) => self.ctx.succeeded_event(done, &self.estimate),
+            Err(failure) => {
+                let failure = self.clean_up_failed_create(failure).await;
+                self.ctx.failed_event(failure)
+            }
+        }
+    }
+}
+
+impl RunContext {
+    /// The `succeeded` event: outputs, drift, and the estimate when any stage was priced.
+    fn succeeded_event(&self, done: ExecOutcome, estimate: &CostEstimate) -> RunnerEvent {
+        self.note("done", "operation succeeded");
+        RunnerEvent::Succeeded {
+            operation_id: self.op.operation_id.clone(),
+            fencing_token: self.cfg.fencing_token,
+            outputs: done.outputs.into_iter().collect(),
+            drift: done.drift,
+            estimate: (!estimate.resources.is_empty()).then(|| estimate.clone()),
+            at: strato_domain::ts::now(),
+        }
+    }
+
+    /// The `cancelled` event for a cancel, else `failed` with the failure in user terms.
+    pub(super) fn failed_event(&self, failure: Failure) -> RunnerEvent {
+        self.note(&failure.step, &format!("failed: {}", failure.what));
+        let (operation_id, fencing_token, at) = (
+            self.op.operation_id.clone(),
+            self.cfg.fencing_token,
+            strato_domain::ts::now(),
+        );
+        if failure.stopped == Some(StopReason::Cancelled) {
+            return RunnerEvent::Cancelled {
+                operation_id,
+                fencing_token,
+                at,
+            };
+        }
+        RunnerEvent::Failed {
+            operation_id,
+            fencing_token,
+            error: failure.user_error(),
+            at,
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! The operation kinds' engine commands, stage by stage: create/update (init → plan → show → apply →
+//! output), delete (init → output, then destroy in reverse), plan and drift check (init → plan → show),
+//! estimate (plan with local state). Transient plan/apply/destroy failures are retried with backoff.
+
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use serde_json::{Map, Value};
+use strato_domain::ErrorCategory;
+use strato_domain::artifacts;
+use strato_domain::compose::ComposedStage;
+use strato_domain::cost::CostEstimate;
+use strato_domain::messages::{PlanSummary, RunnerEvent};
+use strato_domain::model::{OperationKind, ResourceChange};
+
+use super::failure::Failure;
+use super::plan::{Outputs, drift_changes, estimate_plan, plan_summary, split_outputs};
+use super::{MAX_RETRIES, PreparedRun};
+use crate::engine::Outcome;
+use crate::workspace::PLAN_FILE;
+use crate::{logs, secrets};
+
+/// What a successful run reports: non-sensitive outputs, and for a drift check the changed resources.
+pub(super) struct ExecOutcome {
+    pub(super) outputs: Map<String, Value>,
+    pub(super) drift: Option<Vec<ResourceChange>>,
+}
+
+impl ExecOutcome {
+    fn nothing() -> Self {
+        Self {
+            outputs: Map::new(),
+            drift: None,
+        }
+    }
+}
+
+impl PreparedRun<'_> {
+    /// Runs the operation kind's stages.
+    pub(super) async fn execute(&mut self) -> Result<ExecOutcome, Failure> {
+        match self.ctx.op.kind {
+            OperationKind::Create | OperationKind::Update => self.apply_all().await,
+            OperationKind::Delete => self.destroy_all().await,
+            OperationKind::Plan => self.plan_only(false).await,
+            OperationKind::DriftCheck => self.plan_only(true).await,
+            OperationKind::Estimate => self.estimate_only().await,
+        }
+    }
+
+    /// Runs one engine command as a reported step; uploads its debug log. `cleanup` commands stop only on
+    /// SIGTERM, not on a cancel or the time limit (they run because of those).
+    pub(super) async fn command(
+        &mut self,
+        stage: &str,
+        step: &str,
+        args: &[&str],
+        capture: bool,
+        cleanup: bool,
+    ) -> Result<Outcome, Failure> {
+        let name = self.step(stage, step);
+        let dir = self.ws.stage_dir(stage);
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        self.ctx.event_step(&name, None).await;
+        let mut stop = if cleanup {
+            self.ctx.term.clone()
+        } else {
+            self.ctx.stop.clone()
+        };
+        let out = self
+            .engine
+            .run(&dir, &args, &name, capture, &self.ctx.logs, &mut stop)
+            .await;
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                self.ctx.event_step(&name, Some(false)).await;
+                return Err(Failure::internal(
+                    &name,
+                    format!("cannot run {}: {e}", self.engine.bin.display()),
+                ));
+            }
+        };
+        // `plan -detailed-exitcode` exits 2 when there are changes: success too.
+        let ok = out.stopped.is_none()
+            && match out.code {
+                Some(0) => true,
+                Some(2) => step == "plan",
+                _ => false,
+            };
+        self.ctx.event_step(&name, Some(ok)).await;
+        if !out.debug.is_empty() {
+            self.upload_debug_log(&name, out.debug.clone()).await;
+        }
+        Ok(out)
+    }
+
+    /// One object per run of a step: `plan`, then `plan.2` for a retry. Best effort.
+    async fn upload_debug_log(&mut self, name: &str, debug: Vec<u8>) {
+        let n = self.debug_runs.entry(name.to_owned()).or_insert(0);
+        *n += 1;
+        let key_step = if *n == 1 {
+            name.to_owned()
+        } else {
+            format!("{name}.{n}")
+        };
+        let _ = logs::upload_debug(
+            &self.ctx.clients.aws.s3,
+            &self.ctx.cfg.names.bucket("artifacts"),
+            &self.ctx.op.operation_id,
+            &key_step,
+            debug,
+        )
+        .await;
+    }
+
+    fn write_tfvars(&self, stage: &ComposedStage, earlier: &Map<String, Value>) -> Result<(), Failure> {
+        self.ws
+            .write_tfvars(stage, &self.rendered, earlier)
+            .map_err(|e| Failure::internal(&self.step(&stage.stage, "init"), e))
+    }
+
+    fn check(&self, stage: &str, step: &str, out: &Outcome, ok_codes: &[i32]) -> Result<(), Failure> {
+        if out.stopped.is_none() && out.code.is_some_and(|c| ok_codes.contains(&c)) {
+            Ok(())
+        } else {
+            Err(Failure::from_outcome(&self.step(stage, step), out))
+        }
+    }
+
+    async fn init(&mut self, stage: &str) -> Result<(), Failure> {
+        let out = self
+            .command(
+                stage,
+                "init",
+                &["init", "-input=false", "-no-color"],
+                false,
+                false,
+            )
+            .await?;
+        self.check(stage, "init", &out, &[0])?;
+        if !self.initialized.iter().any(|s| s == stage) {
+            self.initialized.push(stage.to_owned());
+        }
+        Ok(())
+    }
+
+    async fn outputs(&mut self, stage: &str, cleanup: bool) -> Result<(Outputs, Outputs), Failure> {
+        let out = self
+            .command(stage, "output", &["output", "-json"], true, cleanup)
+            .await?;
+        self.check(stage, "output", &out, &[0])?;
+        let (plain, sensitive) =
+            split_outputs(&out.stdout).map_err(|e| Failure::internal(&self.step(stage, "output"), e))?;
+        for v in sensitive.values() {
+            self.ctx.logs.redactor.add_json(v);
+        }
+        Ok((plain, sensitive))
+    }
+
+    fn retry_delays(&self) -> impl Iterator<Item = Duration> + use<> {
+        ExponentialBuilder::default()
+            .with_min_delay(self.ctx.cfg.retry_base)
+            .with_max_delay(self.ctx.cfg.retry_base * 16)
+            .with_max_times(MAX_RETRIES)
+            .with_jitter()
+            .build()
+    }
+
+    /// plan → show → (apply), retried on transient failures with a fresh plan each time.
+    async fn plan_and_apply(&mut self, stage: &str) -> Result<(), Failure> {
+        let mut delays = self.retry_delays();
+        loop {
+            let f = match self.plan_and_apply_once(stage).await {
+                Err(f) if f.is_retryable() => f,
+                other => return other,
+            };
+            let Some(d) = delays.next() else {
+                return Err(Failure {
+                    what: format!("{} (still failing after {MAX_RETRIES} retries)", f.what),
+                    ..f
+                });
+            };
+            self.note(
+                &f.step,
+                &format!(
+                    "transient failure ({}); planning again in {:.1}s",
+                    f.what,
+                    d.as_secs_f64()
+                ),
+            );
+            self.ctx
+                .backoff(d)
+                .await
+                .map_err(|r| Failure::stopped(&f.step, r))?;
+        }
+    }
+
+    async fn plan_and_apply_once(&mut self, stage: &str) -> Result<(), Failure> {
+        let changes = self.plan(stage, false).await?.1;
+        if !changes {
+            self.note(&self.step(stage, "apply"), "no changes; nothing to apply");
+            return Ok(());
+        }
+        let mut args = vec!["apply", "-input=false", "-no-color", "-auto-approve"];
+        if self.saved_plan_apply {
+            args.push(PLAN_FILE);
+        }
+        let out = self.command(stage, "apply", &args, false, false).await?;
+        self.check(stage, "apply", &out, &[0])
+    }
+
+    /// plan (-out, -detailed-exitcode) → show -json → PlanReady. Returns the plan JSON and whether it has changes.
+    async fn plan(&mut self, stage: &str, drift: bool) -> Result<(Value, bool), Failure> {
+        let mut args = vec!["plan", "-input=false", "-no-color", "-detailed-exitcode"];
+        let out_arg = format!("-out={PLAN_FILE}");
+        args.push(&out_arg);
+        if drift && self.version.supports_refresh_only() {
+            args.push("-refresh-only");
+        }
+        let out = self.command(stage, "plan", &args, false, false).await?;
+        self.check(stage, "plan", &out, &[0, 2])?;
+        let changes = out.code == Some(2);
+        let show = self
+            .command(
+                stage,
+                "show",
+                &["show", "-json", "-no-color", PLAN_FILE],
+                true,
+                false,
+            )
+            .await?;
+        self.check(stage, "show", &show, &[0])?;
+        let plan: Value = serde_json::from_str(strato_domain::render::strip_write_prefix(show.stdout.trim()))
+            .map_err(|e| {
+                Failure::internal(&self.step(stage, "show"), format!("show -json is not JSON: {e}"))
+            })?;
+        let summary = plan_summary(&plan);
+        let estimate = estimate_plan(&plan, &self.ctx.cluster.spec.region);
+        self.estimate.merge_stage(stage, &estimate);
+        self.note(
+            &self.step(stage, "plan"),
+            &format!(
+                "plan: {} to add, {} to change, {} to destroy",
+                summary.add, summary.change, summary.destroy
+            ),
+        );
+        self.plan_ready(stage, summary, estimate).await;
+        self.check_budget(stage)?;
+        Ok((plan, changes))
+    }
+
+    async fn plan_ready(&self, stage: &str, summary: PlanSummary, estimate: CostEstimate) {
+        self.ctx
+            .reporter
+            .progress(RunnerEvent::PlanReady {
+                operation_id: self.ctx.op.operation_id.clone(),
+                fencing_token: self.ctx.cfg.fencing_token,
+                stage: stage.to_owned(),
+                summary,
+                estimate: Some(estimate),
+                at: strato_domain::ts::now(),
+            })
+            .await;
+    }
+
+    /// A create or update whose stages planned so far cost more than the tenant's monthly budget fails
+    /// before anything is applied.
+    fn check_budget(&self, stage: &str) -> Result<(), Failure> {
+        let Some(budget) = self.ctx.budget else {
+            return Ok(());
+        };
+        let over = matches!(self.ctx.op.kind, OperationKind::Create | OperationKind::Update)
+            && self.estimate.total_monthly > budget;
+        if !over {
+            return Ok(());
+        }
+        let mut f = Failure::new(
+            &self.step(stage, "plan"),
+            ErrorCategory::Quota,
+            format!(
+                "the plan's estimated cost is {:.2} USD/month, over the tenant's monthly budget of {budget:.2} USD; \
+                 nothing was applied",
+                self.estimate.total_monthly
+            ),
+        );
+        f.fix = "Choose smaller or fewer instances (PATCH the cluster's variables), or raise the tenant's \
+                 monthly budget, then retry."
+            .into();
+        Err(f)
+    }
+
+    async fn apply_all(&mut self) -> Result<ExecOutcome, Failure> {
+        let mut all_plain = Map::new();
+        let mut all_sensitive = Map::new();
+        let mut earlier = Map::new();
+        for stage in self.ws.stages.clone() {
+            self.write_tfvars(&stage, &earlier)?;
+            self.init(&stage.stage).await?;
+            self.plan_and_apply(&stage.stage).await?;
+            let (plain, sensitive) = self.outputs(&stage.stage, false).await?;
+            earlier.extend(plain.clone());
+            earlier.extend(sensitive.clone());
+            all_plain.extend(plain);
+            all_sensitive.extend(sensitive);
+        }
+        if !all_sensitive.is_empty() {
+            self.store_sensitive_outputs(&all_sensitive).await?;
+        }
+        Ok(ExecOutcome {
+            outputs: all_plain,
+            drift: None,
+        })
+    }
+
+    /// Sensitive outputs go to the cluster's one Secrets Manager secret, never into an event.
+    async fn store_sensitive_outputs(&self, sensitive: &Outputs) -> Result<(), Failure> {
+        self.ctx.fenced("store sensitive outputs").await?;
+        let name = secrets::secret_name(&self.ctx.cfg.names, &self.ctx.cluster.cluster_id);
+        secrets::store_outputs(&self.ctx.clients.secrets, &name, sensitive)
+            .await
+            .map_err(|e| Failure::internal("outputs", e))?;
+        self.note(
+            "outputs",
+            &format!(
+                "{} sensitive output(s) stored in Secrets Manager",
+                sensitive.len()
+            ),
+        );
+        Ok(())
+    }
+
+    /// Reads every stage's outputs (later stages' inputs), then destroys in reverse order.
+    async fn destroy_all(&mut self) -> Result<ExecOutcome, Failure> {
+        let stages = self.ws.stages.clone();
+        let mut earlier = Map::new();
+        for stage in &stages {
+            self.write_tfvars(stage, &earlier)?;
+            self.init(&stage.stage).await?;
+            let (plain, sensitive) = self.outputs(&stage.stage, false).await?;
+            earlier.extend(plain);
+            earlier.extend(sensitive);
+        }
+        for stage in stages.iter().rev() {
+            self.destroy(&stage.stage).await?;
+        }
+        self.ctx.fenced("delete sensitive outputs").await?;
+        let name = secrets::secret_name(&self.ctx.cfg.names, &self.ctx.cluster.cluster_id);
+        secrets::delete_outputs(&self.ctx.clients.secrets, &name)
+            .await
+            .map_err(|e| Failure::internal("outputs", e))?;
+        Ok(ExecOutcome::nothing())
+    }
+
+    /// `destroy` of one stage, retried on transient failures.
+    async fn destroy(&mut self, stage: &str) -> Result<(), Failure> {
+        let mut delays = self.retry_delays();
+        loop {
+            let out = self
+                .command(
+                    stage,
+                    "destroy",
+                    &["destroy", "-input=false", "-no-color", "-auto-approve"],
+                    false,
+                    false,
+                )
+                .await?;
+            let f = match self.check(stage, "destroy", &out, &[0]) {
+                Ok(()) => return Ok(()),
+                Err(f) if f.is_retryable() => f,
+                Err(f) => return Err(f),
+            };
+            let Some(d) = delays.next() else { return Err(f) };
+            self.note(
+                &f.step,
+                &format!("transient failure; retrying in {:.1}s", d.as_secs_f64()),
+            );
+            self.ctx
+                .backoff(d)
+                .await
+                .map_err(|r| Failure::stopped(&f.step, r))?;
+        }
+    }
+
+    /// `plan` kind (nothing applied) and drift checks (saved plan kept, changed resources reported).
+    async fn plan_only(&mut self, drift: bool) -> Result<ExecOutcome, Failure> {
+        let mut earlier = Map::new();
+        let mut changes = Vec::new();
+        for stage in self.ws.stages.clone() {
+            self.write_tfvars(&stage, &earlier)?;
+            self.init(&stage.stage).await?;
+            let (plan, _) = self.plan(&stage.stage, drift).await?;
+            if drift {
+                changes.extend(drift_changes(&plan));
+                self.keep_saved_plan(&stage.stage).await;
+            }
+            // Later stages plan against what earlier ones currently hold.
+            let (plain, sensitive) = self.outputs(&stage.stage, false).await?;
+            earlier.extend(plain);
+            earlier.extend(sensitive);
+        }
+        Ok(ExecOutcome {
+            outputs: Map::new(),
+            drift: drift.then_some(changes),
+        })
+    }
+
+    /// A drift check's saved plan, kept in the artifacts bucket. Best effort.
+    async fn keep_saved_plan(&self, stage: &str) {
+        let path = self.ws.stage_dir(stage).join(PLAN_FILE);
+        let Ok(bytes) = std::fs::read(path) else { return };
+        let _ = self
+            .ctx
+            .clients
+            .aws
+            .s3
+            .put_object()
+            .bucket(self.ctx.cfg.names.bucket("artifacts"))
+            .key(artifacts::plan_key(&self.ctx.op.operation_id, stage))
+            .body(bytes.into())
+            .send()
+            .await;
+    }
+
+    /// An estimate: each stage is planned (and priced) with local state; nothing is applied or stored. A
+    /// later stage whose inputs are earlier stages' outputs cannot be planned (those outputs exist only after
+    /// an apply): it is reported as one "not estimated" entry naming those inputs, never as zero.
+    async fn estimate_only(&mut self) -> Result<ExecOutcome, Failure> {
+        let stages = self.ws.stages.clone();
+        for (i, stage) in stages.iter().enumerate() {
+            let from_earlier: Vec<String> = stage
+                .variables
+                .keys()
+                .filter(|v| !self.rendered.contains_key(*v))
+                .filter(|v| stages[..i].iter().any(|s| s.outputs.contains_key(*v)))
+                .cloned()
+                .collect();
+            if from_earlier.is_empty() {
+                self.write_tfvars(stage, &Map::new())?;
+                self.init(&stage.stage).await?;
+                self.plan(&stage.stage, false).await?;
+            } else {
+                self.not_estimated(&stage.stage, &from_earlier).await;
+            }
+        }
+        Ok(ExecOutcome::nothing())
+    }
+
+    /// Reports a stage the estimate could not plan, and why.
+    async fn not_estimated(&mut self, stage: &str, from_earlier: &[String]) {
+        let why = format!(
+            "stage {stage} was not planned: its inputs {} are outputs of earlier stages, which exist only after \
+             those are applied",
+            from_earlier.join(", ")
+        );
+        self.note(&self.step(stage, "plan"), &why);
+        let skipped = CostEstimate::not_planned(&format!("stage.{stage}"), &why);
+        self.estimate.merge_stage(stage, &skipped);
+        self.plan_ready(stage, PlanSummary::default(), skipped).await;
+    }
+}
