@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use aws_sdk_ecs::types::{DesiredStatus, Task};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use serde_json::{Value, json};
+use strato_domain::ecs_event::{
+    EnvVar, TaskContainer, TaskContainerOverride, TaskOverrides, TaskStateChange, TaskStateChangeEvent,
+};
 use time::OffsetDateTime;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc, watch};
@@ -592,7 +594,7 @@ fn stopped_event(
     container_name: Option<&str>,
     ended: &Ended,
     region: &str,
-) -> Value {
+) -> TaskStateChangeEvent {
     let arn = task.task_arn().unwrap_or_default();
     let account = arn.split(':').nth(4).unwrap_or("123456789012");
     let now = OffsetDateTime::now_utc();
@@ -606,74 +608,85 @@ fn stopped_event(
         .or_else(|| def.and_then(|d| d.memory()))
         .unwrap_or("2048");
     let cpu = task.cpu().or_else(|| def.and_then(|d| d.cpu())).unwrap_or("1024");
-    let mut container = json!({
-        "containerArn": format!("{}/{}", arn.replacen(":task/", ":container/", 1), name),
-        "name": name,
-        "image": container_def.and_then(|c| c.image()).unwrap_or("strato-runner"),
-        "lastStatus": "STOPPED",
-        "taskArn": arn,
-        "cpu": "0",
-        "memory": memory,
-    });
-    if let Some(c) = ended.exit_code {
-        container["exitCode"] = c.into();
-    }
-    if let Some(r) = &ended.container_reason {
-        container["reason"] = r.clone().into();
-    }
-    let overrides: Vec<Value> = task
+    let container = TaskContainer {
+        container_arn: Some(format!("{}/{}", arn.replacen(":task/", ":container/", 1), name)),
+        name,
+        image: Some(
+            container_def
+                .and_then(|c| c.image())
+                .unwrap_or("strato-runner")
+                .into(),
+        ),
+        last_status: Some("STOPPED".into()),
+        task_arn: Some(arn.into()),
+        cpu: Some("0".into()),
+        memory: Some(memory.into()),
+        exit_code: ended.exit_code,
+        reason: ended.container_reason.clone(),
+    };
+    let container_overrides = task
         .overrides()
         .map(|o| {
             o.container_overrides()
                 .iter()
-                .map(|c| {
-                    json!({
-                        "name": c.name(),
-                        "environment": c.environment().iter().map(|kv| json!({"name": kv.name(), "value": kv.value()})).collect::<Vec<_>>(),
-                    })
+                .map(|c| TaskContainerOverride {
+                    name: c.name().map(str::to_owned),
+                    environment: c
+                        .environment()
+                        .iter()
+                        .filter_map(|kv| {
+                            Some(EnvVar {
+                                name: kv.name()?.to_owned(),
+                                value: kv.value()?.to_owned(),
+                            })
+                        })
+                        .collect(),
                 })
                 .collect()
         })
         .unwrap_or_default();
-    let mut detail = json!({
-        "clusterArn": task.cluster_arn(),
-        "taskArn": arn,
-        "taskDefinitionArn": task.task_definition_arn(),
-        "group": task.group().map(str::to_owned).or_else(|| def.and_then(|d| d.family()).map(|f| format!("family:{f}"))),
-        "launchType": "FARGATE",
-        "platformVersion": "1.4.0",
-        "cpu": cpu,
-        "memory": memory,
-        "startedBy": task.started_by(),
-        "lastStatus": "STOPPED",
-        "desiredStatus": "STOPPED",
-        "stopCode": ended.stop_code,
-        "stoppedReason": ended.stopped_reason,
-        "createdAt": time_of(task.created_at()).unwrap_or_else(|| iso(now)),
-        "stoppingAt": iso(now),
-        "stoppedAt": iso(now),
-        "containers": [container],
-        "overrides": {"containerOverrides": overrides},
-        "version": 4,
-    });
-    if let Some(s) = ended.started_at {
-        detail["startedAt"] = iso(s).into();
-    }
-    json!({
-        "version": "0",
-        "id": uuid::Uuid::new_v4().to_string(),
-        "detail-type": "ECS Task State Change",
-        "source": "aws.ecs",
-        "account": account,
-        "time": now.replace_nanosecond(0).map(iso).unwrap_or_else(|_| iso(now)),
-        "region": region,
-        "resources": [arn],
-        "detail": detail,
-    })
+    let detail = TaskStateChange {
+        task_arn: arn.into(),
+        last_status: "STOPPED".into(),
+        desired_status: Some("STOPPED".into()),
+        cluster_arn: task.cluster_arn().map(str::to_owned),
+        task_definition_arn: task.task_definition_arn().map(str::to_owned),
+        group: task
+            .group()
+            .map(str::to_owned)
+            .or_else(|| def.and_then(|d| d.family()).map(|f| format!("family:{f}"))),
+        launch_type: Some("FARGATE".into()),
+        platform_version: Some("1.4.0".into()),
+        cpu: Some(cpu.into()),
+        memory: Some(memory.into()),
+        started_by: task.started_by().map(str::to_owned),
+        stop_code: Some(ended.stop_code.to_owned()),
+        stopped_reason: Some(ended.stopped_reason.clone()),
+        created_at: Some(time_of(task.created_at()).unwrap_or_else(|| iso(now))),
+        started_at: ended.started_at.map(iso),
+        stopping_at: Some(iso(now)),
+        stopped_at: Some(iso(now)),
+        containers: vec![container],
+        overrides: TaskOverrides { container_overrides },
+        version: Some(4),
+    };
+    let time = chrono::DateTime::from_timestamp(now.unix_timestamp(), 0).unwrap_or_default();
+    detail.into_event(
+        uuid::Uuid::new_v4().to_string(),
+        time,
+        Some(region.to_owned()),
+        Some(account.to_owned()),
+    )
 }
 
-async fn send_event(shared: &Shared, event: &Value) {
-    let body = event.to_string();
+async fn send_event(shared: &Shared, event: &TaskStateChangeEvent) {
+    let body = match serde_json::to_string(event) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(error = %e, "EventBridge: the task event could not be serialized");
+            return;
+        }
+    };
     for attempt in 1..=5u32 {
         match shared
             .sqs

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+
 use sha2::{Digest, Sha256};
 use strato_aws::aws::AwsClients;
 use strato_aws::coordination::{submit, update_operation};
@@ -25,8 +25,9 @@ use strato_aws::queues::{QueueUrls, enqueue_job};
 use strato_aws::resources::Names;
 use strato_aws::state_lock::{self, HeldLock};
 use strato_aws::store::Store;
+use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
 use strato_domain::ids::ClusterId;
-use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID, JobMessage};
+use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
 use strato_domain::ts;
 use time::{Duration, OffsetDateTime};
@@ -337,31 +338,36 @@ async fn report_stopped(
     arn: &str,
     stopped: Stopped,
 ) -> Result<(), SchedulerError> {
-    let mut env = vec![json!({"name": ENV_OPERATION_ID, "value": op.operation_id.to_string()})];
-    if let Some(t) = op.fencing_token {
-        env.push(json!({"name": ENV_FENCING_TOKEN, "value": t.to_string()}));
-    }
-    let event = json!({
-        "version": "0",
-        "id": format!("sweep-{}", op.operation_id),
-        "detail-type": "ECS Task State Change",
-        "source": "aws.ecs",
-        "time": ts::format(ts::now()),
-        "resources": [arn],
-        "detail": {
-            "taskArn": arn,
-            "lastStatus": "STOPPED",
-            "desiredStatus": "STOPPED",
-            "startedBy": op.operation_id.to_string(),
-            "stoppedReason": stopped.reason,
-            "containers": [{"name": "runner", "exitCode": stopped.exit_code}],
-            "overrides": {"containerOverrides": [{"name": "runner", "environment": env}]},
-        },
-    });
+    let detail = TaskStateChange {
+        task_arn: arn.to_owned(),
+        last_status: "STOPPED".into(),
+        desired_status: Some("STOPPED".into()),
+        started_by: Some(op.operation_id.to_string()),
+        stopped_reason: Some(stopped.reason),
+        containers: vec![TaskContainer {
+            name: "runner".into(),
+            exit_code: stopped.exit_code,
+            ..Default::default()
+        }],
+        overrides: TaskStateChange::runner_overrides("runner", &op.operation_id, op.fencing_token),
+        ..Default::default()
+    };
+    let event = detail.into_event(
+        format!("sweep-{}", op.operation_id),
+        chrono::Utc::now(),
+        None,
+        None,
+    );
+    let body = serde_json::to_string(&event).map_err(|source| {
+        SchedulerError::Store(strato_aws::Error::Render {
+            what: "task state change event",
+            source,
+        })
+    })?;
     ctx.sqs
         .send_message()
         .queue_url(&ctx.queues.events)
-        .message_body(event.to_string())
+        .message_body(body)
         .send()
         .await
         .map_err(|e| aws_error("SendMessage", e))?;

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod catalog_check;
 pub mod compose;
 pub mod cost;
+pub mod ecs_event;
 pub mod error;
 pub mod ids;
 pub mod logs;
