@@ -1,0 +1,323 @@
+//! The cluster agent handshake. A create whose template installs the agent does not end with the apply: the
+//! cluster waits in CONFIGURING until the agent reports Ready nodes (`agent_ready`) or a timer set at the
+//! apply's end fires (`configure_deadline`). A create without an agent ends with the apply, provided the
+//! template's required outputs are there.
+
+use strato_aws::coordination::{update_cluster, update_operation};
+use strato_domain::error::{ErrorCategory, UserError};
+use strato_domain::messages::ControlEvent;
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus, Step};
+use strato_domain::ts;
+use time::OffsetDateTime;
+
+use crate::batch::Outcome;
+use crate::cluster_end::{step_to, to_configuring};
+use crate::handoff::{Final, Outputs, finish};
+use crate::{Ctx, StatusError};
+
+const CONFIGURE_STEP: &str = "configure";
+
+/// How a finished create proves the cluster is usable.
+pub(crate) enum Readiness {
+    /// The template installs the cluster agent: wait for it (deadline in seconds).
+    Agent(u64),
+    /// No agent: these outputs must be present and non-empty.
+    Outputs(Vec<String>),
+}
+
+pub(crate) async fn readiness(ctx: &Ctx, op: &Operation) -> Result<Readiness, StatusError> {
+    let Some(spec) = &op.spec else {
+        return Ok(Readiness::Outputs(Vec::new()));
+    };
+    let stored = ctx
+        .store
+        .get_template(&spec.template.name, &spec.template.version)
+        .await?;
+    let Some(t) = stored else {
+        // The API validated the create against this template; a catalog that lost it is an operator problem,
+        // not a reason to keep the tenant's cluster in limbo.
+        tracing::warn!(template = %spec.template.name, version = %spec.template.version,
+            "template of a finished create is not in the catalog; no outputs to verify");
+        return Ok(Readiness::Outputs(Vec::new()));
+    };
+    Ok(match t.template.manifest.agent {
+        Some(a) => Readiness::Agent(a.deadline_secs),
+        None => Readiness::Outputs(t.template.manifest.required_outputs),
+    })
+}
+
+/// The outputs a template promised but the apply did not produce (absent, null or an empty string/list).
+fn missing_outputs(required: &[String], outputs: &Outputs) -> Vec<String> {
+    required
+        .iter()
+        .filter(|k| match outputs.get(k.as_str()) {
+            None | Some(serde_json::Value::Null) => true,
+            Some(serde_json::Value::String(s)) => s.trim().is_empty(),
+            Some(serde_json::Value::Array(a)) => a.is_empty(),
+            Some(_) => false,
+        })
+        .cloned()
+        .collect()
+}
+
+/// A create's end once the template's required outputs are checked: a success that lacks some fails.
+pub(crate) fn verify_outputs(required: &[String], fin: Final) -> Final {
+    if let Final::Succeeded { outputs, .. } = &fin {
+        let missing = missing_outputs(required, outputs);
+        if !missing.is_empty() {
+            return Final::Failed(missing_outputs_error(&missing));
+        }
+    }
+    fin
+}
+
+fn missing_outputs_error(missing: &[String]) -> UserError {
+    UserError::new(
+        ErrorCategory::InvalidConfiguration,
+        "verify outputs",
+        format!(
+            "the apply finished but the template's required outputs are missing: {}",
+            missing.join(", ")
+        ),
+    )
+    .with_fix(
+        "The template's Terraform did not produce these outputs, so the cluster cannot be reached. Check that \
+         its modules declare them in outputs.tf and that the resources behind them were created, then retry \
+         (POST /v1/clusters/{id}/retry) or delete the cluster.",
+    )
+}
+
+/// Apply finished for a template with an agent: the cluster is CONFIGURING and the create stays open (lock
+/// held) until the agent reports enough Ready nodes or the deadline passes.
+pub(crate) async fn await_agent(
+    ctx: &Ctx,
+    op: &Operation,
+    outputs: &Outputs,
+    deadline_secs: u64,
+) -> Result<(), StatusError> {
+    let deadline = ts::now() + time::Duration::seconds(deadline_secs as i64);
+    let c = update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {
+        if !to_configuring(c, outputs) {
+            return Ok(false);
+        }
+        c.configuring_deadline = Some(deadline);
+        Ok(true)
+    })
+    .await?;
+    update_operation(&ctx.store, &op.operation_id, |o| {
+        if o.status.is_terminal() || o.steps.iter().any(|s| s.name == CONFIGURE_STEP) {
+            return false;
+        }
+        o.status = OperationStatus::Running;
+        o.steps.push(Step {
+            name: CONFIGURE_STEP.into(),
+            started_at: ts::now(),
+            finished_at: None,
+            ok: None,
+        });
+        true
+    })
+    .await?;
+    let event = ControlEvent::ConfigureDeadline {
+        operation_id: op.operation_id.clone(),
+        cluster_id: op.cluster_id.clone(),
+        deadline: c.configuring_deadline.unwrap_or(deadline),
+    };
+    let body = serde_json::to_string(&event).map_err(|e| StatusError::BadBody {
+        message_id: String::new(),
+        reason: e.to_string(),
+    })?;
+    // SQS delays at most 15 minutes; a later deadline is re-delayed when the timer fires early.
+    ctx.sqs
+        .send_message()
+        .queue_url(&ctx.queues.events)
+        .message_body(body)
+        .delay_seconds(deadline_secs.min(900) as i32)
+        .send()
+        .await
+        .map_err(|e| strato_aws::Error::aws("SendMessage", e))?;
+    Ok(())
+}
+
+fn close_configure_step(o: &mut Operation, ok: bool) -> bool {
+    match o
+        .steps
+        .iter_mut()
+        .find(|s| s.name == CONFIGURE_STEP && s.finished_at.is_none())
+    {
+        Some(step) => {
+            step.finished_at = Some(ts::now());
+            step.ok = Some(ok);
+            true
+        }
+        None => false,
+    }
+}
+
+/// What a control event does to the create it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ControlDecision {
+    /// A duplicate, a late timer, or an event for something else: nothing to do.
+    Ignore,
+    /// The deadline timer fired early (SQS delays at most 15 minutes): look again after this many seconds.
+    Wait(i32),
+    /// The agent is ready: the cluster becomes ACTIVE and the create succeeds.
+    Ready,
+    /// The deadline passed without a ready agent: the create fails.
+    TimedOut,
+}
+
+/// Given the operation and cluster an event names, the event and the time: what happens. Only a create
+/// still waiting in CONFIGURING is affected.
+pub(crate) fn decide_control(
+    op: &Operation,
+    c: &Cluster,
+    ev: &ControlEvent,
+    now: OffsetDateTime,
+) -> ControlDecision {
+    let (ControlEvent::AgentReady { cluster_id, .. } | ControlEvent::ConfigureDeadline { cluster_id, .. }) =
+        ev;
+    if op.status.is_terminal()
+        || op.kind != OperationKind::Create
+        || &op.cluster_id != cluster_id
+        || c.state != ClusterState::Configuring
+    {
+        return ControlDecision::Ignore;
+    }
+    match ev {
+        ControlEvent::AgentReady { .. } => ControlDecision::Ready,
+        ControlEvent::ConfigureDeadline { deadline, .. } => {
+            let left = (*deadline - now).whole_seconds();
+            if left > 0 {
+                ControlDecision::Wait(left.min(900) as i32)
+            } else {
+                ControlDecision::TimedOut
+            }
+        }
+    }
+}
+
+fn agent_timeout_error() -> UserError {
+    UserError::new(
+        ErrorCategory::Timeout,
+        CONFIGURE_STEP,
+        "the cluster agent did not register with enough Ready nodes before the deadline",
+    )
+    .with_fix(
+        "Check that the nodes can reach the control-plane URL and that the agent runs \
+                 (kubectl -n strato-system logs deploy/strato-agent), then retry the cluster.",
+    )
+}
+
+pub(crate) async fn apply_control(ctx: &Ctx, ev: &ControlEvent) -> Result<Outcome, StatusError> {
+    let (ControlEvent::AgentReady {
+        operation_id: op_id,
+        cluster_id,
+        ..
+    }
+    | ControlEvent::ConfigureDeadline {
+        operation_id: op_id,
+        cluster_id,
+        ..
+    }) = ev;
+    let Some(op) = ctx.store.get_operation(op_id).await? else {
+        return Err(StatusError::UnknownOperation(op_id.clone()));
+    };
+    let Some(c) = ctx.store.find_cluster(cluster_id).await? else {
+        return Ok(Outcome::Ack);
+    };
+    let fin = match decide_control(&op, &c, ev, ts::now()) {
+        ControlDecision::Ignore => return Ok(Outcome::Ack),
+        ControlDecision::Wait(secs) => return Ok(Outcome::RetryAfter(secs)),
+        ControlDecision::Ready => {
+            update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {
+                let moved = step_to(c, ClusterState::Active);
+                c.configuring_deadline = None;
+                c.last_error = None;
+                Ok(moved)
+            })
+            .await?;
+            Final::Succeeded {
+                outputs: c.outputs.clone(),
+                drift: None,
+                estimate: None,
+                at: ts::now(),
+            }
+        }
+        ControlDecision::TimedOut => Final::Failed(agent_timeout_error()),
+    };
+    let ok = matches!(fin, Final::Succeeded { .. });
+    let op = update_operation(&ctx.store, &op.operation_id, |o| {
+        !o.status.is_terminal() && close_configure_step(o, ok)
+    })
+    .await?
+    .unwrap_or(op);
+    finish(ctx, op, fin).await?;
+    Ok(Outcome::Ack)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::running;
+
+    #[test]
+    fn missing_or_empty_outputs_fail_a_create() {
+        let required = ["endpoint".to_owned(), "ca".to_owned(), "subnets".to_owned()];
+        let fin = |outputs: serde_json::Value| Final::Succeeded {
+            outputs: serde_json::from_value(outputs).unwrap(),
+            drift: None,
+            estimate: None,
+            at: ts::now(),
+        };
+        let all = fin(serde_json::json!({"endpoint": "https://k8s", "ca": "LS0t", "subnets": ["a"]}));
+        assert_eq!(verify_outputs(&required, all.clone()), all);
+        let Final::Failed(err) = verify_outputs(
+            &required,
+            fin(serde_json::json!({"endpoint": "https://k8s", "ca": " ", "subnets": []})),
+        ) else {
+            panic!("not failed")
+        };
+        assert!(err.what.ends_with("missing: ca, subnets"), "{}", err.what);
+        assert_eq!(verify_outputs(&required, Final::Cancelled), Final::Cancelled);
+    }
+
+    #[test]
+    fn only_a_create_waiting_in_configuring_reacts_to_the_agent() {
+        let (mut op, mut c) = running(OperationKind::Create, ClusterState::Configuring);
+        let now = ts::now();
+        let ready = ControlEvent::AgentReady {
+            operation_id: op.operation_id.clone(),
+            cluster_id: c.cluster_id.clone(),
+            nodes_ready: 3,
+        };
+        let timer = |secs: i64| ControlEvent::ConfigureDeadline {
+            operation_id: op.operation_id.clone(),
+            cluster_id: c.cluster_id.clone(),
+            deadline: now + time::Duration::seconds(secs),
+        };
+        assert_eq!(decide_control(&op, &c, &ready, now), ControlDecision::Ready);
+        assert_eq!(
+            decide_control(&op, &c, &timer(60), now),
+            ControlDecision::Wait(60)
+        );
+        assert_eq!(
+            decide_control(&op, &c, &timer(3600), now),
+            ControlDecision::Wait(900)
+        );
+        assert_eq!(decide_control(&op, &c, &timer(0), now), ControlDecision::TimedOut);
+        c.state = ClusterState::Active;
+        assert_eq!(
+            decide_control(&op, &c, &ready, now),
+            ControlDecision::Ignore,
+            "a duplicate"
+        );
+        c.state = ClusterState::Configuring;
+        op.status = OperationStatus::Failed;
+        assert_eq!(
+            decide_control(&op, &c, &ready, now),
+            ControlDecision::Ignore,
+            "after the deadline"
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! Frames for WebSocket subscribers, sent through the logs queue and log-fanout.
+
+use strato_aws::log_io::publish_frame;
+use strato_domain::messages::LogFrame;
+use strato_domain::model::{Cluster, Operation};
+use strato_domain::ts;
+
+use crate::Ctx;
+
+/// Tells the operation's subscribers where it stands (via the logs queue and log-fanout). Best effort: the
+/// state is already saved, and a lost frame is repaired by the next one or by reading the operation.
+pub(crate) async fn announce(
+    ctx: &Ctx,
+    op: &Operation,
+    cluster: Option<&Cluster>,
+    step: Option<String>,
+    message: Option<String>,
+) {
+    let state = match cluster {
+        Some(c) => Some(c.state),
+        // Status frames carry a cluster state; an estimate has none (its end frame still goes out).
+        None if !op.kind.has_cluster() => None,
+        None => ctx
+            .store
+            .get_cluster(&op.tenant_id, &op.cluster_id)
+            .await
+            .ok()
+            .flatten()
+            .map(|c| c.state),
+    };
+    let Some(cluster_state) = state else { return };
+    let frame = LogFrame::Status {
+        operation_id: op.operation_id.clone(),
+        cluster_id: op.cluster_id.clone(),
+        cluster_state,
+        operation_status: op.status,
+        step,
+        message,
+        at: ts::now(),
+    };
+    if let Err(e) = publish_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
+        tracing::warn!(operation = %op.operation_id, error = %e, "status frame not sent");
+    }
+}
+
+/// The last frame of an operation: its final status and the number of its last archived log line, so a
+/// subscriber can tell whether it has every line.
+pub(crate) async fn end_stream(ctx: &Ctx, op: &Operation) {
+    let last_seq = match strato_aws::log_io::last_archived_seq(
+        &ctx.s3,
+        &ctx.config.names.bucket("artifacts"),
+        &op.operation_id,
+    )
+    .await
+    {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(operation = %op.operation_id, error = %e, "log archive unreadable; end frame says 0");
+            0
+        }
+    };
+    let frame = LogFrame::End {
+        operation_id: op.operation_id.clone(),
+        final_status: op.status,
+        last_seq,
+    };
+    if let Err(e) = publish_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
+        tracing::warn!(operation = %op.operation_id, error = %e, "end frame not sent");
+    }
+}

@@ -1,0 +1,186 @@
+//! The end of an operation: its cluster's end state, its own final status, then the hand-off (cluster lock
+//! and tenant slot released, the next queued operation woken), drift follow-up and the last frames.
+
+use std::collections::BTreeMap;
+
+use strato_aws::coordination::release_and_wake;
+use strato_domain::cost::CostEstimate;
+use strato_domain::error::UserError;
+use strato_domain::ids::OperationId;
+use strato_domain::model::{
+    Cluster, ClusterState, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
+};
+use time::OffsetDateTime;
+
+use crate::cluster_end::apply_to_cluster;
+use crate::frames::{announce, end_stream};
+use crate::{ATTEMPTS, Ctx, StatusError, drift};
+
+/// A finished apply's Terraform outputs (non-sensitive ones).
+pub(crate) type Outputs = BTreeMap<String, serde_json::Value>;
+
+/// How an operation ends.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Final {
+    Succeeded {
+        outputs: Outputs,
+        drift: Option<Vec<ResourceChange>>,
+        estimate: Option<CostEstimate>,
+        at: OffsetDateTime,
+    },
+    Failed(UserError),
+    Cancelled,
+}
+
+/// Gives `op` the final status `fin` says (with its error, or the estimate a success brought).
+pub(crate) fn conclude(op: &mut Operation, fin: &Final) {
+    match fin {
+        Final::Succeeded { estimate, .. } => {
+            op.status = OperationStatus::Succeeded;
+            if estimate.is_some() {
+                op.estimate.clone_from(estimate);
+            }
+        }
+        Final::Failed(err) => {
+            op.status = OperationStatus::Failed;
+            op.error = Some(err.clone());
+        }
+        Final::Cancelled => {
+            op.status = OperationStatus::Cancelled;
+        }
+    }
+    op.wait_reason = None;
+}
+
+/// Ends a running operation: cluster first (idempotent, so a crash before the operation is saved is repaired
+/// by redelivery), then the operation, then the hand-off. Only the delivery that made the operation terminal
+/// hands off.
+pub(crate) async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError> {
+    let cluster = apply_to_cluster(ctx, &op, &fin).await?;
+    if op.kind == OperationKind::Delete
+        && matches!(fin, Final::Succeeded { .. })
+        && let Some(c) = &cluster
+        && c.state == ClusterState::Deleted
+    {
+        ctx.store.release_cluster_name(c).await?;
+    }
+    let mut done = op;
+    for _ in 0..ATTEMPTS {
+        if done.status.is_terminal() {
+            // Someone else ended it concurrently; they hand off.
+            return Ok(());
+        }
+        conclude(&mut done, &fin);
+        match ctx.store.save_operation(&mut done, false).await {
+            Ok(()) => {
+                tracing::info!(operation = %done.operation_id, status = ?done.status, "operation ended");
+                return hand_off(ctx, &done, cluster.as_ref()).await;
+            }
+            Err(strato_aws::Error::Conflict(_)) => {
+                done = ctx
+                    .store
+                    .get_operation(&done.operation_id)
+                    .await?
+                    .ok_or_else(|| StatusError::UnknownOperation(done.operation_id.clone()))?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StatusError::Contended(done.operation_id))
+}
+
+/// After the end is saved: frees the lock and the slot and wakes the next operation, acts on a drift
+/// result, and tells subscribers (a webhook last: it is the slowest and matters least).
+async fn hand_off(ctx: &Ctx, done: &Operation, cluster: Option<&Cluster>) -> Result<(), StatusError> {
+    release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, done).await?;
+    let mut message = done.error.as_ref().map(|e| e.to_string());
+    let mut notify = None;
+    if let (OperationKind::DriftCheck, Some(c)) = (done.kind, cluster) {
+        message = Some(drift::drift_message(c));
+        match drift::policy_to_apply(done, c) {
+            Some(DriftPolicy::Reconcile) => drift::reconcile(ctx, c).await?,
+            Some(DriftPolicy::Notify) => notify = Some(c),
+            None => {}
+        }
+    }
+    announce(ctx, done, cluster, None, message).await;
+    end_stream(ctx, done).await;
+    if let Some(c) = notify {
+        drift::notify_webhook(ctx, done, c).await;
+    }
+    Ok(())
+}
+
+/// Whether an ended operation still holds its cluster lock (`lock` as read) or a tenant slot (`slots`):
+/// then an earlier delivery died between saving the end and releasing.
+pub(crate) fn holds_handoff(op: &Operation, lock: Option<&(OperationId, u64)>, slots: &[String]) -> bool {
+    let holds_lock = match (lock, op.fencing_token) {
+        (Some((owner, t)), Some(mine)) => owner == &op.operation_id && *t == mine,
+        _ => false,
+    };
+    holds_lock || slots.iter().any(|s| s == op.operation_id.as_str())
+}
+
+/// A terminal event for an operation that is already terminal. Normally a duplicate with nothing left to do;
+/// but if an earlier delivery died between saving the end and releasing, the lock or slot is still held by
+/// this operation, and the hand-off is finished now. (Releases are conditional, so nothing is freed twice.)
+pub(crate) async fn finish_interrupted_handoff(ctx: &Ctx, op: &Operation) -> Result<(), StatusError> {
+    let lock = ctx.store.cluster_lock(&op.cluster_id).await?;
+    let slots = ctx.store.tenant_slots(&op.tenant_id).await?;
+    if holds_handoff(op, lock.as_ref(), &slots) {
+        tracing::warn!(operation = %op.operation_id, "finishing a hand-off an earlier delivery left undone");
+        release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, op).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::running;
+    use strato_domain::error::ErrorCategory;
+
+    #[test]
+    fn conclude_records_the_end() {
+        let (mut op, _) = running(OperationKind::Update, ClusterState::Updating);
+        op.wait_reason = Some("cluster busy".into());
+        let err = UserError::new(ErrorCategory::Internal, "apply", "boom");
+        conclude(&mut op, &Final::Failed(err.clone()));
+        assert_eq!(op.status, OperationStatus::Failed);
+        assert_eq!(op.error, Some(err));
+        assert_eq!(op.wait_reason, None);
+
+        let (mut op, _) = running(OperationKind::Plan, ClusterState::Active);
+        op.estimate = Some(CostEstimate::empty());
+        let fin = Final::Succeeded {
+            outputs: Outputs::new(),
+            drift: None,
+            estimate: None,
+            at: strato_domain::ts::now(),
+        };
+        conclude(&mut op, &fin);
+        assert_eq!(op.status, OperationStatus::Succeeded);
+        assert!(
+            op.estimate.is_some(),
+            "a success without an estimate keeps the one from plan-ready"
+        );
+    }
+
+    #[test]
+    fn a_duplicate_end_hands_off_only_what_is_still_held() {
+        let (mut op, _) = running(OperationKind::Delete, ClusterState::Deleting);
+        op.status = OperationStatus::Succeeded;
+        let me = op.operation_id.clone();
+        assert!(
+            !holds_handoff(&op, None, &[]),
+            "the usual duplicate: all was released"
+        );
+        assert!(holds_handoff(&op, Some(&(me.clone(), 1)), &[]));
+        assert!(
+            !holds_handoff(&op, Some(&(me.clone(), 2)), &[]),
+            "a later holder's lock"
+        );
+        assert!(!holds_handoff(&op, Some(&(OperationId::generate(), 1)), &[]));
+        assert!(holds_handoff(&op, None, &[me.as_str().to_owned()]));
+    }
+}
