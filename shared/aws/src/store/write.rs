@@ -37,32 +37,24 @@ pub(crate) trait ConditionalError {
     fn lost(&self) -> Option<Lost>;
 }
 
-impl ConditionalError for PutItemError {
-    fn lost(&self) -> Option<Lost> {
-        match self {
-            Self::ConditionalCheckFailedException(c) => Some(lost_single(c.item.clone())),
-            _ => None,
+/// The single-item writes fail their condition the same way, each in its own error type.
+macro_rules! single_item_write {
+    ($($error:ty),*) => {$(
+        impl ConditionalError for $error {
+            fn lost(&self) -> Option<Lost> {
+                match self {
+                    Self::ConditionalCheckFailedException(c) => Some(Lost {
+                        index: 0,
+                        old: c.item.clone(),
+                    }),
+                    _ => None,
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl ConditionalError for UpdateItemError {
-    fn lost(&self) -> Option<Lost> {
-        match self {
-            Self::ConditionalCheckFailedException(c) => Some(lost_single(c.item.clone())),
-            _ => None,
-        }
-    }
-}
-
-impl ConditionalError for DeleteItemError {
-    fn lost(&self) -> Option<Lost> {
-        match self {
-            Self::ConditionalCheckFailedException(c) => Some(lost_single(c.item.clone())),
-            _ => None,
-        }
-    }
-}
+single_item_write!(PutItemError, UpdateItemError, DeleteItemError);
 
 impl ConditionalError for TransactWriteItemsError {
     /// A cancelled transaction lost its condition only if some item says so; a cancellation for any other
@@ -80,10 +72,6 @@ impl ConditionalError for TransactWriteItemsError {
             old: reasons[index].item.clone(),
         })
     }
-}
-
-fn lost_single(old: Option<Item>) -> Lost {
-    Lost { index: 0, old }
 }
 
 /// Awaits a conditional DynamoDB call named `operation`: `Ok(Ok(output))` when written, `Ok(Err(lost))`
@@ -147,5 +135,82 @@ impl Store {
             .set_transact_items(Some(items))
             .send();
         Ok(conditional("TransactWriteItems", call).await?.map(drop))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use aws_sdk_dynamodb::types::error::{ConditionalCheckFailedException, TransactionCanceledException};
+    use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason};
+    use aws_smithy_runtime_api::http::{Response, StatusCode};
+    use aws_smithy_types::body::SdkBody;
+
+    use super::*;
+
+    type Sdk<E> = SdkError<E, Response<SdkBody>>;
+
+    fn service<E>(e: E) -> Sdk<E> {
+        let raw = Response::new(StatusCode::try_from(400).unwrap(), SdkBody::empty());
+        SdkError::service_error(e, raw)
+    }
+
+    async fn outcome<E>(e: E) -> Result<Result<(), Lost>, Error>
+    where
+        E: ConditionalError + std::error::Error + Send + Sync + 'static,
+    {
+        conditional("Op", async { Err::<(), _>(service(e)) }).await
+    }
+
+    fn reason(code: &str) -> CancellationReason {
+        CancellationReason::builder().code(code).build()
+    }
+
+    fn cancelled(reasons: Vec<CancellationReason>) -> TransactWriteItemsError {
+        TransactWriteItemsError::TransactionCanceledException(
+            TransactionCanceledException::builder()
+                .set_cancellation_reasons(Some(reasons))
+                .build(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_lost_condition_is_an_outcome_and_keeps_the_old_item() {
+        let old: Item = HashMap::from([("owner".to_owned(), AttributeValue::S("op-1".into()))]);
+        let e = UpdateItemError::ConditionalCheckFailedException(
+            ConditionalCheckFailedException::builder()
+                .set_item(Some(old.clone()))
+                .build(),
+        );
+        assert_eq!(
+            outcome(e).await.unwrap(),
+            Err(Lost {
+                index: 0,
+                old: Some(old)
+            })
+        );
+        let ok = conditional("PutItem", async { Ok::<_, Sdk<PutItemError>>(7) }).await;
+        assert_eq!(ok.unwrap(), Ok(7));
+    }
+
+    #[tokio::test]
+    async fn a_transaction_names_the_item_whose_condition_failed() {
+        let e = cancelled(vec![
+            reason("None"),
+            reason("ConditionalCheckFailed"),
+            reason("None"),
+        ]);
+        assert_eq!(outcome(e).await.unwrap().unwrap_err().index, 1);
+    }
+
+    #[tokio::test]
+    async fn other_failures_are_aws_errors_named_by_the_call() {
+        // Cancelled for another reason than a condition: the caller cannot settle it by re-reading.
+        let e = cancelled(vec![reason("None"), reason("TransactionConflict")]);
+        let err = outcome(e).await.unwrap_err();
+        assert!(matches!(err, Error::Aws { operation: "Op", .. }), "{err}");
+        let e = DeleteItemError::unhandled(std::io::Error::other("throttled"));
+        assert!(matches!(outcome(e).await, Err(Error::Aws { .. })));
     }
 }
