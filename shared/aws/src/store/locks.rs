@@ -1,6 +1,7 @@
 //! The locks table: per-cluster locks with leases and fencing tokens, and per-tenant slot sets that bound
 //! how many operations of a tenant run at once. (Name reservations live here too; see `clusters`.)
 
+use aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use time::{Duration, OffsetDateTime};
@@ -187,10 +188,7 @@ impl Store {
     }
 
     /// A consistent GetItem of the lock item `lock_id`.
-    fn lock_item(
-        &self,
-        lock_id: String,
-    ) -> aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder {
+    fn lock_item(&self, lock_id: String) -> GetItemFluentBuilder {
         self.get(&self.locks, &[("lock_id", s(lock_id))])
             .consistent_read(true)
     }

@@ -2,7 +2,7 @@
 //! Every multi-item change is one conditional write or one transaction, so nothing is ever half-written.
 //!
 //! One file per aggregate, all of them `impl Store` blocks over the tables named here. Every conditional
-//! write goes through [`write::conditional`], which alone decides whether a condition was lost.
+//! write goes through `write::conditional`, which alone decides whether a condition was lost.
 
 mod clusters;
 mod idempotency;

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Item, Store, conditional, fetch, from_item, s, to_item};
+use super::write::conditional;
+use super::{Item, Store, fetch, from_item, s, to_item};
 use crate::error::Error;
 use strato_domain::template::{Manifest, Template};
 

@@ -1,7 +1,7 @@
 //! Tenant items: quotas, budget, webhook, and the cluster and open-operation counters that quotas bound.
 
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use super::write::tx_update;
@@ -30,7 +30,7 @@ impl Default for Quotas {
 }
 
 impl Store {
-    fn tenant_key(tenant: &TenantId) -> [(&'static str, aws_sdk_dynamodb::types::AttributeValue); 1] {
+    fn tenant_key(tenant: &TenantId) -> [(&'static str, AttributeValue); 1] {
         [("tenant_id", s(tenant.as_str()))]
     }
 
