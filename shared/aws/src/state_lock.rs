@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::Error;
-use crate::store::condition_failed;
+use crate::store::conditional;
 use strato_domain::ids::{ClusterId, TenantId};
 
 /// The lock item's key for a state object.
@@ -90,11 +90,7 @@ pub async fn release(ddb: &Client, table: &str, lock: &HeldLock) -> Result<bool,
             .condition_expression("Info = :info")
             .expression_attribute_values(":info", AttributeValue::S(lock.info.clone()))
     };
-    match delete.send().await {
-        Ok(_) => Ok(true),
-        Err(e) if condition_failed(&e) => Ok(false),
-        Err(e) => Err(Error::aws("DeleteItem", e)),
-    }
+    Ok(conditional("DeleteItem", delete.send()).await?.is_ok())
 }
 
 #[cfg(test)]

@@ -1,0 +1,244 @@
+//! Cluster items, with the per-tenant name reservations (in the locks table) that keep names unique.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{Delete, Put};
+use time::{Duration, OffsetDateTime};
+
+use super::write::{conditional, tx_delete, tx_put};
+use super::{Item, Store, fetch, from_item, n, s, text, to_item};
+use crate::error::Error;
+use crate::store::Quotas;
+use strato_domain::ids::{ClusterId, TenantId};
+use strato_domain::model::{Cluster, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, Operation};
+use strato_domain::ts;
+
+/// Why a create could not be recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateRejected {
+    NameTaken,
+    ClusterQuota { max: u32 },
+    OperationQuota { max: u32 },
+}
+
+fn name_lock_id(t: &TenantId, name: &str) -> String {
+    format!("name#{t}#{name}")
+}
+
+impl Store {
+    /// Writes the cluster, its first operation, the name reservation and the tenant's counters in one
+    /// transaction. `Ok(Err(_))` says which rule refused it.
+    pub async fn create_cluster(
+        &self,
+        cluster: &Cluster,
+        op: &Operation,
+        quotas: &Quotas,
+    ) -> Result<Result<(), CreateRejected>, Error> {
+        let name_item: Item = HashMap::from([
+            (
+                "lock_id".into(),
+                s(name_lock_id(&cluster.tenant_id, cluster.spec.name.as_str())),
+            ),
+            ("cluster_id".into(), s(cluster.cluster_id.as_str())),
+        ]);
+        let put = |table: &str, item: Item, cond: &str| {
+            tx_put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(item))
+                    .condition_expression(cond),
+            )
+        };
+        let items = vec![
+            self.tenant_counters(&cluster.tenant_id, 1, 1, Some(quotas))?,
+            put(&self.locks, name_item, "attribute_not_exists(lock_id)")?,
+            put(
+                &self.clusters,
+                to_item("cluster", cluster)?,
+                "attribute_not_exists(cluster_id)",
+            )?,
+            put(
+                &self.operations,
+                Self::op_item(op)?,
+                "attribute_not_exists(operation_id)",
+            )?,
+        ];
+        match self.transact(items).await?.map_err(|lost| lost.index) {
+            Ok(()) => Ok(Ok(())),
+            Err(0) => Ok(Err(self.quota_hit(&cluster.tenant_id, quotas).await?)),
+            Err(1) => Ok(Err(CreateRejected::NameTaken)),
+            Err(_) => Err(Error::Conflict(format!(
+                "cluster {} or operation {} already exists",
+                cluster.cluster_id, op.operation_id
+            ))),
+        }
+    }
+
+    pub async fn get_cluster(&self, tenant: &TenantId, id: &ClusterId) -> Result<Option<Cluster>, Error> {
+        let key = [("tenant_id", s(tenant.as_str())), ("cluster_id", s(id.as_str()))];
+        let get = self.get(&self.clusters, &key).consistent_read(true);
+        fetch(get).await?.map(|i| from_item("cluster", i)).transpose()
+    }
+
+    /// Cluster by id alone, for callers that know no tenant (ECS events, agents). Reads the index to find
+    /// the tenant, then the table consistently.
+    pub async fn find_cluster(&self, id: &ClusterId) -> Result<Option<Cluster>, Error> {
+        let out = self
+            .ddb
+            .query()
+            .table_name(&self.clusters)
+            .index_name("by_cluster_id")
+            .key_condition_expression("cluster_id = :c")
+            .expression_attribute_values(":c", s(id.as_str()))
+            .send()
+            .await
+            .map_err(|e| Error::aws("Query", e))?;
+        let Some(tenant) = out.items().first().and_then(|i| text(i, "tenant_id")) else {
+            return Ok(None);
+        };
+        let tenant: TenantId = tenant.parse()?;
+        self.get_cluster(&tenant, id).await
+    }
+
+    pub async fn find_cluster_by_agent_token(&self, token_hash: &str) -> Result<Option<Cluster>, Error> {
+        let out = self
+            .ddb
+            .query()
+            .table_name(&self.clusters)
+            .index_name("by_agent_token")
+            .key_condition_expression("agent_token_hash = :h")
+            .expression_attribute_values(":h", s(token_hash))
+            .send()
+            .await
+            .map_err(|e| Error::aws("Query", e))?;
+        match out.items().first() {
+            Some(i) => {
+                let c: Cluster = from_item("cluster", i.clone())?;
+                self.get_cluster(&c.tenant_id, &c.cluster_id).await
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// One page of a tenant's clusters, newest first, optionally filtered by state.
+    pub async fn list_clusters(
+        &self,
+        tenant: &TenantId,
+        state: Option<ClusterState>,
+        limit: i32,
+        after: Option<&ClusterId>,
+    ) -> Result<(Vec<Cluster>, Option<ClusterId>), Error> {
+        let mut clusters = Vec::new();
+        let mut start = after.map(|a| {
+            HashMap::from([
+                ("tenant_id".to_owned(), s(tenant.as_str())),
+                ("cluster_id".to_owned(), s(a.as_str())),
+            ])
+        });
+        // A filter applies after the page limit, so keep reading until the page is full or the data ends.
+        loop {
+            let mut q = self
+                .ddb
+                .query()
+                .table_name(&self.clusters)
+                .key_condition_expression("tenant_id = :t")
+                .expression_attribute_values(":t", s(tenant.as_str()))
+                .scan_index_forward(false)
+                .limit(limit - clusters.len() as i32)
+                .set_exclusive_start_key(start);
+            if let Some(st) = state {
+                q = q
+                    .filter_expression("#s = :s")
+                    .expression_attribute_names("#s", "state")
+                    .expression_attribute_values(":s", s(st.as_str()));
+            }
+            let page = q.send().await.map_err(|e| Error::aws("Query", e))?;
+            for item in page.items.unwrap_or_default() {
+                clusters.push(from_item::<Cluster>("cluster", item)?);
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() || clusters.len() as i32 >= limit {
+                break;
+            }
+        }
+        let next = start.and_then(|k| text(&k, "cluster_id").and_then(|v| v.parse().ok()));
+        Ok((clusters, next))
+    }
+
+    /// Saves `cluster` if nobody changed it since it was read (version check), bumping its version.
+    pub async fn save_cluster(&self, cluster: &mut Cluster) -> Result<(), Error> {
+        let expected = cluster.version;
+        cluster.version += 1;
+        cluster.updated_at = ts::now();
+        cluster.next_drift_check_at = match cluster.state {
+            // First check one interval after the cluster becomes ACTIVE (the scheduler adds jitter later).
+            ClusterState::Active => cluster.next_drift_check_at.clone().or_else(|| {
+                let every = cluster.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS);
+                Some(ts::format(ts::now() + Duration::seconds(every as i64)))
+            }),
+            _ => None,
+        };
+        let put = self
+            .ddb
+            .put_item()
+            .table_name(&self.clusters)
+            .set_item(Some(to_item("cluster", &*cluster)?))
+            .condition_expression("version = :v")
+            .expression_attribute_values(":v", n(expected))
+            .send();
+        if let Err(lost) = conditional("PutItem", put).await? {
+            cluster.version = expected;
+            return Err(lost.conflict(format!(
+                "cluster {} changed since version {expected}",
+                cluster.cluster_id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Frees the cluster's name and quota slot once it is DELETED.
+    pub async fn release_cluster_name(&self, cluster: &Cluster) -> Result<(), Error> {
+        let del = Delete::builder()
+            .table_name(&self.locks)
+            .key(
+                "lock_id",
+                s(name_lock_id(&cluster.tenant_id, cluster.spec.name.as_str())),
+            )
+            .condition_expression("cluster_id = :c")
+            .expression_attribute_values(":c", s(cluster.cluster_id.as_str()));
+        let items = vec![
+            tx_delete(del)?,
+            self.tenant_counters(&cluster.tenant_id, -1, 0, None)?,
+        ];
+        // A failed condition means the name was already released (duplicate event): nothing to do.
+        let _ = self.transact(items).await?;
+        Ok(())
+    }
+
+    /// ACTIVE clusters whose next drift check is due at `now`, most overdue first (the `by_state` index:
+    /// a Query, never a Scan), at most `limit`.
+    pub async fn clusters_due_for_drift(
+        &self,
+        now: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, Error> {
+        let page = self
+            .ddb
+            .query()
+            .table_name(&self.clusters)
+            .index_name("by_state")
+            .key_condition_expression("#s = :active AND next_drift_check_at <= :now")
+            .expression_attribute_names("#s", "state")
+            .expression_attribute_values(":active", s(ClusterState::Active.as_str()))
+            .expression_attribute_values(":now", s(ts::format(now)))
+            .limit(limit)
+            .send()
+            .await
+            .map_err(|e| Error::aws("Query", e))?;
+        page.items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| from_item::<Cluster>("cluster", i))
+            .collect()
+    }
+}

@@ -1,0 +1,123 @@
+//! DynamoDB adapter for clusters, operations, templates, tenants, locks and idempotency records.
+//! Every multi-item change is one conditional write or one transaction, so nothing is ever half-written.
+//!
+//! One file per aggregate, all of them `impl Store` blocks over the tables named here. Every conditional
+//! write goes through `write::conditional`, which alone decides whether a condition was lost.
+
+mod clusters;
+mod idempotency;
+mod locks;
+mod operations;
+mod templates;
+mod tenants;
+mod terraform;
+mod write;
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+use crate::resources::Names;
+
+pub use clusters::CreateRejected;
+pub use idempotency::{IdempotentResponse, Reservation};
+pub use locks::LockOutcome;
+pub use templates::StoredTemplate;
+pub use tenants::Quotas;
+pub(crate) use write::conditional;
+
+type Item = HashMap<String, AttributeValue>;
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    ddb: Client,
+    clusters: String,
+    operations: String,
+    locks: String,
+    idempotency: String,
+    templates: String,
+    tenants: String,
+    /// Terraform's S3-backend lock table (state locks and state digests).
+    tf_locks: String,
+}
+
+impl Store {
+    pub fn new(ddb: Client, names: &Names) -> Self {
+        Self {
+            ddb,
+            clusters: names.table("clusters"),
+            operations: names.table("operations"),
+            locks: names.table("locks"),
+            idempotency: names.table("idempotency"),
+            templates: names.table("templates"),
+            tenants: names.table("tenants"),
+            tf_locks: names.table("tf-locks"),
+        }
+    }
+
+    /// A GetItem of `table` by the key attributes `key`; the caller adds read options.
+    fn get(&self, table: &str, key: &[(&str, AttributeValue)]) -> GetItemFluentBuilder {
+        let key = key.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+        self.ddb.get_item().table_name(table).set_key(Some(key))
+    }
+}
+
+/// Sends a GetItem: the item, if there is one.
+async fn fetch(get: GetItemFluentBuilder) -> Result<Option<Item>, Error> {
+    let out = get.send().await.map_err(|e| Error::aws("GetItem", e))?;
+    Ok(out.item)
+}
+
+/// Every item of a Query, across pages.
+async fn query_all<T: DeserializeOwned>(what: &'static str, q: QueryFluentBuilder) -> Result<Vec<T>, Error> {
+    let mut out = Vec::new();
+    let mut pages = q.into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| Error::aws("Query", e))?;
+        for item in page.items.unwrap_or_default() {
+            out.push(from_item::<T>(what, item)?);
+        }
+    }
+    Ok(out)
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// A string attribute, if present and a string.
+fn text<'a>(item: &'a Item, attr: &str) -> Option<&'a String> {
+    item.get(attr).and_then(|v| v.as_s().ok())
+}
+
+/// A number attribute parsed as `T`; absent, not a number or out of range all read as `None`.
+fn num<T: FromStr>(item: &Item, attr: &str) -> Option<T> {
+    item.get(attr)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+fn to_item<T: Serialize>(what: &str, v: &T) -> Result<Item, Error> {
+    serde_dynamo::to_item(v).map_err(|e| Error::Corrupt {
+        what: what.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+fn from_item<T: DeserializeOwned>(what: &str, item: Item) -> Result<T, Error> {
+    serde_dynamo::from_item(item).map_err(|e| Error::Corrupt {
+        what: what.to_owned(),
+        reason: e.to_string(),
+    })
+}

@@ -1,0 +1,188 @@
+//! Tenant items: quotas, budget, webhook, and the cluster and open-operation counters that quotas bound.
+
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use serde::{Deserialize, Serialize};
+
+use super::write::tx_update;
+use super::{Store, fetch, n, num, s, text};
+use crate::error::Error;
+use crate::store::CreateRejected;
+use strato_domain::ids::TenantId;
+use strato_domain::webhook::Webhook;
+
+/// Per-tenant limits. Stored on the tenant item; absent fields fall back to the platform defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Quotas {
+    pub max_clusters: u32,
+    pub max_open_operations: u32,
+    pub max_concurrent_operations: u32,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self {
+            max_clusters: 20,
+            max_open_operations: 50,
+            max_concurrent_operations: 5,
+        }
+    }
+}
+
+impl Store {
+    fn tenant_key(tenant: &TenantId) -> [(&'static str, AttributeValue); 1] {
+        [("tenant_id", s(tenant.as_str()))]
+    }
+
+    /// An unconditional UpdateItem of the tenant item; the caller adds the expression.
+    fn update_tenant(&self, tenant: &TenantId) -> UpdateItemFluentBuilder {
+        self.ddb
+            .update_item()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()))
+    }
+
+    pub async fn quotas(&self, tenant: &TenantId) -> Result<Quotas, Error> {
+        let item = fetch(self.get(&self.tenants, &Self::tenant_key(tenant)))
+            .await?
+            .unwrap_or_default();
+        let d = Quotas::default();
+        let get = |k: &str, dflt: u32| num(&item, k).unwrap_or(dflt);
+        Ok(Quotas {
+            max_clusters: get("max_clusters", d.max_clusters),
+            max_open_operations: get("max_open_operations", d.max_open_operations),
+            max_concurrent_operations: get("max_concurrent_operations", d.max_concurrent_operations),
+        })
+    }
+
+    pub async fn set_quotas(&self, tenant: &TenantId, q: &Quotas) -> Result<(), Error> {
+        self.update_tenant(tenant)
+            .update_expression(
+                "SET max_clusters = :a, max_open_operations = :b, max_concurrent_operations = :c",
+            )
+            .expression_attribute_values(":a", n(q.max_clusters))
+            .expression_attribute_values(":b", n(q.max_open_operations))
+            .expression_attribute_values(":c", n(q.max_concurrent_operations))
+            .send()
+            .await
+            .map_err(|e| Error::aws("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// The tenant's monthly budget in USD, if it set one: an apply whose estimate exceeds it stops before
+    /// apply.
+    pub async fn monthly_budget(&self, tenant: &TenantId) -> Result<Option<f64>, Error> {
+        let get = self
+            .get(&self.tenants, &Self::tenant_key(tenant))
+            .projection_expression("monthly_budget");
+        Ok(fetch(get).await?.and_then(|i| num(&i, "monthly_budget")))
+    }
+
+    pub async fn set_monthly_budget(&self, tenant: &TenantId, usd: Option<f64>) -> Result<(), Error> {
+        let q = self.update_tenant(tenant);
+        let q = match usd {
+            Some(v) => q
+                .update_expression("SET monthly_budget = :b")
+                .expression_attribute_values(":b", n(v)),
+            None => q.update_expression("REMOVE monthly_budget"),
+        };
+        q.send().await.map_err(|e| Error::aws("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// The tenant's webhook (tenant item attributes `webhook_url`, `webhook_secret`), if it set one. A stored
+    /// value that is no longer acceptable (e.g. a secret shorter than the minimum) counts as none.
+    pub async fn tenant_webhook(&self, tenant: &TenantId) -> Result<Option<Webhook>, Error> {
+        let get = self
+            .get(&self.tenants, &Self::tenant_key(tenant))
+            .projection_expression("webhook_url, webhook_secret")
+            .consistent_read(true);
+        let Some(item) = fetch(get).await? else {
+            return Ok(None);
+        };
+        let (Some(url), Some(secret)) = (text(&item, "webhook_url"), text(&item, "webhook_secret")) else {
+            return Ok(None);
+        };
+        match Webhook::new(url.clone(), secret.clone()) {
+            Ok(w) => Ok(Some(w)),
+            Err(e) => {
+                tracing::warn!(tenant = %tenant, error = %e, "stored tenant webhook is unusable; ignored");
+                Ok(None)
+            }
+        }
+    }
+
+    pub async fn set_tenant_webhook(&self, tenant: &TenantId, hook: Option<&Webhook>) -> Result<(), Error> {
+        let q = self.update_tenant(tenant);
+        let q = match hook {
+            Some(w) => q
+                .update_expression("SET webhook_url = :u, webhook_secret = :s")
+                .expression_attribute_values(":u", s(w.url()))
+                .expression_attribute_values(":s", s(w.secret())),
+            None => q.update_expression("REMOVE webhook_url, webhook_secret"),
+        };
+        q.send().await.map_err(|e| Error::aws("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// One update of the tenant's counters (a transaction may touch an item only once). Increments are
+    /// bounded by `quotas`.
+    pub(super) fn tenant_counters(
+        &self,
+        tenant: &TenantId,
+        clusters: i64,
+        operations: i64,
+        quotas: Option<&Quotas>,
+    ) -> Result<TransactWriteItem, Error> {
+        let mut adds = Vec::new();
+        let mut conds = Vec::new();
+        let mut u = Update::builder()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()));
+        for (attr, delta, max) in [
+            ("cluster_count", clusters, quotas.map(|q| q.max_clusters)),
+            (
+                "open_operations",
+                operations,
+                quotas.map(|q| q.max_open_operations),
+            ),
+        ] {
+            if delta == 0 {
+                continue;
+            }
+            adds.push(format!("{attr} :{attr}"));
+            u = u.expression_attribute_values(format!(":{attr}"), n(delta));
+            if let (Some(max), true) = (max, delta > 0) {
+                conds.push(format!("(attribute_not_exists({attr}) OR {attr} < :max_{attr})"));
+                u = u.expression_attribute_values(format!(":max_{attr}"), n(max));
+            }
+        }
+        u = u.update_expression(format!("ADD {}", adds.join(", ")));
+        if !conds.is_empty() {
+            u = u.condition_expression(conds.join(" AND "));
+        }
+        tx_update(u)
+    }
+
+    /// Which quota a refused increment hit, read after the fact.
+    pub(super) async fn quota_hit(
+        &self,
+        tenant: &TenantId,
+        quotas: &Quotas,
+    ) -> Result<CreateRejected, Error> {
+        let get = self
+            .get(&self.tenants, &Self::tenant_key(tenant))
+            .consistent_read(true);
+        let item = fetch(get).await?.unwrap_or_default();
+        let clusters: u32 = num(&item, "cluster_count").unwrap_or(0);
+        Ok(if clusters >= quotas.max_clusters {
+            CreateRejected::ClusterQuota {
+                max: quotas.max_clusters,
+            }
+        } else {
+            CreateRejected::OperationQuota {
+                max: quotas.max_open_operations,
+            }
+        })
+    }
+}
