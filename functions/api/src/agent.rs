@@ -3,8 +3,7 @@
 //! the cluster asked for, an `AgentReady` event goes to the events queue and the status function finishes
 //! the create (functions talk through queues, never directly).
 
-use lambda_http::Request;
-use lambda_http::http::header;
+use axum::http::{HeaderMap, header};
 use serde::Deserialize;
 use serde_json::json;
 use strato_shared::agent::token_hash;
@@ -12,7 +11,7 @@ use strato_shared::messages::ControlEvent;
 use strato_shared::model::{Cluster, ClusterState, OperationKind};
 use strato_shared::ts;
 
-use crate::{ApiError, Ctx, Reply};
+use crate::{ApiError, Ctx, JsonReply, Reply};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,8 +21,8 @@ struct AgentReport {
     kubernetes_version: Option<String>,
 }
 
-fn bearer(req: &Request) -> Result<&str, ApiError> {
-    req.headers()
+fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
@@ -55,8 +54,13 @@ async fn requested_nodes(ctx: &Ctx, c: &Cluster) -> Result<u64, ApiError> {
     Ok(value.and_then(|v| v.as_u64()).unwrap_or(1))
 }
 
-pub(crate) async fn handle(ctx: &Ctx, req: &Request, body: &[u8], register: bool) -> Result<Reply, ApiError> {
-    let token = bearer(req)?;
+pub(crate) async fn handle(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    body: &[u8],
+    register: bool,
+) -> Result<JsonReply, ApiError> {
+    let token = bearer(headers)?;
     let mut c = ctx
         .store
         .find_cluster_by_agent_token(&token_hash(token))

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use lambda_http::aws_lambda_events::query_map::QueryMap;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use strato_shared::agent;
 use strato_shared::catalog::Catalogs;
 use strato_shared::ids::{ClusterId, ClusterName};
@@ -20,7 +19,9 @@ use strato_shared::validate::{FieldError, ValidatedSpec, validate};
 
 use crate::drift::{self, DriftSettings};
 use crate::views::{self, TemplateCache, sensitive_of};
+use crate::views::{Accepted, ClusterPage, ClusterView};
 use crate::{ApiError, Caller, Ctx, Reply, target};
+use axum::response::{IntoResponse, Response};
 
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
@@ -277,7 +278,7 @@ fn sorted(mut errors: Vec<FieldError>) -> ApiError {
     ApiError::invalid(errors)
 }
 
-pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
+pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply<Accepted>, ApiError> {
     let (validated, stored, drift) = read_spec(ctx, body, SpecName::Required).await?;
     let spec = validated.spec().clone();
     let now = ts::now();
@@ -352,9 +353,16 @@ pub(crate) async fn enqueue(ctx: &Ctx, op: &Operation) {
     }
 }
 
-fn accepted(cluster: Value, op: &Operation, sensitive: Option<&std::collections::BTreeSet<String>>) -> Reply {
+fn accepted(
+    cluster: ClusterView,
+    op: &Operation,
+    sensitive: Option<&std::collections::BTreeSet<String>>,
+) -> Reply<Accepted> {
     Reply::accepted(
-        json!({"cluster": cluster, "operation": views::operation(op, sensitive)}),
+        Accepted {
+            cluster,
+            operation: views::operation(op, sensitive),
+        },
         format!("/v1/operations/{}", op.operation_id),
     )
 }
@@ -374,15 +382,19 @@ pub(crate) async fn load(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Cluster
         .ok_or_else(not_found)
 }
 
-pub(crate) async fn list(ctx: &Ctx, caller: &Caller, q: &QueryMap) -> Result<Reply, ApiError> {
+pub(crate) async fn list(
+    ctx: &Ctx,
+    caller: &Caller,
+    q: &crate::handlers::ListClustersQuery,
+) -> Result<Reply<ClusterPage>, ApiError> {
     let mut errors = Vec::new();
     let states = ClusterState::ALL.map(|s| s.as_str()).join(", ");
-    let state = q.first("state").and_then(|s| {
+    let state = q.state.as_deref().and_then(|s| {
         s.parse::<ClusterState>()
             .map_err(|_| errors.push(ApiError::field("state", "is not a cluster state", &states)))
             .ok()
     });
-    let limit = match q.first("limit") {
+    let limit = match q.limit.as_deref() {
         None => DEFAULT_PAGE,
         Some(l) => match l.parse::<i32>() {
             Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
@@ -396,7 +408,7 @@ pub(crate) async fn list(ctx: &Ctx, caller: &Caller, q: &QueryMap) -> Result<Rep
             }
         },
     };
-    let after = q.first("next").and_then(|n| {
+    let after = q.next.as_deref().and_then(|n| {
         n.parse::<ClusterId>()
             .map_err(|_| {
                 errors.push(ApiError::field(
@@ -423,10 +435,13 @@ pub(crate) async fn list(ctx: &Ctx, caller: &Caller, q: &QueryMap) -> Result<Rep
         let sensitive = cache.sensitive(&c.spec).await?;
         out.push(views::cluster(c, sensitive.as_ref()));
     }
-    Ok(Reply::ok(json!({"clusters": out, "next": next})))
+    Ok(Reply::ok(ClusterPage {
+        clusters: out,
+        next: next.map(|n| n.to_string()),
+    }))
 }
 
-pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<ClusterView>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let sensitive = TemplateCache::new(&ctx.store).sensitive(&c.spec).await?;
     Ok(Reply::ok(views::cluster(&c, sensitive.as_ref())))
@@ -491,7 +506,7 @@ async fn start(
     c: &Cluster,
     mut op: Operation,
     t: &Template,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply<Accepted>, ApiError> {
     op.requested_by = caller.subject.clone();
     let quotas = ctx.store.quotas(&caller.tenant).await?;
     if let Err(rejected) = ctx.store.add_operation(&op, &quotas).await? {
@@ -506,7 +521,8 @@ async fn start(
     ))
 }
 
-pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) -> Result<Reply, ApiError> {
+/// 200 with the cluster for a change of settings alone, else 202 with the update operation.
+pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) -> Result<Response, ApiError> {
     let obj = parse_object(body)?;
     let c = load(ctx, caller, id).await?;
     let mut errors = Vec::new();
@@ -537,7 +553,7 @@ pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) ->
     }
     if patch.is_empty() && version.is_none() {
         // Settings only: recorded on the cluster, nothing for Terraform to do.
-        return update_settings(ctx, c, &drift).await;
+        return Ok(update_settings(ctx, c, &drift).await?.into_response());
     }
     let open = open_operations(ctx, &c).await?;
     if let Some(why) = refuse_new_operation(&c, &open, "updated") {
@@ -568,11 +584,15 @@ pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) ->
         ts::now(),
     );
     op.spec = Some(validated.spec().clone());
-    start(ctx, caller, &c, op, &t).await
+    Ok(start(ctx, caller, &c, op, &t).await?.into_response())
 }
 
 /// A PATCH of drift settings alone: 200 with the cluster, no operation.
-async fn update_settings(ctx: &Ctx, mut c: Cluster, drift: &DriftSettings) -> Result<Reply, ApiError> {
+async fn update_settings(
+    ctx: &Ctx,
+    mut c: Cluster,
+    drift: &DriftSettings,
+) -> Result<Reply<ClusterView>, ApiError> {
     if c.state == ClusterState::Deleted {
         return Err(ApiError::Conflict(format!(
             "cluster {} is deleted; its settings can no longer change",
@@ -598,7 +618,7 @@ async fn save_settings(ctx: &Ctx, c: &mut Cluster) -> Result<(), ApiError> {
     }
 }
 
-pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let open = open_operations(ctx, &c).await?;
     if matches!(c.state, ClusterState::Deleting | ClusterState::Deleted) {
@@ -629,7 +649,7 @@ pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply
     start(ctx, caller, &c, op, &t).await
 }
 
-pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
     if c.state != ClusterState::Failed {
         return Err(ApiError::Conflict(format!(
@@ -665,7 +685,7 @@ pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply,
 
 /// An on-demand drift check: a read-only `plan -refresh-only` of an ACTIVE cluster. One pending check is
 /// enough: asking again while one is open answers with that one.
-pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
     if c.state != ClusterState::Active {
         return Err(ApiError::Conflict(format!(
@@ -698,6 +718,7 @@ pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn body_must_be_a_json_object() {

@@ -13,7 +13,7 @@ use strato_shared::store::LockOutcome;
 use strato_shared::ts;
 
 use crate::clusters::load;
-use crate::{ApiError, Caller, Ctx, Reply};
+use crate::{ApiError, Caller, Ctx, JsonReply, Reply};
 
 /// Long enough for one CopyObject; a crashed restore frees the cluster after this.
 const RESTORE_LEASE: time::Duration = time::Duration::minutes(5);
@@ -77,7 +77,7 @@ fn stage_of(key: &str) -> &str {
         .unwrap_or(key)
 }
 
-pub(crate) async fn list(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn list(ctx: &Ctx, caller: &Caller, id: &str) -> Result<JsonReply, ApiError> {
     let c = load(ctx, caller, id).await?;
     let items: Vec<_> = versions(ctx, &c)
         .await?
@@ -95,7 +95,12 @@ pub(crate) async fn list(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, 
     Ok(Reply::ok(json!({ "items": items, "restores": c.state_restores })))
 }
 
-pub(crate) async fn restore(ctx: &Ctx, caller: &Caller, id: &str, version: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn restore(
+    ctx: &Ctx,
+    caller: &Caller,
+    id: &str,
+    version: &str,
+) -> Result<JsonReply, ApiError> {
     let c = load(ctx, caller, id).await?;
     let all = versions(ctx, &c).await?;
     let Some(v) = all.iter().find(|v| v.version_id == version) else {

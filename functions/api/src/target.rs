@@ -2,13 +2,12 @@
 //! assumes with an external id, and optionally the customer's own state bucket and lock table). Checked here,
 //! field by field, before anything is written; the external id is never echoed, in errors or in views.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use strato_shared::catalog::Catalogs;
 use strato_shared::model::{CloudProvider, TargetAccount};
 use strato_shared::validate::FieldError;
 
 use crate::ApiError;
-use crate::views::MASK;
 
 const FIELDS: [&str; 5] = ["role_arn", "external_id", "state_bucket", "lock_table", "region"];
 const ARN_RULE: &str = "arn:aws:iam::<12-digit account id>:role/<role name>, the role name (optionally after a \
@@ -122,17 +121,6 @@ pub(crate) fn parse(
         state_bucket: state_bucket.map(str::to_owned),
         lock_table: lock_table.map(str::to_owned),
         region: region.map(str::to_owned),
-    })
-}
-
-/// What clients see of a target: everything but the external id, which is masked.
-pub(crate) fn view(t: &TargetAccount) -> Value {
-    json!({
-        "role_arn": t.role_arn,
-        "external_id": MASK,
-        "state_bucket": t.state_bucket,
-        "lock_table": t.lock_table,
-        "region": t.region,
     })
 }
 
@@ -255,6 +243,8 @@ pub(crate) fn table_ok(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::MASK;
+    use serde_json::json;
 
     #[test]
     fn role_arns() {
@@ -349,8 +339,9 @@ mod tests {
         let t = parse(Some(&v), Some(CloudProvider::Aws), &mut errors).unwrap();
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(t.external_id, "ext-1");
-        assert_eq!(view(&t)["external_id"], MASK);
-        assert!(!view(&t).to_string().contains("ext-1"));
+        let view = serde_json::to_value(crate::views::TargetView::from(&t)).unwrap();
+        assert_eq!(view["external_id"], MASK);
+        assert!(!view.to_string().contains("ext-1"));
 
         let mut errors = Vec::new();
         assert!(parse(Some(&v), Some(CloudProvider::Gcp), &mut errors).is_none());

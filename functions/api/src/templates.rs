@@ -1,11 +1,10 @@
 //! Template catalog routes: what can be asked for, and each template's variable schema.
 
-use lambda_http::aws_lambda_events::query_map::QueryMap;
 use serde_json::json;
 use strato_shared::store::StoredTemplate;
 
 use crate::views;
-use crate::{ApiError, Ctx, Reply};
+use crate::{ApiError, Ctx, JsonReply, Reply};
 
 /// Published templates grouped by name; `list_templates` sorts by name, then version (oldest first).
 fn grouped(all: &[StoredTemplate]) -> Vec<(&str, Vec<&StoredTemplate>)> {
@@ -19,7 +18,7 @@ fn grouped(all: &[StoredTemplate]) -> Vec<(&str, Vec<&StoredTemplate>)> {
     out
 }
 
-pub(crate) async fn list(ctx: &Ctx) -> Result<Reply, ApiError> {
+pub(crate) async fn list(ctx: &Ctx) -> Result<JsonReply, ApiError> {
     let all = ctx.store.list_templates().await?;
     let templates: Vec<_> = grouped(&all)
         .into_iter()
@@ -39,12 +38,16 @@ pub(crate) async fn list(ctx: &Ctx) -> Result<Reply, ApiError> {
 }
 
 /// The latest version of a template, or `?version=` a given one, with its variable schema.
-pub(crate) async fn get(ctx: &Ctx, name: &str, q: &QueryMap) -> Result<Reply, ApiError> {
+pub(crate) async fn get(
+    ctx: &Ctx,
+    name: &str,
+    q: &crate::handlers::TemplateQuery,
+) -> Result<JsonReply, ApiError> {
     let all = ctx.store.list_templates().await?;
     let shown = |s: &str| s.chars().take(64).collect::<String>();
     let versions: Vec<&StoredTemplate> = all.iter().filter(|t| t.template.name() == name).collect();
     let names: Vec<String> = versions.iter().map(|t| t.template.version().to_owned()).collect();
-    let chosen = match q.first("version") {
+    let chosen = match q.version.as_deref() {
         None => versions.last(),
         Some(v) => versions.iter().find(|t| t.template.version() == v),
     };
@@ -55,7 +58,7 @@ pub(crate) async fn get(ctx: &Ctx, name: &str, q: &QueryMap) -> Result<Reply, Ap
         }
         None => Err(ApiError::NotFound(format!(
             "{name} has no version '{}'; published: {}",
-            shown(q.first("version").unwrap_or_default()),
+            shown(q.version.as_deref().unwrap_or_default()),
             names.join(", ")
         ))),
     }

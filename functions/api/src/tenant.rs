@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use strato_shared::webhook::{MIN_SECRET_LEN, Webhook, WebhookError};
 
 use crate::clusters::{parse_object, string_field, unknown_fields};
-use crate::{ApiError, Caller, Ctx, Reply};
+use crate::{ApiError, Caller, Ctx, JsonReply, Reply};
 
 const SET_IT: &str = "PUT /v1/webhook with {\"url\": \"https://…\", \"secret\": \"…\"} sets one";
 
@@ -13,14 +13,14 @@ fn view(w: &Webhook) -> Value {
     json!({"url": w.display_url(), "secret": "(sensitive)"})
 }
 
-pub(crate) async fn get_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+pub(crate) async fn get_webhook(ctx: &Ctx, caller: &Caller) -> Result<JsonReply, ApiError> {
     match ctx.store.tenant_webhook(&caller.tenant).await? {
         Some(w) => Ok(Reply::ok(view(&w))),
         None => Err(ApiError::NotFound(format!("you have no webhook; {SET_IT}"))),
     }
 }
 
-pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
+pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<JsonReply, ApiError> {
     let obj = parse_object(body)?;
     let mut errors = Vec::new();
     unknown_fields(&obj, &["url", "secret"], &mut errors);
@@ -64,10 +64,10 @@ pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Resu
     }
 }
 
-pub(crate) async fn delete_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+pub(crate) async fn delete_webhook(ctx: &Ctx, caller: &Caller) -> Result<JsonReply, ApiError> {
     if ctx.store.tenant_webhook(&caller.tenant).await?.is_none() {
         return Err(ApiError::NotFound(format!("you have no webhook; {SET_IT}")));
     }
     ctx.store.set_tenant_webhook(&caller.tenant, None).await?;
-    Ok(Reply::ok(json!({"deleted": true})))
+    Ok(Reply::ok(json!(crate::views::Deleted { deleted: true })))
 }

@@ -4,12 +4,12 @@
 //! browser cannot set headers on a WebSocket, so the token travels in the URL: it lives minutes, names only
 //! the tenant and the subject, and is good for nothing but connecting.
 
+use axum::http::StatusCode;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use lambda_http::http::StatusCode;
 use serde_json::json;
 use time::Duration;
 
-use crate::{ApiError, Caller, Ctx, Reply};
+use crate::{ApiError, Caller, Ctx, JsonReply, Reply};
 
 /// How long a ticket can be used to connect. A connection, once open, lives on (API Gateway ends it
 /// after 2 hours).
@@ -34,7 +34,7 @@ impl std::fmt::Debug for TicketSettings {
     }
 }
 
-pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<JsonReply, ApiError> {
     let settings = ctx.config.ws_tickets.as_ref().ok_or_else(|| {
         ApiError::Config(
             "STRATO_JWT_SECRET is not set, so no WebSocket tickets can be issued (set it to the ws function's)"
