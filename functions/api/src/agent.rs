@@ -5,13 +5,25 @@
 
 use axum::http::{HeaderMap, header};
 use serde::Deserialize;
-use serde_json::json;
 use strato_shared::agent::token_hash;
 use strato_shared::messages::ControlEvent;
 use strato_shared::model::{Cluster, ClusterState, OperationKind};
 use strato_shared::ts;
 
-use crate::{ApiError, Ctx, JsonReply, Reply};
+use crate::{ApiError, Ctx, Reply, schema};
+
+/// What the control plane recorded from an agent's report.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = AgentReport)]
+pub(crate) struct AgentReportView {
+    pub cluster_id: String,
+    #[schema(value_type = schema::ClusterState)]
+    pub state: ClusterState,
+    pub nodes_ready: u32,
+    /// Ready nodes the cluster asked for.
+    pub nodes_requested: u64,
+    pub kubernetes_version: Option<String>,
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,7 +71,7 @@ pub(crate) async fn handle(
     headers: &HeaderMap,
     body: &[u8],
     register: bool,
-) -> Result<JsonReply, ApiError> {
+) -> Result<Reply<AgentReportView>, ApiError> {
     let token = bearer(headers)?;
     let mut c = ctx
         .store
@@ -130,11 +142,11 @@ pub(crate) async fn handle(
         }
     }
     tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = report.nodes_ready, requested, "agent report");
-    Ok(Reply::ok(json!({
-        "cluster_id": c.cluster_id,
-        "state": c.state,
-        "nodes_ready": report.nodes_ready,
-        "nodes_requested": requested,
-        "kubernetes_version": report.kubernetes_version,
-    })))
+    Ok(Reply::ok(AgentReportView {
+        cluster_id: c.cluster_id.to_string(),
+        state: c.state,
+        nodes_ready: report.nodes_ready,
+        nodes_requested: requested,
+        kubernetes_version: report.kubernetes_version,
+    }))
 }

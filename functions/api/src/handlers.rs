@@ -7,16 +7,15 @@ use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::router::{AppState, Caller, Reply};
 use crate::views::{
-    Accepted, ClusterPage, ClusterView, EstimateAccepted, Health, OperationList, OperationView,
+    Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
 };
 use crate::{ApiError, agent, clusters, estimates, operations, state, templates, tenant, tickets};
 use axum::response::Response;
 
-type Answer<T = Value> = Result<Reply<T>, ApiError>;
+type Answer<T> = Result<Reply<T>, ApiError>;
 
 /// Path parameters; a segment that is not even UTF-8 names no resource (404).
 pub(crate) struct P<T>(pub T);
@@ -132,7 +131,7 @@ pub(crate) async fn list_state_versions(
     State(ctx): State<AppState>,
     caller: Caller,
     P(id): P<String>,
-) -> Answer {
+) -> Answer<state::StateVersions> {
     state::list(&ctx, &caller, &id).await
 }
 
@@ -140,7 +139,7 @@ pub(crate) async fn restore_state_version(
     State(ctx): State<AppState>,
     caller: Caller,
     P((id, version)): P<(String, String)>,
-) -> Answer {
+) -> Answer<state::RestoreView> {
     state::restore(&ctx, &caller, &id, &version).await
 }
 
@@ -176,23 +175,33 @@ pub(crate) async fn create_estimate(
     estimates::create(&ctx, &caller, &body).await
 }
 
-pub(crate) async fn get_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer {
+pub(crate) async fn get_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer<tenant::WebhookView> {
     tenant::get_webhook(&ctx, &caller).await
 }
 
-pub(crate) async fn put_webhook(State(ctx): State<AppState>, caller: Caller, body: Bytes) -> Answer {
+pub(crate) async fn put_webhook(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    body: Bytes,
+) -> Answer<tenant::WebhookView> {
     tenant::put_webhook(&ctx, &caller, &body).await
 }
 
-pub(crate) async fn delete_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer {
+pub(crate) async fn delete_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer<Deleted> {
     tenant::delete_webhook(&ctx, &caller).await
 }
 
-pub(crate) async fn create_ws_ticket(State(ctx): State<AppState>, caller: Caller) -> Answer {
+pub(crate) async fn create_ws_ticket(
+    State(ctx): State<AppState>,
+    caller: Caller,
+) -> Answer<tickets::TicketView> {
     tickets::create(&ctx, &caller)
 }
 
-pub(crate) async fn list_templates(State(ctx): State<AppState>, caller: Caller) -> Answer {
+pub(crate) async fn list_templates(
+    State(ctx): State<AppState>,
+    caller: Caller,
+) -> Answer<templates::TemplateList> {
     let _ = caller;
     templates::list(&ctx).await
 }
@@ -202,15 +211,23 @@ pub(crate) async fn get_template(
     caller: Caller,
     P(name): P<String>,
     Q(q): Q<TemplateQuery>,
-) -> Answer {
+) -> Answer<templates::TemplateDetail> {
     let _ = caller;
     templates::get(&ctx, &name, &q).await
 }
 
-pub(crate) async fn agent_register(State(ctx): State<AppState>, headers: HeaderMap, body: Bytes) -> Answer {
+pub(crate) async fn agent_register(
+    State(ctx): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer<agent::AgentReportView> {
     agent::handle(&ctx, &headers, &body, true).await
 }
 
-pub(crate) async fn agent_heartbeat(State(ctx): State<AppState>, headers: HeaderMap, body: Bytes) -> Answer {
+pub(crate) async fn agent_heartbeat(
+    State(ctx): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer<agent::AgentReportView> {
     agent::handle(&ctx, &headers, &body, false).await
 }

@@ -28,9 +28,6 @@ use strato_shared::store::Store;
 pub use error::ApiError;
 pub use router::{ApiService, handle, router, service};
 pub(crate) use router::{Caller, Reply};
-
-/// A route module's answer before the typed views: a JSON value.
-pub(crate) type JsonReply = Reply<serde_json::Value>;
 pub use tickets::{TICKET_TTL, TicketSettings};
 
 /// Settings read once per process from the environment.

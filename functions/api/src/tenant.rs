@@ -1,26 +1,42 @@
 //! The calling tenant's own settings: the webhook drift notifications go to (`/v1/webhook`).
 
-use serde_json::{Value, json};
 use strato_shared::webhook::{MIN_SECRET_LEN, Webhook, WebhookError};
 
 use crate::clusters::{parse_object, string_field, unknown_fields};
-use crate::{ApiError, Caller, Ctx, JsonReply, Reply};
+use crate::views::Deleted;
+use crate::{ApiError, Caller, Ctx, Reply};
+
+/// Your webhook: the url as scheme and host only, the secret masked.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Webhook)]
+pub(crate) struct WebhookView {
+    pub url: String,
+    /// Always `(sensitive)`.
+    pub secret: &'static str,
+}
 
 const SET_IT: &str = "PUT /v1/webhook with {\"url\": \"https://…\", \"secret\": \"…\"} sets one";
 
 /// The secret is never shown again, and the url only as scheme and host (a path or query can carry a token).
-fn view(w: &Webhook) -> Value {
-    json!({"url": w.display_url(), "secret": "(sensitive)"})
+fn view(w: &Webhook) -> WebhookView {
+    WebhookView {
+        url: w.display_url(),
+        secret: crate::views::MASK,
+    }
 }
 
-pub(crate) async fn get_webhook(ctx: &Ctx, caller: &Caller) -> Result<JsonReply, ApiError> {
+pub(crate) async fn get_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply<WebhookView>, ApiError> {
     match ctx.store.tenant_webhook(&caller.tenant).await? {
         Some(w) => Ok(Reply::ok(view(&w))),
         None => Err(ApiError::NotFound(format!("you have no webhook; {SET_IT}"))),
     }
 }
 
-pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<JsonReply, ApiError> {
+pub(crate) async fn put_webhook(
+    ctx: &Ctx,
+    caller: &Caller,
+    body: &[u8],
+) -> Result<Reply<WebhookView>, ApiError> {
     let obj = parse_object(body)?;
     let mut errors = Vec::new();
     unknown_fields(&obj, &["url", "secret"], &mut errors);
@@ -64,10 +80,10 @@ pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Resu
     }
 }
 
-pub(crate) async fn delete_webhook(ctx: &Ctx, caller: &Caller) -> Result<JsonReply, ApiError> {
+pub(crate) async fn delete_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply<Deleted>, ApiError> {
     if ctx.store.tenant_webhook(&caller.tenant).await?.is_none() {
         return Err(ApiError::NotFound(format!("you have no webhook; {SET_IT}")));
     }
     ctx.store.set_tenant_webhook(&caller.tenant, None).await?;
-    Ok(Reply::ok(json!(crate::views::Deleted { deleted: true })))
+    Ok(Reply::ok(Deleted { deleted: true }))
 }
