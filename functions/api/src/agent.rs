@@ -4,12 +4,12 @@
 //! the create (functions talk through queues, never directly).
 
 use axum::http::{HeaderMap, header};
-use serde::Deserialize;
 use strato_shared::agent::token_hash;
 use strato_shared::messages::ControlEvent;
 use strato_shared::model::{Cluster, ClusterState, OperationKind};
 use strato_shared::ts;
 
+use crate::requests::{AgentBody, Field, unknown};
 use crate::{ApiError, Ctx, Reply, schema};
 
 /// What the control plane recorded from an agent's report.
@@ -25,12 +25,43 @@ pub(crate) struct AgentReportView {
     pub kubernetes_version: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AgentReport {
-    nodes_ready: u32,
-    #[serde(default)]
-    kubernetes_version: Option<String>,
+/// A report as far as it could be read: every problem with its field, as a 400 (the agent is a program).
+fn report(body: &[u8]) -> Result<(u32, Option<String>), ApiError> {
+    let shape = "{\"nodes_ready\": <count>, \"kubernetes_version\": <optional string>}";
+    let b: AgentBody = crate::requests::read(body)?;
+    let mut errors = Vec::new();
+    unknown(
+        &b.other,
+        "",
+        "is not a field of this request",
+        "nodes_ready, kubernetes_version",
+        &mut errors,
+    );
+    let count = "a whole number of Ready nodes";
+    let nodes_ready = match b.nodes_ready {
+        Field::Ok(n) => Some(n),
+        Field::Missing => {
+            errors.push(ApiError::field("nodes_ready", "is required", count));
+            None
+        }
+        Field::Null | Field::Bad(_) => {
+            errors.push(ApiError::field("nodes_ready", "is not a whole number", count));
+            None
+        }
+    };
+    let version = b.kubernetes_version.optional(
+        "kubernetes_version",
+        "must be a string",
+        "the cluster's Kubernetes version, e.g. v1.31.2",
+        &mut errors,
+    );
+    match nodes_ready {
+        Some(n) if errors.is_empty() => Ok((n, version)),
+        _ => Err(ApiError::BadRequest {
+            detail: format!("the body must be {shape}; see errors"),
+            errors,
+        }),
+    }
 }
 
 fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
@@ -78,12 +109,7 @@ pub(crate) async fn handle(
         .find_cluster_by_agent_token(&token_hash(token))
         .await?
         .ok_or_else(|| ApiError::Unauthorized("the agent token is not valid".into()))?;
-    let report: AgentReport = serde_json::from_slice(body).map_err(|e| ApiError::BadRequest {
-        detail: format!(
-            "the body must be {{\"nodes_ready\": <count>, \"kubernetes_version\": <optional string>}}: {e}"
-        ),
-        errors: Vec::new(),
-    })?;
+    let (nodes_ready, kubernetes_version) = report(body)?;
     let now = ts::now();
     if register {
         if c.agent_registered_at.is_some() {
@@ -118,7 +144,7 @@ pub(crate) async fn handle(
     let state = c.state;
     ctx.store.save_cluster(&mut c).await?;
     let requested = requested_nodes(ctx, &c).await?;
-    let ready = u64::from(report.nodes_ready) >= requested;
+    let ready = u64::from(nodes_ready) >= requested;
     if ready && state == ClusterState::Configuring {
         let ops = ctx.store.list_operations(&c.cluster_id).await?;
         if let Some(op) = ops
@@ -129,7 +155,7 @@ pub(crate) async fn handle(
             let event = ControlEvent::AgentReady {
                 operation_id: op.operation_id.clone(),
                 cluster_id: c.cluster_id.clone(),
-                nodes_ready: report.nodes_ready,
+                nodes_ready,
             };
             let body = serde_json::to_string(&event).map_err(|e| ApiError::Config(e.to_string()))?;
             ctx.sqs
@@ -141,12 +167,12 @@ pub(crate) async fn handle(
                 .map_err(|e| ApiError::Store(strato_shared::Error::aws("SendMessage", e)))?;
         }
     }
-    tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = report.nodes_ready, requested, "agent report");
+    tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = nodes_ready, requested, "agent report");
     Ok(Reply::ok(AgentReportView {
         cluster_id: c.cluster_id.to_string(),
         state: c.state,
-        nodes_ready: report.nodes_ready,
+        nodes_ready,
         nodes_requested: requested,
-        kubernetes_version: report.kubernetes_version,
+        kubernetes_version,
     }))
 }

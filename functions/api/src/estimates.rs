@@ -10,7 +10,9 @@ use strato_shared::ids::ClusterId;
 use strato_shared::model::{Operation, OperationKind};
 use strato_shared::ts;
 
-use crate::clusters::{SpecName, enqueue, quota_error, read_spec};
+use crate::clusters::{enqueue, quota_error};
+use crate::requests::SpecBody;
+use crate::spec::{SpecName, read_spec};
 use crate::views::EstimateAccepted;
 use crate::views::{self, sensitive_of};
 use crate::{ApiError, Caller, Ctx, Reply};
@@ -22,7 +24,7 @@ pub(crate) const DEFAULT_NAME: &str = "estimate";
 pub(crate) async fn create(
     ctx: &Ctx,
     caller: &Caller,
-    body: &[u8],
+    body: SpecBody,
 ) -> Result<Reply<EstimateAccepted>, ApiError> {
     let (validated, stored, _) = read_spec(ctx, body, SpecName::Optional(DEFAULT_NAME)).await?;
     let mut op = Operation::new(

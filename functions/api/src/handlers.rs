@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use crate::requests::{JsonBody, SpecBody, UpdateBody, WebhookBody};
 use crate::router::{AppState, Caller, Reply};
 use crate::views::{
     Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
@@ -73,9 +74,9 @@ pub(crate) async fn health() -> Reply<Health> {
 pub(crate) async fn create_cluster(
     State(ctx): State<AppState>,
     caller: Caller,
-    body: Bytes,
+    JsonBody(body): JsonBody<SpecBody>,
 ) -> Answer<Accepted> {
-    clusters::create(&ctx, &caller, &body).await
+    clusters::create(&ctx, &caller, body).await
 }
 
 pub(crate) async fn list_clusters(
@@ -98,9 +99,9 @@ pub(crate) async fn update_cluster(
     State(ctx): State<AppState>,
     caller: Caller,
     P(id): P<String>,
-    body: Bytes,
+    JsonBody(body): JsonBody<UpdateBody>,
 ) -> Result<Response, ApiError> {
-    clusters::update(&ctx, &caller, &id, &body).await
+    clusters::update(&ctx, &caller, &id, body).await
 }
 
 pub(crate) async fn delete_cluster(
@@ -170,9 +171,9 @@ pub(crate) async fn cancel_operation(
 pub(crate) async fn create_estimate(
     State(ctx): State<AppState>,
     caller: Caller,
-    body: Bytes,
+    JsonBody(body): JsonBody<SpecBody>,
 ) -> Answer<EstimateAccepted> {
-    estimates::create(&ctx, &caller, &body).await
+    estimates::create(&ctx, &caller, body).await
 }
 
 pub(crate) async fn get_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer<tenant::WebhookView> {
@@ -182,9 +183,9 @@ pub(crate) async fn get_webhook(State(ctx): State<AppState>, caller: Caller) -> 
 pub(crate) async fn put_webhook(
     State(ctx): State<AppState>,
     caller: Caller,
-    body: Bytes,
+    JsonBody(body): JsonBody<WebhookBody>,
 ) -> Answer<tenant::WebhookView> {
-    tenant::put_webhook(&ctx, &caller, &body).await
+    tenant::put_webhook(&ctx, &caller, body).await
 }
 
 pub(crate) async fn delete_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer<Deleted> {

@@ -14,7 +14,7 @@ use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, Required};
 
 use crate::Endpoint::{self, *};
 use crate::error::PROBLEM_JSON;
-use crate::{ROUTES, error, schema, views};
+use crate::{ROUTES, agent, error, requests, state, templates, tenant, tickets, views};
 
 #[derive(OpenApi)]
 #[openapi(components(schemas(
@@ -28,9 +28,18 @@ use crate::{ROUTES, error, schema, views};
     views::OperationList,
     views::Health,
     views::Deleted,
-    schema::UserErrorSchema,
-    schema::CostEstimateSchema,
-    schema::ResourceChangeSchema,
+    state::StateVersions,
+    state::RestoreView,
+    tenant::WebhookView,
+    tickets::TicketView,
+    templates::TemplateList,
+    templates::TemplateDetail,
+    agent::AgentReportView,
+    requests::SpecBody,
+    requests::EstimateBody,
+    requests::UpdateBody,
+    requests::WebhookBody,
+    requests::AgentBody,
 )))]
 struct Schemas;
 
@@ -41,7 +50,8 @@ struct Doc {
     body: Option<&'static str>,
     /// Success answers: status, schema, description.
     ok: &'static [(u16, &'static str, &'static str)],
-    /// Problem answers beyond the ones every authenticated route shares (401, 413, 500).
+    /// Problem answers beyond the ones every route but `/healthz` shares (401, 413, 500). Mutating routes
+    /// with `Idempotency-Key` add 400 (unusable key), 409 (still in progress) and 422 (key reused).
     errors: &'static [u16],
     query: &'static [(&'static str, &'static str)],
 }
@@ -61,9 +71,6 @@ const fn doc(
     }
 }
 
-/// `Idempotency-Key` adds 400 (unusable key), 409 (still in progress) and 422 (reused key) to a route.
-const IDEM: [u16; 3] = [400, 409, 422];
-
 fn endpoint_doc(e: Endpoint) -> Doc {
     const QUEUED: &str = "Accepted: the operation is queued; `Location` points at it";
     match e {
@@ -80,7 +87,12 @@ fn endpoint_doc(e: Endpoint) -> Doc {
                 ("limit", "Page size, 1-100 (default 20)"),
                 ("next", "The `next` of the previous page"),
             ],
-            ..doc("List your clusters, newest first", None, &[(200, "ClusterPage", "A page")], &[400])
+            ..doc(
+                "List your clusters, newest first",
+                None,
+                &[(200, "ClusterPage", "A page")],
+                &[400],
+            )
         },
         GetCluster => doc("Read a cluster", None, &[(200, "Cluster", "The cluster")], &[404]),
         UpdateCluster => doc(
@@ -128,13 +140,22 @@ fn endpoint_doc(e: Endpoint) -> Doc {
             &[(200, "OperationList", "The operations")],
             &[404],
         ),
-        GetOperation => doc("Read an operation", None, &[(200, "Operation", "The operation")], &[404]),
+        GetOperation => doc(
+            "Read an operation",
+            None,
+            &[(200, "Operation", "The operation")],
+            &[404],
+        ),
         CancelOperation => doc(
             "Cancel an operation",
             None,
             &[
                 (200, "Operation", "Cancelled before it started"),
-                (202, "Operation", "Cancel requested; the runner stops at a safe point"),
+                (
+                    202,
+                    "Operation",
+                    "Cancel requested; the runner stops at a safe point",
+                ),
             ],
             &[400, 404, 409, 422],
         ),
@@ -144,7 +165,12 @@ fn endpoint_doc(e: Endpoint) -> Doc {
             &[(202, "EstimateAccepted", QUEUED)],
             &[400, 409, 422, 429],
         ),
-        GetWebhook => doc("Read your webhook", None, &[(200, "Webhook", "The webhook")], &[404]),
+        GetWebhook => doc(
+            "Read your webhook",
+            None,
+            &[(200, "Webhook", "The webhook")],
+            &[404],
+        ),
         PutWebhook => doc(
             "Set your webhook",
             Some("WebhookRequest"),
@@ -207,8 +233,7 @@ fn error_description(status: u16) -> &'static str {
     }
 }
 
-fn json_ref(content_type: &str, schema: &str) -> ContentBuilder {
-    let _ = content_type;
+fn schema_ref(schema: &str) -> ContentBuilder {
     ContentBuilder::new().schema(Some(Ref::from_schema_name(schema)))
 }
 
@@ -242,14 +267,14 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
         op = op.request_body(Some(
             RequestBodyBuilder::new()
                 .required(Some(Required::True))
-                .content("application/json", json_ref("application/json", body).build())
+                .content("application/json", schema_ref(body).build())
                 .build(),
         ));
     }
     for (status, schema, desc) in d.ok {
         let mut r = ResponseBuilder::new()
             .description(*desc)
-            .content("application/json", json_ref("application/json", schema).build());
+            .content("application/json", schema_ref(schema).build());
         if *status == 202 {
             r = r.header(
                 "Location",
@@ -263,17 +288,14 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
     }
     let mut errors: Vec<u16> = d.errors.to_vec();
     if route.endpoint != Health {
-        errors.extend([413, 500]);
-        if !public || route.endpoint != Health {
-            errors.push(401);
-        }
+        errors.extend([401, 413, 500]);
     }
     errors.sort_unstable();
     errors.dedup();
     for status in errors {
         let r = ResponseBuilder::new()
             .description(error_description(status))
-            .content(PROBLEM_JSON, json_ref(PROBLEM_JSON, "Problem").build());
+            .content(PROBLEM_JSON, schema_ref("Problem").build());
         op = op.response(status.to_string(), r.build());
     }
     if !public {
@@ -309,7 +331,11 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
             "PATCH" => HttpMethod::Patch,
             _ => HttpMethod::Delete,
         };
-        paths.merge(Paths::builder().path(r.path, PathItem::new(method, operation(r))).build());
+        paths.merge(
+            Paths::builder()
+                .path(r.path, PathItem::new(method, operation(r)))
+                .build(),
+        );
     }
     let mut doc = OpenApiBuilder::new()
         .info(

@@ -40,15 +40,15 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
 }
 
 impl<T> Field<T> {
-    /// A required string-like member: "is required" when absent or null, "must be a string" otherwise.
+    /// A required string member: "is required" when absent, "must be a string" when anything else.
     pub fn required(self, path: &str, allowed: &str, errors: &mut Vec<FieldError>) -> Option<T> {
         match self {
             Field::Ok(t) => Some(t),
-            Field::Missing | Field::Null => {
+            Field::Missing => {
                 errors.push(ApiError::field(path, "is required", allowed));
                 None
             }
-            Field::Bad(_) => {
+            Field::Null | Field::Bad(_) => {
                 errors.push(ApiError::field(path, "must be a string", allowed));
                 None
             }
@@ -56,7 +56,13 @@ impl<T> Field<T> {
     }
 
     /// An optional member; `None` when absent, null or (reported) bad.
-    pub fn optional(self, path: &str, problem: &str, allowed: &str, errors: &mut Vec<FieldError>) -> Option<T> {
+    pub fn optional(
+        self,
+        path: &str,
+        problem: &str,
+        allowed: &str,
+        errors: &mut Vec<FieldError>,
+    ) -> Option<T> {
         match self {
             Field::Ok(t) => Some(t),
             Field::Missing | Field::Null => None,
@@ -93,11 +99,15 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
         let body = Bytes::from_request(req, state)
             .await
             .map_err(|e| bad(format!("the request body could not be read: {}", e.body_text())))?;
-        let obj = parse_object(&body)?;
-        serde_json::from_value(Value::Object(obj))
-            .map(JsonBody)
-            .map_err(|e| bad(format!("the body does not have the expected shape: {e}")))
+        read(&body).map(JsonBody)
     }
+}
+
+/// A JSON object body as `T` (see [`JsonBody`]).
+pub(crate) fn read<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let obj = parse_object(body)?;
+    serde_json::from_value(Value::Object(obj))
+        .map_err(|e| bad(format!("the body does not have the expected shape: {e}")))
 }
 
 fn bad(detail: String) -> ApiError {
@@ -258,7 +268,7 @@ pub(crate) struct UpdateBody {
 pub(crate) struct WebhookBody {
     /// An https:// URL of your receiver.
     #[serde(default)]
-    #[schema(value_type = String, required = true, format = Uri)]
+    #[schema(value_type = String, required = true)]
     pub url: Field<String>,
     /// The signing secret, at least 32 characters; never shown again.
     #[serde(default)]
@@ -283,4 +293,34 @@ pub(crate) struct AgentBody {
     #[serde(flatten)]
     #[schema(ignore)]
     pub other: BTreeMap<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_must_be_a_json_object() {
+        for (body, needle) in [
+            (&b""[..], "needs a JSON object"),
+            (b"  ", "needs a JSON object"),
+            (b"[1]", "must be a JSON object"),
+            (b"{\"name\": ", "not valid JSON"),
+        ] {
+            match parse_object(body) {
+                Err(ApiError::BadRequest { detail, .. }) => assert!(detail.contains(needle), "{detail}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn fields_keep_what_they_could_not_read() {
+        let b: WebhookBody = read(br#"{"url": 1, "extra": true}"#).unwrap();
+        assert!(matches!(b.url, Field::Bad(Value::Number(_))));
+        assert!(matches!(b.secret, Field::Missing));
+        assert_eq!(b.other.keys().collect::<Vec<_>>(), ["extra"]);
+        let b: DriftBody = read(br#"{"interval_hours": null}"#).unwrap();
+        assert!(matches!(b.interval_hours, Field::Null));
+    }
 }

@@ -2,7 +2,7 @@
 
 use strato_shared::webhook::{MIN_SECRET_LEN, Webhook, WebhookError};
 
-use crate::clusters::{parse_object, string_field, unknown_fields};
+use crate::requests::{WebhookBody, unknown};
 use crate::views::Deleted;
 use crate::{ApiError, Caller, Ctx, Reply};
 
@@ -35,21 +35,22 @@ pub(crate) async fn get_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply<Webh
 pub(crate) async fn put_webhook(
     ctx: &Ctx,
     caller: &Caller,
-    body: &[u8],
+    body: WebhookBody,
 ) -> Result<Reply<WebhookView>, ApiError> {
-    let obj = parse_object(body)?;
     let mut errors = Vec::new();
-    unknown_fields(&obj, &["url", "secret"], &mut errors);
-    let url = string_field(
-        &obj,
-        "url",
-        "url",
-        "an https:// URL of your receiver",
+    unknown(
+        &body.other,
+        "",
+        "is not a field of this request",
+        "url, secret",
         &mut errors,
     );
+    let url = body
+        .url
+        .required("url", "an https:// URL of your receiver", &mut errors);
     let secret_rule = format!("a random string of at least {MIN_SECRET_LEN} characters");
-    let secret = string_field(&obj, "secret", "secret", &secret_rule, &mut errors);
-    if secret.is_some_and(|s| s.len() < MIN_SECRET_LEN) {
+    let secret = body.secret.required("secret", &secret_rule, &mut errors);
+    if secret.as_ref().is_some_and(|s| s.len() < MIN_SECRET_LEN) {
         errors.push(ApiError::field(
             "secret",
             format!("is shorter than {MIN_SECRET_LEN} characters"),
@@ -58,19 +59,21 @@ pub(crate) async fn put_webhook(
     }
     // The url is checked even when the secret is missing or short, so every problem shows at once.
     let long_enough = "-".repeat(MIN_SECRET_LEN);
-    let hook = url.and_then(|u| match Webhook::new(u, secret.unwrap_or(&long_enough)) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            if matches!(e, WebhookError::Url(_)) {
-                errors.push(ApiError::field(
-                    "url",
-                    e.to_string(),
-                    "an https:// URL of your receiver",
-                ));
+    let hook = url.and_then(
+        |u| match Webhook::new(&u, secret.as_deref().unwrap_or(&long_enough)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                if matches!(e, WebhookError::Url(_)) {
+                    errors.push(ApiError::field(
+                        "url",
+                        e.to_string(),
+                        "an https:// URL of your receiver",
+                    ));
+                }
+                None
             }
-            None
-        }
-    });
+        },
+    );
     match hook {
         Some(w) if errors.is_empty() => {
             ctx.store.set_tenant_webhook(&caller.tenant, Some(&w)).await?;
