@@ -8,9 +8,9 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, Required};
+use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, RefOr, Required};
 
 use crate::Endpoint::{self, *};
 use crate::error::PROBLEM_JSON;
@@ -309,6 +309,13 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
 /// The API's OpenAPI document.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut components = Schemas::openapi().components.unwrap_or_default();
+    // Request bodies take no other members (`requests::unknown` reports each); serde's `flatten`, which
+    // collects them, cannot say so itself.
+    for (name, schema) in components.schemas.iter_mut() {
+        if let (true, RefOr::T(Schema::Object(o))) = (name.ends_with("Request"), schema) {
+            o.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+        }
+    }
     let bearer = |desc: &str| {
         SecurityScheme::Http(
             HttpBuilder::new()

@@ -41,10 +41,10 @@ pub(crate) struct VariableView {
     pub description: String,
     pub required: bool,
     /// Sensitive defaults are `(sensitive)`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Value>)]
     pub default: Option<Value>,
     #[serde(rename = "enum")]
-    #[schema(rename = "enum", value_type = Option<Vec<Object>>)]
+    #[schema(rename = "enum", value_type = Option<Vec<Value>>)]
     pub allowed: Option<Vec<Value>>,
     pub min: Option<f64>,
     pub max: Option<f64>,
