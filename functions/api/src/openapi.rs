@@ -71,6 +71,8 @@ const fn doc(
     }
 }
 
+/// The table of every endpoint's answers: long because it is one arm per endpoint, kept together so the
+/// whole contract reads in one place.
 fn endpoint_doc(e: Endpoint) -> Doc {
     const QUEUED: &str = "Accepted: the operation is queued; `Location` points at it";
     match e {

@@ -301,22 +301,13 @@ async fn serve(router: Router, mut req: lambda_http::Request) -> Response {
     async {
         let Ok(mut resp) = router.oneshot(req).await;
         if let (Some(id), Some(problem)) = (&request_id, resp.extensions_mut().remove::<Problem>()) {
-            let allow = resp
-                .headers()
-                .get(header::ALLOW)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
             let problem = Problem {
                 request_id: Some(id.clone()),
                 ..problem
             };
-            let headers = resp.headers().clone();
-            resp = problem.into_response_with(allow);
-            for (k, v) in &headers {
-                if !resp.headers().contains_key(k) {
-                    resp.headers_mut().insert(k, v.clone());
-                }
-            }
+            // The body grows: the length the router computed no longer holds.
+            resp.headers_mut().remove(header::CONTENT_LENGTH);
+            *resp.body_mut() = Body::from(serde_json::to_string(&problem).unwrap_or_default());
         }
         tracing::info!(
             method = %method,
@@ -359,6 +350,24 @@ mod tests {
         assert!(!match_path("/v1/clusters/{id}", "/v1/clusters/a/b"));
         assert!(match_path("/v1/clusters", "/v1/clusters"));
         assert!(!match_path("/v1/clusters", "/v1/cluster"));
+    }
+
+    #[tokio::test]
+    async fn problems_carry_the_lambda_request_id_and_a_right_length() {
+        let mut lambda = lambda_http::Context::default();
+        lambda.request_id = "req-42".into();
+        let req = axum::http::Request::builder()
+            .uri("/v2/nothing")
+            .extension(lambda)
+            .body(lambda_http::Body::Empty)
+            .unwrap();
+        let resp = serve(Router::new().fallback(not_found), req).await;
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        assert!(resp.headers().get(header::CONTENT_LENGTH).is_none());
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(doc["request_id"], "req-42");
+        assert_eq!(doc["detail"], "no resource at /v2/nothing");
     }
 
     #[test]
