@@ -1,5 +1,6 @@
-//! One axum handler per route: extract, call the route's module, answer. The `#[utoipa::path]` attributes
-//! document each route's request and answers; [`crate::openapi`] adds the problem answers every route shares.
+//! One axum handler per route: extract (the [`Caller`], path and query parameters, a typed [`JsonBody`]),
+//! call the route's module, answer with a typed view. [`crate::openapi`] documents what each one takes and
+//! answers.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query, State};
@@ -199,21 +200,20 @@ pub(crate) async fn create_ws_ticket(
     tickets::create(&ctx, &caller)
 }
 
+/// The catalog is the same for every tenant, but only tenants may read it (hence the unused [`Caller`]).
 pub(crate) async fn list_templates(
     State(ctx): State<AppState>,
-    caller: Caller,
+    _tenant: Caller,
 ) -> Answer<templates::TemplateList> {
-    let _ = caller;
     templates::list(&ctx).await
 }
 
 pub(crate) async fn get_template(
     State(ctx): State<AppState>,
-    caller: Caller,
+    _tenant: Caller,
     P(name): P<String>,
     Q(q): Q<TemplateQuery>,
 ) -> Answer<templates::TemplateDetail> {
-    let _ = caller;
     templates::get(&ctx, &name, &q).await
 }
 

@@ -14,13 +14,14 @@ use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, RefOr, Required};
 
 use crate::Endpoint::{self, *};
 use crate::error::PROBLEM_JSON;
-use crate::{ROUTES, agent, error, requests, state, templates, tenant, tickets, views};
+use crate::{ROUTES, agent, error, requests, schema, state, templates, tenant, tickets, views};
 
 #[derive(OpenApi)]
 #[openapi(components(schemas(
     error::Problem,
     error::FieldErrorView,
     views::ClusterView,
+    schema::ClusterState,
     views::OperationView,
     views::Accepted,
     views::EstimateAccepted,
@@ -256,13 +257,22 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
         );
     }
     for (name, desc) in d.query {
+        let schema: RefOr<Schema> = match *name {
+            "state" => Ref::from_schema_name("ClusterState").into(),
+            "limit" => ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(crate::clusters::MAX_PAGE))
+                .into(),
+            _ => ObjectBuilder::new().schema_type(Type::String).into(),
+        };
         op = op.parameter(
             ParameterBuilder::new()
                 .name(*name)
                 .parameter_in(ParameterIn::Query)
                 .required(Required::False)
                 .description(Some(*desc))
-                .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+                .schema(Some(schema)),
         );
     }
     if let Some(body) = d.body {
