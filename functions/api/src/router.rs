@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri, header};
 use axum::middleware::{self, Next};
@@ -200,6 +200,8 @@ pub fn router(ctx: Ctx) -> Router {
         .route("/v1/agent/heartbeat", l(post(h::agent_heartbeat)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // `limit_body` enforces the configured limit; axum's own (2 MB) would answer in plain text.
+        .layer(DefaultBodyLimit::disable())
         .with_state(s)
 }
 
