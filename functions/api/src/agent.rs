@@ -3,27 +3,69 @@
 //! the cluster asked for, an `AgentReady` event goes to the events queue and the status function finishes
 //! the create (functions talk through queues, never directly).
 
-use lambda_http::Request;
-use lambda_http::http::header;
-use serde::Deserialize;
-use serde_json::json;
+use axum::http::{HeaderMap, header};
 use strato_domain::agent::token_hash;
 use strato_domain::messages::ControlEvent;
 use strato_domain::model::{Cluster, ClusterState, OperationKind};
 use strato_domain::ts;
 
-use crate::{ApiError, Ctx, Reply};
+use crate::requests::{AgentBody, Field, unknown};
+use crate::{ApiError, Ctx, Reply, schema};
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AgentReport {
-    nodes_ready: u32,
-    #[serde(default)]
-    kubernetes_version: Option<String>,
+/// What the control plane recorded from an agent's report.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = AgentReport)]
+pub(crate) struct AgentReportView {
+    pub cluster_id: String,
+    #[schema(value_type = schema::ClusterState)]
+    pub state: ClusterState,
+    pub nodes_ready: u32,
+    /// Ready nodes the cluster asked for.
+    pub nodes_requested: u64,
+    pub kubernetes_version: Option<String>,
 }
 
-fn bearer(req: &Request) -> Result<&str, ApiError> {
-    req.headers()
+/// A report as far as it could be read: every problem with its field, as a 400 (the agent is a program).
+fn report(body: &[u8]) -> Result<(u32, Option<String>), ApiError> {
+    let shape = "{\"nodes_ready\": <count>, \"kubernetes_version\": <optional string>}";
+    let b: AgentBody = crate::requests::read(body)?;
+    let mut errors = Vec::new();
+    unknown(
+        &b.other,
+        "",
+        "is not a field of this request",
+        "nodes_ready, kubernetes_version",
+        &mut errors,
+    );
+    let count = "a whole number of Ready nodes";
+    let nodes_ready = match b.nodes_ready {
+        Field::Ok(n) => Some(n),
+        Field::Missing => {
+            errors.push(ApiError::field("nodes_ready", "is required", count));
+            None
+        }
+        Field::Null | Field::Bad(_) => {
+            errors.push(ApiError::field("nodes_ready", "is not a whole number", count));
+            None
+        }
+    };
+    let version = b.kubernetes_version.optional(
+        "kubernetes_version",
+        "must be a string",
+        "the cluster's Kubernetes version, e.g. v1.31.2",
+        &mut errors,
+    );
+    match nodes_ready {
+        Some(n) if errors.is_empty() => Ok((n, version)),
+        _ => Err(ApiError::BadRequest {
+            detail: format!("the body must be {shape}; see errors"),
+            errors,
+        }),
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
@@ -55,19 +97,19 @@ async fn requested_nodes(ctx: &Ctx, c: &Cluster) -> Result<u64, ApiError> {
     Ok(value.and_then(|v| v.as_u64()).unwrap_or(1))
 }
 
-pub(crate) async fn handle(ctx: &Ctx, req: &Request, body: &[u8], register: bool) -> Result<Reply, ApiError> {
-    let token = bearer(req)?;
+pub(crate) async fn handle(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    body: &[u8],
+    register: bool,
+) -> Result<Reply<AgentReportView>, ApiError> {
+    let token = bearer(headers)?;
     let mut c = ctx
         .store
         .find_cluster_by_agent_token(&token_hash(token))
         .await?
         .ok_or_else(|| ApiError::Unauthorized("the agent token is not valid".into()))?;
-    let report: AgentReport = serde_json::from_slice(body).map_err(|e| ApiError::BadRequest {
-        detail: format!(
-            "the body must be {{\"nodes_ready\": <count>, \"kubernetes_version\": <optional string>}}: {e}"
-        ),
-        errors: Vec::new(),
-    })?;
+    let (nodes_ready, kubernetes_version) = report(body)?;
     let now = ts::now();
     if register {
         if c.agent_registered_at.is_some() {
@@ -102,7 +144,7 @@ pub(crate) async fn handle(ctx: &Ctx, req: &Request, body: &[u8], register: bool
     let state = c.state;
     ctx.store.save_cluster(&mut c).await?;
     let requested = requested_nodes(ctx, &c).await?;
-    let ready = u64::from(report.nodes_ready) >= requested;
+    let ready = u64::from(nodes_ready) >= requested;
     if ready && state == ClusterState::Configuring {
         let ops = ctx.store.list_operations(&c.cluster_id).await?;
         if let Some(op) = ops
@@ -113,7 +155,7 @@ pub(crate) async fn handle(ctx: &Ctx, req: &Request, body: &[u8], register: bool
             let event = ControlEvent::AgentReady {
                 operation_id: op.operation_id.clone(),
                 cluster_id: c.cluster_id.clone(),
-                nodes_ready: report.nodes_ready,
+                nodes_ready,
             };
             let body = serde_json::to_string(&event).map_err(|e| ApiError::Config(e.to_string()))?;
             ctx.sqs
@@ -125,12 +167,12 @@ pub(crate) async fn handle(ctx: &Ctx, req: &Request, body: &[u8], register: bool
                 .map_err(|e| ApiError::Store(strato_aws::Error::aws("SendMessage", e)))?;
         }
     }
-    tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = report.nodes_ready, requested, "agent report");
-    Ok(Reply::ok(json!({
-        "cluster_id": c.cluster_id,
-        "state": c.state,
-        "nodes_ready": report.nodes_ready,
-        "nodes_requested": requested,
-        "kubernetes_version": report.kubernetes_version,
-    })))
+    tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = nodes_ready, requested, "agent report");
+    Ok(Reply::ok(AgentReportView {
+        cluster_id: c.cluster_id.to_string(),
+        state: c.state,
+        nodes_ready,
+        nodes_requested: requested,
+        kubernetes_version,
+    }))
 }

@@ -1,283 +1,29 @@
 //! Cluster routes: create, list, get, update (PATCH), delete, retry; and the spec reading a create shares
 //! with an estimate.
 
-use std::collections::BTreeMap;
-
-use lambda_http::aws_lambda_events::query_map::QueryMap;
-use serde_json::{Map, Value, json};
+use axum::response::{IntoResponse, Response};
 use strato_aws::queues::enqueue_job;
-use strato_aws::store::{CreateRejected, StoredTemplate};
+use strato_aws::store::CreateRejected;
 use strato_domain::agent;
 use strato_domain::catalog::Catalogs;
-use strato_domain::ids::{ClusterId, ClusterName};
+use strato_domain::ids::ClusterId;
 use strato_domain::messages::JobMessage;
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TargetAccount, TemplateRef,
-};
+use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef};
 use strato_domain::template::Template;
 use strato_domain::ts;
-use strato_domain::validate::{FieldError, ValidatedSpec, validate};
+use strato_domain::validate::{ValidatedSpec, validate};
 
 use crate::drift::{self, DriftSettings};
+use crate::requests::{SpecBody, UpdateBody, unknown};
+use crate::spec::{self, SpecName, read_spec, sorted, unknown_template};
 use crate::views::{self, TemplateCache, sensitive_of};
-use crate::{ApiError, Caller, Ctx, Reply, target};
+use crate::views::{Accepted, ClusterPage, ClusterView};
+use crate::{ApiError, Caller, Ctx, Reply};
 
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
 
-/// Reads the body as a JSON object; anything else is a 400 that says what is wrong and where.
-pub(crate) fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    let bad = |detail: String| ApiError::BadRequest {
-        detail,
-        errors: Vec::new(),
-    };
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(bad("the request needs a JSON object body".into()));
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(bad("the body must be a JSON object".into())),
-        // serde_json's message names the problem and its line and column.
-        Err(e) => Err(bad(format!("the body is not valid JSON: {e}"))),
-    }
-}
-
-pub(crate) fn unknown_fields(obj: &Map<String, Value>, known: &[&str], errors: &mut Vec<FieldError>) {
-    for k in obj.keys().filter(|k| !known.contains(&k.as_str())) {
-        let shown: String = k.chars().take(64).collect();
-        errors.push(ApiError::field(
-            &shown,
-            "is not a field of this request",
-            known.join(", "),
-        ));
-    }
-}
-
-pub(crate) fn string_field<'a>(
-    obj: &'a Map<String, Value>,
-    field: &str,
-    path: &str,
-    allowed: &str,
-    errors: &mut Vec<FieldError>,
-) -> Option<&'a str> {
-    match obj.get(field) {
-        Some(Value::String(s)) => Some(s),
-        Some(_) => {
-            errors.push(ApiError::field(path, "must be a string", allowed));
-            None
-        }
-        None => {
-            errors.push(ApiError::field(path, "is required", allowed));
-            None
-        }
-    }
-}
-
-fn variables_field(obj: &Map<String, Value>, errors: &mut Vec<FieldError>) -> BTreeMap<String, Value> {
-    match obj.get("variables") {
-        None | Some(Value::Null) => BTreeMap::new(),
-        Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        Some(_) => {
-            errors.push(ApiError::field(
-                "variables",
-                "must be an object",
-                "an object of variable name to value",
-            ));
-            BTreeMap::new()
-        }
-    }
-}
-
-/// A spec request (create, estimate) as far as it could be read; missing parts are reported in `errors`.
-struct SpecDraft {
-    name: Option<ClusterName>,
-    template: Option<TemplateRef>,
-    provider: Option<CloudProvider>,
-    region: Option<String>,
-    variables: BTreeMap<String, Value>,
-    target: Option<TargetAccount>,
-    /// A create's drift settings (an estimate has none).
-    drift: DriftSettings,
-}
-
-/// Whether a spec request must name its cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SpecName {
-    /// A create: the name is the cluster's.
-    Required,
-    /// An estimate: nothing is named after it; this stands in when it is left out.
-    Optional(&'static str),
-}
-
-const SPEC_FIELDS: [&str; 6] = ["name", "template", "provider", "region", "variables", "target"];
-const CREATE_FIELDS: [&str; 7] = [
-    "name",
-    "template",
-    "provider",
-    "region",
-    "variables",
-    "target",
-    "drift",
-];
-
-fn parse_spec(obj: &Map<String, Value>, name: SpecName, errors: &mut Vec<FieldError>) -> SpecDraft {
-    let is_create = name == SpecName::Required;
-    unknown_fields(obj, if is_create { &CREATE_FIELDS } else { &SPEC_FIELDS }, errors);
-    let name_rule = "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'";
-    let name = match (name, obj.get("name")) {
-        (SpecName::Optional(default), None | Some(Value::Null)) => default.parse().ok(),
-        _ => string_field(obj, "name", "name", name_rule, errors).and_then(|s| match s.parse() {
-            Ok(n) => Some(n),
-            Err(e) => {
-                errors.push(ApiError::field("name", format!("{e}"), name_rule));
-                None
-            }
-        }),
-    };
-    let template = match obj.get("template") {
-        Some(Value::Object(t)) => {
-            let n = string_field(t, "name", "template.name", "a published template name", errors);
-            let v = string_field(
-                t,
-                "version",
-                "template.version",
-                "a version such as 1.0.0",
-                errors,
-            );
-            n.zip(v).map(|(n, v)| TemplateRef {
-                name: n.to_owned(),
-                version: v.to_owned(),
-            })
-        }
-        Some(_) => {
-            errors.push(ApiError::field(
-                "template",
-                "must be an object",
-                "{\"name\": …, \"version\": …}",
-            ));
-            None
-        }
-        None => {
-            errors.push(ApiError::field(
-                "template",
-                "is required",
-                "{\"name\": …, \"version\": …}",
-            ));
-            None
-        }
-    };
-    let providers = CloudProvider::ALL.map(|p| p.as_str()).join(", ");
-    let provider = string_field(obj, "provider", "provider", &providers, errors).and_then(|p| {
-        p.parse::<CloudProvider>()
-            .map_err(|_| {
-                let shown: String = p.chars().take(64).collect();
-                errors.push(ApiError::field(
-                    "provider",
-                    format!("'{shown}' is not a provider Strato supports"),
-                    &providers,
-                ));
-            })
-            .ok()
-    });
-    let region = string_field(obj, "region", "region", "a region of the provider", errors).map(str::to_owned);
-    let target = target::parse(obj.get("target"), provider, errors);
-    SpecDraft {
-        name,
-        template,
-        provider,
-        region,
-        variables: variables_field(obj, errors),
-        target,
-        drift: if is_create {
-            drift::parse(obj.get("drift"), errors)
-        } else {
-            DriftSettings::default()
-        },
-    }
-}
-
-/// Reads a spec request body and validates it against its template, as a create does: every problem at
-/// once (a 422 naming each field), or the validated spec, its template and the create's drift settings.
-pub(crate) async fn read_spec(
-    ctx: &Ctx,
-    body: &[u8],
-    name: SpecName,
-) -> Result<(ValidatedSpec, StoredTemplate, DriftSettings), ApiError> {
-    let obj = parse_object(body)?;
-    let mut errors = Vec::new();
-    let draft = parse_spec(&obj, name, &mut errors);
-    let mut checked: Option<(ValidatedSpec, StoredTemplate)> = None;
-    if let (Some(tref), Some(provider), Some(region)) = (&draft.template, draft.provider, &draft.region) {
-        match ctx.store.get_template(&tref.name, &tref.version).await? {
-            None => errors.push(unknown_template(ctx, "template", tref).await?),
-            Some(stored) => {
-                // A bad name is already reported; validate the rest anyway so the client sees every problem.
-                let placeholder = || "placeholder".parse::<ClusterName>();
-                let spec = ClusterSpec {
-                    name: draft
-                        .name
-                        .clone()
-                        .map_or_else(placeholder, Ok)
-                        .map_err(strato_aws::Error::from)?,
-                    template: tref.clone(),
-                    provider,
-                    region: region.clone(),
-                    variables: draft.variables.clone(),
-                    target: draft.target.clone(),
-                };
-                match validate(&spec, &stored.template, Catalogs::builtin()) {
-                    Ok(v) => checked = Some((v, stored)),
-                    Err(e) => errors.extend(e),
-                }
-            }
-        }
-    }
-    if !errors.is_empty() {
-        return Err(sorted(errors));
-    }
-    checked.map(|(v, t)| (v, t, draft.drift)).ok_or_else(|| {
-        // Unreachable in practice: every missing part above pushed an error.
-        ApiError::invalid(vec![ApiError::field(
-            "template",
-            "could not be checked",
-            "a published template",
-        )])
-    })
-}
-
-/// The field error for a template reference that names nothing published.
-async fn unknown_template(ctx: &Ctx, field: &str, r: &TemplateRef) -> Result<FieldError, ApiError> {
-    let all = ctx.store.list_templates().await?;
-    let versions: Vec<&str> = all
-        .iter()
-        .filter(|t| t.template.name() == r.name)
-        .map(|t| t.template.version())
-        .collect();
-    let shown = |s: &str| s.chars().take(64).collect::<String>();
-    Ok(if versions.is_empty() {
-        let mut names: Vec<&str> = all.iter().map(|t| t.template.name()).collect();
-        names.dedup();
-        ApiError::field(
-            field,
-            format!("no template named '{}' is published", shown(&r.name)),
-            names.join(", "),
-        )
-    } else {
-        ApiError::field(
-            field,
-            format!("{} has no published version '{}'", r.name, shown(&r.version)),
-            versions.join(", "),
-        )
-    })
-}
-
-fn sorted(mut errors: Vec<FieldError>) -> ApiError {
-    errors.sort_by(|a, b| a.field.cmp(&b.field).then_with(|| a.problem.cmp(&b.problem)));
-    errors.dedup();
-    ApiError::invalid(errors)
-}
-
-pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
+pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: SpecBody) -> Result<Reply<Accepted>, ApiError> {
     let (validated, stored, drift) = read_spec(ctx, body, SpecName::Required).await?;
     let spec = validated.spec().clone();
     let now = ts::now();
@@ -352,9 +98,16 @@ pub(crate) async fn enqueue(ctx: &Ctx, op: &Operation) {
     }
 }
 
-fn accepted(cluster: Value, op: &Operation, sensitive: Option<&std::collections::BTreeSet<String>>) -> Reply {
+fn accepted(
+    cluster: ClusterView,
+    op: &Operation,
+    sensitive: Option<&std::collections::BTreeSet<String>>,
+) -> Reply<Accepted> {
     Reply::accepted(
-        json!({"cluster": cluster, "operation": views::operation(op, sensitive)}),
+        Accepted {
+            cluster,
+            operation: views::operation(op, sensitive),
+        },
         format!("/v1/operations/{}", op.operation_id),
     )
 }
@@ -374,15 +127,19 @@ pub(crate) async fn load(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Cluster
         .ok_or_else(not_found)
 }
 
-pub(crate) async fn list(ctx: &Ctx, caller: &Caller, q: &QueryMap) -> Result<Reply, ApiError> {
+pub(crate) async fn list(
+    ctx: &Ctx,
+    caller: &Caller,
+    q: &crate::handlers::ListClustersQuery,
+) -> Result<Reply<ClusterPage>, ApiError> {
     let mut errors = Vec::new();
     let states = ClusterState::ALL.map(|s| s.as_str()).join(", ");
-    let state = q.first("state").and_then(|s| {
+    let state = q.state.as_deref().and_then(|s| {
         s.parse::<ClusterState>()
             .map_err(|_| errors.push(ApiError::field("state", "is not a cluster state", &states)))
             .ok()
     });
-    let limit = match q.first("limit") {
+    let limit = match q.limit.as_deref() {
         None => DEFAULT_PAGE,
         Some(l) => match l.parse::<i32>() {
             Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
@@ -396,7 +153,7 @@ pub(crate) async fn list(ctx: &Ctx, caller: &Caller, q: &QueryMap) -> Result<Rep
             }
         },
     };
-    let after = q.first("next").and_then(|n| {
+    let after = q.next.as_deref().and_then(|n| {
         n.parse::<ClusterId>()
             .map_err(|_| {
                 errors.push(ApiError::field(
@@ -423,10 +180,13 @@ pub(crate) async fn list(ctx: &Ctx, caller: &Caller, q: &QueryMap) -> Result<Rep
         let sensitive = cache.sensitive(&c.spec).await?;
         out.push(views::cluster(c, sensitive.as_ref()));
     }
-    Ok(Reply::ok(json!({"clusters": out, "next": next})))
+    Ok(Reply::ok(ClusterPage {
+        clusters: out,
+        next: next.map(|n| n.to_string()),
+    }))
 }
 
-pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<ClusterView>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let sensitive = TemplateCache::new(&ctx.store).sensitive(&c.spec).await?;
     Ok(Reply::ok(views::cluster(&c, sensitive.as_ref())))
@@ -491,7 +251,7 @@ async fn start(
     c: &Cluster,
     mut op: Operation,
     t: &Template,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply<Accepted>, ApiError> {
     op.requested_by = caller.subject.clone();
     let quotas = ctx.store.quotas(&caller.tenant).await?;
     if let Err(rejected) = ctx.store.add_operation(&op, &quotas).await? {
@@ -506,25 +266,31 @@ async fn start(
     ))
 }
 
-pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) -> Result<Reply, ApiError> {
-    let obj = parse_object(body)?;
+/// 200 with the cluster for a change of settings alone, else 202 with the update operation.
+pub(crate) async fn update(
+    ctx: &Ctx,
+    caller: &Caller,
+    id: &str,
+    body: UpdateBody,
+) -> Result<Response, ApiError> {
     let c = load(ctx, caller, id).await?;
     let mut errors = Vec::new();
-    unknown_fields(&obj, &["variables", "template_version", "drift"], &mut errors);
-    let patch = variables_field(&obj, &mut errors);
-    let drift = drift::parse(obj.get("drift"), &mut errors);
-    let version = match obj.get("template_version") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(v)) => Some(v.clone()),
-        Some(_) => {
-            errors.push(ApiError::field(
-                "template_version",
-                "must be a string",
-                "a published version of the cluster's template",
-            ));
-            None
-        }
-    };
+    let known = "variables, template_version, drift";
+    unknown(
+        &body.other,
+        "",
+        "is not a field of this request",
+        known,
+        &mut errors,
+    );
+    let patch = spec::variables(body.variables, &mut errors);
+    let drift = drift::parse(body.drift, &mut errors);
+    let version = body.template_version.optional(
+        "template_version",
+        "must be a string",
+        "a published version of the cluster's template",
+        &mut errors,
+    );
     if patch.is_empty() && version.is_none() && drift.is_empty() && errors.is_empty() {
         errors.push(ApiError::field(
             "variables",
@@ -537,7 +303,7 @@ pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) ->
     }
     if patch.is_empty() && version.is_none() {
         // Settings only: recorded on the cluster, nothing for Terraform to do.
-        return update_settings(ctx, c, &drift).await;
+        return Ok(update_settings(ctx, c, &drift).await?.into_response());
     }
     let open = open_operations(ctx, &c).await?;
     if let Some(why) = refuse_new_operation(&c, &open, "updated") {
@@ -568,11 +334,15 @@ pub(crate) async fn update(ctx: &Ctx, caller: &Caller, id: &str, body: &[u8]) ->
         ts::now(),
     );
     op.spec = Some(validated.spec().clone());
-    start(ctx, caller, &c, op, &t).await
+    Ok(start(ctx, caller, &c, op, &t).await?.into_response())
 }
 
 /// A PATCH of drift settings alone: 200 with the cluster, no operation.
-async fn update_settings(ctx: &Ctx, mut c: Cluster, drift: &DriftSettings) -> Result<Reply, ApiError> {
+async fn update_settings(
+    ctx: &Ctx,
+    mut c: Cluster,
+    drift: &DriftSettings,
+) -> Result<Reply<ClusterView>, ApiError> {
     if c.state == ClusterState::Deleted {
         return Err(ApiError::Conflict(format!(
             "cluster {} is deleted; its settings can no longer change",
@@ -598,7 +368,7 @@ async fn save_settings(ctx: &Ctx, c: &mut Cluster) -> Result<(), ApiError> {
     }
 }
 
-pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let open = open_operations(ctx, &c).await?;
     if matches!(c.state, ClusterState::Deleting | ClusterState::Deleted) {
@@ -629,7 +399,7 @@ pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply
     start(ctx, caller, &c, op, &t).await
 }
 
-pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
     if c.state != ClusterState::Failed {
         return Err(ApiError::Conflict(format!(
@@ -665,7 +435,7 @@ pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply,
 
 /// An on-demand drift check: a read-only `plan -refresh-only` of an ACTIVE cluster. One pending check is
 /// enough: asking again while one is open answers with that one.
-pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
     if c.state != ClusterState::Active {
         return Err(ApiError::Conflict(format!(
@@ -693,70 +463,4 @@ pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<
         ts::now(),
     );
     start(ctx, caller, &c, op, &t).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn body_must_be_a_json_object() {
-        for (body, needle) in [
-            (&b""[..], "needs a JSON object"),
-            (b"  ", "needs a JSON object"),
-            (b"[1]", "must be a JSON object"),
-            (b"{\"name\": ", "not valid JSON"),
-        ] {
-            match parse_object(body) {
-                Err(ApiError::BadRequest { detail, .. }) => assert!(detail.contains(needle), "{detail}"),
-                other => panic!("{other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn only_an_estimate_may_leave_the_name_out_and_a_given_name_is_still_checked() {
-        let obj = json!({"template": {"name": "t", "version": "1.0.0"}, "provider": "aws", "region": "r"});
-        let mut errors = Vec::new();
-        let d = parse_spec(
-            obj.as_object().unwrap(),
-            SpecName::Optional("estimate"),
-            &mut errors,
-        );
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(d.name.unwrap().as_str(), "estimate");
-        let d = parse_spec(obj.as_object().unwrap(), SpecName::Required, &mut errors);
-        assert!(d.name.is_none());
-        assert_eq!(errors[0].field, "name");
-        let mut named = obj.clone();
-        named["name"] = json!("Bad_Name");
-        let mut errors = Vec::new();
-        parse_spec(
-            named.as_object().unwrap(),
-            SpecName::Optional("estimate"),
-            &mut errors,
-        );
-        assert_eq!(errors[0].field, "name");
-    }
-
-    #[test]
-    fn create_draft_reports_every_structural_problem() {
-        let obj = json!({"name": "Bad_Name", "template": {"name": 1}, "provider": "ibm", "extra": true});
-        let mut errors = Vec::new();
-        let d = parse_spec(obj.as_object().unwrap(), SpecName::Required, &mut errors);
-        assert!(d.name.is_none() && d.template.is_none() && d.provider.is_none() && d.region.is_none());
-        let mut fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
-        fields.sort();
-        assert_eq!(
-            fields,
-            [
-                "extra",
-                "name",
-                "provider",
-                "region",
-                "template.name",
-                "template.version"
-            ]
-        );
-    }
 }

@@ -1,11 +1,12 @@
 //! A cluster's drift settings in requests and views: `"drift": {"policy": "notify" | "reconcile",
 //! "interval_hours": 1..=168 | null}`. Given on create, changed with PATCH (no Terraform run for that alone).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use strato_domain::model::{Cluster, DriftPolicy};
 use strato_domain::validate::FieldError;
 
 use crate::ApiError;
+use crate::requests::{DriftBody, Field, unknown};
 
 /// A week: a cluster checked less often than that is not being watched.
 const MAX_INTERVAL_HOURS: u64 = 168;
@@ -42,53 +43,49 @@ impl DriftSettings {
 }
 
 /// Reads the `drift` field; every problem goes to `errors` with its path.
-pub(crate) fn parse(value: Option<&Value>, errors: &mut Vec<FieldError>) -> DriftSettings {
+pub(crate) fn parse(value: Field<DriftBody>, errors: &mut Vec<FieldError>) -> DriftSettings {
     let shape = "{\"policy\": \"notify\" | \"reconcile\", \"interval_hours\": 1-168 or null}";
-    let obj: &Map<String, Value> = match value {
-        None | Some(Value::Null) => return DriftSettings::default(),
-        Some(Value::Object(o)) => o,
-        Some(_) => {
+    let body = match value {
+        Field::Missing | Field::Null => return DriftSettings::default(),
+        Field::Ok(b) => b,
+        Field::Bad(_) => {
             errors.push(ApiError::field("drift", "must be an object", shape));
             return DriftSettings::default();
         }
     };
     let mut out = DriftSettings::default();
-    for k in obj
-        .keys()
-        .filter(|k| !["policy", "interval_hours"].contains(&k.as_str()))
-    {
-        let shown: String = k.chars().take(64).collect();
-        errors.push(ApiError::field(
-            &format!("drift.{shown}"),
-            "is not a drift setting",
-            "policy, interval_hours",
-        ));
+    unknown(
+        &body.other,
+        "drift.",
+        "is not a drift setting",
+        "policy, interval_hours",
+        errors,
+    );
+    match body.policy {
+        Field::Missing | Field::Null => {}
+        Field::Ok(p) => out.policy = Some(p),
+        Field::Bad(v) => errors.push(ApiError::field(
+            "drift.policy",
+            format!("{} is not a drift policy", short(&v)),
+            POLICIES,
+        )),
     }
-    match obj.get("policy") {
-        None | Some(Value::Null) => {}
-        Some(v) => match serde_json::from_value::<DriftPolicy>(v.clone()) {
-            Ok(p) => out.policy = Some(p),
-            Err(_) => errors.push(ApiError::field(
-                "drift.policy",
-                format!("{} is not a drift policy", short(v)),
-                POLICIES,
-            )),
-        },
-    }
-    match obj.get("interval_hours") {
-        None => {}
-        Some(Value::Null) => out.interval_secs = Some(None),
-        Some(v) => match v.as_u64().filter(|h| (1..=MAX_INTERVAL_HOURS).contains(h)) {
-            Some(h) => out.interval_secs = Some(Some(h * 3600)),
-            None => errors.push(ApiError::field(
-                "drift.interval_hours",
-                format!(
-                    "{} is not a whole number of hours from 1 to {MAX_INTERVAL_HOURS}",
-                    short(v)
-                ),
-                "1-168, or null for the default (6)",
-            )),
-        },
+    let bad_hours = |v: &Value| {
+        ApiError::field(
+            "drift.interval_hours",
+            format!(
+                "{} is not a whole number of hours from 1 to {MAX_INTERVAL_HOURS}",
+                short(v)
+            ),
+            "1-168, or null for the default (6)",
+        )
+    };
+    match body.interval_hours {
+        Field::Missing => {}
+        Field::Null => out.interval_secs = Some(None),
+        Field::Ok(h) if (1..=MAX_INTERVAL_HOURS).contains(&h) => out.interval_secs = Some(Some(h * 3600)),
+        Field::Ok(h) => errors.push(bad_hours(&Value::from(h))),
+        Field::Bad(v) => errors.push(bad_hours(&v)),
     }
     out
 }
@@ -104,7 +101,7 @@ mod tests {
 
     fn read(v: Value) -> (DriftSettings, Vec<String>) {
         let mut errors = Vec::new();
-        let s = parse(Some(&v), &mut errors);
+        let s = parse(serde_json::from_value(v).unwrap(), &mut errors);
         (s, errors.into_iter().map(|e| e.field).collect())
     }
 

@@ -2,10 +2,11 @@
 //! `application/problem+json` document with `type`, `title`, `status`, `detail` and, for request
 //! problems, `errors: [{field, problem, allowed}]`.
 
-use lambda_http::http::{StatusCode, header};
-use lambda_http::{Body, Response};
-use serde_json::json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use strato_domain::validate::FieldError;
+use utoipa::ToSchema;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -97,8 +98,9 @@ impl ApiError {
         }
     }
 
-    /// The problem document. Internal errors are logged, never shown: they may name tables or AWS details.
-    pub fn into_response(self, request_id: Option<&str>) -> Response<Body> {
+    /// The problem document and, for a 405, the `Allow` header. Internal errors are logged, never shown:
+    /// they may name tables or AWS details.
+    pub fn problem(self) -> (Problem, Option<String>) {
         let status = self.status();
         let (slug, title) = self.slug_and_title();
         let mut allow = None;
@@ -132,7 +134,8 @@ impl ApiError {
                 Vec::new(),
             ),
             e @ (ApiError::Config(_) | ApiError::Store(_)) => {
-                tracing::error!(error = %e, request_id, "request failed");
+                // The request id is on the enclosing span (see `router::serve`).
+                tracing::error!(error = %e, "request failed");
                 (
                     "Strato could not complete the request; retry, and report the request id if it persists"
                         .to_owned(),
@@ -140,27 +143,79 @@ impl ApiError {
                 )
             }
         };
-        let mut doc = json!({
-            "type": format!("urn:strato:problem:{slug}"),
-            "title": title,
-            "status": status.as_u16(),
-            "detail": detail,
-        });
-        if !errors.is_empty() {
-            doc["errors"] = json!(errors);
+        let problem = Problem {
+            kind: format!("urn:strato:problem:{slug}"),
+            title: title.to_owned(),
+            status: status.as_u16(),
+            detail,
+            errors: errors.into_iter().map(FieldErrorView::from).collect(),
+            request_id: None,
+        };
+        (problem, allow)
+    }
+}
+
+/// An RFC 9457 problem document, what every 4xx and 5xx answer carries.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Problem {
+    /// `urn:strato:problem:<slug>`, stable for programs to match on.
+    #[serde(rename = "type")]
+    #[schema(rename = "type", pattern = "^urn:strato:problem:[a-z-]+$")]
+    pub kind: String,
+    pub title: String,
+    /// The HTTP status, repeated.
+    #[schema(minimum = 400, maximum = 599)]
+    pub status: u16,
+    /// What is wrong and what to do about it.
+    pub detail: String,
+    /// Every problem with the request, each naming its field (request problems only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldErrorView>,
+    /// The Lambda request id, to quote when reporting a problem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// One problem with one field of a request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = FieldError)]
+pub struct FieldErrorView {
+    /// Where in the request, e.g. `variables.node_count`, `target.role_arn` or `Idempotency-Key`.
+    pub field: String,
+    pub problem: String,
+    /// What would be accepted.
+    pub allowed: String,
+}
+
+impl From<FieldError> for FieldErrorView {
+    fn from(e: FieldError) -> Self {
+        Self {
+            field: e.field,
+            problem: e.problem,
+            allowed: e.allowed,
         }
-        if let Some(id) = request_id {
-            doc["request_id"] = json!(id);
+    }
+}
+
+impl Problem {
+    /// The problem as an HTTP response; the document also rides in the response's extensions so the outer
+    /// service can add the request id.
+    pub fn into_response_with(self, allow: Option<String>) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_string(&self).unwrap_or_default();
+        let mut resp = (status, [(header::CONTENT_TYPE, PROBLEM_JSON)], body).into_response();
+        if let Some(allow) = allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
+            resp.headers_mut().insert(header::ALLOW, allow);
         }
-        let mut builder = Response::builder()
-            .status(status)
-            .header(header::CONTENT_TYPE, PROBLEM_JSON);
-        if let Some(allow) = allow {
-            builder = builder.header(header::ALLOW, allow);
-        }
-        builder
-            .body(Body::Text(doc.to_string()))
-            .unwrap_or_else(|_| Response::new(Body::Empty))
+        resp.extensions_mut().insert(self);
+        resp
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (problem, allow) = self.problem();
+        problem.into_response_with(allow)
     }
 }
 

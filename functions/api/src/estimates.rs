@@ -6,12 +6,14 @@
 //! No cluster is written: the operation carries a fresh, synthetic cluster id that only names its lock and
 //! its job's message group (see `OperationKind::has_cluster`).
 
-use serde_json::json;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{Operation, OperationKind};
 use strato_domain::ts;
 
-use crate::clusters::{SpecName, enqueue, quota_error, read_spec};
+use crate::clusters::{enqueue, quota_error};
+use crate::requests::SpecBody;
+use crate::spec::{SpecName, read_spec};
+use crate::views::EstimateAccepted;
 use crate::views::{self, sensitive_of};
 use crate::{ApiError, Caller, Ctx, Reply};
 
@@ -19,7 +21,11 @@ use crate::{ApiError, Caller, Ctx, Reply};
 /// from it; nothing is created under it).
 pub(crate) const DEFAULT_NAME: &str = "estimate";
 
-pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
+pub(crate) async fn create(
+    ctx: &Ctx,
+    caller: &Caller,
+    body: SpecBody,
+) -> Result<Reply<EstimateAccepted>, ApiError> {
     let (validated, stored, _) = read_spec(ctx, body, SpecName::Optional(DEFAULT_NAME)).await?;
     let mut op = Operation::new(
         caller.tenant.clone(),
@@ -37,7 +43,9 @@ pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Re
     enqueue(ctx, &op).await;
     let sensitive = sensitive_of(&stored.template);
     Ok(Reply::accepted(
-        json!({"operation": views::operation(&op, Some(&sensitive))}),
+        EstimateAccepted {
+            operation: views::operation(&op, Some(&sensitive)),
+        },
         format!("/v1/operations/{}", op.operation_id),
     ))
 }

@@ -3,13 +3,15 @@
 
 use std::future::Future;
 
-use lambda_http::http::{HeaderValue, StatusCode};
-use lambda_http::{Body, Response};
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use strato_aws::store::{IdempotentResponse, Reservation};
 use strato_domain::ts;
 
-use crate::{ApiError, Caller, Ctx, Reply, json_response};
+use crate::error::PROBLEM_JSON;
+use crate::{ApiError, Caller, Ctx};
 
 /// sha256 of method, path and body: what makes two requests "the same".
 pub(crate) struct Fingerprint(String);
@@ -43,7 +45,7 @@ fn check_key(key: &str) -> Result<(), ApiError> {
     }
 }
 
-fn replay(stored: IdempotentResponse) -> Response<Body> {
+fn replay(stored: IdempotentResponse) -> Response {
     let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
     // Every 202 this API stores is about an operation (`{cluster, operation}`, or the operation itself for
     // a cancel); the Location points at it, as the first answer's did.
@@ -51,17 +53,21 @@ fn replay(stored: IdempotentResponse) -> Response<Body> {
         .ok()
         .and_then(|v| {
             let id = v["operation"]["id"].as_str().or(v["id"].as_str())?;
-            Some(format!("/v1/operations/{id}"))
+            HeaderValue::from_str(&format!("/v1/operations/{id}")).ok()
         })
         .filter(|_| status == StatusCode::ACCEPTED);
-    let mut resp = json_response(status, stored.body, location);
+    let content_type = if status.is_client_error() || status.is_server_error() {
+        PROBLEM_JSON
+    } else {
+        "application/json"
+    };
+    let mut resp = (status, [(header::CONTENT_TYPE, content_type)], stored.body).into_response();
+    if let Some(location) = location {
+        resp.headers_mut().insert(header::LOCATION, location);
+    }
     resp.headers_mut()
         .insert("idempotent-replayed", HeaderValue::from_static("true"));
     resp
-}
-
-fn body_text(resp: &Response<Body>) -> String {
-    String::from_utf8_lossy(resp.body().as_ref()).into_owned()
 }
 
 /// Answers a repeat from the store, or runs `work` and stores its answer.
@@ -71,10 +77,10 @@ pub(crate) async fn run<F, Fut>(
     key: &str,
     request: &Fingerprint,
     work: F,
-) -> Result<Response<Body>, ApiError>
+) -> Result<Response, ApiError>
 where
     F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<Reply, ApiError>>,
+    Fut: Future<Output = Response>,
 {
     check_key(key)?;
     // Reserve first: a concurrent repeat sees the reservation and waits its turn instead of acting twice.
@@ -99,10 +105,7 @@ where
             ));
         }
     }
-    let resp = match work().await {
-        Ok(reply) => reply.into_response(),
-        Err(e) => e.into_response(None),
-    };
+    let resp = work().await;
     let status = resp.status();
     // Server faults and quota refusals are transient: a retry with the same key must get a fresh chance.
     if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
@@ -111,10 +114,14 @@ where
             .await?;
         return Ok(resp);
     }
+    // Answers are small JSON documents already in memory; reading one cannot fail.
+    let (parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let resp = Response::from_parts(parts, Body::from(bytes.clone()));
     let record = IdempotentResponse {
         request_hash: request.0.clone(),
         status: status.as_u16(),
-        body: body_text(&resp),
+        body: String::from_utf8_lossy(&bytes).into_owned(),
     };
     match ctx
         .store

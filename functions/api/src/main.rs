@@ -1,8 +1,8 @@
-//! The api Lambda's entry point: configuration and clients are built once per process, then every
-//! invocation is handled by [`strato_api::handle`].
+//! The api Lambda's entry point: configuration and clients are built once per process, then the axum
+//! router ([`strato_api::service`]) serves every invocation.
 
-use lambda_http::{Error, Request, service_fn};
-use strato_api::{Config, Ctx, handle};
+use lambda_http::Error;
+use strato_api::{Config, Ctx, service};
 use strato_aws::aws::AwsClients;
 
 #[tokio::main]
@@ -11,10 +11,5 @@ async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
     let config = Config::from_env()?;
     let aws = AwsClients::from_env().await;
-    let ctx = Ctx::new(&aws, config).await?;
-    let ctx = &ctx;
-    lambda_http::run(service_fn(move |req: Request| async move {
-        Ok::<_, Error>(handle(ctx, req).await)
-    }))
-    .await
+    lambda_http::run(service(Ctx::new(&aws, config).await?)).await
 }

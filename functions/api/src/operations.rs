@@ -1,6 +1,5 @@
 //! Operation routes: list a cluster's operations, read one, cancel one.
 
-use serde_json::json;
 use strato_domain::ids::OperationId;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::state_machine;
@@ -8,6 +7,7 @@ use strato_domain::ts;
 use strato_domain::{ErrorCategory, UserError};
 
 use crate::views::{self, TemplateCache};
+use crate::views::{OperationList, OperationView};
 use crate::{ApiError, Caller, Ctx, Reply, clusters};
 
 /// The caller's operation, or 404 for a malformed id, a missing operation and another tenant's alike.
@@ -25,7 +25,7 @@ async fn load(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Operation, ApiErro
     }
 }
 
-async fn view(ctx: &Ctx, op: &Operation) -> Result<serde_json::Value, ApiError> {
+async fn view(ctx: &Ctx, op: &Operation) -> Result<OperationView, ApiError> {
     let sensitive = match &op.spec {
         Some(spec) => TemplateCache::new(&ctx.store).sensitive(spec).await?,
         None => None,
@@ -33,7 +33,11 @@ async fn view(ctx: &Ctx, op: &Operation) -> Result<serde_json::Value, ApiError> 
     Ok(views::operation(op, sensitive.as_ref()))
 }
 
-pub(crate) async fn list_for_cluster(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn list_for_cluster(
+    ctx: &Ctx,
+    caller: &Caller,
+    id: &str,
+) -> Result<Reply<OperationList>, ApiError> {
     let c = clusters::load(ctx, caller, id).await?;
     let ops = ctx.store.list_operations(&c.cluster_id).await?;
     let mut cache = TemplateCache::new(&ctx.store);
@@ -46,17 +50,17 @@ pub(crate) async fn list_for_cluster(ctx: &Ctx, caller: &Caller, id: &str) -> Re
         };
         out.push(views::operation(op, sensitive.as_ref()));
     }
-    Ok(Reply::ok(json!({"operations": out})))
+    Ok(Reply::ok(OperationList { operations: out }))
 }
 
-pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<OperationView>, ApiError> {
     let op = load(ctx, caller, id).await?;
     Ok(Reply::ok(view(ctx, &op).await?))
 }
 
 /// Queued (or parked) operations never reached a runner and are cancelled on the spot (200). Dispatched
 /// and running ones are flagged; the runner stops at the next safe point and reports (202).
-pub(crate) async fn cancel(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn cancel(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<OperationView>, ApiError> {
     let mut op = load(ctx, caller, id).await?;
     match op.status {
         OperationStatus::Queued => {

@@ -5,15 +5,59 @@
 //! bytes, so any version can be restored, not only the one Terraform wrote last.
 
 use md5::{Digest, Md5};
-use serde_json::json;
+use serde::Serialize;
 use strato_aws::coordination::update_cluster;
 use strato_aws::store::LockOutcome;
 use strato_domain::ids::OperationId;
 use strato_domain::model::{Cluster, StateRestore};
 use strato_domain::ts;
+use utoipa::ToSchema;
 
 use crate::clusters::load;
-use crate::{ApiError, Caller, Ctx, Reply};
+use crate::{ApiError, Caller, Ctx, Reply, schema};
+
+/// One stored version of a stage's state.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct StateVersionView {
+    pub stage: String,
+    pub version_id: String,
+    pub last_modified: Option<String>,
+    /// Bytes.
+    pub size: i64,
+    pub is_latest: bool,
+}
+
+/// A state restore: which stage, from which version to which new one, by whom and when.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = StateRestoreResult)]
+pub(crate) struct RestoreView {
+    pub stage: String,
+    pub from_version: String,
+    pub new_version: String,
+    pub restored_by: String,
+    #[schema(value_type = schema::Timestamp)]
+    pub at: String,
+}
+
+/// A past restore as recorded on the cluster.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = StateRestoreRecord)]
+pub(crate) struct RestoreRecordView {
+    /// The state object's key.
+    pub key: String,
+    pub from_version: String,
+    pub new_version: String,
+    pub restored_by: String,
+    #[schema(value_type = schema::Timestamp)]
+    pub at: String,
+}
+
+/// A cluster's state versions and the restores done so far.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct StateVersions {
+    pub items: Vec<StateVersionView>,
+    pub restores: Vec<RestoreRecordView>,
+}
 
 /// Long enough for one CopyObject; a crashed restore frees the cluster after this.
 const RESTORE_LEASE: time::Duration = time::Duration::minutes(5);
@@ -77,25 +121,39 @@ fn stage_of(key: &str) -> &str {
         .unwrap_or(key)
 }
 
-pub(crate) async fn list(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn list(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<StateVersions>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let items: Vec<_> = versions(ctx, &c)
         .await?
         .iter()
-        .map(|v| {
-            json!({
-                "stage": stage_of(&v.key),
-                "version_id": v.version_id,
-                "last_modified": v.last_modified,
-                "size": v.size,
-                "is_latest": v.latest,
-            })
+        .map(|v| StateVersionView {
+            stage: stage_of(&v.key).to_owned(),
+            version_id: v.version_id.clone(),
+            last_modified: v.last_modified.clone(),
+            size: v.size,
+            is_latest: v.latest,
         })
         .collect();
-    Ok(Reply::ok(json!({ "items": items, "restores": c.state_restores })))
+    let restores = c
+        .state_restores
+        .iter()
+        .map(|r| RestoreRecordView {
+            key: r.key.clone(),
+            from_version: r.from_version.clone(),
+            new_version: r.new_version.clone(),
+            restored_by: r.restored_by.clone(),
+            at: ts::format(r.at),
+        })
+        .collect();
+    Ok(Reply::ok(StateVersions { items, restores }))
 }
 
-pub(crate) async fn restore(ctx: &Ctx, caller: &Caller, id: &str, version: &str) -> Result<Reply, ApiError> {
+pub(crate) async fn restore(
+    ctx: &Ctx,
+    caller: &Caller,
+    id: &str,
+    version: &str,
+) -> Result<Reply<RestoreView>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let all = versions(ctx, &c).await?;
     let Some(v) = all.iter().find(|v| v.version_id == version) else {
@@ -129,13 +187,13 @@ pub(crate) async fn restore(ctx: &Ctx, caller: &Caller, id: &str, version: &str)
         .release_cluster_lock(&c.cluster_id, &holder, token)
         .await?;
     let record = result?;
-    Ok(Reply::ok(json!({
-        "stage": stage_of(&record.key),
-        "from_version": record.from_version,
-        "new_version": record.new_version,
-        "restored_by": record.restored_by,
-        "at": ts::format(record.at),
-    })))
+    Ok(Reply::ok(RestoreView {
+        stage: stage_of(&record.key).to_owned(),
+        from_version: record.from_version,
+        new_version: record.new_version,
+        restored_by: record.restored_by,
+        at: ts::format(record.at),
+    }))
 }
 
 async fn copy_back(ctx: &Ctx, caller: &Caller, c: &Cluster, v: &Version) -> Result<StateRestore, ApiError> {

@@ -2,15 +2,14 @@
 //! assumes with an external id, and optionally the customer's own state bucket and lock table). Checked here,
 //! field by field, before anything is written; the external id is never echoed, in errors or in views.
 
-use serde_json::{Map, Value, json};
 use strato_domain::catalog::Catalogs;
 use strato_domain::model::{CloudProvider, TargetAccount};
 use strato_domain::validate::FieldError;
 
 use crate::ApiError;
-use crate::views::MASK;
+use crate::requests::{Field, TargetBody, unknown};
 
-const FIELDS: [&str; 5] = ["role_arn", "external_id", "state_bucket", "lock_table", "region"];
+const FIELDS: &str = "role_arn, external_id, state_bucket, lock_table, region";
 const ARN_RULE: &str = "arn:aws:iam::<12-digit account id>:role/<role name>, the role name (optionally after a \
                         path) 1-64 characters of letters, digits and +=,.@_-";
 const EXTERNAL_ID_RULE: &str = "2-1224 characters of letters, digits and +=,.@:/-_ (the external id in the \
@@ -21,14 +20,14 @@ const TABLE_RULE: &str = "a DynamoDB table name: 3-255 characters of letters, di
 
 /// Reads `target` (absent or null: none). Problems go to `errors` with paths such as `target.role_arn`.
 pub(crate) fn parse(
-    v: Option<&Value>,
+    v: Field<TargetBody>,
     provider: Option<CloudProvider>,
     errors: &mut Vec<FieldError>,
 ) -> Option<TargetAccount> {
-    let obj = match v {
-        None | Some(Value::Null) => return None,
-        Some(Value::Object(o)) => o,
-        Some(_) => {
+    let t = match v {
+        Field::Missing | Field::Null => return None,
+        Field::Ok(t) => t,
+        Field::Bad(_) => {
             errors.push(ApiError::field(
                 "target",
                 "must be an object",
@@ -45,16 +44,10 @@ pub(crate) fn parse(
             "no target, or provider aws",
         ));
     }
-    for k in obj.keys().filter(|k| !FIELDS.contains(&k.as_str())) {
-        let shown: String = k.chars().take(64).collect();
-        errors.push(ApiError::field(
-            &format!("target.{shown}"),
-            "is not a field of target",
-            FIELDS.join(", "),
-        ));
-    }
+    unknown(&t.other, "target.", "is not a field of target", FIELDS, errors);
+    let has_bucket = !matches!(t.state_bucket, Field::Missing);
     let role_arn = check(
-        required(obj, "role_arn", ARN_RULE, errors),
+        required(t.role_arn, "role_arn", ARN_RULE, errors),
         "role_arn",
         role_arn_ok,
         |arn| format!("'{}' is not an IAM role ARN", shown(arn)),
@@ -62,7 +55,7 @@ pub(crate) fn parse(
         errors,
     );
     let external_id = check(
-        required(obj, "external_id", EXTERNAL_ID_RULE, errors),
+        required(t.external_id, "external_id", EXTERNAL_ID_RULE, errors),
         "external_id",
         external_id_ok,
         // The value itself is a secret: its length is all that is said about it.
@@ -76,7 +69,7 @@ pub(crate) fn parse(
         errors,
     );
     let state_bucket = check(
-        optional(obj, "state_bucket", BUCKET_RULE, errors),
+        optional(t.state_bucket, "state_bucket", BUCKET_RULE, errors),
         "state_bucket",
         bucket_ok,
         |b| format!("'{}' is not a valid S3 bucket name", shown(b)),
@@ -84,14 +77,14 @@ pub(crate) fn parse(
         errors,
     );
     let lock_table = check(
-        optional(obj, "lock_table", TABLE_RULE, errors),
+        optional(t.lock_table, "lock_table", TABLE_RULE, errors),
         "lock_table",
         table_ok,
         |t| format!("'{}' is not a valid DynamoDB table name", shown(t)),
         || TABLE_RULE.into(),
         errors,
     );
-    if lock_table.is_some() && !obj.contains_key("state_bucket") {
+    if lock_table.is_some() && !has_bucket {
         errors.push(ApiError::field(
             "target.lock_table",
             "names the state lock table, but no state_bucket is given",
@@ -100,7 +93,7 @@ pub(crate) fn parse(
     }
     let aws = Catalogs::builtin().get(CloudProvider::Aws);
     let region = check(
-        optional(obj, "region", "an AWS region", errors),
+        optional(t.region, "region", "an AWS region", errors),
         "region",
         |r| aws.region(r).is_some(),
         |r| format!("'{}' is not an AWS region Strato offers", shown(r)),
@@ -117,22 +110,11 @@ pub(crate) fn parse(
         return None;
     }
     Some(TargetAccount {
-        role_arn: role_arn?.to_owned(),
-        external_id: external_id?.to_owned(),
-        state_bucket: state_bucket.map(str::to_owned),
-        lock_table: lock_table.map(str::to_owned),
-        region: region.map(str::to_owned),
-    })
-}
-
-/// What clients see of a target: everything but the external id, which is masked.
-pub(crate) fn view(t: &TargetAccount) -> Value {
-    json!({
-        "role_arn": t.role_arn,
-        "external_id": MASK,
-        "state_bucket": t.state_bucket,
-        "lock_table": t.lock_table,
-        "region": t.region,
+        role_arn: role_arn?,
+        external_id: external_id?,
+        state_bucket,
+        lock_table,
+        region,
     })
 }
 
@@ -141,55 +123,39 @@ fn shown(s: &str) -> String {
 }
 
 /// Keeps `value` when `ok` accepts it; otherwise records `problem` for `target.<k>` and drops it.
-fn check<'a>(
-    value: Option<&'a str>,
+fn check(
+    value: Option<String>,
     k: &str,
     ok: impl Fn(&str) -> bool,
     problem: impl FnOnce(&str) -> String,
     allowed: impl FnOnce() -> String,
     errors: &mut Vec<FieldError>,
-) -> Option<&'a str> {
+) -> Option<String> {
     let v = value?;
-    if ok(v) {
+    if ok(&v) {
         return Some(v);
     }
-    errors.push(ApiError::field(&format!("target.{k}"), problem(v), allowed()));
+    errors.push(ApiError::field(&format!("target.{k}"), problem(&v), allowed()));
     None
 }
 
-fn required<'a>(
-    obj: &'a Map<String, Value>,
-    k: &str,
-    rule: &str,
-    errors: &mut Vec<FieldError>,
-) -> Option<&'a str> {
-    match obj.get(k) {
-        Some(Value::String(s)) => Some(s),
-        None | Some(Value::Null) => {
+/// A required member: absent or null "is required", anything but a string "must be a string".
+fn required(v: Field<String>, k: &str, rule: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+    match v {
+        Field::Ok(s) => Some(s),
+        Field::Missing | Field::Null => {
             errors.push(ApiError::field(&format!("target.{k}"), "is required", rule));
             None
         }
-        Some(_) => {
+        Field::Bad(_) => {
             errors.push(ApiError::field(&format!("target.{k}"), "must be a string", rule));
             None
         }
     }
 }
 
-fn optional<'a>(
-    obj: &'a Map<String, Value>,
-    k: &str,
-    rule: &str,
-    errors: &mut Vec<FieldError>,
-) -> Option<&'a str> {
-    match obj.get(k) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s),
-        Some(_) => {
-            errors.push(ApiError::field(&format!("target.{k}"), "must be a string", rule));
-            None
-        }
-    }
+fn optional(v: Field<String>, k: &str, rule: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+    v.optional(&format!("target.{k}"), "must be a string", rule, errors)
 }
 
 /// IAM names (roles, path segments): letters, digits and `+=,.@_-`.
@@ -255,6 +221,12 @@ pub(crate) fn table_ok(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::MASK;
+    use serde_json::{Value, json};
+
+    fn field(v: &Value) -> Field<TargetBody> {
+        serde_json::from_value(v.clone()).unwrap()
+    }
 
     #[test]
     fn role_arns() {
@@ -328,7 +300,7 @@ mod tests {
         let v = json!({"role_arn": "arn:aws:iam::1:role/x", "external_id": "bad id!", "state_bucket": "Bad",
             "lock_table": "x", "region": "mars-1", "extra": 1});
         let mut errors = Vec::new();
-        assert!(parse(Some(&v), Some(CloudProvider::Aws), &mut errors).is_none());
+        assert!(parse(field(&v), Some(CloudProvider::Aws), &mut errors).is_none());
         let mut fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         fields.sort();
         assert_eq!(
@@ -346,22 +318,23 @@ mod tests {
 
         let v = json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "external_id": "ext-1"});
         let mut errors = Vec::new();
-        let t = parse(Some(&v), Some(CloudProvider::Aws), &mut errors).unwrap();
+        let t = parse(field(&v), Some(CloudProvider::Aws), &mut errors).unwrap();
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(t.external_id, "ext-1");
-        assert_eq!(view(&t)["external_id"], MASK);
-        assert!(!view(&t).to_string().contains("ext-1"));
+        let view = serde_json::to_value(crate::views::TargetView::from(&t)).unwrap();
+        assert_eq!(view["external_id"], MASK);
+        assert!(!view.to_string().contains("ext-1"));
 
         let mut errors = Vec::new();
-        assert!(parse(Some(&v), Some(CloudProvider::Gcp), &mut errors).is_none());
+        assert!(parse(field(&v), Some(CloudProvider::Gcp), &mut errors).is_none());
         assert_eq!(errors[0].field, "target");
         let mut errors = Vec::new();
         let only_table = json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "external_id": "ext-1",
             "lock_table": "locks"});
-        assert!(parse(Some(&only_table), None, &mut errors).is_none());
+        assert!(parse(field(&only_table), None, &mut errors).is_none());
         assert_eq!(errors[0].field, "target.lock_table");
         let mut errors = Vec::new();
-        assert!(parse(Some(&Value::Null), None, &mut errors).is_none());
+        assert!(parse(field(&Value::Null), None, &mut errors).is_none());
         assert!(errors.is_empty());
     }
 }

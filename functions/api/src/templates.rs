@@ -1,11 +1,144 @@
 //! Template catalog routes: what can be asked for, and each template's variable schema.
 
-use lambda_http::aws_lambda_events::query_map::QueryMap;
-use serde_json::json;
-use strato_aws::store::StoredTemplate;
+use std::collections::BTreeMap;
 
-use crate::views;
-use crate::{ApiError, Ctx, Reply};
+use serde::Serialize;
+use serde_json::Value;
+use strato_aws::store::StoredTemplate;
+use strato_domain::model::CloudProvider;
+use strato_domain::template::{CatalogRef, Rule, Template, VarType};
+use utoipa::ToSchema;
+
+use crate::views::MASK;
+use crate::{ApiError, Ctx, Reply, schema};
+
+/// A published template, at its latest version.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct TemplateSummary {
+    pub name: String,
+    pub version: String,
+    /// Every published version, oldest first.
+    pub versions: Vec<String>,
+    pub description: String,
+    #[schema(value_type = Vec<schema::CloudProvider>)]
+    pub providers: Vec<CloudProvider>,
+    /// Whether the template is verified against emulators.
+    pub verified_offline: bool,
+}
+
+/// The published templates.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct TemplateList {
+    pub templates: Vec<TemplateSummary>,
+}
+
+/// One variable a request may set.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct VariableView {
+    #[serde(rename = "type")]
+    #[schema(rename = "type", value_type = String)]
+    pub ty: VarType,
+    pub description: String,
+    pub required: bool,
+    /// Sensitive defaults are `(sensitive)`.
+    #[schema(value_type = Option<Value>)]
+    pub default: Option<Value>,
+    #[serde(rename = "enum")]
+    #[schema(rename = "enum", value_type = Option<Vec<Value>>)]
+    pub allowed: Option<Vec<Value>>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub pattern: Option<String>,
+    pub max_length: Option<usize>,
+    pub sensitive: bool,
+    /// A provider catalog the value must come from.
+    #[schema(value_type = Option<String>)]
+    pub catalog: Option<CatalogRef>,
+}
+
+/// A provider's defaults.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct ProviderDefaultsView {
+    pub region: Option<String>,
+    #[schema(value_type = Object)]
+    pub variables: serde_json::Map<String, Value>,
+}
+
+/// A template's variable schema: what a create can send.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct TemplateDetail {
+    pub name: String,
+    pub version: String,
+    pub versions: Vec<String>,
+    pub description: String,
+    #[schema(value_type = Vec<schema::CloudProvider>)]
+    pub providers: Vec<CloudProvider>,
+    pub verified_offline: bool,
+    pub variables: BTreeMap<String, VariableView>,
+    /// Cross-variable rules (`left op right`).
+    #[schema(value_type = Vec<Object>)]
+    pub rules: Vec<Rule>,
+    /// Per provider.
+    pub defaults: BTreeMap<String, ProviderDefaultsView>,
+}
+
+/// The schema a client needs to fill a request: managed variables are left out (they cannot be sent)
+/// and sensitive defaults are masked.
+fn detail(t: &Template, versions: &[String]) -> TemplateDetail {
+    let m = &t.manifest;
+    let mask = |sensitive: bool, v: &Value| if sensitive { Value::from(MASK) } else { v.clone() };
+    let variables = m
+        .variables
+        .iter()
+        .filter(|(_, d)| !d.managed)
+        .map(|(name, d)| {
+            let v = VariableView {
+                ty: d.ty,
+                description: d.description.clone(),
+                required: d.required,
+                default: d.default.as_ref().map(|v| mask(d.sensitive, v)),
+                allowed: d.allowed.clone(),
+                min: d.min,
+                max: d.max,
+                pattern: d.pattern.clone(),
+                max_length: d.max_length,
+                sensitive: d.sensitive,
+                catalog: d.catalog,
+            };
+            (name.clone(), v)
+        })
+        .collect();
+    let defaults = m
+        .defaults
+        .iter()
+        .map(|(p, d)| {
+            let variables = d
+                .variables
+                .iter()
+                .map(|(k, v)| {
+                    let sensitive = m.variables.get(k).is_some_and(|d| d.sensitive);
+                    (k.clone(), mask(sensitive, v))
+                })
+                .collect();
+            let view = ProviderDefaultsView {
+                region: d.region.clone(),
+                variables,
+            };
+            (p.to_string(), view)
+        })
+        .collect();
+    TemplateDetail {
+        name: m.name.clone(),
+        version: m.version.clone(),
+        versions: versions.to_vec(),
+        description: m.description.clone(),
+        providers: m.providers.clone(),
+        verified_offline: m.verified_offline,
+        variables,
+        rules: m.rules.clone(),
+        defaults,
+    }
+}
 
 /// Published templates grouped by name; `list_templates` sorts by name, then version (oldest first).
 fn grouped(all: &[StoredTemplate]) -> Vec<(&str, Vec<&StoredTemplate>)> {
@@ -19,43 +152,47 @@ fn grouped(all: &[StoredTemplate]) -> Vec<(&str, Vec<&StoredTemplate>)> {
     out
 }
 
-pub(crate) async fn list(ctx: &Ctx) -> Result<Reply, ApiError> {
+pub(crate) async fn list(ctx: &Ctx) -> Result<Reply<TemplateList>, ApiError> {
     let all = ctx.store.list_templates().await?;
     let templates: Vec<_> = grouped(&all)
         .into_iter()
         .filter_map(|(name, versions)| {
             let latest = &versions.last()?.template.manifest;
-            Some(json!({
-                "name": name,
-                "version": latest.version,
-                "versions": versions.iter().map(|v| v.template.version()).collect::<Vec<_>>(),
-                "description": latest.description,
-                "providers": latest.providers,
-                "verified_offline": latest.verified_offline,
-            }))
+            Some(TemplateSummary {
+                name: name.to_owned(),
+                version: latest.version.clone(),
+                versions: versions.iter().map(|v| v.template.version().to_owned()).collect(),
+                description: latest.description.clone(),
+                providers: latest.providers.clone(),
+                verified_offline: latest.verified_offline,
+            })
         })
         .collect();
-    Ok(Reply::ok(json!({"templates": templates})))
+    Ok(Reply::ok(TemplateList { templates }))
 }
 
 /// The latest version of a template, or `?version=` a given one, with its variable schema.
-pub(crate) async fn get(ctx: &Ctx, name: &str, q: &QueryMap) -> Result<Reply, ApiError> {
+pub(crate) async fn get(
+    ctx: &Ctx,
+    name: &str,
+    q: &crate::handlers::TemplateQuery,
+) -> Result<Reply<TemplateDetail>, ApiError> {
     let all = ctx.store.list_templates().await?;
     let shown = |s: &str| s.chars().take(64).collect::<String>();
     let versions: Vec<&StoredTemplate> = all.iter().filter(|t| t.template.name() == name).collect();
     let names: Vec<String> = versions.iter().map(|t| t.template.version().to_owned()).collect();
-    let chosen = match q.first("version") {
+    let chosen = match q.version.as_deref() {
         None => versions.last(),
         Some(v) => versions.iter().find(|t| t.template.version() == v),
     };
     match chosen {
-        Some(t) => Ok(Reply::ok(views::template_detail(&t.template, &names))),
+        Some(t) => Ok(Reply::ok(detail(&t.template, &names))),
         None if versions.is_empty() => {
             Err(ApiError::NotFound(format!("no template named '{}'", shown(name))))
         }
         None => Err(ApiError::NotFound(format!(
             "{name} has no version '{}'; published: {}",
-            shown(q.first("version").unwrap_or_default()),
+            shown(q.version.as_deref().unwrap_or_default()),
             names.join(", ")
         ))),
     }

@@ -1,39 +1,56 @@
 //! The calling tenant's own settings: the webhook drift notifications go to (`/v1/webhook`).
 
-use serde_json::{Value, json};
 use strato_domain::webhook::{MIN_SECRET_LEN, Webhook, WebhookError};
 
-use crate::clusters::{parse_object, string_field, unknown_fields};
+use crate::requests::{WebhookBody, unknown};
+use crate::views::Deleted;
 use crate::{ApiError, Caller, Ctx, Reply};
+
+/// Your webhook: the url as scheme and host only, the secret masked.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Webhook)]
+pub(crate) struct WebhookView {
+    pub url: String,
+    /// Always `(sensitive)`.
+    pub secret: &'static str,
+}
 
 const SET_IT: &str = "PUT /v1/webhook with {\"url\": \"https://…\", \"secret\": \"…\"} sets one";
 
 /// The secret is never shown again, and the url only as scheme and host (a path or query can carry a token).
-fn view(w: &Webhook) -> Value {
-    json!({"url": w.display_url(), "secret": "(sensitive)"})
+fn view(w: &Webhook) -> WebhookView {
+    WebhookView {
+        url: w.display_url(),
+        secret: crate::views::MASK,
+    }
 }
 
-pub(crate) async fn get_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+pub(crate) async fn get_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply<WebhookView>, ApiError> {
     match ctx.store.tenant_webhook(&caller.tenant).await? {
         Some(w) => Ok(Reply::ok(view(&w))),
         None => Err(ApiError::NotFound(format!("you have no webhook; {SET_IT}"))),
     }
 }
 
-pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Result<Reply, ApiError> {
-    let obj = parse_object(body)?;
+pub(crate) async fn put_webhook(
+    ctx: &Ctx,
+    caller: &Caller,
+    body: WebhookBody,
+) -> Result<Reply<WebhookView>, ApiError> {
     let mut errors = Vec::new();
-    unknown_fields(&obj, &["url", "secret"], &mut errors);
-    let url = string_field(
-        &obj,
-        "url",
-        "url",
-        "an https:// URL of your receiver",
+    unknown(
+        &body.other,
+        "",
+        "is not a field of this request",
+        "url, secret",
         &mut errors,
     );
+    let url = body
+        .url
+        .required("url", "an https:// URL of your receiver", &mut errors);
     let secret_rule = format!("a random string of at least {MIN_SECRET_LEN} characters");
-    let secret = string_field(&obj, "secret", "secret", &secret_rule, &mut errors);
-    if secret.is_some_and(|s| s.len() < MIN_SECRET_LEN) {
+    let secret = body.secret.required("secret", &secret_rule, &mut errors);
+    if secret.as_ref().is_some_and(|s| s.len() < MIN_SECRET_LEN) {
         errors.push(ApiError::field(
             "secret",
             format!("is shorter than {MIN_SECRET_LEN} characters"),
@@ -42,19 +59,21 @@ pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Resu
     }
     // The url is checked even when the secret is missing or short, so every problem shows at once.
     let long_enough = "-".repeat(MIN_SECRET_LEN);
-    let hook = url.and_then(|u| match Webhook::new(u, secret.unwrap_or(&long_enough)) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            if matches!(e, WebhookError::Url(_)) {
-                errors.push(ApiError::field(
-                    "url",
-                    e.to_string(),
-                    "an https:// URL of your receiver",
-                ));
+    let hook = url.and_then(
+        |u| match Webhook::new(&u, secret.as_deref().unwrap_or(&long_enough)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                if matches!(e, WebhookError::Url(_)) {
+                    errors.push(ApiError::field(
+                        "url",
+                        e.to_string(),
+                        "an https:// URL of your receiver",
+                    ));
+                }
+                None
             }
-            None
-        }
-    });
+        },
+    );
     match hook {
         Some(w) if errors.is_empty() => {
             ctx.store.set_tenant_webhook(&caller.tenant, Some(&w)).await?;
@@ -64,10 +83,10 @@ pub(crate) async fn put_webhook(ctx: &Ctx, caller: &Caller, body: &[u8]) -> Resu
     }
 }
 
-pub(crate) async fn delete_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+pub(crate) async fn delete_webhook(ctx: &Ctx, caller: &Caller) -> Result<Reply<Deleted>, ApiError> {
     if ctx.store.tenant_webhook(&caller.tenant).await?.is_none() {
         return Err(ApiError::NotFound(format!("you have no webhook; {SET_IT}")));
     }
     ctx.store.set_tenant_webhook(&caller.tenant, None).await?;
-    Ok(Reply::ok(json!({"deleted": true})))
+    Ok(Reply::ok(Deleted { deleted: true }))
 }

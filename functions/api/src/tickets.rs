@@ -4,12 +4,26 @@
 //! browser cannot set headers on a WebSocket, so the token travels in the URL: it lives minutes, names only
 //! the tenant and the subject, and is good for nothing but connecting.
 
+use axum::http::StatusCode;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use lambda_http::http::StatusCode;
 use serde_json::json;
 use time::Duration;
 
-use crate::{ApiError, Caller, Ctx, Reply};
+use crate::{ApiError, Caller, Ctx, Reply, schema};
+
+/// A WebSocket ticket.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = WsTicket)]
+pub(crate) struct TicketView {
+    /// An HS256 JWT for `$connect?token=`.
+    pub token: String,
+    #[schema(value_type = schema::Timestamp)]
+    pub expires_at: String,
+    /// How to use it.
+    #[serde(rename = "use")]
+    #[schema(rename = "use")]
+    pub usage: &'static str,
+}
 
 /// How long a ticket can be used to connect. A connection, once open, lives on (API Gateway ends it
 /// after 2 hours).
@@ -34,7 +48,7 @@ impl std::fmt::Debug for TicketSettings {
     }
 }
 
-pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
+pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, ApiError> {
     let settings = ctx.config.ws_tickets.as_ref().ok_or_else(|| {
         ApiError::Config(
             "STRATO_JWT_SECRET is not set, so no WebSocket tickets can be issued (set it to the ws function's)"
@@ -66,11 +80,11 @@ pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply, ApiError> {
     .map_err(|e| ApiError::Config(format!("signing a WebSocket ticket: {e}")))?;
     Ok(Reply {
         status: StatusCode::CREATED,
-        body: json!({
-            "token": token,
-            "expires_at": strato_domain::ts::format(expires),
-            "use": "connect to the WebSocket API with ?token=<token> before expires_at",
-        }),
+        body: TicketView {
+            token,
+            expires_at: strato_domain::ts::format(expires),
+            usage: "connect to the WebSocket API with ?token=<token> before expires_at",
+        },
         location: None,
     })
 }

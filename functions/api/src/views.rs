@@ -4,15 +4,21 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use strato_aws::store::Store;
+use strato_domain::cost::CostEstimate;
 use strato_domain::model::{
-    Cluster, ClusterSpec, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationStatus, TemplateRef,
+    CloudProvider, Cluster, ClusterSpec, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, DriftPolicy, Operation,
+    OperationKind, OperationStatus, ResourceChange, TargetAccount, TemplateRef,
 };
 use strato_domain::template::Template;
 use strato_domain::ts;
 
-use crate::{ApiError, target};
+use utoipa::ToSchema;
+
+use crate::ApiError;
+use crate::schema;
 
 pub const MASK: &str = "(sensitive)";
 
@@ -79,129 +85,249 @@ pub(crate) fn masked_variables(
         .collect()
 }
 
-fn spec_view(spec: &ClusterSpec, sensitive: Option<&BTreeSet<String>>) -> Value {
-    json!({
-        "name": spec.name,
-        "template": {"name": spec.template.name, "version": spec.template.version},
-        "provider": spec.provider,
-        "region": spec.region,
-        "variables": masked_variables(&spec.variables, sensitive),
-        "target": spec.target.as_ref().map(target::view),
-    })
+/// A template by name and version.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct TemplateRefView {
+    pub name: String,
+    pub version: String,
 }
 
-pub(crate) fn cluster(c: &Cluster, sensitive: Option<&BTreeSet<String>>) -> Value {
-    json!({
-        "id": c.cluster_id,
-        "name": c.spec.name,
-        "state": c.state,
-        "template": {"name": c.spec.template.name, "version": c.spec.template.version},
-        "provider": c.spec.provider,
-        "region": c.spec.region,
-        "variables": masked_variables(&c.spec.variables, sensitive),
-        "target": c.spec.target.as_ref().map(target::view),
-        "outputs": c.outputs,
-        "drift": {
-            "drifted": c.drift.drifted,
-            "checked_at": c.drift.checked_at.map(ts::format),
-            "changed_resources": c.drift.changed_resources,
-            "policy": c.drift_policy,
-            "interval_hours": c.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS) / 3600,
+impl From<&TemplateRef> for TemplateRefView {
+    fn from(t: &TemplateRef) -> Self {
+        Self {
+            name: t.name.clone(),
+            version: t.version.clone(),
+        }
+    }
+}
+
+/// The customer account a cluster lives in; the external id is always masked.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct TargetView {
+    pub role_arn: String,
+    /// Always `(sensitive)`.
+    pub external_id: &'static str,
+    pub state_bucket: Option<String>,
+    pub lock_table: Option<String>,
+    pub region: Option<String>,
+}
+
+impl From<&TargetAccount> for TargetView {
+    fn from(t: &TargetAccount) -> Self {
+        Self {
+            role_arn: t.role_arn.clone(),
+            external_id: MASK,
+            state_bucket: t.state_bucket.clone(),
+            lock_table: t.lock_table.clone(),
+            region: t.region.clone(),
+        }
+    }
+}
+
+/// The spec an operation runs with.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct SpecView {
+    pub name: String,
+    pub template: TemplateRefView,
+    #[schema(value_type = schema::CloudProvider)]
+    pub provider: CloudProvider,
+    pub region: String,
+    /// Values by name; sensitive ones are `(sensitive)`.
+    #[schema(value_type = Object)]
+    pub variables: serde_json::Map<String, Value>,
+    pub target: Option<TargetView>,
+}
+
+fn spec_view(spec: &ClusterSpec, sensitive: Option<&BTreeSet<String>>) -> SpecView {
+    SpecView {
+        name: spec.name.to_string(),
+        template: (&spec.template).into(),
+        provider: spec.provider,
+        region: spec.region.clone(),
+        variables: masked_variables(&spec.variables, sensitive),
+        target: spec.target.as_ref().map(TargetView::from),
+    }
+}
+
+/// A cluster's drift: the last check's findings and the settings.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct DriftView {
+    pub drifted: bool,
+    #[schema(value_type = Option<schema::Timestamp>)]
+    pub checked_at: Option<String>,
+    #[schema(value_type = Vec<schema::ResourceChangeSchema>)]
+    pub changed_resources: Vec<ResourceChange>,
+    #[schema(value_type = schema::DriftPolicy)]
+    pub policy: DriftPolicy,
+    /// Hours between scheduled checks.
+    pub interval_hours: u64,
+}
+
+/// A cluster as its tenant sees it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = Cluster)]
+pub(crate) struct ClusterView {
+    /// `cl-` and a UUIDv7.
+    pub id: String,
+    pub name: String,
+    #[schema(value_type = schema::ClusterState)]
+    pub state: ClusterState,
+    pub template: TemplateRefView,
+    #[schema(value_type = schema::CloudProvider)]
+    pub provider: CloudProvider,
+    pub region: String,
+    /// Values by name; sensitive ones are `(sensitive)`.
+    #[schema(value_type = Object)]
+    pub variables: serde_json::Map<String, Value>,
+    pub target: Option<TargetView>,
+    /// The template's outputs once applied.
+    #[schema(value_type = Object)]
+    pub outputs: BTreeMap<String, Value>,
+    pub drift: DriftView,
+    #[schema(value_type = Option<schema::UserErrorSchema>)]
+    pub last_error: Option<strato_domain::UserError>,
+    /// Optimistic-concurrency version.
+    pub version: u64,
+    #[schema(value_type = schema::Timestamp)]
+    pub created_at: String,
+    #[schema(value_type = schema::Timestamp)]
+    pub updated_at: String,
+}
+
+pub(crate) fn cluster(c: &Cluster, sensitive: Option<&BTreeSet<String>>) -> ClusterView {
+    ClusterView {
+        id: c.cluster_id.to_string(),
+        name: c.spec.name.to_string(),
+        state: c.state,
+        template: (&c.spec.template).into(),
+        provider: c.spec.provider,
+        region: c.spec.region.clone(),
+        variables: masked_variables(&c.spec.variables, sensitive),
+        target: c.spec.target.as_ref().map(TargetView::from),
+        outputs: c.outputs.clone(),
+        drift: DriftView {
+            drifted: c.drift.drifted,
+            checked_at: c.drift.checked_at.map(ts::format),
+            changed_resources: c.drift.changed_resources.clone(),
+            policy: c.drift_policy,
+            interval_hours: c.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS) / 3600,
         },
-        "last_error": c.last_error,
-        "version": c.version,
-        "created_at": ts::format(c.created_at),
-        "updated_at": ts::format(c.updated_at),
-    })
+        last_error: c.last_error.clone(),
+        version: c.version,
+        created_at: ts::format(c.created_at),
+        updated_at: ts::format(c.updated_at),
+    }
 }
 
-pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) -> Value {
-    let steps: Vec<Value> = op
-        .steps
-        .iter()
-        .map(|s| {
-            json!({
-                "name": s.name,
-                "started_at": ts::format(s.started_at),
-                "finished_at": s.finished_at.map(ts::format),
-                "ok": s.ok,
-            })
-        })
-        .collect();
-    json!({
-        "id": op.operation_id,
+/// One step of an operation.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct StepView {
+    pub name: String,
+    #[schema(value_type = schema::Timestamp)]
+    pub started_at: String,
+    #[schema(value_type = Option<schema::Timestamp>)]
+    pub finished_at: Option<String>,
+    pub ok: Option<bool>,
+}
+
+/// An operation: a create, update, delete, drift check or estimate, and where it is.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = Operation)]
+pub(crate) struct OperationView {
+    /// `op-` and a UUIDv7.
+    pub id: String,
+    /// Absent (null) for an estimate, which has no cluster.
+    pub cluster_id: Option<String>,
+    #[schema(value_type = schema::OperationKind)]
+    pub kind: OperationKind,
+    #[schema(value_type = schema::OperationStatus)]
+    pub status: OperationStatus,
+    pub attempt: u32,
+    pub current_step: Option<String>,
+    pub steps: Vec<StepView>,
+    #[schema(value_type = Option<schema::UserErrorSchema>)]
+    pub error: Option<strato_domain::UserError>,
+    #[schema(value_type = Option<schema::CostEstimateSchema>)]
+    pub estimate: Option<CostEstimate>,
+    pub cancel_requested: bool,
+    pub wait_reason: Option<String>,
+    /// The JWT subject that asked for it.
+    pub requested_by: Option<String>,
+    pub notes: Vec<String>,
+    pub spec: Option<SpecView>,
+    #[schema(value_type = schema::Timestamp)]
+    pub created_at: String,
+    #[schema(value_type = schema::Timestamp)]
+    pub updated_at: String,
+}
+
+pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) -> OperationView {
+    OperationView {
+        id: op.operation_id.to_string(),
         // An estimate's id is synthetic (no cluster to look up): not shown.
-        "cluster_id": op.kind.has_cluster().then_some(&op.cluster_id),
-        "kind": op.kind,
-        "status": op.status,
-        "attempt": op.attempt,
-        "current_step": op.current_step().map(|s| s.name.clone()),
-        "steps": steps,
-        "error": op.error,
-        "estimate": op.estimate,
-        "cancel_requested": op.cancel_requested,
-        "wait_reason": op.wait_reason,
-        "requested_by": op.requested_by,
-        "notes": op.notes,
-        "spec": op.spec.as_ref().map(|s| spec_view(s, sensitive)),
-        "created_at": ts::format(op.created_at),
-        "updated_at": ts::format(op.updated_at),
-    })
+        cluster_id: op.kind.has_cluster().then(|| op.cluster_id.to_string()),
+        kind: op.kind,
+        status: op.status,
+        attempt: op.attempt,
+        current_step: op.current_step().map(|s| s.name.clone()),
+        steps: op
+            .steps
+            .iter()
+            .map(|s| StepView {
+                name: s.name.clone(),
+                started_at: ts::format(s.started_at),
+                finished_at: s.finished_at.map(ts::format),
+                ok: s.ok,
+            })
+            .collect(),
+        error: op.error.clone(),
+        estimate: op.estimate.clone(),
+        cancel_requested: op.cancel_requested,
+        wait_reason: op.wait_reason.clone(),
+        requested_by: op.requested_by.clone(),
+        notes: op.notes.clone(),
+        spec: op.spec.as_ref().map(|s| spec_view(s, sensitive)),
+        created_at: ts::format(op.created_at),
+        updated_at: ts::format(op.updated_at),
+    }
 }
 
-/// The schema a client needs to fill a request: managed variables are left out (they cannot be sent)
-/// and sensitive defaults are masked.
-pub(crate) fn template_detail(t: &Template, versions: &[String]) -> Value {
-    let m = &t.manifest;
-    let variables: serde_json::Map<String, Value> = m
-        .variables
-        .iter()
-        .filter(|(_, d)| !d.managed)
-        .map(|(name, d)| {
-            let default = d
-                .default
-                .as_ref()
-                .map(|v| if d.sensitive { json!(MASK) } else { v.clone() });
-            let v = json!({
-                "type": d.ty,
-                "description": d.description,
-                "required": d.required,
-                "default": default,
-                "enum": d.allowed,
-                "min": d.min,
-                "max": d.max,
-                "pattern": d.pattern,
-                "max_length": d.max_length,
-                "sensitive": d.sensitive,
-                "catalog": d.catalog,
-            });
-            (name.clone(), v)
-        })
-        .collect();
-    let defaults: serde_json::Map<String, Value> = m
-        .defaults
-        .iter()
-        .map(|(p, d)| {
-            let vars = d
-                .variables
-                .iter()
-                .map(|(k, v)| {
-                    let sensitive = m.variables.get(k).is_some_and(|d| d.sensitive);
-                    (k.clone(), if sensitive { json!(MASK) } else { v.clone() })
-                })
-                .collect::<serde_json::Map<_, _>>();
-            (p.to_string(), json!({"region": d.region, "variables": vars}))
-        })
-        .collect();
-    json!({
-        "name": m.name,
-        "version": m.version,
-        "versions": versions,
-        "description": m.description,
-        "providers": m.providers,
-        "verified_offline": m.verified_offline,
-        "variables": variables,
-        "rules": m.rules,
-        "defaults": defaults,
-    })
+/// The answer to a request that queued an operation on a cluster (202).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct Accepted {
+    pub cluster: ClusterView,
+    pub operation: OperationView,
+}
+
+/// The answer to `POST /v1/estimates` (202).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct EstimateAccepted {
+    pub operation: OperationView,
+}
+
+/// A page of clusters, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct ClusterPage {
+    pub clusters: Vec<ClusterView>,
+    /// The next page's token (`?next=`), or null on the last page.
+    pub next: Option<String>,
+}
+
+/// A cluster's operations, oldest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct OperationList {
+    pub operations: Vec<OperationView>,
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct Health {
+    /// Always `ok`.
+    pub status: &'static str,
+}
+
+/// What a deletion answers.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct Deleted {
+    pub deleted: bool,
 }

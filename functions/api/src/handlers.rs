@@ -1,0 +1,234 @@
+//! One axum handler per route: extract (the [`Caller`], path and query parameters, a typed [`JsonBody`]),
+//! call the route's module, answer with a typed view. [`crate::openapi`] documents what each one takes and
+//! answers.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::HeaderMap;
+use axum::http::request::Parts;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::requests::{JsonBody, SpecBody, UpdateBody, WebhookBody};
+use crate::router::{AppState, Caller, Reply};
+use crate::views::{
+    Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
+};
+use crate::{ApiError, agent, clusters, estimates, operations, state, templates, tenant, tickets};
+use axum::response::Response;
+
+type Answer<T> = Result<Reply<T>, ApiError>;
+
+/// Path parameters; a segment that is not even UTF-8 names no resource (404).
+pub(crate) struct P<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for P<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(t)| P(t))
+            .map_err(|_| {
+                ApiError::NotFound(format!(
+                    "no resource at {}",
+                    crate::router::truncate(parts.uri.path(), 100)
+                ))
+            })
+    }
+}
+
+/// Query parameters; a query string that cannot be read is a 400 problem.
+pub(crate) struct Q<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Q<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        Query::<T>::try_from_uri(&parts.uri)
+            .map(|Query(t)| Q(t))
+            .map_err(|e| ApiError::BadRequest {
+                detail: format!("the query string cannot be read: {}", e.body_text()),
+                errors: Vec::new(),
+            })
+    }
+}
+
+/// `GET /v1/clusters` query parameters, read as text and checked by the route (400 naming each).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ListClustersQuery {
+    pub state: Option<String>,
+    pub limit: Option<String>,
+    pub next: Option<String>,
+}
+
+/// `GET /v1/templates/{name}` query parameters.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct TemplateQuery {
+    pub version: Option<String>,
+}
+
+pub(crate) async fn health() -> Reply<Health> {
+    Reply::ok(Health { status: "ok" })
+}
+
+pub(crate) async fn create_cluster(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<SpecBody>,
+) -> Answer<Accepted> {
+    clusters::create(&ctx, &caller, body).await
+}
+
+pub(crate) async fn list_clusters(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    Q(q): Q<ListClustersQuery>,
+) -> Answer<ClusterPage> {
+    clusters::list(&ctx, &caller, &q).await
+}
+
+pub(crate) async fn get_cluster(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<ClusterView> {
+    clusters::get(&ctx, &caller, &id).await
+}
+
+pub(crate) async fn update_cluster(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+    JsonBody(body): JsonBody<UpdateBody>,
+) -> Result<Response, ApiError> {
+    clusters::update(&ctx, &caller, &id, body).await
+}
+
+pub(crate) async fn delete_cluster(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<Accepted> {
+    clusters::delete(&ctx, &caller, &id).await
+}
+
+pub(crate) async fn retry_cluster(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<Accepted> {
+    clusters::retry(&ctx, &caller, &id).await
+}
+
+pub(crate) async fn drift_check(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<Accepted> {
+    clusters::drift_check(&ctx, &caller, &id).await
+}
+
+pub(crate) async fn list_state_versions(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<state::StateVersions> {
+    state::list(&ctx, &caller, &id).await
+}
+
+pub(crate) async fn restore_state_version(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P((id, version)): P<(String, String)>,
+) -> Answer<state::RestoreView> {
+    state::restore(&ctx, &caller, &id, &version).await
+}
+
+pub(crate) async fn list_cluster_operations(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<OperationList> {
+    operations::list_for_cluster(&ctx, &caller, &id).await
+}
+
+pub(crate) async fn get_operation(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<OperationView> {
+    operations::get(&ctx, &caller, &id).await
+}
+
+pub(crate) async fn cancel_operation(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<OperationView> {
+    operations::cancel(&ctx, &caller, &id).await
+}
+
+pub(crate) async fn create_estimate(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<SpecBody>,
+) -> Answer<EstimateAccepted> {
+    estimates::create(&ctx, &caller, body).await
+}
+
+pub(crate) async fn get_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer<tenant::WebhookView> {
+    tenant::get_webhook(&ctx, &caller).await
+}
+
+pub(crate) async fn put_webhook(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<WebhookBody>,
+) -> Answer<tenant::WebhookView> {
+    tenant::put_webhook(&ctx, &caller, body).await
+}
+
+pub(crate) async fn delete_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer<Deleted> {
+    tenant::delete_webhook(&ctx, &caller).await
+}
+
+pub(crate) async fn create_ws_ticket(
+    State(ctx): State<AppState>,
+    caller: Caller,
+) -> Answer<tickets::TicketView> {
+    tickets::create(&ctx, &caller)
+}
+
+/// The catalog is the same for every tenant, but only tenants may read it (hence the unused [`Caller`]).
+pub(crate) async fn list_templates(
+    State(ctx): State<AppState>,
+    _tenant: Caller,
+) -> Answer<templates::TemplateList> {
+    templates::list(&ctx).await
+}
+
+pub(crate) async fn get_template(
+    State(ctx): State<AppState>,
+    _tenant: Caller,
+    P(name): P<String>,
+    Q(q): Q<TemplateQuery>,
+) -> Answer<templates::TemplateDetail> {
+    templates::get(&ctx, &name, &q).await
+}
+
+pub(crate) async fn agent_register(
+    State(ctx): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer<agent::AgentReportView> {
+    agent::handle(&ctx, &headers, &body, true).await
+}
+
+pub(crate) async fn agent_heartbeat(
+    State(ctx): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer<agent::AgentReportView> {
+    agent::handle(&ctx, &headers, &body, false).await
+}

@@ -1,0 +1,379 @@
+//! The OpenAPI 3.1 document, generated: schemas from the request and view types (`ToSchema`), one operation
+//! per entry of [`ROUTES`] with the answers [`doc`] lists for its endpoint. `functions/api/openapi.yaml` is
+//! this document, checked in; a test fails when they differ.
+
+use utoipa::OpenApi;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, RefOr, Required};
+
+use crate::Endpoint::{self, *};
+use crate::error::PROBLEM_JSON;
+use crate::{ROUTES, agent, error, requests, schema, state, templates, tenant, tickets, views};
+
+#[derive(OpenApi)]
+#[openapi(components(schemas(
+    error::Problem,
+    error::FieldErrorView,
+    views::ClusterView,
+    schema::ClusterState,
+    views::OperationView,
+    views::Accepted,
+    views::EstimateAccepted,
+    views::ClusterPage,
+    views::OperationList,
+    views::Health,
+    views::Deleted,
+    state::StateVersions,
+    state::RestoreView,
+    tenant::WebhookView,
+    tickets::TicketView,
+    templates::TemplateList,
+    templates::TemplateDetail,
+    agent::AgentReportView,
+    requests::SpecBody,
+    requests::EstimateBody,
+    requests::UpdateBody,
+    requests::WebhookBody,
+    requests::AgentBody,
+)))]
+struct Schemas;
+
+/// What one endpoint takes and answers.
+struct Doc {
+    summary: &'static str,
+    /// The request body's schema, if it has one.
+    body: Option<&'static str>,
+    /// Success answers: status, schema, description.
+    ok: &'static [(u16, &'static str, &'static str)],
+    /// Problem answers beyond the ones every route but `/healthz` shares (401, 413, 500). Mutating routes
+    /// with `Idempotency-Key` add 400 (unusable key), 409 (still in progress) and 422 (key reused).
+    errors: &'static [u16],
+    query: &'static [(&'static str, &'static str)],
+}
+
+const fn doc(
+    summary: &'static str,
+    body: Option<&'static str>,
+    ok: &'static [(u16, &'static str, &'static str)],
+    errors: &'static [u16],
+) -> Doc {
+    Doc {
+        summary,
+        body,
+        ok,
+        errors,
+        query: &[],
+    }
+}
+
+/// The table of every endpoint's answers: long because it is one arm per endpoint, kept together so the
+/// whole contract reads in one place.
+fn endpoint_doc(e: Endpoint) -> Doc {
+    const QUEUED: &str = "Accepted: the operation is queued; `Location` points at it";
+    match e {
+        Health => doc("Liveness", None, &[(200, "Health", "Alive")], &[]),
+        CreateCluster => doc(
+            "Create a cluster",
+            Some("CreateClusterRequest"),
+            &[(202, "Accepted", QUEUED)],
+            &[400, 409, 422, 429],
+        ),
+        ListClusters => Doc {
+            query: &[
+                ("state", "Only clusters in this state"),
+                ("limit", "Page size, 1-100 (default 20)"),
+                ("next", "The `next` of the previous page"),
+            ],
+            ..doc(
+                "List your clusters, newest first",
+                None,
+                &[(200, "ClusterPage", "A page")],
+                &[400],
+            )
+        },
+        GetCluster => doc("Read a cluster", None, &[(200, "Cluster", "The cluster")], &[404]),
+        UpdateCluster => doc(
+            "Change a cluster's variables, template version or drift settings",
+            Some("UpdateClusterRequest"),
+            &[
+                (200, "Cluster", "Settings alone changed; no operation"),
+                (202, "Accepted", QUEUED),
+            ],
+            &[400, 404, 409, 422, 429],
+        ),
+        DeleteCluster => doc(
+            "Delete a cluster",
+            None,
+            &[(202, "Accepted", QUEUED)],
+            &[400, 404, 409, 422, 429],
+        ),
+        RetryCluster => doc(
+            "Retry a FAILED cluster's create",
+            None,
+            &[(202, "Accepted", QUEUED)],
+            &[400, 404, 409, 422, 429],
+        ),
+        DriftCheck => doc(
+            "Check an ACTIVE cluster for drift now",
+            None,
+            &[(202, "Accepted", QUEUED)],
+            &[400, 404, 409, 422, 429],
+        ),
+        ListStateVersions => doc(
+            "List the Terraform state versions of a cluster",
+            None,
+            &[(200, "StateVersions", "Versions and past restores")],
+            &[404],
+        ),
+        RestoreStateVersion => doc(
+            "Restore a Terraform state version",
+            None,
+            &[(200, "StateRestoreResult", "Restored")],
+            &[400, 404, 409, 422],
+        ),
+        ListClusterOperations => doc(
+            "List a cluster's operations, oldest first",
+            None,
+            &[(200, "OperationList", "The operations")],
+            &[404],
+        ),
+        GetOperation => doc(
+            "Read an operation",
+            None,
+            &[(200, "Operation", "The operation")],
+            &[404],
+        ),
+        CancelOperation => doc(
+            "Cancel an operation",
+            None,
+            &[
+                (200, "Operation", "Cancelled before it started"),
+                (
+                    202,
+                    "Operation",
+                    "Cancel requested; the runner stops at a safe point",
+                ),
+            ],
+            &[400, 404, 409, 422],
+        ),
+        CreateEstimate => doc(
+            "Estimate a spec's monthly cost",
+            Some("EstimateRequest"),
+            &[(202, "EstimateAccepted", QUEUED)],
+            &[400, 409, 422, 429],
+        ),
+        GetWebhook => doc(
+            "Read your webhook",
+            None,
+            &[(200, "Webhook", "The webhook")],
+            &[404],
+        ),
+        PutWebhook => doc(
+            "Set your webhook",
+            Some("WebhookRequest"),
+            &[(200, "Webhook", "Set")],
+            &[400, 422],
+        ),
+        DeleteWebhook => doc(
+            "Remove your webhook",
+            None,
+            &[(200, "Deleted", "Removed")],
+            &[400, 404, 409, 422],
+        ),
+        CreateWsTicket => doc(
+            "Get a WebSocket ticket",
+            None,
+            &[(201, "WsTicket", "A short-lived ticket")],
+            &[],
+        ),
+        ListTemplates => doc(
+            "List published templates",
+            None,
+            &[(200, "TemplateList", "Templates")],
+            &[],
+        ),
+        GetTemplate => Doc {
+            query: &[("version", "A published version (default: the latest)")],
+            ..doc(
+                "Read a template's variable schema",
+                None,
+                &[(200, "TemplateDetail", "The template")],
+                &[400, 404],
+            )
+        },
+        AgentRegister => doc(
+            "Register a cluster's agent (agent token)",
+            Some("AgentReportRequest"),
+            &[(200, "AgentReport", "Registered")],
+            &[400, 409, 410],
+        ),
+        AgentHeartbeat => doc(
+            "A cluster agent's heartbeat (agent token)",
+            Some("AgentReportRequest"),
+            &[(200, "AgentReport", "Recorded")],
+            &[400, 409],
+        ),
+    }
+}
+
+fn error_description(status: u16) -> &'static str {
+    match status {
+        400 => "Malformed request: not JSON, a bad query parameter or Idempotency-Key",
+        401 => "No valid token (the JWT authorizer, or the agent token)",
+        404 => "No such resource, or not yours",
+        409 => "The resource's state forbids this now; the detail says why",
+        410 => "Too late: the registration deadline passed",
+        413 => "The request body is over the size limit",
+        422 => "The request is invalid; `errors` names every field",
+        429 => "A quota is exhausted",
+        _ => "Strato could not complete the request",
+    }
+}
+
+fn schema_ref(schema: &str) -> ContentBuilder {
+    ContentBuilder::new().schema(Some(Ref::from_schema_name(schema)))
+}
+
+fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
+    let d = endpoint_doc(route.endpoint);
+    let public = matches!(route.endpoint, Health | AgentRegister | AgentHeartbeat);
+    let mut op = OperationBuilder::new()
+        .summary(Some(d.summary))
+        .operation_id(Some(format!("{:?}", route.endpoint)));
+    for seg in route.path.split('/').filter(|s| s.starts_with('{')) {
+        let name = seg.trim_matches(|c| c == '{' || c == '}');
+        op = op.parameter(
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+        );
+    }
+    for (name, desc) in d.query {
+        let schema: RefOr<Schema> = match *name {
+            "state" => Ref::from_schema_name("ClusterState").into(),
+            "limit" => ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(crate::clusters::MAX_PAGE))
+                .into(),
+            _ => ObjectBuilder::new().schema_type(Type::String).into(),
+        };
+        op = op.parameter(
+            ParameterBuilder::new()
+                .name(*name)
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .description(Some(*desc))
+                .schema(Some(schema)),
+        );
+    }
+    if let Some(body) = d.body {
+        op = op.request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content("application/json", schema_ref(body).build())
+                .build(),
+        ));
+    }
+    for (status, schema, desc) in d.ok {
+        let mut r = ResponseBuilder::new()
+            .description(*desc)
+            .content("application/json", schema_ref(schema).build());
+        if *status == 202 {
+            r = r.header(
+                "Location",
+                HeaderBuilder::new()
+                    .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                    .description(Some("/v1/operations/{id}"))
+                    .build(),
+            );
+        }
+        op = op.response(status.to_string(), r.build());
+    }
+    let mut errors: Vec<u16> = d.errors.to_vec();
+    if route.endpoint != Health {
+        errors.extend([401, 413, 500]);
+    }
+    errors.sort_unstable();
+    errors.dedup();
+    for status in errors {
+        let r = ResponseBuilder::new()
+            .description(error_description(status))
+            .content(PROBLEM_JSON, schema_ref("Problem").build());
+        op = op.response(status.to_string(), r.build());
+    }
+    if !public {
+        op = op.security(SecurityRequirement::new("jwt", Vec::<String>::new()));
+    } else if route.endpoint != Health {
+        op = op.security(SecurityRequirement::new("agent_token", Vec::<String>::new()));
+    }
+    op.build()
+}
+
+/// The API's OpenAPI document.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let mut components = Schemas::openapi().components.unwrap_or_default();
+    // Request bodies take no other members (`requests::unknown` reports each); serde's `flatten`, which
+    // collects them, cannot say so itself.
+    for (name, schema) in components.schemas.iter_mut() {
+        if let (true, RefOr::T(Schema::Object(o))) = (name.ends_with("Request"), schema) {
+            o.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+        }
+    }
+    let bearer = |desc: &str| {
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some(desc))
+                .build(),
+        )
+    };
+    components.add_security_scheme(
+        "jwt",
+        bearer("The identity provider's JWT, checked by API Gateway's JWT authorizer"),
+    );
+    components.add_security_scheme("agent_token", bearer("The cluster agent's registration token"));
+    let mut paths = Paths::new();
+    for r in ROUTES {
+        let method = match r.method {
+            "GET" => HttpMethod::Get,
+            "POST" => HttpMethod::Post,
+            "PUT" => HttpMethod::Put,
+            "PATCH" => HttpMethod::Patch,
+            _ => HttpMethod::Delete,
+        };
+        paths.merge(
+            Paths::builder()
+                .path(r.path, PathItem::new(method, operation(r)))
+                .build(),
+        );
+    }
+    let mut doc = OpenApiBuilder::new()
+        .info(
+            InfoBuilder::new()
+                .title("Strato API")
+                .version(env!("CARGO_PKG_VERSION"))
+                .description(Some(
+                    "Kubernetes clusters from templates, per tenant. Errors are RFC 9457 problem documents.",
+                ))
+                .build(),
+        )
+        .paths(paths)
+        .components(Some(components))
+        .build();
+    doc.openapi = utoipa::openapi::OpenApiVersion::Version31;
+    doc
+}
+
+/// The document as YAML, as checked in at `functions/api/openapi.yaml`.
+pub fn openapi_yaml() -> String {
+    openapi().to_yaml().unwrap_or_default()
+}

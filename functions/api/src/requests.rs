@@ -1,0 +1,326 @@
+//! Request bodies as serde types. serde stops at a body's first error, and a client should learn every
+//! problem at once, so each field is a [`Field`]: it takes whatever JSON it is given and keeps either the
+//! typed value or the raw one; unknown members are collected (`#[serde(flatten)]`). Each request's `check`
+//! then reports every missing, mistyped and unknown field with its path, and the [`JsonBody`] extractor
+//! answers 400 for a body that is not a JSON object at all.
+
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+use strato_domain::validate::FieldError;
+use utoipa::ToSchema;
+
+use crate::ApiError;
+
+/// One member of a request object, read leniently.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Field<T> {
+    #[default]
+    Missing,
+    Null,
+    Ok(T),
+    /// Present but not a `T`: the raw value, for the message.
+    Bad(Value),
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Null => Field::Null,
+            v => match T::deserialize(&v) {
+                Ok(t) => Field::Ok(t),
+                Err(_) => Field::Bad(v),
+            },
+        })
+    }
+}
+
+impl<T> Field<T> {
+    /// A required string member: "is required" when absent, "must be a string" when anything else.
+    pub fn required(self, path: &str, allowed: &str, errors: &mut Vec<FieldError>) -> Option<T> {
+        match self {
+            Field::Ok(t) => Some(t),
+            Field::Missing => {
+                errors.push(ApiError::field(path, "is required", allowed));
+                None
+            }
+            Field::Null | Field::Bad(_) => {
+                errors.push(ApiError::field(path, "must be a string", allowed));
+                None
+            }
+        }
+    }
+
+    /// An optional member; `None` when absent, null or (reported) bad.
+    pub fn optional(
+        self,
+        path: &str,
+        problem: &str,
+        allowed: &str,
+        errors: &mut Vec<FieldError>,
+    ) -> Option<T> {
+        match self {
+            Field::Ok(t) => Some(t),
+            Field::Missing | Field::Null => None,
+            Field::Bad(_) => {
+                errors.push(ApiError::field(path, problem, allowed));
+                None
+            }
+        }
+    }
+}
+
+/// Members a request does not have, each reported as `<prefix><name>`.
+pub(crate) fn unknown(
+    other: &BTreeMap<String, Value>,
+    prefix: &str,
+    problem: &str,
+    known: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    for k in other.keys() {
+        let shown: String = k.chars().take(64).collect();
+        errors.push(ApiError::field(&format!("{prefix}{shown}"), problem, known));
+    }
+}
+
+/// A request body of type `T`: 400 when it is empty, not JSON or not an object. `T`'s fields are lenient,
+/// so reading an object into it cannot fail on a field; the route's `check` reports those.
+pub(crate) struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let body = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| bad(format!("the request body could not be read: {}", e.body_text())))?;
+        read(&body).map(JsonBody)
+    }
+}
+
+/// A JSON object body as `T` (see [`JsonBody`]).
+pub(crate) fn read<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let obj = parse_object(body)?;
+    serde_json::from_value(Value::Object(obj))
+        .map_err(|e| bad(format!("the body does not have the expected shape: {e}")))
+}
+
+fn bad(detail: String) -> ApiError {
+    ApiError::BadRequest {
+        detail,
+        errors: Vec::new(),
+    }
+}
+
+/// Reads the body as a JSON object; anything else is a 400 that says what is wrong and where.
+pub(crate) fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(bad("the request needs a JSON object body".into()));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(bad("the body must be a JSON object".into())),
+        // serde_json's message names the problem and its line and column.
+        Err(e) => Err(bad(format!("the body is not valid JSON: {e}"))),
+    }
+}
+
+/// A template by name and version.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[schema(as = TemplateRefRequest)]
+pub(crate) struct TemplateRefBody {
+    /// A published template name.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub name: Field<String>,
+    /// A published version, e.g. `1.0.0`.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub version: Field<String>,
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// The customer's AWS account a cluster is provisioned into.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[schema(as = TargetRequest)]
+pub(crate) struct TargetBody {
+    /// `arn:aws:iam::<account>:role/<name>`: the role the runner assumes.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub role_arn: Field<String>,
+    /// The external id in the role's trust policy; never shown again.
+    #[serde(default)]
+    #[schema(value_type = String, required = true, write_only)]
+    pub external_id: Field<String>,
+    /// The customer's own state bucket.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub state_bucket: Field<String>,
+    /// The state lock table (with `state_bucket`; default `<state_bucket>-locks`).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub lock_table: Field<String>,
+    /// The region of the state bucket and lock table.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub region: Field<String>,
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// A cluster's drift settings; a member left out is left as it is.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[schema(as = DriftSettingsRequest)]
+pub(crate) struct DriftBody {
+    #[serde(default)]
+    #[schema(value_type = Option<crate::schema::DriftPolicy>)]
+    pub policy: Field<strato_domain::model::DriftPolicy>,
+    /// Hours between scheduled checks, 1-168; null: back to the default (6).
+    #[serde(default)]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 168)]
+    pub interval_hours: Field<u64>,
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `POST /v1/clusters`; also `POST /v1/estimates`, where `name` may be left out and `drift` is refused.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[schema(as = CreateClusterRequest)]
+pub(crate) struct SpecBody {
+    /// 3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'.
+    #[serde(default)]
+    #[schema(value_type = String, required = true, pattern = "^[a-z][a-z0-9-]{1,38}[a-z0-9]$")]
+    pub name: Field<String>,
+    #[serde(default)]
+    #[schema(value_type = TemplateRefBody, required = true)]
+    pub template: Field<TemplateRefBody>,
+    #[serde(default)]
+    #[schema(value_type = crate::schema::CloudProvider, required = true)]
+    pub provider: Field<strato_domain::model::CloudProvider>,
+    /// A region of the provider.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub region: Field<String>,
+    /// The template's variables by name (see `GET /v1/templates/{name}`).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub variables: Field<BTreeMap<String, Value>>,
+    #[serde(default)]
+    #[schema(value_type = Option<TargetBody>)]
+    pub target: Field<TargetBody>,
+    /// Create only.
+    #[serde(default)]
+    #[schema(value_type = Option<DriftBody>)]
+    pub drift: Field<DriftBody>,
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `POST /v1/estimates`: a create's body whose name may be left out, without drift settings.
+#[derive(ToSchema)]
+#[schema(as = EstimateRequest)]
+#[allow(dead_code)] // Documents the schema; the body is read as a `SpecBody`.
+pub(crate) struct EstimateBody {
+    /// Defaults to `estimate`; cloud resource names in the plan derive from it.
+    #[schema(pattern = "^[a-z][a-z0-9-]{1,38}[a-z0-9]$")]
+    name: Option<String>,
+    template: TemplateRefBody,
+    provider: crate::schema::CloudProvider,
+    region: String,
+    #[schema(value_type = Option<Object>)]
+    variables: Option<BTreeMap<String, Value>>,
+    target: Option<TargetBody>,
+}
+
+/// `PATCH /v1/clusters/{id}`: at least one member.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[schema(as = UpdateClusterRequest)]
+pub(crate) struct UpdateBody {
+    /// A JSON merge patch of the variables: a value replaces, null removes (back to the default).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub variables: Field<BTreeMap<String, Value>>,
+    /// Another published version of the cluster's template.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub template_version: Field<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<DriftBody>)]
+    pub drift: Field<DriftBody>,
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `PUT /v1/webhook`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[schema(as = WebhookRequest)]
+pub(crate) struct WebhookBody {
+    /// An https:// URL of your receiver.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub url: Field<String>,
+    /// The signing secret, at least 32 characters; never shown again.
+    #[serde(default)]
+    #[schema(value_type = String, required = true, write_only)]
+    pub secret: Field<String>,
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `POST /v1/agent/register` and `/v1/agent/heartbeat`: what the cluster agent sees.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[schema(as = AgentReportRequest)]
+pub(crate) struct AgentBody {
+    /// Nodes in the Ready condition.
+    #[serde(default)]
+    #[schema(value_type = u32, required = true)]
+    pub nodes_ready: Field<u32>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub kubernetes_version: Field<String>,
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub other: BTreeMap<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_must_be_a_json_object() {
+        for (body, needle) in [
+            (&b""[..], "needs a JSON object"),
+            (b"  ", "needs a JSON object"),
+            (b"[1]", "must be a JSON object"),
+            (b"{\"name\": ", "not valid JSON"),
+        ] {
+            match parse_object(body) {
+                Err(ApiError::BadRequest { detail, .. }) => assert!(detail.contains(needle), "{detail}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn fields_keep_what_they_could_not_read() {
+        let b: WebhookBody = read(br#"{"url": 1, "extra": true}"#).unwrap();
+        assert!(matches!(b.url, Field::Bad(Value::Number(_))));
+        assert!(matches!(b.secret, Field::Missing));
+        assert_eq!(b.other.keys().collect::<Vec<_>>(), ["extra"]);
+        let b: DriftBody = read(br#"{"interval_hours": null}"#).unwrap();
+        assert!(matches!(b.interval_hours, Field::Null));
+    }
+}

@@ -1,0 +1,384 @@
+//! The HTTP API as an axum [`Router`]: one handler per route of [`ROUTES`], the tenant taken from the JWT
+//! authorizer's claims by the [`Caller`] extractor, the body limit and `Idempotency-Key` as route layers, and
+//! problem documents for unknown paths (404) and methods (405). [`service`] wraps the router with what must
+//! happen before routing (the API Gateway stage prefix) and after it (the request id, one log line).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, Uri, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, delete, get, patch, post, put};
+use lambda_http::RequestExt;
+use lambda_http::request::RequestContext;
+use serde::Serialize;
+use strato_domain::ids::TenantId;
+use tower::ServiceExt;
+
+use crate::error::Problem;
+use crate::{ApiError, Ctx, ROUTES, handlers, idempotency};
+
+pub(crate) type AppState = Arc<Ctx>;
+
+/// A successful answer: a status, a JSON body and, for a 202, where to follow the operation.
+#[derive(Debug)]
+pub(crate) struct Reply<T> {
+    pub status: StatusCode,
+    pub body: T,
+    pub location: Option<String>,
+}
+
+impl<T> Reply<T> {
+    pub fn ok(body: T) -> Self {
+        Self {
+            status: StatusCode::OK,
+            body,
+            location: None,
+        }
+    }
+
+    pub fn accepted(body: T, location: String) -> Self {
+        Self {
+            status: StatusCode::ACCEPTED,
+            body,
+            location: Some(location),
+        }
+    }
+}
+
+impl<T: Serialize> IntoResponse for Reply<T> {
+    fn into_response(self) -> Response {
+        let body = match serde_json::to_string(&self.body) {
+            Ok(b) => b,
+            Err(e) => return ApiError::Config(format!("serializing a response: {e}")).into_response(),
+        };
+        let mut resp = (self.status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        if let Some(loc) = self.location.and_then(|l| l.parse().ok()) {
+            resp.headers_mut().insert(header::LOCATION, loc);
+        }
+        resp
+    }
+}
+
+/// The authenticated caller: the tenant from the configured claim and the JWT subject.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    pub tenant: TenantId,
+    pub subject: Option<String>,
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, ctx: &AppState) -> Result<Self, ApiError> {
+        let claims = match parts.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV2(rc)) => rc
+                .authorizer
+                .as_ref()
+                .and_then(|a| a.jwt.as_ref())
+                .map(|j| &j.claims),
+            _ => None,
+        };
+        let claims =
+            claims.ok_or_else(|| ApiError::Unauthorized("the request carries no JWT claims".into()))?;
+        let claim = &ctx.config.tenant_claim;
+        let raw = claims
+            .get(claim)
+            .ok_or_else(|| ApiError::Unauthorized(format!("the token has no '{claim}' claim")))?;
+        let tenant = raw.parse::<TenantId>().map_err(|_| {
+            // The raw value is not echoed: it is attacker-controlled and useless to a legitimate caller.
+            ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
+        })?;
+        Ok(Caller {
+            tenant,
+            subject: claims.get("sub").cloned(),
+        })
+    }
+}
+
+/// Refuses a body over `max_body_bytes` before anything reads it (413), and buffers it for the handler.
+async fn limit_body(State(ctx): State<AppState>, req: Request, next: Next) -> Result<Response, ApiError> {
+    let (parts, body) = req.into_parts();
+    let limit = ctx.config.max_body_bytes;
+    // API Gateway delivers the whole body at once, so it is in memory already; the limit applies to it.
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|e| ApiError::BadRequest {
+            detail: format!("the request body could not be read: {e}"),
+            errors: Vec::new(),
+        })?;
+    if bytes.len() > limit {
+        return Err(ApiError::PayloadTooLarge {
+            size: bytes.len(),
+            limit,
+        });
+    }
+    Ok(next.run(Request::from_parts(parts, Body::from(bytes))).await)
+}
+
+/// `Idempotency-Key` on a mutating route: the first answer for a key is stored and replayed.
+async fn idempotent(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let Some(key) = req.headers().get("idempotency-key") else {
+        return Ok(next.run(req).await);
+    };
+    let key = key.to_str().unwrap_or_default().to_owned();
+    let (parts, body) = req.into_parts();
+    // Buffered by `limit_body`: this only takes the bytes back.
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let request = idempotency::Fingerprint::new(parts.method.as_str(), parts.uri.path(), &bytes);
+    let req = Request::from_parts(parts, Body::from(bytes));
+    idempotency::run(&ctx, &caller, &key, &request, || next.run(req)).await
+}
+
+/// A tenant route that changes something: body limit, then authentication and `Idempotency-Key`.
+fn mutating(state: &AppState, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    route
+        .route_layer(middleware::from_fn_with_state(state.clone(), idempotent))
+        .route_layer(middleware::from_fn_with_state(state.clone(), limit_body))
+}
+
+/// Any other route with a body limit (reads, tickets, the agent's routes).
+fn limited(state: &AppState, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    route.route_layer(middleware::from_fn_with_state(state.clone(), limit_body))
+}
+
+/// The API's routes, exactly [`ROUTES`] (a test checks both agree).
+pub fn router(ctx: Ctx) -> Router {
+    use handlers as h;
+    let s: AppState = Arc::new(ctx);
+    let m = |r| mutating(&s, r);
+    let l = |r| limited(&s, r);
+    Router::new()
+        // No auth, no body limit and no AWS call: a liveness probe must not depend on DynamoDB.
+        .route("/healthz", get(h::health))
+        .route(
+            "/v1/clusters",
+            m(post(h::create_cluster)).merge(l(get(h::list_clusters))),
+        )
+        .route(
+            "/v1/clusters/{id}",
+            l(get(h::get_cluster))
+                .merge(m(patch(h::update_cluster)))
+                .merge(m(delete(h::delete_cluster))),
+        )
+        .route("/v1/clusters/{id}/retry", m(post(h::retry_cluster)))
+        .route("/v1/clusters/{id}/drift-check", m(post(h::drift_check)))
+        .route("/v1/clusters/{id}/state-versions", l(get(h::list_state_versions)))
+        .route(
+            "/v1/clusters/{id}/state-versions/{version}/restore",
+            m(post(h::restore_state_version)),
+        )
+        .route("/v1/clusters/{id}/operations", l(get(h::list_cluster_operations)))
+        .route("/v1/operations/{id}", l(get(h::get_operation)))
+        .route("/v1/operations/{id}/cancel", m(post(h::cancel_operation)))
+        .route("/v1/estimates", m(post(h::create_estimate)))
+        .route(
+            "/v1/webhook",
+            l(get(h::get_webhook))
+                .merge(l(put(h::put_webhook)))
+                .merge(m(delete(h::delete_webhook))),
+        )
+        // A ticket is not kept for replay: the stored answer would be a credential, and a new one is harmless.
+        .route("/v1/ws-tickets", l(post(h::create_ws_ticket)))
+        .route("/v1/templates", l(get(h::list_templates)))
+        .route("/v1/templates/{name}", l(get(h::get_template)))
+        // Authenticated by the cluster agent's token, not by a tenant JWT.
+        .route("/v1/agent/register", l(post(h::agent_register)))
+        .route("/v1/agent/heartbeat", l(post(h::agent_heartbeat)))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        // `limit_body` enforces the configured limit; axum's own (2 MB) would answer in plain text.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(s)
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound(format!("no resource at {}", truncate(uri.path(), 100)))
+}
+
+async fn method_not_allowed(uri: Uri) -> ApiError {
+    let allowed = ROUTES
+        .iter()
+        .filter(|r| match_path(r.path, uri.path()))
+        .map(|r| r.method)
+        .collect();
+    ApiError::MethodNotAllowed { allowed }
+}
+
+/// Whether `path` matches a route template (`{x}` matches one non-empty segment).
+pub(crate) fn match_path(template: &str, path: &str) -> bool {
+    let mut t = template.trim_matches('/').split('/');
+    let mut p = path.trim_end_matches('/').trim_start_matches('/').split('/');
+    loop {
+        match (t.next(), p.next()) {
+            (None, None) => return true,
+            (Some(ts), Some(ps)) if ts.starts_with('{') && !ps.is_empty() => {}
+            (Some(ts), Some(ps)) if ts == ps => {}
+            _ => return false,
+        }
+    }
+}
+
+pub(crate) fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        s.chars().take(max).collect::<String>() + "…"
+    }
+}
+
+/// The path as the client sent it, without an API Gateway stage prefix (named stages put it there) and
+/// without a trailing slash.
+fn request_path<B>(req: &axum::http::Request<B>) -> String {
+    let raw = req.raw_http_path();
+    let path = if raw.is_empty() { req.uri().path() } else { raw };
+    let mut path = path.to_owned();
+    if let Some(RequestContext::ApiGatewayV2(rc)) = req.request_context_ref()
+        && let Some(stage) = rc.stage.as_deref().filter(|s| *s != "$default")
+        && let Some(rest) = path.strip_prefix(&format!("/{stage}/"))
+    {
+        path = format!("/{rest}");
+    }
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        "/".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// The router behind what must happen outside it: the path rewritten before routing, the request id put
+/// into problem documents, one log line per request. This is what the Lambda runtime runs.
+#[derive(Clone)]
+pub struct ApiService {
+    router: Router,
+}
+
+/// The API as a service of payload-v2 requests, for `lambda_http::run`.
+pub fn service(ctx: Ctx) -> ApiService {
+    ApiService { router: router(ctx) }
+}
+
+impl tower::Service<lambda_http::Request> for ApiService {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: lambda_http::Request) -> Self::Future {
+        let router = self.router.clone();
+        Box::pin(async move { Ok(serve(router, req).await) })
+    }
+}
+
+async fn serve(router: Router, mut req: lambda_http::Request) -> Response {
+    use tracing::Instrument;
+    let request_id = req.lambda_context_ref().map(|c| c.request_id.clone());
+    let path = request_path(&req);
+    let uri = match req.uri().query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.clone(),
+    };
+    if let Ok(uri) = uri.parse::<Uri>() {
+        *req.uri_mut() = uri;
+    }
+    let method = req.method().clone();
+    let span = tracing::info_span!("request", request_id = request_id.as_deref());
+    async {
+        let Ok(mut resp) = router.oneshot(req).await;
+        if let (Some(id), Some(problem)) = (&request_id, resp.extensions_mut().remove::<Problem>()) {
+            let problem = Problem {
+                request_id: Some(id.clone()),
+                ..problem
+            };
+            // The body grows: the length the router computed no longer holds.
+            resp.headers_mut().remove(header::CONTENT_LENGTH);
+            *resp.body_mut() = Body::from(serde_json::to_string(&problem).unwrap_or_default());
+        }
+        tracing::info!(
+            method = %method,
+            path = %truncate(&path, 200),
+            status = resp.status().as_u16(),
+            "request"
+        );
+        resp
+    }
+    .instrument(span)
+    .await
+}
+
+/// Handles one request; never fails: every error becomes a problem document. Tests and devstack call this.
+pub async fn handle(ctx: &Ctx, req: lambda_http::Request) -> lambda_http::Response<lambda_http::Body> {
+    let resp = serve(router(ctx.clone()), req).await;
+    let (parts, body) = resp.into_parts();
+    // Every answer is a small JSON document (or empty).
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let body = if bytes.is_empty() {
+        lambda_http::Body::Empty
+    } else {
+        match String::from_utf8(bytes.to_vec()) {
+            Ok(text) => lambda_http::Body::Text(text),
+            Err(e) => lambda_http::Body::Binary(e.into_bytes()),
+        }
+    };
+    lambda_http::Response::from_parts(parts, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_match_templates_segment_by_segment() {
+        assert!(match_path("/v1/clusters/{id}", "/v1/clusters/cl-1"));
+        assert!(match_path("/v1/clusters/{id}", "/v1/clusters/cl-1/"));
+        assert!(!match_path("/v1/clusters/{id}", "/v1/clusters/"));
+        assert!(!match_path("/v1/clusters/{id}", "/v1/clusters/a/b"));
+        assert!(match_path("/v1/clusters", "/v1/clusters"));
+        assert!(!match_path("/v1/clusters", "/v1/cluster"));
+    }
+
+    #[tokio::test]
+    async fn problems_carry_the_lambda_request_id_and_a_right_length() {
+        let mut lambda = lambda_http::Context::default();
+        lambda.request_id = "req-42".into();
+        let req = axum::http::Request::builder()
+            .uri("/v2/nothing")
+            .extension(lambda)
+            .body(lambda_http::Body::Empty)
+            .unwrap();
+        let resp = serve(Router::new().fallback(not_found), req).await;
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        assert!(resp.headers().get(header::CONTENT_LENGTH).is_none());
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(doc["request_id"], "req-42");
+        assert_eq!(doc["detail"], "no resource at /v2/nothing");
+    }
+
+    #[test]
+    fn method_not_allowed_lists_the_methods_in_route_order() {
+        let allowed: Vec<_> = ROUTES
+            .iter()
+            .filter(|r| match_path(r.path, "/v1/clusters/cl-1"))
+            .map(|r| r.method)
+            .collect();
+        assert_eq!(allowed, ["GET", "PATCH", "DELETE"]);
+    }
+}

@@ -1,0 +1,300 @@
+//! Reading a spec request (a create, an estimate): the typed body checked field by field, then validated
+//! against its template, every problem reported at once.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use strato_aws::store::StoredTemplate;
+use strato_domain::catalog::Catalogs;
+use strato_domain::ids::ClusterName;
+use strato_domain::model::{CloudProvider, ClusterSpec, TargetAccount, TemplateRef};
+use strato_domain::validate::{FieldError, ValidatedSpec, validate};
+
+use crate::drift::{self, DriftSettings};
+use crate::requests::{Field, SpecBody, TemplateRefBody, unknown};
+use crate::{ApiError, Ctx, target};
+
+/// A spec request (create, estimate) as far as it could be read; missing parts are reported in `errors`.
+pub(crate) struct SpecDraft {
+    pub name: Option<ClusterName>,
+    pub template: Option<TemplateRef>,
+    pub provider: Option<CloudProvider>,
+    pub region: Option<String>,
+    pub variables: BTreeMap<String, Value>,
+    pub target: Option<TargetAccount>,
+    /// A create's drift settings (an estimate has none).
+    pub drift: DriftSettings,
+}
+
+/// Whether a spec request must name its cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpecName {
+    /// A create: the name is the cluster's.
+    Required,
+    /// An estimate: nothing is named after it; this stands in when it is left out.
+    Optional(&'static str),
+}
+
+const SPEC_FIELDS: &str = "name, template, provider, region, variables, target";
+const CREATE_FIELDS: &str = "name, template, provider, region, variables, target, drift";
+const TEMPLATE_SHAPE: &str = "{\"name\": …, \"version\": …}";
+
+/// `variables`: absent or null is none; anything but an object is reported.
+pub(crate) fn variables(
+    v: Field<BTreeMap<String, Value>>,
+    errors: &mut Vec<FieldError>,
+) -> BTreeMap<String, Value> {
+    match v {
+        Field::Ok(m) => m,
+        Field::Missing | Field::Null => BTreeMap::new(),
+        Field::Bad(_) => {
+            errors.push(ApiError::field(
+                "variables",
+                "must be an object",
+                "an object of variable name to value",
+            ));
+            BTreeMap::new()
+        }
+    }
+}
+
+fn template(v: Field<TemplateRefBody>, errors: &mut Vec<FieldError>) -> Option<TemplateRef> {
+    let t = match v {
+        Field::Ok(t) => t,
+        Field::Missing => {
+            errors.push(ApiError::field("template", "is required", TEMPLATE_SHAPE));
+            return None;
+        }
+        Field::Null | Field::Bad(_) => {
+            errors.push(ApiError::field("template", "must be an object", TEMPLATE_SHAPE));
+            return None;
+        }
+    };
+    unknown(
+        &t.other,
+        "template.",
+        "is not a field of template",
+        "name, version",
+        errors,
+    );
+    let n = t
+        .name
+        .required("template.name", "a published template name", errors);
+    let v = t
+        .version
+        .required("template.version", "a version such as 1.0.0", errors);
+    n.zip(v).map(|(name, version)| TemplateRef { name, version })
+}
+
+fn provider(v: Field<CloudProvider>, errors: &mut Vec<FieldError>) -> Option<CloudProvider> {
+    let providers = CloudProvider::ALL.map(|p| p.as_str()).join(", ");
+    match v {
+        Field::Ok(p) => Some(p),
+        Field::Bad(Value::String(p)) => match p.parse::<CloudProvider>() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                let shown: String = p.chars().take(64).collect();
+                errors.push(ApiError::field(
+                    "provider",
+                    format!("'{shown}' is not a provider Strato supports"),
+                    &providers,
+                ));
+                None
+            }
+        },
+        other => other.required("provider", &providers, errors),
+    }
+}
+
+pub(crate) fn parse_spec(body: SpecBody, name: SpecName, errors: &mut Vec<FieldError>) -> SpecDraft {
+    let is_create = name == SpecName::Required;
+    let known = if is_create { CREATE_FIELDS } else { SPEC_FIELDS };
+    unknown(&body.other, "", "is not a field of this request", known, errors);
+    if !is_create && !matches!(body.drift, Field::Missing) {
+        errors.push(ApiError::field("drift", "is not a field of this request", known));
+    }
+    let name_rule = "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'";
+    let name = match (name, body.name) {
+        (SpecName::Optional(default), Field::Missing | Field::Null) => default.parse().ok(),
+        (_, n) => n
+            .required("name", name_rule, errors)
+            .and_then(|s| match s.parse() {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    errors.push(ApiError::field("name", format!("{e}"), name_rule));
+                    None
+                }
+            }),
+    };
+    let template = template(body.template, errors);
+    let provider = provider(body.provider, errors);
+    let region = body.region.required("region", "a region of the provider", errors);
+    let target = target::parse(body.target, provider, errors);
+    SpecDraft {
+        name,
+        template,
+        provider,
+        region,
+        variables: variables(body.variables, errors),
+        target,
+        drift: if is_create {
+            drift::parse(body.drift, errors)
+        } else {
+            DriftSettings::default()
+        },
+    }
+}
+
+/// Checks a spec request and validates it against its template, as a create does: every problem at once
+/// (a 422 naming each field), or the validated spec, its template and the create's drift settings.
+pub(crate) async fn read_spec(
+    ctx: &Ctx,
+    body: SpecBody,
+    name: SpecName,
+) -> Result<(ValidatedSpec, StoredTemplate, DriftSettings), ApiError> {
+    let mut errors = Vec::new();
+    let draft = parse_spec(body, name, &mut errors);
+    let mut checked: Option<(ValidatedSpec, StoredTemplate)> = None;
+    if let (Some(tref), Some(provider), Some(region)) = (&draft.template, draft.provider, &draft.region) {
+        match ctx.store.get_template(&tref.name, &tref.version).await? {
+            None => errors.push(unknown_template(ctx, "template", tref).await?),
+            Some(stored) => {
+                // A bad name is already reported; validate the rest anyway so the client sees every problem.
+                let placeholder = || "placeholder".parse::<ClusterName>();
+                let spec = ClusterSpec {
+                    name: draft
+                        .name
+                        .clone()
+                        .map_or_else(placeholder, Ok)
+                        .map_err(strato_aws::Error::from)?,
+                    template: tref.clone(),
+                    provider,
+                    region: region.clone(),
+                    variables: draft.variables.clone(),
+                    target: draft.target.clone(),
+                };
+                match validate(&spec, &stored.template, Catalogs::builtin()) {
+                    Ok(v) => checked = Some((v, stored)),
+                    Err(e) => errors.extend(e),
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(sorted(errors));
+    }
+    checked.map(|(v, t)| (v, t, draft.drift)).ok_or_else(|| {
+        // Unreachable in practice: every missing part above pushed an error.
+        ApiError::invalid(vec![ApiError::field(
+            "template",
+            "could not be checked",
+            "a published template",
+        )])
+    })
+}
+
+/// The field error for a template reference that names nothing published.
+pub(crate) async fn unknown_template(
+    ctx: &Ctx,
+    field: &str,
+    r: &TemplateRef,
+) -> Result<FieldError, ApiError> {
+    let all = ctx.store.list_templates().await?;
+    let versions: Vec<&str> = all
+        .iter()
+        .filter(|t| t.template.name() == r.name)
+        .map(|t| t.template.version())
+        .collect();
+    let shown = |s: &str| s.chars().take(64).collect::<String>();
+    Ok(if versions.is_empty() {
+        let mut names: Vec<&str> = all.iter().map(|t| t.template.name()).collect();
+        names.dedup();
+        ApiError::field(
+            field,
+            format!("no template named '{}' is published", shown(&r.name)),
+            names.join(", "),
+        )
+    } else {
+        ApiError::field(
+            field,
+            format!("{} has no published version '{}'", r.name, shown(&r.version)),
+            versions.join(", "),
+        )
+    })
+}
+
+/// Every problem, in field order, once.
+pub(crate) fn sorted(mut errors: Vec<FieldError>) -> ApiError {
+    errors.sort_by(|a, b| a.field.cmp(&b.field).then_with(|| a.problem.cmp(&b.problem)));
+    errors.dedup();
+    ApiError::invalid(errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(v: Value) -> SpecBody {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn only_an_estimate_may_leave_the_name_out_and_a_given_name_is_still_checked() {
+        let obj = json!({"template": {"name": "t", "version": "1.0.0"}, "provider": "aws", "region": "r"});
+        let mut errors = Vec::new();
+        let d = parse_spec(body(obj.clone()), SpecName::Optional("estimate"), &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(d.name.unwrap().as_str(), "estimate");
+        let d = parse_spec(body(obj.clone()), SpecName::Required, &mut errors);
+        assert!(d.name.is_none());
+        assert_eq!(errors[0].field, "name");
+        let mut named = obj.clone();
+        named["name"] = json!("Bad_Name");
+        let mut errors = Vec::new();
+        parse_spec(body(named), SpecName::Optional("estimate"), &mut errors);
+        assert_eq!(errors[0].field, "name");
+    }
+
+    #[test]
+    fn create_draft_reports_every_structural_problem() {
+        let obj = json!({"name": "Bad_Name", "template": {"name": 1, "size": 2}, "provider": "ibm",
+            "variables": [1], "drift": {"policy": 3}, "extra": true});
+        let mut errors = Vec::new();
+        let d = parse_spec(body(obj), SpecName::Required, &mut errors);
+        assert!(d.name.is_none() && d.template.is_none() && d.provider.is_none() && d.region.is_none());
+        let mut fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        fields.sort();
+        assert_eq!(
+            fields,
+            [
+                "drift.policy",
+                "extra",
+                "name",
+                "provider",
+                "region",
+                "template.name",
+                "template.size",
+                "template.version",
+                "variables"
+            ]
+        );
+        let mut errors = Vec::new();
+        let wrong_types = json!({"name": 7, "template": "t", "provider": 1, "region": null, "target": 2});
+        parse_spec(body(wrong_types), SpecName::Required, &mut errors);
+        let problems: Vec<(&str, &str)> = errors
+            .iter()
+            .map(|e| (e.field.as_str(), e.problem.as_str()))
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                ("name", "must be a string"),
+                ("template", "must be an object"),
+                ("provider", "must be a string"),
+                ("region", "must be a string"),
+                ("target", "must be an object"),
+            ]
+        );
+    }
+}
