@@ -145,7 +145,7 @@ async fn a_claim_takes_lock_and_slot_moves_the_cluster_and_launches_once() {
     assert_eq!(holder, op.operation_id);
     assert_eq!(started.fencing_token, Some(token));
     assert_eq!(tasks[0].fencing_token, token, "the runner gets the lock's token");
-    assert_eq!(w.store.slots(&w.tenant), [op.operation_id.clone()]);
+    assert_eq!(w.store.slots(&w.tenant), std::slice::from_ref(&op.operation_id));
     assert_eq!(w.cluster(&cluster).state, ClusterState::Provisioning);
 
     // The same job again (duplicate delivery): the operation has its task; nothing more happens.
@@ -222,7 +222,10 @@ async fn a_tenant_at_its_limit_parks_the_operation_and_gives_the_lock_back() {
         None,
         "the lock is not kept while parked"
     );
-    assert_eq!(w.store.slots(&w.tenant), [other.operation_id.clone()]);
+    assert_eq!(
+        w.store.slots(&w.tenant),
+        std::slice::from_ref(&other.operation_id)
+    );
     assert_eq!(w.cluster(&cluster).state, ClusterState::Pending);
     assert_eq!(w.launcher.launch_calls(), 0);
 }
@@ -289,7 +292,7 @@ async fn a_throttled_launch_backs_off_keeping_lock_and_slot_then_starts_on_redel
     assert_eq!(waiting.task_arn, None);
     let (holder, token) = w.store.lock_holder(&cluster).expect("lock kept");
     assert_eq!(holder, op.operation_id);
-    assert_eq!(w.store.slots(&w.tenant), [op.operation_id.clone()]);
+    assert_eq!(w.store.slots(&w.tenant), std::slice::from_ref(&op.operation_id));
     assert_eq!(
         w.stored(&later).status,
         OperationStatus::Queued,
