@@ -2,6 +2,7 @@
 //! chain, because the SDK's own Display says only "service error".
 
 use strato_domain::model::ClusterState;
+use strato_domain::ports::PortError;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -40,6 +41,9 @@ pub enum Error {
         state: ClusterState,
         expected: &'static str,
     },
+    /// A port error with no adapter meaning of its own (what the domain's hand-off rules found missing).
+    #[error(transparent)]
+    Port(PortError),
 }
 
 /// `err` and every source under it, joined by ": ".
@@ -76,6 +80,31 @@ impl From<strato_domain::state_machine::TransitionError> for Error {
     }
 }
 
+/// What the decision logic sees of an adapter error: a lost conditional write is a conflict; anything else
+/// travels whole, so [`From<PortError>`] gets it back.
+impl From<Error> for PortError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Conflict(m) => PortError::Conflict(m),
+            Error::Port(p) => p,
+            e => PortError::Other(Box::new(e)),
+        }
+    }
+}
+
+impl From<PortError> for Error {
+    fn from(e: PortError) -> Self {
+        match e {
+            PortError::Conflict(m) => Error::Conflict(m),
+            PortError::Other(b) => match b.downcast::<Error>() {
+                Ok(e) => *e,
+                Err(b) => Error::Port(PortError::Other(b)),
+            },
+            p => Error::Port(p),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +121,34 @@ mod tests {
         );
         let source = std::error::Error::source(&e).expect("source kept");
         assert_eq!(source.to_string(), "service error");
+    }
+
+    #[test]
+    fn errors_survive_a_trip_through_the_ports() {
+        let e = Error::aws("GetItem", std::io::Error::other("timeout"));
+        let p = PortError::from(e);
+        assert!(matches!(p, PortError::Other(_)));
+        let back = Error::from(p);
+        assert!(
+            matches!(
+                &back,
+                Error::Aws {
+                    operation: "GetItem",
+                    ..
+                }
+            ),
+            "{back}"
+        );
+        assert!(matches!(
+            PortError::from(Error::Conflict("c".into())),
+            PortError::Conflict(m) if m == "c"
+        ));
+        assert!(matches!(
+            Error::from(PortError::Conflict("c".into())),
+            Error::Conflict(m) if m == "c"
+        ));
+        let missing = Error::from(PortError::NotFound("cluster x".into()));
+        assert!(matches!(missing, Error::Port(PortError::NotFound(_))));
+        assert!(matches!(PortError::from(missing), PortError::NotFound(_)));
     }
 }

@@ -1,5 +1,6 @@
 //! Strato's AWS adapters: SDK clients, the resource definitions (tables, queues, buckets), the DynamoDB store,
-//! the queues, the template bundle catalog, log I/O, cluster-lock coordination and Terraform state locks.
+//! the queues, the template bundle catalog, log I/O, cluster-lock coordination, Terraform state locks, and the
+//! domain ports implemented on them.
 
 pub mod aws;
 pub mod bundles;
@@ -8,6 +9,7 @@ pub mod coordination;
 pub mod env;
 pub mod error;
 pub mod log_io;
+pub mod ports;
 pub mod queues;
 pub mod resources;
 pub mod state_lock;

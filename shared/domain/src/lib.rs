@@ -1,6 +1,7 @@
 //! Strato's domain: identifiers, domain records, the cluster state machine, template manifests and provider
 //! catalogs, validation, rendering and composition of Terraform inputs, cost estimates, the queue and event
-//! contracts, log frames and webhook signatures. Pure: no AWS SDK, no I/O beyond reading template files.
+//! contracts, log frames and webhook signatures, the ports decisions take their dependencies through, and the
+//! hand-off rules written against them. Pure: no AWS SDK, no I/O beyond reading template files.
 
 pub mod agent;
 pub mod artifacts;
@@ -8,14 +9,18 @@ pub mod bundle;
 pub mod catalog;
 pub mod catalog_check;
 pub mod compose;
+pub mod coordination;
 pub mod cost;
 pub mod ecs_event;
 pub mod error;
+#[cfg(feature = "fakes")]
+pub mod fakes;
 pub mod ids;
 pub mod logs;
 pub mod messages;
 pub mod model;
 pub mod modules;
+pub mod ports;
 pub mod render;
 pub mod state_machine;
 pub mod template;

@@ -1,0 +1,386 @@
+//! The dispatcher's decisions, written against the domain's ports: claim (lock + slot), park, adopt a task a
+//! previous delivery started, back off, fail, release. The Lambda handler runs them on the AWS adapters; the
+//! fast tests on the in-memory fakes.
+
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use strato_domain::coordination::{
+    LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, release_and_wake, update_cluster, update_operation,
+    update_operation_from,
+};
+use strato_domain::error::{ErrorCategory, UserError};
+use strato_domain::messages::JobMessage;
+use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
+use strato_domain::ports::{Clock, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher};
+use strato_domain::state_machine::transition;
+
+use crate::DispatchError;
+
+/// The dispatcher's dependencies, as ports.
+#[derive(Debug, Clone, Copy)]
+pub struct Dispatcher<'a, S, Q, L, C> {
+    /// Operations, clusters, cluster locks, tenant slots.
+    pub store: &'a S,
+    /// `jobs.fifo`: wake-ups of waiting operations, and backoff of the record being handled.
+    pub jobs: &'a Q,
+    pub launcher: &'a L,
+    pub clock: &'a C,
+    /// Deliveries a job gets before the queue moves it to its DLQ: a runner that still cannot start on
+    /// the last one fails its operation instead.
+    pub max_receives: u32,
+}
+
+/// What became of one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done with (started, parked, failed for good, or nothing to do): delete the message.
+    Ack,
+    /// Try again after this many seconds (runner could not start for a transient reason).
+    RetryAfter(i32),
+}
+
+/// Exponential backoff by delivery count: 10 s, 20 s, 40 s… capped at 15 minutes.
+pub fn backoff_secs(receive_count: u32) -> i32 {
+    let exp = receive_count.saturating_sub(1).min(10);
+    (10_i32 << exp).min(900)
+}
+
+fn receive_count(record: &SqsMessage) -> u32 {
+    record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1)
+}
+
+/// Why the state machine refused to start an operation, and what the tenant can do about it.
+fn refusal_error(op: &Operation, refusal: &str) -> UserError {
+    let what = format!("cannot start the {} operation: {refusal}", op.kind.as_str());
+    let fix = match op.kind {
+        OperationKind::Update => {
+            "Only an ACTIVE cluster can be updated; retry the create of a FAILED cluster or delete it."
+        }
+        OperationKind::Create => "Only a new or FAILED cluster can be (re)created.",
+        OperationKind::Delete => "Wait for the running operation to finish, then delete the cluster.",
+        OperationKind::Plan | OperationKind::DriftCheck => {
+            "The cluster was deleted; there is nothing to check."
+        }
+        // Never refused: an estimate has no cluster to be in the wrong state.
+        OperationKind::Estimate => "Request the estimate again.",
+    };
+    UserError::new(ErrorCategory::InvalidConfiguration, "dispatch", what).with_fix(fix)
+}
+
+impl<S, Q, L, C> Dispatcher<'_, S, Q, L, C>
+where
+    S: Storage,
+    Q: JobQueue,
+    L: TaskLauncher,
+    C: Clock,
+{
+    /// Processes a batch. Records that must be retried are reported in `batch_item_failures`; on this FIFO
+    /// queue a failed record also fails the later records of its message group unprocessed, so one
+    /// cluster's jobs are never reordered (other groups go on).
+    pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        let mut failed_groups: Vec<String> = Vec::new();
+        for record in &event.records {
+            let id = record.message_id.clone().unwrap_or_default();
+            let group = record.attributes.get("MessageGroupId").cloned();
+            if let Some(g) = &group
+                && failed_groups.contains(g)
+            {
+                response.add_failure(id);
+                continue;
+            }
+            let outcome = match self.process(record).await {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::error!(message_id = %id, error = %e, "job failed; SQS will redeliver it");
+                    Outcome::RetryAfter(0)
+                }
+            };
+            if let Outcome::RetryAfter(delay) = outcome {
+                if delay > 0
+                    && let Some(handle) = record.receipt_handle.as_deref()
+                {
+                    self.jobs.retry_after(handle, delay).await;
+                }
+                response.add_failure(id);
+                failed_groups.extend(group);
+            }
+        }
+        response
+    }
+
+    async fn process(&self, record: &SqsMessage) -> Result<Outcome, DispatchError> {
+        let message_id = record.message_id.clone().unwrap_or_default();
+        let body = record.body.as_deref().ok_or_else(|| DispatchError::EmptyBody {
+            message_id: message_id.clone(),
+        })?;
+        let job: JobMessage =
+            serde_json::from_str(body).map_err(|source| DispatchError::BadBody { message_id, source })?;
+        self.dispatch(&job, receive_count(record)).await
+    }
+
+    /// Takes one job as far as it can go now; `receive_count` is how often the queue delivered it. Long
+    /// because it is the dispatcher's whole decision, read top to bottom: claim, re-check, move the
+    /// cluster, adopt or start the runner, record it.
+    pub async fn dispatch(&self, job: &JobMessage, receive_count: u32) -> Result<Outcome, DispatchError> {
+        let store = self.store;
+        let op = store
+            .load_operation(&job.operation_id)
+            .await?
+            .ok_or_else(|| DispatchError::UnknownOperation(job.operation_id.to_string()))?;
+        // Redelivery, or a wake-up for an operation that already ran: nothing to do.
+        if op.status.is_terminal() || op.task_arn.is_some() {
+            tracing::info!(operation = %op.operation_id, status = ?op.status, "already dispatched or finished");
+            return Ok(Outcome::Ack);
+        }
+        let Some(token) = self.claim(&op).await? else {
+            return Ok(Outcome::Ack);
+        };
+
+        // Claim: the token is recorded before the runner exists, so its first events are never mistaken
+        // for stale ones, and the operation leaves QUEUED, so from here a cancel is a flag (API answers
+        // 202) rather than an in-place CANCELLED that would race with the launch (the API's write is
+        // conditional).
+        let Some(op) = update_operation_from(store, op, |o| {
+            if o.status.is_terminal() {
+                return false;
+            }
+            let changed = o.fencing_token != Some(token)
+                || o.wait_reason.is_some()
+                || o.status == OperationStatus::Queued;
+            o.fencing_token = Some(token);
+            o.wait_reason = None;
+            if o.status == OperationStatus::Queued {
+                o.status = OperationStatus::Dispatched;
+            }
+            changed
+        })
+        .await?
+        else {
+            return Err(DispatchError::UnknownOperation(job.operation_id.to_string()));
+        };
+        if op.status.is_terminal() {
+            // Cancelled while we took the lock: give lock and slot back and wake the next operation.
+            tracing::info!(operation = %op.operation_id, status = ?op.status, "ended before it could start");
+            release_and_wake(store, self.jobs, &op).await?;
+            return Ok(Outcome::Ack);
+        }
+        if op.cancel_requested && op.task_arn.is_none() {
+            self.cancel_unstarted(&op).await?;
+            return Ok(Outcome::Ack);
+        }
+
+        if let Some(refusal) = self.enter_working_state(&op).await? {
+            self.fail(&op, refusal_error(&op, &refusal), false).await?;
+            return Ok(Outcome::Ack);
+        }
+
+        let task_arn = match self.launcher.find_started(&op.operation_id).await? {
+            Some(arn) => arn,
+            None => match self.launcher.launch(&op.operation_id, token).await {
+                Ok(arn) => arn,
+                Err(LaunchFailure::Transient(reason)) if receive_count < self.max_receives => {
+                    let delay = backoff_secs(receive_count);
+                    tracing::warn!(operation = %op.operation_id, %reason, delay, "runner could not start yet; retrying");
+                    return Ok(Outcome::RetryAfter(delay));
+                }
+                Err(LaunchFailure::Transient(reason)) => {
+                    let what =
+                        format!("the runner could not be started after {receive_count} attempts: {reason}");
+                    let err = UserError::new(ErrorCategory::Transient, "dispatch", what);
+                    self.fail(&op, err, true).await?;
+                    return Ok(Outcome::Ack);
+                }
+                Err(LaunchFailure::Fatal(reason)) => {
+                    let what = format!("the runner could not be started: {reason}");
+                    let err = UserError::new(ErrorCategory::Internal, "dispatch", what);
+                    self.fail(&op, err, true).await?;
+                    return Ok(Outcome::Ack);
+                }
+            },
+        };
+
+        update_operation_from(store, op.clone(), |o| {
+            if o.task_arn.is_some() || o.status.is_terminal() {
+                return false;
+            }
+            o.task_arn = Some(task_arn.clone());
+            o.status = OperationStatus::Dispatched;
+            o.attempt += 1;
+            true
+        })
+        .await?;
+        // A cancel flagged from here on is the runner's to notice (it polls within one heartbeat).
+        tracing::info!(operation = %op.operation_id, %task_arn, fencing_token = token, "runner started");
+        Ok(Outcome::Ack)
+    }
+
+    /// Takes the cluster lock and a tenant slot: `Some(fencing token)` when both are held, `None` when the
+    /// operation was parked instead (holding neither).
+    async fn claim(&self, op: &Operation) -> Result<Option<u64>, DispatchError> {
+        let store = self.store;
+        let token = match self.acquire_lock(op).await? {
+            LockOutcome::Acquired { fencing_token } => fencing_token,
+            LockOutcome::Held { owner } => {
+                self.park(op, cluster_busy_reason(&owner)).await?;
+                // Lost-wakeup guard: the holder may have finished (and looked for waiters) between our
+                // attempt and the park being visible. Trying once more after parking closes that window.
+                match self.acquire_lock(op).await? {
+                    LockOutcome::Acquired { fencing_token } => fencing_token,
+                    LockOutcome::Held { owner } => {
+                        tracing::info!(operation = %op.operation_id, %owner, "parked: cluster busy");
+                        return Ok(None);
+                    }
+                }
+            }
+        };
+
+        let limit = store.concurrency_limit(&op.tenant_id).await?;
+        if !store.acquire_slot(&op.tenant_id, &op.operation_id, limit).await? {
+            self.park(op, TENANT_LIMIT_REASON.to_owned()).await?;
+            // Same lost-wakeup guard as for the lock: a slot freed before the park was visible woke nobody.
+            if !store.acquire_slot(&op.tenant_id, &op.operation_id, limit).await? {
+                store
+                    .release_lock(&op.cluster_id, &op.operation_id, token)
+                    .await?;
+                tracing::info!(operation = %op.operation_id, limit, "parked: tenant at its concurrency limit");
+                return Ok(None);
+            }
+        }
+        Ok(Some(token))
+    }
+
+    async fn acquire_lock(&self, op: &Operation) -> Result<LockOutcome, DispatchError> {
+        Ok(self
+            .store
+            .acquire_lock(&op.cluster_id, &op.operation_id, LOCK_LEASE, self.clock.now())
+            .await?)
+    }
+
+    async fn park(&self, op: &Operation, reason: String) -> Result<(), DispatchError> {
+        update_operation(self.store, &op.operation_id, |o| {
+            if o.status != OperationStatus::Queued || o.wait_reason.as_deref() == Some(reason.as_str()) {
+                return false;
+            }
+            o.wait_reason = Some(reason.clone());
+            true
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Moves the cluster into the state its operation works in; `Some(reason)` when the state machine
+    /// refuses. Already being there counts as done: that is this same operation's earlier, interrupted
+    /// delivery (only the lock holder moves a cluster).
+    async fn enter_working_state(&self, op: &Operation) -> Result<Option<String>, DispatchError> {
+        let target = match op.kind {
+            OperationKind::Create => Some(ClusterState::Provisioning),
+            OperationKind::Update => Some(ClusterState::Updating),
+            OperationKind::Delete => Some(ClusterState::Deleting),
+            // Read-only runs change no state.
+            OperationKind::Plan | OperationKind::DriftCheck => None,
+            // No cluster stands behind an estimate's id: nothing to read or move.
+            OperationKind::Estimate => return Ok(None),
+        };
+        let mut refusal = None;
+        update_cluster(self.store, &op.tenant_id, &op.cluster_id, |c| {
+            refusal = None;
+            let Some(target) = target else {
+                if c.state == ClusterState::Deleted {
+                    refusal = Some("the cluster is DELETED".to_owned());
+                }
+                return Ok::<_, DispatchError>(false);
+            };
+            if c.state == target {
+                return Ok(false);
+            }
+            if let Err(e) = transition(c.state, target) {
+                refusal = Some(e.to_string());
+                return Ok(false);
+            }
+            c.state = target;
+            if op.kind == OperationKind::Create {
+                c.last_error = None;
+            }
+            Ok(true)
+        })
+        .await?;
+        Ok(refusal)
+    }
+
+    /// A cancel that arrived after the claim but before any runner existed: nothing was touched, so the
+    /// operation ends CANCELLED, a first create's PENDING cluster is recorded FAILED (so it can be retried
+    /// or deleted), and other clusters stay as they are.
+    async fn cancel_unstarted(&self, op: &Operation) -> Result<(), DispatchError> {
+        let err = UserError::new(
+            ErrorCategory::Cancelled,
+            "dispatch",
+            "the operation was cancelled before its runner started; nothing was changed",
+        );
+        if op.kind == OperationKind::Create {
+            update_cluster(self.store, &op.tenant_id, &op.cluster_id, |c| {
+                if c.state != ClusterState::Pending {
+                    return Ok(false);
+                }
+                transition(c.state, ClusterState::Failed).map_err(strato_domain::Error::from)?;
+                c.state = ClusterState::Failed;
+                c.last_error = Some(err.clone());
+                Ok::<_, DispatchError>(true)
+            })
+            .await?;
+        }
+        let Some(done) = update_operation(self.store, &op.operation_id, |o| {
+            if o.status.is_terminal() {
+                return false;
+            }
+            o.status = OperationStatus::Cancelled;
+            o.error = Some(err.clone());
+            true
+        })
+        .await?
+        else {
+            return Err(DispatchError::UnknownOperation(op.operation_id.to_string()));
+        };
+        tracing::info!(operation = %op.operation_id, "cancelled before start");
+        release_and_wake(self.store, self.jobs, &done).await?;
+        Ok(())
+    }
+
+    /// Ends the operation as FAILED (and the cluster too, when `cluster_failed` and the operation mutates
+    /// it), then gives up its lock and slot and wakes the next one.
+    async fn fail(&self, op: &Operation, err: UserError, cluster_failed: bool) -> Result<(), DispatchError> {
+        tracing::warn!(operation = %op.operation_id, error = %err, "operation failed at dispatch");
+        if cluster_failed && op.kind.mutates() {
+            update_cluster(self.store, &op.tenant_id, &op.cluster_id, |c| {
+                if c.state == ClusterState::Failed && c.last_error.as_ref() == Some(&err) {
+                    return Ok(false);
+                }
+                if c.state != ClusterState::Failed {
+                    transition(c.state, ClusterState::Failed).map_err(strato_domain::Error::from)?;
+                }
+                c.state = ClusterState::Failed;
+                c.last_error = Some(err.clone());
+                Ok::<_, DispatchError>(true)
+            })
+            .await?;
+        }
+        let Some(done) = update_operation(self.store, &op.operation_id, |o| {
+            if o.status.is_terminal() {
+                return false;
+            }
+            o.status = OperationStatus::Failed;
+            o.error = Some(err.clone());
+            o.wait_reason = None;
+            true
+        })
+        .await?
+        else {
+            return Err(DispatchError::UnknownOperation(op.operation_id.to_string()));
+        };
+        release_and_wake(self.store, self.jobs, &done).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,470 @@
+//! Every dispatcher decision, on the in-memory fakes: no AWS, no moto, no Terraform.
+
+use std::collections::BTreeMap;
+
+use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+use strato_dispatcher::{DispatchError, Dispatcher, LOCK_LEASE, Outcome};
+use strato_domain::coordination::{TENANT_LIMIT_REASON, cluster_busy_reason};
+use strato_domain::error::ErrorCategory;
+use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeLauncher, FakeStore};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::messages::JobMessage;
+use strato_domain::model::{
+    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
+};
+use strato_domain::ports::{Clock, ClusterLocks, LaunchFailure, LockOutcome, TaskLauncher, TenantSlots};
+use time::Duration;
+
+const MAX_RECEIVES: u32 = 5;
+
+struct World {
+    clock: FakeClock,
+    store: FakeStore,
+    jobs: FakeJobQueue,
+    launcher: FakeLauncher,
+    tenant: TenantId,
+}
+
+fn world() -> World {
+    let clock = FakeClock::default();
+    World {
+        store: FakeStore::new(clock.clone()),
+        jobs: FakeJobQueue::new(clock.clone()),
+        launcher: FakeLauncher::default(),
+        clock,
+        tenant: "acme".parse().unwrap(),
+    }
+}
+
+impl World {
+    fn dispatcher(&self) -> Dispatcher<'_, FakeStore, FakeJobQueue, FakeLauncher, FakeClock> {
+        Dispatcher {
+            store: &self.store,
+            jobs: &self.jobs,
+            launcher: &self.launcher,
+            clock: &self.clock,
+            max_receives: MAX_RECEIVES,
+        }
+    }
+
+    fn cluster_in(&self, name: &str, state: ClusterState) -> ClusterId {
+        let spec = ClusterSpec {
+            name: name.parse().unwrap(),
+            template: TemplateRef {
+                name: "aws-eks-basic".into(),
+                version: "1.2.0".into(),
+            },
+            provider: CloudProvider::Aws,
+            region: "us-east-1".into(),
+            variables: BTreeMap::new(),
+            target: None,
+        };
+        let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now());
+        c.state = state;
+        self.store.put_cluster(c.clone());
+        c.cluster_id
+    }
+
+    /// A queued operation as the API records it, one second after the previous one.
+    fn op(&self, cluster: &ClusterId, kind: OperationKind) -> Operation {
+        self.clock.advance(Duration::seconds(1));
+        let op = Operation::new(self.tenant.clone(), cluster.clone(), kind, self.clock.now());
+        self.store.put_operation(op.clone());
+        op
+    }
+
+    async fn dispatch(&self, op: &Operation, receive_count: u32) -> Outcome {
+        self.dispatcher()
+            .dispatch(&JobMessage::from(op), receive_count)
+            .await
+            .unwrap()
+    }
+
+    fn stored(&self, op: &Operation) -> Operation {
+        self.store.operation(&op.operation_id).unwrap()
+    }
+
+    fn cluster(&self, id: &ClusterId) -> Cluster {
+        self.store.cluster(id).unwrap()
+    }
+
+    /// Takes `cluster`'s lock for `op` (as a running operation holds it).
+    async fn hold_lock(&self, cluster: &ClusterId, op: &OperationId) -> u64 {
+        match self
+            .store
+            .acquire_lock(cluster, op, LOCK_LEASE, self.clock.now())
+            .await
+            .unwrap()
+        {
+            LockOutcome::Acquired { fencing_token } => fencing_token,
+            held => panic!("{held:?}"),
+        }
+    }
+}
+
+fn record(op: &Operation, n: usize, receive_count: u32) -> SqsMessage {
+    let mut r = SqsMessage::default();
+    r.message_id = Some(format!("m-{n}"));
+    r.receipt_handle = Some(format!("rh-{n}"));
+    r.body = Some(serde_json::to_string(&JobMessage::from(op)).unwrap());
+    r.attributes
+        .insert("MessageGroupId".into(), op.cluster_id.to_string());
+    r.attributes
+        .insert("ApproximateReceiveCount".into(), receive_count.to_string());
+    r
+}
+
+fn event(records: Vec<SqsMessage>) -> SqsEvent {
+    let mut e = SqsEvent::default();
+    e.records = records;
+    e
+}
+
+fn failures(resp: &aws_lambda_events::sqs::SqsBatchResponse) -> Vec<String> {
+    resp.batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_claim_takes_lock_and_slot_moves_the_cluster_and_launches_once() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.op(&cluster, OperationKind::Create);
+
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    let started = w.stored(&op);
+    assert_eq!(started.status, OperationStatus::Dispatched);
+    assert_eq!(started.attempt, 1);
+    assert_eq!(started.wait_reason, None);
+    let tasks = w.launcher.tasks();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(started.task_arn.as_deref(), Some(tasks[0].task_id.as_str()));
+    let (holder, token) = w.store.lock_holder(&cluster).expect("lock held");
+    assert_eq!(holder, op.operation_id);
+    assert_eq!(started.fencing_token, Some(token));
+    assert_eq!(tasks[0].fencing_token, token, "the runner gets the lock's token");
+    assert_eq!(w.store.slots(&w.tenant), std::slice::from_ref(&op.operation_id));
+    assert_eq!(w.cluster(&cluster).state, ClusterState::Provisioning);
+
+    // The same job again (duplicate delivery): the operation has its task; nothing more happens.
+    assert_eq!(w.dispatch(&op, 2).await, Outcome::Ack);
+    assert_eq!(w.launcher.launch_calls(), 1);
+    assert_eq!(w.stored(&op).attempt, 1);
+}
+
+#[tokio::test]
+async fn a_busy_cluster_parks_the_operation_with_its_holder_and_takes_nothing() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Active);
+    let running = w.op(&cluster, OperationKind::Update);
+    let token = w.hold_lock(&cluster, &running.operation_id).await;
+    let waiting = w.op(&cluster, OperationKind::Plan);
+
+    assert_eq!(
+        w.dispatch(&waiting, 1).await,
+        Outcome::Ack,
+        "acknowledged, not polled"
+    );
+    let parked = w.stored(&waiting);
+    assert_eq!(parked.status, OperationStatus::Queued);
+    assert_eq!(
+        parked.wait_reason,
+        Some(cluster_busy_reason(&running.operation_id))
+    );
+    assert_eq!(parked.fencing_token, None);
+    assert_eq!(
+        w.store.lock_holder(&cluster),
+        Some((running.operation_id.clone(), token))
+    );
+    assert!(w.store.slots(&w.tenant).is_empty());
+    assert_eq!(w.launcher.launch_calls(), 0);
+    assert!(w.jobs.sent().is_empty() && w.jobs.visibility_changes().is_empty());
+}
+
+#[tokio::test]
+async fn a_lock_whose_lease_ran_out_is_taken_over_with_a_larger_token() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Active);
+    let dead = OperationId::generate();
+    let old = w.hold_lock(&cluster, &dead).await;
+    let op = w.op(&cluster, OperationKind::Plan);
+    w.clock.advance(LOCK_LEASE + Duration::seconds(1));
+
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    let started = w.stored(&op);
+    assert!(started.task_arn.is_some());
+    assert!(started.fencing_token.unwrap() > old);
+}
+
+#[tokio::test]
+async fn a_tenant_at_its_limit_parks_the_operation_and_gives_the_lock_back() {
+    let w = world();
+    w.store.set_concurrency_limit(&w.tenant, 1);
+    let busy = w.cluster_in("staging", ClusterState::Active);
+    let other = w.op(&busy, OperationKind::Update);
+    assert!(
+        w.store
+            .acquire_slot(&w.tenant, &other.operation_id, 1)
+            .await
+            .unwrap()
+    );
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.op(&cluster, OperationKind::Create);
+
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    let parked = w.stored(&op);
+    assert_eq!(parked.status, OperationStatus::Queued);
+    assert_eq!(parked.wait_reason.as_deref(), Some(TENANT_LIMIT_REASON));
+    assert_eq!(
+        w.store.lock_holder(&cluster),
+        None,
+        "the lock is not kept while parked"
+    );
+    assert_eq!(
+        w.store.slots(&w.tenant),
+        std::slice::from_ref(&other.operation_id)
+    );
+    assert_eq!(w.cluster(&cluster).state, ClusterState::Pending);
+    assert_eq!(w.launcher.launch_calls(), 0);
+}
+
+/// The state a delivery leaves when it died after starting the runner but before recording the task.
+async fn died_after_launch(w: &World) -> (Operation, String) {
+    let cluster = w.cluster_in("prod", ClusterState::Provisioning);
+    let mut op = w.op(&cluster, OperationKind::Create);
+    let token = w.hold_lock(&cluster, &op.operation_id).await;
+    w.store
+        .acquire_slot(&w.tenant, &op.operation_id, 5)
+        .await
+        .unwrap();
+    op.status = OperationStatus::Dispatched;
+    op.fencing_token = Some(token);
+    w.store.put_operation(op.clone());
+    let task = w.launcher.launch(&op.operation_id, token).await.unwrap();
+    (op, task)
+}
+
+#[tokio::test]
+async fn a_redelivery_adopts_the_task_its_first_delivery_started() {
+    let w = world();
+    let (op, task) = died_after_launch(&w).await;
+
+    assert_eq!(w.dispatch(&op, 2).await, Outcome::Ack);
+    let adopted = w.stored(&op);
+    assert_eq!(adopted.task_arn, Some(task));
+    assert_eq!(adopted.attempt, 1);
+    assert_eq!(w.launcher.launch_calls(), 1, "found by listing: no second launch");
+    assert_eq!(w.launcher.tasks().len(), 1);
+}
+
+#[tokio::test]
+async fn a_redelivery_the_listing_misses_gets_the_same_task_back_by_its_token() {
+    let w = world();
+    w.launcher.list_lags(true);
+    let (op, task) = died_after_launch(&w).await;
+
+    assert_eq!(w.dispatch(&op, 2).await, Outcome::Ack);
+    assert_eq!(w.stored(&op).task_arn, Some(task));
+    assert_eq!(w.launcher.tasks().len(), 1, "same token: no second task");
+}
+
+#[tokio::test]
+async fn a_throttled_launch_backs_off_keeping_lock_and_slot_then_starts_on_redelivery() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.op(&cluster, OperationKind::Create);
+    let later = w.op(&cluster, OperationKind::Update);
+    w.launcher.fail_next(LaunchFailure::Transient(
+        "ThrottlingException: Rate exceeded".into(),
+    ));
+
+    let resp = w
+        .dispatcher()
+        .handle(event(vec![record(&op, 1, 2), record(&later, 2, 1)]))
+        .await;
+    // The throttled record and its group's later one come back; the throttled one after its backoff.
+    assert_eq!(failures(&resp), ["m-1", "m-2"]);
+    assert_eq!(w.jobs.visibility_changes(), [("rh-1".to_owned(), 20)]);
+    let waiting = w.stored(&op);
+    assert_eq!(waiting.status, OperationStatus::Dispatched);
+    assert_eq!(waiting.task_arn, None);
+    let (holder, token) = w.store.lock_holder(&cluster).expect("lock kept");
+    assert_eq!(holder, op.operation_id);
+    assert_eq!(w.store.slots(&w.tenant), std::slice::from_ref(&op.operation_id));
+    assert_eq!(
+        w.stored(&later).status,
+        OperationStatus::Queued,
+        "never looked at"
+    );
+
+    assert_eq!(w.dispatch(&op, 3).await, Outcome::Ack);
+    let started = w.stored(&op);
+    assert!(started.task_arn.is_some());
+    assert_eq!(started.fencing_token, Some(token), "same lock, same token");
+    assert_eq!(w.launcher.tasks().len(), 1);
+}
+
+#[tokio::test]
+async fn a_launch_still_throttled_on_the_last_delivery_fails_the_operation() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.op(&cluster, OperationKind::Create);
+    w.launcher
+        .fail_next(LaunchFailure::Transient("RESOURCE:MEMORY".into()));
+
+    assert_eq!(w.dispatch(&op, MAX_RECEIVES).await, Outcome::Ack);
+    let failed = w.stored(&op);
+    assert_eq!(failed.status, OperationStatus::Failed);
+    let err = failed.error.unwrap();
+    assert_eq!(err.category, ErrorCategory::Transient);
+    assert!(
+        err.what.contains("after 5 attempts: RESOURCE:MEMORY"),
+        "{}",
+        err.what
+    );
+    assert_eq!(w.cluster(&cluster).state, ClusterState::Failed);
+    assert_eq!(w.store.lock_holder(&cluster), None);
+    assert!(w.store.slots(&w.tenant).is_empty());
+}
+
+#[tokio::test]
+async fn a_fatal_launch_error_fails_operation_and_cluster_releases_and_wakes_the_next() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.op(&cluster, OperationKind::Create);
+    let next = w.op(&cluster, OperationKind::Delete);
+    w.launcher.fail_next(LaunchFailure::Fatal(
+        "ClientException: Unable to describe task definition.".into(),
+    ));
+
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack, "not retried");
+    let failed = w.stored(&op);
+    assert_eq!(failed.status, OperationStatus::Failed);
+    assert_eq!(failed.task_arn, None);
+    let err = failed.error.clone().unwrap();
+    assert_eq!(err.step, "dispatch");
+    assert_eq!(err.category, ErrorCategory::Internal);
+    assert!(
+        err.what
+            .contains("the runner could not be started: ClientException"),
+        "{}",
+        err.what
+    );
+    assert!(!err.fix.is_empty());
+    let c = w.cluster(&cluster);
+    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.last_error, Some(err));
+    assert_eq!(w.store.lock_holder(&cluster), None);
+    assert!(w.store.slots(&w.tenant).is_empty());
+    let sent = w.jobs.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].job.operation_id, next.operation_id);
+    assert_eq!(
+        sent[0].deduplication_id,
+        format!("{}-after-{}", next.operation_id, op.operation_id)
+    );
+}
+
+#[tokio::test]
+async fn an_operation_the_state_machine_refuses_fails_with_a_fix_and_releases() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Failed);
+    let op = w.op(&cluster, OperationKind::Update);
+
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    let err = w.stored(&op).error.unwrap();
+    assert_eq!(err.category, ErrorCategory::InvalidConfiguration);
+    assert!(
+        err.what.contains("FAILED cluster cannot become UPDATING"),
+        "{}",
+        err.what
+    );
+    assert!(err.fix.contains("ACTIVE"), "{}", err.fix);
+    assert_eq!(w.cluster(&cluster).state, ClusterState::Failed);
+    assert_eq!(w.launcher.launch_calls(), 0);
+    assert_eq!(w.store.lock_holder(&cluster), None);
+    assert!(w.store.slots(&w.tenant).is_empty());
+}
+
+#[tokio::test]
+async fn finished_and_already_started_operations_are_ignored() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Active);
+    let mut cancelled = w.op(&cluster, OperationKind::Update);
+    cancelled.status = OperationStatus::Cancelled;
+    w.store.put_operation(cancelled.clone());
+    let mut started = w.op(&cluster, OperationKind::Plan);
+    started.task_arn = Some("arn:task/1".into());
+    w.store.put_operation(started.clone());
+
+    assert_eq!(w.dispatch(&cancelled, 1).await, Outcome::Ack);
+    assert_eq!(w.dispatch(&started, 1).await, Outcome::Ack);
+    assert_eq!(w.stored(&cancelled), cancelled, "untouched");
+    assert_eq!(w.stored(&started), started, "untouched");
+    assert!(!w.store.has_lock_item(&cluster), "no lock was even tried");
+    assert_eq!(w.launcher.launch_calls(), 0);
+}
+
+#[tokio::test]
+async fn a_cancel_flagged_before_the_launch_ends_the_operation_unstarted() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let mut op = w.op(&cluster, OperationKind::Create);
+    op.cancel_requested = true;
+    w.store.put_operation(op.clone());
+
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    let done = w.stored(&op);
+    assert_eq!(done.status, OperationStatus::Cancelled);
+    assert_eq!(done.error.unwrap().category, ErrorCategory::Cancelled);
+    assert_eq!(
+        w.cluster(&cluster).state,
+        ClusterState::Failed,
+        "a first create can be retried"
+    );
+    assert_eq!(w.launcher.launch_calls(), 0);
+    assert_eq!(w.store.lock_holder(&cluster), None);
+    assert!(w.store.slots(&w.tenant).is_empty());
+}
+
+#[tokio::test]
+async fn an_estimate_locks_its_own_id_and_forgets_it_when_it_ends() {
+    let w = world();
+    let id = ClusterId::generate();
+    let op = w.op(&id, OperationKind::Estimate);
+    w.launcher
+        .fail_next(LaunchFailure::Fatal("ClientException: bad".into()));
+
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    assert_eq!(w.stored(&op).status, OperationStatus::Failed);
+    assert!(
+        !w.store.has_lock_item(&id),
+        "the synthetic id's lock item is deleted"
+    );
+}
+
+#[tokio::test]
+async fn lost_writes_are_retried_and_unknown_operations_are_errors() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.op(&cluster, OperationKind::Create);
+    w.store.inject_conflicts(3);
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    assert!(w.stored(&op).task_arn.is_some());
+
+    let ghost = Operation::new(w.tenant.clone(), cluster, OperationKind::Plan, w.clock.now());
+    let err = w
+        .dispatcher()
+        .dispatch(&JobMessage::from(&ghost), 1)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, DispatchError::UnknownOperation(_)), "{err}");
+    let resp = w.dispatcher().handle(event(vec![record(&ghost, 9, 1)])).await;
+    assert_eq!(failures(&resp), ["m-9"]);
+    assert!(
+        w.jobs.visibility_changes().is_empty(),
+        "plain redelivery, no backoff"
+    );
+}

@@ -1,0 +1,105 @@
+//! The domain's ports on AWS: the DynamoDB [`Store`] keeps operations, clusters, cluster locks and tenant
+//! slots; [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks. Adapters borrow
+//! their clients and settings, so a handler builds them per call for free.
+
+mod ecs;
+
+pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
+
+use time::{Duration, OffsetDateTime};
+
+use crate::queues;
+use crate::store::{self, Store};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::messages::JobMessage;
+use strato_domain::model::{Cluster, Operation};
+use strato_domain::ports::{
+    ClusterLocks, Clusters, JobQueue, LockOutcome, Operations, PortError, TenantSlots,
+};
+
+impl Operations for Store {
+    async fn load_operation(&self, id: &OperationId) -> Result<Option<Operation>, PortError> {
+        Ok(self.get_operation(id).await?)
+    }
+
+    async fn store_operation(&self, op: &mut Operation, was_terminal: bool) -> Result<(), PortError> {
+        Ok(self.save_operation(op, was_terminal).await?)
+    }
+
+    async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
+        Ok(self.list_operations(cluster).await?)
+    }
+
+    async fn parked_operations(&self) -> Result<Vec<Operation>, PortError> {
+        Ok(self.open_operations("waiting").await?)
+    }
+}
+
+impl Clusters for Store {
+    async fn load_cluster(&self, tenant: &TenantId, id: &ClusterId) -> Result<Option<Cluster>, PortError> {
+        Ok(self.get_cluster(tenant, id).await?)
+    }
+
+    async fn store_cluster(&self, cluster: &mut Cluster) -> Result<(), PortError> {
+        Ok(self.save_cluster(cluster).await?)
+    }
+}
+
+impl ClusterLocks for Store {
+    async fn acquire_lock(
+        &self,
+        cluster: &ClusterId,
+        op: &OperationId,
+        lease: Duration,
+        now: OffsetDateTime,
+    ) -> Result<LockOutcome, PortError> {
+        Ok(match self.acquire_cluster_lock(cluster, op, lease, now).await? {
+            store::LockOutcome::Acquired { fencing_token } => LockOutcome::Acquired { fencing_token },
+            store::LockOutcome::Held { owner } => LockOutcome::Held { owner },
+        })
+    }
+
+    async fn release_lock(
+        &self,
+        cluster: &ClusterId,
+        op: &OperationId,
+        fencing_token: u64,
+    ) -> Result<bool, PortError> {
+        Ok(self.release_cluster_lock(cluster, op, fencing_token).await?)
+    }
+
+    async fn forget_lock(&self, cluster: &ClusterId, op: &OperationId) -> Result<bool, PortError> {
+        Ok(self.forget_cluster_lock(cluster, op).await?)
+    }
+}
+
+impl TenantSlots for Store {
+    async fn concurrency_limit(&self, tenant: &TenantId) -> Result<u32, PortError> {
+        Ok(self.quotas(tenant).await?.max_concurrent_operations)
+    }
+
+    async fn acquire_slot(&self, tenant: &TenantId, op: &OperationId, limit: u32) -> Result<bool, PortError> {
+        Ok(self.acquire_tenant_slot(tenant, op, limit).await?)
+    }
+
+    async fn release_slot(&self, tenant: &TenantId, op: &OperationId) -> Result<(), PortError> {
+        Ok(self.release_tenant_slot(tenant, op).await?)
+    }
+}
+
+/// `jobs.fifo` through SQS.
+#[derive(Debug, Clone, Copy)]
+pub struct SqsJobQueue<'a> {
+    pub sqs: &'a aws_sdk_sqs::Client,
+    pub url: &'a str,
+}
+
+impl JobQueue for SqsJobQueue<'_> {
+    async fn enqueue(&self, job: &JobMessage, wake: &str) -> Result<(), PortError> {
+        Ok(queues::enqueue_job(self.sqs, self.url, job, wake).await?)
+    }
+
+    async fn retry_after(&self, receipt_handle: &str, secs: i32) {
+        queues::delay_redelivery(self.sqs, self.url, Some(receipt_handle), secs).await;
+    }
+}

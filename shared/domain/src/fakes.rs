@@ -1,0 +1,485 @@
+//! In-memory implementations of the [ports](crate::ports) for fast tests (feature `fakes`). They keep the
+//! semantics of the real adapters' conditional writes — version and `updated_at` checks, lock leases
+//! judged against the time given, fencing tokens that only grow, bounded slot sets, FIFO deduplication,
+//! RunTask's client token — and let a test look at what was sent and launched, and script failures.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use time::{Duration, OffsetDateTime};
+
+use crate::ids::{ClusterId, OperationId, TenantId};
+use crate::messages::JobMessage;
+use crate::model::{Cluster, Operation, OperationStatus};
+use crate::ports::{
+    Clock, ClusterLocks, Clusters, JobQueue, LaunchFailure, LockOutcome, Operations, PortError, TaskLauncher,
+    TenantSlots,
+};
+
+/// A panic in one test thread must not hide the state from the assertions that follow.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A clock that moves only when told. Clones share the time.
+#[derive(Debug, Clone)]
+pub struct FakeClock(Arc<Mutex<OffsetDateTime>>);
+
+impl FakeClock {
+    pub fn at(t: OffsetDateTime) -> Self {
+        Self(Arc::new(Mutex::new(t)))
+    }
+
+    pub fn advance(&self, by: Duration) {
+        *lock(&self.0) += by;
+    }
+
+    pub fn set(&self, t: OffsetDateTime) {
+        *lock(&self.0) = t;
+    }
+}
+
+impl Default for FakeClock {
+    /// 2026-01-01T00:00:00Z: a fixed start keeps tests reproducible.
+    fn default() -> Self {
+        Self::at(time::macros::datetime!(2026-01-01 00:00 UTC))
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> OffsetDateTime {
+        *lock(&self.0)
+    }
+}
+
+/// A cluster lock item. Released locks keep their item (and token), as in the locks table.
+#[derive(Debug, Clone, Default)]
+struct LockItem {
+    owner: Option<OperationId>,
+    lease_expires_at: Option<OffsetDateTime>,
+    fencing_token: u64,
+}
+
+#[derive(Debug, Default)]
+struct StoreState {
+    clusters: HashMap<(TenantId, ClusterId), Cluster>,
+    operations: BTreeMap<OperationId, Operation>,
+    locks: HashMap<ClusterId, LockItem>,
+    slots: HashMap<TenantId, BTreeSet<OperationId>>,
+    limits: HashMap<TenantId, u32>,
+    /// Saves still to lose as if another writer got there first.
+    injected_conflicts: usize,
+}
+
+/// Operations, clusters, cluster locks and tenant slots in memory. Clones share the data.
+#[derive(Debug, Clone)]
+pub struct FakeStore {
+    state: Arc<Mutex<StoreState>>,
+    clock: FakeClock,
+}
+
+/// The platform's default concurrency quota, as the tenants table gives it to a tenant without one.
+pub const DEFAULT_CONCURRENCY_LIMIT: u32 = 5;
+
+impl FakeStore {
+    /// `clock` stamps `updated_at` on saves, as the real store stamps the wall time.
+    pub fn new(clock: FakeClock) -> Self {
+        Self {
+            state: Arc::default(),
+            clock,
+        }
+    }
+
+    /// Stores `c` as is (a record the API wrote).
+    pub fn put_cluster(&self, c: Cluster) {
+        lock(&self.state)
+            .clusters
+            .insert((c.tenant_id.clone(), c.cluster_id.clone()), c);
+    }
+
+    /// Stores `op` as is (a record the API wrote).
+    pub fn put_operation(&self, op: Operation) {
+        lock(&self.state).operations.insert(op.operation_id.clone(), op);
+    }
+
+    pub fn operation(&self, id: &OperationId) -> Option<Operation> {
+        lock(&self.state).operations.get(id).cloned()
+    }
+
+    pub fn cluster(&self, id: &ClusterId) -> Option<Cluster> {
+        lock(&self.state)
+            .clusters
+            .values()
+            .find(|c| &c.cluster_id == id)
+            .cloned()
+    }
+
+    /// Current holder of the cluster's lock and its token.
+    pub fn lock_holder(&self, cluster: &ClusterId) -> Option<(OperationId, u64)> {
+        let s = lock(&self.state);
+        let item = s.locks.get(cluster)?;
+        item.owner.clone().map(|o| (o, item.fencing_token))
+    }
+
+    /// Whether the cluster's lock item exists at all (released locks keep it; forgotten ones do not).
+    pub fn has_lock_item(&self, cluster: &ClusterId) -> bool {
+        lock(&self.state).locks.contains_key(cluster)
+    }
+
+    /// Operations holding the tenant's slots.
+    pub fn slots(&self, tenant: &TenantId) -> Vec<OperationId> {
+        lock(&self.state)
+            .slots
+            .get(tenant)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn set_concurrency_limit(&self, tenant: &TenantId, limit: u32) {
+        lock(&self.state).limits.insert(tenant.clone(), limit);
+    }
+
+    /// The next `n` saves (of operations or clusters) lose their condition, as if another writer had
+    /// saved first; the records are not changed.
+    pub fn inject_conflicts(&self, n: usize) {
+        lock(&self.state).injected_conflicts = n;
+    }
+
+    fn take_injected_conflict(s: &mut StoreState) -> bool {
+        if s.injected_conflicts > 0 {
+            s.injected_conflicts -= 1;
+            return true;
+        }
+        false
+    }
+}
+
+impl Operations for FakeStore {
+    async fn load_operation(&self, id: &OperationId) -> Result<Option<Operation>, PortError> {
+        Ok(self.operation(id))
+    }
+
+    async fn store_operation(&self, op: &mut Operation, _was_terminal: bool) -> Result<(), PortError> {
+        let mut s = lock(&self.state);
+        let stored_at = s.operations.get(&op.operation_id).map(|o| o.updated_at);
+        if stored_at != Some(op.updated_at) || Self::take_injected_conflict(&mut s) {
+            return Err(PortError::Conflict(format!(
+                "operation {} changed concurrently",
+                op.operation_id
+            )));
+        }
+        // `updated_at` is the version: it must move even when the clock has not.
+        op.updated_at = self.clock.now().max(op.updated_at + Duration::microseconds(1));
+        s.operations.insert(op.operation_id.clone(), op.clone());
+        Ok(())
+    }
+
+    async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
+        let s = lock(&self.state);
+        let mut ops: Vec<Operation> = s
+            .operations
+            .values()
+            .filter(|o| &o.cluster_id == cluster)
+            .cloned()
+            .collect();
+        ops.sort_by_key(|o| o.created_at);
+        Ok(ops)
+    }
+
+    async fn parked_operations(&self) -> Result<Vec<Operation>, PortError> {
+        let s = lock(&self.state);
+        let mut ops: Vec<Operation> = s
+            .operations
+            .values()
+            .filter(|o| o.status == OperationStatus::Queued && o.wait_reason.is_some())
+            .cloned()
+            .collect();
+        ops.sort_by_key(|o| o.created_at);
+        Ok(ops)
+    }
+}
+
+impl Clusters for FakeStore {
+    async fn load_cluster(&self, tenant: &TenantId, id: &ClusterId) -> Result<Option<Cluster>, PortError> {
+        Ok(lock(&self.state)
+            .clusters
+            .get(&(tenant.clone(), id.clone()))
+            .cloned())
+    }
+
+    async fn store_cluster(&self, cluster: &mut Cluster) -> Result<(), PortError> {
+        let mut s = lock(&self.state);
+        let key = (cluster.tenant_id.clone(), cluster.cluster_id.clone());
+        let stored = s.clusters.get(&key).map(|c| c.version);
+        if stored != Some(cluster.version) || Self::take_injected_conflict(&mut s) {
+            return Err(PortError::Conflict(format!(
+                "cluster {} changed since version {}",
+                cluster.cluster_id, cluster.version
+            )));
+        }
+        cluster.version += 1;
+        cluster.updated_at = self.clock.now();
+        s.clusters.insert(key, cluster.clone());
+        Ok(())
+    }
+}
+
+impl ClusterLocks for FakeStore {
+    async fn acquire_lock(
+        &self,
+        cluster: &ClusterId,
+        op: &OperationId,
+        lease: Duration,
+        now: OffsetDateTime,
+    ) -> Result<LockOutcome, PortError> {
+        let mut s = lock(&self.state);
+        let item = s.locks.entry(cluster.clone()).or_default();
+        let free = item.owner.is_none() || item.lease_expires_at.is_some_and(|exp| exp < now);
+        if free {
+            item.owner = Some(op.clone());
+            item.lease_expires_at = Some(now + lease);
+            item.fencing_token += 1;
+            return Ok(LockOutcome::Acquired {
+                fencing_token: item.fencing_token,
+            });
+        }
+        match &item.owner {
+            Some(owner) if owner == op => Ok(LockOutcome::Acquired {
+                fencing_token: item.fencing_token,
+            }),
+            Some(owner) => Ok(LockOutcome::Held { owner: owner.clone() }),
+            None => unreachable!("a lock without owner is free"),
+        }
+    }
+
+    async fn release_lock(
+        &self,
+        cluster: &ClusterId,
+        op: &OperationId,
+        fencing_token: u64,
+    ) -> Result<bool, PortError> {
+        let mut s = lock(&self.state);
+        match s.locks.get_mut(cluster) {
+            Some(item) if item.owner.as_ref() == Some(op) && item.fencing_token == fencing_token => {
+                item.owner = None;
+                item.lease_expires_at = None;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn forget_lock(&self, cluster: &ClusterId, op: &OperationId) -> Result<bool, PortError> {
+        let mut s = lock(&self.state);
+        let held_by_other = s
+            .locks
+            .get(cluster)
+            .and_then(|i| i.owner.as_ref())
+            .is_some_and(|o| o != op);
+        if held_by_other {
+            return Ok(false);
+        }
+        s.locks.remove(cluster);
+        Ok(true)
+    }
+}
+
+impl TenantSlots for FakeStore {
+    async fn concurrency_limit(&self, tenant: &TenantId) -> Result<u32, PortError> {
+        Ok(lock(&self.state)
+            .limits
+            .get(tenant)
+            .copied()
+            .unwrap_or(DEFAULT_CONCURRENCY_LIMIT))
+    }
+
+    async fn acquire_slot(&self, tenant: &TenantId, op: &OperationId, limit: u32) -> Result<bool, PortError> {
+        let mut s = lock(&self.state);
+        let running = s.slots.entry(tenant.clone()).or_default();
+        if running.contains(op) || (running.len() as u32) < limit {
+            running.insert(op.clone());
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    async fn release_slot(&self, tenant: &TenantId, op: &OperationId) -> Result<(), PortError> {
+        if let Some(running) = lock(&self.state).slots.get_mut(tenant) {
+            running.remove(op);
+        }
+        Ok(())
+    }
+}
+
+/// A message the fake job queue accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentJob {
+    pub job: JobMessage,
+    /// The FIFO message group (the cluster).
+    pub group: String,
+    pub deduplication_id: String,
+    pub sent_at: OffsetDateTime,
+}
+
+#[derive(Debug, Default)]
+struct QueueState {
+    sent: Vec<SentJob>,
+    dropped: usize,
+    visibility: Vec<(String, i32)>,
+}
+
+/// `jobs.fifo` in memory: keeps what was sent (dropping duplicates within SQS's five-minute deduplication
+/// window, on the fake clock) and the visibility changes asked for. Clones share the data.
+#[derive(Debug, Clone)]
+pub struct FakeJobQueue {
+    state: Arc<Mutex<QueueState>>,
+    clock: FakeClock,
+}
+
+/// How long SQS FIFO queues remember a deduplication id.
+pub const DEDUPLICATION_WINDOW: Duration = Duration::minutes(5);
+
+impl FakeJobQueue {
+    pub fn new(clock: FakeClock) -> Self {
+        Self {
+            state: Arc::default(),
+            clock,
+        }
+    }
+
+    /// Messages accepted, in order.
+    pub fn sent(&self) -> Vec<SentJob> {
+        lock(&self.state).sent.clone()
+    }
+
+    /// Sends dropped as duplicates.
+    pub fn dropped(&self) -> usize {
+        lock(&self.state).dropped
+    }
+
+    /// `(receipt handle, seconds)` of every visibility change, in order.
+    pub fn visibility_changes(&self) -> Vec<(String, i32)> {
+        lock(&self.state).visibility.clone()
+    }
+}
+
+impl JobQueue for FakeJobQueue {
+    async fn enqueue(&self, job: &JobMessage, wake: &str) -> Result<(), PortError> {
+        let now = self.clock.now();
+        let deduplication_id = format!("{}-{wake}", job.operation_id);
+        let mut s = lock(&self.state);
+        let duplicate = s
+            .sent
+            .iter()
+            .any(|m| m.deduplication_id == deduplication_id && now - m.sent_at < DEDUPLICATION_WINDOW);
+        if duplicate {
+            s.dropped += 1;
+            return Ok(());
+        }
+        s.sent.push(SentJob {
+            job: job.clone(),
+            group: job.cluster_id.to_string(),
+            deduplication_id,
+            sent_at: now,
+        });
+        Ok(())
+    }
+
+    async fn retry_after(&self, receipt_handle: &str, secs: i32) {
+        lock(&self.state)
+            .visibility
+            .push((receipt_handle.to_owned(), secs));
+    }
+}
+
+/// A task the fake launcher started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchedTask {
+    pub task_id: String,
+    pub operation_id: OperationId,
+    pub fencing_token: u64,
+    /// Whether [`TaskLauncher::find_started`] sees it yet (the real listing is eventually consistent).
+    pub listed: bool,
+}
+
+#[derive(Debug, Default)]
+struct LauncherState {
+    tasks: Vec<LaunchedTask>,
+    calls: usize,
+    failures: VecDeque<LaunchFailure>,
+    unlisted: bool,
+}
+
+/// Starts pretend runners: one task per `(operation, fencing token)` like RunTask's client token, a
+/// listing that can lag, and scripted failures. Clones share the data.
+#[derive(Debug, Clone, Default)]
+pub struct FakeLauncher {
+    state: Arc<Mutex<LauncherState>>,
+}
+
+impl FakeLauncher {
+    /// Tasks started, in order (a repeated start under the same token adds none).
+    pub fn tasks(&self) -> Vec<LaunchedTask> {
+        lock(&self.state).tasks.clone()
+    }
+
+    /// Calls to `launch`, including failed and repeated ones.
+    pub fn launch_calls(&self) -> usize {
+        lock(&self.state).calls
+    }
+
+    /// The next launches fail with these, in order (before any client-token lookup, as a throttled call
+    /// never reaches it).
+    pub fn fail_next(&self, failure: LaunchFailure) {
+        lock(&self.state).failures.push_back(failure);
+    }
+
+    /// While set, tasks started from now on are not listed by `find_started`.
+    pub fn list_lags(&self, lagging: bool) {
+        lock(&self.state).unlisted = lagging;
+    }
+
+    /// Makes every task listed (the listing caught up).
+    pub fn list_all(&self) {
+        for t in &mut lock(&self.state).tasks {
+            t.listed = true;
+        }
+    }
+}
+
+impl TaskLauncher for FakeLauncher {
+    async fn find_started(&self, op: &OperationId) -> Result<Option<String>, PortError> {
+        Ok(lock(&self.state)
+            .tasks
+            .iter()
+            .find(|t| &t.operation_id == op && t.listed)
+            .map(|t| t.task_id.clone()))
+    }
+
+    async fn launch(&self, op: &OperationId, fencing_token: u64) -> Result<String, LaunchFailure> {
+        let mut s = lock(&self.state);
+        s.calls += 1;
+        if let Some(f) = s.failures.pop_front() {
+            return Err(f);
+        }
+        if let Some(t) = s
+            .tasks
+            .iter()
+            .find(|t| &t.operation_id == op && t.fencing_token == fencing_token)
+        {
+            return Ok(t.task_id.clone());
+        }
+        let task_id = format!(
+            "arn:aws:ecs:us-east-1:000000000000:task/fake/{}",
+            s.tasks.len() + 1
+        );
+        let listed = !s.unlisted;
+        s.tasks.push(LaunchedTask {
+            task_id: task_id.clone(),
+            operation_id: op.clone(),
+            fencing_token,
+            listed,
+        });
+        Ok(task_id)
+    }
+}

@@ -1,0 +1,190 @@
+//! Ports: the small interfaces the decision logic (dispatcher, hand-off) takes its dependencies through. The
+//! AWS adapters (`strato-aws`) implement them on DynamoDB, SQS and ECS; the in-memory fakes (`fakes`
+//! feature) implement the same conditional-write semantics, so every decision is unit-tested without AWS.
+//!
+//! Every future is `Send`: the Lambda runtime drives handlers on a multi-threaded executor.
+
+use std::future::Future;
+
+use time::{Duration, OffsetDateTime};
+
+use crate::ids::{ClusterId, OperationId, TenantId};
+use crate::messages::JobMessage;
+use crate::model::{Cluster, Operation};
+
+/// Any error an adapter reports that has no port meaning of its own; kept whole so the adapter can get it
+/// back (by downcasting) when it converts a [`PortError`] into its own error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What a port call can fail with, in the terms the decision logic acts on.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    /// A conditional write lost: someone changed the item since it was read. Re-read and retry.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Something the caller relies on does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The backing service could not be reached or refused for now.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else, as the adapter reported it.
+    #[error(transparent)]
+    Other(BoxError),
+}
+
+/// Operation records, saved by optimistic concurrency on `updated_at`.
+pub trait Operations: Send + Sync {
+    /// The operation, read consistently; `None` when it does not exist.
+    fn load_operation(
+        &self,
+        id: &OperationId,
+    ) -> impl Future<Output = Result<Option<Operation>, PortError>> + Send;
+
+    /// Saves `op` if its `updated_at` is still the stored one, moving `updated_at` forward; otherwise
+    /// [`PortError::Conflict`] and `op` is left as it was. `was_terminal`: whether the operation read was
+    /// already terminal (the adapter keeps the tenant's open-operation count in step when it becomes so).
+    fn store_operation(
+        &self,
+        op: &mut Operation,
+        was_terminal: bool,
+    ) -> impl Future<Output = Result<(), PortError>> + Send;
+
+    /// The operations of a cluster, oldest first.
+    fn cluster_operations(
+        &self,
+        cluster: &ClusterId,
+    ) -> impl Future<Output = Result<Vec<Operation>, PortError>> + Send;
+
+    /// Queued operations parked with a `wait_reason`, oldest first.
+    fn parked_operations(&self) -> impl Future<Output = Result<Vec<Operation>, PortError>> + Send;
+}
+
+/// Cluster records, saved by optimistic concurrency on `version`.
+pub trait Clusters: Send + Sync {
+    fn load_cluster(
+        &self,
+        tenant: &TenantId,
+        id: &ClusterId,
+    ) -> impl Future<Output = Result<Option<Cluster>, PortError>> + Send;
+
+    /// Saves `cluster` if its `version` is still the stored one, bumping it; otherwise
+    /// [`PortError::Conflict`] and `cluster.version` is left as it was.
+    fn store_cluster(&self, cluster: &mut Cluster) -> impl Future<Output = Result<(), PortError>> + Send;
+}
+
+/// Outcome of trying to take a cluster lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockOutcome {
+    Acquired { fencing_token: u64 },
+    Held { owner: OperationId },
+}
+
+/// One lock per cluster: a lease, and a fencing token that grows on every acquisition.
+pub trait ClusterLocks: Send + Sync {
+    /// Takes the lock for `op` when it is free or its lease ended before `now`. Taking it again as its
+    /// holder returns the same token (a redelivered job).
+    fn acquire_lock(
+        &self,
+        cluster: &ClusterId,
+        op: &OperationId,
+        lease: Duration,
+        now: OffsetDateTime,
+    ) -> impl Future<Output = Result<LockOutcome, PortError>> + Send;
+
+    /// Frees the lock only while `op` holds it with `fencing_token`; `false` when it did not. The token
+    /// is kept, so the next holder's is larger.
+    fn release_lock(
+        &self,
+        cluster: &ClusterId,
+        op: &OperationId,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<bool, PortError>> + Send;
+
+    /// Forgets the lock of an id that will never be locked again (an estimate's synthetic cluster id),
+    /// unless another operation holds it (`false`).
+    fn forget_lock(
+        &self,
+        cluster: &ClusterId,
+        op: &OperationId,
+    ) -> impl Future<Output = Result<bool, PortError>> + Send;
+}
+
+/// A tenant's concurrent-operation slots: a set of operation ids no larger than the tenant's limit.
+pub trait TenantSlots: Send + Sync {
+    /// How many operations the tenant may run at once.
+    fn concurrency_limit(&self, tenant: &TenantId) -> impl Future<Output = Result<u32, PortError>> + Send;
+
+    /// Takes a slot for `op`; taking it twice is harmless. `false` when the tenant is at `limit`.
+    fn acquire_slot(
+        &self,
+        tenant: &TenantId,
+        op: &OperationId,
+        limit: u32,
+    ) -> impl Future<Output = Result<bool, PortError>> + Send;
+
+    fn release_slot(
+        &self,
+        tenant: &TenantId,
+        op: &OperationId,
+    ) -> impl Future<Output = Result<(), PortError>> + Send;
+}
+
+/// Everything the control plane keeps about operations, clusters, locks and slots.
+pub trait Storage: Operations + Clusters + ClusterLocks + TenantSlots {}
+
+impl<T: Operations + Clusters + ClusterLocks + TenantSlots> Storage for T {}
+
+/// The job queue (`jobs.fifo`): one FIFO group per cluster, so a cluster's jobs are never handed out
+/// concurrently or reordered.
+pub trait JobQueue: Send + Sync {
+    /// Sends `job` in its cluster's group. The deduplication id is the operation id plus `wake`: a repeated
+    /// send with the same `wake` is dropped, a deliberate re-enqueue (new `wake`) is not.
+    fn enqueue(&self, job: &JobMessage, wake: &str) -> impl Future<Output = Result<(), PortError>> + Send;
+
+    /// Makes a received job visible again after `secs` (backoff). Best effort: if this fails the job comes
+    /// back after the queue's visibility timeout anyway.
+    fn retry_after(&self, receipt_handle: &str, secs: i32) -> impl Future<Output = ()> + Send;
+}
+
+/// Why the runner was not started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaunchFailure {
+    /// Throttling, capacity, or a network/server fault: worth retrying with backoff.
+    Transient(String),
+    /// Anything else (bad task definition, missing cluster, permissions): retrying will not help.
+    Fatal(String),
+}
+
+/// Starts runners (one container task per operation).
+pub trait TaskLauncher: Send + Sync {
+    /// A task already started for `op` and still meant to run (a redelivered job whose first delivery died
+    /// after starting it). May miss a task started moments ago (the listing is eventually consistent).
+    fn find_started(
+        &self,
+        op: &OperationId,
+    ) -> impl Future<Output = Result<Option<String>, PortError>> + Send;
+
+    /// Starts the runner for `op` with its fencing token, returning the task's id. Idempotent per
+    /// `(op, fencing_token)`: starting again under the same token returns the same task rather than a second.
+    fn launch(
+        &self,
+        op: &OperationId,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<String, LaunchFailure>> + Send;
+}
+
+/// The time decisions are taken at (lock leases).
+pub trait Clock: Send + Sync {
+    fn now(&self) -> OffsetDateTime;
+}
+
+/// The wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        crate::ts::now()
+    }
+}
