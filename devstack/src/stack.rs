@@ -21,6 +21,11 @@ use crate::fargate::{FargateConfig, FargateStats};
 use crate::gateway::Gateway;
 use crate::registry::{Plugin, Registry};
 
+mod setup;
+
+pub use setup::{Published, publish_catalog};
+use setup::{ecs_setup, publish_templates};
+
 /// The runner's container name in the task definition (the dispatcher's default).
 pub const RUNNER_CONTAINER: &str = "runner";
 
@@ -531,127 +536,5 @@ fn runner_env(env: &StackEnv, config: &DevstackConfig, plugin_cache: Option<&Pat
         out.push(("TF_PLUGIN_CACHE_DIR".into(), c.display().to_string()));
     }
     out.extend(config.runner_env.iter().cloned());
-    out
-}
-
-/// The runner's ECS cluster and task definition, and the dispatcher settings that point at them.
-async fn ecs_setup(
-    ecs: &aws_sdk_ecs::Client,
-    http: &reqwest::Client,
-    endpoint: &str,
-    region: &str,
-    names: &Names,
-) -> Result<RunnerSettings, DevstackError> {
-    let cluster = format!("{}-runners", names.prefix());
-    ecs.create_cluster()
-        .cluster_name(&cluster)
-        .send()
-        .await
-        .map_err(|e| DevstackError::aws("CreateCluster", e))?;
-    let family = format!("{}-runner", names.prefix());
-    ecs.register_task_definition()
-        .family(&family)
-        .requires_compatibilities(Compatibility::Fargate)
-        .network_mode(NetworkMode::Awsvpc)
-        .cpu("1024")
-        .memory("2048")
-        .container_definitions(
-            ContainerDefinition::builder()
-                .name(RUNNER_CONTAINER)
-                .image("strato-runner:devstack")
-                // moto answers RunTask with HTTP 500 without a container-level memory.
-                .memory(2048)
-                .essential(true)
-                .build(),
-        )
-        .send()
-        .await
-        .map_err(|e| DevstackError::aws("RegisterTaskDefinition", e))?;
-    let subnets = crate::moto_ctl::ec2_values(http, endpoint, region, "DescribeSubnets", "subnetId").await?;
-    let groups =
-        crate::moto_ctl::ec2_values(http, endpoint, region, "DescribeSecurityGroups", "groupId").await?;
-    Ok(RunnerSettings {
-        cluster,
-        task_definition: family,
-        container: RUNNER_CONTAINER.into(),
-        subnets: subnets.into_iter().take(1).collect(),
-        security_groups: groups.into_iter().take(1).collect(),
-        assign_public_ip: false,
-    })
-}
-
-/// Publishes every template under `templates_root/catalog` (modules from `templates_root/modules`) and the
-/// extra ones. A template that does not pack or publish is reported and skipped: the stack still starts.
-async fn publish_templates(
-    aws: &AwsClients,
-    names: &Names,
-    config: &DevstackConfig,
-) -> Vec<(String, String)> {
-    let outcome = publish_catalog(
-        aws,
-        names,
-        config.templates_root.as_deref(),
-        &config.extra_templates,
-    )
-    .await;
-    for (dir, e) in &outcome.failed {
-        tracing::warn!(template = %dir, error = %e, "template not published");
-    }
-    tracing::info!(published = ?outcome.published, "template catalog");
-    outcome.published
-}
-
-/// What [`publish_catalog`] did.
-#[derive(Debug, Default)]
-pub struct Published {
-    /// (name, version) of each template published (or already there with the same content).
-    pub published: Vec<(String, String)>,
-    /// Template directory → why it was not published.
-    pub failed: BTreeMap<String, String>,
-}
-
-/// Packs and publishes every template under `root/catalog` (modules from `root/modules`) and `extra`
-/// (template directory, modules directory) to the stack named by `names`: devstack's own at start, or a
-/// deployed one (`strato-devstack publish`). A version already published with other content is refused.
-pub async fn publish_catalog(
-    aws: &AwsClients,
-    names: &Names,
-    root: Option<&Path>,
-    extra: &[(PathBuf, PathBuf)],
-) -> Published {
-    let mut dirs: Vec<(PathBuf, PathBuf)> = Vec::new();
-    if let Some(root) = root {
-        let catalog = root.join("catalog");
-        let modules = root.join("modules");
-        if let Ok(entries) = std::fs::read_dir(&catalog) {
-            let mut found: Vec<PathBuf> = entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.join(strato_domain::bundle::MANIFEST_FILE).is_file())
-                .collect();
-            found.sort();
-            dirs.extend(found.into_iter().map(|p| (p, modules.clone())));
-        }
-    }
-    dirs.extend(extra.iter().cloned());
-    let mut out = Published::default();
-    for (dir, modules) in dirs {
-        let bundle = match strato_domain::bundle::pack(&dir, &modules) {
-            Ok(b) => b,
-            Err(e) => {
-                out.failed.insert(dir.display().to_string(), e.to_string());
-                continue;
-            }
-        };
-        match strato_aws::bundles::publish(aws, names, &bundle).await {
-            Ok(()) => out.published.push((
-                bundle.template.name().to_owned(),
-                bundle.template.version().to_owned(),
-            )),
-            Err(e) => {
-                out.failed.insert(dir.display().to_string(), e.to_string());
-            }
-        }
-    }
     out
 }

@@ -2,7 +2,7 @@
 //!
 //! The types here are the contract between the runner (which computes an estimate before apply), the status
 //! function (which attaches it to the operation) and the API (which shows it). [`estimate`] prices a plan
-//! with the offline table in `shared/prices/aws.toml` (its date and source travel with every estimate).
+//! with the offline table in `shared/domain/prices/aws.toml` (its date and source travel with every estimate).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -113,7 +113,7 @@ pub struct RegionPrices {
     pub ec2_hourly: BTreeMap<String, f64>,
 }
 
-/// The offline price table (`shared/prices/aws.toml`).
+/// The offline price table (`shared/domain/prices/aws.toml`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PriceTable {

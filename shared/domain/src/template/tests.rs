@@ -1,0 +1,179 @@
+use super::*;
+
+pub const EKS_MANIFEST: &str = r#"
+name = "aws-eks-basic"
+version = "1.2.0"
+description = "EKS with a managed node group"
+providers = ["aws"]
+stages = [{ name = "cluster", modules = ["network", "k8s"] }]
+
+[defaults.aws]
+region = "us-east-1"
+variables = { node_instance_type = "t3.medium" }
+
+[variables.cluster_name]
+type = "string"
+managed = true
+
+[variables.kubernetes_version]
+type = "string"
+enum = ["1.29", "1.30", "1.31"]
+default = "1.30"
+
+[variables.node_instance_type]
+type = "string"
+catalog = "instance_type"
+default = "t3.large"
+
+[variables.node_count]
+type = "integer"
+min = 1
+max = 50
+default = 2
+
+[variables.min_nodes]
+type = "integer"
+min = 1
+max = 50
+default = 1
+
+[variables.max_nodes]
+type = "integer"
+min = 1
+max = 100
+default = 5
+
+[variables.vpc_cidr]
+type = "string"
+pattern = '10\.\d{1,3}\.0\.0/16'
+default = "10.0.0.0/16"
+
+[variables.owner_email]
+type = "string"
+required = true
+max_length = 128
+pattern = '[^@\s]+@[^@\s]+'
+
+[variables.tags]
+type = "map(string)"
+default = {}
+
+[variables.admin_cidrs]
+type = "list(string)"
+default = []
+
+[variables.spot]
+type = "bool"
+default = false
+
+[variables.disk_ratio]
+type = "number"
+min = 0.1
+max = 1.0
+default = 0.5
+
+[variables.db_password]
+type = "string"
+sensitive = true
+max_length = 64
+
+[[rules]]
+left = "max_nodes"
+op = ">="
+right = "min_nodes"
+
+[[rules]]
+left = "node_count"
+op = "<="
+right = "max_nodes"
+message = "node_count cannot exceed max_nodes"
+"#;
+
+pub fn eks() -> Template {
+    Template::from_toml(EKS_MANIFEST).unwrap()
+}
+
+#[test]
+fn parses_the_sample_manifest() {
+    let t = eks();
+    assert_eq!(t.name(), "aws-eks-basic");
+    assert_eq!(t.manifest.stages[0].modules, ["network", "k8s"]);
+    assert_eq!(t.manifest.variables["node_count"].ty, VarType::Integer);
+    assert_eq!(t.manifest.rules.len(), 2);
+    // Provider default overrides the variable's own default.
+    assert_eq!(
+        t.effective_default(CloudProvider::Aws, "node_instance_type")
+            .unwrap(),
+        "t3.medium"
+    );
+    assert_eq!(t.effective_default(CloudProvider::Aws, "node_count").unwrap(), 2);
+    assert!(t.effective_default(CloudProvider::Aws, "owner_email").is_none());
+}
+
+fn broken(find: &str, replace: &str) -> String {
+    assert!(EKS_MANIFEST.contains(find), "{find}");
+    Template::from_toml(&EKS_MANIFEST.replacen(find, replace, 1))
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn inconsistent_manifests_are_refused() {
+    assert!(broken("version = \"1.2.0\"", "version = \"1.2\"").contains("MAJOR.MINOR.PATCH"));
+    assert!(broken("providers = [\"aws\"]", "providers = []").contains("no providers"));
+    assert!(broken("modules = [\"network\", \"k8s\"]", "modules = []").contains("at least one module"));
+    assert!(broken("required = true\n", "required = true\ndefault = \"a@b\"\n").contains("pick one"));
+    assert!(broken("managed = true", "managed = true\ndefault = \"x\"").contains("managed"));
+    assert!(
+        broken("min = 1\nmax = 50\ndefault = 2", "min = 9\nmax = 5\ndefault = 2").contains("min is greater")
+    );
+    assert!(broken("type = \"bool\"", "type = \"bool\"\nmin = 1").contains("numeric"));
+    assert!(broken("type = \"bool\"", "type = \"bool\"\npattern = 'x'").contains("string variables"));
+    assert!(broken("pattern = '10", "pattern = '(10").contains("bad pattern"));
+    assert!(broken("right = \"min_nodes\"", "right = \"spot\"").contains("not a numeric variable"));
+    assert!(broken("right = \"min_nodes\"", "right = \"ghost\"").contains("not a numeric variable"));
+    assert!(broken("default = \"1.30\"", "default = \"1.28\"").contains("violates its schema"));
+    assert!(broken("max = 50\ndefault = 2", "max = 50\ndefault = 200").contains("violates its schema"));
+    assert!(broken("node_instance_type = \"t3.medium\"", "ghost = 1").contains("unknown variable"));
+    assert!(broken("[defaults.aws]", "[defaults.gcp]").contains("does not list"));
+    assert!(broken("[variables.spot]", "[variables.Spot]").contains("identifier"));
+    assert!(broken("type = \"bool\"", "type = \"boolean\"").contains("unknown variant"));
+    assert!(broken("type = \"bool\"", "type = \"bool\"\ncolour = 1").contains("unknown field"));
+    assert!(broken("max_length = 64", "max_length = 0").contains("max_length"));
+    assert!(
+        broken(
+            "node_instance_type = \"t3.medium\"",
+            "node_instance_type = \"t9.mega\""
+        )
+        .contains("violates its schema"),
+        "provider defaults are checked against the provider catalog"
+    );
+    assert!(broken("region = \"us-east-1\"", "region = \"mars-1\"").contains("not in the aws catalog"));
+}
+
+#[test]
+fn agent_templates_declare_their_managed_inputs() {
+    let with_agent = format!("{EKS_MANIFEST}\n[agent]\ndeadline_secs = 60\n");
+    let err = Template::from_toml(&with_agent).unwrap_err().to_string();
+    assert!(err.contains("agent_token"), "{err}");
+    let full = format!(
+        "{EKS_MANIFEST}\n[variables.agent_token]\ntype = \"string\"\nmanaged = true\nsensitive = true\n\
+         [variables.control_plane_url]\ntype = \"string\"\nmanaged = true\n[agent]\ndeadline_secs = 60\n"
+    );
+    let t = Template::from_toml(&full).unwrap();
+    let agent = t.manifest.agent.as_ref().unwrap();
+    assert_eq!(
+        (agent.deadline_secs, agent.ready_nodes_variable.as_str()),
+        (60, "node_count")
+    );
+    let bad = full.replace(
+        "deadline_secs = 60",
+        "deadline_secs = 60\nready_nodes_variable = \"spot\"",
+    );
+    assert!(
+        Template::from_toml(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("not an integer variable")
+    );
+}
