@@ -206,109 +206,15 @@ impl Devstack {
             }
         };
         tracing::info!(%endpoint, "AWS emulator");
-        let names = Names::new(config.prefix.clone()).map_err(|e| DevstackError::Config {
-            field: "prefix (STRATO_RESOURCE_PREFIX)",
-            reason: e.to_string(),
-        })?;
-        let aws = AwsClients::for_endpoint(&endpoint, &config.region).await;
-        resources::create_all(&aws, &names).await?;
-        let http = reqwest::Client::new();
-        crate::moto_ctl::ecs_manual_progression(&http, &endpoint).await?;
-        let published = publish_templates(&aws, &names, &config).await;
-        let ecs = aws_sdk_ecs::Client::new(&aws.config);
-        let runner_settings = ecs_setup(&ecs, &http, &endpoint, &config.region, &names).await?;
-        let queues = QueueUrls::resolve(&aws.sqs, &names).await?;
-
         let jwt_secret = config
             .jwt_secret
             .clone()
             .unwrap_or_else(crate::auth::random_secret);
-        let mut auth = Authenticator::new(jwt_secret.clone().into_bytes(), config.tenant_claim.clone());
-        if let Some(f) = &config.token_file {
-            auth = auth.with_token_file(f).map_err(|e| DevstackError::Config {
-                field: "token file",
-                reason: e.to_string(),
-            })?;
-        }
-        let (work, work_dir) = match &config.work_dir {
-            Some(d) => {
-                std::fs::create_dir_all(d).map_err(DevstackError::io(format!("creating {}", d.display())))?;
-                (None, d.clone())
-            }
-            None => {
-                let t = tempfile::Builder::new()
-                    .prefix("strato-devstack-")
-                    .tempdir()
-                    .map_err(DevstackError::io("creating a work directory"))?;
-                let p = t.path().to_owned();
-                (Some(t), p)
-            }
-        };
-        let env = Arc::new(StackEnv {
-            endpoint: endpoint.clone(),
-            region: config.region.clone(),
-            names: names.clone(),
-            aws,
-            ecs: ecs.clone(),
-            queues,
-            auth,
-            runner_settings,
-            agent_token_secret: config
-                .agent_token_secret
-                .clone()
-                .unwrap_or_else(crate::auth::random_secret),
-            sqs_concurrency: config.sqs_concurrency,
-            tools,
-            http,
-            work_dir: work_dir.clone(),
-            drift_rate: config.drift_rate,
-            sweep_rate: config.sweep_rate,
-            sweep_grace: config.sweep_grace,
-        });
+        let (work, work_dir) = work_dir(&config)?;
+        let (env, published) = stack_env(&config, tools, endpoint, &jwt_secret, work_dir.clone()).await?;
         let mut registry = Registry::builtin(&env).await?;
-
-        // The WebSocket API: its address (and so the @connections endpoint) is known before the ws and
-        // log-fanout functions are built, as in AWS where the stage URL is configuration.
-        let ws_bound = crate::apigw_ws::WsApi::bind(crate::apigw_ws::WsApiConfig {
-            bind: config.ws_addr,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| DevstackError::step("binding the WebSocket API", e))?;
-        let management = ws_bound.management_endpoint();
-        let secret = jwt_secret.clone();
-        let tenant_claim = config.tenant_claim.clone();
-        let prefix = names.prefix().to_owned();
-        let lookup = |k: &str| match k {
-            "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
-            "STRATO_JWT_SECRET" => Some(secret.clone()),
-            "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
-            "STRATO_WS_MANAGEMENT_ENDPOINT" => Some(management.clone()),
-            _ => None,
-        };
-        let ws_ctx = Arc::new(strato_ws::Ctx::new(
-            strato_ws::Config::from_lookup(lookup).map_err(|e| DevstackError::step("configuring ws", e))?,
-            &env.aws,
-        ));
-        let fanout = Arc::new(strato_log_fanout::Ctx::new(
-            strato_log_fanout::Config::from_lookup(lookup)
-                .map_err(|e| DevstackError::step("configuring log-fanout", e))?,
-            &env.aws,
-        ));
-        registry.map_queue(
-            "logs",
-            crate::registry::sqs_handler(move |event| {
-                let f = fanout.clone();
-                async move { Ok::<_, String>(strato_log_fanout::handle(&f, event).await) }
-            }),
-            env.sqs_concurrency,
-        );
-        let ws_api = ws_bound.serve(move |ev| {
-            let c = ws_ctx.clone();
-            async move { Ok(strato_ws::handle(&c, ev).await) }
-        });
+        let ws_api = websocket_api(&config, &env, &jwt_secret, &mut registry).await?;
         let ws_url = ws_api.ws_url();
-
         for p in plugins {
             p.install(&env, &mut registry).await?;
         }
@@ -316,50 +222,26 @@ impl Devstack {
         let (stop_intake, intake_rx) = watch::channel(false);
         let (stop_fargate, fargate_rx) = watch::channel(false);
         let (stop_consumers, consumers_rx) = watch::channel(false);
-        let mut intake_tasks = Vec::new();
+        let (http_addr, mut intake_tasks) = serve_http_api(&config, &env, &registry, &intake_rx).await?;
         let mut consumer_tasks = Vec::new();
-
-        let listener = tokio::net::TcpListener::bind(config.http_addr)
-            .await
-            .map_err(DevstackError::io(format!(
-                "binding the HTTP API to {}",
-                config.http_addr
-            )))?;
-        let http_addr = listener
-            .local_addr()
-            .map_err(DevstackError::io("HTTP API address"))?;
-        if let Some(handler) = registry.http.clone() {
-            let router = Gateway::new(handler, env.auth.clone()).router();
-            let mut rx = intake_rx.clone();
-            intake_tasks.push(tokio::spawn(async move {
-                let serve = axum::serve(
-                    listener,
-                    router.into_make_service_with_connect_info::<SocketAddr>(),
-                )
-                .with_graceful_shutdown(async move {
-                    let _ = rx.wait_for(|s| *s).await;
-                });
-                if let Err(e) = serve.await {
-                    tracing::error!(error = %e, "HTTP API server stopped");
-                }
-            }));
-        }
         for (logical, mapping) in &registry.sqs {
-            let queue =
-                crate::sqs::QueueRef::resolve(&env.aws.sqs, logical, &names.queue(logical), &config.region)
-                    .await?;
+            let queue = crate::sqs::QueueRef::resolve(
+                &env.aws.sqs,
+                logical,
+                &env.names.queue(logical),
+                &config.region,
+            )
+            .await?;
             // Jobs start tasks: stop taking them first. Events and logs keep flowing until the tasks are gone.
-            let rx = if logical == "jobs" {
-                intake_rx.clone()
-            } else {
-                consumers_rx.clone()
-            };
+            let jobs = logical == "jobs";
+            let rx = if jobs { &intake_rx } else { &consumers_rx }.clone();
             let handles = crate::sqs::spawn_mapping(env.aws.sqs.clone(), queue, mapping.clone(), rx);
-            if logical == "jobs" {
-                intake_tasks.extend(handles);
+            if jobs {
+                &mut intake_tasks
             } else {
-                consumer_tasks.extend(handles);
+                &mut consumer_tasks
             }
+            .extend(handles);
         }
         for rule in &registry.schedules {
             intake_tasks.push(crate::schedule::spawn_schedule(
@@ -368,43 +250,16 @@ impl Devstack {
                 intake_rx.clone(),
             ));
         }
-
-        // One unpacked provider for every runner's `init`, instead of 170 MB unpacked per run.
-        let plugin_cache = match blocking(move || tools.shared_plugin_cache()).await? {
-            Ok(p) => Some(p),
-            Err(e) => {
-                tracing::warn!(error = %e, "no shared provider cache; each runner unpacks the provider");
-                None
-            }
-        };
         let fargate_stats = Arc::new(FargateStats::default());
-        let fargate = FargateConfig {
-            cluster: env.runner_settings.cluster.clone(),
-            runner: config.runner.clone(),
-            work_dir,
-            env: runner_env(&env, &config, plugin_cache.as_deref()),
-            events_queue_url: env.queues.events.clone(),
-            region: config.region.clone(),
-            grace: config.runner_grace,
-            enforce_memory: config.enforce_memory,
-            poll_interval: config.fargate_poll,
-            keep_task_dirs: config.keep_task_dirs,
-        };
-        let fargate_task = crate::fargate::spawn(
-            ecs,
-            env.aws.sqs.clone(),
-            fargate,
-            fargate_stats.clone(),
-            fargate_rx,
-        );
+        let fargate_task = spawn_fargate(&config, &env, work_dir, fargate_stats.clone(), fargate_rx).await?;
         let endpoints = Endpoints {
             http_api: format!("http://{http_addr}"),
             websocket: Some(ws_url),
-            aws: endpoint,
+            aws: env.endpoint.clone(),
         };
         tracing::info!(
             http_api = %endpoints.http_api,
-            prefix = names.prefix(),
+            prefix = env.names.prefix(),
             runner = %config.runner.display(),
             templates = published.len(),
             startup_ms = t0.elapsed().as_millis() as u64,
@@ -486,6 +341,196 @@ impl Devstack {
         }
         tracing::info!("devstack: stopped");
     }
+}
+
+/// The runners' work directory: the configured one, or a temporary one removed with the stack.
+fn work_dir(config: &DevstackConfig) -> Result<(Option<tempfile::TempDir>, PathBuf), DevstackError> {
+    match &config.work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(DevstackError::io(format!("creating {}", d.display())))?;
+            Ok((None, d.clone()))
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("strato-devstack-")
+                .tempdir()
+                .map_err(DevstackError::io("creating a work directory"))?;
+            let p = t.path().to_owned();
+            Ok((Some(t), p))
+        }
+    }
+}
+
+/// The AWS side (resources, published catalog, the runner's ECS cluster) and what handlers are built from.
+async fn stack_env(
+    config: &DevstackConfig,
+    tools: &'static Tools,
+    endpoint: String,
+    jwt_secret: &str,
+    work_dir: PathBuf,
+) -> Result<(Arc<StackEnv>, Vec<(String, String)>), DevstackError> {
+    let names = Names::new(config.prefix.clone()).map_err(|e| DevstackError::Config {
+        field: "prefix (STRATO_RESOURCE_PREFIX)",
+        reason: e.to_string(),
+    })?;
+    let aws = AwsClients::for_endpoint(&endpoint, &config.region).await;
+    resources::create_all(&aws, &names).await?;
+    let http = reqwest::Client::new();
+    crate::moto_ctl::ecs_manual_progression(&http, &endpoint).await?;
+    let published = publish_templates(&aws, &names, config).await;
+    let ecs = aws_sdk_ecs::Client::new(&aws.config);
+    let runner_settings = ecs_setup(&ecs, &http, &endpoint, &config.region, &names).await?;
+    let queues = QueueUrls::resolve(&aws.sqs, &names).await?;
+    let mut auth = Authenticator::new(jwt_secret.as_bytes().to_vec(), config.tenant_claim.clone());
+    if let Some(f) = &config.token_file {
+        auth = auth.with_token_file(f).map_err(|e| DevstackError::Config {
+            field: "token file",
+            reason: e.to_string(),
+        })?;
+    }
+    let env = Arc::new(StackEnv {
+        endpoint,
+        region: config.region.clone(),
+        names,
+        aws,
+        ecs,
+        queues,
+        auth,
+        runner_settings,
+        agent_token_secret: config
+            .agent_token_secret
+            .clone()
+            .unwrap_or_else(crate::auth::random_secret),
+        sqs_concurrency: config.sqs_concurrency,
+        tools,
+        http,
+        work_dir,
+        drift_rate: config.drift_rate,
+        sweep_rate: config.sweep_rate,
+        sweep_grace: config.sweep_grace,
+    });
+    Ok((env, published))
+}
+
+/// The WebSocket API with the ws function behind it, and log-fanout on the `logs` queue. Its address (and so
+/// the @connections endpoint) is known before both functions are built, as in AWS where the stage URL is
+/// configuration.
+async fn websocket_api(
+    config: &DevstackConfig,
+    env: &Arc<StackEnv>,
+    jwt_secret: &str,
+    registry: &mut Registry,
+) -> Result<crate::apigw_ws::WsApi, DevstackError> {
+    let ws_bound = crate::apigw_ws::WsApi::bind(crate::apigw_ws::WsApiConfig {
+        bind: config.ws_addr,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| DevstackError::step("binding the WebSocket API", e))?;
+    let management = ws_bound.management_endpoint();
+    let prefix = env.names.prefix().to_owned();
+    let lookup = |k: &str| match k {
+        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+        "STRATO_JWT_SECRET" => Some(jwt_secret.to_owned()),
+        "STRATO_TENANT_CLAIM" => Some(config.tenant_claim.clone()),
+        "STRATO_WS_MANAGEMENT_ENDPOINT" => Some(management.clone()),
+        _ => None,
+    };
+    let ws_ctx = Arc::new(strato_ws::Ctx::new(
+        strato_ws::Config::from_lookup(lookup).map_err(|e| DevstackError::step("configuring ws", e))?,
+        &env.aws,
+    ));
+    let fanout = Arc::new(strato_log_fanout::Ctx::new(
+        strato_log_fanout::Config::from_lookup(lookup)
+            .map_err(|e| DevstackError::step("configuring log-fanout", e))?,
+        &env.aws,
+    ));
+    registry.map_queue(
+        "logs",
+        crate::registry::sqs_handler(move |event| {
+            let f = fanout.clone();
+            async move { Ok::<_, String>(strato_log_fanout::handle(&f, event).await) }
+        }),
+        env.sqs_concurrency,
+    );
+    Ok(ws_bound.serve(move |ev| {
+        let c = ws_ctx.clone();
+        async move { Ok(strato_ws::handle(&c, ev).await) }
+    }))
+}
+
+/// The HTTP API gateway in front of the api function, stopping when `intake` turns true.
+async fn serve_http_api(
+    config: &DevstackConfig,
+    env: &StackEnv,
+    registry: &Registry,
+    intake: &watch::Receiver<bool>,
+) -> Result<(SocketAddr, Vec<tokio::task::JoinHandle<()>>), DevstackError> {
+    let listener = tokio::net::TcpListener::bind(config.http_addr)
+        .await
+        .map_err(DevstackError::io(format!(
+            "binding the HTTP API to {}",
+            config.http_addr
+        )))?;
+    let http_addr = listener
+        .local_addr()
+        .map_err(DevstackError::io("HTTP API address"))?;
+    let mut tasks = Vec::new();
+    if let Some(handler) = registry.http.clone() {
+        let router = Gateway::new(handler, env.auth.clone()).router();
+        let mut rx = intake.clone();
+        tasks.push(tokio::spawn(async move {
+            let serve = axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move {
+                let _ = rx.wait_for(|s| *s).await;
+            });
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "HTTP API server stopped");
+            }
+        }));
+    }
+    Ok((http_addr, tasks))
+}
+
+/// The Fargate emulation: one runner process per task of the runner cluster.
+async fn spawn_fargate(
+    config: &DevstackConfig,
+    env: &StackEnv,
+    work_dir: PathBuf,
+    stats: Arc<FargateStats>,
+    stop: watch::Receiver<bool>,
+) -> Result<tokio::task::JoinHandle<()>, DevstackError> {
+    // One unpacked provider for every runner's `init`, instead of 170 MB unpacked per run.
+    let tools = env.tools;
+    let plugin_cache = match blocking(move || tools.shared_plugin_cache()).await? {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(error = %e, "no shared provider cache; each runner unpacks the provider");
+            None
+        }
+    };
+    let fargate = FargateConfig {
+        cluster: env.runner_settings.cluster.clone(),
+        runner: config.runner.clone(),
+        work_dir,
+        env: runner_env(env, config, plugin_cache.as_deref()),
+        events_queue_url: env.queues.events.clone(),
+        region: config.region.clone(),
+        grace: config.runner_grace,
+        enforce_memory: config.enforce_memory,
+        poll_interval: config.fargate_poll,
+        keep_task_dirs: config.keep_task_dirs,
+    };
+    Ok(crate::fargate::spawn(
+        env.ecs.clone(),
+        env.aws.sqs.clone(),
+        fargate,
+        stats,
+        stop,
+    ))
 }
 
 /// Visible + in-flight messages (0 when unknown: never block a shutdown on a failing call).
