@@ -456,6 +456,8 @@ async fn upgrade(
     .on_upgrade(move |socket| run_connection(shared, socket, conn_id, conn, rx))
 }
 
+/// One WebSocket connection's life: frames in to the route's integration, posts out, `$disconnect` at the
+/// end. One function because the read and write halves share the connection's state.
 async fn run_connection(
     shared: Arc<Shared>,
     socket: WebSocket,

@@ -240,6 +240,8 @@ impl Watched {
 /// Subscribes to an operation over the WebSocket API and follows it to its `end` frame, calling `on_line`
 /// for each new line in seq order and `on_status` for each status frame. Re-subscribes from the first
 /// missing seq when the stream has a gap at the end (at-least-once delivery, clients keep lines by seq).
+///
+/// Long because the subscribe / replay / gap-repair protocol is one state machine that reads best in one place.
 pub async fn watch_operation(
     ws_url: &str,
     token: &str,
@@ -393,6 +395,8 @@ pub struct DemoOptions {
 
 /// The README's demo: the whole life of a cluster through the HTTP and WebSocket APIs, as a user sees it.
 /// Returns an error (and the binary exits non-zero) unless every step happened.
+///
+/// Long on purpose: it is the demo's script, each step in the order a user sees it.
 pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), DemoError> {
     let template = "aws-eks-basic";
     let Some((_, version)) = stack.published.iter().find(|(n, _)| n == template) else {

@@ -392,6 +392,9 @@ async fn run_task(shared: Arc<Shared>, task: Task, stop_rx: watch::Receiver<Opti
     .await
 }
 
+/// Runs one task's runner process to its end: spawn with the task's environment and limits, forward its
+/// output, honour a StopTask (SIGTERM, grace, SIGKILL), and say how it ended. One function because these
+/// steps share the child process and its stop signal.
 async fn execute(
     shared: &Shared,
     task: &Task,

@@ -85,6 +85,8 @@ fn unauthorized(detail: Option<String>) -> axum::response::Response {
     resp
 }
 
+/// One request through the emulated HTTP API: route, authorizer, payload-v2 event, the function, the response.
+/// Kept as one function because it mirrors API Gateway's request pipeline step by step, in order.
 async fn serve(
     State(gw): State<Arc<Gateway>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,

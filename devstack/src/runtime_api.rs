@@ -211,6 +211,8 @@ pub struct LambdaProcess {
 impl LambdaProcess {
     /// Starts `binary` with the Lambda environment, `env` and `AWS_LAMBDA_RUNTIME_API` pointing at a fresh
     /// Runtime API. Its stdout/stderr (the function's logs) are forwarded to devstack's log.
+    ///
+    /// Long because it sets up the process, its Runtime API and its log forwarding together; they share handles.
     pub async fn spawn(
         binary: &Path,
         function_name: &str,

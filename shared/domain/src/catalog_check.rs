@@ -46,6 +46,8 @@ pub fn read_interfaces(
 /// fix. Empty = consistent. The rules mirror how the runner wires a stage's root module by name: a module
 /// variable `v` gets the output `v` of an earlier module of the same stage, else root variable `v` (a
 /// template variable, a managed variable, or an output of an earlier stage), else its own default.
+///
+/// Long because it is one rule per kind of disagreement, each a few lines.
 pub fn schema_problems(template: &Template, modules: &BTreeMap<String, ModuleInterface>) -> Vec<String> {
     let m = &template.manifest;
     let mut problems = Vec::new();

@@ -233,6 +233,7 @@ fn known<'a>(after: &'a Value, unknown: &Value, key: &str) -> Option<&'a Value> 
     after.get(key).filter(|v| !v.is_null())
 }
 
+/// One arm per priced resource type (the price table's rows); long because the table is.
 fn price(table: &PriceTable, region: &str, ty: &str, after: &Value, unknown: &Value) -> Priced {
     if FREE_TYPES.contains(&ty) {
         return (Some(0.0), "no charge".into());

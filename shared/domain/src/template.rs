@@ -236,6 +236,8 @@ impl Template {
         Self::from_manifest(manifest)
     }
 
+    /// Checks a parsed manifest: patterns, bounds, rules, stages, defaults against their own schema and the
+    /// provider catalog. Long because it is a list of independent checks, each a few lines, in manifest order.
     pub fn from_manifest(manifest: Manifest) -> Result<Self, Error> {
         let fail = |reason: String| Error::Manifest {
             name: manifest.name.clone(),

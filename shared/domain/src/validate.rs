@@ -69,6 +69,8 @@ fn describe(value: &Value) -> &'static str {
 impl Template {
     /// Checks one value against its variable definition, pushing every problem found.
     /// `catalog` is the provider catalog used for `catalog = …` variables (skipped when `None`).
+    ///
+    /// One arm per variable type; long because the types are many, each arm is short.
     pub(crate) fn check_value(
         &self,
         name: &str,
@@ -270,6 +272,9 @@ fn short(v: &Value) -> String {
 }
 
 /// Validates `spec` against `template` and the provider catalogs. Returns every problem, sorted by field.
+///
+/// Long because it walks the request's fields in a fixed order (name, template, provider, region, variables,
+/// rules), collecting every problem; splitting it would scatter that order.
 pub fn validate(
     spec: &ClusterSpec,
     template: &Template,
