@@ -6,21 +6,14 @@ use std::time::Duration;
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_sts::config::Credentials;
+use secrecy::{ExposeSecret, SecretString};
 
-/// Temporary credentials for the engine's environment.
-#[derive(Clone)]
+/// Temporary credentials for the engine's environment (the secret parts never printed).
+#[derive(Debug, Clone)]
 pub struct EngineCredentials {
     pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: Option<String>,
-}
-
-impl std::fmt::Debug for EngineCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EngineCredentials")
-            .field("access_key_id", &self.access_key_id)
-            .finish_non_exhaustive()
-    }
+    pub secret_access_key: SecretString,
+    pub session_token: Option<SecretString>,
 }
 
 impl EngineCredentials {
@@ -28,10 +21,13 @@ impl EngineCredentials {
     pub fn env(&self) -> Vec<(String, String)> {
         let mut v = vec![
             ("AWS_ACCESS_KEY_ID".to_owned(), self.access_key_id.clone()),
-            ("AWS_SECRET_ACCESS_KEY".to_owned(), self.secret_access_key.clone()),
+            (
+                "AWS_SECRET_ACCESS_KEY".to_owned(),
+                self.secret_access_key.expose_secret().to_owned(),
+            ),
         ];
         if let Some(t) = &self.session_token {
-            v.push(("AWS_SESSION_TOKEN".to_owned(), t.clone()));
+            v.push(("AWS_SESSION_TOKEN".to_owned(), t.expose_secret().to_owned()));
         }
         v
     }
@@ -73,8 +69,8 @@ fn sts_client(
     if let Some(c) = creds {
         b = b.credentials_provider(Credentials::new(
             c.access_key_id.clone(),
-            c.secret_access_key.clone(),
-            c.session_token.clone(),
+            c.secret_access_key.expose_secret().to_owned(),
+            c.session_token.as_ref().map(|t| t.expose_secret().to_owned()),
             None,
             "strato-target-account",
         ));
@@ -123,8 +119,8 @@ pub async fn assume_role(
         .ok_or_else(|| format!("assuming role {role_arn} returned no credentials"))?;
     Ok(EngineCredentials {
         access_key_id: c.access_key_id().to_owned(),
-        secret_access_key: c.secret_access_key().to_owned(),
-        session_token: Some(c.session_token().to_owned()),
+        secret_access_key: c.secret_access_key().into(),
+        session_token: Some(c.session_token().into()),
     })
 }
 

@@ -18,6 +18,7 @@
 //! the one case a client sees as a gap in `seq`; it re-subscribes with `from_seq` = the first missing seq
 //! (at the latest when `end` tells it the final seq), and the archive has it by then.
 
+use secrecy::{ExposeSecret, SecretSlice};
 use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
@@ -52,12 +53,13 @@ pub enum WsError {
 }
 
 /// Settings read once per process.
-#[derive(Clone)]
+/// `Debug` never shows the JWT secret (`secrecy`).
+#[derive(Debug, Clone)]
 pub struct Config {
     /// `STRATO_RESOURCE_PREFIX` (required).
     pub names: Names,
     /// `STRATO_JWT_SECRET` (required): the HS256 key tenant tokens are signed with.
-    pub jwt_secret: Vec<u8>,
+    pub jwt_secret: SecretSlice<u8>,
     /// `STRATO_TENANT_CLAIM`, default `tenant_id` (as the HTTP API).
     pub tenant_claim: String,
     /// `STRATO_JWT_AUDIENCE` / `STRATO_JWT_ISSUER`: checked when set.
@@ -69,20 +71,6 @@ pub struct Config {
     pub post_timeout: Duration,
 }
 
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The JWT secret is never printed.
-        f.debug_struct("Config")
-            .field("names", &self.names)
-            .field("tenant_claim", &self.tenant_claim)
-            .field("audience", &self.audience)
-            .field("issuer", &self.issuer)
-            .field("management_endpoint", &self.management_endpoint)
-            .field("post_timeout", &self.post_timeout)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Config {
     pub fn from_env() -> Result<Self, WsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
@@ -92,7 +80,7 @@ impl Config {
         let env = Env::new(get);
         Ok(Self {
             names: env.names()?,
-            jwt_secret: env.required("STRATO_JWT_SECRET")?.into_bytes(),
+            jwt_secret: SecretSlice::from(env.required("STRATO_JWT_SECRET")?.into_bytes()),
             tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
             audience: env.optional("STRATO_JWT_AUDIENCE"),
             issuer: env.optional("STRATO_JWT_ISSUER"),
@@ -195,7 +183,7 @@ fn authenticate_inner(config: &Config, token: Option<&str>) -> Result<(TenantId,
     }
     let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(
         token,
-        &DecodingKey::from_secret(&config.jwt_secret),
+        &DecodingKey::from_secret(config.jwt_secret.expose_secret()),
         &v,
     )
     .map_err(|e| AuthError::Invalid(e.to_string()))?;

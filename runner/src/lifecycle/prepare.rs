@@ -1,6 +1,7 @@
 //! The `prepare` step: everything before the first engine command. Produces the [`PreparedRun`] that owns
 //! the engine and the workspace.
 
+use secrecy::ExposeSecret;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -225,9 +226,9 @@ async fn engine_access<'s>(
             )
             .await
             .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
-            ctx.logs.redactor.add(&c.secret_access_key);
+            ctx.logs.redactor.add(c.secret_access_key.expose_secret());
             if let Some(t) = &c.session_token {
-                ctx.logs.redactor.add(t);
+                ctx.logs.redactor.add(t.expose_secret());
             }
             env_remove = EngineCredentials::INHERITED
                 .iter()
@@ -419,8 +420,8 @@ async fn ensure_customer_state(
         .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
             aws_sdk_s3::config::Credentials::new(
                 creds.access_key_id.clone(),
-                creds.secret_access_key.clone(),
-                creds.session_token.clone(),
+                creds.secret_access_key.expose_secret().to_owned(),
+                creds.session_token.as_ref().map(|t| t.expose_secret().to_owned()),
                 None,
                 "strato-target-account",
             ),

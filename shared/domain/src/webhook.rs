@@ -7,6 +7,7 @@
 //! constant time, and refuses timestamps older than a few minutes, so a captured request cannot be replayed
 //! later. `X-Strato-Delivery` (the operation id) is the same on every retry: receivers deduplicate on it.
 
+use secrecy::{ExposeSecret, SecretString};
 use std::fmt;
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -28,12 +29,20 @@ pub const DEFAULT_TOLERANCE_SECS: i64 = 300;
 pub const MIN_SECRET_LEN: usize = 16;
 
 /// A tenant's webhook: where to call and the secret calls are signed with. The secret is never printed
-/// (`Debug` hides it) and never logged.
-#[derive(Clone, PartialEq, Eq)]
+/// (`Debug` hides it, `secrecy` wipes it on drop) and never logged.
+#[derive(Clone)]
 pub struct Webhook {
     url: String,
-    secret: String,
+    secret: SecretString,
 }
+
+impl PartialEq for Webhook {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url && self.secret.expose_secret() == other.secret.expose_secret()
+    }
+}
+
+impl Eq for Webhook {}
 
 impl fmt::Debug for Webhook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -66,7 +75,10 @@ impl Webhook {
         if secret.len() < MIN_SECRET_LEN {
             return Err(WebhookError::ShortSecret);
         }
-        Ok(Self { url, secret })
+        Ok(Self {
+            url,
+            secret: secret.into(),
+        })
     }
 
     pub fn url(&self) -> &str {
@@ -79,12 +91,12 @@ impl Webhook {
     }
 
     pub fn secret(&self) -> &str {
-        &self.secret
+        self.secret.expose_secret()
     }
 
     /// The signature header for `body` sent at `timestamp` (unix seconds).
     pub fn sign(&self, timestamp: i64, body: &[u8]) -> String {
-        signature_header(self.secret.as_bytes(), timestamp, body)
+        signature_header(self.secret.expose_secret().as_bytes(), timestamp, body)
     }
 }
 
