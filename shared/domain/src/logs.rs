@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -25,15 +26,17 @@ use crate::messages::{LogFrame, LogLine, LogStream};
 pub const MAX_FRAME_BYTES: usize = 32 * 1024;
 
 /// Frames the ws function sends besides [`LogFrame`]s; never on the queue.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ControlFrame {
     /// Part `part` (0-based) of `parts` of line `seq`, whose text alone exceeds a frame. Concatenating the
     /// parts' `text` in `part` order gives the line's text.
     LogPart {
+        #[schemars(with = "String")]
         operation_id: OperationId,
         seq: u64,
         #[serde(with = "crate::ts")]
+        #[schemars(with = "String")]
         ts: OffsetDateTime,
         stream: LogStream,
         step: String,
@@ -44,11 +47,13 @@ pub enum ControlFrame {
     /// The subscription is recorded and the archive replayed up to `replayed_to` (`from_seq - 1` when the
     /// archive had nothing at or after `from_seq`). Live frames may have arrived before this one.
     Subscribed {
+        #[schemars(with = "String")]
         operation_id: OperationId,
         from_seq: u64,
         replayed_to: u64,
     },
     Unsubscribed {
+        #[schemars(with = "String")]
         operation_id: OperationId,
     },
     Pong,
@@ -64,11 +69,38 @@ pub enum ControlFrame {
 }
 
 /// Anything a WebSocket client can receive from Strato.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ServerFrame {
     Log(LogFrame),
     Control(ControlFrame),
+}
+
+/// What a WebSocket client sends (route selection on `action`). Anything else is answered with an `error`
+/// frame naming these actions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum ClientFrame {
+    /// Live frames of one of the caller's tenant's operations, after the archive replayed from `from_seq`
+    /// (default 1).
+    Subscribe {
+        #[schemars(with = "String")]
+        operation_id: OperationId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from_seq: Option<u64>,
+    },
+    Unsubscribe {
+        #[schemars(with = "String")]
+        operation_id: OperationId,
+    },
+    Ping,
+}
+
+/// The JSON Schemas of the WebSocket frames: what a client receives, and what it sends.
+pub fn frame_schemas() -> (serde_json::Value, serde_json::Value) {
+    let server = serde_json::to_value(schemars::schema_for!(ServerFrame)).unwrap_or_default();
+    let client = serde_json::to_value(schemars::schema_for!(ClientFrame)).unwrap_or_default();
+    (server, client)
 }
 
 pub fn render<T: Serialize>(what: &'static str, v: &T) -> Result<String, Error> {

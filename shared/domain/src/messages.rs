@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -133,7 +134,7 @@ pub struct PlanSummary {
 }
 
 /// Which output stream of the engine a log line came from (`strato` for the runner's own notices).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LogStream {
     Stdout,
@@ -142,10 +143,12 @@ pub enum LogStream {
 }
 
 /// One user-visible log line. `seq` starts at 1 per operation and has no gaps in the archive.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LogLine {
     pub seq: u64,
+    /// RFC 3339.
     #[serde(with = "crate::ts")]
+    #[schemars(with = "String")]
     pub ts: OffsetDateTime,
     pub stream: LogStream,
     /// e.g. `init`, `plan`, `network/apply`.
@@ -154,11 +157,12 @@ pub struct LogLine {
 }
 
 /// `logs` queue bodies, and (the same JSON) the frames WebSocket subscribers receive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LogFrame {
     /// Consecutive lines `first_seq..first_seq + lines.len()`.
     Log {
+        #[schemars(with = "String")]
         operation_id: OperationId,
         first_seq: u64,
         lines: Vec<LogLine>,
@@ -169,7 +173,9 @@ pub enum LogFrame {
     },
     /// The operation or its cluster changed state (also drift results).
     Status {
+        #[schemars(with = "String")]
         operation_id: OperationId,
+        #[schemars(with = "String")]
         cluster_id: ClusterId,
         cluster_state: ClusterState,
         operation_status: OperationStatus,
@@ -178,11 +184,13 @@ pub enum LogFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
         #[serde(with = "crate::ts")]
+        #[schemars(with = "String")]
         at: OffsetDateTime,
     },
     /// The operation is over; no further log lines will come. `last_seq` is the final line's number (0 if
     /// the operation logged nothing), so a client can tell whether it has everything.
     End {
+        #[schemars(with = "String")]
         operation_id: OperationId,
         final_status: OperationStatus,
         last_seq: u64,
@@ -199,7 +207,7 @@ impl LogFrame {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SkippedLines {
     pub from_seq: u64,
     pub to_seq: u64,
