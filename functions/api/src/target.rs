@@ -111,7 +111,7 @@ pub(crate) fn parse(
     }
     Some(TargetAccount {
         role_arn: role_arn?,
-        external_id: external_id?,
+        external_id: external_id?.into(),
         state_bucket,
         lock_table,
         region,
@@ -320,7 +320,7 @@ mod tests {
         let mut errors = Vec::new();
         let t = parse(field(&v), Some(CloudProvider::Aws), &mut errors).unwrap();
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(t.external_id, "ext-1");
+        assert_eq!(t.external_id.expose(), "ext-1");
         let view = serde_json::to_value(crate::views::TargetView::from(&t)).unwrap();
         assert_eq!(view["external_id"], MASK);
         assert!(!view.to_string().contains("ext-1"));

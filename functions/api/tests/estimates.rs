@@ -241,7 +241,7 @@ async fn a_target_account_is_validated_stored_and_its_external_id_never_shown() 
         .unwrap()
         .unwrap();
     let t = c.spec.target.as_ref().expect("target stored on the cluster");
-    assert_eq!(t.external_id, external_id);
+    assert_eq!(t.external_id.expose(), external_id);
     assert_eq!(t.state_bucket.as_deref(), Some("acme-strato-state"));
     let op = api
         .ctx

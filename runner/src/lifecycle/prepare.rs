@@ -213,14 +213,14 @@ async fn engine_access<'s>(
     let target = match &spec.target {
         Some(t) => {
             // The external id is the customer's secret: it never appears in a log line or a message.
-            ctx.logs.redactor.add(&t.external_id);
+            ctx.logs.redactor.add(t.external_id.expose());
             let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
             let c = credentials::assume_role(
                 &ctx.clients.aws.config,
                 sts_endpoint.as_deref(),
                 &region,
                 &t.role_arn,
-                &t.external_id,
+                t.external_id.expose(),
                 &format!("strato-{}", ctx.op.operation_id),
                 ctx.cfg.preflight_timeout,
             )

@@ -22,6 +22,7 @@ pub mod model;
 pub mod modules;
 pub mod ports;
 pub mod render;
+pub mod secret;
 pub mod state_machine;
 pub mod template;
 pub mod ts;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use crate::secret::Sensitive;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -142,10 +143,10 @@ pub struct ClusterSpec {
 /// the temporary credentials to the engine. With `state_bucket`, state lives in the customer's account too
 /// (bucket and lock table created with versioning and encryption if missing). `Debug` masks the external id
 /// (the customer's shared secret against the confused-deputy problem), so no log line carries it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TargetAccount {
     pub role_arn: String,
-    pub external_id: String,
+    pub external_id: Sensitive,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_bucket: Option<String>,
     /// Defaults to `<state_bucket>-locks`.
@@ -154,18 +155,6 @@ pub struct TargetAccount {
     /// Region of the role session and the state bucket; defaults to the cluster's region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-}
-
-impl fmt::Debug for TargetAccount {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TargetAccount")
-            .field("role_arn", &self.role_arn)
-            .field("external_id", &"(sensitive)")
-            .field("state_bucket", &self.state_bucket)
-            .field("lock_table", &self.lock_table)
-            .field("region", &self.region)
-            .finish()
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
