@@ -193,7 +193,6 @@ pub(crate) struct DriftBody {
 }
 
 /// `POST /v1/clusters`; also `POST /v1/estimates`, where `name` may be left out and `drift` is refused.
-/// Read from JSON (any object reads; its fields are checked by the route).
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[schema(as = CreateClusterRequest)]
 pub struct SpecBody {
@@ -243,7 +242,7 @@ pub(crate) struct EstimateBody {
     target: Option<TargetBody>,
 }
 
-/// `PATCH /v1/clusters/{id}`: at least one member. Read from JSON (any object reads).
+/// `PATCH /v1/clusters/{id}`: at least one member.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[schema(as = UpdateClusterRequest)]
 pub struct UpdateBody {
