@@ -108,11 +108,19 @@ pub(crate) async fn update(
     id: &str,
     body: UpdateBody,
 ) -> Result<Response, ApiError> {
-    Ok(match ctx.api().update(caller, id, body).await? {
-        Updated::Settings { cluster, template } => {
-            Reply::ok(views::cluster(&cluster, Some(&sensitive_of(&template)))).into_response()
-        }
-        Updated::Started(s) => accepted(s).into_response(),
+    let Updated {
+        cluster,
+        template,
+        operation,
+    } = ctx.api().update(caller, id, body).await?;
+    Ok(match operation {
+        None => Reply::ok(views::cluster(&cluster, Some(&sensitive_of(&template)))).into_response(),
+        Some(operation) => accepted(Started {
+            cluster,
+            operation,
+            template,
+        })
+        .into_response(),
     })
 }
 

@@ -13,13 +13,13 @@ use crate::requests::{SpecBody, UpdateBody, unknown};
 use crate::spec::{self, SpecName, read_spec, sorted};
 use crate::{ApiError, Caller};
 
-/// What a PATCH did.
+/// What a PATCH did: the cluster and its template, and the update operation a new spec recorded and queued
+/// (202); `None` when drift settings alone changed, on the cluster only (200).
 #[derive(Debug, Clone)]
-pub enum Updated {
-    /// Drift settings alone: recorded on the cluster, no operation (200).
-    Settings { cluster: Cluster, template: Template },
-    /// A new spec: an update operation was recorded and queued (202).
-    Started(Started),
+pub struct Updated {
+    pub cluster: Cluster,
+    pub template: Template,
+    pub operation: Option<Operation>,
 }
 
 /// The name an estimate's plan uses when the request gives none (cloud resource names in the plan derive
@@ -146,7 +146,12 @@ where
             self.clock.now(),
         );
         op.spec = Some(validated.spec().clone());
-        Ok(Updated::Started(self.start(caller, c, op, t).await?))
+        let s = self.start(caller, c, op, t).await?;
+        Ok(Updated {
+            cluster: s.cluster,
+            template: s.template,
+            operation: Some(s.operation),
+        })
     }
 
     /// A PATCH of drift settings alone: the cluster, no operation.
@@ -161,7 +166,11 @@ where
             self.save_settings(&mut c).await?;
         }
         let template = self.template_for(&c.spec.template, "template").await?;
-        Ok(Updated::Settings { cluster: c, template })
+        Ok(Updated {
+            cluster: c,
+            template,
+            operation: None,
+        })
     }
 
     /// Saves settings under the version read; a concurrent change (the control plane moving the cluster) is
