@@ -118,9 +118,7 @@ impl Ctx {
             config,
         })
     }
-}
 
-impl Ctx {
     /// The decisions on the AWS adapters.
     pub(crate) fn api(&self) -> decide::Api<'_, Store, Store, SqsJobQueue<'_>, SystemClock> {
         decide::Api {
