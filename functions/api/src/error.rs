@@ -226,6 +226,13 @@ impl From<strato_domain::Error> for ApiError {
     }
 }
 
+/// A port failure is the adapter's error again (a lost conditional write stays a 409 to retry).
+impl From<strato_domain::ports::PortError> for ApiError {
+    fn from(e: strato_domain::ports::PortError) -> Self {
+        ApiError::Store(e.into())
+    }
+}
+
 impl From<strato_aws::env::EnvError> for ApiError {
     fn from(e: strato_aws::env::EnvError) -> Self {
         ApiError::Config(e.to_string())

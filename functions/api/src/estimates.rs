@@ -6,42 +6,18 @@
 //! No cluster is written: the operation carries a fresh, synthetic cluster id that only names its lock and
 //! its job's message group (see `OperationKind::has_cluster`).
 
-use strato_domain::ids::ClusterId;
-use strato_domain::model::{Operation, OperationKind};
-use strato_domain::ts;
-
-use crate::clusters::{enqueue, quota_error};
 use crate::requests::SpecBody;
-use crate::spec::{SpecName, read_spec};
 use crate::views::EstimateAccepted;
 use crate::views::{self, sensitive_of};
 use crate::{ApiError, Caller, Ctx, Reply};
-
-/// The name an estimate's plan uses when the request gives none (cloud resource names in the plan derive
-/// from it; nothing is created under it).
-pub(crate) const DEFAULT_NAME: &str = "estimate";
 
 pub(crate) async fn create(
     ctx: &Ctx,
     caller: &Caller,
     body: SpecBody,
 ) -> Result<Reply<EstimateAccepted>, ApiError> {
-    let (validated, stored, _) = read_spec(ctx, body, SpecName::Optional(DEFAULT_NAME)).await?;
-    let mut op = Operation::new(
-        caller.tenant.clone(),
-        ClusterId::generate(),
-        OperationKind::Estimate,
-        ts::now(),
-    );
-    op.spec = Some(validated.spec().clone());
-    op.requested_by = caller.subject.clone();
-    // Estimates count against the tenant's open operations like any other run.
-    let quotas = ctx.store.quotas(&caller.tenant).await?;
-    if let Err(rejected) = ctx.store.add_operation(&op, &quotas).await? {
-        return Err(quota_error(caller, rejected));
-    }
-    enqueue(ctx, &op).await;
-    let sensitive = sensitive_of(&stored.template);
+    let (op, template) = ctx.api().estimate(caller, body).await?;
+    let sensitive = sensitive_of(&template);
     Ok(Reply::accepted(
         EstimateAccepted {
             operation: views::operation(&op, Some(&sensitive)),

@@ -4,6 +4,7 @@
 
 mod agent;
 mod clusters;
+pub mod decide;
 mod drift;
 pub mod error;
 mod estimates;
@@ -24,14 +25,17 @@ mod views;
 
 use strato_aws::aws::AwsClients;
 use strato_aws::env::Env;
+use strato_aws::ports::SqsJobQueue;
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
+use strato_domain::ports::SystemClock;
 
 pub use error::ApiError;
 pub use openapi::{openapi, openapi_yaml};
-pub use router::{ApiService, handle, router, service};
-pub(crate) use router::{Caller, Reply};
+pub use requests::{SpecBody, UpdateBody};
+pub(crate) use router::Reply;
+pub use router::{ApiService, Caller, handle, router, service};
 pub use tickets::{TICKET_TTL, TicketSettings};
 
 /// Settings read once per process from the environment.
@@ -113,6 +117,20 @@ impl Ctx {
             queues,
             config,
         })
+    }
+
+    /// The decisions on the AWS adapters.
+    pub(crate) fn api(&self) -> decide::Api<'_, Store, Store, SqsJobQueue<'_>, SystemClock> {
+        decide::Api {
+            store: &self.store,
+            templates: &self.store,
+            jobs: SqsJobQueue {
+                sqs: &self.sqs,
+                url: &self.queues.jobs,
+            },
+            clock: SystemClock,
+            agent_token_secret: self.config.agent_token_secret.as_deref(),
+        }
     }
 }
 

@@ -195,35 +195,35 @@ pub(crate) struct DriftBody {
 /// `POST /v1/clusters`; also `POST /v1/estimates`, where `name` may be left out and `drift` is refused.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[schema(as = CreateClusterRequest)]
-pub(crate) struct SpecBody {
+pub struct SpecBody {
     /// 3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'.
     #[serde(default)]
     #[schema(value_type = String, required = true, pattern = "^[a-z][a-z0-9-]{1,38}[a-z0-9]$")]
-    pub name: Field<String>,
+    pub(crate) name: Field<String>,
     #[serde(default)]
     #[schema(value_type = TemplateRefBody, required = true)]
-    pub template: Field<TemplateRefBody>,
+    pub(crate) template: Field<TemplateRefBody>,
     #[serde(default)]
     #[schema(value_type = crate::schema::CloudProvider, required = true)]
-    pub provider: Field<strato_domain::model::CloudProvider>,
+    pub(crate) provider: Field<strato_domain::model::CloudProvider>,
     /// A region of the provider.
     #[serde(default)]
     #[schema(value_type = String, required = true)]
-    pub region: Field<String>,
+    pub(crate) region: Field<String>,
     /// The template's variables by name (see `GET /v1/templates/{name}`).
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
-    pub variables: Field<BTreeMap<String, Value>>,
+    pub(crate) variables: Field<BTreeMap<String, Value>>,
     #[serde(default)]
     #[schema(value_type = Option<TargetBody>)]
-    pub target: Field<TargetBody>,
+    pub(crate) target: Field<TargetBody>,
     /// Create only.
     #[serde(default)]
     #[schema(value_type = Option<DriftBody>)]
-    pub drift: Field<DriftBody>,
+    pub(crate) drift: Field<DriftBody>,
     #[serde(flatten)]
     #[schema(ignore)]
-    pub other: BTreeMap<String, Value>,
+    pub(crate) other: BTreeMap<String, Value>,
 }
 
 /// `POST /v1/estimates`: a create's body whose name may be left out, without drift settings.
@@ -245,21 +245,21 @@ pub(crate) struct EstimateBody {
 /// `PATCH /v1/clusters/{id}`: at least one member.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[schema(as = UpdateClusterRequest)]
-pub(crate) struct UpdateBody {
+pub struct UpdateBody {
     /// A JSON merge patch of the variables: a value replaces, null removes (back to the default).
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
-    pub variables: Field<BTreeMap<String, Value>>,
+    pub(crate) variables: Field<BTreeMap<String, Value>>,
     /// Another published version of the cluster's template.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub template_version: Field<String>,
+    pub(crate) template_version: Field<String>,
     #[serde(default)]
     #[schema(value_type = Option<DriftBody>)]
-    pub drift: Field<DriftBody>,
+    pub(crate) drift: Field<DriftBody>,
     #[serde(flatten)]
     #[schema(ignore)]
-    pub other: BTreeMap<String, Value>,
+    pub(crate) other: BTreeMap<String, Value>,
 }
 
 /// `PUT /v1/webhook`.

@@ -70,7 +70,7 @@ impl<T: Serialize> IntoResponse for Reply<T> {
 
 /// The authenticated caller: the tenant from the configured claim and the JWT subject.
 #[derive(Debug, Clone)]
-pub(crate) struct Caller {
+pub struct Caller {
     pub tenant: TenantId,
     pub subject: Option<String>,
 }

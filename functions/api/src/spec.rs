@@ -4,15 +4,16 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use strato_aws::store::StoredTemplate;
 use strato_domain::catalog::Catalogs;
 use strato_domain::ids::ClusterName;
 use strato_domain::model::{CloudProvider, ClusterSpec, TargetAccount, TemplateRef};
+use strato_domain::ports::Templates;
+use strato_domain::template::Template;
 use strato_domain::validate::{FieldError, ValidatedSpec, validate};
 
 use crate::drift::{self, DriftSettings};
 use crate::requests::{Field, SpecBody, TemplateRefBody, unknown};
-use crate::{ApiError, Ctx, target};
+use crate::{ApiError, target};
 
 /// A spec request (create, estimate) as far as it could be read; missing parts are reported in `errors`.
 pub(crate) struct SpecDraft {
@@ -148,16 +149,16 @@ pub(crate) fn parse_spec(body: SpecBody, name: SpecName, errors: &mut Vec<FieldE
 /// Checks a spec request and validates it against its template, as a create does: every problem at once
 /// (a 422 naming each field), or the validated spec, its template and the create's drift settings.
 pub(crate) async fn read_spec(
-    ctx: &Ctx,
+    templates: &impl Templates,
     body: SpecBody,
     name: SpecName,
-) -> Result<(ValidatedSpec, StoredTemplate, DriftSettings), ApiError> {
+) -> Result<(ValidatedSpec, Template, DriftSettings), ApiError> {
     let mut errors = Vec::new();
     let draft = parse_spec(body, name, &mut errors);
-    let mut checked: Option<(ValidatedSpec, StoredTemplate)> = None;
+    let mut checked: Option<(ValidatedSpec, Template)> = None;
     if let (Some(tref), Some(provider), Some(region)) = (&draft.template, draft.provider, &draft.region) {
-        match ctx.store.get_template(&tref.name, &tref.version).await? {
-            None => errors.push(unknown_template(ctx, "template", tref).await?),
+        match templates.template(&tref.name, &tref.version).await? {
+            None => errors.push(unknown_template(templates, "template", tref).await?),
             Some(stored) => {
                 // A bad name is already reported; validate the rest anyway so the client sees every problem.
                 let placeholder = || "placeholder".parse::<ClusterName>();
@@ -173,7 +174,7 @@ pub(crate) async fn read_spec(
                     variables: draft.variables.clone(),
                     target: draft.target.clone(),
                 };
-                match validate(&spec, &stored.template, Catalogs::builtin()) {
+                match validate(&spec, &stored, Catalogs::builtin()) {
                     Ok(v) => checked = Some((v, stored)),
                     Err(e) => errors.extend(e),
                 }
@@ -195,19 +196,19 @@ pub(crate) async fn read_spec(
 
 /// The field error for a template reference that names nothing published.
 pub(crate) async fn unknown_template(
-    ctx: &Ctx,
+    templates: &impl Templates,
     field: &str,
     r: &TemplateRef,
 ) -> Result<FieldError, ApiError> {
-    let all = ctx.store.list_templates().await?;
+    let all = templates.templates().await?;
     let versions: Vec<&str> = all
         .iter()
-        .filter(|t| t.template.name() == r.name)
-        .map(|t| t.template.version())
+        .filter(|t| t.name() == r.name)
+        .map(|t| t.version())
         .collect();
     let shown = |s: &str| s.chars().take(64).collect::<String>();
     Ok(if versions.is_empty() {
-        let mut names: Vec<&str> = all.iter().map(|t| t.template.name()).collect();
+        let mut names: Vec<&str> = all.iter().map(|t| t.name()).collect();
         names.dedup();
         ApiError::field(
             field,

@@ -11,6 +11,7 @@ use time::{Duration, OffsetDateTime};
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::JobMessage;
 use crate::model::{Cluster, Operation};
+use crate::template::Template;
 
 /// Any error an adapter reports that has no port meaning of its own; kept whole so the adapter can get it
 /// back (by downcasting) when it converts a [`PortError`] into its own error.
@@ -71,6 +72,49 @@ pub trait Clusters: Send + Sync {
     /// Saves `cluster` if its `version` is still the stored one, bumping it; otherwise
     /// [`PortError::Conflict`] and `cluster.version` is left as it was.
     fn store_cluster(&self, cluster: &mut Cluster) -> impl Future<Output = Result<(), PortError>> + Send;
+}
+
+/// Why new work could not be recorded: a rule the tenant can act on, not a fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateRejected {
+    /// The tenant already has a cluster of that name.
+    NameTaken,
+    ClusterQuota {
+        max: u32,
+    },
+    OperationQuota {
+        max: u32,
+    },
+}
+
+/// What the API records: new clusters and operations, bounded by the tenant's quotas.
+pub trait Intake: Send + Sync {
+    /// Records the cluster, its first operation, the reservation of its name and the tenant's counters, all
+    /// or nothing. `Ok(Err(_))` says which rule refused it (and nothing was written).
+    fn create_cluster(
+        &self,
+        cluster: &Cluster,
+        op: &Operation,
+    ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
+
+    /// Records a new operation on an existing cluster, bounded by the tenant's open-operation quota.
+    fn add_operation(
+        &self,
+        op: &Operation,
+    ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
+}
+
+/// The published templates (immutable once published).
+pub trait Templates: Send + Sync {
+    /// The template version; `None` when it is not published.
+    fn template(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> impl Future<Output = Result<Option<Template>, PortError>> + Send;
+
+    /// Every published version, by name then version.
+    fn templates(&self) -> impl Future<Output = Result<Vec<Template>, PortError>> + Send;
 }
 
 /// Outcome of trying to take a cluster lock.

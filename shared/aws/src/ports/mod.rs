@@ -1,5 +1,5 @@
-//! The domain's ports on AWS: the DynamoDB [`Store`] keeps operations, clusters, cluster locks and tenant
-//! slots; [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks. Adapters borrow
+//! The domain's ports on AWS: the DynamoDB [`Store`] keeps operations, clusters (created with their
+//! name reservation and the tenant's counters), cluster locks, tenant slots and the template catalog; [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks. Adapters borrow
 //! their clients and settings, so a handler builds them per call for free.
 
 mod ecs;
@@ -14,8 +14,10 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, Operation};
 use strato_domain::ports::{
-    ClusterLocks, Clusters, JobQueue, LockOutcome, Operations, PortError, TenantSlots,
+    ClusterLocks, Clusters, CreateRejected, Intake, JobQueue, LockOutcome, Operations, PortError, Templates,
+    TenantSlots,
 };
+use strato_domain::template::Template;
 
 impl Operations for Store {
     async fn load_operation(&self, id: &OperationId) -> Result<Option<Operation>, PortError> {
@@ -42,6 +44,39 @@ impl Clusters for Store {
 
     async fn store_cluster(&self, cluster: &mut Cluster) -> Result<(), PortError> {
         Ok(self.save_cluster(cluster).await?)
+    }
+}
+
+/// The quotas are read first and checked by the write's own conditions, so a race between two creates
+/// cannot exceed them.
+impl Intake for Store {
+    async fn create_cluster(
+        &self,
+        cluster: &Cluster,
+        op: &Operation,
+    ) -> Result<Result<(), CreateRejected>, PortError> {
+        let quotas = self.quotas(&cluster.tenant_id).await?;
+        Ok(Store::create_cluster(self, cluster, op, &quotas).await?)
+    }
+
+    async fn add_operation(&self, op: &Operation) -> Result<Result<(), CreateRejected>, PortError> {
+        let quotas = self.quotas(&op.tenant_id).await?;
+        Ok(Store::add_operation(self, op, &quotas).await?)
+    }
+}
+
+impl Templates for Store {
+    async fn template(&self, name: &str, version: &str) -> Result<Option<Template>, PortError> {
+        Ok(self.get_template(name, version).await?.map(|t| t.template))
+    }
+
+    async fn templates(&self) -> Result<Vec<Template>, PortError> {
+        Ok(self
+            .list_templates()
+            .await?
+            .into_iter()
+            .map(|t| t.template)
+            .collect())
     }
 }
 

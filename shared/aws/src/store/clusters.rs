@@ -13,13 +13,8 @@ use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::model::{Cluster, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, Operation};
 use strato_domain::ts;
 
-/// Why a create could not be recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CreateRejected {
-    NameTaken,
-    ClusterQuota { max: u32 },
-    OperationQuota { max: u32 },
-}
+/// Why a create could not be recorded (the port's type: the API decides on it against fakes too).
+pub use strato_domain::ports::CreateRejected;
 
 fn name_lock_id(t: &TenantId, name: &str) -> String {
     format!("name#{t}#{name}")

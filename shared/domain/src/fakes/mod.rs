@@ -3,6 +3,10 @@
 //! judged against the time given, fencing tokens that only grow, bounded slot sets, FIFO deduplication,
 //! RunTask's client token — and let a test look at what was sent and launched, and script failures.
 
+mod intake;
+
+pub use intake::FakeTemplates;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -67,6 +71,8 @@ struct StoreState {
     locks: HashMap<ClusterId, LockItem>,
     slots: HashMap<TenantId, BTreeSet<OperationId>>,
     limits: HashMap<TenantId, u32>,
+    /// `(max clusters, max open operations)` of tenants given their own.
+    quotas: HashMap<TenantId, (u32, u32)>,
     /// Saves still to lose as if another writer got there first.
     injected_conflicts: usize,
 }
@@ -80,6 +86,10 @@ pub struct FakeStore {
 
 /// The platform's default concurrency quota, as the tenants table gives it to a tenant without one.
 pub const DEFAULT_CONCURRENCY_LIMIT: u32 = 5;
+/// The platform's default cluster quota.
+pub const DEFAULT_MAX_CLUSTERS: u32 = 20;
+/// The platform's default quota of queued and running operations.
+pub const DEFAULT_MAX_OPEN_OPERATIONS: u32 = 50;
 
 impl FakeStore {
     /// `clock` stamps `updated_at` on saves, as the real store stamps the wall time.
@@ -137,6 +147,23 @@ impl FakeStore {
 
     pub fn set_concurrency_limit(&self, tenant: &TenantId, limit: u32) {
         lock(&self.state).limits.insert(tenant.clone(), limit);
+    }
+
+    /// How many clusters, and how many queued or running operations, the tenant may have.
+    pub fn set_quotas(&self, tenant: &TenantId, max_clusters: u32, max_open_operations: u32) {
+        lock(&self.state)
+            .quotas
+            .insert(tenant.clone(), (max_clusters, max_open_operations));
+    }
+
+    /// Every cluster stored, of every tenant.
+    pub fn clusters(&self) -> Vec<Cluster> {
+        lock(&self.state).clusters.values().cloned().collect()
+    }
+
+    /// Every operation stored, oldest id first.
+    pub fn operations(&self) -> Vec<Operation> {
+        lock(&self.state).operations.values().cloned().collect()
     }
 
     /// The next `n` saves (of operations or clusters) lose their condition, as if another writer had
@@ -326,6 +353,8 @@ struct QueueState {
     sent: Vec<SentJob>,
     dropped: usize,
     visibility: Vec<(String, i32)>,
+    /// Sends still to fail as if SQS could not be reached.
+    failing: usize,
 }
 
 /// `jobs.fifo` in memory: keeps what was sent (dropping duplicates within SQS's five-minute deduplication
@@ -357,6 +386,11 @@ impl FakeJobQueue {
         lock(&self.state).dropped
     }
 
+    /// The next `n` sends fail ([`PortError::Unavailable`]) and send nothing.
+    pub fn fail_sends(&self, n: usize) {
+        lock(&self.state).failing = n;
+    }
+
     /// `(receipt handle, seconds)` of every visibility change, in order.
     pub fn visibility_changes(&self) -> Vec<(String, i32)> {
         lock(&self.state).visibility.clone()
@@ -368,6 +402,10 @@ impl JobQueue for FakeJobQueue {
         let now = self.clock.now();
         let deduplication_id = format!("{}-{wake}", job.operation_id);
         let mut s = lock(&self.state);
+        if s.failing > 0 {
+            s.failing -= 1;
+            return Err(PortError::Unavailable("the job queue is unreachable".into()));
+        }
         let duplicate = s
             .sent
             .iter()

@@ -1,0 +1,305 @@
+//! Decisions on clusters: create, update (PATCH), delete, retry, drift check; and an estimate, which reads
+//! its spec as a create does.
+
+use strato_domain::agent;
+use strato_domain::ids::ClusterId;
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind};
+use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
+use strato_domain::template::Template;
+
+use super::{Api, Started, check, quota_error, refuse_new_operation};
+use crate::drift::{self, DriftSettings};
+use crate::requests::{SpecBody, UpdateBody, unknown};
+use crate::spec::{self, SpecName, read_spec, sorted};
+use crate::{ApiError, Caller};
+
+/// What a PATCH did: the cluster and its template, and the update operation a new spec recorded and queued
+/// (202); `None` when drift settings alone changed, on the cluster only (200).
+#[derive(Debug, Clone)]
+pub struct Updated {
+    pub cluster: Cluster,
+    pub template: Template,
+    pub operation: Option<Operation>,
+}
+
+/// The name an estimate's plan uses when the request gives none (cloud resource names in the plan derive
+/// from it; nothing is created under it).
+pub(crate) const ESTIMATE_NAME: &str = "estimate";
+
+impl<S, T, Q, C> Api<'_, S, T, Q, C>
+where
+    S: Storage + Intake,
+    T: Templates,
+    Q: JobQueue,
+    C: Clock,
+{
+    /// A new cluster: the spec is validated before anything is written; then the cluster, its create
+    /// operation, its name reservation and the tenant's counters are written together, and the job is sent.
+    pub async fn create(&self, caller: &Caller, body: SpecBody) -> Result<Started, ApiError> {
+        let (validated, template, drift) = read_spec(self.templates, body, SpecName::Required).await?;
+        let spec = validated.spec().clone();
+        let now = self.clock.now();
+        let cluster_id = ClusterId::generate();
+        // Templates with an agent get a registration token derived from the cluster id; only its hash is kept.
+        let agent_token_hash = match (&template.manifest.agent, self.agent_token_secret) {
+            (None, _) => None,
+            (Some(_), Some(secret)) => {
+                Some(agent::token_hash(&agent::registration_token(secret, &cluster_id)))
+            }
+            (Some(_), None) => {
+                return Err(ApiError::Config(
+                    "STRATO_AGENT_TOKEN_SECRET is not set, so templates with a cluster agent cannot be used"
+                        .into(),
+                ));
+            }
+        };
+        let mut cluster = Cluster::new(caller.tenant.clone(), cluster_id, spec.clone(), now);
+        cluster.agent_token_hash = agent_token_hash;
+        drift.apply(&mut cluster);
+        let mut op = Operation::new(
+            caller.tenant.clone(),
+            cluster.cluster_id.clone(),
+            OperationKind::Create,
+            now,
+        );
+        op.spec = Some(spec);
+        op.requested_by = caller.subject.clone();
+        match self.store.create_cluster(&cluster, &op).await? {
+            Ok(()) => {}
+            Err(CreateRejected::NameTaken) => {
+                return Err(ApiError::Conflict(format!(
+                    "you already have a cluster named '{}'; choose another name, or delete that cluster first",
+                    cluster.spec.name
+                )));
+            }
+            Err(rejected) => return Err(quota_error(&caller.tenant, rejected)),
+        }
+        self.enqueue(&op).await;
+        Ok(Started {
+            cluster,
+            operation: op,
+            template,
+        })
+    }
+
+    /// A PATCH: drift settings alone change the cluster and no operation; new variables or a template
+    /// version make an update operation from the cluster's spec, if the cluster's state allows one.
+    pub async fn update(&self, caller: &Caller, id: &str, body: UpdateBody) -> Result<Updated, ApiError> {
+        let c = self.load_cluster(caller, id).await?;
+        let mut errors = Vec::new();
+        let known = "variables, template_version, drift";
+        unknown(
+            &body.other,
+            "",
+            "is not a field of this request",
+            known,
+            &mut errors,
+        );
+        let patch = spec::variables(body.variables, &mut errors);
+        let drift = drift::parse(body.drift, &mut errors);
+        let version = body.template_version.optional(
+            "template_version",
+            "must be a string",
+            "a published version of the cluster's template",
+            &mut errors,
+        );
+        if patch.is_empty() && version.is_none() && drift.is_empty() && errors.is_empty() {
+            errors.push(ApiError::field(
+                "variables",
+                "the request changes nothing",
+                "variables to change, a template_version and/or drift settings",
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(sorted(errors));
+        }
+        if patch.is_empty() && version.is_none() {
+            // Settings only: recorded on the cluster, nothing for Terraform to do.
+            return self.update_settings(c, &drift).await;
+        }
+        let open = self.open_operations(&c).await?;
+        if let Some(why) = refuse_new_operation(&c, &open, "updated") {
+            return Err(ApiError::Conflict(why));
+        }
+        let mut spec = c.spec.clone();
+        // Merge-patch semantics (RFC 7396): a value replaces the current one, null removes it (back to default).
+        for (k, v) in patch {
+            if v.is_null() {
+                spec.variables.remove(&k);
+            } else {
+                spec.variables.insert(k, v);
+            }
+        }
+        if let Some(v) = version {
+            spec.template.version = v;
+        }
+        let t = self.template_for(&spec.template, "template_version").await?;
+        let validated = check(&spec, &t)?;
+        let mut c = c;
+        if drift.apply(&mut c) {
+            self.save_settings(&mut c).await?;
+        }
+        let mut op = Operation::new(
+            caller.tenant.clone(),
+            c.cluster_id.clone(),
+            OperationKind::Update,
+            self.clock.now(),
+        );
+        op.spec = Some(validated.spec().clone());
+        let s = self.start(caller, c, op, t).await?;
+        Ok(Updated {
+            cluster: s.cluster,
+            template: s.template,
+            operation: Some(s.operation),
+        })
+    }
+
+    /// A PATCH of drift settings alone: the cluster, no operation.
+    async fn update_settings(&self, mut c: Cluster, drift: &DriftSettings) -> Result<Updated, ApiError> {
+        if c.state == ClusterState::Deleted {
+            return Err(ApiError::Conflict(format!(
+                "cluster {} is deleted; its settings can no longer change",
+                c.cluster_id
+            )));
+        }
+        if drift.apply(&mut c) {
+            self.save_settings(&mut c).await?;
+        }
+        let template = self.template_for(&c.spec.template, "template").await?;
+        Ok(Updated {
+            cluster: c,
+            template,
+            operation: None,
+        })
+    }
+
+    /// Saves settings under the version read; a concurrent change (the control plane moving the cluster) is
+    /// a 409 the client can simply repeat.
+    async fn save_settings(&self, c: &mut Cluster) -> Result<(), ApiError> {
+        match self.store.store_cluster(c).await {
+            Err(PortError::Conflict(_)) => Err(ApiError::Conflict(format!(
+                "cluster {} changed while its settings were saved; send the request again",
+                c.cluster_id
+            ))),
+            other => Ok(other?),
+        }
+    }
+
+    pub async fn delete(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
+        let c = self.load_cluster(caller, id).await?;
+        let open = self.open_operations(&c).await?;
+        if matches!(c.state, ClusterState::Deleting | ClusterState::Deleted) {
+            return Err(ApiError::Conflict(format!("the cluster is already {}", c.state)));
+        }
+        if c.state != ClusterState::Failed
+            && let Some(why) = refuse_new_operation(&c, &open, "deleted")
+        {
+            return Err(ApiError::Conflict(why));
+        }
+        if let Some(d) = open.iter().find(|o| o.kind == OperationKind::Delete) {
+            return Err(ApiError::Conflict(format!(
+                "a delete ({}) is already queued for this cluster",
+                d.operation_id
+            )));
+        }
+        // The runner renders only validated specs, so a spec that no longer validates could not be destroyed
+        // either: say so now rather than fail in the runner.
+        let t = self.template_for(&c.spec.template, "template").await?;
+        let validated = check(&c.spec, &t)?;
+        let mut op = Operation::new(
+            caller.tenant.clone(),
+            c.cluster_id.clone(),
+            OperationKind::Delete,
+            self.clock.now(),
+        );
+        op.spec = Some(validated.spec().clone());
+        self.start(caller, c, op, t).await
+    }
+
+    /// A FAILED cluster is created again (the next attempt); any other state is a 409.
+    pub async fn retry(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
+        let c = self.load_cluster(caller, id).await?;
+        if c.state != ClusterState::Failed {
+            return Err(ApiError::Conflict(format!(
+                "only a FAILED cluster can be retried; this one is {}",
+                c.state
+            )));
+        }
+        let ops = self.store.cluster_operations(&c.cluster_id).await?;
+        if let Some(o) = ops.iter().find(|o| !o.status.is_terminal()) {
+            return Err(ApiError::Conflict(format!(
+                "operation {} is already open on this cluster; wait for it or cancel it",
+                o.operation_id
+            )));
+        }
+        let t = self.template_for(&c.spec.template, "template").await?;
+        let validated = check(&c.spec, &t)?;
+        let last_attempt = ops
+            .iter()
+            .filter(|o| o.kind == OperationKind::Create)
+            .map(|o| o.attempt)
+            .max()
+            .unwrap_or(0);
+        let mut op = Operation::new(
+            caller.tenant.clone(),
+            c.cluster_id.clone(),
+            OperationKind::Create,
+            self.clock.now(),
+        );
+        op.attempt = last_attempt + 1;
+        op.spec = Some(validated.spec().clone());
+        self.start(caller, c, op, t).await
+    }
+
+    /// An on-demand drift check: a read-only `plan -refresh-only` of an ACTIVE cluster. One pending check is
+    /// enough: asking again while one is open answers with that one.
+    pub async fn drift_check(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
+        let c = self.load_cluster(caller, id).await?;
+        if c.state != ClusterState::Active {
+            return Err(ApiError::Conflict(format!(
+                "only an ACTIVE cluster can be checked for drift; this one is {}",
+                c.state
+            )));
+        }
+        let t = self.template_for(&c.spec.template, "template").await?;
+        let ops = self.store.cluster_operations(&c.cluster_id).await?;
+        if let Some(pending) = ops
+            .into_iter()
+            .find(|o| o.kind == OperationKind::DriftCheck && !o.status.is_terminal())
+        {
+            return Ok(Started {
+                cluster: c,
+                operation: pending,
+                template: t,
+            });
+        }
+        let op = Operation::new(
+            caller.tenant.clone(),
+            c.cluster_id.clone(),
+            OperationKind::DriftCheck,
+            self.clock.now(),
+        );
+        self.start(caller, c, op, t).await
+    }
+
+    /// An estimate: validated as a create is, recorded as an operation on a fresh, synthetic cluster id (no
+    /// cluster is written) against the tenant's open-operation quota, and queued.
+    pub async fn estimate(&self, caller: &Caller, body: SpecBody) -> Result<(Operation, Template), ApiError> {
+        let (validated, template, _) =
+            read_spec(self.templates, body, SpecName::Optional(ESTIMATE_NAME)).await?;
+        let mut op = Operation::new(
+            caller.tenant.clone(),
+            ClusterId::generate(),
+            OperationKind::Estimate,
+            self.clock.now(),
+        );
+        op.spec = Some(validated.spec().clone());
+        op.requested_by = caller.subject.clone();
+        // Estimates count against the tenant's open operations like any other run.
+        if let Err(rejected) = self.store.add_operation(&op).await? {
+            return Err(quota_error(&caller.tenant, rejected));
+        }
+        self.enqueue(&op).await;
+        Ok((op, template))
+    }
+}

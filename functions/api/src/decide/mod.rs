@@ -1,0 +1,183 @@
+//! The API's decisions, written against the domain's [ports](strato_domain::ports): what a create, an update,
+//! a delete, a retry, a drift check, an estimate and a cancel may do, and what each writes and sends. The
+//! handlers run them on the AWS adapters (`Ctx::api`); the fast tests (`tests/decisions.rs`) on the in-memory
+//! fakes. Decisions answer with domain records; the handlers turn those into views.
+
+mod clusters;
+mod operations;
+
+pub use clusters::Updated;
+pub use operations::Cancelled;
+
+use strato_domain::catalog::Catalogs;
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::messages::JobMessage;
+use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef};
+use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, Storage, Templates};
+use strato_domain::template::Template;
+use strato_domain::validate::{ValidatedSpec, validate};
+
+use crate::spec::{sorted, unknown_template};
+use crate::{ApiError, Caller, views};
+
+/// The API's dependencies, as ports.
+#[derive(Debug, Clone, Copy)]
+pub struct Api<'a, S, T, Q, C> {
+    /// Clusters, operations, cluster locks; new clusters and operations under the tenant's quotas.
+    pub store: &'a S,
+    /// The published templates specs are validated against.
+    pub templates: &'a T,
+    /// `jobs.fifo`, where a recorded operation's job is sent.
+    pub jobs: Q,
+    pub clock: C,
+    /// Secret the cluster agents' registration tokens derive from; templates with an agent need it.
+    pub agent_token_secret: Option<&'a [u8]>,
+}
+
+/// A recorded operation (new, or the open one a repeated drift check answers with), its cluster, and the
+/// template whose sensitive variables the answer masks.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub cluster: Cluster,
+    pub operation: Operation,
+    pub template: Template,
+}
+
+/// The 429 for a refused quota, or the 409 for a taken name.
+pub(crate) fn quota_error(tenant: &TenantId, rejected: CreateRejected) -> ApiError {
+    match rejected {
+        CreateRejected::ClusterQuota { max } => ApiError::Quota(format!(
+            "tenant {tenant} may have at most {max} clusters; delete one, or ask an operator for a higher quota"
+        )),
+        CreateRejected::OperationQuota { max } => ApiError::Quota(format!(
+            "tenant {tenant} may have at most {max} operations queued or running; wait for some to finish"
+        )),
+        CreateRejected::NameTaken => ApiError::Conflict("that cluster name is taken".into()),
+    }
+}
+
+/// Why a new operation cannot be queued on this cluster now, if it cannot. A cluster that is still being
+/// created or updated accepts it (it will be ACTIVE or FAILED by the time the job runs); one being deleted,
+/// deleted, or FAILED does not.
+fn refuse_new_operation(c: &Cluster, open: &[Operation], what: &str) -> Option<String> {
+    if let Some(d) = open.iter().find(|o| o.kind == OperationKind::Delete) {
+        return Some(format!(
+            "a delete ({}) is already {} for this cluster; it cannot be {what}",
+            d.operation_id,
+            views::status_name(d.status)
+        ));
+    }
+    match c.state {
+        ClusterState::Active | ClusterState::Updating => None,
+        ClusterState::Pending | ClusterState::Provisioning | ClusterState::Configuring
+            if !open.is_empty() =>
+        {
+            None
+        }
+        ClusterState::Pending | ClusterState::Provisioning | ClusterState::Configuring => Some(format!(
+            "the cluster is {} with no operation in progress; it cannot be {what} until it settles",
+            c.state
+        )),
+        ClusterState::Failed => Some(format!(
+            "the cluster is FAILED; retry it (POST /v1/clusters/{}/retry) or delete it",
+            c.cluster_id
+        )),
+        ClusterState::Deleting | ClusterState::Deleted => Some(format!("the cluster is {}", c.state)),
+    }
+}
+
+fn check(spec: &ClusterSpec, t: &Template) -> Result<ValidatedSpec, ApiError> {
+    validate(spec, t, Catalogs::builtin()).map_err(sorted)
+}
+
+impl<S, T, Q, C> Api<'_, S, T, Q, C>
+where
+    S: Storage + Intake,
+    T: Templates,
+    Q: JobQueue,
+    C: Clock,
+{
+    /// The caller's cluster, or 404 for a malformed id, a missing cluster and another tenant's cluster alike.
+    pub async fn load_cluster(&self, caller: &Caller, id: &str) -> Result<Cluster, ApiError> {
+        let not_found = || {
+            ApiError::NotFound(format!(
+                "no cluster '{}'",
+                id.chars().take(64).collect::<String>()
+            ))
+        };
+        let id: ClusterId = id.parse().map_err(|_| not_found())?;
+        self.store
+            .load_cluster(&caller.tenant, &id)
+            .await?
+            .ok_or_else(not_found)
+    }
+
+    /// The caller's operation, or 404 for a malformed id, a missing operation and another tenant's alike.
+    pub async fn load_operation(&self, caller: &Caller, id: &str) -> Result<Operation, ApiError> {
+        let not_found = || {
+            ApiError::NotFound(format!(
+                "no operation '{}'",
+                id.chars().take(64).collect::<String>()
+            ))
+        };
+        let id: OperationId = id.parse().map_err(|_| not_found())?;
+        match self.store.load_operation(&id).await? {
+            Some(op) if op.tenant_id == caller.tenant => Ok(op),
+            _ => Err(not_found()),
+        }
+    }
+
+    async fn open_operations(&self, c: &Cluster) -> Result<Vec<Operation>, ApiError> {
+        Ok(self
+            .store
+            .cluster_operations(&c.cluster_id)
+            .await?
+            .into_iter()
+            .filter(|o| o.tenant_id == c.tenant_id && !o.status.is_terminal())
+            .collect())
+    }
+
+    /// The template a spec names, or a 422 naming `field`.
+    async fn template_for(&self, r: &TemplateRef, field: &str) -> Result<Template, ApiError> {
+        match self.templates.template(&r.name, &r.version).await? {
+            Some(t) => Ok(t),
+            None => Err(ApiError::invalid(vec![
+                unknown_template(self.templates, field, r).await?,
+            ])),
+        }
+    }
+
+    /// Sends the job after the operation is recorded. A failed send is not the client's problem: the
+    /// operation stays `queued` and the scheduler's sweeper re-enqueues queued operations, so the request is
+    /// still accepted (202).
+    async fn enqueue(&self, op: &Operation) {
+        let job = JobMessage::from(op);
+        if let Err(e) = self.jobs.enqueue(&job, "0").await {
+            tracing::warn!(
+                operation_id = %op.operation_id,
+                error = %e,
+                "job not sent; the sweeper will enqueue the queued operation"
+            );
+        }
+    }
+
+    /// Records `op` on `c` against the tenant's quota and queues its job.
+    async fn start(
+        &self,
+        caller: &Caller,
+        c: Cluster,
+        mut op: Operation,
+        template: Template,
+    ) -> Result<Started, ApiError> {
+        op.requested_by = caller.subject.clone();
+        if let Err(rejected) = self.store.add_operation(&op).await? {
+            return Err(quota_error(&caller.tenant, rejected));
+        }
+        self.enqueue(&op).await;
+        Ok(Started {
+            cluster: c,
+            operation: op,
+            template,
+        })
+    }
+}
