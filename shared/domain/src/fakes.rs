@@ -3,6 +3,10 @@
 //! judged against the time given, fencing tokens that only grow, bounded slot sets, FIFO deduplication,
 //! RunTask's client token — and let a test look at what was sent and launched, and script failures.
 
+mod scheduler;
+
+pub use scheduler::{FakeStateLocks, FakeTaskEvents};
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -10,10 +14,11 @@ use time::{Duration, OffsetDateTime};
 
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::JobMessage;
+use crate::model::ClusterState;
 use crate::model::{Cluster, Operation, OperationStatus};
 use crate::ports::{
-    Clock, ClusterLocks, Clusters, JobQueue, LaunchFailure, LockOutcome, Operations, PortError, TaskLauncher,
-    TenantSlots,
+    Clock, ClusterLocks, Clusters, JobQueue, LaunchFailure, LockOutcome, OpenStatus, Operations, PortError,
+    QuotaExceeded, TaskLauncher, TaskState, TenantSlots,
 };
 
 /// A panic in one test thread must not hide the state from the assertions that follow.
@@ -67,6 +72,7 @@ struct StoreState {
     locks: HashMap<ClusterId, LockItem>,
     slots: HashMap<TenantId, BTreeSet<OperationId>>,
     limits: HashMap<TenantId, u32>,
+    open_limits: HashMap<TenantId, u32>,
     /// Saves still to lose as if another writer got there first.
     injected_conflicts: usize,
 }
@@ -80,6 +86,9 @@ pub struct FakeStore {
 
 /// The platform's default concurrency quota, as the tenants table gives it to a tenant without one.
 pub const DEFAULT_CONCURRENCY_LIMIT: u32 = 5;
+
+/// The platform's default open-operation quota.
+pub const DEFAULT_OPEN_OPERATIONS_LIMIT: u32 = 50;
 
 impl FakeStore {
     /// `clock` stamps `updated_at` on saves, as the real store stamps the wall time.
@@ -139,6 +148,23 @@ impl FakeStore {
         lock(&self.state).limits.insert(tenant.clone(), limit);
     }
 
+    /// How many open operations the tenant may have ([`Operations::record_operation`] refuses more).
+    pub fn set_open_operations_limit(&self, tenant: &TenantId, limit: u32) {
+        lock(&self.state).open_limits.insert(tenant.clone(), limit);
+    }
+
+    /// Every operation of the cluster, oldest first.
+    pub fn operations_of(&self, cluster: &ClusterId) -> Vec<Operation> {
+        let mut ops: Vec<Operation> = lock(&self.state)
+            .operations
+            .values()
+            .filter(|o| &o.cluster_id == cluster)
+            .cloned()
+            .collect();
+        ops.sort_by_key(|o| o.created_at);
+        ops
+    }
+
     /// The next `n` saves (of operations or clusters) lose their condition, as if another writer had
     /// saved first; the records are not changed.
     pub fn inject_conflicts(&self, n: usize) {
@@ -175,15 +201,7 @@ impl Operations for FakeStore {
     }
 
     async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
-        let s = lock(&self.state);
-        let mut ops: Vec<Operation> = s
-            .operations
-            .values()
-            .filter(|o| &o.cluster_id == cluster)
-            .cloned()
-            .collect();
-        ops.sort_by_key(|o| o.created_at);
-        Ok(ops)
+        Ok(self.operations_of(cluster))
     }
 
     async fn parked_operations(&self) -> Result<Vec<Operation>, PortError> {
@@ -196,6 +214,43 @@ impl Operations for FakeStore {
             .collect();
         ops.sort_by_key(|o| o.created_at);
         Ok(ops)
+    }
+
+    async fn open_operations(&self, bucket: OpenStatus) -> Result<Vec<Operation>, PortError> {
+        let s = lock(&self.state);
+        let mut ops: Vec<Operation> = s
+            .operations
+            .values()
+            .filter(|o| OpenStatus::of(o) == Some(bucket))
+            .cloned()
+            .collect();
+        ops.sort_by_key(|o| o.created_at);
+        Ok(ops)
+    }
+
+    async fn record_operation(&self, op: &Operation) -> Result<Result<(), QuotaExceeded>, PortError> {
+        let mut s = lock(&self.state);
+        if s.operations.contains_key(&op.operation_id) {
+            return Err(PortError::Conflict(format!(
+                "operation {} already exists",
+                op.operation_id
+            )));
+        }
+        let max = s
+            .open_limits
+            .get(&op.tenant_id)
+            .copied()
+            .unwrap_or(DEFAULT_OPEN_OPERATIONS_LIMIT);
+        let open = s
+            .operations
+            .values()
+            .filter(|o| o.tenant_id == op.tenant_id && !o.status.is_terminal())
+            .count() as u32;
+        if open >= max {
+            return Ok(Err(QuotaExceeded { max }));
+        }
+        s.operations.insert(op.operation_id.clone(), op.clone());
+        Ok(Ok(()))
     }
 }
 
@@ -221,6 +276,30 @@ impl Clusters for FakeStore {
         cluster.updated_at = self.clock.now();
         s.clusters.insert(key, cluster.clone());
         Ok(())
+    }
+
+    async fn clusters_due_for_drift(
+        &self,
+        now: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, PortError> {
+        let s = lock(&self.state);
+        // As the index orders them: by next check time.
+        let mut due: Vec<(OffsetDateTime, Cluster)> = s
+            .clusters
+            .values()
+            .filter(|c| c.state == ClusterState::Active)
+            .filter_map(|c| {
+                let at = crate::ts::parse(c.next_drift_check_at.as_deref()?)?;
+                (at <= now).then(|| (at, c.clone()))
+            })
+            .collect();
+        due.sort_by_key(|(at, _)| *at);
+        Ok(due
+            .into_iter()
+            .take(limit.max(0) as usize)
+            .map(|(_, c)| c)
+            .collect())
     }
 }
 
@@ -281,6 +360,10 @@ impl ClusterLocks for FakeStore {
         }
         s.locks.remove(cluster);
         Ok(true)
+    }
+
+    async fn lock_owner(&self, cluster: &ClusterId) -> Result<Option<(OperationId, u64)>, PortError> {
+        Ok(self.lock_holder(cluster))
     }
 }
 
@@ -408,6 +491,8 @@ struct LauncherState {
     calls: usize,
     failures: VecDeque<LaunchFailure>,
     unlisted: bool,
+    /// Tasks that stopped or that ECS forgot, by id.
+    ended: HashMap<String, TaskState>,
 }
 
 /// Starts pretend runners: one task per `(operation, fencing token)` like RunTask's client token, a
