@@ -209,7 +209,13 @@ async fn a_due_active_cluster_gets_one_drift_check_and_its_next_check_is_claimed
 async fn checks_of_clusters_due_together_are_spread_by_at_most_a_tenth_of_the_interval() {
     let w = world();
     let clusters: Vec<ClusterId> = (0..12)
-        .map(|i| w.cluster(&format!("cluster-{i}"), ClusterState::Active, Some(Duration::ZERO)))
+        .map(|i| {
+            w.cluster(
+                &format!("cluster-{i}"),
+                ClusterState::Active,
+                Some(Duration::ZERO),
+            )
+        })
         .collect();
     assert_eq!(w.drift().await.drift_checks_queued, 12);
     let next: Vec<OffsetDateTime> = clusters.iter().map(|c| w.next_check(c)).collect();
