@@ -56,10 +56,7 @@ impl HeldLock {
 
     /// "who (operation, created)" from the lock info, for notes.
     pub fn holder(&self) -> String {
-        serde_json::from_str::<serde_json::Value>(&self.info)
-            .ok()
-            .map(|v| format!("{} ({}, {})", v["Who"], v["Operation"], v["Created"]))
-            .unwrap_or_else(|| "unknown holder".into())
+        strato_domain::ports::state_lock_holder(&self.info)
     }
 }
 

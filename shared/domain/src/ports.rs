@@ -1,4 +1,4 @@
-//! Ports: the small interfaces the decision logic (dispatcher, hand-off) takes its dependencies through. The
+//! Ports: the small interfaces the decision logic (dispatcher, scheduler, hand-off) takes its dependencies through. The
 //! AWS adapters (`strato-aws`) implement them on DynamoDB, SQS and ECS; the in-memory fakes (`fakes`
 //! feature) implement the same conditional-write semantics, so every decision is unit-tested without AWS.
 //!
@@ -8,9 +8,10 @@ use std::future::Future;
 
 use time::{Duration, OffsetDateTime};
 
+use crate::ecs_event::TaskStateChangeEvent;
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::JobMessage;
-use crate::model::{Cluster, Operation};
+use crate::model::{Cluster, Operation, OperationStatus};
 use crate::template::Template;
 
 /// Any error an adapter reports that has no port meaning of its own; kept whole so the adapter can get it
@@ -59,6 +60,60 @@ pub trait Operations: Send + Sync {
 
     /// Queued operations parked with a `wait_reason`, oldest first.
     fn parked_operations(&self) -> impl Future<Output = Result<Vec<Operation>, PortError>> + Send;
+
+    /// The open operations in one [`OpenStatus`] bucket, oldest first.
+    fn open_operations(
+        &self,
+        bucket: OpenStatus,
+    ) -> impl Future<Output = Result<Vec<Operation>, PortError>> + Send;
+
+    /// Records a new operation on an existing cluster, unless the tenant already has as many open
+    /// operations as its quota allows (`Ok(Err(_))`, nothing written).
+    fn record_operation(
+        &self,
+        op: &Operation,
+    ) -> impl Future<Output = Result<Result<(), QuotaExceeded>, PortError>> + Send;
+}
+
+/// Where an open operation stands, as the store indexes it: the sweeper reads one bucket at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpenStatus {
+    /// Queued and not parked: its job is (or should be) on the queue.
+    Queued,
+    /// Queued but parked with a `wait_reason`, waiting to be woken.
+    Waiting,
+    Dispatched,
+    Running,
+}
+
+impl OpenStatus {
+    /// The bucket `op` is in; `None` once it is terminal.
+    pub fn of(op: &Operation) -> Option<Self> {
+        match op.status {
+            OperationStatus::Queued if op.wait_reason.is_some() => Some(Self::Waiting),
+            OperationStatus::Queued => Some(Self::Queued),
+            OperationStatus::Dispatched => Some(Self::Dispatched),
+            OperationStatus::Running => Some(Self::Running),
+            _ => None,
+        }
+    }
+
+    /// The store's index key for the bucket.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Waiting => "waiting",
+            Self::Dispatched => "dispatched",
+            Self::Running => "running",
+        }
+    }
+}
+
+/// The tenant's open-operation quota refused a new operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaExceeded {
+    /// The quota: open operations the tenant may have at once.
+    pub max: u32,
 }
 
 /// Cluster records, saved by optimistic concurrency on `version`.
@@ -72,6 +127,14 @@ pub trait Clusters: Send + Sync {
     /// Saves `cluster` if its `version` is still the stored one, bumping it; otherwise
     /// [`PortError::Conflict`] and `cluster.version` is left as it was.
     fn store_cluster(&self, cluster: &mut Cluster) -> impl Future<Output = Result<(), PortError>> + Send;
+
+    /// ACTIVE clusters whose next drift check is at or before `now`, at most `limit` of them. A cluster
+    /// with no next check set is never due.
+    fn clusters_due_for_drift(
+        &self,
+        now: OffsetDateTime,
+        limit: i32,
+    ) -> impl Future<Output = Result<Vec<Cluster>, PortError>> + Send;
 }
 
 /// Why new work could not be recorded: a rule the tenant can act on, not a fault.
@@ -152,6 +215,12 @@ pub trait ClusterLocks: Send + Sync {
         cluster: &ClusterId,
         op: &OperationId,
     ) -> impl Future<Output = Result<bool, PortError>> + Send;
+
+    /// The lock's holder and its token; `None` while the lock is free.
+    fn lock_owner(
+        &self,
+        cluster: &ClusterId,
+    ) -> impl Future<Output = Result<Option<(OperationId, u64)>, PortError>> + Send;
 }
 
 /// A tenant's concurrent-operation slots: a set of operation ids no larger than the tenant's limit.
@@ -216,6 +285,70 @@ pub trait TaskLauncher: Send + Sync {
         op: &OperationId,
         fencing_token: u64,
     ) -> impl Future<Output = Result<String, LaunchFailure>> + Send;
+}
+
+/// What ECS says of a runner's task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskState {
+    /// Not stopped (provisioning, pending, running or stopping): the runner may still report.
+    Alive,
+    Stopped {
+        stopped_reason: Option<String>,
+        /// The runner container's exit code, when it has one.
+        exit_code: Option<i32>,
+    },
+    /// ECS no longer knows the task (stopped tasks are forgotten after about an hour).
+    Missing,
+}
+
+/// Looks at runners' tasks.
+pub trait TaskStatus: Send + Sync {
+    fn task_state(&self, task: &str) -> impl Future<Output = Result<TaskState, PortError>> + Send;
+}
+
+/// Where ECS task state changes go (the status function's events queue): the sweeper sends what
+/// EventBridge would have, for a runner whose stop event never came.
+pub trait TaskEventSink: Send + Sync {
+    fn send_task_event(
+        &self,
+        event: &TaskStateChangeEvent,
+    ) -> impl Future<Output = Result<(), PortError>> + Send;
+}
+
+/// A Terraform state lock held on one of Strato's cluster states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateLock {
+    /// `<bucket>/<key>` of the locked state.
+    pub lock_id: String,
+    /// The cluster whose state it is.
+    pub cluster: ClusterId,
+    /// Terraform's lock info (JSON naming the holder); empty when the item has none. A lock taken again
+    /// has another, which is how a release touches only the lock that was read.
+    pub info: String,
+}
+
+impl StateLock {
+    /// "who (operation, created)" from the lock info, for notes.
+    pub fn holder(&self) -> String {
+        state_lock_holder(&self.info)
+    }
+}
+
+/// "who (operation, created)" from Terraform's lock info JSON.
+pub fn state_lock_holder(info: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(info)
+        .ok()
+        .map(|v| format!("{} ({}, {})", v["Who"], v["Operation"], v["Created"]))
+        .unwrap_or_else(|| "unknown holder".into())
+}
+
+/// Terraform's state locks (its S3 backend's lock table).
+pub trait StateLocks: Send + Sync {
+    /// Every state lock held on a cluster's state (digest items and foreign states are not locks).
+    fn held_state_locks(&self) -> impl Future<Output = Result<Vec<StateLock>, PortError>> + Send;
+
+    /// Deletes exactly `lock` as read; `false` when it was already gone or taken again meanwhile.
+    fn release_state_lock(&self, lock: &StateLock) -> impl Future<Output = Result<bool, PortError>> + Send;
 }
 
 /// The time decisions are taken at (lock leases).

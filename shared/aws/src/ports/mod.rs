@@ -1,10 +1,15 @@
-//! The domain's ports on AWS: the DynamoDB [`Store`] keeps operations, clusters (created with their
-//! name reservation and the tenant's counters), cluster locks, tenant slots and the template catalog; [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks. Adapters borrow
-//! their clients and settings, so a handler builds them per call for free.
+//! The domain's ports on AWS: the DynamoDB [`Store`] keeps operations, clusters (created with their name
+//! reservation and the tenant's counters), cluster locks, tenant slots and the template catalog;
+//! [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks; the sweeper's
+//! [`EcsTaskStatus`], [`SqsTaskEvents`] and [`DynamoStateLocks`] look at runners' tasks, report stopped ones
+//! and release Terraform state locks. Adapters borrow their clients and settings, so a handler builds them
+//! per call for free.
 
 mod ecs;
+mod sweep;
 
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
+pub use sweep::{DynamoStateLocks, EcsTaskStatus, SqsTaskEvents};
 
 use time::{Duration, OffsetDateTime};
 
@@ -14,8 +19,8 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, Operation};
 use strato_domain::ports::{
-    ClusterLocks, Clusters, CreateRejected, Intake, JobQueue, LockOutcome, Operations, PortError, Templates,
-    TenantSlots,
+    ClusterLocks, Clusters, CreateRejected, Intake, JobQueue, LockOutcome, OpenStatus, Operations, PortError,
+    QuotaExceeded, Templates, TenantSlots,
 };
 use strato_domain::template::Template;
 
@@ -33,7 +38,18 @@ impl Operations for Store {
     }
 
     async fn parked_operations(&self) -> Result<Vec<Operation>, PortError> {
-        Ok(self.open_operations("waiting").await?)
+        Ok(Store::open_operations(self, OpenStatus::Waiting.as_str()).await?)
+    }
+
+    async fn open_operations(&self, bucket: OpenStatus) -> Result<Vec<Operation>, PortError> {
+        Ok(Store::open_operations(self, bucket.as_str()).await?)
+    }
+
+    async fn record_operation(&self, op: &Operation) -> Result<Result<(), QuotaExceeded>, PortError> {
+        let quotas = self.quotas(&op.tenant_id).await?;
+        Ok(self.add_operation(op, &quotas).await?.map_err(|_| QuotaExceeded {
+            max: quotas.max_open_operations,
+        }))
     }
 }
 
@@ -44,6 +60,14 @@ impl Clusters for Store {
 
     async fn store_cluster(&self, cluster: &mut Cluster) -> Result<(), PortError> {
         Ok(self.save_cluster(cluster).await?)
+    }
+
+    async fn clusters_due_for_drift(
+        &self,
+        now: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, PortError> {
+        Ok(Store::clusters_due_for_drift(self, now, limit).await?)
     }
 }
 
@@ -105,6 +129,10 @@ impl ClusterLocks for Store {
 
     async fn forget_lock(&self, cluster: &ClusterId, op: &OperationId) -> Result<bool, PortError> {
         Ok(self.forget_cluster_lock(cluster, op).await?)
+    }
+
+    async fn lock_owner(&self, cluster: &ClusterId) -> Result<Option<(OperationId, u64)>, PortError> {
+        Ok(self.cluster_lock(cluster).await?)
     }
 }
 

@@ -10,18 +10,13 @@ use super::{Item, Store, fetch, from_item, query_all, s, to_item};
 use crate::error::Error;
 use crate::store::{CreateRejected, Quotas};
 use strato_domain::ids::{ClusterId, OperationId};
-use strato_domain::model::{Operation, OperationStatus};
+use strato_domain::model::Operation;
+use strato_domain::ports::OpenStatus;
 use strato_domain::ts;
 
 /// The `open` index key: the status while the operation is not terminal, with parked operations apart.
 fn open_status(op: &Operation) -> Option<&'static str> {
-    match op.status {
-        OperationStatus::Queued if op.wait_reason.is_some() => Some("waiting"),
-        OperationStatus::Queued => Some("queued"),
-        OperationStatus::Dispatched => Some("dispatched"),
-        OperationStatus::Running => Some("running"),
-        _ => None,
-    }
+    OpenStatus::of(op).map(OpenStatus::as_str)
 }
 
 impl Store {

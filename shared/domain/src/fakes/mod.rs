@@ -4,8 +4,10 @@
 //! RunTask's client token — and let a test look at what was sent and launched, and script failures.
 
 mod intake;
+mod scheduler;
 
 pub use intake::FakeTemplates;
+pub use scheduler::{FakeStateLocks, FakeTaskEvents};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,11 +16,16 @@ use time::{Duration, OffsetDateTime};
 
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::JobMessage;
+use crate::model::ClusterState;
 use crate::model::{Cluster, Operation, OperationStatus};
 use crate::ports::{
-    Clock, ClusterLocks, Clusters, JobQueue, LaunchFailure, LockOutcome, Operations, PortError, TaskLauncher,
-    TenantSlots,
+    Clock, ClusterLocks, Clusters, JobQueue, LaunchFailure, LockOutcome, OpenStatus, Operations, PortError,
+    QuotaExceeded, TaskLauncher, TaskState, TenantSlots,
 };
+
+mod launcher;
+
+pub use launcher::{FakeLauncher, LaunchedTask};
 
 /// A panic in one test thread must not hide the state from the assertions that follow.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -73,6 +80,7 @@ struct StoreState {
     limits: HashMap<TenantId, u32>,
     /// `(max clusters, max open operations)` of tenants given their own.
     quotas: HashMap<TenantId, (u32, u32)>,
+    open_limits: HashMap<TenantId, u32>,
     /// Saves still to lose as if another writer got there first.
     injected_conflicts: usize,
 }
@@ -90,6 +98,9 @@ pub const DEFAULT_CONCURRENCY_LIMIT: u32 = 5;
 pub const DEFAULT_MAX_CLUSTERS: u32 = 20;
 /// The platform's default quota of queued and running operations.
 pub const DEFAULT_MAX_OPEN_OPERATIONS: u32 = 50;
+
+/// The platform's default open-operation quota.
+pub const DEFAULT_OPEN_OPERATIONS_LIMIT: u32 = 50;
 
 impl FakeStore {
     /// `clock` stamps `updated_at` on saves, as the real store stamps the wall time.
@@ -166,6 +177,23 @@ impl FakeStore {
         lock(&self.state).operations.values().cloned().collect()
     }
 
+    /// How many open operations the tenant may have ([`Operations::record_operation`] refuses more).
+    pub fn set_open_operations_limit(&self, tenant: &TenantId, limit: u32) {
+        lock(&self.state).open_limits.insert(tenant.clone(), limit);
+    }
+
+    /// Every operation of the cluster, oldest first.
+    pub fn operations_of(&self, cluster: &ClusterId) -> Vec<Operation> {
+        let mut ops: Vec<Operation> = lock(&self.state)
+            .operations
+            .values()
+            .filter(|o| &o.cluster_id == cluster)
+            .cloned()
+            .collect();
+        ops.sort_by_key(|o| o.created_at);
+        ops
+    }
+
     /// The next `n` saves (of operations or clusters) lose their condition, as if another writer had
     /// saved first; the records are not changed.
     pub fn inject_conflicts(&self, n: usize) {
@@ -202,15 +230,7 @@ impl Operations for FakeStore {
     }
 
     async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
-        let s = lock(&self.state);
-        let mut ops: Vec<Operation> = s
-            .operations
-            .values()
-            .filter(|o| &o.cluster_id == cluster)
-            .cloned()
-            .collect();
-        ops.sort_by_key(|o| o.created_at);
-        Ok(ops)
+        Ok(self.operations_of(cluster))
     }
 
     async fn parked_operations(&self) -> Result<Vec<Operation>, PortError> {
@@ -223,6 +243,43 @@ impl Operations for FakeStore {
             .collect();
         ops.sort_by_key(|o| o.created_at);
         Ok(ops)
+    }
+
+    async fn open_operations(&self, bucket: OpenStatus) -> Result<Vec<Operation>, PortError> {
+        let s = lock(&self.state);
+        let mut ops: Vec<Operation> = s
+            .operations
+            .values()
+            .filter(|o| OpenStatus::of(o) == Some(bucket))
+            .cloned()
+            .collect();
+        ops.sort_by_key(|o| o.created_at);
+        Ok(ops)
+    }
+
+    async fn record_operation(&self, op: &Operation) -> Result<Result<(), QuotaExceeded>, PortError> {
+        let mut s = lock(&self.state);
+        if s.operations.contains_key(&op.operation_id) {
+            return Err(PortError::Conflict(format!(
+                "operation {} already exists",
+                op.operation_id
+            )));
+        }
+        let max = s
+            .open_limits
+            .get(&op.tenant_id)
+            .copied()
+            .unwrap_or(DEFAULT_OPEN_OPERATIONS_LIMIT);
+        let open = s
+            .operations
+            .values()
+            .filter(|o| o.tenant_id == op.tenant_id && !o.status.is_terminal())
+            .count() as u32;
+        if open >= max {
+            return Ok(Err(QuotaExceeded { max }));
+        }
+        s.operations.insert(op.operation_id.clone(), op.clone());
+        Ok(Ok(()))
     }
 }
 
@@ -248,6 +305,30 @@ impl Clusters for FakeStore {
         cluster.updated_at = self.clock.now();
         s.clusters.insert(key, cluster.clone());
         Ok(())
+    }
+
+    async fn clusters_due_for_drift(
+        &self,
+        now: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, PortError> {
+        let s = lock(&self.state);
+        // As the index orders them: by next check time.
+        let mut due: Vec<(OffsetDateTime, Cluster)> = s
+            .clusters
+            .values()
+            .filter(|c| c.state == ClusterState::Active)
+            .filter_map(|c| {
+                let at = crate::ts::parse(c.next_drift_check_at.as_deref()?)?;
+                (at <= now).then(|| (at, c.clone()))
+            })
+            .collect();
+        due.sort_by_key(|(at, _)| *at);
+        Ok(due
+            .into_iter()
+            .take(limit.max(0) as usize)
+            .map(|(_, c)| c)
+            .collect())
     }
 }
 
@@ -308,6 +389,10 @@ impl ClusterLocks for FakeStore {
         }
         s.locks.remove(cluster);
         Ok(true)
+    }
+
+    async fn lock_owner(&self, cluster: &ClusterId) -> Result<Option<(OperationId, u64)>, PortError> {
+        Ok(self.lock_holder(cluster))
     }
 }
 
@@ -427,97 +512,5 @@ impl JobQueue for FakeJobQueue {
         lock(&self.state)
             .visibility
             .push((receipt_handle.to_owned(), secs));
-    }
-}
-
-/// A task the fake launcher started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaunchedTask {
-    pub task_id: String,
-    pub operation_id: OperationId,
-    pub fencing_token: u64,
-    /// Whether [`TaskLauncher::find_started`] sees it yet (the real listing is eventually consistent).
-    pub listed: bool,
-}
-
-#[derive(Debug, Default)]
-struct LauncherState {
-    tasks: Vec<LaunchedTask>,
-    calls: usize,
-    failures: VecDeque<LaunchFailure>,
-    unlisted: bool,
-}
-
-/// Starts pretend runners: one task per `(operation, fencing token)` like RunTask's client token, a
-/// listing that can lag, and scripted failures. Clones share the data.
-#[derive(Debug, Clone, Default)]
-pub struct FakeLauncher {
-    state: Arc<Mutex<LauncherState>>,
-}
-
-impl FakeLauncher {
-    /// Tasks started, in order (a repeated start under the same token adds none).
-    pub fn tasks(&self) -> Vec<LaunchedTask> {
-        lock(&self.state).tasks.clone()
-    }
-
-    /// Calls to `launch`, including failed and repeated ones.
-    pub fn launch_calls(&self) -> usize {
-        lock(&self.state).calls
-    }
-
-    /// The next launches fail with these, in order (before any client-token lookup, as a throttled call
-    /// never reaches it).
-    pub fn fail_next(&self, failure: LaunchFailure) {
-        lock(&self.state).failures.push_back(failure);
-    }
-
-    /// While set, tasks started from now on are not listed by `find_started`.
-    pub fn list_lags(&self, lagging: bool) {
-        lock(&self.state).unlisted = lagging;
-    }
-
-    /// Makes every task listed (the listing caught up).
-    pub fn list_all(&self) {
-        for t in &mut lock(&self.state).tasks {
-            t.listed = true;
-        }
-    }
-}
-
-impl TaskLauncher for FakeLauncher {
-    async fn find_started(&self, op: &OperationId) -> Result<Option<String>, PortError> {
-        Ok(lock(&self.state)
-            .tasks
-            .iter()
-            .find(|t| &t.operation_id == op && t.listed)
-            .map(|t| t.task_id.clone()))
-    }
-
-    async fn launch(&self, op: &OperationId, fencing_token: u64) -> Result<String, LaunchFailure> {
-        let mut s = lock(&self.state);
-        s.calls += 1;
-        if let Some(f) = s.failures.pop_front() {
-            return Err(f);
-        }
-        if let Some(t) = s
-            .tasks
-            .iter()
-            .find(|t| &t.operation_id == op && t.fencing_token == fencing_token)
-        {
-            return Ok(t.task_id.clone());
-        }
-        let task_id = format!(
-            "arn:aws:ecs:us-east-1:000000000000:task/fake/{}",
-            s.tasks.len() + 1
-        );
-        let listed = !s.unlisted;
-        s.tasks.push(LaunchedTask {
-            task_id: task_id.clone(),
-            operation_id: op.clone(),
-            fencing_token,
-            listed,
-        });
-        Ok(task_id)
     }
 }

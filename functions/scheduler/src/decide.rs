@@ -1,0 +1,308 @@
+//! The scheduler's decisions, written against the domain's ports: which clusters get a drift check, and what
+//! the sweep recovers (undispatched and orphaned operations, dead runners, Terraform state locks left behind).
+//! The Lambda handler runs them on the AWS adapters; the fast tests on the in-memory fakes. Removing expired
+//! WebSocket connections decides nothing (the index already says which), so it stays on its adapter.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use strato_domain::coordination::update_operation;
+use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
+use strato_domain::ids::ClusterId;
+use strato_domain::messages::JobMessage;
+use strato_domain::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
+use strato_domain::ports::{
+    ClusterLocks, Clusters, JobQueue, OpenStatus, Operations, PortError, StateLock, StateLocks,
+    TaskEventSink, TaskState, TaskStatus,
+};
+use strato_domain::ts;
+use time::{Duration, OffsetDateTime};
+
+/// Who scheduled operations are requested by.
+pub const SCHEDULER: &str = "strato:scheduler";
+
+/// A busy cluster's drift check is looked at again after this long.
+pub const BUSY_RETRY: Duration = Duration::minutes(5);
+
+/// What one run did (returned as the invocation's result, so it shows in logs and tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub drift_checks_queued: u32,
+    pub drift_postponed_busy: u32,
+    pub drift_already_pending: u32,
+    pub requeued: u32,
+    pub woken: u32,
+    pub stale_runners_reported: u32,
+    pub tf_locks_released: u32,
+    pub connections_removed: u32,
+}
+
+/// The scheduler's dependencies, as ports, and its settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Scheduler<'a, S, Q, T, E, L> {
+    /// Operations, clusters, cluster locks.
+    pub store: &'a S,
+    /// `jobs.fifo`: new drift checks, re-enqueued and woken operations.
+    pub jobs: &'a Q,
+    /// What ECS says of a silent runner's task.
+    pub tasks: &'a T,
+    /// The status function's events queue, for the stop event of a dead runner.
+    pub events: &'a E,
+    /// Terraform's state locks.
+    pub state_locks: &'a L,
+    /// At most this many clusters are looked at per drift run; the rest are next run's.
+    pub drift_batch: i32,
+    /// A queued operation untouched for this long was not dispatched (the create/enqueue gap).
+    pub queued_grace: Duration,
+    /// A runner silent for this long is checked against ECS.
+    pub heartbeat_stale: Duration,
+}
+
+fn interval(c: &Cluster) -> Duration {
+    Duration::seconds(c.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS) as i64)
+}
+
+/// Up to a tenth of the interval, fixed per cluster and check: spreads clusters created together.
+pub fn jitter(cluster: &ClusterId, due: &str, interval: Duration) -> Duration {
+    let h = Sha256::digest(format!("{cluster}/{due}").as_bytes());
+    let n = u64::from_be_bytes(h[..8].try_into().unwrap_or([0; 8]));
+    let span = (interval.whole_seconds() / 10).max(1) as u64;
+    Duration::seconds((n % span) as i64)
+}
+
+/// The deduplication suffix of a sweep's re-enqueue: it changes only when the operation does, so repeated
+/// sweeps of an unchanged operation do not pile up jobs.
+fn sweep_wake(op: &Operation) -> String {
+    format!("sweep-{}", op.updated_at.unix_timestamp())
+}
+
+impl<S, Q, T, E, L> Scheduler<'_, S, Q, T, E, L>
+where
+    S: Operations + Clusters + ClusterLocks,
+    Q: JobQueue,
+    T: TaskStatus,
+    E: TaskEventSink,
+    L: StateLocks,
+{
+    /// ACTIVE clusters whose next check is due get one `drift-check` operation each — never a second while
+    /// one is pending, none while the cluster is busy (looked at again [`BUSY_RETRY`] later).
+    pub async fn drift(&self, now: OffsetDateTime) -> Result<Report, PortError> {
+        let mut report = Report::default();
+        let store = self.store;
+        for c in store.clusters_due_for_drift(now, self.drift_batch).await? {
+            let ops = store.cluster_operations(&c.cluster_id).await?;
+            let open: Vec<&Operation> = ops.iter().filter(|o| !o.status.is_terminal()).collect();
+            let pending = open.iter().any(|o| o.kind == OperationKind::DriftCheck);
+            let busy = !open.is_empty();
+            let due = c.next_drift_check_at.clone().unwrap_or_default();
+            let next = if busy {
+                now + BUSY_RETRY
+            } else {
+                now + interval(&c) + jitter(&c.cluster_id, &due, interval(&c))
+            };
+            // Claim this check by moving the next one (conditional on the version read): an overlapping run
+            // loses here and skips the cluster.
+            let mut claimed = c.clone();
+            claimed.next_drift_check_at = Some(ts::format(next));
+            match store.store_cluster(&mut claimed).await {
+                Ok(()) => {}
+                Err(PortError::Conflict(_)) => continue,
+                Err(e) => return Err(e),
+            }
+            if pending {
+                report.drift_already_pending += 1;
+                continue;
+            }
+            if busy {
+                report.drift_postponed_busy += 1;
+                continue;
+            }
+            let mut op = Operation::new(
+                c.tenant_id.clone(),
+                c.cluster_id.clone(),
+                OperationKind::DriftCheck,
+                now,
+            );
+            op.requested_by = Some(SCHEDULER.into());
+            if let Err(rejected) = store.record_operation(&op).await? {
+                tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
+                continue;
+            }
+            self.jobs.enqueue(&JobMessage::from(&op), "0").await?;
+            tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift check queued");
+            report.drift_checks_queued += 1;
+        }
+        Ok(report)
+    }
+
+    /// The recovery paths, each on its own index bucket (see the crate documentation).
+    pub async fn sweep(&self, now: OffsetDateTime) -> Result<Report, PortError> {
+        let mut report = Report::default();
+        self.requeue_undispatched(now, &mut report).await?;
+        self.wake_orphaned_waiters(now, &mut report).await?;
+        self.report_dead_runners(now, &mut report).await?;
+        report.tf_locks_released = self.release_orphaned_state_locks(now).await?;
+        Ok(report)
+    }
+
+    /// Written but never dispatched: the API died between its transaction and the enqueue (or the message
+    /// went to the DLQ).
+    async fn requeue_undispatched(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
+        for op in self.store.open_operations(OpenStatus::Queued).await? {
+            if op.updated_at + self.queued_grace <= now {
+                self.jobs
+                    .enqueue(&JobMessage::from(&op), &sweep_wake(&op))
+                    .await?;
+                report.requeued += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Parked behind a lock whose holder is gone (its hand-off was lost): free the lock, wake the waiter.
+    async fn wake_orphaned_waiters(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
+        let store = self.store;
+        for op in store.open_operations(OpenStatus::Waiting).await? {
+            if op.updated_at + self.queued_grace > now {
+                continue;
+            }
+            let holder_gone = match store.lock_owner(&op.cluster_id).await? {
+                None => true,
+                Some((owner, token)) => match store.load_operation(&owner).await? {
+                    Some(h) if !h.status.is_terminal() => false,
+                    _ => {
+                        store.release_lock(&op.cluster_id, &owner, token).await?;
+                        true
+                    }
+                },
+            };
+            if holder_gone {
+                self.jobs
+                    .enqueue(&JobMessage::from(&op), &sweep_wake(&op))
+                    .await?;
+                report.woken += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Silent runners. Only ECS can say whether one is dead; a task that has not stopped is left alone,
+    /// however old its heartbeat.
+    async fn report_dead_runners(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
+        for bucket in [OpenStatus::Dispatched, OpenStatus::Running] {
+            for op in self.store.open_operations(bucket).await? {
+                let last_sign = op.heartbeat_at.unwrap_or(op.updated_at).max(op.updated_at);
+                if last_sign + self.heartbeat_stale > now {
+                    continue;
+                }
+                let Some(arn) = op.task_arn.clone() else {
+                    // Claimed, but the dispatcher died before RunTask: its redelivery logic finishes the start.
+                    self.jobs
+                        .enqueue(&JobMessage::from(&op), &sweep_wake(&op))
+                        .await?;
+                    report.requeued += 1;
+                    continue;
+                };
+                let (reason, exit_code) = match self.tasks.task_state(&arn).await? {
+                    TaskState::Alive => continue,
+                    TaskState::Stopped {
+                        stopped_reason,
+                        exit_code,
+                    } => (
+                        stopped_reason
+                            .unwrap_or_else(|| "the runner's ECS task stopped (found by the sweeper)".into()),
+                        exit_code,
+                    ),
+                    TaskState::Missing => (
+                        "the runner's ECS task no longer exists (found by the sweeper)".into(),
+                        None,
+                    ),
+                };
+                self.report_stopped(&op, &arn, reason, exit_code, now).await?;
+                report.stale_runners_reported += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends what EventBridge would have: an "ECS Task State Change" (STOPPED). The status function then
+    /// fails the operation (unless the runner's final report arrives) and releases the lock with the
+    /// operation's fencing token — the same path as a live stop event, so there is one way to end a run.
+    async fn report_stopped(
+        &self,
+        op: &Operation,
+        arn: &str,
+        reason: String,
+        exit_code: Option<i32>,
+        now: OffsetDateTime,
+    ) -> Result<(), PortError> {
+        let detail = TaskStateChange {
+            task_arn: arn.to_owned(),
+            last_status: "STOPPED".into(),
+            desired_status: Some("STOPPED".into()),
+            started_by: Some(op.operation_id.to_string()),
+            stopped_reason: Some(reason),
+            containers: vec![TaskContainer {
+                name: "runner".into(),
+                exit_code,
+                ..Default::default()
+            }],
+            overrides: TaskStateChange::runner_overrides("runner", &op.operation_id, op.fencing_token),
+            ..Default::default()
+        };
+        let time =
+            chrono::DateTime::from_timestamp(now.unix_timestamp(), now.nanosecond()).unwrap_or_default();
+        let event = detail.into_event(format!("sweep-{}", op.operation_id), time, None, None);
+        self.events.send_task_event(&event).await?;
+        tracing::warn!(operation = %op.operation_id, task = %arn, "silent runner's task is stopped; reported");
+        Ok(())
+    }
+
+    /// Terraform state locks left behind by runners that stopped without unlocking: released once no
+    /// operation of their cluster is open, and noted on the cluster's latest operation.
+    async fn release_orphaned_state_locks(&self, now: OffsetDateTime) -> Result<u32, PortError> {
+        let mut released = 0;
+        for lock in self.state_locks.held_state_locks().await? {
+            if let Some(note) = self.release_if_orphaned(&lock, now).await? {
+                tracing::warn!(%note, "state lock released");
+                released += 1;
+            }
+        }
+        Ok(released)
+    }
+
+    async fn release_if_orphaned(
+        &self,
+        lock: &StateLock,
+        now: OffsetDateTime,
+    ) -> Result<Option<String>, PortError> {
+        let store = self.store;
+        let ops = store.cluster_operations(&lock.cluster).await?;
+        // Any open operation may be (or become) the lock's rightful holder: never release under it. A dead
+        // runner's operation is ended first by the stale-runner path, and the lock goes on a later sweep.
+        if ops.iter().any(|o| !o.status.is_terminal()) || store.lock_owner(&lock.cluster).await?.is_some() {
+            return Ok(None);
+        }
+        // Only the lock we looked at: a new one taken meanwhile has a different Info.
+        if !self.state_locks.release_state_lock(lock).await? {
+            return Ok(None);
+        }
+        let note = format!(
+            "{}: the sweeper released Terraform state lock {} held by {}, left by a runner that \
+             stopped without unlocking",
+            ts::format(now),
+            lock.lock_id,
+            lock.holder()
+        );
+        if let Some(last) = ops.iter().max_by_key(|o| o.created_at) {
+            update_operation(store, &last.operation_id, |o| {
+                if o.notes.contains(&note) {
+                    return false;
+                }
+                o.notes.push(note.clone());
+                true
+            })
+            .await?;
+        }
+        Ok(Some(note))
+    }
+}
