@@ -539,18 +539,29 @@ mod tests {
     }
 
     fn spec() -> ClusterSpec {
-        serde_json::from_value(serde_json::json!({"name": "prod", "template": {"name": "t", "version": "1.0.0"},
-            "provider": "aws", "region": "us-east-1"}))
+        serde_json::from_value(
+            serde_json::json!({"name": "prod", "template": {"name": "t", "version": "1.0.0"},
+            "provider": "aws", "region": "us-east-1"}),
+        )
         .unwrap()
     }
 
     #[test]
     fn a_cluster_changes_state_only_as_the_state_machine_allows() {
-        let mut c = Cluster::new("t1".parse().unwrap(), ClusterId::generate(), spec(), OffsetDateTime::now_utc());
+        let mut c = Cluster::new(
+            "t1".parse().unwrap(),
+            ClusterId::generate(),
+            spec(),
+            OffsetDateTime::now_utc(),
+        );
         assert_eq!(c.state(), ClusterState::Pending);
         let err = c.transition(ClusterState::Active).unwrap_err();
         assert_eq!((err.from, err.to), (ClusterState::Pending, ClusterState::Active));
-        assert_eq!(c.state(), ClusterState::Pending, "a refused transition changes nothing");
+        assert_eq!(
+            c.state(),
+            ClusterState::Pending,
+            "a refused transition changes nothing"
+        );
         c.transition(ClusterState::Provisioning).unwrap();
         assert_eq!(c.state(), ClusterState::Provisioning);
         assert!(c.transition(ClusterState::Provisioning).is_err(), "no self loops");
@@ -558,8 +569,13 @@ mod tests {
 
     #[test]
     fn the_private_state_still_travels_as_state() {
-        let c = Cluster::new("t1".parse().unwrap(), ClusterId::generate(), spec(), OffsetDateTime::now_utc())
-            .in_state(ClusterState::Active);
+        let c = Cluster::new(
+            "t1".parse().unwrap(),
+            ClusterId::generate(),
+            spec(),
+            OffsetDateTime::now_utc(),
+        )
+        .in_state(ClusterState::Active);
         let mut json = serde_json::to_value(&c).unwrap();
         assert_eq!(json["state"], "ACTIVE");
         json["state"] = "DELETING".into();
