@@ -203,7 +203,7 @@ fn refuse_new_operation(c: &Cluster, open: &[Operation], what: &str) -> Option<S
             views::status_name(d.status)
         ));
     }
-    match c.state {
+    match c.state() {
         ClusterState::Active | ClusterState::Updating => None,
         ClusterState::Pending | ClusterState::Provisioning | ClusterState::Configuring
             if !open.is_empty() =>
@@ -212,13 +212,13 @@ fn refuse_new_operation(c: &Cluster, open: &[Operation], what: &str) -> Option<S
         }
         ClusterState::Pending | ClusterState::Provisioning | ClusterState::Configuring => Some(format!(
             "the cluster is {} with no operation in progress; it cannot be {what} until it settles",
-            c.state
+            c.state()
         )),
         ClusterState::Failed => Some(format!(
             "the cluster is FAILED; retry it (POST /v1/clusters/{}/retry) or delete it",
             c.cluster_id
         )),
-        ClusterState::Deleting | ClusterState::Deleted => Some(format!("the cluster is {}", c.state)),
+        ClusterState::Deleting | ClusterState::Deleted => Some(format!("the cluster is {}", c.state())),
     }
 }
 
@@ -343,7 +343,7 @@ async fn update_settings(
     mut c: Cluster,
     drift: &DriftSettings,
 ) -> Result<Reply<ClusterView>, ApiError> {
-    if c.state == ClusterState::Deleted {
+    if c.state() == ClusterState::Deleted {
         return Err(ApiError::Conflict(format!(
             "cluster {} is deleted; its settings can no longer change",
             c.cluster_id
@@ -371,10 +371,13 @@ async fn save_settings(ctx: &Ctx, c: &mut Cluster) -> Result<(), ApiError> {
 pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let open = open_operations(ctx, &c).await?;
-    if matches!(c.state, ClusterState::Deleting | ClusterState::Deleted) {
-        return Err(ApiError::Conflict(format!("the cluster is already {}", c.state)));
+    if matches!(c.state(), ClusterState::Deleting | ClusterState::Deleted) {
+        return Err(ApiError::Conflict(format!(
+            "the cluster is already {}",
+            c.state()
+        )));
     }
-    if c.state != ClusterState::Failed
+    if c.state() != ClusterState::Failed
         && let Some(why) = refuse_new_operation(&c, &open, "deleted")
     {
         return Err(ApiError::Conflict(why));
@@ -401,10 +404,10 @@ pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply
 
 pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
-    if c.state != ClusterState::Failed {
+    if c.state() != ClusterState::Failed {
         return Err(ApiError::Conflict(format!(
             "only a FAILED cluster can be retried; this one is {}",
-            c.state
+            c.state()
         )));
     }
     let ops = ctx.store.list_operations(&c.cluster_id).await?;
@@ -437,10 +440,10 @@ pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<
 /// enough: asking again while one is open answers with that one.
 pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     let c = load(ctx, caller, id).await?;
-    if c.state != ClusterState::Active {
+    if c.state() != ClusterState::Active {
         return Err(ApiError::Conflict(format!(
             "only an ACTIVE cluster can be checked for drift; this one is {}",
-            c.state
+            c.state()
         )));
     }
     let t = template_for(ctx, &c.spec.template, "template").await?;

@@ -1,9 +1,8 @@
 //! Operation routes: list a cluster's operations, read one, cancel one.
 
+use strato_aws::coordination::{ClusterFate, Ended, end_operation};
 use strato_domain::ids::OperationId;
-use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_domain::state_machine;
-use strato_domain::ts;
+use strato_domain::model::{Operation, OperationKind, OperationStatus};
 use strato_domain::{ErrorCategory, UserError};
 
 use crate::views::{self, TemplateCache};
@@ -64,26 +63,36 @@ pub(crate) async fn cancel(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply
     let mut op = load(ctx, caller, id).await?;
     match op.status {
         OperationStatus::Queued => {
-            op.status = OperationStatus::Cancelled;
-            op.wait_reason = None;
-            op.error = Some(UserError::new(
+            let err = UserError::new(
                 ErrorCategory::Cancelled,
                 "queued",
                 "the operation was cancelled before it started",
-            ));
-            // Conditional on the version read: if the dispatcher took it meanwhile, this is a 409 to retry.
-            ctx.store.save_operation(&mut op, false).await?;
-            if op.kind == OperationKind::Create {
-                fail_pending_cluster(ctx, caller, &op).await?;
+            );
+            // A cancelled first create leaves a PENDING cluster that no runner will ever move: it is recorded
+            // FAILED (with the cancellation as its error) so it can be retried or deleted.
+            let cluster = if op.kind == OperationKind::Create {
+                ClusterFate::FailIfPending(&err)
+            } else {
+                ClusterFate::Untouched
+            };
+            // Only while still queued: if the dispatcher took it meanwhile, this is a 409 to retry.
+            let end = |o: &mut Operation| {
+                if o.status != OperationStatus::Queued {
+                    return false;
+                }
+                o.status = OperationStatus::Cancelled;
+                o.wait_reason = None;
+                o.error = Some(err.clone());
+                true
+            };
+            let (store, sqs, jobs) = (&ctx.store, &ctx.sqs, &ctx.queues.jobs);
+            match end_operation(store, sqs, jobs, op, cluster, end).await? {
+                Ended::Now { op, .. } => Ok(Reply::ok(view(ctx, &op).await?)),
+                Ended::Not(op) => Err(ApiError::Store(strato_aws::Error::Conflict(format!(
+                    "operation {} started while it was being cancelled",
+                    op.operation_id
+                )))),
             }
-            if !op.kind.has_cluster() {
-                // A parked estimate may have left its (released) synthetic lock item behind; nothing will
-                // ever take that lock again.
-                ctx.store
-                    .forget_cluster_lock(&op.cluster_id, &op.operation_id)
-                    .await?;
-            }
-            Ok(Reply::ok(view(ctx, &op).await?))
         }
         OperationStatus::Dispatched | OperationStatus::Running => {
             if !op.cancel_requested {
@@ -100,30 +109,4 @@ pub(crate) async fn cancel(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply
             )))
         }
     }
-}
-
-/// A cancelled first create leaves a PENDING cluster that no runner will ever move; record it as FAILED
-/// (with the cancellation as its error) so it can be retried or deleted, and its name is not stuck.
-async fn fail_pending_cluster(ctx: &Ctx, caller: &Caller, op: &Operation) -> Result<(), ApiError> {
-    for _ in 0..3 {
-        let Some(mut c) = ctx.store.get_cluster(&caller.tenant, &op.cluster_id).await? else {
-            return Ok(());
-        };
-        if c.state != ClusterState::Pending {
-            return Ok(());
-        }
-        state_machine::transition(c.state, ClusterState::Failed).map_err(strato_aws::Error::from)?;
-        c.state = ClusterState::Failed;
-        c.last_error = op.error.clone();
-        c.updated_at = ts::now();
-        match ctx.store.save_cluster(&mut c).await {
-            Ok(()) => return Ok(()),
-            Err(strato_aws::Error::Conflict(_)) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::Store(strato_aws::Error::Conflict(format!(
-        "cluster {} kept changing",
-        op.cluster_id
-    ))))
 }

@@ -76,7 +76,7 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
     optimistic(
         ATTEMPTS,
         || StatusError::Contended(id.clone()),
-        async || {
+        || async move {
             let mut op = ctx
                 .store
                 .get_operation(id)

@@ -88,15 +88,16 @@ pub(crate) async fn apply_task_change(
         // Runner events report progress; only the stop says something they cannot.
         return Ok(Outcome::Ack);
     }
-    optimistic(ATTEMPTS, || StatusError::Contended(id.clone()), async || {
-        let Some(op) = ctx.store.get_operation(&id).await? else {
+    let id = &id;
+    optimistic(ATTEMPTS, || StatusError::Contended(id.clone()), || async move {
+        let Some(op) = ctx.store.get_operation(id).await? else {
             tracing::warn!(operation = %id, task = %task.task_arn, "ECS event for an unknown operation; ignored");
             return Ok(Attempt::Done(Outcome::Ack));
         };
         let fenced = fence(ctx, &op, task.fencing_token(), Some(&task.task_arn)).await?;
         Ok(Attempt::Done(match decide_stop(&op, fenced, task, receives) {
             StopDecision::Stale => {
-                record_stale(ctx, &id).await?;
+                record_stale(ctx, id).await?;
                 Outcome::Ack
             }
             StopDecision::AlreadyEnded => {

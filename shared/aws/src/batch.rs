@@ -112,12 +112,10 @@ mod tests {
     use super::*;
 
     fn record(id: &str, group: Option<&str>) -> SqsMessage {
-        let mut r = SqsMessage {
-            message_id: Some(id.to_owned()),
-            receipt_handle: Some(format!("rh-{id}")),
-            body: Some(id.to_owned()),
-            ..Default::default()
-        };
+        let mut r = SqsMessage::default();
+        r.message_id = Some(id.to_owned());
+        r.receipt_handle = Some(format!("rh-{id}"));
+        r.body = Some(id.to_owned());
         if let Some(g) = group {
             r.attributes.insert("MessageGroupId".into(), g.into());
         }

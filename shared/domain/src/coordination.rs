@@ -4,6 +4,8 @@
 //! and wakes whoever waits; and every optimistic read-modify-write retries through [`optimistic`]. The rules
 //! live here once.
 
+use std::future::Future;
+
 use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::JobMessage;
@@ -47,21 +49,26 @@ impl<T> Attempt<T> {
 
 /// Runs `attempt` (one read-modify-conditional-write) until it is done, at most `attempts` times; each try
 /// must read afresh. After the last conflict, `give_up()` is the error.
-pub async fn optimistic<T, E>(
+///
+/// `attempt` is a closure returning a future (`|| async move { .. }`), not an async closure: the Lambda
+/// handlers (axum's middleware above all) need their futures `Send` for every lifetime, which the compiler
+/// cannot yet prove through an async closure's borrowing future. So a try owns what it changes; state that
+/// must survive a conflict (a caller's `FnMut` edit) stays in a plain loop ([`update_cluster`]).
+pub async fn optimistic<T, E, F, Fut>(
     attempts: usize,
     give_up: impl FnOnce() -> E,
-    mut attempt: impl AsyncFnMut() -> Result<Attempt<T>, E>,
-) -> Result<T, E> {
+    mut attempt: F,
+) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Attempt<T>, E>>,
+{
     for _ in 0..attempts {
         if let Attempt::Done(value) = attempt().await? {
             return Ok(value);
         }
     }
     Err(give_up())
-}
-
-fn gave_up(what: String) -> PortError {
-    PortError::Conflict(format!("{what} kept changing; gave up after {ATTEMPTS} attempts"))
 }
 
 /// Reads the cluster, lets `change` edit it (returning `false` when there is nothing to change) and saves it
@@ -72,19 +79,23 @@ pub async fn update_cluster<E: From<PortError>>(
     id: &ClusterId,
     mut change: impl FnMut(&mut Cluster) -> Result<bool, E>,
 ) -> Result<Cluster, E> {
-    let give_up = || gave_up(format!("cluster {id}")).into();
-    optimistic(ATTEMPTS, give_up, async || {
+    for _ in 0..ATTEMPTS {
         let mut cluster = clusters
             .load_cluster(tenant, id)
             .await?
             .ok_or_else(|| PortError::NotFound(format!("cluster {id}, which an operation refers to")))?;
         if !change(&mut cluster)? {
-            return Ok(Attempt::Done(cluster));
+            return Ok(cluster);
         }
         let saved = clusters.store_cluster(&mut cluster).await;
-        Ok(Attempt::of_save(saved, cluster)?)
-    })
-    .await
+        if let Attempt::Done(cluster) = Attempt::of_save(saved, cluster)? {
+            return Ok(cluster);
+        }
+    }
+    Err(PortError::Conflict(format!(
+        "cluster {id} kept changing; gave up after {ATTEMPTS} attempts"
+    ))
+    .into())
 }
 
 /// Like [`update_cluster`] for an operation. `change` sees the freshly read operation each time; `None` when
@@ -114,23 +125,26 @@ async fn change_operation(
     mut known: Option<Operation>,
     mut change: impl FnMut(&mut Operation) -> bool,
 ) -> Result<Option<Operation>, PortError> {
-    let give_up = || gave_up(format!("operation {id}"));
-    optimistic(ATTEMPTS, give_up, async || {
+    for _ in 0..ATTEMPTS {
         let mut op = match known.take() {
             Some(op) => op,
             None => match ops.load_operation(id).await? {
                 Some(op) => op,
-                None => return Ok(Attempt::Done(None)),
+                None => return Ok(None),
             },
         };
         let was_terminal = op.status.is_terminal();
         if !change(&mut op) {
-            return Ok(Attempt::Done(Some(op)));
+            return Ok(Some(op));
         }
         let saved = ops.store_operation(&mut op, was_terminal).await;
-        Attempt::of_save(saved, Some(op))
-    })
-    .await
+        if let Attempt::Done(op) = Attempt::of_save(saved, op)? {
+            return Ok(Some(op));
+        }
+    }
+    Err(PortError::Conflict(format!(
+        "operation {id} kept changing; gave up after {ATTEMPTS} attempts"
+    )))
 }
 
 /// FAILED with `err`; whether anything changed. A cluster the state machine does not let fail (DELETED) is

@@ -74,7 +74,7 @@ impl Store {
         now: OffsetDateTime,
     ) -> Result<Reservation, Error> {
         let give_up = || Error::Conflict(format!("idempotency key {key} kept changing"));
-        optimistic(3, give_up, async || {
+        optimistic(3, give_up, || async move {
             let put = self
                 .ddb
                 .put_item()
