@@ -69,17 +69,11 @@ pub(crate) async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), S
         conclude(o, &fin);
         true
     };
-    match end_operation(
-        &ctx.store,
-        &ctx.sqs,
-        &ctx.queues.jobs,
-        op,
-        ClusterFate::Untouched,
-        end,
-    )
-    .await
-    {
-        Ok(Ended::Now { op: done, .. }) => after_end(ctx, &done, cluster.as_ref()).await,
+    // Both boxed: the status handler's future nests every step of an end, and a debug build's poll frames
+    // (the flow tests run on a 2 MiB test thread) overflow with them inline.
+    let (store, sqs, jobs) = (&ctx.store, &ctx.sqs, &ctx.queues.jobs);
+    match Box::pin(end_operation(store, sqs, jobs, op, ClusterFate::Untouched, end)).await {
+        Ok(Ended::Now { op: done, .. }) => Box::pin(after_end(ctx, &done, cluster.as_ref())).await,
         // Someone else ended it concurrently; they hand off.
         Ok(Ended::Not(_)) => Ok(()),
         Err(strato_aws::Error::Conflict(_)) => Err(StatusError::Contended(id)),

@@ -64,7 +64,9 @@ where
     Fut: Future<Output = Result<Attempt<T>, E>>,
 {
     for _ in 0..attempts {
-        if let Attempt::Done(value) = attempt().await? {
+        // Boxed: a try is often a whole handler's decision, and a debug build's poll frames copy such a future
+        // at every layer; on the heap it costs one allocation per try instead of the caller's stack.
+        if let Attempt::Done(value) = Box::pin(attempt()).await? {
             return Ok(value);
         }
     }
