@@ -86,7 +86,9 @@ where
         if failures.skip(record) {
             continue;
         }
-        let secs = match handle(record).await {
+        // Boxed: a record's handling is the consumer's whole decision; on the heap it spares the Lambda
+        // runtime's (and a debug test thread's) stack, for one allocation per record.
+        let secs = match Box::pin(handle(record)).await {
             Ok(Outcome::Ack) => continue,
             Ok(Outcome::RetryAfter(secs)) => secs,
             Err(e) => {

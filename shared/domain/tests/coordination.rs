@@ -127,7 +127,7 @@ async fn ending_fails_the_cluster_ends_the_operation_and_hands_off_once() {
         (ClusterState::Failed, Some(err.clone()))
     );
     assert!(handoff.released_lock);
-    assert_eq!(handoff.woken, [next.operation_id.clone()]);
+    assert_eq!(handoff.woken, std::slice::from_ref(&next.operation_id));
     assert_eq!(w.store.lock_holder(&cid), None);
     assert!(w.store.slots(&w.tenant).is_empty());
     let sent = w.jobs.sent();
