@@ -72,7 +72,7 @@ async fn runner_apply(env: &TestEnv, store: &Store, name: &str) -> (Duration, Du
     };
     let now = ts::now();
     let mut c = Cluster::new(tenant.clone(), ClusterId::generate(), spec.clone(), now);
-    c.state = ClusterState::Provisioning;
+    c.transition(ClusterState::Provisioning).unwrap();
     let mut op = Operation::new(tenant, c.cluster_id.clone(), OperationKind::Create, now);
     op.spec = Some(spec);
     store

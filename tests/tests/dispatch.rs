@@ -32,7 +32,7 @@ async fn a_job_takes_the_lock_and_starts_exactly_one_runner() {
         w.store.tenant_slots(&cluster.tenant_id).await.unwrap(),
         vec![op.operation_id.to_string()]
     );
-    assert_eq!(w.cluster(&cluster).await.state, ClusterState::Provisioning);
+    assert_eq!(w.cluster(&cluster).await.state(), ClusterState::Provisioning);
 
     let task = w.task(&arn).await;
     assert_eq!(task.started_by(), Some(op.operation_id.as_str()));
@@ -90,7 +90,7 @@ async fn a_job_for_a_busy_cluster_is_parked_not_started() {
     );
     assert_eq!(parked.fencing_token, None);
     assert!(w.tasks_of(&delete.operation_id).await.is_empty());
-    assert_eq!(w.cluster(&cluster).await.state, ClusterState::Provisioning);
+    assert_eq!(w.cluster(&cluster).await.state(), ClusterState::Provisioning);
     let waiting = w.store.open_operations("waiting").await.unwrap();
     assert!(waiting.iter().any(|o| o.operation_id == delete.operation_id));
 }
@@ -109,7 +109,7 @@ async fn tenant_at_its_limit_parks_the_job_and_frees_the_cluster_lock() {
     assert_eq!(parked.wait_reason.as_deref(), Some(TENANT_LIMIT_REASON));
     assert!(w.tasks_of(&b.operation_id).await.is_empty());
     assert_eq!(w.store.cluster_lock(&b_cluster.cluster_id).await.unwrap(), None);
-    assert_eq!(w.cluster(&b_cluster).await.state, ClusterState::Pending);
+    assert_eq!(w.cluster(&b_cluster).await.state(), ClusterState::Pending);
     assert_eq!(
         w.store.tenant_slots(&b_cluster.tenant_id).await.unwrap(),
         vec![a.operation_id.to_string()]
@@ -122,7 +122,7 @@ async fn an_update_of_a_failed_cluster_fails_with_a_user_error_and_releases() {
     let (cluster, _create) = w.new_cluster("acme", "prod").await;
     // The create failed earlier (the status function recorded it).
     let mut c = w.cluster(&cluster).await;
-    c.state = ClusterState::Failed;
+    c = c.in_state(ClusterState::Failed);
     w.store.save_cluster(&mut c).await.unwrap();
     let update = w.new_op(&cluster, OperationKind::Update).await;
 
@@ -140,7 +140,7 @@ async fn an_update_of_a_failed_cluster_fails_with_a_user_error_and_releases() {
     );
     assert!(err.fix.contains("ACTIVE"), "{}", err.fix);
     assert!(w.tasks_of(&update.operation_id).await.is_empty());
-    assert_eq!(w.cluster(&cluster).await.state, ClusterState::Failed);
+    assert_eq!(w.cluster(&cluster).await.state(), ClusterState::Failed);
     assert_eq!(w.store.cluster_lock(&cluster.cluster_id).await.unwrap(), None);
     assert!(w.store.tenant_slots(&cluster.tenant_id).await.unwrap().is_empty());
 }
@@ -167,7 +167,7 @@ async fn a_runner_that_cannot_start_fails_the_operation_and_the_cluster() {
     );
     assert!(err.what.contains("ClientException"), "{}", err.what);
     let c = w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.state(), ClusterState::Failed);
     assert_eq!(c.last_error, Some(err));
     assert_eq!(w.store.cluster_lock(&cluster.cluster_id).await.unwrap(), None);
     assert!(w.store.tenant_slots(&cluster.tenant_id).await.unwrap().is_empty());
@@ -251,7 +251,7 @@ async fn a_cancel_flagged_before_the_runner_starts_starts_nothing() {
         Some(ErrorCategory::Cancelled)
     );
     let c = w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.state(), ClusterState::Failed);
     assert!(c.last_error.unwrap().what.contains("before its runner started"));
     assert_eq!(w.store.cluster_lock(&cluster.cluster_id).await.unwrap(), None);
     assert!(w.store.tenant_slots(&cluster.tenant_id).await.unwrap().is_empty());
@@ -260,7 +260,7 @@ async fn a_cancel_flagged_before_the_runner_starts_starts_nothing() {
     let (other, create2) = w.new_cluster("acme", "other").await;
     w.dispatch(&[&create2]).await;
     let mut c2 = w.cluster(&other).await;
-    c2.state = ClusterState::Active;
+    c2 = c2.in_state(ClusterState::Active);
     w.store.save_cluster(&mut c2).await.unwrap();
     let mut done = w.op(&create2.operation_id).await;
     done.status = OperationStatus::Succeeded;
@@ -282,6 +282,6 @@ async fn a_cancel_flagged_before_the_runner_starts_starts_nothing() {
         w.op(&update.operation_id).await.status,
         OperationStatus::Cancelled
     );
-    assert_eq!(w.cluster(&other).await.state, ClusterState::Active);
+    assert_eq!(w.cluster(&other).await.state(), ClusterState::Active);
     assert!(w.tasks_of(&update.operation_id).await.is_empty());
 }

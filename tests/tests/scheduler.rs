@@ -54,7 +54,7 @@ impl Bed {
         let (cluster, create) = self.w.new_cluster("acme", name).await;
         self.w.dispatch(&[&create]).await;
         let mut c = self.w.cluster(&cluster).await;
-        c.state = ClusterState::Active;
+        c = c.in_state(ClusterState::Active);
         self.w.store.save_cluster(&mut c).await.unwrap();
         let mut op = self.w.op(&create.operation_id).await;
         op.status = OperationStatus::Succeeded;
@@ -267,7 +267,7 @@ async fn a_dead_runner_is_failed_and_a_live_one_is_never_touched() {
         what.contains("Essential container") || what.contains("final report never arrived"),
         "{what}"
     );
-    assert_eq!(b.w.cluster(&dead_c).await.state, ClusterState::Failed);
+    assert_eq!(b.w.cluster(&dead_c).await.state(), ClusterState::Failed);
     assert_eq!(b.w.store.cluster_lock(&dead_c.cluster_id).await.unwrap(), None);
 
     let live_op = b.w.op(&live.operation_id).await;

@@ -75,7 +75,7 @@ impl Bed {
         let run = self.start(&create).await;
         self.deliver(runner(&run, "succeeded", |_| {})).await;
         let c = self.w.cluster(&cluster).await;
-        assert_eq!(c.state, ClusterState::Active);
+        assert_eq!(c.state(), ClusterState::Active);
         c
     }
 
@@ -188,7 +188,7 @@ async fn create_runs_to_active_with_outputs() {
     assert_eq!(steps, [("init", Some(true)), ("apply", Some(true))]);
     assert!(op.heartbeat_at.is_some());
     let c = b.w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Active);
+    assert_eq!(c.state(), ClusterState::Active);
     assert_eq!(
         c.version,
         before.version + 2,
@@ -248,7 +248,7 @@ default = 2
     );
     assert!(err.fix.contains("outputs.tf"), "{}", err.fix);
     let c = b.w.cluster(&bare).await;
-    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.state(), ClusterState::Failed);
     assert_eq!(
         c.last_error.as_ref().map(|e| e.step.as_str()),
         Some("verify outputs")
@@ -259,7 +259,7 @@ default = 2
     let (good, create) = b.w.new_cluster("acme", "good").await;
     let run = b.start(&create).await;
     b.deliver(runner(&run, "succeeded", |_| {})).await;
-    assert_eq!(b.w.cluster(&good).await.state, ClusterState::Active);
+    assert_eq!(b.w.cluster(&good).await.state(), ClusterState::Active);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -268,7 +268,7 @@ async fn update_applies_the_new_spec_and_returns_to_active() {
     let cluster = b.active_cluster("prod").await;
     let update = b.w.new_op(&cluster, OperationKind::Update).await;
     let run = b.start(&update).await;
-    assert_eq!(b.w.cluster(&cluster).await.state, ClusterState::Updating);
+    assert_eq!(b.w.cluster(&cluster).await.state(), ClusterState::Updating);
 
     b.deliver(runner(&run, "succeeded", |v| {
         v["outputs"]["node_count"] = json!(3);
@@ -279,7 +279,7 @@ async fn update_applies_the_new_spec_and_returns_to_active() {
         OperationStatus::Succeeded
     );
     let c = b.w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Active);
+    assert_eq!(c.state(), ClusterState::Active);
     assert_eq!(c.outputs["node_count"], json!(3));
     assert_eq!(c.spec.variables["node_count"], json!(3));
     assert_released(&b.w, &cluster).await;
@@ -291,7 +291,7 @@ async fn delete_ends_deleted_and_frees_the_name() {
     let cluster = b.active_cluster("prod").await;
     let delete = b.w.new_op(&cluster, OperationKind::Delete).await;
     let run = b.start(&delete).await;
-    assert_eq!(b.w.cluster(&cluster).await.state, ClusterState::Deleting);
+    assert_eq!(b.w.cluster(&cluster).await.state(), ClusterState::Deleting);
     b.deliver(runner(&run, "succeeded", |v| v["outputs"] = json!({})))
         .await;
     // A duplicate must not release the name (or the quota) twice.
@@ -299,7 +299,7 @@ async fn delete_ends_deleted_and_frees_the_name() {
         .await;
 
     let c = b.w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Deleted);
+    assert_eq!(c.state(), ClusterState::Deleted);
     assert!(c.outputs.is_empty());
     assert_released(&b.w, &cluster).await;
     // The name can be taken again: the API's create transaction goes through.
@@ -322,7 +322,7 @@ async fn failure_records_the_error_and_a_retry_provisions_again() {
     assert!(err.what.starts_with("VpcLimitExceeded"));
     assert_eq!(err.step, "apply");
     let c = b.w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.state(), ClusterState::Failed);
     assert_eq!(c.last_error, Some(err));
     assert_released(&b.w, &cluster).await;
 
@@ -331,10 +331,10 @@ async fn failure_records_the_error_and_a_retry_provisions_again() {
     let rerun = b.start(&retry).await;
     assert!(rerun.token > run.token, "a new acquisition gets a larger token");
     let c = b.w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Provisioning);
+    assert_eq!(c.state(), ClusterState::Provisioning);
     assert_eq!(c.last_error, None);
     b.deliver(runner(&rerun, "succeeded", |_| {})).await;
-    assert_eq!(b.w.cluster(&cluster).await.state, ClusterState::Active);
+    assert_eq!(b.w.cluster(&cluster).await.state(), ClusterState::Active);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -365,7 +365,7 @@ async fn of_two_concurrent_updates_one_runs_and_the_other_follows() {
     assert!(next.token > run.token);
     assert_eq!(b.w.op(&second.operation_id).await.wait_reason, None);
     assert_eq!(b.w.tasks_of(&second.operation_id).await.len(), 1);
-    assert_eq!(b.w.cluster(&cluster).await.state, ClusterState::Updating);
+    assert_eq!(b.w.cluster(&cluster).await.state(), ClusterState::Updating);
     assert_eq!(
         b.w.store.cluster_lock(&cluster.cluster_id).await.unwrap(),
         Some((second.operation_id.clone(), next.token))
@@ -465,14 +465,14 @@ async fn a_runner_that_dies_without_reporting_fails_and_hands_the_cluster_on() {
         err.what
     );
     let c = b.w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.state(), ClusterState::Failed);
     assert_eq!(c.last_error, Some(err));
     assert_eq!(b.w.store.cluster_lock(&cluster.cluster_id).await.unwrap(), None);
 
     // The parked delete was woken and now runs (FAILED -> DELETING is allowed).
     assert_eq!(b.dispatch_woken().await, vec![delete.operation_id.clone()]);
     b.run_of(&delete.operation_id).await;
-    assert_eq!(b.w.cluster(&cluster).await.state, ClusterState::Deleting);
+    assert_eq!(b.w.cluster(&cluster).await.state(), ClusterState::Deleting);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -498,7 +498,7 @@ async fn a_clean_exit_waits_for_the_final_report() {
         b.w.op(&create.operation_id).await.status,
         OperationStatus::Succeeded
     );
-    assert_eq!(b.w.cluster(&cluster).await.state, ClusterState::Active);
+    assert_eq!(b.w.cluster(&cluster).await.state(), ClusterState::Active);
 
     // If the report never comes, the operation fails after the grace deliveries.
     let (other, create) = b.w.new_cluster("acme", "other").await;
@@ -511,7 +511,7 @@ async fn a_clean_exit_waits_for_the_final_report() {
     let op = b.w.op(&create.operation_id).await;
     assert_eq!(op.status, OperationStatus::Failed);
     assert!(op.error.unwrap().what.contains("final report never arrived"));
-    assert_eq!(b.w.cluster(&other).await.state, ClusterState::Failed);
+    assert_eq!(b.w.cluster(&other).await.state(), ClusterState::Failed);
     assert_released(&b.w, &other).await;
 }
 
@@ -592,7 +592,7 @@ async fn a_tenant_at_its_limit_is_woken_when_a_slot_frees() {
     b.deliver(runner(&run, "succeeded", |_| {})).await;
     assert_eq!(b.dispatch_woken().await, vec![second.operation_id.clone()]);
     b.run_of(&second.operation_id).await;
-    assert_eq!(b.w.cluster(&bravo).await.state, ClusterState::Provisioning);
+    assert_eq!(b.w.cluster(&bravo).await.state(), ClusterState::Provisioning);
     assert_eq!(
         b.w.store.tenant_slots(&bravo.tenant_id).await.unwrap(),
         vec![second.operation_id.to_string()]
@@ -606,7 +606,7 @@ async fn drift_checks_are_recorded_and_a_cancelled_update_returns_to_active() {
     let check = b.w.new_op(&cluster, OperationKind::DriftCheck).await;
     let run = b.start(&check).await;
     assert_eq!(
-        b.w.cluster(&cluster).await.state,
+        b.w.cluster(&cluster).await.state(),
         ClusterState::Active,
         "checks change no state"
     );
@@ -624,7 +624,7 @@ async fn drift_checks_are_recorded_and_a_cancelled_update_returns_to_active() {
         OperationStatus::Cancelled
     );
     let c = b.w.cluster(&cluster).await;
-    assert_eq!(c.state, ClusterState::Active);
+    assert_eq!(c.state(), ClusterState::Active);
     assert_eq!(c.spec, cluster.spec, "a cancelled update keeps the old spec");
     assert_released(&b.w, &cluster).await;
 }
@@ -708,7 +708,7 @@ deadline_secs = 600
         bed.deliver(runner(&run, "succeeded", |_| {})).await;
         bed.deliver(runner(&run, "succeeded", |_| {})).await; // duplicate: same result
         let c = bed.w.cluster(&cluster).await;
-        assert_eq!(c.state, ClusterState::Configuring);
+        assert_eq!(c.state(), ClusterState::Configuring);
         assert!(c.configuring_deadline.is_some());
         let op = bed.w.op(&run.op).await;
         assert_eq!(
@@ -740,7 +740,7 @@ deadline_secs = 600
         bed.deliver(control(&ev)).await;
         bed.deliver(control(&ev)).await;
         let c = bed.w.cluster(&cluster).await;
-        assert_eq!(c.state, ClusterState::Active);
+        assert_eq!(c.state(), ClusterState::Active);
         assert!(c.configuring_deadline.is_none());
         let op = bed.w.op(&run.op).await;
         assert_eq!(op.status, OperationStatus::Succeeded);
@@ -762,7 +762,7 @@ deadline_secs = 600
         };
         let resp = bed.handle(control(&early)).await;
         assert_eq!(failures(&resp).len(), 1, "redelivered later, not applied");
-        assert_eq!(bed.w.cluster(&cluster).await.state, ClusterState::Configuring);
+        assert_eq!(bed.w.cluster(&cluster).await.state(), ClusterState::Configuring);
 
         let due = ControlEvent::ConfigureDeadline {
             operation_id: run.op.clone(),
@@ -771,7 +771,7 @@ deadline_secs = 600
         };
         bed.deliver(control(&due)).await;
         let c = bed.w.cluster(&cluster).await;
-        assert_eq!(c.state, ClusterState::Failed);
+        assert_eq!(c.state(), ClusterState::Failed);
         let err = c.last_error.unwrap();
         assert_eq!(err.step, "configure");
         assert!(err.fix.contains("control-plane URL"), "{err:?}");
@@ -784,7 +784,7 @@ deadline_secs = 600
             nodes_ready: 2,
         };
         bed.deliver(control(&late)).await;
-        assert_eq!(bed.w.cluster(&cluster).await.state, ClusterState::Failed);
+        assert_eq!(bed.w.cluster(&cluster).await.state(), ClusterState::Failed);
     }
 }
 

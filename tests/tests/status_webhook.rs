@@ -116,7 +116,7 @@ impl Bed {
         self.deliver(self.runner(&create.operation_id, "succeeded", &|_| {}).await)
             .await;
         let mut c = self.w.cluster(&cluster).await;
-        assert_eq!(c.state, ClusterState::Active);
+        assert_eq!(c.state(), ClusterState::Active);
         c.drift_policy = policy;
         self.w.store.save_cluster(&mut c).await.unwrap();
         self.w.take_jobs().await;

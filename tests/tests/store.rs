@@ -130,17 +130,17 @@ async fn optimistic_concurrency_on_clusters_and_operations() {
         .unwrap();
     let mut a = store.get_cluster(&acme, &c.cluster_id).await.unwrap().unwrap();
     let mut b = a.clone();
-    a.state = ClusterState::Provisioning;
+    a = a.in_state(ClusterState::Provisioning);
     store.save_cluster(&mut a).await.unwrap();
     assert_eq!(a.version, 1);
-    b.state = ClusterState::Failed;
+    b = b.in_state(ClusterState::Failed);
     assert!(matches!(
         store.save_cluster(&mut b).await,
         Err(Error::Conflict(_))
     ));
     assert_eq!(b.version, 0, "a lost write leaves the caller's copy as it was");
     let stored = store.get_cluster(&acme, &c.cluster_id).await.unwrap().unwrap();
-    assert_eq!(stored.state, ClusterState::Provisioning);
+    assert_eq!(stored.state(), ClusterState::Provisioning);
     assert!(stored.next_drift_check_at.is_none());
 
     let mut o1 = store.get_operation(&op.operation_id).await.unwrap().unwrap();

@@ -119,10 +119,10 @@ pub(crate) async fn handle(
                     .into(),
             ));
         }
-        if c.state != ClusterState::Configuring {
+        if c.state() != ClusterState::Configuring {
             return Err(ApiError::Conflict(format!(
                 "the cluster is {}; agents register only while it is CONFIGURING",
-                c.state
+                c.state()
             )));
         }
         if let Some(deadline) = c.configuring_deadline
@@ -141,7 +141,7 @@ pub(crate) async fn handle(
         ));
     }
     c.agent_last_seen = Some(now);
-    let state = c.state;
+    let state = c.state();
     ctx.store.save_cluster(&mut c).await?;
     let requested = requested_nodes(ctx, &c).await?;
     let ready = u64::from(nodes_ready) >= requested;
@@ -170,7 +170,7 @@ pub(crate) async fn handle(
     tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = nodes_ready, requested, "agent report");
     Ok(Reply::ok(AgentReportView {
         cluster_id: c.cluster_id.to_string(),
-        state: c.state,
+        state: c.state(),
         nodes_ready,
         nodes_requested: requested,
         kubernetes_version,

@@ -198,7 +198,7 @@ pub(crate) fn cluster(c: &Cluster, sensitive: Option<&BTreeSet<String>>) -> Clus
     ClusterView {
         id: c.cluster_id.to_string(),
         name: c.spec.name.to_string(),
-        state: c.state,
+        state: c.state(),
         template: (&c.spec.template).into(),
         provider: c.spec.provider,
         region: c.spec.region.clone(),

@@ -51,7 +51,7 @@ async fn create(ctx: &Ctx, name: &str) -> (ClusterId, OperationId) {
 /// Puts the cluster where the status function leaves it after apply: CONFIGURING, create op running.
 async fn configuring(ctx: &Ctx, id: &ClusterId, op: &OperationId, deadline_in: time::Duration) {
     let mut c = ctx.store.find_cluster(id).await.unwrap().unwrap();
-    c.state = ClusterState::Configuring;
+    c = c.in_state(ClusterState::Configuring);
     c.configuring_deadline = Some(ts::now() + deadline_in);
     ctx.store.save_cluster(&mut c).await.unwrap();
     let mut o = ctx.store.get_operation(op).await.unwrap().unwrap();

@@ -23,7 +23,7 @@ async fn set_state(api: &Api, id: &str, state: ClusterState) {
         .await
         .unwrap()
         .unwrap();
-    c.state = state;
+    c = c.in_state(state);
     api.ctx.store.save_cluster(&mut c).await.unwrap();
 }
 
@@ -67,7 +67,7 @@ async fn create_records_cluster_and_operation_then_queues_the_job() {
         .await
         .unwrap()
         .expect("cluster stored");
-    assert_eq!(stored.state, ClusterState::Pending);
+    assert_eq!(stored.state(), ClusterState::Pending);
     assert_eq!(stored.version, 0);
     assert_eq!(stored.spec.variables["db_password"], "hunter2-but-longer");
     let stored_op = api

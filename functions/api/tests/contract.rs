@@ -137,7 +137,7 @@ async fn every_route_answers_as_the_document_says() {
         .await
         .unwrap()
         .unwrap();
-    c.state = ClusterState::Active;
+    c = c.in_state(ClusterState::Active);
     api.ctx.store.save_cluster(&mut c).await.unwrap();
     let r = api
         .call(call(

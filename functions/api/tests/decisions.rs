@@ -54,7 +54,7 @@ impl World {
     /// A created cluster moved to `state`, its create operation ended as `op_status`.
     async fn cluster_in(&self, state: ClusterState, op_status: OperationStatus) -> Started {
         let mut s = self.create("prod-eu").await;
-        s.cluster.state = state;
+        s.cluster = s.cluster.clone().in_state(state);
         self.store.put_cluster(s.cluster.clone());
         s.operation.status = op_status;
         self.store.put_operation(s.operation.clone());
@@ -97,7 +97,7 @@ async fn create_writes_cluster_and_operation_together_then_sends_the_job() {
     let w = World::new();
     let s = w.create("prod-eu").await;
     let stored = w.store.cluster(&s.cluster.cluster_id).unwrap();
-    assert_eq!(stored.state, ClusterState::Pending);
+    assert_eq!(stored.state(), ClusterState::Pending);
     assert_eq!(stored.spec.name.as_str(), "prod-eu");
     let op = w.store.operation(&s.operation.operation_id).unwrap();
     assert_eq!(
@@ -276,7 +276,7 @@ async fn cancelling_a_queued_create_cancels_it_and_fails_the_pending_cluster() {
     assert_eq!(op.status, OperationStatus::Cancelled);
     assert_eq!(op.error.unwrap().category, ErrorCategory::Cancelled);
     let c = w.store.cluster(&s.cluster.cluster_id).unwrap();
-    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.state(), ClusterState::Failed);
     // Cancelled again: nothing left to cancel.
     let e = w
         .api()
@@ -342,7 +342,7 @@ async fn a_queued_operation_the_dispatcher_changed_meanwhile_is_a_409_left_to_it
     let op = w.store.operation(&s.operation.operation_id).unwrap();
     assert_eq!(op.status, OperationStatus::Queued);
     assert_eq!(
-        w.store.cluster(&s.cluster.cluster_id).unwrap().state,
+        w.store.cluster(&s.cluster.cluster_id).unwrap().state(),
         ClusterState::Pending
     );
 }
@@ -365,7 +365,7 @@ async fn cancelling_a_running_operation_only_requests_it() {
     assert_eq!(op.status, OperationStatus::Running);
     assert!(op.cancel_requested);
     assert_eq!(
-        w.store.cluster(&s.cluster.cluster_id).unwrap().state,
+        w.store.cluster(&s.cluster.cluster_id).unwrap().state(),
         ClusterState::Provisioning
     );
 }

@@ -3,15 +3,15 @@
 //! fast tests on the in-memory fakes.
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use strato_aws::batch::{for_each_record, receive_count};
 use strato_domain::coordination::{
-    LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, release_and_wake, update_cluster, update_operation,
-    update_operation_from,
+    ClusterFate, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, end_operation, release_and_wake,
+    update_cluster, update_operation, update_operation_from,
 };
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher};
-use strato_domain::state_machine::transition;
 
 use crate::DispatchError;
 
@@ -29,27 +29,14 @@ pub struct Dispatcher<'a, S, Q, L, C> {
     pub max_receives: u32,
 }
 
-/// What became of one record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Done with (started, parked, failed for good, or nothing to do): delete the message.
-    Ack,
-    /// Try again after this many seconds (runner could not start for a transient reason).
-    RetryAfter(i32),
-}
+/// What became of one record: `Ack` when done with (started, parked, failed for good, or nothing to do),
+/// `RetryAfter` when the runner could not start for a transient reason.
+pub use strato_aws::batch::Outcome;
 
 /// Exponential backoff by delivery count: 10 s, 20 s, 40 s… capped at 15 minutes.
 pub fn backoff_secs(receive_count: u32) -> i32 {
     let exp = receive_count.saturating_sub(1).min(10);
     (10_i32 << exp).min(900)
-}
-
-fn receive_count(record: &SqsMessage) -> u32 {
-    record
-        .attributes
-        .get("ApproximateReceiveCount")
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(1)
 }
 
 /// Why the state machine refused to start an operation, and what the tenant can do about it.
@@ -81,35 +68,12 @@ where
     /// queue a failed record also fails the later records of its message group unprocessed, so one
     /// cluster's jobs are never reordered (other groups go on).
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
-        let mut response = SqsBatchResponse::default();
-        let mut failed_groups: Vec<String> = Vec::new();
-        for record in &event.records {
-            let id = record.message_id.clone().unwrap_or_default();
-            let group = record.attributes.get("MessageGroupId").cloned();
-            if let Some(g) = &group
-                && failed_groups.contains(g)
-            {
-                response.add_failure(id);
-                continue;
-            }
-            let outcome = match self.process(record).await {
-                Ok(o) => o,
-                Err(e) => {
-                    tracing::error!(message_id = %id, error = %e, "job failed; SQS will redeliver it");
-                    Outcome::RetryAfter(0)
-                }
-            };
-            if let Outcome::RetryAfter(delay) = outcome {
-                if delay > 0
-                    && let Some(handle) = record.receipt_handle.as_deref()
-                {
-                    self.jobs.retry_after(handle, delay).await;
-                }
-                response.add_failure(id);
-                failed_groups.extend(group);
-            }
-        }
-        response
+        for_each_record(
+            &event.records,
+            |record| self.process(record),
+            |handle, secs| self.jobs.retry_after(handle, secs),
+        )
+        .await
     }
 
     async fn process(&self, record: &SqsMessage) -> Result<Outcome, DispatchError> {
@@ -289,19 +253,18 @@ where
         update_cluster(self.store, &op.tenant_id, &op.cluster_id, |c| {
             refusal = None;
             let Some(target) = target else {
-                if c.state == ClusterState::Deleted {
+                if c.state() == ClusterState::Deleted {
                     refusal = Some("the cluster is DELETED".to_owned());
                 }
                 return Ok::<_, DispatchError>(false);
             };
-            if c.state == target {
+            if c.state() == target {
                 return Ok(false);
             }
-            if let Err(e) = transition(c.state, target) {
+            if let Err(e) = c.transition(target) {
                 refusal = Some(e.to_string());
                 return Ok(false);
             }
-            c.state = target;
             if op.kind == OperationKind::Create {
                 c.last_error = None;
             }
@@ -320,32 +283,18 @@ where
             "dispatch",
             "the operation was cancelled before its runner started; nothing was changed",
         );
-        if op.kind == OperationKind::Create {
-            update_cluster(self.store, &op.tenant_id, &op.cluster_id, |c| {
-                if c.state != ClusterState::Pending {
-                    return Ok(false);
-                }
-                transition(c.state, ClusterState::Failed).map_err(strato_domain::Error::from)?;
-                c.state = ClusterState::Failed;
-                c.last_error = Some(err.clone());
-                Ok::<_, DispatchError>(true)
-            })
-            .await?;
-        }
-        let Some(done) = update_operation(self.store, &op.operation_id, |o| {
-            if o.status.is_terminal() {
-                return false;
-            }
+        let cluster = if op.kind == OperationKind::Create {
+            ClusterFate::FailIfPending(&err)
+        } else {
+            ClusterFate::Untouched
+        };
+        end_operation(self.store, self.jobs, op.clone(), cluster, |o| {
             o.status = OperationStatus::Cancelled;
             o.error = Some(err.clone());
             true
         })
-        .await?
-        else {
-            return Err(DispatchError::UnknownOperation(op.operation_id.to_string()));
-        };
+        .await?;
         tracing::info!(operation = %op.operation_id, "cancelled before start");
-        release_and_wake(self.store, self.jobs, &done).await?;
         Ok(())
     }
 
@@ -353,34 +302,18 @@ where
     /// it), then gives up its lock and slot and wakes the next one.
     async fn fail(&self, op: &Operation, err: UserError, cluster_failed: bool) -> Result<(), DispatchError> {
         tracing::warn!(operation = %op.operation_id, error = %err, "operation failed at dispatch");
-        if cluster_failed && op.kind.mutates() {
-            update_cluster(self.store, &op.tenant_id, &op.cluster_id, |c| {
-                if c.state == ClusterState::Failed && c.last_error.as_ref() == Some(&err) {
-                    return Ok(false);
-                }
-                if c.state != ClusterState::Failed {
-                    transition(c.state, ClusterState::Failed).map_err(strato_domain::Error::from)?;
-                }
-                c.state = ClusterState::Failed;
-                c.last_error = Some(err.clone());
-                Ok::<_, DispatchError>(true)
-            })
-            .await?;
-        }
-        let Some(done) = update_operation(self.store, &op.operation_id, |o| {
-            if o.status.is_terminal() {
-                return false;
-            }
+        let cluster = if cluster_failed && op.kind.mutates() {
+            ClusterFate::Fail(&err)
+        } else {
+            ClusterFate::Untouched
+        };
+        end_operation(self.store, self.jobs, op.clone(), cluster, |o| {
             o.status = OperationStatus::Failed;
             o.error = Some(err.clone());
             o.wait_reason = None;
             true
         })
-        .await?
-        else {
-            return Err(DispatchError::UnknownOperation(op.operation_id.to_string()));
-        };
-        release_and_wake(self.store, self.jobs, &done).await?;
+        .await?;
         Ok(())
     }
 }

@@ -59,8 +59,8 @@ impl World {
             variables: BTreeMap::new(),
             target: None,
         };
-        let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now());
-        c.state = state;
+        let c =
+            Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now()).in_state(state);
         self.store.put_cluster(c.clone());
         c.cluster_id
     }
@@ -146,7 +146,7 @@ async fn a_claim_takes_lock_and_slot_moves_the_cluster_and_launches_once() {
     assert_eq!(started.fencing_token, Some(token));
     assert_eq!(tasks[0].fencing_token, token, "the runner gets the lock's token");
     assert_eq!(w.store.slots(&w.tenant), std::slice::from_ref(&op.operation_id));
-    assert_eq!(w.cluster(&cluster).state, ClusterState::Provisioning);
+    assert_eq!(w.cluster(&cluster).state(), ClusterState::Provisioning);
 
     // The same job again (duplicate delivery): the operation has its task; nothing more happens.
     assert_eq!(w.dispatch(&op, 2).await, Outcome::Ack);
@@ -226,7 +226,7 @@ async fn a_tenant_at_its_limit_parks_the_operation_and_gives_the_lock_back() {
         w.store.slots(&w.tenant),
         std::slice::from_ref(&other.operation_id)
     );
-    assert_eq!(w.cluster(&cluster).state, ClusterState::Pending);
+    assert_eq!(w.cluster(&cluster).state(), ClusterState::Pending);
     assert_eq!(w.launcher.launch_calls(), 0);
 }
 
@@ -324,7 +324,7 @@ async fn a_launch_still_throttled_on_the_last_delivery_fails_the_operation() {
         "{}",
         err.what
     );
-    assert_eq!(w.cluster(&cluster).state, ClusterState::Failed);
+    assert_eq!(w.cluster(&cluster).state(), ClusterState::Failed);
     assert_eq!(w.store.lock_holder(&cluster), None);
     assert!(w.store.slots(&w.tenant).is_empty());
 }
@@ -354,7 +354,7 @@ async fn a_fatal_launch_error_fails_operation_and_cluster_releases_and_wakes_the
     );
     assert!(!err.fix.is_empty());
     let c = w.cluster(&cluster);
-    assert_eq!(c.state, ClusterState::Failed);
+    assert_eq!(c.state(), ClusterState::Failed);
     assert_eq!(c.last_error, Some(err));
     assert_eq!(w.store.lock_holder(&cluster), None);
     assert!(w.store.slots(&w.tenant).is_empty());
@@ -382,7 +382,7 @@ async fn an_operation_the_state_machine_refuses_fails_with_a_fix_and_releases() 
         err.what
     );
     assert!(err.fix.contains("ACTIVE"), "{}", err.fix);
-    assert_eq!(w.cluster(&cluster).state, ClusterState::Failed);
+    assert_eq!(w.cluster(&cluster).state(), ClusterState::Failed);
     assert_eq!(w.launcher.launch_calls(), 0);
     assert_eq!(w.store.lock_holder(&cluster), None);
     assert!(w.store.slots(&w.tenant).is_empty());
@@ -420,7 +420,7 @@ async fn a_cancel_flagged_before_the_launch_ends_the_operation_unstarted() {
     assert_eq!(done.status, OperationStatus::Cancelled);
     assert_eq!(done.error.unwrap().category, ErrorCategory::Cancelled);
     assert_eq!(
-        w.cluster(&cluster).state,
+        w.cluster(&cluster).state(),
         ClusterState::Failed,
         "a first create can be retried"
     );

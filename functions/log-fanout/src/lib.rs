@@ -17,10 +17,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::StreamExt;
 use futures_util::stream;
 use strato_aws::aws::AwsClients;
+use strato_aws::batch::BatchFailures;
 use strato_aws::connections::{Connections, PostError, Subscription, post_frame};
 use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
@@ -113,22 +114,22 @@ enum Delivery {
 }
 
 pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse, Report) {
-    let mut response = SqsBatchResponse::default();
+    // The logs queue is a standard one: records are handed back one by one, none held back for another.
+    let mut failures = BatchFailures::default();
     let mut report = Report::default();
     // Records grouped by operation, in batch order: one subscriber Query per operation.
-    let mut groups: Vec<(OperationId, Vec<String>, Vec<LogFrame>)> = Vec::new();
+    let mut groups: Vec<(OperationId, Vec<&SqsMessage>, Vec<LogFrame>)> = Vec::new();
     let mut index: HashMap<OperationId, usize> = HashMap::new();
     for record in &event.records {
-        let id = record.message_id.clone().unwrap_or_default();
         let frame = match serde_json::from_str::<LogFrame>(record.body.as_deref().unwrap_or_default()) {
             Ok(f) => f,
             Err(e) => {
                 let e = FanoutError::BadBody {
-                    message_id: id.clone(),
+                    message_id: record.message_id.clone().unwrap_or_default(),
                     reason: e.to_string(),
                 };
                 tracing::error!(error = %e, "dropping to the DLQ after retries");
-                response.add_failure(id);
+                failures.fail(record);
                 continue;
             }
         };
@@ -137,7 +138,7 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
             groups.push((op, Vec::new(), Vec::new()));
             groups.len() - 1
         });
-        groups[i].1.push(id);
+        groups[i].1.push(record);
         groups[i].2.push(frame);
     }
     let now = OffsetDateTime::now_utc();
@@ -149,13 +150,13 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
     let mut work: Vec<(Subscription, Arc<Vec<String>>)> = Vec::new();
     let mut encoded: Vec<Arc<Vec<String>>> = Vec::with_capacity(groups.len());
     let mut usable = Vec::new();
-    for ((op, ids, frames), subs) in groups.iter_mut().zip(subscribers) {
+    for ((op, records, frames), subs) in groups.iter_mut().zip(subscribers) {
         let subs = match subs {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(operation_id = %op, error = %e, "reading subscribers failed; SQS will redeliver");
-                for id in ids.iter() {
-                    response.add_failure(id.clone());
+                for record in records.iter() {
+                    failures.fail(record);
                 }
                 encoded.push(Arc::default());
                 continue;
@@ -199,7 +200,7 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
             }
         }
     }
-    (response, report)
+    (failures.into_response(), report)
 }
 
 /// Posts `frames` to one subscriber in order; stops at the first failure (the client repairs the gap).

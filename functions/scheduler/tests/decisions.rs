@@ -84,7 +84,7 @@ impl World {
             target: None,
         };
         let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.now());
-        c.state = state;
+        c = c.in_state(state);
         c.drift_interval_secs = Some(INTERVAL.whole_seconds() as u64);
         c.next_drift_check_at = next.map(|d| ts::format(self.now() + d));
         self.store.put_cluster(c.clone());

@@ -11,9 +11,10 @@ use strato_domain::ts;
 use time::OffsetDateTime;
 
 use crate::batch::Outcome;
-use crate::cluster_end::{step_to, to_configuring};
+use crate::cluster_end::to_configuring;
 use crate::handoff::{Final, Outputs, finish};
 use crate::{Ctx, StatusError};
+use strato_domain::coordination::step_to;
 
 const CONFIGURE_STEP: &str = "configure";
 
@@ -180,7 +181,7 @@ pub(crate) fn decide_control(
     if op.status.is_terminal()
         || op.kind != OperationKind::Create
         || &op.cluster_id != cluster_id
-        || c.state != ClusterState::Configuring
+        || c.state() != ClusterState::Configuring
     {
         return ControlDecision::Ignore;
     }
@@ -306,13 +307,13 @@ mod tests {
             ControlDecision::Wait(900)
         );
         assert_eq!(decide_control(&op, &c, &timer(0), now), ControlDecision::TimedOut);
-        c.state = ClusterState::Active;
+        c = c.in_state(ClusterState::Active);
         assert_eq!(
             decide_control(&op, &c, &ready, now),
             ControlDecision::Ignore,
             "a duplicate"
         );
-        c.state = ClusterState::Configuring;
+        c = c.in_state(ClusterState::Configuring);
         op.status = OperationStatus::Failed;
         assert_eq!(
             decide_control(&op, &c, &ready, now),

@@ -2,43 +2,24 @@
 //! reported back so SQS redelivers them.
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use strato_aws::batch::{for_each_record, receive_count};
 use strato_aws::queues;
 
 use crate::incoming::{Incoming, parse_body};
 use crate::{Ctx, StatusError, agent, runner_events, task_change};
 
-/// What becomes of a record that was handled without error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Ack,
-    /// Not yet: hand it back, visible again after this many seconds.
-    RetryAfter(i32),
-}
+/// What becomes of a record that was handled without error (`RetryAfter`: not yet, hand it back).
+pub(crate) use strato_aws::batch::Outcome;
 
-/// Processes a batch; records that failed (or must wait) are reported in `batch_item_failures`.
+/// Processes a batch; records that failed (or must wait) are reported in `batch_item_failures`. The events
+/// queue is a standard one, so no record is held back for another's failure.
 pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, StatusError> {
-    let mut response = SqsBatchResponse::default();
-    for record in &event.records {
-        let id = record.message_id.clone().unwrap_or_default();
-        match process(ctx, record).await {
-            Ok(Outcome::Ack) => {}
-            Ok(Outcome::RetryAfter(secs)) => {
-                queues::delay_redelivery(
-                    &ctx.sqs,
-                    &ctx.queues.events,
-                    record.receipt_handle.as_deref(),
-                    secs,
-                )
-                .await;
-                response.add_failure(id);
-            }
-            Err(e) => {
-                tracing::error!(message_id = %id, error = %e, "event failed; SQS will redeliver it");
-                response.add_failure(id);
-            }
-        }
-    }
-    Ok(response)
+    Ok(for_each_record(
+        &event.records,
+        |record| process(ctx, record),
+        |handle, secs| queues::delay_redelivery(&ctx.sqs, &ctx.queues.events, Some(handle), secs),
+    )
+    .await)
 }
 
 async fn process(ctx: &Ctx, record: &SqsMessage) -> Result<Outcome, StatusError> {
@@ -51,14 +32,7 @@ async fn process(ctx: &Ctx, record: &SqsMessage) -> Result<Outcome, StatusError>
             runner_events::apply_runner_event(ctx, &ev).await?;
             Ok(Outcome::Ack)
         }
-        Incoming::Task(task) => {
-            let receives = record
-                .attributes
-                .get("ApproximateReceiveCount")
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(1);
-            task_change::apply_task_change(ctx, &task, receives).await
-        }
+        Incoming::Task(task) => task_change::apply_task_change(ctx, &task, receive_count(record)).await,
         Incoming::Control(ev) => agent::apply_control(ctx, &ev).await,
         Incoming::Other(kind) => {
             tracing::warn!(%kind, "ignoring an event this function does not handle");

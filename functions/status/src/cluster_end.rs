@@ -2,9 +2,9 @@
 //! decision ([`cluster_end`]) and each change to the record are pure; [`apply_to_cluster`] saves them.
 
 use strato_aws::coordination::update_cluster;
+use strato_domain::coordination::{fail_cluster, step_to};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, ResourceChange};
-use strato_domain::state_machine::transition;
 use time::OffsetDateTime;
 
 use crate::handoff::{Final, Outputs};
@@ -106,38 +106,10 @@ pub(crate) async fn apply_to_cluster(
     Ok(Some(cluster))
 }
 
-/// Moves `cluster` to `to` if the state machine allows it; `false` when it is already there. A refused
-/// transition is logged and leaves the cluster as it is: the operation's own outcome is still recorded.
-pub(crate) fn step_to(c: &mut Cluster, to: ClusterState) -> bool {
-    if c.state == to {
-        return false;
-    }
-    match transition(c.state, to) {
-        Ok(_) => {
-            c.state = to;
-            true
-        }
-        Err(e) => {
-            tracing::warn!(cluster = %c.cluster_id, error = %e, "cluster left as it is");
-            false
-        }
-    }
-}
-
-/// FAILED with `err`; whether anything changed.
-pub(crate) fn fail_cluster(c: &mut Cluster, err: &UserError) -> bool {
-    let moved = step_to(c, ClusterState::Failed);
-    if c.state == ClusterState::Failed && c.last_error.as_ref() != Some(err) {
-        c.last_error = Some(err.clone());
-        return true;
-    }
-    moved
-}
-
 /// A provisioning cluster whose apply finished: CONFIGURING with its outputs. `false` (nothing done) once
 /// it is past PROVISIONING, so a redelivery changes nothing.
 pub(crate) fn to_configuring(c: &mut Cluster, outputs: &Outputs) -> bool {
-    if c.state != ClusterState::Provisioning {
+    if c.state() != ClusterState::Provisioning {
         return false;
     }
     step_to(c, ClusterState::Configuring);
@@ -147,7 +119,7 @@ pub(crate) fn to_configuring(c: &mut Cluster, outputs: &Outputs) -> bool {
 
 /// A configuring cluster that is ready: ACTIVE, its deadline and last error cleared.
 fn configured(c: &mut Cluster) -> bool {
-    if c.state != ClusterState::Configuring {
+    if c.state() != ClusterState::Configuring {
         return false;
     }
     step_to(c, ClusterState::Active);
@@ -202,9 +174,9 @@ mod tests {
             panic!("{:?}", cluster_end(&op, &fin))
         };
         assert!(to_configuring(&mut c, outputs));
-        assert_eq!(c.state, ClusterState::Configuring);
+        assert_eq!(c.state(), ClusterState::Configuring);
         assert!(configured(&mut c));
-        assert_eq!(c.state, ClusterState::Active);
+        assert_eq!(c.state(), ClusterState::Active);
         assert_eq!(c.outputs, *outputs);
         assert!(
             !to_configuring(&mut c, outputs),
@@ -249,7 +221,7 @@ mod tests {
         assert_eq!(err.category, ErrorCategory::Cancelled);
         assert!(fail_cluster(&mut c, &err));
         assert_eq!(
-            (c.state, c.last_error.as_ref()),
+            (c.state(), c.last_error.as_ref()),
             (ClusterState::Failed, Some(&err))
         );
         assert!(!fail_cluster(&mut c, &err), "failing it again changes nothing");
@@ -269,7 +241,7 @@ mod tests {
             .insert("endpoint".into(), serde_json::json!("https://k8s"));
         assert_eq!(cluster_end(&op, &success(None)), ClusterEnd::Deleted);
         assert!(deleted(&mut c));
-        assert_eq!(c.state, ClusterState::Deleted);
+        assert_eq!(c.state(), ClusterState::Deleted);
         assert!(c.outputs.is_empty());
         assert!(!deleted(&mut c));
     }

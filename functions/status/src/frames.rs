@@ -17,7 +17,7 @@ pub(crate) async fn announce(
     message: Option<String>,
 ) {
     let state = match cluster {
-        Some(c) => Some(c.state),
+        Some(c) => Some(c.state()),
         // Status frames carry a cluster state; an estimate has none (its end frame still goes out).
         None if !op.kind.has_cluster() => None,
         None => ctx
@@ -26,7 +26,7 @@ pub(crate) async fn announce(
             .await
             .ok()
             .flatten()
-            .map(|c| c.state),
+            .map(|c| c.state()),
     };
     let Some(cluster_state) = state else { return };
     let frame = LogFrame::Status {

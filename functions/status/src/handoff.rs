@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use strato_aws::coordination::release_and_wake;
+use strato_aws::coordination::{ClusterFate, Ended, end_operation, release_and_wake};
 use strato_domain::cost::CostEstimate;
 use strato_domain::error::UserError;
 use strato_domain::ids::OperationId;
@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 
 use crate::cluster_end::apply_to_cluster;
 use crate::frames::{announce, end_stream};
-use crate::{ATTEMPTS, Ctx, StatusError, drift};
+use crate::{Ctx, StatusError, drift};
 
 /// A finished apply's Terraform outputs (non-sensitive ones).
 pub(crate) type Outputs = BTreeMap<String, serde_json::Value>;
@@ -53,46 +53,37 @@ pub(crate) fn conclude(op: &mut Operation, fin: &Final) {
 }
 
 /// Ends a running operation: cluster first (idempotent, so a crash before the operation is saved is repaired
-/// by redelivery), then the operation, then the hand-off. Only the delivery that made the operation terminal
-/// hands off.
+/// by redelivery), then [`end_operation`] (the operation, and the hand-off of its lock and slot), then what
+/// follows. Only the delivery that made the operation terminal hands off.
 pub(crate) async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError> {
     let cluster = apply_to_cluster(ctx, &op, &fin).await?;
     if op.kind == OperationKind::Delete
         && matches!(fin, Final::Succeeded { .. })
         && let Some(c) = &cluster
-        && c.state == ClusterState::Deleted
+        && c.state() == ClusterState::Deleted
     {
         ctx.store.release_cluster_name(c).await?;
     }
-    let mut done = op;
-    for _ in 0..ATTEMPTS {
-        if done.status.is_terminal() {
-            // Someone else ended it concurrently; they hand off.
-            return Ok(());
-        }
-        conclude(&mut done, &fin);
-        match ctx.store.save_operation(&mut done, false).await {
-            Ok(()) => {
-                tracing::info!(operation = %done.operation_id, status = ?done.status, "operation ended");
-                return hand_off(ctx, &done, cluster.as_ref()).await;
-            }
-            Err(strato_aws::Error::Conflict(_)) => {
-                done = ctx
-                    .store
-                    .get_operation(&done.operation_id)
-                    .await?
-                    .ok_or_else(|| StatusError::UnknownOperation(done.operation_id.clone()))?;
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let id = op.operation_id.clone();
+    let end = |o: &mut Operation| {
+        conclude(o, &fin);
+        true
+    };
+    // Both boxed: the status handler's future nests every step of an end, and a debug build's poll frames
+    // (the flow tests run on a 2 MiB test thread) overflow with them inline.
+    let (store, sqs, jobs) = (&ctx.store, &ctx.sqs, &ctx.queues.jobs);
+    match Box::pin(end_operation(store, sqs, jobs, op, ClusterFate::Untouched, end)).await {
+        Ok(Ended::Now { op: done, .. }) => Box::pin(after_end(ctx, &done, cluster.as_ref())).await,
+        // Someone else ended it concurrently; they hand off.
+        Ok(Ended::Not(_)) => Ok(()),
+        Err(strato_aws::Error::Conflict(_)) => Err(StatusError::Contended(id)),
+        Err(e) => Err(e.into()),
     }
-    Err(StatusError::Contended(done.operation_id))
 }
 
-/// After the end is saved: frees the lock and the slot and wakes the next operation, acts on a drift
-/// result, and tells subscribers (a webhook last: it is the slowest and matters least).
-async fn hand_off(ctx: &Ctx, done: &Operation, cluster: Option<&Cluster>) -> Result<(), StatusError> {
-    release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, done).await?;
+/// After the end is saved and the lock and slot handed on: acts on a drift result, and tells subscribers
+/// (a webhook last: it is the slowest and matters least).
+async fn after_end(ctx: &Ctx, done: &Operation, cluster: Option<&Cluster>) -> Result<(), StatusError> {
     let mut message = done.error.as_ref().map(|e| e.to_string());
     let mut notify = None;
     if let (OperationKind::DriftCheck, Some(c)) = (done.kind, cluster) {

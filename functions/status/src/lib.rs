@@ -42,9 +42,6 @@ pub use incoming::{
 pub use runner_events::apply_runner_event;
 pub use task_change::{FINAL_REPORT_GRACE_RECEIVES, FINAL_REPORT_RETRY_SECS};
 
-/// Optimistic saves of one operation retry this often before the record is handed back to SQS.
-const ATTEMPTS: usize = 6;
-
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
     #[error("configuration: {0}")]
@@ -100,8 +97,7 @@ pub(crate) mod test_support {
             variables: Default::default(),
             target: None,
         };
-        let mut c = Cluster::new(tenant.clone(), ClusterId::generate(), spec, ts::now());
-        c.state = state;
+        let c = Cluster::new(tenant.clone(), ClusterId::generate(), spec, ts::now()).in_state(state);
         let mut op = Operation::new(tenant, c.cluster_id.clone(), kind, ts::now());
         op.status = OperationStatus::Running;
         op.fencing_token = Some(1);

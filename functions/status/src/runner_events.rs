@@ -13,7 +13,8 @@ use crate::agent::{Readiness, await_agent, readiness, verify_outputs};
 use crate::fencing::{Fence, fence, record_stale};
 use crate::frames::announce;
 use crate::handoff::{Final, finish, finish_interrupted_handoff};
-use crate::{ATTEMPTS, Ctx, StatusError};
+use crate::{Ctx, StatusError};
+use strato_aws::coordination::{ATTEMPTS, Attempt, optimistic};
 
 /// What a runner event does to its operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,26 +73,31 @@ pub(crate) fn decide(op: &Operation, fence: Fence, ev: &RunnerEvent) -> RunnerDe
 
 pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), StatusError> {
     let id = ev.operation_id();
-    for _ in 0..ATTEMPTS {
-        let mut op = ctx
-            .store
-            .get_operation(id)
-            .await?
-            .ok_or_else(|| StatusError::UnknownOperation(id.clone()))?;
-        let fenced = fence(ctx, &op, Some(ev.fencing_token()), None).await?;
-        match decide(&op, fenced, ev) {
-            RunnerDecision::Stale => return record_stale(ctx, id).await,
-            RunnerDecision::DuplicateFinal => return finish_interrupted_handoff(ctx, &op).await,
-            RunnerDecision::LateProgress => return Ok(()),
-            RunnerDecision::End(fin) => return end(ctx, op, fin).await,
-            RunnerDecision::Progress => {
-                if save_progress(ctx, &mut op, ev).await? {
-                    return Ok(());
+    optimistic(
+        ATTEMPTS,
+        || StatusError::Contended(id.clone()),
+        || async move {
+            let mut op = ctx
+                .store
+                .get_operation(id)
+                .await?
+                .ok_or_else(|| StatusError::UnknownOperation(id.clone()))?;
+            let fenced = fence(ctx, &op, Some(ev.fencing_token()), None).await?;
+            match decide(&op, fenced, ev) {
+                RunnerDecision::Stale => record_stale(ctx, id).await?,
+                RunnerDecision::DuplicateFinal => finish_interrupted_handoff(ctx, &op).await?,
+                RunnerDecision::LateProgress => {}
+                RunnerDecision::End(fin) => end(ctx, op, fin).await?,
+                RunnerDecision::Progress => {
+                    if !save_progress(ctx, &mut op, ev).await? {
+                        return Ok(Attempt::Conflict);
+                    }
                 }
             }
-        }
-    }
-    Err(StatusError::Contended(id.clone()))
+            Ok(Attempt::Done(()))
+        },
+    )
+    .await
 }
 
 /// Ends the operation as its runner reported. A successful create first proves the cluster usable: with an

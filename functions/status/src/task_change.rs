@@ -9,7 +9,8 @@ use crate::batch::Outcome;
 use crate::fencing::{Fence, fence, record_stale};
 use crate::handoff::{Final, finish, finish_interrupted_handoff};
 use crate::incoming::TaskStateChange;
-use crate::{ATTEMPTS, Ctx, StatusError};
+use crate::{Ctx, StatusError};
+use strato_aws::coordination::{ATTEMPTS, Attempt, optimistic};
 
 /// Deliveries of an exit-0 STOPPED event to wait for the runner's final report before giving up on it.
 pub const FINAL_REPORT_GRACE_RECEIVES: u32 = 3;
@@ -87,29 +88,30 @@ pub(crate) async fn apply_task_change(
         // Runner events report progress; only the stop says something they cannot.
         return Ok(Outcome::Ack);
     }
-    for _ in 0..ATTEMPTS {
-        let Some(op) = ctx.store.get_operation(&id).await? else {
+    let id = &id;
+    optimistic(ATTEMPTS, || StatusError::Contended(id.clone()), || async move {
+        let Some(op) = ctx.store.get_operation(id).await? else {
             tracing::warn!(operation = %id, task = %task.task_arn, "ECS event for an unknown operation; ignored");
-            return Ok(Outcome::Ack);
+            return Ok(Attempt::Done(Outcome::Ack));
         };
         let fenced = fence(ctx, &op, task.fencing_token(), Some(&task.task_arn)).await?;
-        match decide_stop(&op, fenced, task, receives) {
+        Ok(Attempt::Done(match decide_stop(&op, fenced, task, receives) {
             StopDecision::Stale => {
-                record_stale(ctx, &id).await?;
-                return Ok(Outcome::Ack);
+                record_stale(ctx, id).await?;
+                Outcome::Ack
             }
             StopDecision::AlreadyEnded => {
                 finish_interrupted_handoff(ctx, &op).await?;
-                return Ok(Outcome::Ack);
+                Outcome::Ack
             }
-            StopDecision::AwaitReport => return Ok(Outcome::RetryAfter(FINAL_REPORT_RETRY_SECS)),
+            StopDecision::AwaitReport => Outcome::RetryAfter(FINAL_REPORT_RETRY_SECS),
             StopDecision::Fail(err) => match finish(ctx, op, Final::Failed(err)).await {
-                Err(StatusError::Shared(strato_aws::Error::Conflict(_))) => continue,
-                other => return other.map(|()| Outcome::Ack),
+                Err(StatusError::Shared(strato_aws::Error::Conflict(_))) => return Ok(Attempt::Conflict),
+                other => other.map(|()| Outcome::Ack)?,
             },
-        }
-    }
-    Err(StatusError::Contended(id))
+        }))
+    })
+    .await
 }
 
 #[cfg(test)]

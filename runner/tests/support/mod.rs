@@ -78,7 +78,7 @@ impl Bed {
     pub async fn create(&self, spec: ClusterSpec) -> (Cluster, Job) {
         let now = ts::now();
         let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec.clone(), now);
-        c.state = ClusterState::Provisioning;
+        c.transition(ClusterState::Provisioning).unwrap();
         let mut op = Operation::new(
             self.tenant.clone(),
             c.cluster_id.clone(),

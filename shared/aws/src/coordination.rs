@@ -13,7 +13,10 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, Operation};
 
-pub use strato_domain::coordination::{Handoff, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
+pub use strato_domain::coordination::{
+    ATTEMPTS, Attempt, ClusterFate, Ended, Handoff, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason,
+    optimistic,
+};
 
 /// [`strato_domain::coordination::update_cluster`] on the DynamoDB store.
 pub async fn update_cluster(
@@ -52,6 +55,19 @@ pub async fn release_and_wake(
 ) -> Result<Handoff, Error> {
     let jobs = SqsJobQueue { sqs, url: jobs_url };
     Ok(rules::release_and_wake(store, &jobs, op).await?)
+}
+
+/// [`strato_domain::coordination::end_operation`] on the DynamoDB store and `jobs.fifo`.
+pub async fn end_operation(
+    store: &Store,
+    sqs: &SqsClient,
+    jobs_url: &str,
+    known: Operation,
+    cluster: ClusterFate<'_>,
+    end: impl FnMut(&mut Operation) -> bool,
+) -> Result<Ended, Error> {
+    let jobs = SqsJobQueue { sqs, url: jobs_url };
+    Ok(rules::end_operation(store, &jobs, known, cluster, end).await?)
 }
 
 /// Records an operation the control plane starts on its own (scheduled drift checks, drift reconcile),

@@ -1,8 +1,9 @@
 //! Strato's AWS adapters: SDK clients, the resource definitions (tables, queues, buckets), the DynamoDB store,
-//! the queues, the template bundle catalog, log I/O, cluster-lock coordination, Terraform state locks, and the
-//! domain ports implemented on them.
+//! the queues and the SQS batch loop every consumer uses, the template bundle catalog, log I/O, cluster-lock
+//! coordination, Terraform state locks, and the domain ports implemented on them.
 
 pub mod aws;
+pub mod batch;
 pub mod bundles;
 pub mod connections;
 pub mod coordination;

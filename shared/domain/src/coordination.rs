@@ -1,12 +1,16 @@
 //! Handing a cluster from one operation to the next, through the [ports](crate::ports). The dispatcher (an
-//! operation that cannot start) and the status function (an operation that ended) both release what an
-//! operation holds and wake whoever waits, and both change clusters and operations by optimistic
-//! read-modify-write; the rules live here once.
+//! operation that cannot start), the status function (an operation that ended) and the API (a queued
+//! operation cancelled) all end operations with [`end_operation`], which releases what the operation holds
+//! and wakes whoever waits; and every optimistic read-modify-write retries through [`optimistic`]. The rules
+//! live here once.
 
+use std::future::Future;
+
+use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::JobMessage;
-use crate::model::{Cluster, Operation, OperationStatus};
-use crate::ports::{ClusterLocks, Clusters, JobQueue, Operations, PortError, TenantSlots};
+use crate::model::{Cluster, ClusterState, Operation, OperationStatus};
+use crate::ports::{ClusterLocks, Clusters, JobQueue, Operations, PortError, Storage, TenantSlots};
 
 /// Long enough for the slowest apply (EKS create plus node groups); a runner that dies without a report is
 /// caught by its ECS STOPPED event long before this, so the lease only matters if that event is lost. Each
@@ -22,7 +26,52 @@ pub fn cluster_busy_reason(owner: &OperationId) -> String {
 }
 
 /// Optimistic writes lose only to another writer of the same item; a few re-reads settle any real contention.
-const ATTEMPTS: usize = 6;
+pub const ATTEMPTS: usize = 6;
+
+/// What one try of an optimistic read-modify-write came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt<T> {
+    Done(T),
+    /// The conditional write lost to another writer: read again and retry.
+    Conflict,
+}
+
+impl<T> Attempt<T> {
+    /// `Done(value)` when `saved` succeeded, `Conflict` when it lost a conditional write, its error otherwise.
+    pub fn of_save<E: Into<PortError>>(saved: Result<(), E>, value: T) -> Result<Attempt<T>, PortError> {
+        match saved.map_err(Into::into) {
+            Ok(()) => Ok(Attempt::Done(value)),
+            Err(PortError::Conflict(_)) => Ok(Attempt::Conflict),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Runs `attempt` (one read-modify-conditional-write) until it is done, at most `attempts` times; each try
+/// must read afresh. After the last conflict, `give_up()` is the error.
+///
+/// `attempt` is a closure returning a future (`|| async move { .. }`), not an async closure: the Lambda
+/// handlers (axum's middleware above all) need their futures `Send` for every lifetime, which the compiler
+/// cannot yet prove through an async closure's borrowing future. So a try owns what it changes; state that
+/// must survive a conflict (a caller's `FnMut` edit) stays in a plain loop ([`update_cluster`]).
+pub async fn optimistic<T, E, F, Fut>(
+    attempts: usize,
+    give_up: impl FnOnce() -> E,
+    mut attempt: F,
+) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Attempt<T>, E>>,
+{
+    for _ in 0..attempts {
+        // Boxed: a try is often a whole handler's decision, and a debug build's poll frames copy such a future
+        // at every layer; on the heap it costs one allocation per try instead of the caller's stack.
+        if let Attempt::Done(value) = Box::pin(attempt()).await? {
+            return Ok(value);
+        }
+    }
+    Err(give_up())
+}
 
 /// Reads the cluster, lets `change` edit it (returning `false` when there is nothing to change) and saves it
 /// against the version read, re-reading on a conflict. Returns the cluster as stored.
@@ -40,10 +89,9 @@ pub async fn update_cluster<E: From<PortError>>(
         if !change(&mut cluster)? {
             return Ok(cluster);
         }
-        match clusters.store_cluster(&mut cluster).await {
-            Ok(()) => return Ok(cluster),
-            Err(PortError::Conflict(_)) => continue,
-            Err(e) => return Err(e.into()),
+        let saved = clusters.store_cluster(&mut cluster).await;
+        if let Attempt::Done(cluster) = Attempt::of_save(saved, cluster)? {
+            return Ok(cluster);
         }
     }
     Err(PortError::Conflict(format!(
@@ -91,15 +139,107 @@ async fn change_operation(
         if !change(&mut op) {
             return Ok(Some(op));
         }
-        match ops.store_operation(&mut op, was_terminal).await {
-            Ok(()) => return Ok(Some(op)),
-            Err(PortError::Conflict(_)) => continue,
-            Err(e) => return Err(e),
+        let saved = ops.store_operation(&mut op, was_terminal).await;
+        if let Attempt::Done(op) = Attempt::of_save(saved, op)? {
+            return Ok(Some(op));
         }
     }
     Err(PortError::Conflict(format!(
         "operation {id} kept changing; gave up after {ATTEMPTS} attempts"
     )))
+}
+
+/// FAILED with `err`; whether anything changed. A cluster the state machine does not let fail (DELETED) is
+/// logged and left as it is: the operation's own end is still recorded.
+pub fn fail_cluster(c: &mut Cluster, err: &UserError) -> bool {
+    let moved = step_to(c, ClusterState::Failed);
+    if c.state() == ClusterState::Failed && c.last_error.as_ref() != Some(err) {
+        c.last_error = Some(err.clone());
+        return true;
+    }
+    moved
+}
+
+/// Moves `c` to `to` if the state machine allows it; `false` when it is already there. A refused transition
+/// is logged and leaves the cluster as it is.
+pub fn step_to(c: &mut Cluster, to: ClusterState) -> bool {
+    if c.state() == to {
+        return false;
+    }
+    match c.transition(to) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(cluster = %c.cluster_id, error = %e, "cluster left as it is");
+            false
+        }
+    }
+}
+
+/// What [`end_operation`] does to the operation's cluster before ending the operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterFate<'a> {
+    /// Nothing: no cluster stands behind the operation, or the caller already moved it.
+    Untouched,
+    /// FAILED with this error (see [`fail_cluster`]).
+    Fail(&'a UserError),
+    /// FAILED with this error only while still PENDING: a first create that never ran.
+    FailIfPending(&'a UserError),
+}
+
+/// What [`end_operation`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ended {
+    /// This call ended the operation (as saved here) and handed off what it held.
+    Now { op: Operation, handoff: Handoff },
+    /// The operation was already terminal, or `end` declined: nothing was released (whoever ended it hands
+    /// off). The operation as last read.
+    Not(Operation),
+}
+
+/// Ends an operation: first its cluster as `cluster` says (idempotent, so a crash before the operation is
+/// saved is repaired by redelivery), then the operation through `end` — called on a fresh copy each try, it
+/// makes the operation terminal and returns `true`, or declines with `false`; a terminal operation is never
+/// given to it — and, only when this call made it terminal, [`release_and_wake`]. `known` is the operation
+/// as the caller last read it (re-read on a conflict).
+pub async fn end_operation<S, Q>(
+    store: &S,
+    jobs: &Q,
+    known: Operation,
+    cluster: ClusterFate<'_>,
+    mut end: impl FnMut(&mut Operation) -> bool,
+) -> Result<Ended, PortError>
+where
+    S: Storage,
+    Q: JobQueue,
+{
+    let (tenant, id) = (known.tenant_id.clone(), known.cluster_id.clone());
+    match cluster {
+        ClusterFate::Untouched => {}
+        ClusterFate::Fail(err) => {
+            update_cluster(store, &tenant, &id, |c| Ok::<_, PortError>(fail_cluster(c, err))).await?;
+        }
+        ClusterFate::FailIfPending(err) => {
+            update_cluster(store, &tenant, &id, |c| {
+                Ok::<_, PortError>(c.state() == ClusterState::Pending && fail_cluster(c, err))
+            })
+            .await?;
+        }
+    }
+    let op_id = known.operation_id.clone();
+    let mut ended = false;
+    let op = update_operation_from(store, known, |o| {
+        ended = !o.status.is_terminal() && end(o);
+        debug_assert!(!ended || o.status.is_terminal(), "`end` must end the operation");
+        ended
+    })
+    .await?
+    .ok_or_else(|| PortError::NotFound(format!("operation {op_id}, which was being ended")))?;
+    if !ended {
+        return Ok(Ended::Not(op));
+    }
+    tracing::info!(operation = %op.operation_id, status = ?op.status, "operation ended");
+    let handoff = release_and_wake(store, jobs, &op).await?;
+    Ok(Ended::Now { op, handoff })
 }
 
 /// What [`release_and_wake`] did.

@@ -11,6 +11,7 @@ use time::OffsetDateTime;
 
 use crate::error::UserError;
 use crate::ids::{ClusterId, ClusterName, OperationId, TenantId};
+use crate::state_machine::TransitionError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -207,7 +208,9 @@ pub struct Cluster {
     pub tenant_id: TenantId,
     pub cluster_id: ClusterId,
     pub spec: ClusterSpec,
-    pub state: ClusterState,
+    /// Private: it changes only through [`Cluster::transition`], which checks the state machine. Serde
+    /// still reads and writes it as `state`, so stored items and API views are unchanged.
+    state: ClusterState,
     /// Optimistic-concurrency version: every write is conditioned on the version it read.
     pub version: u64,
     /// Non-sensitive outputs only; sensitive ones live encrypted elsewhere.
@@ -265,6 +268,25 @@ impl Cluster {
             created_at: now,
             updated_at: now,
         }
+    }
+
+    pub fn state(&self) -> ClusterState {
+        self.state
+    }
+
+    /// Moves the cluster to `to` if the [state machine](crate::state_machine) allows it; otherwise the
+    /// cluster is left as it was. Staying in the same state is not a transition (an error too).
+    pub fn transition(&mut self, to: ClusterState) -> Result<(), TransitionError> {
+        crate::state_machine::check(self.state, to)?;
+        self.state = to;
+        Ok(())
+    }
+
+    /// Test-only: the cluster as a store might hold it in `state`, without walking the lifecycle there.
+    #[cfg(any(test, feature = "fakes"))]
+    pub fn in_state(mut self, state: ClusterState) -> Self {
+        self.state = state;
+        self
     }
 }
 
@@ -504,6 +526,51 @@ mod tests {
             "the external id never reaches a Debug line: {shown}"
         );
         assert!(shown.contains("arn:aws:iam::1:role/r"));
+    }
+
+    fn spec() -> ClusterSpec {
+        serde_json::from_value(
+            serde_json::json!({"name": "prod", "template": {"name": "t", "version": "1.0.0"},
+            "provider": "aws", "region": "us-east-1"}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_cluster_changes_state_only_as_the_state_machine_allows() {
+        let mut c = Cluster::new(
+            "t1".parse().unwrap(),
+            ClusterId::generate(),
+            spec(),
+            OffsetDateTime::now_utc(),
+        );
+        assert_eq!(c.state(), ClusterState::Pending);
+        let err = c.transition(ClusterState::Active).unwrap_err();
+        assert_eq!((err.from, err.to), (ClusterState::Pending, ClusterState::Active));
+        assert_eq!(
+            c.state(),
+            ClusterState::Pending,
+            "a refused transition changes nothing"
+        );
+        c.transition(ClusterState::Provisioning).unwrap();
+        assert_eq!(c.state(), ClusterState::Provisioning);
+        assert!(c.transition(ClusterState::Provisioning).is_err(), "no self loops");
+    }
+
+    #[test]
+    fn the_private_state_still_travels_as_state() {
+        let c = Cluster::new(
+            "t1".parse().unwrap(),
+            ClusterId::generate(),
+            spec(),
+            OffsetDateTime::now_utc(),
+        )
+        .in_state(ClusterState::Active);
+        let mut json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["state"], "ACTIVE");
+        json["state"] = "DELETING".into();
+        let back: Cluster = serde_json::from_value(json).unwrap();
+        assert_eq!(back.state(), ClusterState::Deleting);
     }
 
     #[test]

@@ -1,50 +1,26 @@
-//! The cluster lifecycle as a table. Each row is an allowed transition and the action it triggers;
-//! anything not in the table is a typed error.
-
-use serde::{Deserialize, Serialize};
+//! The cluster lifecycle as a table. Each row is an allowed transition; anything not in the table is a typed
+//! error. [`crate::model::Cluster::transition`] is the only way a cluster changes state, and it checks here.
+//! (What a transition sets in motion is decided by whoever asked for it: the dispatcher starts the runner,
+//! the status function records outputs or errors; no caller acted on a per-row action, so the table has none.)
 
 use crate::model::ClusterState::{self, *};
 
-/// The side effect a transition sets in motion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Action {
-    /// Run the template's create operation (init → plan → apply → output).
-    RunCreate,
-    /// Apply succeeded: install/await the cluster agent or verify outputs.
-    ConfigureCluster,
-    /// The cluster is usable: record outputs, release the lock.
-    MarkReady,
-    /// Apply changed variables (or a newer template version).
-    RunUpdate,
-    /// The update applied: back to ACTIVE, release the lock.
-    CompleteUpdate,
-    /// Destroy everything the cluster's state holds.
-    RunDestroy,
-    /// Destroy finished: archive the cluster record, release the lock.
-    Finalize,
-    /// Something failed: store the user-facing error, release the lock.
-    RecordFailure,
-    /// A FAILED cluster is provisioned again from its current state.
-    RetryCreate,
-}
-
-pub const TRANSITIONS: &[(ClusterState, ClusterState, Action)] = &[
-    (Pending, Provisioning, Action::RunCreate),
-    (Provisioning, Configuring, Action::ConfigureCluster),
-    (Configuring, Active, Action::MarkReady),
-    (Active, Updating, Action::RunUpdate),
-    (Updating, Active, Action::CompleteUpdate),
-    (Active, Deleting, Action::RunDestroy),
-    (Deleting, Deleted, Action::Finalize),
-    (Pending, Failed, Action::RecordFailure),
-    (Provisioning, Failed, Action::RecordFailure),
-    (Configuring, Failed, Action::RecordFailure),
-    (Active, Failed, Action::RecordFailure),
-    (Updating, Failed, Action::RecordFailure),
-    (Deleting, Failed, Action::RecordFailure),
-    (Failed, Provisioning, Action::RetryCreate),
-    (Failed, Deleting, Action::RunDestroy),
+pub const TRANSITIONS: &[(ClusterState, ClusterState)] = &[
+    (Pending, Provisioning),
+    (Provisioning, Configuring),
+    (Configuring, Active),
+    (Active, Updating),
+    (Updating, Active),
+    (Active, Deleting),
+    (Deleting, Deleted),
+    (Pending, Failed),
+    (Provisioning, Failed),
+    (Configuring, Failed),
+    (Active, Failed),
+    (Updating, Failed),
+    (Deleting, Failed),
+    (Failed, Provisioning),
+    (Failed, Deleting),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,7 +31,7 @@ pub struct TransitionError {
 }
 
 fn allowed_list(from: ClusterState) -> String {
-    let names: Vec<&str> = allowed_from(from).map(|(to, _)| to.as_str()).collect();
+    let names: Vec<&str> = allowed_from(from).map(ClusterState::as_str).collect();
     if names.is_empty() {
         "nothing (terminal state)".to_owned()
     } else {
@@ -63,21 +39,21 @@ fn allowed_list(from: ClusterState) -> String {
     }
 }
 
-/// The states reachable from `from`, with the action each triggers.
-pub fn allowed_from(from: ClusterState) -> impl Iterator<Item = (ClusterState, Action)> {
+/// The states reachable from `from` in one transition.
+pub fn allowed_from(from: ClusterState) -> impl Iterator<Item = ClusterState> {
     TRANSITIONS
         .iter()
-        .filter(move |(f, _, _)| *f == from)
-        .map(|(_, to, a)| (*to, *a))
+        .filter(move |(f, _)| *f == from)
+        .map(|(_, to)| *to)
 }
 
-/// Checks a transition against the table and returns the action it triggers.
-pub fn transition(from: ClusterState, to: ClusterState) -> Result<Action, TransitionError> {
-    TRANSITIONS
-        .iter()
-        .find(|(f, t, _)| *f == from && *t == to)
-        .map(|(_, _, a)| *a)
-        .ok_or(TransitionError { from, to })
+/// Checks a transition against the table.
+pub fn check(from: ClusterState, to: ClusterState) -> Result<(), TransitionError> {
+    if TRANSITIONS.contains(&(from, to)) {
+        Ok(())
+    } else {
+        Err(TransitionError { from, to })
+    }
 }
 
 #[cfg(test)]
@@ -85,18 +61,19 @@ mod tests {
     use super::*;
 
     /// Written out independently of the table, from the lifecycle in the design card.
-    fn expected(from: ClusterState, to: ClusterState) -> Option<Action> {
+    fn expected(from: ClusterState, to: ClusterState) -> bool {
         match (from, to) {
-            (Pending, Provisioning) => Some(Action::RunCreate),
-            (Provisioning, Configuring) => Some(Action::ConfigureCluster),
-            (Configuring, Active) => Some(Action::MarkReady),
-            (Active, Updating) => Some(Action::RunUpdate),
-            (Updating, Active) => Some(Action::CompleteUpdate),
-            (Active, Deleting) | (Failed, Deleting) => Some(Action::RunDestroy),
-            (Deleting, Deleted) => Some(Action::Finalize),
-            (Failed, Provisioning) => Some(Action::RetryCreate),
-            (f, Failed) if f != Failed && f != Deleted => Some(Action::RecordFailure),
-            _ => None,
+            (Pending, Provisioning)
+            | (Provisioning, Configuring)
+            | (Configuring, Active)
+            | (Active, Updating)
+            | (Updating, Active)
+            | (Active, Deleting)
+            | (Failed, Deleting)
+            | (Deleting, Deleted)
+            | (Failed, Provisioning) => true,
+            (f, Failed) => f != Failed && f != Deleted,
+            _ => false,
         }
     }
 
@@ -105,12 +82,9 @@ mod tests {
         let mut allowed = 0;
         for from in ClusterState::ALL {
             for to in ClusterState::ALL {
-                match (transition(from, to), expected(from, to)) {
-                    (Ok(a), Some(e)) => {
-                        assert_eq!(a, e, "{from} -> {to}");
-                        allowed += 1;
-                    }
-                    (Err(err), None) => {
+                match (check(from, to), expected(from, to)) {
+                    (Ok(()), true) => allowed += 1,
+                    (Err(err), false) => {
                         assert_eq!(err, TransitionError { from, to });
                         assert!(err.to_string().contains(from.as_str()));
                     }
@@ -123,9 +97,9 @@ mod tests {
 
     #[test]
     fn table_has_no_duplicate_rows() {
-        for (i, (f, t, _)) in TRANSITIONS.iter().enumerate() {
+        for (i, (f, t)) in TRANSITIONS.iter().enumerate() {
             assert!(
-                !TRANSITIONS[i + 1..].iter().any(|(f2, t2, _)| f2 == f && t2 == t),
+                !TRANSITIONS[i + 1..].iter().any(|(f2, t2)| f2 == f && t2 == t),
                 "{f} -> {t}"
             );
         }
@@ -134,16 +108,16 @@ mod tests {
     #[test]
     fn deleted_is_terminal_and_says_so() {
         assert_eq!(allowed_from(Deleted).count(), 0);
-        let err = transition(Deleted, Provisioning).unwrap_err();
+        let err = check(Deleted, Provisioning).unwrap_err();
         assert!(err.to_string().contains("terminal"), "{err}");
-        let err = transition(Pending, Active).unwrap_err();
+        let err = check(Pending, Active).unwrap_err();
         assert!(err.to_string().contains("PROVISIONING, FAILED"), "{err}");
     }
 
     #[test]
     fn no_self_loops() {
         for s in ClusterState::ALL {
-            assert!(transition(s, s).is_err());
+            assert!(check(s, s).is_err());
         }
     }
 }

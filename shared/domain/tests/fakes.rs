@@ -95,7 +95,7 @@ async fn cluster_saves_are_conditional_on_version() {
         .unwrap()
         .unwrap();
     let mut b = a.clone();
-    a.state = ClusterState::Provisioning;
+    a.transition(ClusterState::Provisioning).unwrap();
     w.store.store_cluster(&mut a).await.unwrap();
     assert_eq!(a.version, c.version + 1);
     assert!(matches!(
@@ -259,7 +259,7 @@ async fn updates_retry_lost_writes_and_give_up_on_endless_contention() {
     assert_eq!(done.status, OperationStatus::Dispatched);
     w.store.inject_conflicts(100);
     let err = update_cluster(&w.store, &w.tenant, &c.cluster_id, |c| {
-        c.state = ClusterState::Provisioning;
+        c.transition(ClusterState::Provisioning).unwrap();
         Ok::<_, PortError>(true)
     })
     .await

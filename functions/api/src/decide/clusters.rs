@@ -156,7 +156,7 @@ where
 
     /// A PATCH of drift settings alone: the cluster, no operation.
     async fn update_settings(&self, mut c: Cluster, drift: &DriftSettings) -> Result<Updated, ApiError> {
-        if c.state == ClusterState::Deleted {
+        if c.state() == ClusterState::Deleted {
             return Err(ApiError::Conflict(format!(
                 "cluster {} is deleted; its settings can no longer change",
                 c.cluster_id
@@ -188,10 +188,13 @@ where
     pub async fn delete(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
         let c = self.load_cluster(caller, id).await?;
         let open = self.open_operations(&c).await?;
-        if matches!(c.state, ClusterState::Deleting | ClusterState::Deleted) {
-            return Err(ApiError::Conflict(format!("the cluster is already {}", c.state)));
+        if matches!(c.state(), ClusterState::Deleting | ClusterState::Deleted) {
+            return Err(ApiError::Conflict(format!(
+                "the cluster is already {}",
+                c.state()
+            )));
         }
-        if c.state != ClusterState::Failed
+        if c.state() != ClusterState::Failed
             && let Some(why) = refuse_new_operation(&c, &open, "deleted")
         {
             return Err(ApiError::Conflict(why));
@@ -219,10 +222,10 @@ where
     /// A FAILED cluster is created again (the next attempt); any other state is a 409.
     pub async fn retry(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
         let c = self.load_cluster(caller, id).await?;
-        if c.state != ClusterState::Failed {
+        if c.state() != ClusterState::Failed {
             return Err(ApiError::Conflict(format!(
                 "only a FAILED cluster can be retried; this one is {}",
-                c.state
+                c.state()
             )));
         }
         let ops = self.store.cluster_operations(&c.cluster_id).await?;
@@ -255,10 +258,10 @@ where
     /// enough: asking again while one is open answers with that one.
     pub async fn drift_check(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
         let c = self.load_cluster(caller, id).await?;
-        if c.state != ClusterState::Active {
+        if c.state() != ClusterState::Active {
             return Err(ApiError::Conflict(format!(
                 "only an ACTIVE cluster can be checked for drift; this one is {}",
-                c.state
+                c.state()
             )));
         }
         let t = self.template_for(&c.spec.template, "template").await?;

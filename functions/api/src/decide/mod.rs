@@ -67,7 +67,7 @@ fn refuse_new_operation(c: &Cluster, open: &[Operation], what: &str) -> Option<S
             views::status_name(d.status)
         ));
     }
-    match c.state {
+    match c.state() {
         ClusterState::Active | ClusterState::Updating => None,
         ClusterState::Pending | ClusterState::Provisioning | ClusterState::Configuring
             if !open.is_empty() =>
@@ -76,13 +76,13 @@ fn refuse_new_operation(c: &Cluster, open: &[Operation], what: &str) -> Option<S
         }
         ClusterState::Pending | ClusterState::Provisioning | ClusterState::Configuring => Some(format!(
             "the cluster is {} with no operation in progress; it cannot be {what} until it settles",
-            c.state
+            c.state()
         )),
         ClusterState::Failed => Some(format!(
             "the cluster is FAILED; retry it (POST /v1/clusters/{}/retry) or delete it",
             c.cluster_id
         )),
-        ClusterState::Deleting | ClusterState::Deleted => Some(format!("the cluster is {}", c.state)),
+        ClusterState::Deleting | ClusterState::Deleted => Some(format!("the cluster is {}", c.state())),
     }
 }
 

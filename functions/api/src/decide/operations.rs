@@ -2,7 +2,6 @@
 
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, Intake, JobQueue, PortError, Storage, Templates};
-use strato_domain::state_machine;
 use strato_domain::{ErrorCategory, UserError};
 
 use super::Api;
@@ -74,11 +73,11 @@ where
             let Some(mut c) = self.store.load_cluster(&caller.tenant, &op.cluster_id).await? else {
                 return Ok(());
             };
-            if c.state != ClusterState::Pending {
+            if c.state() != ClusterState::Pending {
                 return Ok(());
             }
-            state_machine::transition(c.state, ClusterState::Failed).map_err(strato_aws::Error::from)?;
-            c.state = ClusterState::Failed;
+            c.transition(ClusterState::Failed)
+                .map_err(strato_aws::Error::from)?;
             c.last_error = op.error.clone();
             c.updated_at = self.clock.now();
             match self.store.store_cluster(&mut c).await {

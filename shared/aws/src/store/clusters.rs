@@ -165,7 +165,7 @@ impl Store {
         let expected = cluster.version;
         cluster.version += 1;
         cluster.updated_at = ts::now();
-        cluster.next_drift_check_at = match cluster.state {
+        cluster.next_drift_check_at = match cluster.state() {
             // First check one interval after the cluster becomes ACTIVE (the scheduler adds jitter later).
             ClusterState::Active => cluster.next_drift_check_at.clone().or_else(|| {
                 let every = cluster.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS);

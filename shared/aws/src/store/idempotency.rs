@@ -7,6 +7,7 @@ use time::{Duration, OffsetDateTime};
 use super::write::conditional;
 use super::{Store, fetch, from_item, n, num, s, to_item};
 use crate::error::Error;
+use strato_domain::coordination::{Attempt, optimistic};
 use strato_domain::ids::TenantId;
 
 /// A stored idempotent answer.
@@ -72,7 +73,8 @@ impl Store {
         request_hash: &str,
         now: OffsetDateTime,
     ) -> Result<Reservation, Error> {
-        for _ in 0..3 {
+        let give_up = || Error::Conflict(format!("idempotency key {key} kept changing"));
+        optimistic(3, give_up, || async move {
             let put = self
                 .ddb
                 .put_item()
@@ -86,20 +88,18 @@ impl Store {
                 .expression_attribute_values(":now", n(now.unix_timestamp()))
                 .send();
             if conditional("PutItem", put).await?.is_ok() {
-                return Ok(Reservation::Reserved);
+                return Ok(Attempt::Done(Reservation::Reserved));
             }
-            match self.idempotent_get(tenant, key, now).await? {
-                Some(r) if r.status == 0 => {
-                    return Ok(Reservation::InProgress {
-                        request_hash: r.request_hash,
-                    });
-                }
-                Some(r) => return Ok(Reservation::Done(r)),
+            Ok(match self.idempotent_get(tenant, key, now).await? {
+                Some(r) if r.status == 0 => Attempt::Done(Reservation::InProgress {
+                    request_hash: r.request_hash,
+                }),
+                Some(r) => Attempt::Done(Reservation::Done(r)),
                 // Expired between the put and the read: try again.
-                None => continue,
-            }
-        }
-        Err(Error::Conflict(format!("idempotency key {key} kept changing")))
+                None => Attempt::Conflict,
+            })
+        })
+        .await
     }
 
     /// Gives a reservation back (the work failed in a way a retry should get a fresh chance at).

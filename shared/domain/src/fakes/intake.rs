@@ -21,7 +21,7 @@ impl FakeStore {
         let have = s
             .clusters
             .values()
-            .filter(|c| &c.tenant_id == tenant && c.state != ClusterState::Deleted)
+            .filter(|c| &c.tenant_id == tenant && c.state() != ClusterState::Deleted)
             .count() as u32;
         let open = s
             .operations
@@ -50,7 +50,7 @@ impl Intake for FakeStore {
         let taken = s.clusters.values().any(|c| {
             c.tenant_id == cluster.tenant_id
                 && c.spec.name == cluster.spec.name
-                && c.state != ClusterState::Deleted
+                && c.state() != ClusterState::Deleted
         });
         if taken {
             return Ok(Err(CreateRejected::NameTaken));

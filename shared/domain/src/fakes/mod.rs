@@ -317,7 +317,7 @@ impl Clusters for FakeStore {
         let mut due: Vec<(OffsetDateTime, Cluster)> = s
             .clusters
             .values()
-            .filter(|c| c.state == ClusterState::Active)
+            .filter(|c| c.state() == ClusterState::Active)
             .filter_map(|c| {
                 let at = crate::ts::parse(c.next_drift_check_at.as_deref()?)?;
                 (at <= now).then(|| (at, c.clone()))
