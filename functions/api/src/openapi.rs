@@ -240,6 +240,8 @@ fn schema_ref(schema: &str) -> ContentBuilder {
     ContentBuilder::new().schema(Some(Ref::from_schema_name(schema)))
 }
 
+/// One route's OpenAPI operation: parameters, body, every answer with its content types and headers. Long
+/// because it is a straight walk over the route's table entry; split, the order of the document would scatter.
 fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
     let d = endpoint_doc(route.endpoint);
     let public = matches!(route.endpoint, Health | AgentRegister | AgentHeartbeat);
