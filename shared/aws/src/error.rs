@@ -1,7 +1,6 @@
 //! The adapter crate's one error enum. AWS SDK errors keep their source; their message shows the whole
 //! chain, because the SDK's own Display says only "service error".
 
-use strato_domain::model::ClusterState;
 use strato_domain::ports::PortError;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -35,11 +34,6 @@ pub enum Error {
         what: String,
         #[source]
         source: std::io::Error,
-    },
-    #[error("cluster is {state}, expected {expected}")]
-    UnexpectedState {
-        state: ClusterState,
-        expected: &'static str,
     },
     /// A port error with no adapter meaning of its own (what the domain's hand-off rules found missing).
     #[error(transparent)]

@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ClusterState;
 use crate::state_machine::TransitionError;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
@@ -45,11 +44,6 @@ pub enum Error {
         key: String,
         expected: String,
         actual: String,
-    },
-    #[error("cluster is {state}, expected {expected}")]
-    UnexpectedState {
-        state: ClusterState,
-        expected: &'static str,
     },
 }
 

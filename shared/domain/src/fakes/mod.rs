@@ -80,7 +80,6 @@ struct StoreState {
     limits: HashMap<TenantId, u32>,
     /// `(max clusters, max open operations)` of tenants given their own.
     quotas: HashMap<TenantId, (u32, u32)>,
-    open_limits: HashMap<TenantId, u32>,
     /// Saves still to lose as if another writer got there first.
     injected_conflicts: usize,
 }
@@ -98,9 +97,6 @@ pub const DEFAULT_CONCURRENCY_LIMIT: u32 = 5;
 pub const DEFAULT_MAX_CLUSTERS: u32 = 20;
 /// The platform's default quota of queued and running operations.
 pub const DEFAULT_MAX_OPEN_OPERATIONS: u32 = 50;
-
-/// The platform's default open-operation quota.
-pub const DEFAULT_OPEN_OPERATIONS_LIMIT: u32 = 50;
 
 impl FakeStore {
     /// `clock` stamps `updated_at` on saves, as the real store stamps the wall time.
@@ -177,9 +173,12 @@ impl FakeStore {
         lock(&self.state).operations.values().cloned().collect()
     }
 
-    /// How many open operations the tenant may have ([`Operations::record_operation`] refuses more).
+    /// How many open operations the tenant may have ([`Operations::record_operation`] refuses more); its
+    /// cluster quota stays as it was.
     pub fn set_open_operations_limit(&self, tenant: &TenantId, limit: u32) {
-        lock(&self.state).open_limits.insert(tenant.clone(), limit);
+        let mut s = lock(&self.state);
+        let clusters = s.quotas.get(tenant).map_or(DEFAULT_MAX_CLUSTERS, |q| q.0);
+        s.quotas.insert(tenant.clone(), (clusters, limit));
     }
 
     /// Every operation of the cluster, oldest first.
@@ -266,10 +265,9 @@ impl Operations for FakeStore {
             )));
         }
         let max = s
-            .open_limits
+            .quotas
             .get(&op.tenant_id)
-            .copied()
-            .unwrap_or(DEFAULT_OPEN_OPERATIONS_LIMIT);
+            .map_or(DEFAULT_MAX_OPEN_OPERATIONS, |q| q.1);
         let open = s
             .operations
             .values()
