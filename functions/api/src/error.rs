@@ -219,16 +219,10 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A domain refusal that reaches here unhandled is an internal fault, like a store error.
+/// A domain refusal that reaches here unhandled is an internal fault, like a store error; a port failure is the
+/// adapter's error again (a lost conditional write stays a 409 to retry).
 impl From<strato_domain::Error> for ApiError {
     fn from(e: strato_domain::Error) -> Self {
-        ApiError::Store(e.into())
-    }
-}
-
-/// A port failure is the adapter's error again (a lost conditional write stays a 409 to retry).
-impl From<strato_domain::ports::PortError> for ApiError {
-    fn from(e: strato_domain::ports::PortError) -> Self {
         ApiError::Store(e.into())
     }
 }

@@ -25,7 +25,7 @@ use strato_aws::ports::{EcsLauncher, SqsJobQueue};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
 use strato_aws::store::Store;
-use strato_domain::ports::{PortError, SystemClock};
+use strato_domain::ports::SystemClock;
 
 pub use strato_aws::ports::RunnerSettings;
 pub use strato_domain::coordination::LOCK_LEASE;
@@ -46,8 +46,7 @@ pub enum DispatchError {
     UnknownOperation(String),
     #[error(transparent)]
     Shared(#[from] strato_aws::Error),
-    #[error(transparent)]
-    Port(#[from] PortError),
+    /// A domain refusal or a port failure (the adapter's error travels inside it).
     #[error(transparent)]
     Domain(#[from] strato_domain::Error),
 }

@@ -28,7 +28,6 @@ use strato_aws::ports::{DynamoStateLocks, EcsTaskStatus, SqsJobQueue, SqsTaskEve
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
-use strato_domain::ports::PortError;
 use time::{Duration, OffsetDateTime};
 
 #[derive(Debug, thiserror::Error)]
@@ -37,8 +36,7 @@ pub enum SchedulerError {
     Config(#[from] EnvError),
     #[error(transparent)]
     Store(#[from] strato_aws::Error),
-    #[error(transparent)]
-    Port(#[from] PortError),
+    /// A domain refusal or a port failure (the adapter's error travels inside it).
     #[error(transparent)]
     Domain(#[from] strato_domain::Error),
 }

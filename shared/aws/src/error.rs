@@ -7,9 +7,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Anything the pure domain refused (ids, manifests, validation, transitions, rendering, checksums).
+    /// Anything the pure domain refused (ids, manifests, validation, transitions, rendering, checksums), or a
+    /// port error with no adapter meaning of its own (what the domain's hand-off rules found missing).
     #[error(transparent)]
-    Domain(#[from] strato_domain::Error),
+    Domain(strato_domain::Error),
     #[error("AWS {operation} failed: {}", chain(source.as_ref()))]
     Aws {
         operation: &'static str,
@@ -35,9 +36,6 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A port error with no adapter meaning of its own (what the domain's hand-off rules found missing).
-    #[error(transparent)]
-    Port(PortError),
 }
 
 /// `err` and every source under it, joined by ": ".
@@ -74,13 +72,13 @@ impl From<strato_domain::state_machine::TransitionError> for Error {
     }
 }
 
-/// What the decision logic sees of an adapter error: a lost conditional write is a conflict; anything else
-/// travels whole, so [`From<PortError>`] gets it back.
+/// What the decision logic sees of an adapter error: a lost conditional write is a conflict; a domain error is
+/// itself; anything else travels whole, so [`From<PortError>`] gets it back.
 impl From<Error> for PortError {
     fn from(e: Error) -> Self {
         match e {
             Error::Conflict(m) => PortError::Conflict(m),
-            Error::Port(p) => p,
+            Error::Domain(d) => d,
             e => PortError::Other(Box::new(e)),
         }
     }
@@ -92,9 +90,9 @@ impl From<PortError> for Error {
             PortError::Conflict(m) => Error::Conflict(m),
             PortError::Other(b) => match b.downcast::<Error>() {
                 Ok(e) => *e,
-                Err(b) => Error::Port(PortError::Other(b)),
+                Err(b) => Error::Domain(PortError::Other(b)),
             },
-            p => Error::Port(p),
+            d => Error::Domain(d),
         }
     }
 }
@@ -142,7 +140,7 @@ mod tests {
             Error::Conflict(m) if m == "c"
         ));
         let missing = Error::from(PortError::NotFound("cluster x".into()));
-        assert!(matches!(missing, Error::Port(PortError::NotFound(_))));
+        assert!(matches!(missing, Error::Domain(PortError::NotFound(_))));
         assert!(matches!(PortError::from(missing), PortError::NotFound(_)));
     }
 }

@@ -1,4 +1,5 @@
-//! Errors. `Error` is the domain crate's one error enum; `UserError` is what a tenant is shown when an operation fails.
+//! Errors. `Error` is the domain crate's one error enum (what the pure rules refuse and what a port call can
+//! fail with); `UserError` is what a tenant is shown when an operation fails.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +46,18 @@ pub enum Error {
         expected: String,
         actual: String,
     },
+    /// A conditional write lost: someone changed the item since it was read. Re-read and retry.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Something the caller relies on does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The backing service could not be reached or refused for now.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// An adapter's own error with no domain meaning, kept whole so the adapter can get it back by downcasting.
+    #[error(transparent)]
+    Other(crate::ports::BoxError),
 }
 
 /// Broad classes of failure; they decide retries and alerts, and pick the default fix hint.

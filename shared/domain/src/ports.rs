@@ -18,22 +18,9 @@ use crate::template::Template;
 /// back (by downcasting) when it converts a [`PortError`] into its own error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// What a port call can fail with, in the terms the decision logic acts on.
-#[derive(Debug, thiserror::Error)]
-pub enum PortError {
-    /// A conditional write lost: someone changed the item since it was read. Re-read and retry.
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// Something the caller relies on does not exist.
-    #[error("not found: {0}")]
-    NotFound(String),
-    /// The backing service could not be reached or refused for now.
-    #[error("unavailable: {0}")]
-    Unavailable(String),
-    /// Anything else, as the adapter reported it.
-    #[error(transparent)]
-    Other(BoxError),
-}
+/// What a port call can fail with: the crate's one error enum, under the name the port signatures read best with
+/// (`Conflict`, `NotFound`, `Unavailable` and `Other` are the variants adapters report).
+pub type PortError = crate::Error;
 
 /// Operation records, saved by optimistic concurrency on `updated_at`.
 pub trait Operations: Send + Sync {
