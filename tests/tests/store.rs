@@ -285,6 +285,18 @@ async fn tenant_slots_are_bounded_and_idempotent() {
     store.release_tenant_slot(&t, &a).await.unwrap();
     assert!(store.acquire_tenant_slot(&t, &b, 1).await.unwrap());
     assert_eq!(store.tenant_slots(&t).await.unwrap(), vec![b.to_string()]);
+
+    // The sweeper's view: every tenant's holders, and nothing else of the locks table (cluster locks).
+    let other: TenantId = "globex".parse().unwrap();
+    assert!(store.acquire_tenant_slot(&other, &a, 2).await.unwrap());
+    let cluster = ClusterId::generate();
+    store
+        .acquire_cluster_lock(&cluster, &a, Duration::minutes(5), ts::now())
+        .await
+        .unwrap();
+    let mut all = store.all_tenant_slots().await.unwrap();
+    all.sort_by(|x, y| x.0.as_str().cmp(y.0.as_str()));
+    assert_eq!(all, vec![(t, vec![b]), (other, vec![a])]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -95,9 +95,17 @@ where
             .load_operation(&job.operation_id)
             .await?
             .ok_or_else(|| DispatchError::UnknownOperation(job.operation_id.to_string()))?;
-        // Redelivery, or a wake-up for an operation that already ran: nothing to do.
-        if op.status.is_terminal() || op.task_arn.is_some() {
-            tracing::info!(operation = %op.operation_id, status = ?op.status, "already dispatched or finished");
+        // A finished operation may still hold what an earlier delivery took for it (that delivery died after
+        // taking the slot, then the operation was ended where nobody knew): hand off again. Idempotent — the
+        // lock is released only with the operation's own token, the wake-up is deduplicated by the queue.
+        if op.status.is_terminal() {
+            tracing::info!(operation = %op.operation_id, status = ?op.status, "already finished; handing off");
+            release_and_wake(store, self.jobs, &op).await?;
+            return Ok(Outcome::Ack);
+        }
+        // Redelivery, or a wake-up for an operation whose runner already runs: nothing to do.
+        if op.task_arn.is_some() {
+            tracing::info!(operation = %op.operation_id, status = ?op.status, "already dispatched");
             return Ok(Outcome::Ack);
         }
         let Some(token) = self.claim(&op).await? else {

@@ -468,3 +468,53 @@ async fn lost_writes_are_retried_and_unknown_operations_are_errors() {
         "plain redelivery, no backoff"
     );
 }
+
+/// Issue 15, defect 3: a delivery that died after taking lock and slot, an operation then ended where nobody
+/// knew it held them (the API's in-place cancel of a queued operation), and the redelivery acked without
+/// releasing anything — the tenant's slot was gone for good and its next operation parked forever.
+#[tokio::test]
+async fn a_redelivered_job_of_a_finished_operation_gives_back_its_slot_and_lock_and_wakes_the_tenant() {
+    let w = world();
+    w.store.set_concurrency_limit(&w.tenant, 1);
+    let cluster = w.cluster_in("prod", ClusterState::Active);
+    let first = w.op(&cluster, OperationKind::Update);
+    w.hold_lock(&cluster, &first.operation_id).await;
+    assert!(
+        w.store
+            .acquire_slot(&w.tenant, &first.operation_id, 1)
+            .await
+            .unwrap()
+    );
+    let mut cancelled = w.stored(&first);
+    cancelled.status = OperationStatus::Cancelled;
+    w.store.put_operation(cancelled.clone());
+    // Another cluster's operation of the same tenant parks on the limit the dead delivery's slot holds.
+    let other = w.cluster_in("staging", ClusterState::Active);
+    let waiting = w.op(&other, OperationKind::Update);
+    assert_eq!(w.dispatch(&waiting, 1).await, Outcome::Ack);
+    assert_eq!(
+        w.stored(&waiting).wait_reason.as_deref(),
+        Some(TENANT_LIMIT_REASON)
+    );
+
+    assert_eq!(w.dispatch(&cancelled, 2).await, Outcome::Ack);
+
+    assert!(
+        w.store.slots(&w.tenant).is_empty(),
+        "the finished operation's slot is free"
+    );
+    assert_eq!(
+        w.store.lock_holder(&cluster),
+        None,
+        "and its lock, although no claim was recorded"
+    );
+    let woken: Vec<_> = w.jobs.sent().into_iter().map(|s| s.job.operation_id).collect();
+    assert_eq!(
+        woken,
+        vec![waiting.operation_id.clone()],
+        "the tenant's waiter is woken"
+    );
+    assert_eq!(w.dispatch(&waiting, 1).await, Outcome::Ack);
+    assert_eq!(w.stored(&waiting).status, OperationStatus::Dispatched);
+    assert_eq!(w.launcher.launch_calls(), 1);
+}

@@ -5,14 +5,14 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use strato_domain::coordination::update_operation;
+use strato_domain::coordination::{release_and_wake, update_operation};
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
 use strato_domain::ids::ClusterId;
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
 use strato_domain::ports::{
     ClusterLocks, Clusters, JobQueue, OpenStatus, Operations, PortError, StateLock, StateLocks,
-    TaskEventSink, TaskState, TaskStatus,
+    TaskEventSink, TaskState, TaskStatus, TenantSlots,
 };
 use strato_domain::ts;
 use time::{Duration, OffsetDateTime};
@@ -33,13 +33,15 @@ pub struct Report {
     pub woken: u32,
     pub stale_runners_reported: u32,
     pub tf_locks_released: u32,
+    /// Tenant slots held by operations that had finished (or no longer exist): their hand-off was lost.
+    pub slots_released: u32,
     pub connections_removed: u32,
 }
 
 /// The scheduler's dependencies, as ports, and its settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Scheduler<'a, S, Q, T, E, L> {
-    /// Operations, clusters, cluster locks.
+    /// Operations, clusters, cluster locks, tenant slots.
     pub store: &'a S,
     /// `jobs.fifo`: new drift checks, re-enqueued and woken operations.
     pub jobs: &'a Q,
@@ -77,7 +79,7 @@ fn sweep_wake(op: &Operation) -> String {
 
 impl<S, Q, T, E, L> Scheduler<'_, S, Q, T, E, L>
 where
-    S: Operations + Clusters + ClusterLocks,
+    S: Operations + Clusters + ClusterLocks + TenantSlots,
     Q: JobQueue,
     T: TaskStatus,
     E: TaskEventSink,
@@ -141,7 +143,33 @@ where
         self.wake_orphaned_waiters(now, &mut report).await?;
         self.report_dead_runners(now, &mut report).await?;
         report.tf_locks_released = self.release_orphaned_state_locks(now).await?;
+        report.slots_released = self.release_leaked_slots().await?;
         Ok(report)
+    }
+
+    /// Tenant slots whose operation has finished or no longer exists: a hand-off that never ran (a crash
+    /// between ending the operation and releasing, or a path that ended it without knowing it held a slot).
+    /// Left alone, enough of them park every later operation of the tenant on its concurrency limit for good.
+    /// A finished holder is handed off in full (its lock too, with its own token, and the tenant's next
+    /// waiter woken); a missing one has only its slot to give back, and the tenant's waiters are woken by
+    /// the next hand-off or [`Self::wake_orphaned_waiters`].
+    async fn release_leaked_slots(&self) -> Result<u32, PortError> {
+        let store = self.store;
+        let mut released = 0;
+        for (tenant, holders) in store.slot_holders().await? {
+            for id in holders {
+                match store.load_operation(&id).await? {
+                    Some(op) if !op.status.is_terminal() => continue,
+                    Some(op) => {
+                        release_and_wake(store, self.jobs, &op).await?;
+                    }
+                    None => store.release_slot(&tenant, &id).await?,
+                }
+                tracing::warn!(tenant = %tenant, operation = %id, "released a tenant slot its finished operation still held");
+                released += 1;
+            }
+        }
+        Ok(released)
     }
 
     /// Written but never dispatched: the API died between its transaction and the enqueue (or the message

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use strato_domain::coordination::{LOCK_LEASE, cluster_busy_reason};
+use strato_domain::coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_domain::fakes::{
     FakeClock, FakeJobQueue, FakeLauncher, FakeStateLocks, FakeStore, FakeTaskEvents,
 };
@@ -10,7 +10,7 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
 };
-use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, StateLock, TaskLauncher};
+use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, StateLock, TaskLauncher, TenantSlots};
 use strato_domain::ts;
 use strato_scheduler::{BUSY_RETRY, Report, SCHEDULER, Scheduler, jitter};
 use time::{Duration, OffsetDateTime};
@@ -521,4 +521,41 @@ async fn terraform_state_locks_of_dead_runners_are_released_once_no_operation_is
     // Idempotent: a second sweep finds nothing to do.
     assert_eq!(w.sweep().await.tf_locks_released, 0);
     assert_eq!(w.stored(&last).notes.len(), 1);
+}
+
+/// Issue 15, defect 3: slots whose release was lost (a crash between ending an operation and handing off, or
+/// a path that ended it unaware it held one) were never reconciled, so after a few the tenant parked forever.
+#[tokio::test]
+async fn the_sweep_frees_slots_held_by_finished_or_missing_operations_and_wakes_the_tenant() {
+    let w = world();
+    let running_on = w.cluster("running", ClusterState::Updating, None);
+    let (running, _, _) = w.started(&running_on, Duration::seconds(1)).await;
+    let finished_on = w.cluster("finished", ClusterState::Active, None);
+    let finished = w.op(&finished_on, OperationKind::Update, Duration::hours(1), |o| {
+        o.status = OperationStatus::Succeeded;
+    });
+    let token = w.hold_lock(&finished_on, &finished.operation_id).await;
+    let mut finished = w.stored(&finished);
+    finished.fencing_token = Some(token);
+    w.store.put_operation(finished.clone());
+    let missing = OperationId::generate();
+    for holder in [&running.operation_id, &finished.operation_id, &missing] {
+        assert!(w.store.acquire_slot(&w.tenant, holder, 3).await.unwrap());
+    }
+    let waiting_on = w.cluster("waiting", ClusterState::Active, None);
+    let waiting = w.op(&waiting_on, OperationKind::Update, Duration::seconds(1), |o| {
+        o.wait_reason = Some(TENANT_LIMIT_REASON.into());
+    });
+
+    let report = w.sweep().await;
+    assert_eq!(report.slots_released, 2, "{report:?}");
+    assert_eq!(w.store.slots(&w.tenant), vec![running.operation_id.clone()]);
+    assert_eq!(
+        w.store.lock_holder(&finished_on),
+        None,
+        "the finished holder's lock goes too"
+    );
+    let woken: Vec<_> = w.jobs.sent().into_iter().map(|s| s.job.operation_id).collect();
+    assert_eq!(woken, vec![waiting.operation_id.clone()]);
+    assert_eq!(w.sweep().await.slots_released, 0, "nothing left to release");
 }

@@ -262,7 +262,18 @@ where
     Q: JobQueue,
 {
     let mut out = Handoff::default();
-    if let Some(token) = op.fencing_token {
+    // An operation ended before its claim was recorded (cancelled while queued, a dispatcher that died after
+    // taking the lock) has no token of its own, but may still be the lock's owner: the owner's id is proof
+    // enough, since no other operation ever holds a lock under that id.
+    let token = match op.fencing_token {
+        Some(token) => Some(token),
+        None => store
+            .lock_owner(&op.cluster_id)
+            .await?
+            .filter(|(owner, _)| *owner == op.operation_id)
+            .map(|(_, token)| token),
+    };
+    if let Some(token) = token {
         out.released_lock = store
             .release_lock(&op.cluster_id, &op.operation_id, token)
             .await?;

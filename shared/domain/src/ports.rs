@@ -228,6 +228,12 @@ pub trait TenantSlots: Send + Sync {
         tenant: &TenantId,
         op: &OperationId,
     ) -> impl Future<Output = Result<(), PortError>> + Send;
+
+    /// Every tenant's slot holders (tenants holding none may be left out): what the sweeper reconciles
+    /// against the operations, so a slot whose release was lost is not held forever.
+    fn slot_holders(
+        &self,
+    ) -> impl Future<Output = Result<Vec<(TenantId, Vec<OperationId>)>, PortError>> + Send;
 }
 
 /// Everything the control plane keeps about operations, clusters, locks and slots.

@@ -148,6 +148,10 @@ impl TenantSlots for Store {
     async fn release_slot(&self, tenant: &TenantId, op: &OperationId) -> Result<(), PortError> {
         Ok(self.release_tenant_slot(tenant, op).await?)
     }
+
+    async fn slot_holders(&self) -> Result<Vec<(TenantId, Vec<OperationId>)>, PortError> {
+        Ok(self.all_tenant_slots().await?)
+    }
 }
 
 /// `jobs.fifo` through SQS.

@@ -187,6 +187,39 @@ impl Store {
             .unwrap_or_default())
     }
 
+    /// Every tenant's slot set, by one scan of the locks table filtered to the `slots#` items (the table holds
+    /// one lock item per cluster and one slot item per tenant: small, and the sweeper reads it every few
+    /// minutes). A malformed id or member is skipped with a warning rather than stopping the sweep.
+    pub async fn all_tenant_slots(&self) -> Result<Vec<(TenantId, Vec<OperationId>)>, Error> {
+        let mut out = Vec::new();
+        let mut pages = self
+            .ddb
+            .scan()
+            .table_name(&self.locks)
+            .filter_expression("begins_with(lock_id, :p)")
+            .expression_attribute_values(":p", s("slots#"))
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| Error::aws("Scan", e))?;
+            for item in page.items() {
+                let id = text(item, "lock_id").map(String::as_str).unwrap_or("");
+                let Some(Ok(tenant)) = id.strip_prefix("slots#").map(str::parse::<TenantId>) else {
+                    tracing::warn!(lock_id = %id, "slot item with a malformed tenant id skipped");
+                    continue;
+                };
+                let members = item
+                    .get("running")
+                    .and_then(|v| v.as_ss().ok())
+                    .cloned()
+                    .unwrap_or_default();
+                let ops = members.iter().filter_map(|m| m.parse().ok()).collect();
+                out.push((tenant, ops));
+            }
+        }
+        Ok(out)
+    }
+
     /// A consistent GetItem of the lock item `lock_id`.
     fn lock_item(&self, lock_id: String) -> GetItemFluentBuilder {
         self.get(&self.locks, &[("lock_id", s(lock_id))])

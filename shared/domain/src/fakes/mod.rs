@@ -419,6 +419,14 @@ impl TenantSlots for FakeStore {
         }
         Ok(())
     }
+
+    async fn slot_holders(&self) -> Result<Vec<(TenantId, Vec<OperationId>)>, PortError> {
+        Ok(lock(&self.state)
+            .slots
+            .iter()
+            .map(|(tenant, ops)| (tenant.clone(), ops.iter().cloned().collect()))
+            .collect())
+    }
 }
 
 /// A message the fake job queue accepted.
