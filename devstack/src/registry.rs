@@ -61,6 +61,8 @@ pub struct SqsMapping {
     pub batch_size: i32,
     /// Concurrent pollers (each invokes one batch at a time), like Lambda's scaling of SQS pollers.
     pub concurrency: usize,
+    /// Faults to inject into this mapping's deliveries (the fault-injection test); `None` in normal use.
+    pub chaos: Option<crate::chaos::ChaosState>,
 }
 
 /// One EventBridge schedule rule (`rate(...)`).
@@ -90,6 +92,7 @@ impl Registry {
                 handler,
                 batch_size: 10,
                 concurrency: concurrency.max(1),
+                chaos: None,
             },
         );
         self

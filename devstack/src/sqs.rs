@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use strato_aws::resources;
 
+use crate::chaos::Faults;
 use crate::error::DevstackError;
 use crate::registry::SqsMapping;
 
@@ -167,7 +168,24 @@ async fn poll(
     }
 }
 
-/// Invokes the handler with one batch and settles it; returns the message ids left for redelivery.
+/// One invocation of the mapping's function. As on Lambda, the function is stopped at its timeout (below the
+/// visibility timeout, so a batch is never processed twice at once) and a panic is a function error: either
+/// way nothing is deleted.
+async fn invoke(logical: &str, mapping: &SqsMapping, event: SqsEvent) -> Result<SqsBatchResponse, String> {
+    let handler = mapping.handler.clone();
+    let limit = Duration::from_secs(resources::queue(logical).consumer_timeout_secs().into());
+    let mut invocation = tokio::spawn(async move { handler(event).await });
+    match tokio::time::timeout(limit, &mut invocation).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Err(format!("the function panicked: {e}")),
+        Err(_) => {
+            invocation.abort();
+            Err(format!("the function timed out after {} s", limit.as_secs()))
+        }
+    }
+}
+
+/// Invokes the handler with one batch (with the faults its mapping's chaos draws) and settles it; returns the message ids left for redelivery.
 pub async fn invoke_batch(
     sqs: &aws_sdk_sqs::Client,
     queue: &QueueRef,
@@ -190,20 +208,36 @@ pub async fn invoke_batch(
             return ids;
         }
     };
+    let faults = mapping
+        .chaos
+        .as_ref()
+        .map(|c| c.draw(&queue.logical))
+        .unwrap_or_default();
+    if faults != Faults::default() {
+        tracing::info!(queue = %queue.logical, operation_ids = ?ops, ?faults, "SQS mapping: injecting faults");
+        tokio::time::sleep(faults.delay).await;
+    }
     tracing::info!(queue = %queue.logical, records = ids.len(), operation_ids = ?ops, "SQS mapping: invoke");
-    let handler = mapping.handler.clone();
-    // As on Lambda, the function is stopped at its timeout (below the visibility timeout, so a batch is never
-    // processed twice at once) and a panic is a function error: either way nothing is deleted.
-    let limit = Duration::from_secs(resources::queue(&queue.logical).consumer_timeout_secs().into());
-    let mut invocation = tokio::spawn(async move { handler(event).await });
-    let result = match tokio::time::timeout(limit, &mut invocation).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => Err(format!("the function panicked: {e}")),
-        Err(_) => {
-            invocation.abort();
-            Err(format!("the function timed out after {} s", limit.as_secs()))
-        }
+    let mut result = if faults.error_before {
+        Err("injected function error (before the handler ran)".to_owned())
+    } else {
+        invoke(&queue.logical, mapping, event.clone()).await
     };
+    if faults.duplicate {
+        // At-least-once: the same records again; a record either delivery failed comes back.
+        let again = invoke(&queue.logical, mapping, event).await;
+        result = match (result, again) {
+            (Ok(mut first), Ok(second)) => {
+                first.batch_item_failures.extend(second.batch_item_failures);
+                Ok(first)
+            }
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+    }
+    if faults.error_after && result.is_ok() {
+        result =
+            Err("injected function error (after the handler ran: its work is done, its answer lost)".into());
+    }
     let failed: HashSet<String> = match result {
         Ok(SqsBatchResponse {
             batch_item_failures, ..

@@ -69,6 +69,8 @@ pub struct DevstackConfig {
     pub sweep_grace: Duration,
     /// Address of the WebSocket API (and its `@connections` management API).
     pub ws_addr: SocketAddr,
+    /// Faults to inject into every SQS delivery (the fault-injection test); `None` in normal use.
+    pub chaos: Option<crate::chaos::Chaos>,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -120,6 +122,7 @@ impl Default for DevstackConfig {
             sweep_rate: Duration::from_secs(60),
             sweep_grace: Duration::from_secs(120),
             ws_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            chaos: None,
         }
     }
 }
@@ -161,6 +164,8 @@ pub struct Devstack {
     pub fargate_stats: Arc<FargateStats>,
     /// Templates published at start: (name, version).
     pub published: Vec<(String, String)>,
+    /// The faults being injected (what was injected so far), when the config asked for them.
+    pub chaos: Option<crate::chaos::ChaosState>,
     jwt_secret: String,
     stop_intake: watch::Sender<bool>,
     stop_fargate: watch::Sender<bool>,
@@ -218,6 +223,13 @@ impl Devstack {
         for p in plugins {
             p.install(&env, &mut registry).await?;
         }
+        let chaos = config.chaos.clone().map(crate::chaos::ChaosState::new);
+        if let Some(c) = &chaos {
+            tracing::warn!(?c, "injecting faults into every SQS delivery");
+            for mapping in registry.sqs.values_mut() {
+                mapping.chaos = Some(c.clone());
+            }
+        }
 
         let (stop_intake, intake_rx) = watch::channel(false);
         let (stop_fargate, fargate_rx) = watch::channel(false);
@@ -270,6 +282,7 @@ impl Devstack {
             endpoints,
             fargate_stats,
             published,
+            chaos,
             jwt_secret,
             stop_intake,
             stop_fargate,
