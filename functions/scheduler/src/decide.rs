@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use strato_domain::coordination::update_operation;
+use strato_domain::coordination::{submit, update_operation};
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
 use strato_domain::ids::ClusterId;
 use strato_domain::messages::JobMessage;
@@ -123,11 +123,10 @@ where
                 now,
             );
             op.requested_by = Some(SCHEDULER.into());
-            if let Err(rejected) = store.record_operation(&op).await? {
+            if let Err(rejected) = submit(store, self.jobs, &op).await? {
                 tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
                 continue;
             }
-            self.jobs.enqueue(&JobMessage::from(&op), "0").await?;
             tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift check queued");
             report.drift_checks_queued += 1;
         }

@@ -6,6 +6,13 @@
 
 use std::future::Future;
 
+mod status;
+
+pub use status::{
+    EventsQueue, FrameSink, LeaseRenewal, NameReservations, RunArchive, SlotHolders, WebhookDelivery,
+    Webhooks,
+};
+
 use time::{Duration, OffsetDateTime};
 
 use crate::ecs_event::TaskStateChangeEvent;

@@ -5,9 +5,11 @@
 
 mod intake;
 mod scheduler;
+mod status;
 
 pub use intake::FakeTemplates;
 pub use scheduler::{FakeStateLocks, FakeTaskEvents};
+pub use status::{FakeRunArchive, FakeStatusQueues, FakeWebhooks, WebhookCall};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
