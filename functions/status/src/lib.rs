@@ -7,8 +7,11 @@
 //! events, and releases are conditioned on the operation's own fencing token.
 //!
 //! Runner contract relied on here: the runner exits 0 only after its final report (succeeded, failed or
-//! cancelled) was sent. A task that stops with another exit code (or none) did not report, so its STOPPED
-//! event fails the operation; a task that exited 0 has a report in flight, so its STOPPED event waits for it.
+//! cancelled) was sent, and marks its log archive complete just before sending it. A task that stops with
+//! another exit code (or none) and an incomplete archive did not report, so its STOPPED event fails the
+//! operation; one that exited 0 or completed its archive has a report in flight, so its STOPPED event waits
+//! for it ([`ReportWait`]: several visibility timeouts of the events queue, since the report's own batch may
+//! fail once or twice).
 //!
 //! Layout: `incoming` parses queue records and `decide` ([`Status`], the decisions' ports) routes them;
 //! `config` wires the AWS adapters into it ([`handle`]); `runner_events`, `task_change`
