@@ -18,6 +18,7 @@ use strato_domain::model::{
     OperationStatus, ResourceChange, TemplateRef,
 };
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
+use strato_domain::webhook::{DRIFT_DETECTED, Webhook};
 use strato_status::{
     FINAL_REPORT_GRACE_RECEIVES, LOST_REPORT, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status,
 };
@@ -519,6 +520,35 @@ async fn drift_under_reconcile_submits_one_update_within_the_quota() {
             .all(|o| o.kind != OperationKind::Update)
     );
     assert!(w.woken().is_empty());
+}
+
+#[tokio::test]
+async fn drift_under_notify_calls_the_tenants_webhook_and_notes_the_outcome() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Notify;
+    w.store.put_cluster(cluster);
+    w.webhooks.set(
+        &w.tenant,
+        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
+    );
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
+
+    let calls = w.webhooks.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].event, DRIFT_DETECTED);
+    assert_eq!(calls[0].delivery_id, run.op.as_str(), "a stable delivery id");
+    let op = w.op(&run.op);
+    assert!(
+        op.notes
+            .iter()
+            .any(|n| n.contains("delivered to https://hooks.example.com")),
+        "{:?}",
+        op.notes
+    );
+    assert!(w.woken().is_empty(), "notify queues nothing");
 }
 
 // --- task stopped without a report ------------------------------------------------------------------------
