@@ -145,7 +145,7 @@ async fn held(stack: &Devstack, store: &Store, clusters: &[String]) -> Vec<Strin
             held.push(format!("cluster lock of {c} held by {owner}"));
         }
     }
-    for (tenant, ops) in store.slot_holders().await.unwrap() {
+    for (tenant, ops) in store.all_slot_holders().await.unwrap() {
         if !ops.is_empty() {
             held.push(format!("slots of {tenant} held by {ops:?}"));
         }

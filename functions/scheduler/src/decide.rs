@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use strato_domain::coordination::{release_and_wake, update_operation};
+use strato_domain::coordination::{release_and_wake, submit, update_operation};
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
 use strato_domain::ids::ClusterId;
 use strato_domain::messages::JobMessage;
@@ -125,11 +125,10 @@ where
                 now,
             );
             op.requested_by = Some(SCHEDULER.into());
-            if let Err(rejected) = store.record_operation(&op).await? {
+            if let Err(rejected) = submit(store, self.jobs, &op).await? {
                 tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
                 continue;
             }
-            self.jobs.enqueue(&JobMessage::from(&op), "0").await?;
             tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift check queued");
             report.drift_checks_queued += 1;
         }
@@ -156,7 +155,7 @@ where
     async fn release_leaked_slots(&self) -> Result<u32, PortError> {
         let store = self.store;
         let mut released = 0;
-        for (tenant, holders) in store.slot_holders().await? {
+        for (tenant, holders) in store.all_slot_holders().await? {
             for id in holders {
                 match store.load_operation(&id).await? {
                     Some(op) if !op.status.is_terminal() => continue,

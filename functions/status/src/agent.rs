@@ -3,18 +3,17 @@
 //! apply's end fires (`configure_deadline`). A create without an agent ends with the apply, provided the
 //! template's required outputs are there.
 
-use strato_aws::coordination::{update_cluster, update_operation};
+use strato_domain::coordination::{step_to, update_operation};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::ControlEvent;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus, Step};
-use strato_domain::ts;
+use strato_domain::ports::{Clock, Clusters, EventsQueue, Operations, Templates};
 use time::OffsetDateTime;
 
-use crate::batch::Outcome;
-use crate::cluster_end::to_configuring;
-use crate::handoff::{Final, Outputs, finish};
-use crate::{Ctx, StatusError};
-use strato_domain::coordination::step_to;
+use crate::StatusError;
+use crate::cluster_end::{change, to_configuring};
+use crate::decide::{Outcome, Ports, Status};
+use crate::handoff::{Final, Outputs, finish, finish_interrupted_handoff};
 
 const CONFIGURE_STEP: &str = "configure";
 
@@ -26,13 +25,16 @@ pub(crate) enum Readiness {
     Outputs(Vec<String>),
 }
 
-pub(crate) async fn readiness(ctx: &Ctx, op: &Operation) -> Result<Readiness, StatusError> {
+pub(crate) async fn readiness<P: Ports>(
+    ctx: &Status<'_, P>,
+    op: &Operation,
+) -> Result<Readiness, StatusError> {
     let Some(spec) = &op.spec else {
         return Ok(Readiness::Outputs(Vec::new()));
     };
     let stored = ctx
-        .store
-        .get_template(&spec.template.name, &spec.template.version)
+        .templates
+        .template(&spec.template.name, &spec.template.version)
         .await?;
     let Some(t) = stored else {
         // The API validated the create against this template; a catalog that lost it is an operator problem,
@@ -41,9 +43,9 @@ pub(crate) async fn readiness(ctx: &Ctx, op: &Operation) -> Result<Readiness, St
             "template of a finished create is not in the catalog; no outputs to verify");
         return Ok(Readiness::Outputs(Vec::new()));
     };
-    Ok(match t.template.manifest.agent {
+    Ok(match t.manifest.agent {
         Some(a) => Readiness::Agent(a.deadline_secs),
-        None => Readiness::Outputs(t.template.manifest.required_outputs),
+        None => Readiness::Outputs(t.manifest.required_outputs),
     })
 }
 
@@ -90,29 +92,30 @@ fn missing_outputs_error(missing: &[String]) -> UserError {
 
 /// Apply finished for a template with an agent: the cluster is CONFIGURING and the create stays open (lock
 /// held) until the agent reports enough Ready nodes or the deadline passes.
-pub(crate) async fn await_agent(
-    ctx: &Ctx,
+pub(crate) async fn await_agent<P: Ports>(
+    ctx: &Status<'_, P>,
     op: &Operation,
     outputs: &Outputs,
     deadline_secs: u64,
 ) -> Result<(), StatusError> {
-    let deadline = ts::now() + time::Duration::seconds(deadline_secs as i64);
-    let c = update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {
+    let now = ctx.clock.now();
+    let deadline = now + time::Duration::seconds(deadline_secs as i64);
+    let c = change(ctx.store, &op.tenant_id, &op.cluster_id, |c| {
         if !to_configuring(c, outputs) {
-            return Ok(false);
+            return false;
         }
         c.configuring_deadline = Some(deadline);
-        Ok(true)
+        true
     })
     .await?;
-    update_operation(&ctx.store, &op.operation_id, |o| {
+    update_operation(ctx.store, &op.operation_id, |o| {
         if o.status.is_terminal() || o.steps.iter().any(|s| s.name == CONFIGURE_STEP) {
             return false;
         }
         o.status = OperationStatus::Running;
         o.steps.push(Step {
             name: CONFIGURE_STEP.into(),
-            started_at: ts::now(),
+            started_at: now,
             finished_at: None,
             ok: None,
         });
@@ -124,30 +127,21 @@ pub(crate) async fn await_agent(
         cluster_id: op.cluster_id.clone(),
         deadline: c.configuring_deadline.unwrap_or(deadline),
     };
-    let body = serde_json::to_string(&event).map_err(|e| StatusError::BadBody {
-        message_id: String::new(),
-        reason: e.to_string(),
-    })?;
     // SQS delays at most 15 minutes; a later deadline is re-delayed when the timer fires early.
-    ctx.sqs
-        .send_message()
-        .queue_url(&ctx.queues.events)
-        .message_body(body)
-        .delay_seconds(deadline_secs.min(900) as i32)
-        .send()
-        .await
-        .map_err(|e| strato_aws::Error::aws("SendMessage", e))?;
+    ctx.queues
+        .send_control(&event, deadline_secs.min(900) as i32)
+        .await?;
     Ok(())
 }
 
-fn close_configure_step(o: &mut Operation, ok: bool) -> bool {
+fn close_configure_step(o: &mut Operation, ok: bool, now: OffsetDateTime) -> bool {
     match o
         .steps
         .iter_mut()
         .find(|s| s.name == CONFIGURE_STEP && s.finished_at.is_none())
     {
         Some(step) => {
-            step.finished_at = Some(ts::now());
+            step.finished_at = Some(now);
             step.ok = Some(ok);
             true
         }
@@ -160,6 +154,9 @@ fn close_configure_step(o: &mut Operation, ok: bool) -> bool {
 pub(crate) enum ControlDecision {
     /// A duplicate, a late timer, or an event for something else: nothing to do.
     Ignore,
+    /// The create already ended (a late timer or agent, or a redelivery after the end was saved): only its
+    /// hand-off may be left to finish.
+    AlreadyEnded,
     /// The deadline timer fired early (SQS delays at most 15 minutes): look again after this many seconds.
     Wait(i32),
     /// The agent is ready: the cluster becomes ACTIVE and the create succeeds.
@@ -178,8 +175,10 @@ pub(crate) fn decide_control(
 ) -> ControlDecision {
     let (ControlEvent::AgentReady { cluster_id, .. } | ControlEvent::ConfigureDeadline { cluster_id, .. }) =
         ev;
-    if op.status.is_terminal()
-        || op.kind != OperationKind::Create
+    if op.status.is_terminal() {
+        return ControlDecision::AlreadyEnded;
+    }
+    if op.kind != OperationKind::Create
         || &op.cluster_id != cluster_id
         || c.state() != ClusterState::Configuring
     {
@@ -210,7 +209,11 @@ fn agent_timeout_error() -> UserError {
     )
 }
 
-pub(crate) async fn apply_control(ctx: &Ctx, ev: &ControlEvent) -> Result<Outcome, StatusError> {
+/// Applies an agent handshake event to the create it names.
+pub(crate) async fn apply_control<P: Ports>(
+    ctx: &Status<'_, P>,
+    ev: &ControlEvent,
+) -> Result<Outcome, StatusError> {
     let (ControlEvent::AgentReady {
         operation_id: op_id,
         cluster_id,
@@ -221,35 +224,45 @@ pub(crate) async fn apply_control(ctx: &Ctx, ev: &ControlEvent) -> Result<Outcom
         cluster_id,
         ..
     }) = ev;
-    let Some(op) = ctx.store.get_operation(op_id).await? else {
+    let Some(op) = ctx.store.load_operation(op_id).await? else {
         return Err(StatusError::UnknownOperation(op_id.clone()));
     };
-    let Some(c) = ctx.store.find_cluster(cluster_id).await? else {
+    if op.status.is_terminal() {
+        // Whatever the cluster says: an ended operation must not keep its lock or slot.
+        finish_interrupted_handoff(ctx, &op).await?;
+        return Ok(Outcome::Ack);
+    }
+    let Some(c) = ctx.store.load_cluster(&op.tenant_id, cluster_id).await? else {
         return Ok(Outcome::Ack);
     };
-    let fin = match decide_control(&op, &c, ev, ts::now()) {
+    let now = ctx.clock.now();
+    let fin = match decide_control(&op, &c, ev, now) {
         ControlDecision::Ignore => return Ok(Outcome::Ack),
+        ControlDecision::AlreadyEnded => {
+            finish_interrupted_handoff(ctx, &op).await?;
+            return Ok(Outcome::Ack);
+        }
         ControlDecision::Wait(secs) => return Ok(Outcome::RetryAfter(secs)),
         ControlDecision::Ready => {
-            update_cluster(&ctx.store, &op.tenant_id, &op.cluster_id, |c| {
+            change(ctx.store, &op.tenant_id, &op.cluster_id, |c| {
                 let moved = step_to(c, ClusterState::Active);
                 c.configuring_deadline = None;
                 c.last_error = None;
-                Ok(moved)
+                moved
             })
             .await?;
             Final::Succeeded {
                 outputs: c.outputs.clone(),
                 drift: None,
                 estimate: None,
-                at: ts::now(),
+                at: now,
             }
         }
         ControlDecision::TimedOut => Final::Failed(agent_timeout_error()),
     };
     let ok = matches!(fin, Final::Succeeded { .. });
-    let op = update_operation(&ctx.store, &op.operation_id, |o| {
-        !o.status.is_terminal() && close_configure_step(o, ok)
+    let op = update_operation(ctx.store, &op.operation_id, |o| {
+        !o.status.is_terminal() && close_configure_step(o, ok, now)
     })
     .await?
     .unwrap_or(op);
@@ -261,6 +274,7 @@ pub(crate) async fn apply_control(ctx: &Ctx, ev: &ControlEvent) -> Result<Outcom
 mod tests {
     use super::*;
     use crate::test_support::running;
+    use strato_domain::ts;
 
     #[test]
     fn missing_or_empty_outputs_fail_a_create() {
@@ -317,8 +331,8 @@ mod tests {
         op.status = OperationStatus::Failed;
         assert_eq!(
             decide_control(&op, &c, &ready, now),
-            ControlDecision::Ignore,
-            "after the deadline"
+            ControlDecision::AlreadyEnded,
+            "after the deadline: only the hand-off may be left"
         );
     }
 }

@@ -1,14 +1,16 @@
 //! What an operation's end does to its cluster: which state it moves to and what it records there. The
 //! decision ([`cluster_end`]) and each change to the record are pure; [`apply_to_cluster`] saves them.
 
-use strato_aws::coordination::update_cluster;
-use strato_domain::coordination::{fail_cluster, step_to};
+use strato_domain::coordination::{fail_cluster, step_to, update_cluster};
 use strato_domain::error::{ErrorCategory, UserError};
+use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, ResourceChange};
+use strato_domain::ports::{Clusters, PortError};
 use time::OffsetDateTime;
 
+use crate::decide::{Ports, Status};
 use crate::handoff::{Final, Outputs};
-use crate::{Ctx, StatusError, drift};
+use crate::{StatusError, drift};
 
 /// The change an ended operation makes to its cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,37 +75,47 @@ pub(crate) fn cluster_end<'a>(op: &'a Operation, fin: &'a Final) -> ClusterEnd<'
 }
 
 /// Saves what [`cluster_end`] decided; the cluster as saved, or `None` when it was left untouched.
-pub(crate) async fn apply_to_cluster(
-    ctx: &Ctx,
+pub(crate) async fn apply_to_cluster<P: Ports>(
+    ctx: &Status<'_, P>,
     op: &Operation,
     fin: &Final,
 ) -> Result<Option<Cluster>, StatusError> {
-    let store = &ctx.store;
+    let store = ctx.store;
     let (tenant, id) = (&op.tenant_id, &op.cluster_id);
     let cluster = match cluster_end(op, fin) {
         ClusterEnd::Untouched => return Ok(None),
         ClusterEnd::Created(outputs) => {
             // CONFIGURING is a real, saved intermediate state. Templates with an agent wait there (see
             // `agent::await_agent`); here the required outputs were verified before, so it goes on to ACTIVE.
-            update_cluster(store, tenant, id, |c| Ok(to_configuring(c, outputs))).await?;
-            update_cluster(store, tenant, id, |c| Ok(configured(c))).await?
+            change(store, tenant, id, |c| to_configuring(c, outputs)).await?;
+            change(store, tenant, id, configured).await?
         }
         ClusterEnd::Updated { outputs, spec } => {
-            update_cluster(store, tenant, id, |c| Ok(updated(c, outputs, spec))).await?
+            change(store, tenant, id, |c| updated(c, outputs, spec)).await?
         }
-        ClusterEnd::Deleted => update_cluster(store, tenant, id, |c| Ok(deleted(c))).await?,
+        ClusterEnd::Deleted => change(store, tenant, id, deleted).await?,
         ClusterEnd::DriftChecked { changes, at } => {
-            update_cluster(store, tenant, id, |c| {
-                Ok(drift::record_drift(c, &op.operation_id, &changes, at))
+            change(store, tenant, id, |c| {
+                drift::record_drift(c, &op.operation_id, &changes, at)
             })
             .await?
         }
-        ClusterEnd::Failed(err) => update_cluster(store, tenant, id, |c| Ok(fail_cluster(c, &err))).await?,
+        ClusterEnd::Failed(err) => change(store, tenant, id, |c| fail_cluster(c, &err)).await?,
         ClusterEnd::UpdateCancelled => {
-            update_cluster(store, tenant, id, |c| Ok(step_to(c, ClusterState::Active))).await?
+            change(store, tenant, id, |c| step_to(c, ClusterState::Active)).await?
         }
     };
     Ok(Some(cluster))
+}
+
+/// [`update_cluster`] with an infallible change.
+pub(crate) async fn change(
+    store: &impl Clusters,
+    tenant: &TenantId,
+    id: &ClusterId,
+    mut edit: impl FnMut(&mut Cluster) -> bool,
+) -> Result<Cluster, PortError> {
+    update_cluster(store, tenant, id, |c| Ok::<_, PortError>(edit(c))).await
 }
 
 /// A provisioning cluster whose apply finished: CONFIGURING with its outputs. `false` (nothing done) once

@@ -1,13 +1,19 @@
-//! Configuration and the clients every handler shares.
+//! Configuration, the clients every handler shares, and the AWS adapters wired into [`Status`].
 
+use std::marker::PhantomData;
+
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::Env;
+use strato_aws::ports::{S3RunArchive, SqsJobQueue, SqsStatusQueues};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
+use strato_domain::ports::SystemClock;
 
 use crate::StatusError;
-use crate::webhook::WebhookPolicy;
+use crate::decide::{Ports, ReportWait, Status};
+use crate::webhook::{HttpWebhooks, WebhookPolicy};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -51,4 +57,52 @@ impl Ctx {
             webhook: WebhookPolicy::default(),
         })
     }
+}
+
+/// The status function's ports on AWS (adapters borrowing the [`Ctx`]'s clients for `'a`).
+#[derive(Debug)]
+pub struct AwsPorts<'a>(PhantomData<&'a ()>);
+
+impl<'a> Ports for AwsPorts<'a> {
+    type Store = Store;
+    type Templates = Store;
+    type Jobs = SqsJobQueue<'a>;
+    type Queues = SqsStatusQueues<'a>;
+    type Archive = S3RunArchive<'a>;
+    type Webhooks = HttpWebhooks<'a>;
+    type Clock = SystemClock;
+}
+
+/// Processes a batch on the AWS adapters (see [`Status::handle`]).
+pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, StatusError> {
+    let jobs = SqsJobQueue {
+        sqs: &ctx.sqs,
+        url: &ctx.queues.jobs,
+    };
+    let queues = SqsStatusQueues {
+        sqs: &ctx.sqs,
+        events_url: &ctx.queues.events,
+        logs_url: &ctx.queues.logs,
+    };
+    let bucket = ctx.config.names.bucket("artifacts");
+    let archive = S3RunArchive {
+        s3: &ctx.s3,
+        bucket: &bucket,
+    };
+    let webhooks = HttpWebhooks {
+        store: &ctx.store,
+        http: &ctx.http,
+        policy: &ctx.webhook,
+    };
+    let status: Status<'_, AwsPorts<'_>> = Status {
+        store: &ctx.store,
+        templates: &ctx.store,
+        jobs: &jobs,
+        queues: &queues,
+        archive: &archive,
+        webhooks: &webhooks,
+        clock: &SystemClock,
+        report_wait: ReportWait::EVENTS,
+    };
+    Ok(status.handle(event).await)
 }

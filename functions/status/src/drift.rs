@@ -1,14 +1,15 @@
 //! Drift results: recorded on the cluster, described to subscribers, and acted on by the cluster's policy
 //! (`reconcile` queues an update, `notify` calls the tenant's webhook).
 
-use strato_aws::coordination::{submit, update_operation};
+use strato_domain::coordination::{submit, update_operation};
 use strato_domain::ids::OperationId;
 use strato_domain::model::{Cluster, DriftInfo, DriftPolicy, Operation, OperationKind, ResourceChange};
-use strato_domain::ts;
+use strato_domain::ports::{Clock, Operations, Webhooks};
 use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent};
 use time::OffsetDateTime;
 
-use crate::{Ctx, StatusError, webhook};
+use crate::decide::{Ports, Status};
+use crate::{StatusError, webhook};
 
 /// Records drift check `check`'s result (`changes`, found `at`) on the cluster. `false` when this check's
 /// result is already there, so a redelivered success changes nothing.
@@ -59,8 +60,8 @@ pub(crate) fn drift_message(c: &Cluster) -> String {
 }
 
 /// `reconcile` policy: queue an update that applies the cluster's own spec again, unless one is open.
-pub(crate) async fn reconcile(ctx: &Ctx, c: &Cluster) -> Result<(), StatusError> {
-    let ops = ctx.store.list_operations(&c.cluster_id).await?;
+pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Result<(), StatusError> {
+    let ops = ctx.store.cluster_operations(&c.cluster_id).await?;
     if ops
         .iter()
         .any(|o| o.kind == OperationKind::Update && !o.status.is_terminal())
@@ -71,11 +72,11 @@ pub(crate) async fn reconcile(ctx: &Ctx, c: &Cluster) -> Result<(), StatusError>
         c.tenant_id.clone(),
         c.cluster_id.clone(),
         OperationKind::Update,
-        ts::now(),
+        ctx.clock.now(),
     );
     op.spec = Some(c.spec.clone());
     op.requested_by = Some("strato:drift-reconcile".into());
-    if let Err(rejected) = submit(&ctx.store, &ctx.sqs, &ctx.queues.jobs, &op).await? {
+    if let Err(rejected) = submit(ctx.store, ctx.jobs, &op).await? {
         tracing::warn!(cluster = %c.cluster_id, ?rejected, "reconcile update not queued: tenant quota");
         return Ok(());
     }
@@ -85,8 +86,8 @@ pub(crate) async fn reconcile(ctx: &Ctx, c: &Cluster) -> Result<(), StatusError>
 
 /// `notify` policy: calls the tenant's webhook, if it has one, and notes the outcome on the check. Best
 /// effort and bounded (see [`crate::webhook`]): everything that matters is saved before.
-pub(crate) async fn notify_webhook(ctx: &Ctx, op: &Operation, c: &Cluster) {
-    let hook = match ctx.store.tenant_webhook(&c.tenant_id).await {
+pub(crate) async fn notify_webhook<P: Ports>(ctx: &Status<'_, P>, op: &Operation, c: &Cluster) {
+    let hook = match ctx.webhooks.webhook_of(&c.tenant_id).await {
         Ok(Some(h)) => h,
         Ok(None) => return,
         Err(e) => {
@@ -107,23 +108,18 @@ pub(crate) async fn notify_webhook(ctx: &Ctx, op: &Operation, c: &Cluster) {
     let Ok(body) = serde_json::to_vec(&event) else {
         return;
     };
-    let d = webhook::deliver(
-        &ctx.http,
-        &hook,
-        DRIFT_DETECTED,
-        op.operation_id.as_str(),
-        &body,
-        &ctx.webhook,
-    )
-    .await;
+    let d = ctx
+        .webhooks
+        .deliver(&hook, DRIFT_DETECTED, op.operation_id.as_str(), &body)
+        .await;
     if d.delivered {
         tracing::info!(operation = %op.operation_id, to = %hook.display_url(), attempts = d.attempts, "drift webhook delivered");
     } else {
         tracing::warn!(operation = %op.operation_id, to = %hook.display_url(), attempts = d.attempts,
             error = d.error.as_deref().unwrap_or_default(), "drift webhook not delivered");
     }
-    let line = webhook::note(&hook, DRIFT_DETECTED, &d, ts::now());
-    if let Err(e) = update_operation(&ctx.store, &op.operation_id, |o| {
+    let line = webhook::note(&hook, DRIFT_DETECTED, &d, ctx.clock.now());
+    if let Err(e) = update_operation(ctx.store, &op.operation_id, |o| {
         o.notes.push(line.clone());
         true
     })

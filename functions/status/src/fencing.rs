@@ -2,11 +2,13 @@
 //! operation's fencing token (and, while the operation runs, the cluster lock). Anything else is stale: it
 //! is counted on the operation and otherwise ignored.
 
-use strato_aws::coordination::update_operation;
+use strato_domain::coordination::update_operation;
 use strato_domain::ids::OperationId;
 use strato_domain::model::Operation;
+use strato_domain::ports::ClusterLocks;
 
-use crate::{Ctx, StatusError};
+use crate::StatusError;
+use crate::decide::{Ports, Status};
 
 /// Whether an event from the holder of a token may still change an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,8 +46,8 @@ pub(crate) fn lock_fence(op: &Operation, lock: Option<&(OperationId, u64)>) -> F
 }
 
 /// [`event_fence`], then [`lock_fence`]; the lock is read only when it can matter.
-pub(crate) async fn fence(
-    ctx: &Ctx,
+pub(crate) async fn fence<P: Ports>(
+    ctx: &Status<'_, P>,
     op: &Operation,
     token: Option<u64>,
     task_arn: Option<&str>,
@@ -56,12 +58,12 @@ pub(crate) async fn fence(
     if op.status.is_terminal() {
         return Ok(Fence::Current);
     }
-    let lock = ctx.store.cluster_lock(&op.cluster_id).await?;
+    let lock = ctx.store.lock_owner(&op.cluster_id).await?;
     Ok(lock_fence(op, lock.as_ref()))
 }
 
-pub(crate) async fn record_stale(ctx: &Ctx, id: &OperationId) -> Result<(), StatusError> {
-    let op = update_operation(&ctx.store, id, |o| {
+pub(crate) async fn record_stale<P: Ports>(ctx: &Status<'_, P>, id: &OperationId) -> Result<(), StatusError> {
+    let op = update_operation(ctx.store, id, |o| {
         o.stale_events += 1;
         true
     })

@@ -1,16 +1,15 @@
 //! Frames for WebSocket subscribers, sent through the logs queue and log-fanout.
 
-use strato_aws::log_io::publish_frame;
 use strato_domain::messages::LogFrame;
 use strato_domain::model::{Cluster, Operation};
-use strato_domain::ts;
+use strato_domain::ports::{Clock, Clusters, FrameSink, RunArchive};
 
-use crate::Ctx;
+use crate::decide::{Ports, Status};
 
 /// Tells the operation's subscribers where it stands (via the logs queue and log-fanout). Best effort: the
 /// state is already saved, and a lost frame is repaired by the next one or by reading the operation.
-pub(crate) async fn announce(
-    ctx: &Ctx,
+pub(crate) async fn announce<P: Ports>(
+    ctx: &Status<'_, P>,
     op: &Operation,
     cluster: Option<&Cluster>,
     step: Option<String>,
@@ -22,7 +21,7 @@ pub(crate) async fn announce(
         None if !op.kind.has_cluster() => None,
         None => ctx
             .store
-            .get_cluster(&op.tenant_id, &op.cluster_id)
+            .load_cluster(&op.tenant_id, &op.cluster_id)
             .await
             .ok()
             .flatten()
@@ -36,23 +35,17 @@ pub(crate) async fn announce(
         operation_status: op.status,
         step,
         message,
-        at: ts::now(),
+        at: ctx.clock.now(),
     };
-    if let Err(e) = publish_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
+    if let Err(e) = ctx.queues.publish_frame(&frame).await {
         tracing::warn!(operation = %op.operation_id, error = %e, "status frame not sent");
     }
 }
 
 /// The last frame of an operation: its final status and the number of its last archived log line, so a
 /// subscriber can tell whether it has every line.
-pub(crate) async fn end_stream(ctx: &Ctx, op: &Operation) {
-    let last_seq = match strato_aws::log_io::last_archived_seq(
-        &ctx.s3,
-        &ctx.config.names.bucket("artifacts"),
-        &op.operation_id,
-    )
-    .await
-    {
+pub(crate) async fn end_stream<P: Ports>(ctx: &Status<'_, P>, op: &Operation) {
+    let last_seq = match ctx.archive.last_archived_seq(&op.operation_id).await {
         Ok(n) => n,
         Err(e) => {
             tracing::warn!(operation = %op.operation_id, error = %e, "log archive unreadable; end frame says 0");
@@ -64,7 +57,7 @@ pub(crate) async fn end_stream(ctx: &Ctx, op: &Operation) {
         final_status: op.status,
         last_seq,
     };
-    if let Err(e) = publish_frame(&ctx.sqs, &ctx.queues.logs, &frame).await {
+    if let Err(e) = ctx.queues.publish_frame(&frame).await {
         tracing::warn!(operation = %op.operation_id, error = %e, "end frame not sent");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use strato_aws::coordination::{ClusterFate, Ended, end_operation, release_and_wake};
+use strato_domain::coordination::{ClusterFate, Ended, end_operation, release_and_wake};
 use strato_domain::cost::CostEstimate;
 use strato_domain::error::UserError;
 use strato_domain::ids::OperationId;
@@ -12,9 +12,12 @@ use strato_domain::model::{
 };
 use time::OffsetDateTime;
 
+use strato_domain::ports::{ClusterLocks, NameReservations, PortError, SlotHolders};
+
 use crate::cluster_end::apply_to_cluster;
+use crate::decide::{Ports, Status};
 use crate::frames::{announce, end_stream};
-use crate::{Ctx, StatusError, drift};
+use crate::{StatusError, drift};
 
 /// A finished apply's Terraform outputs (non-sensitive ones).
 pub(crate) type Outputs = BTreeMap<String, serde_json::Value>;
@@ -55,14 +58,18 @@ pub(crate) fn conclude(op: &mut Operation, fin: &Final) {
 /// Ends a running operation: cluster first (idempotent, so a crash before the operation is saved is repaired
 /// by redelivery), then [`end_operation`] (the operation, and the hand-off of its lock and slot), then what
 /// follows. Only the delivery that made the operation terminal hands off.
-pub(crate) async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError> {
-    let cluster = apply_to_cluster(ctx, &op, &fin).await?;
+pub(crate) async fn finish<P: Ports>(
+    ctx: &Status<'_, P>,
+    op: Operation,
+    fin: Final,
+) -> Result<(), StatusError> {
+    let cluster = Box::pin(apply_to_cluster(ctx, &op, &fin)).await?;
     if op.kind == OperationKind::Delete
         && matches!(fin, Final::Succeeded { .. })
         && let Some(c) = &cluster
         && c.state() == ClusterState::Deleted
     {
-        ctx.store.release_cluster_name(c).await?;
+        ctx.store.release_name(c).await?;
     }
     let id = op.operation_id.clone();
     let end = |o: &mut Operation| {
@@ -71,19 +78,30 @@ pub(crate) async fn finish(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), S
     };
     // Both boxed: the status handler's future nests every step of an end, and a debug build's poll frames
     // (the flow tests run on a 2 MiB test thread) overflow with them inline.
-    let (store, sqs, jobs) = (&ctx.store, &ctx.sqs, &ctx.queues.jobs);
-    match Box::pin(end_operation(store, sqs, jobs, op, ClusterFate::Untouched, end)).await {
+    match Box::pin(end_operation(
+        ctx.store,
+        ctx.jobs,
+        op,
+        ClusterFate::Untouched,
+        end,
+    ))
+    .await
+    {
         Ok(Ended::Now { op: done, .. }) => Box::pin(after_end(ctx, &done, cluster.as_ref())).await,
         // Someone else ended it concurrently; they hand off.
         Ok(Ended::Not(_)) => Ok(()),
-        Err(strato_aws::Error::Conflict(_)) => Err(StatusError::Contended(id)),
+        Err(PortError::Conflict(_)) => Err(StatusError::Contended(id)),
         Err(e) => Err(e.into()),
     }
 }
 
 /// After the end is saved and the lock and slot handed on: acts on a drift result, and tells subscribers
 /// (a webhook last: it is the slowest and matters least).
-async fn after_end(ctx: &Ctx, done: &Operation, cluster: Option<&Cluster>) -> Result<(), StatusError> {
+async fn after_end<P: Ports>(
+    ctx: &Status<'_, P>,
+    done: &Operation,
+    cluster: Option<&Cluster>,
+) -> Result<(), StatusError> {
     let mut message = done.error.as_ref().map(|e| e.to_string());
     let mut notify = None;
     if let (OperationKind::DriftCheck, Some(c)) = (done.kind, cluster) {
@@ -104,23 +122,30 @@ async fn after_end(ctx: &Ctx, done: &Operation, cluster: Option<&Cluster>) -> Re
 
 /// Whether an ended operation still holds its cluster lock (`lock` as read) or a tenant slot (`slots`):
 /// then an earlier delivery died between saving the end and releasing.
-pub(crate) fn holds_handoff(op: &Operation, lock: Option<&(OperationId, u64)>, slots: &[String]) -> bool {
+pub(crate) fn holds_handoff(
+    op: &Operation,
+    lock: Option<&(OperationId, u64)>,
+    slots: &[OperationId],
+) -> bool {
     let holds_lock = match (lock, op.fencing_token) {
         (Some((owner, t)), Some(mine)) => owner == &op.operation_id && *t == mine,
         _ => false,
     };
-    holds_lock || slots.iter().any(|s| s == op.operation_id.as_str())
+    holds_lock || slots.contains(&op.operation_id)
 }
 
 /// A terminal event for an operation that is already terminal. Normally a duplicate with nothing left to do;
 /// but if an earlier delivery died between saving the end and releasing, the lock or slot is still held by
 /// this operation, and the hand-off is finished now. (Releases are conditional, so nothing is freed twice.)
-pub(crate) async fn finish_interrupted_handoff(ctx: &Ctx, op: &Operation) -> Result<(), StatusError> {
-    let lock = ctx.store.cluster_lock(&op.cluster_id).await?;
-    let slots = ctx.store.tenant_slots(&op.tenant_id).await?;
+pub(crate) async fn finish_interrupted_handoff<P: Ports>(
+    ctx: &Status<'_, P>,
+    op: &Operation,
+) -> Result<(), StatusError> {
+    let lock = ctx.store.lock_owner(&op.cluster_id).await?;
+    let slots = ctx.store.slot_holders(&op.tenant_id).await?;
     if holds_handoff(op, lock.as_ref(), &slots) {
         tracing::warn!(operation = %op.operation_id, "finishing a hand-off an earlier delivery left undone");
-        release_and_wake(&ctx.store, &ctx.sqs, &ctx.queues.jobs, op).await?;
+        release_and_wake(ctx.store, ctx.jobs, op).await?;
     }
     Ok(())
 }
@@ -172,6 +197,6 @@ mod tests {
             "a later holder's lock"
         );
         assert!(!holds_handoff(&op, Some(&(OperationId::generate(), 1)), &[]));
-        assert!(holds_handoff(&op, None, &[me.as_str().to_owned()]));
+        assert!(holds_handoff(&op, None, std::slice::from_ref(&me)));
     }
 }

@@ -7,10 +7,14 @@
 //! events, and releases are conditioned on the operation's own fencing token.
 //!
 //! Runner contract relied on here: the runner exits 0 only after its final report (succeeded, failed or
-//! cancelled) was sent. A task that stops with another exit code (or none) did not report, so its STOPPED
-//! event fails the operation; a task that exited 0 has a report in flight, so its STOPPED event waits for it.
+//! cancelled) was sent, and marks its log archive complete just before sending it. A task that stops with
+//! another exit code (or none) and an incomplete archive did not report, so its STOPPED event fails the
+//! operation; one that exited 0 or completed its archive has a report in flight, so its STOPPED event waits
+//! for it ([`ReportWait`]: several visibility timeouts of the events queue, since the report's own batch may
+//! fail once or twice).
 //!
-//! Layout: `incoming` parses queue records and `batch` routes them; `runner_events`, `task_change`
+//! Layout: `incoming` parses queue records and `decide` ([`Status`], the decisions' ports) routes them;
+//! `config` wires the AWS adapters into it ([`handle`]); `runner_events`, `task_change`
 //! and `agent` (the cluster agent handshake) decide what an event does; `fencing` refuses stale events;
 //! `handoff` ends an operation, with `cluster_end` for its cluster and `drift` for drift results;
 //! `frames` tells WebSocket subscribers. Where a decision can be made without I/O it is a pure function
@@ -19,9 +23,9 @@
 //! [`RunnerEvent`]: strato_domain::messages::RunnerEvent
 
 mod agent;
-mod batch;
 mod cluster_end;
 mod config;
+mod decide;
 mod drift;
 mod fencing;
 mod frames;
@@ -34,13 +38,13 @@ pub mod webhook;
 use strato_aws::env::EnvError;
 use strato_domain::ids::OperationId;
 
-pub use batch::handle;
-pub use config::{Config, Ctx};
+pub use config::{AwsPorts, Config, Ctx, handle};
+pub use decide::{Outcome, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status};
 pub use incoming::{
     EnvVar, Incoming, TaskContainer, TaskContainerOverride, TaskOverrides, TaskStateChange, parse_body,
 };
 pub use runner_events::apply_runner_event;
-pub use task_change::{FINAL_REPORT_GRACE_RECEIVES, FINAL_REPORT_RETRY_SECS};
+pub use task_change::{FINAL_REPORT_GRACE_RECEIVES, FINAL_REPORT_RETRY_SECS, LOST_REPORT};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {

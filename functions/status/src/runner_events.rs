@@ -3,18 +3,19 @@
 //! the fencing verdict, into: stale, a duplicate final report, late progress, an end, or progress; progress
 //! is upserted order-tolerantly ([`apply_progress`]).
 
-use strato_aws::coordination::LOCK_LEASE;
+use strato_domain::coordination::{ATTEMPTS, Attempt, LOCK_LEASE, optimistic};
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::RunnerEvent;
 use strato_domain::model::{Operation, OperationKind, OperationStatus, Step};
-use strato_domain::ts;
+use strato_domain::ports::{Clock, LeaseRenewal, Operations, PortError};
 
+use crate::StatusError;
 use crate::agent::{Readiness, await_agent, readiness, verify_outputs};
+use crate::decide::{Ports, Status};
 use crate::fencing::{Fence, fence, record_stale};
 use crate::frames::announce;
 use crate::handoff::{Final, finish, finish_interrupted_handoff};
-use crate::{Ctx, StatusError};
-use strato_aws::coordination::{ATTEMPTS, Attempt, optimistic};
+use crate::task_change::record_late_report;
 
 /// What a runner event does to its operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +72,8 @@ pub(crate) fn decide(op: &Operation, fence: Fence, ev: &RunnerEvent) -> RunnerDe
     }
 }
 
-pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), StatusError> {
+/// Applies one runner event (one optimistic attempt per read of the operation).
+pub async fn apply_runner_event<P: Ports>(ctx: &Status<'_, P>, ev: &RunnerEvent) -> Result<(), StatusError> {
     let id = ev.operation_id();
     optimistic(
         ATTEMPTS,
@@ -79,13 +81,16 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
         || async move {
             let mut op = ctx
                 .store
-                .get_operation(id)
+                .load_operation(id)
                 .await?
                 .ok_or_else(|| StatusError::UnknownOperation(id.clone()))?;
             let fenced = fence(ctx, &op, Some(ev.fencing_token()), None).await?;
             match decide(&op, fenced, ev) {
                 RunnerDecision::Stale => record_stale(ctx, id).await?,
-                RunnerDecision::DuplicateFinal => finish_interrupted_handoff(ctx, &op).await?,
+                RunnerDecision::DuplicateFinal => {
+                    record_late_report(ctx, &op, ev).await?;
+                    finish_interrupted_handoff(ctx, &op).await?
+                }
                 RunnerDecision::LateProgress => {}
                 RunnerDecision::End(fin) => end(ctx, op, fin).await?,
                 RunnerDecision::Progress => {
@@ -102,7 +107,7 @@ pub async fn apply_runner_event(ctx: &Ctx, ev: &RunnerEvent) -> Result<(), Statu
 
 /// Ends the operation as its runner reported. A successful create first proves the cluster usable: with an
 /// agent it waits for it (the operation stays open), otherwise the required outputs must be there.
-async fn end(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError> {
+async fn end<P: Ports>(ctx: &Status<'_, P>, op: Operation, fin: Final) -> Result<(), StatusError> {
     let fin = match (op.kind, &fin) {
         (OperationKind::Create, Final::Succeeded { outputs, .. }) => match readiness(ctx, &op).await? {
             Readiness::Agent(deadline_secs) => return await_agent(ctx, &op, outputs, deadline_secs).await,
@@ -115,16 +120,20 @@ async fn end(ctx: &Ctx, op: Operation, fin: Final) -> Result<(), StatusError> {
 
 /// One attempt at recording progress (a heartbeat also renews the cluster lock). `Ok(false)` when the
 /// operation changed concurrently and must be read again.
-async fn save_progress(ctx: &Ctx, op: &mut Operation, ev: &RunnerEvent) -> Result<bool, StatusError> {
+async fn save_progress<P: Ports>(
+    ctx: &Status<'_, P>,
+    op: &mut Operation,
+    ev: &RunnerEvent,
+) -> Result<bool, StatusError> {
     if let RunnerEvent::Heartbeat { fencing_token, .. } = ev
         && !ctx
             .store
-            .renew_cluster_lock(
+            .renew_lock(
                 &op.cluster_id,
                 &op.operation_id,
                 *fencing_token,
                 LOCK_LEASE,
-                ts::now(),
+                ctx.clock.now(),
             )
             .await?
     {
@@ -133,14 +142,14 @@ async fn save_progress(ctx: &Ctx, op: &mut Operation, ev: &RunnerEvent) -> Resul
     if !apply_progress(op, ev) {
         return Ok(true);
     }
-    match ctx.store.save_operation(op, false).await {
+    match ctx.store.store_operation(op, false).await {
         Ok(()) => {
             if let RunnerEvent::StepStarted { step, .. } = ev {
                 announce(ctx, op, None, Some(step.clone()), None).await;
             }
             Ok(true)
         }
-        Err(strato_aws::Error::Conflict(_)) => Ok(false),
+        Err(PortError::Conflict(_)) => Ok(false),
         Err(e) => Err(e.into()),
     }
 }
@@ -201,6 +210,7 @@ mod tests {
     use crate::test_support::{at, running};
     use strato_domain::ids::{ClusterId, TenantId};
     use strato_domain::model::ClusterState;
+    use strato_domain::ts;
 
     fn heartbeat(op: &Operation, token: u64, when: &str) -> RunnerEvent {
         RunnerEvent::Heartbeat {

@@ -1,22 +1,36 @@
 //! ECS "Task State Change": the only thing it tells that runner events cannot is that a runner task stopped
-//! without its final report (killed, out of memory, crashed). Then the operation fails. A task that exited 0
-//! sent its report (the runner's contract), so its stop waits a few deliveries for the report first.
+//! without its final report (killed, out of memory, crashed). Then the operation fails. A runner that
+//! reached its end — it exited 0, or it marked its log archive complete, which it does just before sending
+//! the report — did report, so its stop waits for the report first: over several visibility timeouts of the
+//! events queue ([`ReportWait`]), since the report's own batch may fail and come back only after one.
+//! Should the report still arrive after the stop gave up on it, it is recorded on the operation
+//! ([`record_late_report`]) rather than dropped.
 
+use strato_domain::coordination::{ATTEMPTS, Attempt, optimistic, update_operation};
 use strato_domain::error::{ErrorCategory, UserError};
-use strato_domain::model::Operation;
+use strato_domain::messages::RunnerEvent;
+use strato_domain::model::{Operation, OperationStatus};
+use strato_domain::ports::{Clock, Operations, PortError, RunArchive};
+use strato_domain::ts;
 
-use crate::batch::Outcome;
+use crate::StatusError;
+use crate::decide::{Outcome, Ports, ReportWait, Status};
 use crate::fencing::{Fence, fence, record_stale};
 use crate::handoff::{Final, finish, finish_interrupted_handoff};
 use crate::incoming::TaskStateChange;
-use crate::{Ctx, StatusError};
-use strato_aws::coordination::{ATTEMPTS, Attempt, optimistic};
 
-/// Deliveries of an exit-0 STOPPED event to wait for the runner's final report before giving up on it.
-pub const FINAL_REPORT_GRACE_RECEIVES: u32 = 3;
+/// The delivery of a STOPPED event that concludes a runner's final report was lost: the events queue's last
+/// before its dead-letter queue.
+pub const FINAL_REPORT_GRACE_RECEIVES: u32 = ReportWait::EVENTS.last_receive;
 
 /// Delay between those deliveries.
-pub const FINAL_REPORT_RETRY_SECS: i32 = 20;
+pub const FINAL_REPORT_RETRY_SECS: i32 = ReportWait::EVENTS.retry_secs;
+
+/// What the error of an operation failed for a lost final report says (and how a late report finds it).
+pub const LOST_REPORT: &str = "final report never arrived";
+
+/// What the error of an operation whose runner stopped before its end says.
+const NO_REPORT: &str = "runner stopped without a final report";
 
 /// What a STOPPED task does to its operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,19 +39,22 @@ pub(crate) enum StopDecision {
     Stale,
     /// The operation already ended (its report arrived); finish a hand-off an earlier delivery left undone.
     AlreadyEnded,
-    /// Exit 0: the final report is in flight; look again after [`FINAL_REPORT_RETRY_SECS`].
-    AwaitReport,
+    /// The runner reached its end, so its final report is in flight: look again after this many seconds.
+    AwaitReport(i32),
     /// The runner stopped without a final report: the operation fails with this error.
     Fail(UserError),
 }
 
-/// Given the operation as read, whether the task passed the fence, the stopped task and how often SQS has
-/// delivered this event: what happens.
+/// Given the operation as read, whether the task passed the fence, the stopped task, how often SQS has
+/// delivered this event, how long to wait for a report, and whether the runner marked its log archive
+/// complete: what happens.
 pub(crate) fn decide_stop(
     op: &Operation,
     fence: Fence,
     task: &TaskStateChange,
     receives: u32,
+    wait: ReportWait,
+    archive_complete: bool,
 ) -> StopDecision {
     if fence == Fence::Stale {
         return StopDecision::Stale;
@@ -49,17 +66,24 @@ pub(crate) fn decide_stop(
     let exit_code = runner.and_then(|c| c.exit_code);
     let container_reason = runner.and_then(|c| c.reason.as_deref());
     let step = op.current_step().map_or("runner".to_owned(), |s| s.name.clone());
-    let what = if exit_code == Some(0) {
-        // Exit 0 means a final report was sent; give it time to arrive before concluding it was lost.
-        if receives < FINAL_REPORT_GRACE_RECEIVES {
-            return StopDecision::AwaitReport;
-        }
-        "runner exited 0 but its final report never arrived".to_owned()
-    } else {
-        let mut what = format!(
-            "runner stopped without a final report: exit code {}",
+    let reached_end = exit_code == Some(0) || archive_complete;
+    if reached_end && receives < wait.last_receive {
+        return StopDecision::AwaitReport(wait.retry_secs);
+    }
+    let mut what = if exit_code == Some(0) {
+        format!("runner exited 0 but its {LOST_REPORT}")
+    } else if archive_complete {
+        format!(
+            "runner archived its complete log but its {LOST_REPORT}: exit code {}",
             exit_code.map_or("none".to_owned(), |c| c.to_string())
-        );
+        )
+    } else {
+        format!(
+            "{NO_REPORT}: exit code {}",
+            exit_code.map_or("none".to_owned(), |c| c.to_string())
+        )
+    };
+    if exit_code != Some(0) {
         for reason in [container_reason, task.stopped_reason.as_deref()]
             .into_iter()
             .flatten()
@@ -67,16 +91,79 @@ pub(crate) fn decide_stop(
             what.push_str(", ");
             what.push_str(reason);
         }
-        what
-    };
+    }
     StopDecision::Fail(UserError::new(ErrorCategory::Internal, step, what).with_fix(
         "The runner task ended unexpectedly (for example out of memory, or stopped by ECS); retry the \
          operation, and report the operation id if it happens again.",
     ))
 }
 
-pub(crate) async fn apply_task_change(
-    ctx: &Ctx,
+/// Whether `op` was failed by a STOPPED event that concluded its final report was lost or never sent.
+pub(crate) fn failed_for_lost_report(op: &Operation) -> bool {
+    op.status == OperationStatus::Failed
+        && op.error.as_ref().is_some_and(|e| {
+            e.category == ErrorCategory::Internal
+                && (e.what.contains(LOST_REPORT) || e.what.starts_with(NO_REPORT))
+        })
+}
+
+/// The note a final report that arrived after its operation was failed for a lost report leaves on it.
+pub(crate) fn late_report_note(ev: &RunnerEvent, at: time::OffsetDateTime) -> Option<String> {
+    let at = ts::format(at);
+    Some(match ev {
+        RunnerEvent::Succeeded { outputs, .. } => {
+            let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
+            format!(
+                "{at}: the runner's final report arrived late: it SUCCEEDED (outputs: {}). The operation had \
+                 already been failed for a lost report, and the cluster was handed on; the changes are applied. \
+                 Retry the operation to bring the cluster's record in line (it converges without changes).",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            )
+        }
+        RunnerEvent::Failed { error, .. } => format!(
+            "{at}: the runner's final report arrived late: it FAILED at step {}: {}",
+            error.step, error.what
+        ),
+        RunnerEvent::Cancelled { .. } => {
+            format!("{at}: the runner's final report arrived late: it was CANCELLED")
+        }
+        _ => return None,
+    })
+}
+
+/// A final report for an operation that is already terminal: when the operation was failed for a lost
+/// report, the report was not lost but late; it cannot undo the hand-off that followed (a successor may
+/// own the cluster by now), so it is recorded on the operation, once, for the tenant to see.
+pub(crate) async fn record_late_report<P: Ports>(
+    ctx: &Status<'_, P>,
+    op: &Operation,
+    ev: &RunnerEvent,
+) -> Result<(), StatusError> {
+    if !failed_for_lost_report(op) {
+        return Ok(());
+    }
+    let Some(note) = late_report_note(ev, ctx.clock.now()) else {
+        return Ok(());
+    };
+    let marker = "final report arrived late";
+    update_operation(ctx.store, &op.operation_id, |o| {
+        if o.notes.iter().any(|n| n.contains(marker)) {
+            return false;
+        }
+        o.notes.push(note.clone());
+        true
+    })
+    .await?;
+    tracing::warn!(operation = %op.operation_id, "a final report arrived after the operation was failed for a lost report; recorded");
+    Ok(())
+}
+
+pub(crate) async fn apply_task_change<P: Ports>(
+    ctx: &Status<'_, P>,
     task: &TaskStateChange,
     receives: u32,
 ) -> Result<Outcome, StatusError> {
@@ -90,12 +177,21 @@ pub(crate) async fn apply_task_change(
     }
     let id = &id;
     optimistic(ATTEMPTS, || StatusError::Contended(id.clone()), || async move {
-        let Some(op) = ctx.store.get_operation(id).await? else {
+        let Some(op) = ctx.store.load_operation(id).await? else {
             tracing::warn!(operation = %id, task = %task.task_arn, "ECS event for an unknown operation; ignored");
             return Ok(Attempt::Done(Outcome::Ack));
         };
         let fenced = fence(ctx, &op, task.fencing_token(), Some(&task.task_arn)).await?;
-        Ok(Attempt::Done(match decide_stop(&op, fenced, task, receives) {
+        // The archive can change the decision only for a stop that would otherwise fail the operation.
+        let archived = if fenced == Fence::Current && !op.status.is_terminal() {
+            ctx.archive.archive_complete(id).await.unwrap_or_else(|e| {
+                tracing::warn!(operation = %id, error = %e, "log archive unreadable; taken as incomplete");
+                false
+            })
+        } else {
+            false
+        };
+        Ok(Attempt::Done(match decide_stop(&op, fenced, task, receives, ctx.report_wait, archived) {
             StopDecision::Stale => {
                 record_stale(ctx, id).await?;
                 Outcome::Ack
@@ -104,9 +200,9 @@ pub(crate) async fn apply_task_change(
                 finish_interrupted_handoff(ctx, &op).await?;
                 Outcome::Ack
             }
-            StopDecision::AwaitReport => Outcome::RetryAfter(FINAL_REPORT_RETRY_SECS),
+            StopDecision::AwaitReport(secs) => Outcome::RetryAfter(secs),
             StopDecision::Fail(err) => match finish(ctx, op, Final::Failed(err)).await {
-                Err(StatusError::Shared(strato_aws::Error::Conflict(_))) => return Ok(Attempt::Conflict),
+                Err(StatusError::Domain(PortError::Conflict(_))) => return Ok(Attempt::Conflict),
                 other => other.map(|()| Outcome::Ack)?,
             },
         }))
@@ -140,7 +236,7 @@ mod tests {
 
     fn decide_fenced(op: &Operation, task: &TaskStateChange, receives: u32) -> StopDecision {
         let fenced = event_fence(op, task.fencing_token(), Some(&task.task_arn));
-        decide_stop(op, fenced, task, receives)
+        decide_stop(op, fenced, task, receives, ReportWait::EVENTS, false)
     }
 
     #[test]
@@ -170,7 +266,10 @@ mod tests {
         let (op, _) = running(OperationKind::Update, ClusterState::Updating);
         let task = stopped("ecs-task-stopped-exit0.json", &op);
         for receives in 1..FINAL_REPORT_GRACE_RECEIVES {
-            assert_eq!(decide_fenced(&op, &task, receives), StopDecision::AwaitReport);
+            assert_eq!(
+                decide_fenced(&op, &task, receives),
+                StopDecision::AwaitReport(FINAL_REPORT_RETRY_SECS)
+            );
         }
         let StopDecision::Fail(err) = decide_fenced(&op, &task, FINAL_REPORT_GRACE_RECEIVES) else {
             panic!()

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
+use strato_domain::ids::TenantId;
+use strato_domain::ports::{PortError, Webhooks};
 use strato_domain::webhook::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, Webhook};
 
 /// How hard a webhook is tried.
@@ -42,14 +44,24 @@ impl WebhookPolicy {
 }
 
 /// What became of one notification.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
-    pub delivered: bool,
-    pub attempts: u32,
-    /// The receiver's last HTTP status, if it answered.
-    pub status: Option<u16>,
-    /// Why the last attempt failed (no URL in it).
-    pub error: Option<String>,
+pub use strato_domain::ports::WebhookDelivery as Delivery;
+
+/// Tenants' webhooks on AWS: the webhook as the tenants table holds it, delivered over HTTPS by [`deliver`].
+#[derive(Debug, Clone, Copy)]
+pub struct HttpWebhooks<'a> {
+    pub store: &'a strato_aws::store::Store,
+    pub http: &'a reqwest::Client,
+    pub policy: &'a WebhookPolicy,
+}
+
+impl Webhooks for HttpWebhooks<'_> {
+    async fn webhook_of(&self, tenant: &TenantId) -> Result<Option<Webhook>, PortError> {
+        Ok(self.store.tenant_webhook(tenant).await?)
+    }
+
+    async fn deliver(&self, hook: &Webhook, event: &str, delivery_id: &str, body: &[u8]) -> Delivery {
+        deliver(self.http, hook, event, delivery_id, body, self.policy).await
+    }
 }
 
 #[derive(Debug)]

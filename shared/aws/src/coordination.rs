@@ -1,21 +1,19 @@
 //! Handing a cluster from one operation to the next, on the AWS adapters. The rules themselves live once in
 //! [`strato_domain::coordination`], written against the ports; these wrappers keep the Store-based signatures
-//! the functions call, and `submit`, which needs the store's quotas.
+//! the functions call.
 
 use aws_sdk_sqs::Client as SqsClient;
 
 use crate::error::Error;
 use crate::ports::SqsJobQueue;
-use crate::queues::enqueue_job;
-use crate::store::{CreateRejected, Store};
+use crate::store::Store;
 use strato_domain::coordination as rules;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
-use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, Operation};
 
 pub use strato_domain::coordination::{
     ATTEMPTS, Attempt, ClusterFate, Ended, Handoff, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason,
-    optimistic,
+    optimistic, submit,
 };
 
 /// [`strato_domain::coordination::update_cluster`] on the DynamoDB store.
@@ -68,20 +66,4 @@ pub async fn end_operation(
 ) -> Result<Ended, Error> {
     let jobs = SqsJobQueue { sqs, url: jobs_url };
     Ok(rules::end_operation(store, &jobs, known, cluster, end).await?)
-}
-
-/// Records an operation the control plane starts on its own (scheduled drift checks, drift reconcile),
-/// bounded by the tenant's open-operation quota, and queues its job. `Ok(Err(_))`: the quota refused it.
-pub async fn submit(
-    store: &Store,
-    sqs: &SqsClient,
-    jobs_url: &str,
-    op: &Operation,
-) -> Result<Result<(), CreateRejected>, Error> {
-    let quotas = store.quotas(&op.tenant_id).await?;
-    if let Err(rejected) = store.add_operation(op, &quotas).await? {
-        return Ok(Err(rejected));
-    }
-    enqueue_job(sqs, jobs_url, &JobMessage::from(op), "0").await?;
-    Ok(Ok(()))
 }

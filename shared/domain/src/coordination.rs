@@ -10,7 +10,9 @@ use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::JobMessage;
 use crate::model::{Cluster, ClusterState, Operation, OperationStatus};
-use crate::ports::{ClusterLocks, Clusters, JobQueue, Operations, PortError, Storage, TenantSlots};
+use crate::ports::{
+    ClusterLocks, Clusters, JobQueue, Operations, PortError, QuotaExceeded, Storage, TenantSlots,
+};
 
 /// Long enough for the slowest apply (EKS create plus node groups); a runner that dies without a report is
 /// caught by its ECS STOPPED event long before this, so the lease only matters if that event is lost. Each
@@ -315,4 +317,20 @@ where
         out.woken.push(next.operation_id);
     }
     Ok(out)
+}
+
+/// Records an operation the control plane starts on its own (scheduled drift checks, drift reconcile),
+/// bounded by the tenant's open-operation quota, and queues its job. `Ok(Err(_))`: the quota refused it and
+/// nothing was written or sent.
+pub async fn submit<O, Q>(ops: &O, jobs: &Q, op: &Operation) -> Result<Result<(), QuotaExceeded>, PortError>
+where
+    O: Operations,
+    Q: JobQueue,
+{
+    if let Err(rejected) = ops.record_operation(op).await? {
+        return Ok(Err(rejected));
+    }
+    // The first enqueue of a new operation; the sweeper re-sends it if this one is lost.
+    jobs.enqueue(&JobMessage::from(op), "0").await?;
+    Ok(Ok(()))
 }

@@ -6,6 +6,13 @@
 
 use std::future::Future;
 
+mod status;
+
+pub use status::{
+    EventsQueue, FrameSink, LeaseRenewal, NameReservations, RunArchive, SlotHolders, WebhookDelivery,
+    Webhooks,
+};
+
 use time::{Duration, OffsetDateTime};
 
 use crate::ecs_event::TaskStateChangeEvent;
@@ -231,7 +238,7 @@ pub trait TenantSlots: Send + Sync {
 
     /// Every tenant's slot holders (tenants holding none may be left out): what the sweeper reconciles
     /// against the operations, so a slot whose release was lost is not held forever.
-    fn slot_holders(
+    fn all_slot_holders(
         &self,
     ) -> impl Future<Output = Result<Vec<(TenantId, Vec<OperationId>)>, PortError>> + Send;
 }

@@ -2,13 +2,16 @@
 //! reservation and the tenant's counters), cluster locks, tenant slots and the template catalog;
 //! [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks; the sweeper's
 //! [`EcsTaskStatus`], [`SqsTaskEvents`] and [`DynamoStateLocks`] look at runners' tasks, report stopped ones
-//! and release Terraform state locks. Adapters borrow their clients and settings, so a handler builds them
+//! and release Terraform state locks; the status function's [`SqsStatusQueues`] and [`S3RunArchive`] send
+//! its timers and frames and read the run's log archive. Adapters borrow their clients and settings, so a handler builds them
 //! per call for free.
 
 mod ecs;
+mod status;
 mod sweep;
 
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
+pub use status::{S3RunArchive, SqsStatusQueues};
 pub use sweep::{DynamoStateLocks, EcsTaskStatus, SqsTaskEvents};
 
 use time::{Duration, OffsetDateTime};
@@ -149,7 +152,7 @@ impl TenantSlots for Store {
         Ok(self.release_tenant_slot(tenant, op).await?)
     }
 
-    async fn slot_holders(&self) -> Result<Vec<(TenantId, Vec<OperationId>)>, PortError> {
+    async fn all_slot_holders(&self) -> Result<Vec<(TenantId, Vec<OperationId>)>, PortError> {
         Ok(self.all_tenant_slots().await?)
     }
 }

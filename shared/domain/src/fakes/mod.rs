@@ -5,9 +5,11 @@
 
 mod intake;
 mod scheduler;
+mod status;
 
 pub use intake::FakeTemplates;
 pub use scheduler::{FakeStateLocks, FakeTaskEvents};
+pub use status::{FakeRunArchive, FakeStatusQueues, FakeWebhooks, WebhookCall};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -420,7 +422,7 @@ impl TenantSlots for FakeStore {
         Ok(())
     }
 
-    async fn slot_holders(&self) -> Result<Vec<(TenantId, Vec<OperationId>)>, PortError> {
+    async fn all_slot_holders(&self) -> Result<Vec<(TenantId, Vec<OperationId>)>, PortError> {
         Ok(lock(&self.state)
             .slots
             .iter()

@@ -1,0 +1,801 @@
+//! Every status decision, on the in-memory fakes: no AWS, no moto, no Terraform. Each test feeds the events
+//! queue's records through [`Status::handle`], as SQS would (bodies, receive counts), and looks at what the
+//! stores and queues hold afterwards.
+
+use std::collections::BTreeMap;
+
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use strato_domain::coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
+use strato_domain::ecs_event::{TaskContainer, TaskStateChange, TaskStateChangeEvent};
+use strato_domain::error::{ErrorCategory, UserError};
+use strato_domain::fakes::{
+    FakeClock, FakeJobQueue, FakeRunArchive, FakeStatusQueues, FakeStore, FakeTemplates, FakeWebhooks,
+};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::messages::{ControlEvent, RunnerEvent};
+use strato_domain::model::{
+    CloudProvider, Cluster, ClusterSpec, ClusterState, DriftPolicy, Operation, OperationKind,
+    OperationStatus, ResourceChange, TemplateRef,
+};
+use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
+use strato_domain::webhook::{DRIFT_DETECTED, Webhook};
+use strato_status::{
+    FINAL_REPORT_GRACE_RECEIVES, LOST_REPORT, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status,
+};
+use time::Duration;
+
+/// The fakes, as the status function's ports.
+struct FakePorts;
+
+impl Ports for FakePorts {
+    type Store = FakeStore;
+    type Templates = FakeTemplates;
+    type Jobs = FakeJobQueue;
+    type Queues = FakeStatusQueues;
+    type Archive = FakeRunArchive;
+    type Webhooks = FakeWebhooks;
+    type Clock = FakeClock;
+}
+
+struct World {
+    clock: FakeClock,
+    store: FakeStore,
+    templates: FakeTemplates,
+    jobs: FakeJobQueue,
+    queues: FakeStatusQueues,
+    archive: FakeRunArchive,
+    webhooks: FakeWebhooks,
+    tenant: TenantId,
+    /// Records delivered so far (message ids stay unique).
+    delivered: std::cell::Cell<usize>,
+}
+
+/// An operation as the dispatcher left it: running, holding its cluster lock and a tenant slot.
+#[derive(Debug, Clone)]
+struct Run {
+    op: OperationId,
+    token: u64,
+    task: String,
+}
+
+fn world() -> World {
+    let clock = FakeClock::default();
+    World {
+        store: FakeStore::new(clock.clone()),
+        jobs: FakeJobQueue::new(clock.clone()),
+        templates: FakeTemplates::default(),
+        queues: FakeStatusQueues::default(),
+        archive: FakeRunArchive::default(),
+        webhooks: FakeWebhooks::default(),
+        clock,
+        tenant: "acme".parse().unwrap(),
+        delivered: std::cell::Cell::new(0),
+    }
+}
+
+impl World {
+    fn status(&self) -> Status<'_, FakePorts> {
+        Status {
+            store: &self.store,
+            templates: &self.templates,
+            jobs: &self.jobs,
+            queues: &self.queues,
+            archive: &self.archive,
+            webhooks: &self.webhooks,
+            clock: &self.clock,
+            report_wait: ReportWait::EVENTS,
+        }
+    }
+
+    fn cluster_in(&self, name: &str, state: ClusterState) -> ClusterId {
+        let spec = ClusterSpec {
+            name: name.parse().unwrap(),
+            template: TemplateRef {
+                name: "aws-eks-basic".into(),
+                version: "1.2.0".into(),
+            },
+            provider: CloudProvider::Aws,
+            region: "us-east-1".into(),
+            variables: BTreeMap::new(),
+            target: None,
+        };
+        let c =
+            Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now()).in_state(state);
+        self.store.put_cluster(c.clone());
+        c.cluster_id
+    }
+
+    /// A queued operation as the API records it, one second after the previous one.
+    fn queued(&self, cluster: &ClusterId, kind: OperationKind) -> Operation {
+        self.clock.advance(Duration::seconds(1));
+        let op = Operation::new(self.tenant.clone(), cluster.clone(), kind, self.clock.now());
+        self.store.put_operation(op.clone());
+        op
+    }
+
+    /// A queued operation parked with `reason`, as the dispatcher leaves one that cannot start.
+    fn parked(&self, cluster: &ClusterId, reason: String) -> Operation {
+        let mut op = self.queued(cluster, OperationKind::Update);
+        op.wait_reason = Some(reason);
+        self.store.put_operation(op.clone());
+        op
+    }
+
+    /// Starts `kind` on `cluster` as the dispatcher does: lock, slot, token, task.
+    async fn start(&self, cluster: &ClusterId, kind: OperationKind) -> Run {
+        let mut op = self.queued(cluster, kind);
+        let LockOutcome::Acquired { fencing_token } = self
+            .store
+            .acquire_lock(cluster, &op.operation_id, LOCK_LEASE, self.clock.now())
+            .await
+            .unwrap()
+        else {
+            panic!("cluster {cluster} is locked")
+        };
+        assert!(
+            self.store
+                .acquire_slot(&self.tenant, &op.operation_id, 5)
+                .await
+                .unwrap()
+        );
+        let task = format!("arn:aws:ecs:us-east-1:000000000000:task/fake/{}", op.operation_id);
+        op.status = OperationStatus::Running;
+        op.fencing_token = Some(fencing_token);
+        op.task_arn = Some(task.clone());
+        self.store.put_operation(op.clone());
+        Run {
+            op: op.operation_id,
+            token: fencing_token,
+            task,
+        }
+    }
+
+    fn op(&self, id: &OperationId) -> Operation {
+        self.store.operation(id).unwrap()
+    }
+
+    fn cluster(&self, id: &ClusterId) -> Cluster {
+        self.store.cluster(id).unwrap()
+    }
+
+    /// Delivers `bodies` in one batch, each with its receive count; the response.
+    async fn deliver(&self, bodies: &[(String, u32)]) -> SqsBatchResponse {
+        let mut event = SqsEvent::default();
+        for (body, receives) in bodies {
+            let n = self.delivered.get() + 1;
+            self.delivered.set(n);
+            let mut r = SqsMessage::default();
+            r.message_id = Some(format!("m-{n}"));
+            r.receipt_handle = Some(format!("rh-{n}"));
+            r.body = Some(body.clone());
+            r.attributes
+                .insert("ApproximateReceiveCount".into(), receives.to_string());
+            event.records.push(r);
+        }
+        self.status().handle(event).await
+    }
+
+    /// Delivers one record (first delivery unless `receives` says otherwise); whether it was acknowledged.
+    async fn deliver_one(&self, body: String, receives: u32) -> bool {
+        self.deliver(&[(body, receives)])
+            .await
+            .batch_item_failures
+            .is_empty()
+    }
+
+    /// Whether `run`'s operation still holds its cluster lock or a tenant slot.
+    fn holds_anything(&self, cluster: &ClusterId, run: &Run) -> bool {
+        self.store.lock_holder(cluster) == Some((run.op.clone(), run.token))
+            || self.store.slots(&self.tenant).contains(&run.op)
+    }
+
+    fn woken(&self) -> Vec<OperationId> {
+        self.jobs.sent().into_iter().map(|s| s.job.operation_id).collect()
+    }
+
+    /// The last back-off the status function asked for.
+    fn last_delay(&self) -> i32 {
+        self.queues.visibility_changes().last().unwrap().1
+    }
+}
+
+fn runner(ev: RunnerEvent) -> String {
+    serde_json::to_string(&ev).unwrap()
+}
+
+fn heartbeat(w: &World, run: &Run, token: u64) -> String {
+    runner(RunnerEvent::Heartbeat {
+        operation_id: run.op.clone(),
+        fencing_token: token,
+        at: w.clock.now(),
+    })
+}
+
+fn step(w: &World, run: &Run, name: &str, finished: Option<bool>) -> String {
+    runner(match finished {
+        None => RunnerEvent::StepStarted {
+            operation_id: run.op.clone(),
+            fencing_token: run.token,
+            step: name.into(),
+            at: w.clock.now(),
+        },
+        Some(ok) => RunnerEvent::StepFinished {
+            operation_id: run.op.clone(),
+            fencing_token: run.token,
+            step: name.into(),
+            ok,
+            at: w.clock.now(),
+        },
+    })
+}
+
+fn succeeded(w: &World, run: &Run, token: u64) -> String {
+    runner(RunnerEvent::Succeeded {
+        operation_id: run.op.clone(),
+        fencing_token: token,
+        outputs: BTreeMap::from([("endpoint".to_owned(), serde_json::json!("https://k8s.example"))]),
+        drift: None,
+        estimate: None,
+        at: w.clock.now(),
+    })
+}
+
+fn drift_found(w: &World, run: &Run) -> String {
+    runner(RunnerEvent::Succeeded {
+        operation_id: run.op.clone(),
+        fencing_token: run.token,
+        outputs: BTreeMap::new(),
+        drift: Some(vec![ResourceChange {
+            address: "aws_security_group.nodes".into(),
+            actions: vec!["update".into()],
+        }]),
+        estimate: None,
+        at: w.clock.now(),
+    })
+}
+
+fn apply_error() -> UserError {
+    UserError::new(
+        ErrorCategory::Quota,
+        "apply",
+        "creating EKS Node Group: ResourceLimitExceeded",
+    )
+    .with_fix("Raise the account's EC2 quota, then retry.")
+}
+
+fn failed(w: &World, run: &Run) -> String {
+    runner(RunnerEvent::Failed {
+        operation_id: run.op.clone(),
+        fencing_token: run.token,
+        error: apply_error(),
+        at: w.clock.now(),
+    })
+}
+
+/// EventBridge's STOPPED event for `run`'s task, its runner container exiting with `exit_code`.
+fn stopped(run: &Run, exit_code: Option<i32>) -> String {
+    let detail = TaskStateChange {
+        task_arn: run.task.clone(),
+        last_status: "STOPPED".into(),
+        desired_status: Some("STOPPED".into()),
+        started_by: Some(run.op.to_string()),
+        stopped_reason: Some("Essential container in task exited".into()),
+        containers: vec![TaskContainer {
+            name: "runner".into(),
+            exit_code,
+            ..Default::default()
+        }],
+        overrides: TaskStateChange::runner_overrides("runner", &run.op, Some(run.token)),
+        ..Default::default()
+    };
+    let mut event = TaskStateChangeEvent::default();
+    event.detail_type = Some(strato_domain::ecs_event::DETAIL_TYPE.into());
+    event.source = Some(strato_domain::ecs_event::SOURCE.into());
+    event.detail = Some(detail);
+    serde_json::to_string(&event).unwrap()
+}
+
+fn control(ev: ControlEvent) -> String {
+    serde_json::to_string(&ev).unwrap()
+}
+
+// --- fence ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_stale_fencing_token_is_refused_and_counted() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    let before = w.op(&run.op);
+
+    assert!(w.deliver_one(succeeded(&w, &run, run.token + 1), 1).await);
+    assert!(w.deliver_one(heartbeat(&w, &run, run.token - 1), 1).await);
+    let zombie = Run {
+        task: "arn:aws:ecs:us-east-1:000000000000:task/fake/an-earlier-attempt".into(),
+        ..run.clone()
+    };
+    assert!(w.deliver_one(stopped(&zombie, Some(137)), 1).await);
+
+    let op = w.op(&run.op);
+    assert_eq!(op.stale_events, 3);
+    assert_eq!(
+        op.status,
+        OperationStatus::Running,
+        "no stale event ends the operation"
+    );
+    assert_eq!(op.steps, before.steps);
+    assert_eq!(w.cluster(&c).state(), ClusterState::Updating);
+    assert!(w.holds_anything(&c, &run), "nothing was released");
+}
+
+#[tokio::test]
+async fn a_runner_whose_lock_was_taken_over_is_a_zombie() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    // The lease ran out and another operation took the lock: the runner's token is no longer the lock's.
+    w.clock.advance(LOCK_LEASE + Duration::minutes(1));
+    let other = OperationId::generate();
+    let taken = w
+        .store
+        .acquire_lock(&c, &other, LOCK_LEASE, w.clock.now())
+        .await
+        .unwrap();
+    assert!(matches!(taken, LockOutcome::Acquired { .. }));
+
+    assert!(w.deliver_one(succeeded(&w, &run, run.token), 1).await);
+    let op = w.op(&run.op);
+    assert_eq!((op.status, op.stale_events), (OperationStatus::Running, 1));
+    assert_eq!(
+        w.store.lock_holder(&c).unwrap().0,
+        other,
+        "the new holder keeps its lock"
+    );
+}
+
+#[tokio::test]
+async fn a_heartbeat_renews_the_lease_only_for_the_holder() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    w.clock.advance(LOCK_LEASE - Duration::minutes(1));
+    assert!(w.deliver_one(heartbeat(&w, &run, run.token), 1).await);
+    // Past the first lease, within the renewed one: the lock is still the runner's.
+    w.clock.advance(Duration::minutes(2));
+    let other = OperationId::generate();
+    assert_eq!(
+        w.store
+            .acquire_lock(&c, &other, LOCK_LEASE, w.clock.now())
+            .await
+            .unwrap(),
+        LockOutcome::Held {
+            owner: run.op.clone()
+        }
+    );
+    assert_eq!(
+        w.op(&run.op).heartbeat_at,
+        Some(w.clock.now() - Duration::minutes(2))
+    );
+}
+
+// --- duplicates and reordering ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn duplicated_and_reordered_runner_events_apply_once() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Provisioning);
+    let run = w.start(&c, OperationKind::Create).await;
+    let waiter = w.parked(&c, cluster_busy_reason(&run.op));
+
+    // The finish overtakes the start; every event comes twice.
+    let finished = step(&w, &run, "apply", Some(true));
+    w.clock.advance(Duration::seconds(-30));
+    let started = step(&w, &run, "apply", None);
+    w.clock.advance(Duration::seconds(30));
+    for body in [&finished, &started, &finished, &started] {
+        assert!(w.deliver_one(body.clone(), 1).await);
+    }
+    let op = w.op(&run.op);
+    assert_eq!(op.steps.len(), 1, "{:?}", op.steps);
+    assert_eq!(op.steps[0].ok, Some(true));
+    assert!(op.steps[0].started_at < op.steps[0].finished_at.unwrap());
+
+    let success = succeeded(&w, &run, run.token);
+    let resp = w
+        .deliver(&[
+            (success.clone(), 1),
+            (success.clone(), 2),
+            (heartbeat(&w, &run, run.token), 1),
+        ])
+        .await;
+    assert!(resp.batch_item_failures.is_empty());
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Succeeded);
+    assert_eq!(op.stale_events, 0);
+    assert_eq!(
+        w.woken(),
+        vec![waiter.operation_id.clone()],
+        "the waiter is woken once"
+    );
+    // A late duplicate after the deduplication window still wakes nobody twice: nothing is held any more.
+    w.clock.advance(Duration::minutes(10));
+    assert!(w.deliver_one(success, 3).await);
+    assert_eq!(w.woken().len(), 1);
+}
+
+// --- finish -----------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_success_ends_active_with_outputs_and_hands_off() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Provisioning);
+    let other = w.cluster_in("other", ClusterState::Active);
+    let run = w.start(&c, OperationKind::Create).await;
+    let same_cluster = w.parked(&c, cluster_busy_reason(&run.op));
+    let same_tenant = w.parked(&other, TENANT_LIMIT_REASON.to_owned());
+
+    assert!(w.deliver_one(succeeded(&w, &run, run.token), 1).await);
+
+    let cluster = w.cluster(&c);
+    assert_eq!(cluster.state(), ClusterState::Active);
+    assert_eq!(
+        cluster.outputs["endpoint"],
+        serde_json::json!("https://k8s.example")
+    );
+    assert_eq!(w.op(&run.op).status, OperationStatus::Succeeded);
+    assert!(!w.holds_anything(&c, &run), "lock and slot released");
+    assert_eq!(
+        w.woken(),
+        vec![same_cluster.operation_id, same_tenant.operation_id],
+        "the next on the cluster, then the tenant's longest waiter"
+    );
+    assert!(
+        w.queues.frames().len() >= 2,
+        "subscribers get the status and the end frame"
+    );
+}
+
+#[tokio::test]
+async fn a_failure_ends_failed_with_what_step_and_fix() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Provisioning);
+    let run = w.start(&c, OperationKind::Create).await;
+    assert!(w.deliver_one(failed(&w, &run), 1).await);
+
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Failed);
+    let err = op.error.unwrap();
+    assert_eq!(err, apply_error());
+    assert_eq!(
+        (err.step.as_str(), err.fix.is_empty()),
+        ("apply", false),
+        "what, step and fix reach the operation"
+    );
+    let cluster = w.cluster(&c);
+    assert_eq!(cluster.state(), ClusterState::Failed);
+    assert_eq!(cluster.last_error, Some(apply_error()));
+    assert!(!w.holds_anything(&c, &run));
+}
+
+#[tokio::test]
+async fn drift_under_reconcile_submits_one_update_within_the_quota() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Reconcile;
+    w.store.put_cluster(cluster);
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
+
+    let updates: Vec<Operation> = w
+        .store
+        .operations_of(&c)
+        .into_iter()
+        .filter(|o| o.kind == OperationKind::Update)
+        .collect();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(updates[0].requested_by.as_deref(), Some("strato:drift-reconcile"));
+    assert_eq!(
+        w.woken(),
+        vec![updates[0].operation_id.clone()],
+        "recorded, then queued"
+    );
+
+    // A tenant at its open-operation quota gets no reconcile: nothing recorded, nothing queued.
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Reconcile;
+    w.store.put_cluster(cluster);
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    // Another open operation fills the quota once the check has ended.
+    let elsewhere = w.cluster_in("elsewhere", ClusterState::Active);
+    w.queued(&elsewhere, OperationKind::Plan);
+    w.store.set_open_operations_limit(&w.tenant, 1);
+    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
+    assert!(
+        w.store
+            .operations_of(&c)
+            .iter()
+            .all(|o| o.kind != OperationKind::Update)
+    );
+    assert!(w.woken().is_empty());
+}
+
+#[tokio::test]
+async fn drift_under_notify_calls_the_tenants_webhook_and_notes_the_outcome() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Notify;
+    w.store.put_cluster(cluster);
+    w.webhooks.set(
+        &w.tenant,
+        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
+    );
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
+
+    let calls = w.webhooks.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].event, DRIFT_DETECTED);
+    assert_eq!(calls[0].delivery_id, run.op.as_str(), "a stable delivery id");
+    let op = w.op(&run.op);
+    assert!(
+        op.notes
+            .iter()
+            .any(|n| n.contains("delivered to https://hooks.example.com")),
+        "{:?}",
+        op.notes
+    );
+    assert!(w.woken().is_empty(), "notify queues nothing");
+}
+
+// --- task stopped without a report ------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_task_stopped_without_a_report_fails_the_operation_and_hands_off() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    let waiter = w.parked(&c, cluster_busy_reason(&run.op));
+    assert!(w.deliver_one(step(&w, &run, "apply", None), 1).await);
+
+    assert!(
+        w.deliver_one(stopped(&run, Some(137)), 1).await,
+        "decided at once"
+    );
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Failed);
+    let err = op.error.unwrap();
+    assert_eq!(err.step, "apply");
+    assert!(
+        err.what
+            .starts_with("runner stopped without a final report: exit code 137"),
+        "{}",
+        err.what
+    );
+    assert!(!err.fix.is_empty());
+    assert_eq!(w.cluster(&c).state(), ClusterState::Failed);
+    assert!(!w.holds_anything(&c, &run));
+    assert_eq!(w.woken(), vec![waiter.operation_id]);
+}
+
+#[tokio::test]
+async fn an_exit_0_waits_for_the_report_until_the_last_delivery() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    for receives in 1..FINAL_REPORT_GRACE_RECEIVES {
+        assert!(!w.deliver_one(stopped(&run, Some(0)), receives).await);
+        assert_eq!(w.last_delay(), ReportWait::EVENTS.retry_secs);
+        assert_eq!(w.op(&run.op).status, OperationStatus::Running);
+    }
+    assert!(
+        w.deliver_one(stopped(&run, Some(0)), FINAL_REPORT_GRACE_RECEIVES)
+            .await
+    );
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Failed);
+    assert!(op.error.unwrap().what.contains(LOST_REPORT));
+    assert!(!w.holds_anything(&c, &run));
+}
+
+// --- issue 15, defect 4: a successful apply can end FAILED ----------------------------------------------------
+
+/// The STOPPED event (exit 0) arrives while the batch holding the runner's `Succeeded` failed `failures`
+/// times; SQS hands the report out again a visibility timeout after each failure. Delivers the stop as SQS
+/// would (after each back-off the status function asks for) until the report is due, then the report.
+async fn stop_then_report_after_failed_batches(w: &World, run: &Run, failures: u32) {
+    let visibility = strato_aws::resources::queue("events").visibility_timeout_secs;
+    let report_due = w.clock.now() + Duration::seconds(i64::from(visibility * failures));
+    let mut receives = 1;
+    while w.clock.now() < report_due {
+        let acked = w.deliver_one(stopped(run, Some(0)), receives).await;
+        assert!(
+            !acked,
+            "delivery {receives} of the stop, {} s before the report: it must wait, not conclude",
+            (report_due - w.clock.now()).whole_seconds()
+        );
+        assert_eq!(w.op(&run.op).status, OperationStatus::Running);
+        w.clock.advance(Duration::seconds(i64::from(w.last_delay())));
+        receives += 1;
+    }
+    assert!(w.deliver_one(succeeded(w, run, run.token), 1 + failures).await);
+    // The stop's next delivery finds the operation ended.
+    assert!(w.deliver_one(stopped(run, Some(0)), receives).await);
+}
+
+#[tokio::test]
+async fn late_success_after_stop_is_not_lost() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Provisioning);
+    let run = w.start(&c, OperationKind::Create).await;
+    stop_then_report_after_failed_batches(&w, &run, 1).await;
+
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Succeeded, "{:?}", op.error);
+    assert_eq!(w.cluster(&c).state(), ClusterState::Active);
+    assert!(!w.holds_anything(&c, &run));
+}
+
+#[tokio::test]
+async fn late_success_survives_a_report_batch_failing_twice() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    stop_then_report_after_failed_batches(&w, &run, REPORT_WAIT_VISIBILITY_TIMEOUTS - 1).await;
+    assert_eq!(w.op(&run.op).status, OperationStatus::Succeeded);
+    assert_eq!(w.cluster(&c).state(), ClusterState::Active);
+}
+
+#[tokio::test]
+async fn a_runner_killed_after_archiving_its_complete_log_waits_for_its_report() {
+    // Killed during the workspace cleanup that follows the report (exit 137): its complete archive proves the
+    // report was sent, so the stop waits for it like an exit 0.
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    w.archive.archived(&run.op, 420, true);
+    assert!(!w.deliver_one(stopped(&run, Some(137)), 1).await);
+    assert_eq!(w.op(&run.op).status, OperationStatus::Running);
+    assert!(w.deliver_one(succeeded(&w, &run, run.token), 2).await);
+    assert_eq!(w.op(&run.op).status, OperationStatus::Succeeded);
+
+    // Without the report by the last delivery, it fails, saying what was known.
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    w.archive.archived(&run.op, 420, true);
+    assert!(
+        w.deliver_one(stopped(&run, Some(137)), FINAL_REPORT_GRACE_RECEIVES)
+            .await
+    );
+    let err = w.op(&run.op).error.unwrap();
+    assert!(
+        err.what.contains("complete log") && err.what.contains(LOST_REPORT),
+        "{}",
+        err.what
+    );
+}
+
+#[tokio::test]
+async fn a_success_after_a_concluded_lost_report_is_recorded_not_dropped() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    assert!(
+        w.deliver_one(stopped(&run, Some(0)), FINAL_REPORT_GRACE_RECEIVES)
+            .await
+    );
+    assert_eq!(w.op(&run.op).status, OperationStatus::Failed);
+    // A successor took the cluster meanwhile: the late report must not touch it.
+    let next = w.start(&c, OperationKind::Update).await;
+
+    assert!(w.deliver_one(succeeded(&w, &run, run.token), 4).await);
+    assert!(w.deliver_one(succeeded(&w, &run, run.token), 5).await);
+    let op = w.op(&run.op);
+    assert_eq!(
+        op.status,
+        OperationStatus::Failed,
+        "the hand-off that followed is not undone"
+    );
+    let late: Vec<&String> = op
+        .notes
+        .iter()
+        .filter(|n| n.contains("final report arrived late"))
+        .collect();
+    assert_eq!(late.len(), 1, "recorded once: {:?}", op.notes);
+    assert!(
+        late[0].contains("SUCCEEDED") && late[0].contains("endpoint"),
+        "{}",
+        late[0]
+    );
+    assert_eq!(
+        w.store.lock_holder(&c),
+        Some((next.op.clone(), next.token)),
+        "the successor keeps the cluster"
+    );
+}
+
+// --- hand-off and wake-up; issue 15, defect 3: control events for a finished operation ----------------------
+
+#[tokio::test]
+async fn a_duplicate_end_finishes_an_interrupted_hand_off() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    let waiter = w.parked(&c, cluster_busy_reason(&run.op));
+    // An earlier delivery saved the end, then died before releasing anything.
+    let mut op = w.op(&run.op);
+    op.status = OperationStatus::Succeeded;
+    w.store.put_operation(op);
+    assert!(w.holds_anything(&c, &run));
+
+    assert!(w.deliver_one(succeeded(&w, &run, run.token), 2).await);
+    assert!(!w.holds_anything(&c, &run));
+    assert_eq!(w.woken(), vec![waiter.operation_id]);
+}
+
+#[tokio::test]
+async fn a_control_event_for_a_finished_operation_completes_the_hand_off() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Failed);
+    let other = w.cluster_in("other", ClusterState::Active);
+    let run = w.start(&c, OperationKind::Create).await;
+    let same_cluster = w.parked(&c, cluster_busy_reason(&run.op));
+    let same_tenant = w.parked(&other, TENANT_LIMIT_REASON.to_owned());
+    // The create ended (its deadline passed) but the delivery that ended it died before the hand-off.
+    let mut op = w.op(&run.op);
+    op.status = OperationStatus::Failed;
+    w.store.put_operation(op);
+
+    let ready = ControlEvent::AgentReady {
+        operation_id: run.op.clone(),
+        cluster_id: c.clone(),
+        nodes_ready: 3,
+    };
+    assert!(w.deliver_one(control(ready.clone()), 1).await);
+    assert!(!w.holds_anything(&c, &run), "lock and tenant slot released");
+    assert_eq!(
+        w.woken(),
+        vec![
+            same_cluster.operation_id.clone(),
+            same_tenant.operation_id.clone()
+        ]
+    );
+    assert_eq!(
+        w.op(&run.op).status,
+        OperationStatus::Failed,
+        "the end stays as it was"
+    );
+
+    // Again (a duplicate, or the deadline timer): idempotent.
+    let deadline = ControlEvent::ConfigureDeadline {
+        operation_id: run.op.clone(),
+        cluster_id: c.clone(),
+        deadline: w.clock.now(),
+    };
+    assert!(w.deliver_one(control(deadline), 1).await);
+    assert!(w.deliver_one(control(ready), 2).await);
+    assert_eq!(w.woken().len(), 2, "nobody woken twice");
+}
+
+#[tokio::test]
+async fn the_report_wait_spans_several_visibility_timeouts_of_the_events_queue() {
+    let q = strato_aws::resources::queue("events");
+    let wait = ReportWait::EVENTS;
+    assert_eq!(
+        wait,
+        ReportWait::for_queue(q.visibility_timeout_secs, q.max_receive_count)
+    );
+    assert_eq!(
+        wait.last_receive, q.max_receive_count,
+        "decided before the DLQ takes the stop"
+    );
+    assert!(
+        wait.total_secs() >= i64::from(q.visibility_timeout_secs * REPORT_WAIT_VISIBILITY_TIMEOUTS),
+        "{wait:?}"
+    );
+    const { assert!(REPORT_WAIT_VISIBILITY_TIMEOUTS >= 2) };
+}
