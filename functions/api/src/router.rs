@@ -34,6 +34,8 @@ pub(crate) struct Reply<T> {
     pub status: StatusCode,
     pub body: T,
     pub location: Option<String>,
+    /// The `ETag` of a cluster in the body (its `version`), for `If-Match`.
+    pub etag: Option<String>,
 }
 
 impl<T> Reply<T> {
@@ -42,6 +44,7 @@ impl<T> Reply<T> {
             status: StatusCode::OK,
             body,
             location: None,
+            etag: None,
         }
     }
 
@@ -50,6 +53,15 @@ impl<T> Reply<T> {
             status: StatusCode::ACCEPTED,
             body,
             location: Some(location),
+            etag: None,
+        }
+    }
+
+    /// The answer with the `ETag` of the cluster at `version`.
+    pub fn with_etag(self, version: u64) -> Self {
+        Self {
+            etag: Some(crate::decide::etag(version)),
+            ..self
         }
     }
 }
@@ -63,6 +75,9 @@ impl<T: Serialize> IntoResponse for Reply<T> {
         let mut resp = (self.status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
         if let Some(loc) = self.location.and_then(|l| l.parse().ok()) {
             resp.headers_mut().insert(header::LOCATION, loc);
+        }
+        if let Some(tag) = self.etag.and_then(|t| t.parse().ok()) {
+            resp.headers_mut().insert(header::ETAG, tag);
         }
         resp
     }
@@ -138,7 +153,8 @@ async fn idempotent(
     let (parts, body) = req.into_parts();
     // Buffered by `limit_body`: this only takes the bytes back.
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let request = idempotency::Fingerprint::new(parts.method.as_str(), parts.uri.path(), &bytes);
+    let if_match = parts.headers.get(header::IF_MATCH).map(|v| v.as_bytes());
+    let request = idempotency::Fingerprint::new(parts.method.as_str(), parts.uri.path(), if_match, &bytes);
     let req = Request::from_parts(parts, Body::from(bytes));
     idempotency::run(&ctx, &caller, &key, &request, || next.run(req)).await
 }

@@ -86,5 +86,6 @@ pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, Ap
             usage: "connect to the WebSocket API with ?token=<token> before expires_at",
         },
         location: None,
+        etag: None,
     })
 }

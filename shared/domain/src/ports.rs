@@ -152,6 +152,16 @@ pub trait Intake: Send + Sync {
         &self,
         op: &Operation,
     ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
+
+    /// Like [`add_operation`](Self::add_operation), and in the same all-or-nothing write marks `op` as the
+    /// cluster's [`pending_operation`](Cluster::pending_operation), conditioned on `cluster.version` as read
+    /// (bumping it). A cluster changed meanwhile is [`PortError::Conflict`] and nothing is written: two
+    /// concurrent requests cannot both queue on the same cluster state. On success `cluster` is as stored.
+    fn add_operation_on(
+        &self,
+        cluster: &mut Cluster,
+        op: &Operation,
+    ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
 }
 
 /// The published templates (immutable once published).

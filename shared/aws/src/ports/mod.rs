@@ -87,6 +87,15 @@ impl Intake for Store {
         let quotas = self.quotas(&op.tenant_id).await?;
         Ok(Store::add_operation(self, op, &quotas).await?)
     }
+
+    async fn add_operation_on(
+        &self,
+        cluster: &mut Cluster,
+        op: &Operation,
+    ) -> Result<Result<(), CreateRejected>, PortError> {
+        let quotas = self.quotas(&op.tenant_id).await?;
+        Ok(Store::add_operation_on(self, cluster, op, &quotas).await?)
+    }
 }
 
 impl Templates for Store {
