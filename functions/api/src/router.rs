@@ -339,21 +339,24 @@ async fn serve(router: Router, mut req: lambda_http::Request) -> Response {
     .await
 }
 
-/// Handles one request; never fails: every error becomes a problem document. Tests and devstack call this.
-pub async fn handle(ctx: &Ctx, req: lambda_http::Request) -> lambda_http::Response<lambda_http::Body> {
-    let resp = serve(router(ctx.clone()), req).await;
-    let (parts, body) = resp.into_parts();
-    // Every answer is a small JSON document (or empty).
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let body = if bytes.is_empty() {
-        lambda_http::Body::Empty
-    } else {
-        match String::from_utf8(bytes.to_vec()) {
-            Ok(text) => lambda_http::Body::Text(text),
-            Err(e) => lambda_http::Body::Binary(e.into_bytes()),
-        }
-    };
-    lambda_http::Response::from_parts(parts, body)
+impl ApiService {
+    /// Handles one request outside the Lambda runtime (devstack, tests): never fails, every error becomes a
+    /// problem document. The router was built once, by [`service`]; each call only clones its handle.
+    pub async fn handle(&self, req: lambda_http::Request) -> lambda_http::Response<lambda_http::Body> {
+        let resp = serve(self.router.clone(), req).await;
+        let (parts, body) = resp.into_parts();
+        // Every answer is a small JSON document (or empty).
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+        let body = if bytes.is_empty() {
+            lambda_http::Body::Empty
+        } else {
+            match String::from_utf8(bytes.to_vec()) {
+                Ok(text) => lambda_http::Body::Text(text),
+                Err(e) => lambda_http::Body::Binary(e.into_bytes()),
+            }
+        };
+        lambda_http::Response::from_parts(parts, body)
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ mod common;
 use common::{Api, Req, SUBJECT, TENANT, call_with};
 use lambda_http::http::{Method, StatusCode};
 use serde_json::{Value, json};
+use strato_api::service;
 use strato_aws::store::{LockOutcome, Quotas};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{ClusterState, OperationKind, OperationStatus, Step};
@@ -120,7 +121,7 @@ async fn a_failed_send_still_answers_202_and_leaves_the_operation_queued() {
     let api = Api::new().await;
     let mut ctx = api.ctx.clone();
     ctx.queues.jobs = format!("{}/123456789012/no-such-queue.fifo", api.env.endpoint);
-    let r = call_with(&ctx, Api::create_req("send-fails")).await;
+    let r = call_with(&service(ctx), Api::create_req("send-fails")).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
     let queued = api.ctx.store.open_operations("queued").await.unwrap();
     assert_eq!(queued.len(), 1);
@@ -370,7 +371,7 @@ async fn tenants_never_see_each_other() {
     // The claim name is configuration.
     let mut ctx = api.ctx.clone();
     ctx.config.tenant_claim = "custom:org".into();
-    let r = call_with(&ctx, Req::load("list-clusters")).await;
+    let r = call_with(&service(ctx), Req::load("list-clusters")).await;
     assert!(r.problem(401)["detail"].as_str().unwrap().contains("custom:org"));
     // Health needs no token.
     let r = api.call(Req::load("healthz")).await;
