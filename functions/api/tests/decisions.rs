@@ -7,7 +7,7 @@ use strato_api::decide::{Api, Cancelled, Started, Updated};
 use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
 use strato_domain::ErrorCategory;
 use strato_domain::coordination::TENANT_LIMIT_REASON;
-use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeStore, FakeTemplates};
+use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeStateArchive, FakeStore, FakeTemplates};
 use strato_domain::model::{ClusterState, DriftPolicy, OperationKind, OperationStatus};
 use strato_domain::ports::{ClusterLocks, Intake, LockOutcome, Templates, TenantSlots};
 use strato_domain::template::Template;
@@ -720,4 +720,82 @@ async fn an_operation_is_recorded_only_on_the_cluster_version_read() {
     let e = w.store.add_operation_on(&mut read, &op).await.unwrap_err();
     assert!(matches!(e, strato_domain::Error::Conflict(_)), "{e}");
     assert!(w.store.operation(&op.operation_id).is_none());
+}
+
+/// Issue 15 defect 8: a state restore held the cluster lock and released it without waking the operation
+/// parked behind it, which then waited for the sweeper. The release now wakes it; the restore itself goes
+/// through the `StateArchive` port.
+#[tokio::test]
+async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
+    let w = World::new();
+    let s = w
+        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
+        .await;
+    let cid = s.cluster.cluster_id.clone();
+    let archive = FakeStateArchive::default();
+    let key = format!("tenants/{TENANT}/clusters/{cid}/main.tfstate");
+    archive.put(&cid, &key, "v1");
+    archive.put(&cid, &key, "v2");
+    // An update that found the lock taken by the restore and was parked behind it.
+    let waiting = w
+        .api()
+        .update(
+            &caller(),
+            cid.as_str(),
+            patch(json!({"variables": {"node_count": 4}})),
+        )
+        .await
+        .unwrap()
+        .operation
+        .unwrap();
+    let sent_before = w.jobs.sent().len();
+
+    let record = w
+        .api()
+        .restore_state(&archive, &caller(), cid.as_str(), "v1")
+        .await
+        .unwrap();
+    assert_eq!(
+        (record.from_version.as_str(), record.new_version.as_str()),
+        ("v1", "v1-restored")
+    );
+    assert_eq!(record.restored_by, "user-7f3a");
+    assert_eq!(archive.restored().len(), 1);
+    assert_eq!(w.store.lock_holder(&cid), None, "the lock is free again");
+    let woken: Vec<_> = w.jobs.sent()[sent_before..]
+        .iter()
+        .map(|j| j.job.operation_id.clone())
+        .collect();
+    assert_eq!(
+        woken,
+        [waiting.operation_id.clone()],
+        "the parked update is woken"
+    );
+    assert_eq!(w.store.cluster(&cid).unwrap().state_restores.len(), 1);
+
+    // The current version, an unknown one, and a cluster an operation holds are refused; nothing restored.
+    let e = w
+        .api()
+        .restore_state(&archive, &caller(), cid.as_str(), "v1-restored")
+        .await
+        .unwrap_err();
+    assert!(conflict(e).contains("already the current state"));
+    let e = w
+        .api()
+        .restore_state(&archive, &caller(), cid.as_str(), "v9")
+        .await
+        .unwrap_err();
+    assert_eq!(e.status().as_u16(), 404);
+    let now = strato_domain::ports::Clock::now(&w.clock);
+    w.store
+        .acquire_lock(&cid, &waiting.operation_id, time::Duration::hours(1), now)
+        .await
+        .unwrap();
+    let e = w
+        .api()
+        .restore_state(&archive, &caller(), cid.as_str(), "v2")
+        .await
+        .unwrap_err();
+    assert!(conflict(e).contains(waiting.operation_id.as_str()));
+    assert_eq!(archive.restored().len(), 1);
 }

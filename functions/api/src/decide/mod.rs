@@ -5,9 +5,11 @@
 
 mod clusters;
 mod operations;
+mod state;
 
 pub use clusters::Updated;
 pub use operations::Cancelled;
+pub use state::{RESTORE_LEASE, stage_of};
 
 use strato_domain::catalog::Catalogs;
 use strato_domain::coordination::{ATTEMPTS, Attempt};

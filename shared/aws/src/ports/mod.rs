@@ -2,13 +2,15 @@
 //! reservation and the tenant's counters), cluster locks, tenant slots and the template catalog;
 //! [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks; the sweeper's
 //! [`EcsTaskStatus`], [`SqsTaskEvents`] and [`DynamoStateLocks`] look at runners' tasks, report stopped ones
-//! and release Terraform state locks. Adapters borrow their clients and settings, so a handler builds them
+//! and release Terraform state locks; [`S3StateArchive`] lists and restores the versions of clusters' states. Adapters borrow their clients and settings, so a handler builds them
 //! per call for free.
 
 mod ecs;
+mod state;
 mod sweep;
 
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
+pub use state::{S3StateArchive, state_prefix};
 pub use sweep::{DynamoStateLocks, EcsTaskStatus, SqsTaskEvents};
 
 use time::{Duration, OffsetDateTime};

@@ -5,9 +5,11 @@
 
 mod intake;
 mod scheduler;
+mod state;
 
 pub use intake::FakeTemplates;
 pub use scheduler::{FakeStateLocks, FakeTaskEvents};
+pub use state::FakeStateArchive;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
