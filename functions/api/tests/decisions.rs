@@ -768,7 +768,7 @@ async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
         .collect();
     assert_eq!(
         woken,
-        [waiting.operation_id.clone()],
+        std::slice::from_ref(&waiting.operation_id),
         "the parked update is woken"
     );
     assert_eq!(w.store.cluster(&cid).unwrap().state_restores.len(), 1);
