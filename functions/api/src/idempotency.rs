@@ -1,6 +1,6 @@
 //! `Idempotency-Key` on POST/PATCH/DELETE: the first lasting answer for a key (not a [transient] one) is
-//! stored for 24 hours and replayed
-//! for every repeat of the same request; the same key with a different request is refused.
+//! stored for 24 hours and replayed for every repeat of the same request; the same key with a different
+//! request is refused.
 
 use std::future::Future;
 
