@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use secrecy::{ExposeSecret, SecretSlice, SecretString};
 use serde_json::{Value, json};
 
 pub const ISSUER: &str = "strato-devstack";
@@ -37,21 +38,14 @@ pub struct StaticToken {
     pub subject: String,
 }
 
-/// Verifies bearer tokens and mints dev tokens. `Debug` never shows the secret or the static tokens.
-#[derive(Clone)]
+/// Verifies bearer tokens and mints dev tokens. The secret and the static tokens are `secrecy` secrets, so
+/// `Debug` shows them as `[REDACTED]`.
+#[derive(Debug, Clone)]
 pub struct Authenticator {
-    secret: Vec<u8>,
+    secret: SecretSlice<u8>,
     tenant_claim: String,
-    static_tokens: HashMap<String, StaticToken>,
-}
-
-impl std::fmt::Debug for Authenticator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Authenticator")
-            .field("tenant_claim", &self.tenant_claim)
-            .field("static_tokens", &self.static_tokens.len())
-            .finish_non_exhaustive()
-    }
+    /// A dev tool's handful of tokens: looked up one by one.
+    static_tokens: Vec<(SecretString, StaticToken)>,
 }
 
 /// A fresh random secret (hex of 32 random bytes).
@@ -84,9 +78,9 @@ pub fn mint(secret: &[u8], tenant_claim: &str, tenant: &str, subject: &str, ttl:
 impl Authenticator {
     pub fn new(secret: impl Into<Vec<u8>>, tenant_claim: impl Into<String>) -> Self {
         Self {
-            secret: secret.into(),
+            secret: SecretSlice::from(secret.into()),
             tenant_claim: tenant_claim.into(),
-            static_tokens: HashMap::new(),
+            static_tokens: Vec::new(),
         }
     }
 
@@ -106,33 +100,43 @@ impl Authenticator {
             line,
             reason,
         })?;
-        self.static_tokens.extend(tokens);
+        self.add_tokens(tokens);
         Ok(self)
     }
 
     pub fn add_static_token(&mut self, token: impl Into<String>, tenant: &str, subject: &str) {
-        self.static_tokens.insert(
-            token.into(),
-            StaticToken {
-                tenant: tenant.into(),
-                subject: subject.into(),
-            },
-        );
+        let entry = StaticToken {
+            tenant: tenant.into(),
+            subject: subject.into(),
+        };
+        self.add_tokens([(token.into(), entry)]);
+    }
+
+    /// Adds tokens, a token given again replacing its earlier entry.
+    fn add_tokens(&mut self, tokens: impl IntoIterator<Item = (String, StaticToken)>) {
+        for (token, entry) in tokens {
+            self.static_tokens.retain(|(t, _)| t.expose_secret() != token);
+            self.static_tokens.push((SecretString::from(token), entry));
+        }
     }
 
     /// The HS256 key tokens are signed with (the ws function checks the same).
     pub fn secret(&self) -> &[u8] {
-        &self.secret
+        self.secret.expose_secret()
     }
 
     /// A dev token for `tenant`, valid for `ttl`.
     pub fn mint(&self, tenant: &str, subject: &str, ttl: Duration) -> String {
-        mint(&self.secret, &self.tenant_claim, tenant, subject, ttl)
+        mint(self.secret(), &self.tenant_claim, tenant, subject, ttl)
     }
 
     /// The claims of a valid token, as the authorizer would pass them on.
     pub fn verify(&self, token: &str) -> Result<BTreeMap<String, Value>, AuthError> {
-        if let Some(t) = self.static_tokens.get(token) {
+        if let Some((_, t)) = self
+            .static_tokens
+            .iter()
+            .find(|(t, _)| t.expose_secret() == token)
+        {
             return Ok(BTreeMap::from([
                 ("iss".into(), ISSUER.into()),
                 ("aud".into(), AUDIENCE.into()),
@@ -145,7 +149,7 @@ impl Authenticator {
         v.set_audience(&[AUDIENCE]);
         v.set_required_spec_claims(&["exp", "iss", "aud"]);
         v.leeway = 5;
-        jsonwebtoken::decode::<BTreeMap<String, Value>>(token, &DecodingKey::from_secret(&self.secret), &v)
+        jsonwebtoken::decode::<BTreeMap<String, Value>>(token, &DecodingKey::from_secret(self.secret()), &v)
             .map(|d| d.claims)
             .map_err(|e| AuthError::Invalid(e.to_string()))
     }
@@ -274,8 +278,16 @@ mod tests {
         assert_eq!(parse_token_file("short demo").unwrap_err().0, 1);
         assert_eq!(parse_token_file("x\n").unwrap_err().0, 1);
         let mut a = Authenticator::new("s", "tenant_id");
-        a.static_tokens = tokens;
+        a.add_tokens(tokens);
         assert_eq!(a.verify("tok-bbbbbbbbbbbbbbbb").unwrap()["tenant_id"], "acme");
         assert!(a.verify("tok-cccccccccccccccc").is_err());
+        // `Debug` shows neither the signing secret nor a token.
+        let shown = format!("{a:?}");
+        assert!(
+            !shown.contains("tok-") && !shown.contains("secret: [") && shown.contains("REDACTED"),
+            "{shown}"
+        );
+        let b = Authenticator::new("s3cret-key", "tenant_id");
+        assert!(!format!("{b:?}").contains("s3cret"));
     }
 }

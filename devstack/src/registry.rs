@@ -125,14 +125,15 @@ impl Registry {
             _ => None,
         })
         .map_err(|e| DevstackError::step("configuring the api function", e))?;
-        let api = Arc::new(
+        // The router is built once, as the Lambda runtime does; each request clones its handle.
+        let api = strato_api::service(
             strato_api::Ctx::new(&env.aws, api_config)
                 .await
                 .map_err(|e| DevstackError::step("starting the api function", e))?,
         );
         reg.http = Some(Arc::new(move |req| {
             let api = api.clone();
-            Box::pin(async move { strato_api::handle(&api, req).await })
+            Box::pin(async move { api.handle(req).await })
         }));
 
         let dispatcher_config = strato_dispatcher::Config {

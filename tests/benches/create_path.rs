@@ -96,7 +96,7 @@ async fn run(n: usize) {
         strato_api::Config::from_lookup(|k| (k == "STRATO_RESOURCE_PREFIX").then(|| prefix.clone()))
             .expect("api config");
     // Built once per process, as in Lambda: their setup calls are not per-request costs.
-    let api = strato_api::Ctx::new(&counted, api_config).await.expect("api ctx");
+    let api = strato_api::service(strato_api::Ctx::new(&counted, api_config).await.expect("api ctx"));
     let dispatcher = strato_dispatcher::Ctx::new(w.config.clone(), &counted, ecs)
         .await
         .expect("dispatcher ctx");
@@ -126,7 +126,7 @@ async fn run(n: usize) {
 
         counter.reset();
         let t0 = cpu_time();
-        let resp = strato_api::handle(&api, req).await;
+        let resp = api.handle(req).await;
         api_fig.cpu.push(cpu_time() - t0);
         assert_eq!(resp.status().as_u16(), 202, "create refused: {:?}", resp.body());
         merge(&mut api_fig.calls, counter.snapshot());

@@ -6,7 +6,7 @@ mod common;
 
 use common::{Api, Req, call_with};
 use lambda_http::http::StatusCode;
-use strato_api::{Config, Ctx, TICKET_TTL};
+use strato_api::{Config, Ctx, TICKET_TTL, service};
 use strato_domain::ts;
 
 const SECRET: &str = "ticket-secret-0123456789";
@@ -41,10 +41,10 @@ async fn a_ticket_opens_the_websocket_for_the_callers_tenant_for_minutes() {
         !format!("{config:?}").contains(SECRET),
         "the secret is never printed"
     );
-    let ctx = Ctx::new(&api.env.aws, config).await.unwrap();
+    let svc = service(Ctx::new(&api.env.aws, config).await.unwrap());
 
     let before = ts::now();
-    let r = call_with(&ctx, Req::load("create-ws-ticket").tenant("globex")).await;
+    let r = call_with(&svc, Req::load("create-ws-ticket").tenant("globex")).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     let token = r.body["token"].as_str().expect("a token");
     let expires = ts::parse(r.body["expires_at"].as_str().unwrap()).unwrap();
@@ -63,7 +63,7 @@ async fn a_ticket_opens_the_websocket_for_the_callers_tenant_for_minutes() {
 
     // Tickets are credentials: never kept for an Idempotency-Key replay.
     let r = call_with(
-        &ctx,
+        &svc,
         Req::load("create-ws-ticket").header("idempotency-key", "ticket-1"),
     )
     .await;
@@ -80,7 +80,7 @@ async fn a_ticket_opens_the_websocket_for_the_callers_tenant_for_minutes() {
     assert_eq!(kept.count(), 0, "nothing stored for the replay");
 
     // No credentials: 401, nothing issued.
-    call_with(&ctx, Req::load("create-ws-ticket").without_claims())
+    call_with(&svc, Req::load("create-ws-ticket").without_claims())
         .await
         .problem(401);
 }

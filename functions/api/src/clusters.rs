@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState};
 
-use crate::decide::{Started, Updated};
+use crate::decide::{IfMatch, Started, Updated};
 use crate::requests::{SpecBody, UpdateBody};
 use crate::views::{self, TemplateCache, sensitive_of};
 use crate::views::{Accepted, ClusterPage, ClusterView};
@@ -22,6 +22,7 @@ pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: SpecBody) -> Result
 fn accepted(s: Started) -> Reply<Accepted> {
     let sensitive = sensitive_of(&s.template);
     let location = format!("/v1/operations/{}", s.operation.operation_id);
+    let version = s.cluster.version;
     Reply::accepted(
         Accepted {
             cluster: views::cluster(&s.cluster, Some(&sensitive)),
@@ -29,6 +30,7 @@ fn accepted(s: Started) -> Reply<Accepted> {
         },
         location,
     )
+    .with_etag(version)
 }
 
 /// The caller's cluster, or 404 for a malformed id, a missing cluster and another tenant's cluster alike.
@@ -98,23 +100,27 @@ pub(crate) async fn list(
 pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<ClusterView>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let sensitive = TemplateCache::new(&ctx.store).sensitive(&c.spec).await?;
-    Ok(Reply::ok(views::cluster(&c, sensitive.as_ref())))
+    Ok(Reply::ok(views::cluster(&c, sensitive.as_ref())).with_etag(c.version))
 }
 
-/// 200 with the cluster for a change of settings alone, else 202 with the update operation.
+/// 200 with the cluster for a change of settings alone, else 202 with the update operation; `If-Match`
+/// (the cluster's ETag) makes either conditional on the cluster's version (412 otherwise).
 pub(crate) async fn update(
     ctx: &Ctx,
     caller: &Caller,
     id: &str,
     body: UpdateBody,
+    if_match: Option<&IfMatch>,
 ) -> Result<Response, ApiError> {
     let Updated {
         cluster,
         template,
         operation,
-    } = ctx.api().update(caller, id, body).await?;
+    } = ctx.api().update_if(caller, id, body, if_match).await?;
     Ok(match operation {
-        None => Reply::ok(views::cluster(&cluster, Some(&sensitive_of(&template)))).into_response(),
+        None => Reply::ok(views::cluster(&cluster, Some(&sensitive_of(&template))))
+            .with_etag(cluster.version)
+            .into_response(),
         Some(operation) => accepted(Started {
             cluster,
             operation,

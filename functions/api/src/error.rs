@@ -32,6 +32,9 @@ pub enum ApiError {
     /// The resource's current state forbids the request; `detail` says why and what to do.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// `If-Match` names a version the resource is no longer at (optimistic concurrency for clients).
+    #[error("precondition failed: {0}")]
+    PreconditionFailed(String),
     #[error("quota exceeded: {0}")]
     Quota(String),
     /// Something that was possible has expired for good (an agent registration past its deadline).
@@ -76,6 +79,7 @@ impl ApiError {
             ApiError::Store(strato_aws::Error::Conflict(_)) => StatusCode::CONFLICT,
             ApiError::Quota(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Gone(_) => StatusCode::GONE,
+            ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::Config(_) | ApiError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -94,6 +98,7 @@ impl ApiError {
             }
             ApiError::Quota(_) => ("quota-exceeded", "Quota exceeded"),
             ApiError::Gone(_) => ("gone", "Gone"),
+            ApiError::PreconditionFailed(_) => ("precondition-failed", "Precondition failed"),
             ApiError::Config(_) | ApiError::Store(_) => ("internal", "Internal error"),
         }
     }
@@ -109,6 +114,7 @@ impl ApiError {
             | ApiError::NotFound(d)
             | ApiError::Conflict(d)
             | ApiError::Quota(d)
+            | ApiError::PreconditionFailed(d)
             | ApiError::Gone(d) => (d, Vec::new()),
             ApiError::MethodNotAllowed { allowed } => {
                 let list = allowed.join(", ");

@@ -9,6 +9,7 @@ use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use crate::decide::IfMatch;
 use crate::requests::{JsonBody, SpecBody, UpdateBody, WebhookBody};
 use crate::router::{AppState, Caller, Reply};
 use crate::views::{
@@ -100,9 +101,14 @@ pub(crate) async fn update_cluster(
     State(ctx): State<AppState>,
     caller: Caller,
     P(id): P<String>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> Result<Response, ApiError> {
-    clusters::update(&ctx, &caller, &id, body).await
+    // A header that is not even text matches no version: the precondition fails (412).
+    let if_match = headers
+        .get(axum::http::header::IF_MATCH)
+        .map(|v| IfMatch::parse(v.to_str().unwrap_or("\u{0}")));
+    clusters::update(&ctx, &caller, &id, body, if_match.as_ref()).await
 }
 
 pub(crate) async fn delete_cluster(

@@ -1,5 +1,6 @@
-//! `Idempotency-Key` on POST/PATCH/DELETE: the first answer for a key is stored for 24 hours and replayed
-//! for every repeat of the same request; the same key with a different request is refused.
+//! `Idempotency-Key` on POST/PATCH/DELETE: the first lasting answer for a key (not a [transient] one) is
+//! stored for 24 hours and replayed for every repeat of the same request; the same key with a different
+//! request is refused.
 
 use std::future::Future;
 
@@ -13,14 +14,21 @@ use strato_domain::ts;
 use crate::error::PROBLEM_JSON;
 use crate::{ApiError, Caller, Ctx};
 
-/// sha256 of method, path and body: what makes two requests "the same".
+/// sha256 of method, path, `If-Match` and body: what makes two requests "the same".
 pub(crate) struct Fingerprint(String);
 
 impl Fingerprint {
-    pub fn new(method: &str, path: &str, body: &[u8]) -> Self {
+    pub fn new(method: &str, path: &str, if_match: Option<&[u8]>, body: &[u8]) -> Self {
         let mut h = Sha256::new();
         // Separators keep ("POST", "/a", "b") and ("POST", "/ab", "") apart.
         h.update(method.as_bytes());
+        // A conditional request is another request than the same one unconditional (or with another
+        // version). NUL never occurs in a method, so this cannot collide; without the header the
+        // fingerprint is what it always was.
+        if let Some(tag) = if_match {
+            h.update(b"\0If-Match\0");
+            h.update(tag);
+        }
         h.update(b"\n");
         h.update(path.as_bytes());
         h.update(b"\n");
@@ -70,6 +78,17 @@ fn replay(stored: IdempotentResponse) -> Response {
     resp
 }
 
+/// Whether an answer depends on the moment rather than on the request, so a retry with the same key must get
+/// a fresh chance instead of a replay: server faults, quota refusals (429), conflicts with the resource's
+/// current state or a concurrent writer (409), and a failed `If-Match` (412).
+pub(crate) fn transient(status: StatusCode) -> bool {
+    status.is_server_error()
+        || matches!(
+            status,
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::CONFLICT | StatusCode::PRECONDITION_FAILED
+        )
+}
+
 /// Answers a repeat from the store, or runs `work` and stores its answer.
 pub(crate) async fn run<F, Fut>(
     ctx: &Ctx,
@@ -107,8 +126,7 @@ where
     }
     let resp = work().await;
     let status = resp.status();
-    // Server faults and quota refusals are transient: a retry with the same key must get a fresh chance.
-    if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+    if transient(status) {
         ctx.store
             .idempotent_release(&caller.tenant, key, &request.0)
             .await?;
@@ -141,15 +159,31 @@ mod tests {
 
     #[test]
     fn fingerprint_covers_method_path_and_body() {
-        let a = Fingerprint::new("POST", "/v1/clusters", b"{}").0;
-        assert_eq!(a, Fingerprint::new("POST", "/v1/clusters", b"{}").0);
-        assert_ne!(a, Fingerprint::new("PATCH", "/v1/clusters", b"{}").0);
-        assert_ne!(a, Fingerprint::new("POST", "/v1/clusters/x", b"{}").0);
-        assert_ne!(a, Fingerprint::new("POST", "/v1/clusters", b"{ }").0);
+        let a = Fingerprint::new("POST", "/v1/clusters", None, b"{}").0;
+        assert_eq!(a, Fingerprint::new("POST", "/v1/clusters", None, b"{}").0);
+        assert_ne!(a, Fingerprint::new("PATCH", "/v1/clusters", None, b"{}").0);
+        assert_ne!(a, Fingerprint::new("POST", "/v1/clusters/x", None, b"{}").0);
+        assert_ne!(a, Fingerprint::new("POST", "/v1/clusters", None, b"{ }").0);
         assert_ne!(
-            Fingerprint::new("POST", "/a", b"b").0,
-            Fingerprint::new("POST", "/ab", b"").0
+            Fingerprint::new("POST", "/a", None, b"b").0,
+            Fingerprint::new("POST", "/ab", None, b"").0
         );
+        let v1 = Fingerprint::new("PATCH", "/v1/clusters/x", Some(b"\"1\""), b"{}").0;
+        assert_ne!(v1, Fingerprint::new("PATCH", "/v1/clusters/x", None, b"{}").0);
+        assert_ne!(
+            v1,
+            Fingerprint::new("PATCH", "/v1/clusters/x", Some(b"\"2\""), b"{}").0
+        );
+    }
+
+    #[test]
+    fn transient_answers_are_not_kept_for_replay() {
+        for s in [409, 412, 429, 500, 503] {
+            assert!(transient(StatusCode::from_u16(s).unwrap()), "{s}");
+        }
+        for s in [200, 202, 400, 404, 422] {
+            assert!(!transient(StatusCode::from_u16(s).unwrap()), "{s}");
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod tenant;
 mod tickets;
 mod views;
 
+use secrecy::{ExposeSecret, SecretSlice};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::Env;
 use strato_aws::ports::SqsJobQueue;
@@ -35,11 +36,12 @@ pub use error::ApiError;
 pub use openapi::{openapi, openapi_yaml};
 pub use requests::{SpecBody, UpdateBody};
 pub(crate) use router::Reply;
-pub use router::{ApiService, Caller, handle, router, service};
+pub use router::{ApiService, Caller, router, service};
 pub use tickets::{TICKET_TTL, TicketSettings};
 
-/// Settings read once per process from the environment.
-#[derive(Clone)]
+/// Settings read once per process from the environment. Secrets are [`SecretSlice`]s, so `Debug` shows them
+/// as `[REDACTED]`.
+#[derive(Debug, Clone)]
 pub struct Config {
     /// Physical resource names (`STRATO_RESOURCE_PREFIX`, required).
     pub names: Names,
@@ -50,26 +52,10 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Secret the cluster agents' registration tokens are derived from (`STRATO_AGENT_TOKEN_SECRET`; in AWS
     /// injected from Secrets Manager). Needed only by templates that install the agent.
-    pub agent_token_secret: Option<Vec<u8>>,
+    pub agent_token_secret: Option<SecretSlice<u8>>,
     /// How WebSocket tickets are signed (`STRATO_JWT_SECRET`, `STRATO_JWT_ISSUER`, `STRATO_JWT_AUDIENCE`: the
     /// ws function's own settings). Unset: `POST /v1/ws-tickets` fails.
     pub ws_tickets: Option<TicketSettings>,
-}
-
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Secrets are never printed.
-        f.debug_struct("Config")
-            .field("names", &self.names)
-            .field("tenant_claim", &self.tenant_claim)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field(
-                "agent_token_secret",
-                &self.agent_token_secret.as_ref().map(|_| "(sensitive)"),
-            )
-            .field("ws_tickets", &self.ws_tickets)
-            .finish()
-    }
 }
 
 impl Config {
@@ -87,9 +73,11 @@ impl Config {
             tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
             max_body_bytes: env.positive("STRATO_MAX_BODY_BYTES", Self::DEFAULT_MAX_BODY_BYTES as u64)?
                 as usize,
-            agent_token_secret: env.optional("STRATO_AGENT_TOKEN_SECRET").map(String::into_bytes),
+            agent_token_secret: env
+                .optional("STRATO_AGENT_TOKEN_SECRET")
+                .map(|s| SecretSlice::from(s.into_bytes())),
             ws_tickets: env.optional("STRATO_JWT_SECRET").map(|secret| TicketSettings {
-                secret: secret.into_bytes(),
+                secret: SecretSlice::from(secret.into_bytes()),
                 issuer: env.optional("STRATO_JWT_ISSUER"),
                 audience: env.optional("STRATO_JWT_AUDIENCE"),
             }),
@@ -129,7 +117,7 @@ impl Ctx {
                 url: &self.queues.jobs,
             },
             clock: SystemClock,
-            agent_token_secret: self.config.agent_token_secret.as_deref(),
+            agent_token_secret: self.config.agent_token_secret.as_ref().map(|s| s.expose_secret()),
         }
     }
 }
@@ -231,5 +219,25 @@ mod tests {
             _ => None,
         });
         assert!(matches!(bad, Err(ApiError::Config(m)) if m.contains("lots")));
+    }
+
+    #[test]
+    fn debug_never_shows_the_secrets() {
+        let c = Config::from_lookup(|k| match k {
+            "STRATO_RESOURCE_PREFIX" => Some("prod".into()),
+            "STRATO_AGENT_TOKEN_SECRET" => Some("agent-s3cret-value".into()),
+            "STRATO_JWT_SECRET" => Some("jwt-s3cret-value".into()),
+            "STRATO_JWT_ISSUER" => Some("https://idp.example".into()),
+            _ => None,
+        })
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        // Byte by byte too: a Vec<u8> field would print the secret as numbers.
+        assert!(!shown.contains("97, 103, 101, 110, 116"), "{shown}");
+        assert!(
+            shown.contains("REDACTED") && shown.contains("https://idp.example"),
+            "{shown}"
+        );
     }
 }

@@ -55,6 +55,8 @@ struct Doc {
     /// with `Idempotency-Key` add 400 (unusable key), 409 (still in progress) and 422 (key reused).
     errors: &'static [u16],
     query: &'static [(&'static str, &'static str)],
+    /// How the route behaves beyond its summary, when that needs saying.
+    description: Option<&'static str>,
 }
 
 const fn doc(
@@ -69,8 +71,16 @@ const fn doc(
         ok,
         errors,
         query: &[],
+        description: None,
     }
 }
+
+/// What a PATCH does when operations are still open, and how clients make it conditional.
+const UPDATE_DESCRIPTION: &str = "Variables merge into the newest spec requested (RFC 7396: `null` removes \
+one): while an update (or the create) is still queued or running, a second PATCH builds on that operation's \
+spec, not only on what was last applied, so it keeps the first one's changes; the operations run in order. \
+Send `If-Match` with the cluster's `ETag` (its `version`, quoted) to change the cluster only if nobody \
+changed it since you read it: another version answers 412 and nothing is written.";
 
 /// The table of every endpoint's answers: long because it is one arm per endpoint, kept together so the
 /// whole contract reads in one place.
@@ -98,15 +108,18 @@ fn endpoint_doc(e: Endpoint) -> Doc {
             )
         },
         GetCluster => doc("Read a cluster", None, &[(200, "Cluster", "The cluster")], &[404]),
-        UpdateCluster => doc(
-            "Change a cluster's variables, template version or drift settings",
-            Some("UpdateClusterRequest"),
-            &[
-                (200, "Cluster", "Settings alone changed; no operation"),
-                (202, "Accepted", QUEUED),
-            ],
-            &[400, 404, 409, 422, 429],
-        ),
+        UpdateCluster => Doc {
+            description: Some(UPDATE_DESCRIPTION),
+            ..doc(
+                "Change a cluster's variables, template version or drift settings",
+                Some("UpdateClusterRequest"),
+                &[
+                    (200, "Cluster", "Settings alone changed; no operation"),
+                    (202, "Accepted", QUEUED),
+                ],
+                &[400, 404, 409, 412, 422, 429],
+            )
+        },
         DeleteCluster => doc(
             "Delete a cluster",
             None,
@@ -229,6 +242,7 @@ fn error_description(status: u16) -> &'static str {
         404 => "No such resource, or not yours",
         409 => "The resource's state forbids this now; the detail says why",
         410 => "Too late: the registration deadline passed",
+        412 => "`If-Match` names a version the cluster is no longer at; read it again",
         413 => "The request body is over the size limit",
         422 => "The request is invalid; `errors` names every field",
         429 => "A quota is exhausted",
@@ -247,6 +261,7 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
     let public = matches!(route.endpoint, Health | AgentRegister | AgentHeartbeat);
     let mut op = OperationBuilder::new()
         .summary(Some(d.summary))
+        .description(d.description)
         .operation_id(Some(format!("{:?}", route.endpoint)));
     for seg in route.path.split('/').filter(|s| s.starts_with('{')) {
         let name = seg.trim_matches(|c| c == '{' || c == '}');
@@ -277,6 +292,16 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
                 .schema(Some(schema)),
         );
     }
+    if route.endpoint == UpdateCluster {
+        op = op.parameter(
+            ParameterBuilder::new()
+                .name("If-Match")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some("The cluster's ETag as read (`\"<version>\"`), or `*`"))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
+        );
+    }
     if let Some(body) = d.body {
         op = op.request_body(Some(
             RequestBodyBuilder::new()
@@ -289,6 +314,16 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
         let mut r = ResponseBuilder::new()
             .description(*desc)
             .content("application/json", schema_ref(schema).build());
+        // Every answer that carries a cluster tags it with its version, for `If-Match`.
+        if matches!(route.endpoint, GetCluster | UpdateCluster) || *schema == "Accepted" {
+            r = r.header(
+                "ETag",
+                HeaderBuilder::new()
+                    .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                    .description(Some("The cluster's `version`, quoted"))
+                    .build(),
+            );
+        }
         if *status == 202 {
             r = r.header(
                 "Location",

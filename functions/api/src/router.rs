@@ -34,6 +34,8 @@ pub(crate) struct Reply<T> {
     pub status: StatusCode,
     pub body: T,
     pub location: Option<String>,
+    /// The `ETag` of a cluster in the body (its `version`), for `If-Match`.
+    pub etag: Option<String>,
 }
 
 impl<T> Reply<T> {
@@ -42,6 +44,7 @@ impl<T> Reply<T> {
             status: StatusCode::OK,
             body,
             location: None,
+            etag: None,
         }
     }
 
@@ -50,6 +53,15 @@ impl<T> Reply<T> {
             status: StatusCode::ACCEPTED,
             body,
             location: Some(location),
+            etag: None,
+        }
+    }
+
+    /// The answer with the `ETag` of the cluster at `version`.
+    pub fn with_etag(self, version: u64) -> Self {
+        Self {
+            etag: Some(crate::decide::etag(version)),
+            ..self
         }
     }
 }
@@ -63,6 +75,9 @@ impl<T: Serialize> IntoResponse for Reply<T> {
         let mut resp = (self.status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
         if let Some(loc) = self.location.and_then(|l| l.parse().ok()) {
             resp.headers_mut().insert(header::LOCATION, loc);
+        }
+        if let Some(tag) = self.etag.and_then(|t| t.parse().ok()) {
+            resp.headers_mut().insert(header::ETAG, tag);
         }
         resp
     }
@@ -138,7 +153,8 @@ async fn idempotent(
     let (parts, body) = req.into_parts();
     // Buffered by `limit_body`: this only takes the bytes back.
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let request = idempotency::Fingerprint::new(parts.method.as_str(), parts.uri.path(), &bytes);
+    let if_match = parts.headers.get(header::IF_MATCH).map(|v| v.as_bytes());
+    let request = idempotency::Fingerprint::new(parts.method.as_str(), parts.uri.path(), if_match, &bytes);
     let req = Request::from_parts(parts, Body::from(bytes));
     idempotency::run(&ctx, &caller, &key, &request, || next.run(req)).await
 }
@@ -323,21 +339,24 @@ async fn serve(router: Router, mut req: lambda_http::Request) -> Response {
     .await
 }
 
-/// Handles one request; never fails: every error becomes a problem document. Tests and devstack call this.
-pub async fn handle(ctx: &Ctx, req: lambda_http::Request) -> lambda_http::Response<lambda_http::Body> {
-    let resp = serve(router(ctx.clone()), req).await;
-    let (parts, body) = resp.into_parts();
-    // Every answer is a small JSON document (or empty).
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let body = if bytes.is_empty() {
-        lambda_http::Body::Empty
-    } else {
-        match String::from_utf8(bytes.to_vec()) {
-            Ok(text) => lambda_http::Body::Text(text),
-            Err(e) => lambda_http::Body::Binary(e.into_bytes()),
-        }
-    };
-    lambda_http::Response::from_parts(parts, body)
+impl ApiService {
+    /// Handles one request outside the Lambda runtime (devstack, tests): never fails, every error becomes a
+    /// problem document. The router was built once, by [`service`]; each call only clones its handle.
+    pub async fn handle(&self, req: lambda_http::Request) -> lambda_http::Response<lambda_http::Body> {
+        let resp = serve(self.router.clone(), req).await;
+        let (parts, body) = resp.into_parts();
+        // Every answer is a small JSON document (or empty).
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+        let body = if bytes.is_empty() {
+            lambda_http::Body::Empty
+        } else {
+            match String::from_utf8(bytes.to_vec()) {
+                Ok(text) => lambda_http::Body::Text(text),
+                Err(e) => lambda_http::Body::Binary(e.into_bytes()),
+            }
+        };
+        lambda_http::Response::from_parts(parts, body)
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use axum::http::StatusCode;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use secrecy::{ExposeSecret, SecretSlice};
 use serde_json::json;
 use time::Duration;
 
@@ -31,21 +32,12 @@ pub const TICKET_TTL: Duration = Duration::minutes(5);
 
 /// What the `ws` function checks tickets with (`STRATO_JWT_SECRET`, and `STRATO_JWT_ISSUER` /
 /// `STRATO_JWT_AUDIENCE` when it checks those): the api signs with the same settings.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct TicketSettings {
-    pub secret: Vec<u8>,
+    /// The HS256 key; `Debug` shows it as `[REDACTED]`.
+    pub secret: SecretSlice<u8>,
     pub issuer: Option<String>,
     pub audience: Option<String>,
-}
-
-impl std::fmt::Debug for TicketSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TicketSettings")
-            .field("secret", &"(sensitive)")
-            .field("issuer", &self.issuer)
-            .field("audience", &self.audience)
-            .finish()
-    }
 }
 
 pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, ApiError> {
@@ -75,7 +67,7 @@ pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, Ap
     let token = jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
         &claims,
-        &EncodingKey::from_secret(&settings.secret),
+        &EncodingKey::from_secret(settings.secret.expose_secret()),
     )
     .map_err(|e| ApiError::Config(format!("signing a WebSocket ticket: {e}")))?;
     Ok(Reply {
@@ -86,5 +78,6 @@ pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, Ap
             usage: "connect to the WebSocket API with ?token=<token> before expires_at",
         },
         location: None,
+        etag: None,
     })
 }

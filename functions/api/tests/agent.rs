@@ -6,7 +6,7 @@ mod common;
 use common::{Api, Req, call_with};
 use lambda_http::http::StatusCode;
 use serde_json::json;
-use strato_api::{Config, Ctx};
+use strato_api::{Config, Ctx, service};
 use strato_domain::agent::registration_token;
 use strato_domain::ids::{ClusterId, OperationId};
 use strato_domain::messages::ControlEvent;
@@ -40,7 +40,7 @@ async fn setup() -> (Api, Ctx) {
 async fn create(ctx: &Ctx, name: &str) -> (ClusterId, OperationId) {
     let body = json!({"name": name, "template": {"name": "agent-test", "version": "1.0.0"},
         "provider": "aws", "region": "us-east-1", "variables": {"node_count": 2}});
-    let r = call_with(ctx, Api::create_req(name).body(&body)).await;
+    let r = call_with(&service(ctx.clone()), Api::create_req(name).body(&body)).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
     (
         r.body["cluster"]["id"].as_str().unwrap().parse().unwrap(),
@@ -85,6 +85,7 @@ async fn control_events(api: &Api, ctx: &Ctx) -> Vec<ControlEvent> {
 #[tokio::test(flavor = "multi_thread")]
 async fn registration_and_heartbeats() {
     let (api, ctx) = setup().await;
+    let svc = service(ctx.clone());
     let (id, op) = create(&ctx, "agented").await;
     let stored = ctx.store.find_cluster(&id).await.unwrap().unwrap();
     let token = registration_token(SECRET.as_bytes(), &id);
@@ -102,30 +103,30 @@ async fn registration_and_heartbeats() {
     );
 
     // Too early: the cluster is still PENDING.
-    let r = call_with(&ctx, report("agent-register", &token, 2)).await;
+    let r = call_with(&svc, report("agent-register", &token, 2)).await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     configuring(&ctx, &id, &op, time::Duration::minutes(10)).await;
 
-    let r = call_with(&ctx, report("agent-register", &"f".repeat(64), 2)).await;
+    let r = call_with(&svc, report("agent-register", &"f".repeat(64), 2)).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "wrong token");
-    let r = call_with(&ctx, Req::load("agent-register")).await;
+    let r = call_with(&svc, Req::load("agent-register")).await;
     assert_eq!(
         r.status,
         StatusCode::UNAUTHORIZED,
         "sample event's token belongs to no cluster"
     );
-    let r = call_with(&ctx, report("agent-heartbeat", &token, 2)).await;
+    let r = call_with(&svc, report("agent-heartbeat", &token, 2)).await;
     assert_eq!(r.status, StatusCode::CONFLICT, "heartbeat before registration");
 
     // Registered, but only 1 of 2 nodes Ready: no event yet.
-    let r = call_with(&ctx, report("agent-register", &token, 1)).await;
+    let r = call_with(&svc, report("agent-register", &token, 1)).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["nodes_requested"], 2);
     assert!(control_events(&api, &ctx).await.is_empty());
     let c = ctx.store.find_cluster(&id).await.unwrap().unwrap();
     assert!(c.agent_registered_at.is_some() && c.agent_last_seen.is_some());
 
-    let r = call_with(&ctx, report("agent-register", &token, 2)).await;
+    let r = call_with(&svc, report("agent-register", &token, 2)).await;
     assert_eq!(
         r.status,
         StatusCode::CONFLICT,
@@ -133,7 +134,7 @@ async fn registration_and_heartbeats() {
         r.text
     );
 
-    let r = call_with(&ctx, report("agent-heartbeat", &token, 2)).await;
+    let r = call_with(&svc, report("agent-heartbeat", &token, 2)).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     let events = control_events(&api, &ctx).await;
     assert_eq!(
@@ -149,10 +150,11 @@ async fn registration_and_heartbeats() {
 #[tokio::test(flavor = "multi_thread")]
 async fn registration_after_the_deadline_is_gone() {
     let (_api, ctx) = setup().await;
+    let svc = service(ctx.clone());
     let (id, op) = create(&ctx, "late").await;
     configuring(&ctx, &id, &op, time::Duration::seconds(-1)).await;
     let token = registration_token(SECRET.as_bytes(), &id);
-    let r = call_with(&ctx, report("agent-register", &token, 2)).await;
+    let r = call_with(&svc, report("agent-register", &token, 2)).await;
     assert_eq!(r.status, StatusCode::GONE, "{}", r.text);
     assert!(
         r.body["detail"].as_str().unwrap().contains("deadline"),

@@ -5,6 +5,7 @@ mod common;
 use common::{Api, Req, SUBJECT, TENANT, call_with};
 use lambda_http::http::{Method, StatusCode};
 use serde_json::{Value, json};
+use strato_api::service;
 use strato_aws::store::{LockOutcome, Quotas};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{ClusterState, OperationKind, OperationStatus, Step};
@@ -120,7 +121,7 @@ async fn a_failed_send_still_answers_202_and_leaves_the_operation_queued() {
     let api = Api::new().await;
     let mut ctx = api.ctx.clone();
     ctx.queues.jobs = format!("{}/123456789012/no-such-queue.fifo", api.env.endpoint);
-    let r = call_with(&ctx, Api::create_req("send-fails")).await;
+    let r = call_with(&service(ctx), Api::create_req("send-fails")).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
     let queued = api.ctx.store.open_operations("queued").await.unwrap();
     assert_eq!(queued.len(), 1);
@@ -370,7 +371,7 @@ async fn tenants_never_see_each_other() {
     // The claim name is configuration.
     let mut ctx = api.ctx.clone();
     ctx.config.tenant_claim = "custom:org".into();
-    let r = call_with(&ctx, Req::load("list-clusters")).await;
+    let r = call_with(&service(ctx), Req::load("list-clusters")).await;
     assert!(r.problem(401)["detail"].as_str().unwrap().contains("custom:org"));
     // Health needs no token.
     let r = api.call(Req::load("healthz")).await;
@@ -576,6 +577,9 @@ async fn patch_validates_the_merged_spec_and_queues_an_update() {
         jobs.iter()
             .any(|j| j.kind == OperationKind::Update && j.operation_id == stored.operation_id)
     );
+    // That update ends without applying: later PATCHes build on the cluster's spec again (while it is
+    // open they build on its spec, see `concurrent_patches_keep_both_changes_and_if_match_guards_the_version`).
+    set_op_status(&api, stored.operation_id.as_str(), OperationStatus::Failed).await;
 
     // Validation of the merged spec: the rule holds against the stored max_nodes default (5).
     let r = api.call(patch(json!({"variables": {"node_count": 6}}))).await;
@@ -1019,4 +1023,91 @@ async fn state_versions_list_and_restore() {
         None,
         "lock released"
     );
+}
+
+/// Issue 15 defect 8: a 409 (the cluster's state, or a lost race with another writer) was stored under its
+/// Idempotency-Key and replayed for 24 hours, so the same request could never succeed once the cluster
+/// allowed it. Transient answers are not kept: the repeat is decided afresh.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conflict_is_not_replayed_under_its_idempotency_key() {
+    let api = Api::new().await;
+    let (cid, create_op) = api.create(TENANT, "idem-conflict").await;
+    set_state(&api, &cid, ClusterState::Active).await;
+    let retry = || {
+        Req::load("retry-cluster")
+            .path(&format!("/v1/clusters/{cid}/retry"))
+            .header("idempotency-key", "retry-1")
+    };
+    let first = api.call(retry()).await;
+    first.problem(409);
+    set_state(&api, &cid, ClusterState::Failed).await;
+    set_op_status(&api, &create_op, OperationStatus::Failed).await;
+    let again = api.call(retry()).await;
+    assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.text);
+    assert!(!again.headers.contains_key("idempotent-replayed"));
+    // A lasting answer is kept as before.
+    let third = api.call(retry()).await;
+    assert_eq!((third.status, &third.text), (again.status, &again.text));
+    assert_eq!(third.headers["idempotent-replayed"], "true");
+}
+
+/// Issue 15 defect 2 through the HTTP API and DynamoDB: the second PATCH keeps the first's variables, and
+/// `If-Match` with the cluster's `ETag` makes a PATCH conditional (412 problem+json on another version).
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_patches_keep_both_changes_and_if_match_guards_the_version() {
+    let api = Api::new().await;
+    let (cid, _) = api.create(TENANT, "two-patches").await;
+    set_state(&api, &cid, ClusterState::Active).await;
+    let patch = |vars: Value| {
+        Req::load("update-cluster")
+            .path(&format!("/v1/clusters/{cid}"))
+            .body(&json!({ "variables": vars }))
+    };
+    let get = api
+        .call(Req::load("get-cluster").path(&format!("/v1/clusters/{cid}")))
+        .await;
+    let version = get.body["version"].as_u64().unwrap();
+    assert_eq!(get.headers["etag"], format!("\"{version}\""));
+
+    let stale = api
+        .call(patch(json!({"node_count": 5})).header("if-match", &format!("\"{}\"", version + 7)))
+        .await;
+    assert_eq!(stale.headers["content-type"], "application/problem+json");
+    let p = stale.problem(412);
+    assert!(
+        p["detail"].as_str().unwrap().contains("If-Match"),
+        "{}",
+        stale.text
+    );
+
+    let a = api
+        .call(patch(json!({"node_count": 5})).header("if-match", &format!("\"{version}\"")))
+        .await;
+    assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text);
+    let newer = a.body["cluster"]["version"].as_u64().unwrap();
+    assert!(newer > version);
+    assert_eq!(a.headers["etag"], format!("\"{newer}\""));
+    let b = api.call(patch(json!({"owner_email": "sre@example.com"}))).await;
+    assert_eq!(b.status, StatusCode::ACCEPTED, "{}", b.text);
+    let op_id: OperationId = b.body["operation"]["id"].as_str().unwrap().parse().unwrap();
+    let spec = api
+        .ctx
+        .store
+        .get_operation(&op_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(
+        spec.variables["node_count"],
+        json!(5),
+        "the first PATCH's change is kept"
+    );
+    assert_eq!(spec.variables["owner_email"], json!("sre@example.com"));
+    // The first version is stale now.
+    let late = api
+        .call(patch(json!({"node_count": 6})).header("if-match", &format!("\"{version}\"")))
+        .await;
+    late.problem(412);
 }

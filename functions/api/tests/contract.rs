@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use common::{Api, Req, Resp, call_with};
 use lambda_http::http::Method;
 use serde_json::{Value, json};
-use strato_api::{Config, Ctx, ROUTES};
+use strato_api::{Config, Ctx, ROUTES, service};
 use strato_domain::model::ClusterState;
 
 /// The spec as JSON, parsed from the generated YAML (what is checked in).
@@ -203,7 +203,7 @@ async fn every_route_answers_as_the_document_says() {
     check(
         Method::POST,
         "/v1/ws-tickets",
-        &call_with(&ticketing, Req::load("create-ws-ticket")).await,
+        &call_with(&service(ticketing), Req::load("create-ws-ticket")).await,
     );
     // No cluster has this agent token (401 problem).
     check(

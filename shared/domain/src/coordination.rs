@@ -334,3 +334,40 @@ where
     jobs.enqueue(&JobMessage::from(op), "0").await?;
     Ok(Ok(()))
 }
+
+/// Frees a cluster lock taken by something other than an operation (the API's state restore) — only while
+/// `holder` still holds it with `token` — and then, as [`release_and_wake`] does when an operation ends,
+/// re-enqueues the operation waiting longest on the cluster (parked there while the lock was held).
+pub async fn release_lock_and_wake<S, Q>(
+    store: &S,
+    jobs: &Q,
+    cluster: &ClusterId,
+    holder: &OperationId,
+    token: u64,
+) -> Result<Handoff, PortError>
+where
+    S: Operations + ClusterLocks,
+    Q: JobQueue,
+{
+    let mut out = Handoff {
+        released_lock: store.release_lock(cluster, holder, token).await?,
+        woken: Vec::new(),
+    };
+    if !out.released_lock {
+        // Someone else holds the lock now (our lease lapsed): its holder hands it on.
+        return Ok(out);
+    }
+    let next = store
+        .cluster_operations(cluster)
+        .await?
+        .into_iter()
+        .filter(|o| o.status == OperationStatus::Queued)
+        .min_by_key(|o| o.created_at);
+    if let Some(next) = next {
+        jobs.enqueue(&JobMessage::from(&next), &format!("after-{holder}"))
+            .await?;
+        tracing::info!(woken = %next.operation_id, after = %holder, "re-enqueued a waiting operation");
+        out.woken.push(next.operation_id);
+    }
+    Ok(out)
+}

@@ -239,6 +239,12 @@ pub struct Cluster {
     pub agent_last_seen: Option<OffsetDateTime>,
     #[serde(with = "crate::ts::option", default)]
     pub configuring_deadline: Option<OffsetDateTime>,
+    /// The newest operation the API queued on this cluster, written in the same transaction as that
+    /// operation ([`Intake::add_operation_on`](crate::ports::Intake::add_operation_on)). Read consistently
+    /// with the cluster, it is what a later request builds on (an update's pending spec, a repeated drift
+    /// check) without trusting the eventually consistent index of a cluster's operations.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pending_operation: Option<OperationId>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -265,6 +271,7 @@ impl Cluster {
             agent_registered_at: None,
             agent_last_seen: None,
             configuring_deadline: None,
+            pending_operation: None,
             created_at: now,
             updated_at: now,
         }

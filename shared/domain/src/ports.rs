@@ -159,6 +159,16 @@ pub trait Intake: Send + Sync {
         &self,
         op: &Operation,
     ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
+
+    /// Like [`add_operation`](Self::add_operation), and in the same all-or-nothing write marks `op` as the
+    /// cluster's [`pending_operation`](Cluster::pending_operation), conditioned on `cluster.version` as read
+    /// (bumping it). A cluster changed meanwhile is [`PortError::Conflict`] and nothing is written: two
+    /// concurrent requests cannot both queue on the same cluster state. On success `cluster` is as stored.
+    fn add_operation_on(
+        &self,
+        cluster: &mut Cluster,
+        op: &Operation,
+    ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
 }
 
 /// The published templates (immutable once published).
@@ -349,6 +359,45 @@ pub trait StateLocks: Send + Sync {
 
     /// Deletes exactly `lock` as read; `false` when it was already gone or taken again meanwhile.
     fn release_state_lock(&self, lock: &StateLock) -> impl Future<Output = Result<bool, PortError>> + Send;
+}
+
+/// One stored version of a cluster's Terraform state object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateVersion {
+    /// The state object's key (`…/<stage>.tfstate`).
+    pub key: String,
+    pub version_id: String,
+    /// RFC 3339, when the store knows it.
+    pub last_modified: Option<String>,
+    /// Bytes.
+    pub size: i64,
+    /// Whether it is the current version of its key.
+    pub is_latest: bool,
+}
+
+/// What putting an earlier state version back produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoredState {
+    /// The new current version, holding a copy of the restored one (the replaced version is kept too).
+    pub new_version: String,
+}
+
+/// The clusters' Terraform state objects, every version kept (the versioned state bucket), and the digest
+/// Terraform checks a state against.
+pub trait StateArchive: Send + Sync {
+    /// Every version of every `.tfstate` object of `cluster`, as listed.
+    fn state_versions(
+        &self,
+        tenant: &TenantId,
+        cluster: &ClusterId,
+    ) -> impl Future<Output = Result<Vec<StateVersion>, PortError>> + Send;
+
+    /// Copies `version` of its key back on top, and records the restored bytes' digest where Terraform
+    /// checks it (the state it must accept now).
+    fn restore_state_version(
+        &self,
+        version: &StateVersion,
+    ) -> impl Future<Output = Result<RestoredState, PortError>> + Send;
 }
 
 /// The time decisions are taken at (lock leases).

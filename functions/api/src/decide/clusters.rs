@@ -7,7 +7,9 @@ use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind};
 use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
 use strato_domain::template::Template;
 
-use super::{Api, Started, check, quota_error, refuse_new_operation};
+use strato_domain::coordination::{ATTEMPTS, Attempt, optimistic};
+
+use super::{Api, IfMatch, Started, check, kept_changing, quota_error, refuse_new_operation};
 use crate::drift::{self, DriftSettings};
 use crate::requests::{SpecBody, UpdateBody, unknown};
 use crate::spec::{self, SpecName, read_spec, sorted};
@@ -20,6 +22,13 @@ pub struct Updated {
     pub cluster: Cluster,
     pub template: Template,
     pub operation: Option<Operation>,
+}
+
+/// What a PATCH asks to change, read and checked once and applied on every try.
+struct Change<'a> {
+    patch: &'a std::collections::BTreeMap<String, serde_json::Value>,
+    version: Option<&'a str>,
+    drift: &'a DriftSettings,
 }
 
 /// The name an estimate's plan uses when the request gives none (cloud resource names in the plan derive
@@ -62,6 +71,7 @@ where
             OperationKind::Create,
             now,
         );
+        cluster.pending_operation = Some(op.operation_id.clone());
         op.spec = Some(spec);
         op.requested_by = caller.subject.clone();
         match self.store.create_cluster(&cluster, &op).await? {
@@ -82,9 +92,23 @@ where
         })
     }
 
-    /// A PATCH: drift settings alone change the cluster and no operation; new variables or a template
-    /// version make an update operation from the cluster's spec, if the cluster's state allows one.
+    /// A PATCH without `If-Match`; see [`update_if`](Self::update_if).
     pub async fn update(&self, caller: &Caller, id: &str, body: UpdateBody) -> Result<Updated, ApiError> {
+        self.update_if(caller, id, body, None).await
+    }
+
+    /// A PATCH: drift settings alone change the cluster and no operation; new variables or a template
+    /// version make an update operation, if the cluster's state allows one. The new spec is built on the
+    /// newest one requested — the spec of an update (or create) still open on the cluster, else the
+    /// cluster's — so a second PATCH sent before the first ran keeps the first's changes instead of
+    /// reverting them. With `if_match`, a cluster at another version is a 412 and nothing is written.
+    pub async fn update_if(
+        &self,
+        caller: &Caller,
+        id: &str,
+        body: UpdateBody,
+        if_match: Option<&IfMatch>,
+    ) -> Result<Updated, ApiError> {
         let c = self.load_cluster(caller, id).await?;
         let mut errors = Vec::new();
         let known = "variables, template_version, drift";
@@ -113,31 +137,73 @@ where
         if !errors.is_empty() {
             return Err(sorted(errors));
         }
-        if patch.is_empty() && version.is_none() {
+        let change = Change {
+            patch: &patch,
+            version: version.as_deref(),
+            drift: &drift,
+        };
+        let change = &change;
+        let mut first = Some(c);
+        optimistic(
+            ATTEMPTS,
+            || kept_changing(id),
+            || {
+                let read = first.take();
+                async move {
+                    let c = match read {
+                        Some(c) => c,
+                        None => self.load_cluster(caller, id).await?,
+                    };
+                    if let Some(m) = if_match
+                        && !m.matches(c.version)
+                    {
+                        return Err(m.refused(c.version));
+                    }
+                    self.try_update(caller, c, change).await
+                }
+            },
+        )
+        .await
+    }
+
+    /// One try of an update on `c` as just read.
+    async fn try_update(
+        &self,
+        caller: &Caller,
+        c: Cluster,
+        change: &Change<'_>,
+    ) -> Result<Attempt<Updated>, ApiError> {
+        if change.patch.is_empty() && change.version.is_none() {
             // Settings only: recorded on the cluster, nothing for Terraform to do.
-            return self.update_settings(c, &drift).await;
+            return self.update_settings(c, change.drift).await;
         }
         let open = self.open_operations(&c).await?;
         if let Some(why) = refuse_new_operation(&c, &open, "updated") {
             return Err(ApiError::Conflict(why));
         }
-        let mut spec = c.spec.clone();
+        // The newest spec requested: the last open create or update's (they run in order), else the cluster's.
+        let mut spec = open
+            .iter()
+            .rev()
+            .filter(|o| matches!(o.kind, OperationKind::Create | OperationKind::Update))
+            .find_map(|o| o.spec.clone())
+            .unwrap_or_else(|| c.spec.clone());
         // Merge-patch semantics (RFC 7396): a value replaces the current one, null removes it (back to default).
-        for (k, v) in patch {
+        for (k, v) in change.patch {
             if v.is_null() {
-                spec.variables.remove(&k);
+                spec.variables.remove(k);
             } else {
-                spec.variables.insert(k, v);
+                spec.variables.insert(k.clone(), v.clone());
             }
         }
-        if let Some(v) = version {
-            spec.template.version = v;
+        if let Some(v) = change.version {
+            spec.template.version = v.to_owned();
         }
         let t = self.template_for(&spec.template, "template_version").await?;
         let validated = check(&spec, &t)?;
         let mut c = c;
-        if drift.apply(&mut c) {
-            self.save_settings(&mut c).await?;
+        if change.drift.apply(&mut c) && self.save_settings(&mut c).await?.is_none() {
+            return Ok(Attempt::Conflict);
         }
         let mut op = Operation::new(
             caller.tenant.clone(),
@@ -146,143 +212,171 @@ where
             self.clock.now(),
         );
         op.spec = Some(validated.spec().clone());
-        let s = self.start(caller, c, op, t).await?;
-        Ok(Updated {
-            cluster: s.cluster,
-            template: s.template,
-            operation: Some(s.operation),
+        Ok(match self.start(caller, c, op, t).await? {
+            Attempt::Done(s) => Attempt::Done(Updated {
+                cluster: s.cluster,
+                template: s.template,
+                operation: Some(s.operation),
+            }),
+            Attempt::Conflict => Attempt::Conflict,
         })
     }
 
     /// A PATCH of drift settings alone: the cluster, no operation.
-    async fn update_settings(&self, mut c: Cluster, drift: &DriftSettings) -> Result<Updated, ApiError> {
+    async fn update_settings(
+        &self,
+        mut c: Cluster,
+        drift: &DriftSettings,
+    ) -> Result<Attempt<Updated>, ApiError> {
         if c.state() == ClusterState::Deleted {
             return Err(ApiError::Conflict(format!(
                 "cluster {} is deleted; its settings can no longer change",
                 c.cluster_id
             )));
         }
-        if drift.apply(&mut c) {
-            self.save_settings(&mut c).await?;
+        if drift.apply(&mut c) && self.save_settings(&mut c).await?.is_none() {
+            return Ok(Attempt::Conflict);
         }
         let template = self.template_for(&c.spec.template, "template").await?;
-        Ok(Updated {
+        Ok(Attempt::Done(Updated {
             cluster: c,
             template,
             operation: None,
-        })
+        }))
     }
 
-    /// Saves settings under the version read; a concurrent change (the control plane moving the cluster) is
-    /// a 409 the client can simply repeat.
-    async fn save_settings(&self, c: &mut Cluster) -> Result<(), ApiError> {
+    /// Saves settings under the version read; `None` when the cluster changed meanwhile (the control plane
+    /// moving it): the caller reads it again and retries.
+    async fn save_settings(&self, c: &mut Cluster) -> Result<Option<()>, ApiError> {
         match self.store.store_cluster(c).await {
-            Err(PortError::Conflict(_)) => Err(ApiError::Conflict(format!(
-                "cluster {} changed while its settings were saved; send the request again",
-                c.cluster_id
-            ))),
-            other => Ok(other?),
+            Err(PortError::Conflict(_)) => Ok(None),
+            other => Ok(Some(other?)),
         }
     }
 
     pub async fn delete(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
-        let c = self.load_cluster(caller, id).await?;
-        let open = self.open_operations(&c).await?;
-        if matches!(c.state(), ClusterState::Deleting | ClusterState::Deleted) {
-            return Err(ApiError::Conflict(format!(
-                "the cluster is already {}",
-                c.state()
-            )));
-        }
-        if c.state() != ClusterState::Failed
-            && let Some(why) = refuse_new_operation(&c, &open, "deleted")
-        {
-            return Err(ApiError::Conflict(why));
-        }
-        if let Some(d) = open.iter().find(|o| o.kind == OperationKind::Delete) {
-            return Err(ApiError::Conflict(format!(
-                "a delete ({}) is already queued for this cluster",
-                d.operation_id
-            )));
-        }
-        // The runner renders only validated specs, so a spec that no longer validates could not be destroyed
-        // either: say so now rather than fail in the runner.
-        let t = self.template_for(&c.spec.template, "template").await?;
-        let validated = check(&c.spec, &t)?;
-        let mut op = Operation::new(
-            caller.tenant.clone(),
-            c.cluster_id.clone(),
-            OperationKind::Delete,
-            self.clock.now(),
-        );
-        op.spec = Some(validated.spec().clone());
-        self.start(caller, c, op, t).await
+        optimistic(
+            ATTEMPTS,
+            || kept_changing(id),
+            || async move {
+                let c = self.load_cluster(caller, id).await?;
+                let open = self.open_operations(&c).await?;
+                if matches!(c.state(), ClusterState::Deleting | ClusterState::Deleted) {
+                    return Err(ApiError::Conflict(format!(
+                        "the cluster is already {}",
+                        c.state()
+                    )));
+                }
+                if c.state() != ClusterState::Failed
+                    && let Some(why) = refuse_new_operation(&c, &open, "deleted")
+                {
+                    return Err(ApiError::Conflict(why));
+                }
+                if let Some(d) = open.iter().find(|o| o.kind == OperationKind::Delete) {
+                    return Err(ApiError::Conflict(format!(
+                        "a delete ({}) is already queued for this cluster",
+                        d.operation_id
+                    )));
+                }
+                // The runner renders only validated specs, so a spec that no longer validates could not be
+                // destroyed either: say so now rather than fail in the runner.
+                let t = self.template_for(&c.spec.template, "template").await?;
+                let validated = check(&c.spec, &t)?;
+                let mut op = Operation::new(
+                    caller.tenant.clone(),
+                    c.cluster_id.clone(),
+                    OperationKind::Delete,
+                    self.clock.now(),
+                );
+                op.spec = Some(validated.spec().clone());
+                self.start(caller, c, op, t).await
+            },
+        )
+        .await
     }
 
-    /// A FAILED cluster is created again (the next attempt); any other state is a 409.
+    /// A FAILED cluster is created again (the next attempt); any other state is a 409. Two retries at once
+    /// cannot both queue: the second loses the conditional write on the cluster and, reading it again, finds
+    /// the first's operation open.
     pub async fn retry(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
-        let c = self.load_cluster(caller, id).await?;
-        if c.state() != ClusterState::Failed {
-            return Err(ApiError::Conflict(format!(
-                "only a FAILED cluster can be retried; this one is {}",
-                c.state()
-            )));
-        }
-        let ops = self.store.cluster_operations(&c.cluster_id).await?;
-        if let Some(o) = ops.iter().find(|o| !o.status.is_terminal()) {
-            return Err(ApiError::Conflict(format!(
-                "operation {} is already open on this cluster; wait for it or cancel it",
-                o.operation_id
-            )));
-        }
-        let t = self.template_for(&c.spec.template, "template").await?;
-        let validated = check(&c.spec, &t)?;
-        let last_attempt = ops
-            .iter()
-            .filter(|o| o.kind == OperationKind::Create)
-            .map(|o| o.attempt)
-            .max()
-            .unwrap_or(0);
-        let mut op = Operation::new(
-            caller.tenant.clone(),
-            c.cluster_id.clone(),
-            OperationKind::Create,
-            self.clock.now(),
-        );
-        op.attempt = last_attempt + 1;
-        op.spec = Some(validated.spec().clone());
-        self.start(caller, c, op, t).await
+        optimistic(
+            ATTEMPTS,
+            || kept_changing(id),
+            || async move {
+                let c = self.load_cluster(caller, id).await?;
+                if c.state() != ClusterState::Failed {
+                    return Err(ApiError::Conflict(format!(
+                        "only a FAILED cluster can be retried; this one is {}",
+                        c.state()
+                    )));
+                }
+                let ops = self.store.cluster_operations(&c.cluster_id).await?;
+                if let Some(o) = self.open_operations(&c).await?.first() {
+                    return Err(ApiError::Conflict(format!(
+                        "operation {} is already open on this cluster; wait for it or cancel it",
+                        o.operation_id
+                    )));
+                }
+                let t = self.template_for(&c.spec.template, "template").await?;
+                let validated = check(&c.spec, &t)?;
+                let last_attempt = ops
+                    .iter()
+                    .filter(|o| o.kind == OperationKind::Create)
+                    .map(|o| o.attempt)
+                    .max()
+                    .unwrap_or(0);
+                let mut op = Operation::new(
+                    caller.tenant.clone(),
+                    c.cluster_id.clone(),
+                    OperationKind::Create,
+                    self.clock.now(),
+                );
+                op.attempt = last_attempt + 1;
+                op.spec = Some(validated.spec().clone());
+                self.start(caller, c, op, t).await
+            },
+        )
+        .await
     }
 
     /// An on-demand drift check: a read-only `plan -refresh-only` of an ACTIVE cluster. One pending check is
-    /// enough: asking again while one is open answers with that one.
+    /// enough: asking again while one is open answers with that one — also when two requests arrive at
+    /// once, since only one of them wins the conditional write on the cluster.
     pub async fn drift_check(&self, caller: &Caller, id: &str) -> Result<Started, ApiError> {
-        let c = self.load_cluster(caller, id).await?;
-        if c.state() != ClusterState::Active {
-            return Err(ApiError::Conflict(format!(
-                "only an ACTIVE cluster can be checked for drift; this one is {}",
-                c.state()
-            )));
-        }
-        let t = self.template_for(&c.spec.template, "template").await?;
-        let ops = self.store.cluster_operations(&c.cluster_id).await?;
-        if let Some(pending) = ops
-            .into_iter()
-            .find(|o| o.kind == OperationKind::DriftCheck && !o.status.is_terminal())
-        {
-            return Ok(Started {
-                cluster: c,
-                operation: pending,
-                template: t,
-            });
-        }
-        let op = Operation::new(
-            caller.tenant.clone(),
-            c.cluster_id.clone(),
-            OperationKind::DriftCheck,
-            self.clock.now(),
-        );
-        self.start(caller, c, op, t).await
+        optimistic(
+            ATTEMPTS,
+            || kept_changing(id),
+            || async move {
+                let c = self.load_cluster(caller, id).await?;
+                if c.state() != ClusterState::Active {
+                    return Err(ApiError::Conflict(format!(
+                        "only an ACTIVE cluster can be checked for drift; this one is {}",
+                        c.state()
+                    )));
+                }
+                let t = self.template_for(&c.spec.template, "template").await?;
+                if let Some(pending) = self
+                    .open_operations(&c)
+                    .await?
+                    .into_iter()
+                    .find(|o| o.kind == OperationKind::DriftCheck)
+                {
+                    return Ok(Attempt::Done(Started {
+                        cluster: c,
+                        operation: pending,
+                        template: t,
+                    }));
+                }
+                let op = Operation::new(
+                    caller.tenant.clone(),
+                    c.cluster_id.clone(),
+                    OperationKind::DriftCheck,
+                    self.clock.now(),
+                );
+                self.start(caller, c, op, t).await
+            },
+        )
+        .await
     }
 
     /// An estimate: validated as a create is, recorded as an operation on a fresh, synthetic cluster id (no

@@ -1,19 +1,22 @@
 //! The API's decisions, written against the domain's [ports](strato_domain::ports): what a create, an update,
-//! a delete, a retry, a drift check, an estimate and a cancel may do, and what each writes and sends. The
-//! handlers run them on the AWS adapters (`Ctx::api`); the fast tests (`tests/decisions.rs`) on the in-memory
-//! fakes. Decisions answer with domain records; the handlers turn those into views.
+//! a delete, a retry, a drift check, an estimate, a cancel and a state restore may do, and what each writes
+//! and sends. The handlers run them on the AWS adapters (`Ctx::api`); the fast tests (`tests/decisions.rs`)
+//! on the in-memory fakes. Decisions answer with domain records; the handlers turn those into views.
 
 mod clusters;
 mod operations;
+mod state;
 
 pub use clusters::Updated;
 pub use operations::Cancelled;
+pub use state::{RESTORE_LEASE, stage_of};
 
 use strato_domain::catalog::Catalogs;
+use strato_domain::coordination::{ATTEMPTS, Attempt};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef};
-use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, Storage, Templates};
+use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
 use strato_domain::template::Template;
 use strato_domain::validate::{ValidatedSpec, validate};
 
@@ -127,14 +130,26 @@ where
         }
     }
 
+    /// The cluster's open operations: those the cluster index lists, and the operation the cluster itself
+    /// names as pending (read consistently: the index may not list an operation queued a moment ago).
     async fn open_operations(&self, c: &Cluster) -> Result<Vec<Operation>, ApiError> {
-        Ok(self
+        let mut open: Vec<Operation> = self
             .store
             .cluster_operations(&c.cluster_id)
             .await?
             .into_iter()
             .filter(|o| o.tenant_id == c.tenant_id && !o.status.is_terminal())
-            .collect())
+            .collect();
+        if let Some(id) = &c.pending_operation
+            && !open.iter().any(|o| &o.operation_id == id)
+            && let Some(op) = self.store.load_operation(id).await?
+            && op.tenant_id == c.tenant_id
+            && !op.status.is_terminal()
+        {
+            open.push(op);
+            open.sort_by_key(|o| o.created_at);
+        }
+        Ok(open)
     }
 
     /// The template a spec names, or a 422 naming `field`.
@@ -161,23 +176,76 @@ where
         }
     }
 
-    /// Records `op` on `c` against the tenant's quota and queues its job.
+    /// Records `op` on `c` against the tenant's quota, marking it the cluster's pending operation in the
+    /// same write (conditioned on the cluster's version as read), and queues its job. `Conflict` when the
+    /// cluster changed since it was read: the caller decides again on a fresh read.
     async fn start(
         &self,
         caller: &Caller,
-        c: Cluster,
+        mut c: Cluster,
         mut op: Operation,
         template: Template,
-    ) -> Result<Started, ApiError> {
+    ) -> Result<Attempt<Started>, ApiError> {
         op.requested_by = caller.subject.clone();
-        if let Err(rejected) = self.store.add_operation(&op).await? {
-            return Err(quota_error(&caller.tenant, rejected));
+        match self.store.add_operation_on(&mut c, &op).await {
+            Ok(Ok(())) => {}
+            Ok(Err(rejected)) => return Err(quota_error(&caller.tenant, rejected)),
+            Err(PortError::Conflict(_)) => return Ok(Attempt::Conflict),
+            Err(e) => return Err(e.into()),
         }
         self.enqueue(&op).await;
-        Ok(Started {
+        Ok(Attempt::Done(Started {
             cluster: c,
             operation: op,
             template,
-        })
+        }))
     }
+}
+
+/// What a decision answers once the cluster kept changing under it.
+pub(crate) fn kept_changing(id: &str) -> ApiError {
+    ApiError::Store(strato_aws::Error::Conflict(format!(
+        "cluster {id} kept changing; gave up after {ATTEMPTS} attempts"
+    )))
+}
+
+/// `If-Match` on a cluster: the entity tags the client accepts. A cluster's tag is its `version` in quotes
+/// (`"7"`, also accepted weak: `W/"7"`); `*` matches any version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IfMatch(Vec<String>);
+
+impl IfMatch {
+    /// The header's comma-separated tags.
+    pub fn parse(header: &str) -> Self {
+        Self(
+            header
+                .split(',')
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .collect(),
+        )
+    }
+
+    /// Whether a cluster at `version` is one the client accepts.
+    pub fn matches(&self, version: u64) -> bool {
+        let tag = etag(version);
+        self.0
+            .iter()
+            .any(|t| t == "*" || *t == tag || t.strip_prefix("W/") == Some(tag.as_str()))
+    }
+
+    /// The 412 for a cluster at `version`.
+    pub(crate) fn refused(&self, version: u64) -> ApiError {
+        ApiError::PreconditionFailed(format!(
+            "the cluster is at version {version} ({}), not the one If-Match names ({}); GET the cluster, \
+             apply your change to what it holds now, and send it again with the new ETag",
+            etag(version),
+            self.0.join(", ")
+        ))
+    }
+}
+
+/// A cluster's entity tag: its `version`, quoted.
+pub fn etag(version: u64) -> String {
+    format!("\"{version}\"")
 }

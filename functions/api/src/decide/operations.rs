@@ -1,7 +1,8 @@
 //! The cancel decision.
 
-use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_domain::ports::{Clock, Intake, JobQueue, PortError, Storage, Templates};
+use strato_domain::coordination::{ClusterFate, Ended, end_operation, update_operation_from};
+use strato_domain::model::{Operation, OperationKind, OperationStatus};
+use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates};
 use strato_domain::{ErrorCategory, UserError};
 
 use super::Api;
@@ -24,71 +25,68 @@ where
     Q: JobQueue,
     C: Clock,
 {
-    /// Queued (or parked) operations are cancelled on the spot; dispatched and running ones are flagged.
-    /// Both writes are conditional on the operation read: if the dispatcher took a queued operation
-    /// meanwhile, the cancel is a 409 to repeat (and the dispatcher, seeing a cancelled operation after its
-    /// claim, hands its lock and slot on).
+    /// Queued (or parked) operations are ended on the spot through
+    /// [`end_operation`](strato_domain::coordination::end_operation), like any other end: a first create's
+    /// PENDING cluster is recorded FAILED (so it can be retried or deleted and its name is not stuck), and
+    /// whatever the operation holds (cluster lock, tenant slot) is handed to the next waiter. Dispatched and
+    /// running ones are flagged, and their runner stops at the next safe point. If the dispatcher claims a
+    /// queued operation meanwhile, the end declines and the cancel becomes such a request.
     pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<Cancelled, ApiError> {
-        let mut op = self.load_operation(caller, id).await?;
+        let op = self.load_operation(caller, id).await?;
         match op.status {
             OperationStatus::Queued => {
-                op.status = OperationStatus::Cancelled;
-                op.wait_reason = None;
-                op.error = Some(UserError::new(
+                let err = UserError::new(
                     ErrorCategory::Cancelled,
                     "queued",
                     "the operation was cancelled before it started",
-                ));
-                self.store.store_operation(&mut op, false).await?;
-                if op.kind == OperationKind::Create {
-                    self.fail_pending_cluster(caller, &op).await?;
+                );
+                let cluster = if op.kind == OperationKind::Create {
+                    ClusterFate::FailIfPending(&err)
+                } else {
+                    ClusterFate::Untouched
+                };
+                let ended = end_operation(self.store, &self.jobs, op, cluster, |o| {
+                    if o.status != OperationStatus::Queued {
+                        return false;
+                    }
+                    o.status = OperationStatus::Cancelled;
+                    o.wait_reason = None;
+                    o.error = Some(err.clone());
+                    true
+                })
+                .await?;
+                match ended {
+                    Ended::Now { op, .. } => Ok(Cancelled::Now(op)),
+                    Ended::Not(op) => self.request_cancel(op).await,
                 }
-                if !op.kind.has_cluster() {
-                    // A parked estimate may have left its (released) synthetic lock item behind; nothing
-                    // will ever take that lock again.
-                    self.store.forget_lock(&op.cluster_id, &op.operation_id).await?;
-                }
-                Ok(Cancelled::Now(op))
             }
-            OperationStatus::Dispatched | OperationStatus::Running => {
-                if !op.cancel_requested {
-                    op.cancel_requested = true;
-                    self.store.store_operation(&mut op, false).await?;
-                }
-                Ok(Cancelled::Requested(op))
-            }
+            OperationStatus::Dispatched | OperationStatus::Running => self.request_cancel(op).await,
             OperationStatus::Succeeded | OperationStatus::Failed | OperationStatus::Cancelled => {
-                Err(ApiError::Conflict(format!(
-                    "the operation is already {}; there is nothing to cancel",
-                    views::status_name(op.status)
-                )))
+                Err(already_ended(&op))
             }
         }
     }
 
-    /// A cancelled first create leaves a PENDING cluster that no runner will ever move; record it as FAILED
-    /// (with the cancellation as its error) so it can be retried or deleted, and its name is not stuck.
-    async fn fail_pending_cluster(&self, caller: &Caller, op: &Operation) -> Result<(), ApiError> {
-        for _ in 0..3 {
-            let Some(mut c) = self.store.load_cluster(&caller.tenant, &op.cluster_id).await? else {
-                return Ok(());
-            };
-            if c.state() != ClusterState::Pending {
-                return Ok(());
-            }
-            c.transition(ClusterState::Failed)
-                .map_err(strato_aws::Error::from)?;
-            c.last_error = op.error.clone();
-            c.updated_at = self.clock.now();
-            match self.store.store_cluster(&mut c).await {
-                Ok(()) => return Ok(()),
-                Err(PortError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            }
+    /// Flags an operation a runner has (or is about to have) for cancellation.
+    async fn request_cancel(&self, op: Operation) -> Result<Cancelled, ApiError> {
+        let id = op.operation_id.clone();
+        let op = update_operation_from(self.store, op, |o| {
+            let flag = !o.status.is_terminal() && !o.cancel_requested;
+            o.cancel_requested |= flag;
+            flag
+        })
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no operation '{id}'")))?;
+        if op.status.is_terminal() {
+            return Err(already_ended(&op));
         }
-        Err(ApiError::Store(strato_aws::Error::Conflict(format!(
-            "cluster {} kept changing",
-            op.cluster_id
-        ))))
+        Ok(Cancelled::Requested(op))
     }
+}
+
+fn already_ended(op: &Operation) -> ApiError {
+    ApiError::Conflict(format!(
+        "the operation is already {}; there is nothing to cancel",
+        views::status_name(op.status)
+    ))
 }

@@ -9,7 +9,7 @@ use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use lambda_http::request::LambdaRequest;
 use lambda_http::{Body, Request};
 use serde_json::Value;
-use strato_api::{Config, Ctx, handle};
+use strato_api::{ApiService, Config, Ctx, service};
 use strato_domain::messages::JobMessage;
 use strato_domain::template::Template;
 use strato_testbed::TestEnv;
@@ -37,6 +37,8 @@ pub fn fixture_template(version: &str) -> Template {
 pub struct Api {
     pub env: TestEnv,
     pub ctx: Ctx,
+    /// The router over `ctx`, built once.
+    pub svc: ApiService,
 }
 
 /// One response, with its body parsed.
@@ -171,11 +173,12 @@ impl Api {
                 .await
                 .unwrap();
         }
-        Self { env, ctx }
+        let svc = service(ctx.clone());
+        Self { env, ctx, svc }
     }
 
     pub async fn call(&self, req: Req) -> Resp {
-        call_with(&self.ctx, req).await
+        call_with(&self.svc, req).await
     }
 
     /// The create sample, with `name` and extra variables merged in.
@@ -222,8 +225,9 @@ impl Api {
     }
 }
 
-pub async fn call_with(ctx: &Ctx, req: Req) -> Resp {
-    let resp = handle(ctx, req.into_request()).await;
+/// Calls the API as built once by [`service`] (a test with its own context builds its own).
+pub async fn call_with(svc: &ApiService, req: Req) -> Resp {
+    let resp = svc.handle(req.into_request()).await;
     let (parts, body) = resp.into_parts();
     let text = match body {
         Body::Empty => String::new(),

@@ -3,14 +3,16 @@
 //! [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks; the sweeper's
 //! [`EcsTaskStatus`], [`SqsTaskEvents`] and [`DynamoStateLocks`] look at runners' tasks, report stopped ones
 //! and release Terraform state locks; the status function's [`SqsStatusQueues`] and [`S3RunArchive`] send
-//! its timers and frames and read the run's log archive. Adapters borrow their clients and settings, so a handler builds them
-//! per call for free.
+//! its timers and frames and read the run's log archive; [`S3StateArchive`] lists and restores the versions of
+//! clusters' states. Adapters borrow their clients and settings, so a handler builds them per call for free.
 
 mod ecs;
+mod state;
 mod status;
 mod sweep;
 
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
+pub use state::{S3StateArchive, state_prefix};
 pub use status::{S3RunArchive, SqsStatusQueues};
 pub use sweep::{DynamoStateLocks, EcsTaskStatus, SqsTaskEvents};
 
@@ -89,6 +91,15 @@ impl Intake for Store {
     async fn add_operation(&self, op: &Operation) -> Result<Result<(), CreateRejected>, PortError> {
         let quotas = self.quotas(&op.tenant_id).await?;
         Ok(Store::add_operation(self, op, &quotas).await?)
+    }
+
+    async fn add_operation_on(
+        &self,
+        cluster: &mut Cluster,
+        op: &Operation,
+    ) -> Result<Result<(), CreateRejected>, PortError> {
+        let quotas = self.quotas(&op.tenant_id).await?;
+        Ok(Store::add_operation_on(self, cluster, op, &quotas).await?)
     }
 }
 

@@ -2,15 +2,15 @@
 //! dispatcher and the sweeper read; it is absent once an operation is terminal, so the index holds only
 //! open ones.
 
-use aws_sdk_dynamodb::types::Put;
+use aws_sdk_dynamodb::types::{Put, Update};
 use time::Duration;
 
-use super::write::tx_put;
-use super::{Item, Store, fetch, from_item, query_all, s, to_item};
+use super::write::{tx_put, tx_update};
+use super::{Item, Store, fetch, from_item, n, query_all, s, to_item};
 use crate::error::Error;
 use crate::store::{CreateRejected, Quotas};
 use strato_domain::ids::{ClusterId, OperationId};
-use strato_domain::model::Operation;
+use strato_domain::model::{Cluster, Operation};
 use strato_domain::ports::OpenStatus;
 use strato_domain::ts;
 
@@ -48,6 +48,52 @@ impl Store {
             .map_err(|_| CreateRejected::OperationQuota {
                 max: quotas.max_open_operations,
             }))
+    }
+
+    /// [`add_operation`](Self::add_operation), and in the same transaction the cluster marked with `op` as
+    /// its pending operation, conditioned on the version read (bumped). A lost cluster condition is
+    /// [`Error::Conflict`]; a lost quota is `Ok(Err(_))`; either way nothing is written.
+    pub async fn add_operation_on(
+        &self,
+        cluster: &mut Cluster,
+        op: &Operation,
+        quotas: &Quotas,
+    ) -> Result<Result<(), CreateRejected>, Error> {
+        let put = Put::builder()
+            .table_name(&self.operations)
+            .set_item(Some(Self::op_item(op)?))
+            .condition_expression("attribute_not_exists(operation_id)");
+        let now = ts::now();
+        let mark = Update::builder()
+            .table_name(&self.clusters)
+            .key("tenant_id", s(cluster.tenant_id.as_str()))
+            .key("cluster_id", s(cluster.cluster_id.as_str()))
+            .update_expression("SET version = :next, pending_operation = :op, updated_at = :now")
+            .condition_expression("version = :v")
+            .expression_attribute_values(":v", n(cluster.version))
+            .expression_attribute_values(":next", n(cluster.version + 1))
+            .expression_attribute_values(":op", s(op.operation_id.as_str()))
+            .expression_attribute_values(":now", s(ts::format(now)));
+        let items = vec![
+            self.tenant_counters(&op.tenant_id, 0, 1, Some(quotas))?,
+            tx_put(put)?,
+            tx_update(mark)?,
+        ];
+        match self.transact(items).await?.map_err(|lost| lost.index) {
+            Ok(()) => {
+                cluster.version += 1;
+                cluster.pending_operation = Some(op.operation_id.clone());
+                cluster.updated_at = now;
+                Ok(Ok(()))
+            }
+            Err(0) => Ok(Err(CreateRejected::OperationQuota {
+                max: quotas.max_open_operations,
+            })),
+            Err(_) => Err(Error::Conflict(format!(
+                "cluster {} changed since version {} (or operation {} already exists)",
+                cluster.cluster_id, cluster.version, op.operation_id
+            ))),
+        }
     }
 
     pub async fn get_operation(&self, id: &OperationId) -> Result<Option<Operation>, Error> {

@@ -81,6 +81,37 @@ impl Intake for FakeStore {
         s.operations.insert(op.operation_id.clone(), op.clone());
         Ok(Ok(()))
     }
+
+    async fn add_operation_on(
+        &self,
+        cluster: &mut Cluster,
+        op: &Operation,
+    ) -> Result<Result<(), CreateRejected>, PortError> {
+        let mut s = lock(&self.state);
+        let key = (cluster.tenant_id.clone(), cluster.cluster_id.clone());
+        let stored = s.clusters.get(&key).map(|c| c.version);
+        if stored != Some(cluster.version) || Self::take_injected_conflict(&mut s) {
+            return Err(PortError::Conflict(format!(
+                "cluster {} changed since version {}",
+                cluster.cluster_id, cluster.version
+            )));
+        }
+        if let Some(refused) = Self::quota_refusal(&s, &op.tenant_id, 0) {
+            return Ok(Err(refused));
+        }
+        if s.operations.contains_key(&op.operation_id) {
+            return Err(PortError::Conflict(format!(
+                "operation {} already exists",
+                op.operation_id
+            )));
+        }
+        let c = s.clusters.get_mut(&key).expect("the version check found it");
+        c.version += 1;
+        c.pending_operation = Some(op.operation_id.clone());
+        *cluster = c.clone();
+        s.operations.insert(op.operation_id.clone(), op.clone());
+        Ok(Ok(()))
+    }
 }
 
 /// The template catalog in memory. Clones share the data.

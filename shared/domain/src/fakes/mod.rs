@@ -5,10 +5,12 @@
 
 mod intake;
 mod scheduler;
+mod state;
 mod status;
 
 pub use intake::FakeTemplates;
 pub use scheduler::{FakeStateLocks, FakeTaskEvents};
+pub use state::FakeStateArchive;
 pub use status::{FakeRunArchive, FakeStatusQueues, FakeWebhooks, WebhookCall};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -84,6 +86,8 @@ struct StoreState {
     quotas: HashMap<TenantId, (u32, u32)>,
     /// Saves still to lose as if another writer got there first.
     injected_conflicts: usize,
+    /// The operations as the cluster index last showed them, while the index lags ([`FakeStore::lag_index`]).
+    lagging_index: Option<BTreeMap<OperationId, Operation>>,
 }
 
 /// Operations, clusters, cluster locks and tenant slots in memory. Clones share the data.
@@ -201,6 +205,19 @@ impl FakeStore {
         lock(&self.state).injected_conflicts = n;
     }
 
+    /// From now until [`catch_up_index`](Self::catch_up_index), a cluster's operations are listed as they
+    /// are now, as DynamoDB's eventually consistent index may still list them after later writes; direct
+    /// reads stay consistent.
+    pub fn lag_index(&self) {
+        let mut s = lock(&self.state);
+        s.lagging_index = Some(s.operations.clone());
+    }
+
+    /// The index shows every write again.
+    pub fn catch_up_index(&self) {
+        lock(&self.state).lagging_index = None;
+    }
+
     fn take_injected_conflict(s: &mut StoreState) -> bool {
         if s.injected_conflicts > 0 {
             s.injected_conflicts -= 1;
@@ -231,7 +248,18 @@ impl Operations for FakeStore {
     }
 
     async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
-        Ok(self.operations_of(cluster))
+        let s = lock(&self.state);
+        let Some(index) = &s.lagging_index else {
+            drop(s);
+            return Ok(self.operations_of(cluster));
+        };
+        let mut ops: Vec<Operation> = index
+            .values()
+            .filter(|o| &o.cluster_id == cluster)
+            .cloned()
+            .collect();
+        ops.sort_by_key(|o| o.created_at);
+        Ok(ops)
     }
 
     async fn parked_operations(&self) -> Result<Vec<Operation>, PortError> {

@@ -1,0 +1,113 @@
+//! The state-restore decision: list a cluster's Terraform state versions, and put an earlier one back while
+//! holding the cluster lock (no runner may read or write the state meanwhile), then hand the lock on.
+
+use strato_domain::coordination::{release_lock_and_wake, update_cluster};
+use strato_domain::ids::OperationId;
+use strato_domain::model::{Cluster, StateRestore};
+use strato_domain::ports::{
+    Clock, Intake, JobQueue, LockOutcome, StateArchive, StateVersion, Storage, Templates,
+};
+
+use super::Api;
+use crate::{ApiError, Caller};
+
+/// Long enough for one copy; a crashed restore frees the cluster after this.
+pub const RESTORE_LEASE: time::Duration = time::Duration::minutes(5);
+
+/// The stage a state key belongs to (`…/<stage>.tfstate`).
+pub fn stage_of(key: &str) -> &str {
+    key.rsplit('/')
+        .next()
+        .and_then(|f| f.strip_suffix(".tfstate"))
+        .unwrap_or(key)
+}
+
+impl<S, T, Q, C> Api<'_, S, T, Q, C>
+where
+    S: Storage + Intake,
+    T: Templates,
+    Q: JobQueue,
+    C: Clock,
+{
+    /// The caller's cluster and its state versions.
+    pub async fn state_versions(
+        &self,
+        archive: &impl StateArchive,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<(Cluster, Vec<StateVersion>), ApiError> {
+        let c = self.load_cluster(caller, id).await?;
+        let versions = archive.state_versions(&c.tenant_id, &c.cluster_id).await?;
+        Ok((c, versions))
+    }
+
+    /// Copies `version` back on top of its state under the cluster lock, records the restore on the cluster,
+    /// and frees the lock, waking the operation that waited for it.
+    pub async fn restore_state(
+        &self,
+        archive: &impl StateArchive,
+        caller: &Caller,
+        id: &str,
+        version: &str,
+    ) -> Result<StateRestore, ApiError> {
+        let (c, all) = self.state_versions(archive, caller, id).await?;
+        let Some(v) = all.into_iter().find(|v| v.version_id == version) else {
+            return Err(ApiError::NotFound(format!(
+                "state version '{version}' is not a version of this cluster's state; \
+                 GET /v1/clusters/{id}/state-versions lists them"
+            )));
+        };
+        if v.is_latest {
+            return Err(ApiError::Conflict(format!(
+                "version {version} is already the current state of stage '{}'; nothing to restore",
+                stage_of(&v.key)
+            )));
+        }
+        // Hold the cluster lock like an operation would: no runner may read or write the state meanwhile.
+        let holder = OperationId::generate();
+        let token = match self
+            .store
+            .acquire_lock(&c.cluster_id, &holder, RESTORE_LEASE, self.clock.now())
+            .await?
+        {
+            LockOutcome::Acquired { fencing_token } => fencing_token,
+            LockOutcome::Held { owner } => {
+                return Err(ApiError::Conflict(format!(
+                    "operation {owner} is running on this cluster; restore the state once it has finished"
+                )));
+            }
+        };
+        let result = self.copy_back(archive, caller, &c, &v).await;
+        // Operations parked behind the lock meanwhile wait for a wake-up: the release gives it.
+        release_lock_and_wake(self.store, &self.jobs, &c.cluster_id, &holder, token).await?;
+        result
+    }
+
+    async fn copy_back(
+        &self,
+        archive: &impl StateArchive,
+        caller: &Caller,
+        c: &Cluster,
+        v: &StateVersion,
+    ) -> Result<StateRestore, ApiError> {
+        let restored = archive.restore_state_version(v).await?;
+        let record = StateRestore {
+            key: v.key.clone(),
+            from_version: v.version_id.clone(),
+            new_version: restored.new_version,
+            restored_by: caller
+                .subject
+                .clone()
+                .unwrap_or_else(|| format!("tenant:{}", caller.tenant)),
+            at: self.clock.now(),
+        };
+        update_cluster(self.store, &c.tenant_id, &c.cluster_id, |cl| {
+            cl.state_restores.push(record.clone());
+            Ok::<_, ApiError>(true)
+        })
+        .await?;
+        tracing::info!(cluster = %c.cluster_id, key = %v.key, from = %v.version_id, by = %record.restored_by,
+            "state version restored");
+        Ok(record)
+    }
+}
