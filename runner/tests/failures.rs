@@ -278,7 +278,12 @@ async fn the_time_limit_interrupts_and_cleans_up_a_create() {
     let spec = bed.spec("runner-net", "too-slow", json!({"slow_seconds": 300}));
     let (cluster, job) = bed.create(spec).await;
     let started = Instant::now();
-    bed.run(bed.config(&job, &[("STRATO_TIME_LIMIT_SECS", "25")]))
+    // The stages stop at 25 s; the last 60 s of the limit are the cleanup's.
+    let limits = [
+        ("STRATO_TIME_LIMIT_SECS", "85"),
+        ("STRATO_CLEANUP_RESERVE_SECS", "60"),
+    ];
+    bed.run(bed.config(&job, &limits))
         .await
         .expect("final event sent");
     assert!(
@@ -394,4 +399,78 @@ async fn a_plan_over_the_tenants_budget_stops_before_apply() {
         "the over-budget stage applied nothing"
     );
     assert!(bed.held_locks().await.is_empty());
+}
+
+/// Issue 15 defect 5: the cleanup of a failed create runs under the run's guards. Heartbeats go on while it
+/// destroys (the sweeper must not take the run for dead), and the task's time limit interrupts a destroy
+/// that hangs, gracefully (no state lock left), with a final event naming what is left. Before, the
+/// heartbeat, cancel poll, time limit and SIGTERM listener were aborted before the cleanup began.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_cleanup_keeps_heartbeats_and_ends_at_the_time_limit() {
+    let bed = Bed::new().await;
+    // The subnet fails; destroying the VPC's tag then sleeps 300 s in a destroy-time provisioner.
+    let spec = bed.spec(
+        "runner-net",
+        "slow-cleanup",
+        json!({"subnet_cidrs": ["10.99.1.0/24"], "slow_destroy_seconds": 300}),
+    );
+    let (_cluster, job) = bed.create(spec).await;
+    let limits = [
+        ("STRATO_TIME_LIMIT_SECS", "75"),
+        ("STRATO_CLEANUP_RESERVE_SECS", "45"),
+    ];
+    let cfg = bed.config(&job, &limits);
+    let started = Instant::now();
+    let run = {
+        let clients = strato_runner::Clients::new(bed.env.aws.clone(), &cfg)
+            .await
+            .unwrap();
+        tokio::spawn(strato_runner::run_operation(cfg, clients))
+    };
+    let summary = tokio::time::timeout(Duration::from_secs(200), run)
+        .await
+        .expect("the time limit ends a hanging cleanup")
+        .unwrap()
+        .expect("final event sent");
+    assert!(
+        started.elapsed() < Duration::from_secs(150),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("{finals:#?}");
+    };
+    assert_eq!(&summary.final_event, finals[0]);
+    assert_eq!(error.category, ErrorCategory::CleanupFailed, "{error:?}");
+    assert!(error.what.contains("time limit"), "{}", error.what);
+    assert!(
+        error.what.contains("aws_vpc.this"),
+        "what is left is named: {}",
+        error.what
+    );
+    let cleanup_started = events
+        .iter()
+        .find_map(|e| match e {
+            RunnerEvent::StepStarted { step, at, .. } if step == "cleanup" => Some(*at),
+            _ => None,
+        })
+        .expect("cleanup ran");
+    let beats = events
+        .iter()
+        .filter(|e| matches!(e, RunnerEvent::Heartbeat { at, .. } if *at > cleanup_started))
+        .count();
+    assert!(beats >= 10, "heartbeats during the cleanup: {beats}");
+    assert!(
+        bed.held_locks().await.is_empty(),
+        "the destroy was interrupted gracefully"
+    );
+    let (lines, _) = bed.archived_log(&job).await;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.text.contains("stopping the engine (TimedOut)")),
+        "the destroy got SIGINT"
+    );
 }
