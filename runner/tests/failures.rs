@@ -474,3 +474,108 @@ async fn a_hanging_cleanup_keeps_heartbeats_and_ends_at_the_time_limit() {
         "the destroy got SIGINT"
     );
 }
+
+/// Issue 15 defect 6: holding the cluster lock is no proof that a Terraform state lock of the cluster is
+/// dead. An earlier run still RUNNING (its lease expired, its task alive) keeps its state lock: the new run
+/// waits (bounded), then fails with `state_locked` naming that run, having run nothing. Once the earlier
+/// run has ended, the next run releases the lock (noted in its log) and succeeds. Before, the runner
+/// deleted any state lock of its cluster at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_state_lock_of_a_live_run_is_kept_until_that_run_has_ended() {
+    use strato_aws::store::Quotas;
+    use strato_domain::model::{Operation, OperationStatus};
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "live-holder", json!({}));
+    let (cluster, job) = bed.create(spec.clone()).await;
+    let mut earlier = Operation::new(
+        bed.tenant.clone(),
+        cluster.cluster_id.clone(),
+        OperationKind::Update,
+        strato_domain::ts::now(),
+    );
+    earlier.status = OperationStatus::Running;
+    earlier.task_arn = Some("arn:aws:ecs:us-east-1:123456789012:task/runner/0f1e2d".into());
+    bed.store
+        .add_operation(&earlier, &Quotas::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let key = strato_domain::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
+    let lock_id = strato_aws::state_lock::lock_id(&bed.env.names.bucket("state"), &key);
+    let info = r#"{"ID":"5f0c","Operation":"OperationTypeApply","Who":"runner@ip-10-0-1-7","Version":"0.15.0","Created":"2026-01-01T00:00:00Z","Path":""}"#;
+    bed.env
+        .aws
+        .dynamodb
+        .put_item()
+        .table_name(bed.env.names.table("tf-locks"))
+        .item(
+            "LockID",
+            aws_sdk_dynamodb::types::AttributeValue::S(lock_id.clone()),
+        )
+        .item("Info", aws_sdk_dynamodb::types::AttributeValue::S(info.into()))
+        .send()
+        .await
+        .unwrap();
+
+    bed.run(bed.config(&job, &[("STRATO_STATE_LOCK_WAIT_SECS", "2")]))
+        .await
+        .expect("final event sent");
+    let events = bed.events().await;
+    let [RunnerEvent::Failed { error, .. }] = final_events(&events)[..] else {
+        panic!("{events:#?}");
+    };
+    assert_eq!(error.category, ErrorCategory::StateLocked, "{error:?}");
+    assert_eq!(error.step, "prepare");
+    assert!(
+        error.what.contains(&earlier.operation_id.to_string()) && error.what.contains(&lock_id),
+        "{}",
+        error.what
+    );
+    assert!(
+        error.fix.contains(&earlier.operation_id.to_string()),
+        "{}",
+        error.fix
+    );
+    assert_eq!(steps_started(&events), ["prepare"], "no engine command ran");
+    assert_eq!(
+        bed.held_locks().await,
+        [lock_id.clone()],
+        "the live run's lock is kept"
+    );
+
+    // The next run waits; meanwhile the earlier run ends (its task stopped, status failed it).
+    bed.release(&cluster, &job).await;
+    let job = bed.operation(&cluster, OperationKind::Create, Some(spec)).await;
+    let ender = {
+        let store = bed.store.clone();
+        let id = earlier.operation_id.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            let mut op = store.get_operation(&id).await.unwrap().unwrap();
+            op.status = OperationStatus::Failed;
+            store.save_operation(&mut op, false).await.unwrap();
+        })
+    };
+    let started = Instant::now();
+    bed.run(bed.config(&job, &[("STRATO_STATE_LOCK_WAIT_SECS", "120")]))
+        .await
+        .expect("final event sent");
+    ender.await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "it waited for the holder to end"
+    );
+    let events = bed.events().await;
+    assert!(
+        matches!(final_events(&events)[..], [RunnerEvent::Succeeded { .. }]),
+        "{events:#?}"
+    );
+    let (lines, _) = bed.archived_log(&job).await;
+    assert!(
+        lines.iter().any(
+            |l| l.text.contains("released Terraform state lock") && l.text.contains("runner@ip-10-0-1-7")
+        ),
+        "the release is noted"
+    );
+    assert!(bed.held_locks().await.is_empty());
+}

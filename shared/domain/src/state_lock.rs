@@ -22,18 +22,21 @@ pub enum StateLockVerdict {
 /// who holds the cluster lock now; `task_stopped`: whether ECS says an operation's task has stopped (or is
 /// gone); callers that cannot ask answer `false`, which only makes the rule more careful.
 ///
-/// An operation still queued with no task never ran an engine, so it cannot hold a state lock.
+/// An operation still queued with no task never ran an engine; while the asker holds the cluster lock it
+/// cannot start one either, so it is no candidate then. Without that (the sweeper) it may be dispatched at
+/// any moment and counts.
 pub fn state_lock_verdict(
     ops: &[Operation],
     asking: Option<&OperationId>,
     cluster_lock_owner: Option<&OperationId>,
     task_stopped: impl Fn(&Operation) -> bool,
 ) -> StateLockVerdict {
+    let asker_holds_cluster = asking.is_some() && cluster_lock_owner == asking;
     let mut alive: Vec<OperationId> = ops
         .iter()
         .filter(|o| Some(&o.operation_id) != asking)
         .filter(|o| !o.status.is_terminal())
-        .filter(|o| o.status != OperationStatus::Queued || o.task_arn.is_some())
+        .filter(|o| !(asker_holds_cluster && o.status == OperationStatus::Queued && o.task_arn.is_none()))
         .filter(|o| !task_stopped(o))
         .map(|o| o.operation_id.clone())
         .collect();
@@ -91,6 +94,9 @@ mod tests {
         let ops = [failed, queued_behind, me.clone()];
         let v = state_lock_verdict(&ops, Some(&me.operation_id), Some(&me.operation_id), |_| false);
         assert_eq!(v, StateLockVerdict::HolderGone);
+        // Without the cluster lock (the sweeper), the queued one may start any moment.
+        let v = state_lock_verdict(&ops[..2], None, None, |_| false);
+        assert_eq!(v, StateLockVerdict::MaybeHeld(vec![ops[1].operation_id.clone()]));
     }
 
     #[test]
