@@ -27,7 +27,9 @@ async fn process(ctx: &Ctx, record: &SqsMessage) -> Result<Outcome, StatusError>
     let body = record.body.as_deref().ok_or_else(|| StatusError::EmptyBody {
         message_id: message_id.clone(),
     })?;
-    match parse_body(&message_id, body)? {
+    // A runner event too large for SQS arrives as a reference to the stored event.
+    let body = strato_aws::spill::unspill(&ctx.s3, &ctx.config.names.bucket("artifacts"), body).await?;
+    match parse_body(&message_id, &body)? {
         Incoming::Runner(ev) => {
             runner_events::apply_runner_event(ctx, &ev).await?;
             Ok(Outcome::Ack)

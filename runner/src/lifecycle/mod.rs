@@ -139,7 +139,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         return Err(RunnerError::Fenced(cfg.fencing_token));
     }
     reporter
-        .send(&final_event)
+        .send_final(&final_event, &clients.aws.s3, &cfg.names.bucket("artifacts"))
         .await
         .map_err(RunnerError::FinalEvent)?;
     Ok(RunSummary {
