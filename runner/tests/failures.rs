@@ -539,7 +539,7 @@ async fn a_state_lock_of_a_live_run_is_kept_until_that_run_has_ended() {
     assert_eq!(steps_started(&events), ["prepare"], "no engine command ran");
     assert_eq!(
         bed.held_locks().await,
-        [lock_id.clone()],
+        std::slice::from_ref(&lock_id),
         "the live run's lock is kept"
     );
 

@@ -18,9 +18,12 @@ const THROTTLE_BODY: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Respon
 
 const ACCESS_DENIED_BODY: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>";
 
+/// Whether a request (head, body) gets the fault.
+type Matcher = Box<dyn Fn(&str, &[u8]) -> bool + Send + Sync>;
+
 /// Which requests fail, and how.
 struct Fault {
-    matches: Box<dyn Fn(&str, &[u8]) -> bool + Send + Sync>,
+    matches: Matcher,
     response: String,
 }
 
