@@ -212,12 +212,12 @@ pub fn error_summary(user_output: &str) -> String {
 /// A line of the AWS SDK's error structure dump (`{`, `RespMetadata: {`, `StatusCode: 404,`, `}`).
 fn is_structure_dump(line: &str) -> bool {
     let t = line.trim();
-    t.starts_with('{') || t.starts_with('}') || t.starts_with("RespMetadata") || t.ends_with('{')
+    t.starts_with("{") || t.starts_with("}") || t.starts_with("RespMetadata") || t.ends_with("{")
 }
 
 /// Drops a trailing ` {` (the start of a structure dump) from a line.
 fn strip_structure_tail(line: &str) -> &str {
-    line.trim_end().trim_end_matches('{').trim_end()
+    line.trim_end().trim_end_matches("{").trim_end()
 }
 
 /// `s` itself when short enough, else cut at the last sentence end (`. `) or line/field boundary before
