@@ -23,7 +23,7 @@ use crate::RunnerError;
 /// | `STRATO_AGENT_TOKEN_SECRET` | secret the cluster agent's registration token is derived from (needed only by templates with a managed `agent_token` variable) |
 /// | `STRATO_CONTROL_PLANE_URL` | given to templates as the managed `control_plane_url` variable |
 /// | `STRATO_TIME_LIMIT_SECS` | per-operation time limit, cleanup of a failed create included (default 1800) |
-/// | `STRATO_CLEANUP_RESERVE_SECS` | the end of the time limit kept for that cleanup: the stages are stopped this long before it (default 300, at most half the limit) |
+/// | `STRATO_CLEANUP_RESERVE_SECS` | the end of the time limit kept for that cleanup: a create's stages are stopped this long before it (default 300, at most half the limit) |
 /// | `STRATO_STATE_LOCK_WAIT_SECS` | how long a run waits for another unfinished run of its cluster that may hold a Terraform state lock (default 120) |
 /// | `STRATO_PROVIDER_ENDPOINT` | point Terraform's AWS provider and S3 backend at this endpoint (emulators) |
 /// | `STRATO_PROVIDER_MAX_RETRIES` | with `STRATO_PROVIDER_ENDPOINT`: the AWS provider's own `max_retries` (tests) |
@@ -100,8 +100,9 @@ impl Config {
 }
 
 impl Config {
-    /// When the stages are stopped (`timeout`): the time limit less the cleanup reserve (at most half of
-    /// it), so a failed create's cleanup still runs within the task's time limit.
+    /// When a create's stages are stopped (`timeout`): the time limit less the cleanup reserve (at most half
+    /// of it), so a failed create's cleanup still runs within the task's time limit. Other kinds, which are
+    /// not cleaned up, run to the time limit itself.
     pub fn stage_time_limit(&self) -> Duration {
         self.time_limit - self.cleanup_reserve.min(self.time_limit / 2)
     }
@@ -144,5 +145,29 @@ mod tests {
         assert_eq!(cfg.fencing_token, 3);
         assert_eq!(cfg.time_limit, Duration::from_secs(1800));
         assert_eq!(cfg.terraform, PathBuf::from("tofu"));
+    }
+
+    #[test]
+    fn a_creates_stages_leave_the_cleanup_reserve_of_the_time_limit() {
+        let op = OperationId::generate().to_string();
+        let cfg = |limit: &str, reserve: Option<&str>| {
+            let mut env: HashMap<&str, &str> = [
+                ("STRATO_OPERATION_ID", op.as_str()),
+                ("STRATO_FENCING_TOKEN", "3"),
+                ("STRATO_RESOURCE_PREFIX", "dev"),
+                ("STRATO_TIME_LIMIT_SECS", limit),
+            ]
+            .into();
+            if let Some(r) = reserve {
+                env.insert("STRATO_CLEANUP_RESERVE_SECS", r);
+            }
+            Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap()
+        };
+        assert_eq!(cfg("1800", None).stage_time_limit(), Duration::from_secs(1500));
+        // The reserve never takes more than half the limit.
+        assert_eq!(cfg("60", None).stage_time_limit(), Duration::from_secs(30));
+        assert_eq!(cfg("80", Some("30")).stage_time_limit(), Duration::from_secs(50));
+        assert_eq!(cfg("80", Some("60")).stage_time_limit(), Duration::from_secs(40));
+        assert_eq!(cfg("80", Some("0")).stage_time_limit(), Duration::from_secs(80));
     }
 }

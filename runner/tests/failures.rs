@@ -278,10 +278,10 @@ async fn the_time_limit_interrupts_and_cleans_up_a_create() {
     let spec = bed.spec("runner-net", "too-slow", json!({"slow_seconds": 300}));
     let (cluster, job) = bed.create(spec).await;
     let started = Instant::now();
-    // The stages stop at 25 s; the last 60 s of the limit are the cleanup's.
+    // The stages stop at 40 s; the last 40 s of the limit are the cleanup's.
     let limits = [
-        ("STRATO_TIME_LIMIT_SECS", "85"),
-        ("STRATO_CLEANUP_RESERVE_SECS", "60"),
+        ("STRATO_TIME_LIMIT_SECS", "80"),
+        ("STRATO_CLEANUP_RESERVE_SECS", "40"),
     ];
     bed.run(bed.config(&job, &limits))
         .await
@@ -415,9 +415,10 @@ async fn a_hanging_cleanup_keeps_heartbeats_and_ends_at_the_time_limit() {
         json!({"subnet_cidrs": ["10.99.1.0/24"], "slow_destroy_seconds": 300}),
     );
     let (_cluster, job) = bed.create(spec).await;
+    // The subnet fails long before the stages' 35 s; the cleanup is stopped at 70 s.
     let limits = [
-        ("STRATO_TIME_LIMIT_SECS", "75"),
-        ("STRATO_CLEANUP_RESERVE_SECS", "45"),
+        ("STRATO_TIME_LIMIT_SECS", "70"),
+        ("STRATO_CLEANUP_RESERVE_SECS", "35"),
     ];
     let cfg = bed.config(&job, &limits);
     let started = Instant::now();

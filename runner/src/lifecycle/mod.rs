@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use strato_domain::compose::step_name;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{LogStream, RunnerEvent};
-use strato_domain::model::{Cluster, Operation};
+use strato_domain::model::{Cluster, Operation, OperationKind};
 use strato_domain::render::EngineVersion;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -223,7 +223,13 @@ fn spawn_background(
         }));
     }
     {
-        let (stages, limit) = (cfg.stage_time_limit(), cfg.time_limit);
+        // Only a create is cleaned up after a stop: the other kinds get the whole limit.
+        let stages = if op.kind == OperationKind::Create {
+            cfg.stage_time_limit()
+        } else {
+            cfg.time_limit
+        };
+        let limit = cfg.time_limit;
         let (stop_tx, term_tx) = (stop_tx.clone(), term_tx.clone());
         out.push(tokio::spawn(async move {
             tokio::time::sleep(stages).await;
