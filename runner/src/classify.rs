@@ -53,6 +53,23 @@ pub const PATTERNS: &[Pattern] = &[
         fix: "The cloud API asked to retry; Strato retries automatically.",
         example: "Error: error creating EKS Cluster (c): ResourceInUseException: Cluster already has an update in progress, please try again later",
     },
+    // Eventual consistency: a resource created moments ago (or its role, just made) is not yet visible to
+    // the API reading or using it. The provider retries some of these itself; what reaches the output is
+    // worth a fresh plan and apply. (A NotFound that persists fails after the retries, named as such.)
+    Pattern {
+        regex: r"\w+\.NotFound\b|ResourceNotFoundException|NoSuchEntity|couldn't find resource",
+        category: Transient,
+        fix: "The cloud API did not yet see a resource that was just created or changed (eventual consistency); \
+              Strato retries automatically. If it persists, check that the resource named in the error still exists.",
+        example: "Error: error creating route: InvalidRouteTableID.NotFound: The routeTable ID 'rtb-4fc866a0' does not exist\n\tstatus code: 400, request id: fa8896b1-7b4b-444d-a54d-b38f9d4316f6",
+    },
+    Pattern {
+        regex: r"InvalidParameterException: roleArn, \S+, does not exist|cannot be assumed by|role defined for the function cannot be assumed",
+        category: Transient,
+        fix: "An IAM role created in the same apply was not yet usable by the service (IAM propagates in seconds); \
+              Strato retries automatically.",
+        example: "Error: error creating EKS Cluster (demo): InvalidParameterException: roleArn, arn:aws:iam::123456789012:role/demo-eks, does not exist",
+    },
     // ---- state lock ----
     Pattern {
         regex: r"Error acquiring the state lock|Error locking state",
@@ -151,8 +168,13 @@ pub fn classify(text: &str) -> Classified {
     }
 }
 
+/// Longest error summary kept (the `what` of a failure).
+const SUMMARY_MAX: usize = 1000;
+
 /// The engine's error summary from a step's user output: the `Error: …` lines (with the line after each,
-/// which usually holds the status code), else the last non-empty lines.
+/// which usually holds the status code), else the last non-empty lines. A provider's dump of the AWS error
+/// structure (`{`, `RespMetadata: {`, …) is left out, and a summary too long is cut at a sentence or line
+/// boundary, never inside one.
 pub fn error_summary(user_output: &str) -> String {
     let lines: Vec<&str> = user_output.lines().map(str::trim_end).collect();
     let mut picked = Vec::new();
@@ -160,7 +182,11 @@ pub fn error_summary(user_output: &str) -> String {
         let t = l.trim_start_matches(['│', '╷', '╵', ' ']);
         if t.starts_with("Error:") {
             picked.push(t.to_owned());
-            if let Some(next) = lines.get(i + 1).map(|n| n.trim()).filter(|n| !n.is_empty()) {
+            if let Some(next) = lines
+                .get(i + 1)
+                .map(|n| n.trim_start_matches(['│', '╷', '╵', ' ', '\t']).trim())
+                .filter(|n| !n.is_empty() && !is_structure_dump(n))
+            {
                 picked.push(next.to_owned());
             }
         }
@@ -175,16 +201,44 @@ pub fn error_summary(user_output: &str) -> String {
             .collect();
         picked.reverse();
     }
-    let mut s = picked.join(" ");
-    if s.len() > 1000 {
-        let mut cut = 1000;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-        s.push('…');
+    let picked: Vec<String> = picked
+        .into_iter()
+        .map(|p| strip_structure_tail(&p).to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    cut_at_boundary(&picked.join(" "), SUMMARY_MAX)
+}
+
+/// A line of the AWS SDK's error structure dump (`{`, `RespMetadata: {`, `StatusCode: 404,`, `}`).
+fn is_structure_dump(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with("{") || t.starts_with("}") || t.starts_with("RespMetadata") || t.ends_with("{")
+}
+
+/// Drops a trailing ` {` (the start of a structure dump) from a line.
+fn strip_structure_tail(line: &str) -> &str {
+    line.trim_end().trim_end_matches("{").trim_end()
+}
+
+/// `s` itself when short enough, else cut at the last sentence end (`. `) or line/field boundary before
+/// `max` bytes, with `…`.
+fn cut_at_boundary(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
     }
-    s
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let head = &s[..cut];
+    let at = head
+        .rfind(". ")
+        .map(|i| i + 1)
+        .or_else(|| head.rfind(": ").map(|i| i + 1))
+        .or_else(|| head.rfind(' '))
+        .filter(|&i| i > max / 2)
+        .unwrap_or(cut);
+    format!("{}…", strip_structure_tail(head[..at].trim_end()))
 }
 
 #[cfg(test)]
@@ -221,5 +275,45 @@ mod tests {
         assert!(s.starts_with("Error: Error creating VPC"), "{s}");
         assert!(s.contains("status code: 400"), "{s}");
         assert_eq!(error_summary("a\nb\n\nc\nd\n"), "b c d");
+    }
+
+    /// Issue 15 defect 8: a failed update whose provider error is an eventual-consistency NotFound (real
+    /// AWS provider messages, with the SDK's structure dump) is transient, and its `what` ends at a sentence,
+    /// not inside the dump (it used to end in `{` and be classified `unknown`).
+    #[test]
+    fn eventual_consistency_not_found_is_transient_and_cut_cleanly() {
+        // hashicorp/terraform-provider-aws: EKS answers an update on a cluster it does not yet list.
+        let eks = "module.eks.aws_eks_cluster.this: Modifying... [id=demo]\n\n\
+                   Error: error updating EKS Cluster (demo) version: ResourceNotFoundException: No cluster found for name: demo.\n\
+                   {\n  RespMetadata: {\n    StatusCode: 404,\n    RequestID: \"1b6b1a4e-0f2c-4b7e-9d2a-3f4c5d6e7f80\"\n  },\n\
+                   Message_: \"No cluster found for name: demo.\"\n}\n\n  on .terraform/modules/eks/main.tf line 1\n";
+        assert_eq!(classify(eks).category, Transient);
+        let what = error_summary(eks);
+        assert!(what.ends_with("No cluster found for name: demo."), "{what}");
+        assert!(!what.contains('{'), "{what}");
+        // hashicorp/terraform#6813, #7104 and terraform-provider-aws#1791: EC2 ids not yet visible.
+        for text in [
+            "Error: Error creating subnet: InvalidSubnetID.NotFound: The subnet ID 'subnet-632d513b' does not exist\n\tstatus code: 400, request id: bebb274d-0a37-422d-b3ab-7270f8b49519",
+            "Error: error waiting for Route Table (rtb-2915b050) to become available: couldn't find resource (21 retries)",
+            "Error: InvalidInstanceID.NotFound: The instance ID 'i-0d5b3ec3a5c4f1f22' does not exist\n\tstatus code: 400",
+        ] {
+            assert_eq!(classify(text).category, Transient, "{text}");
+        }
+        // A same-line dump start is cut too.
+        assert_eq!(
+            error_summary("Error: updating: ResourceNotFoundException: gone. {\n"),
+            "Error: updating: ResourceNotFoundException: gone."
+        );
+        // An over-long summary ends at a sentence.
+        let long = format!("Error: {}. {}", "a".repeat(700), "b ".repeat(400));
+        let cut = error_summary(&long);
+        assert!(cut.len() <= SUMMARY_MAX + '…'.len_utf8(), "{}", cut.len());
+        assert!(cut.ends_with(".…"), "{cut}");
+        // Not every "does not exist" is transient: a bad CIDR stays invalid configuration.
+        assert_eq!(
+            classify("Error: InvalidParameterValue: Value (bogus) for parameter cidrBlock is invalid.")
+                .category,
+            InvalidConfiguration
+        );
     }
 }

@@ -22,7 +22,9 @@ use crate::RunnerError;
 /// | `STRATO_TERRAFORM` | engine binary (default `tofu` on `PATH`) |
 /// | `STRATO_AGENT_TOKEN_SECRET` | secret the cluster agent's registration token is derived from (needed only by templates with a managed `agent_token` variable) |
 /// | `STRATO_CONTROL_PLANE_URL` | given to templates as the managed `control_plane_url` variable |
-/// | `STRATO_TIME_LIMIT_SECS` | per-operation time limit (default 1800) |
+/// | `STRATO_TIME_LIMIT_SECS` | per-operation time limit, cleanup of a failed create included (default 1800) |
+/// | `STRATO_CLEANUP_RESERVE_SECS` | the end of the time limit kept for that cleanup: a create's stages are stopped this long before it (default 300, at most half the limit) |
+/// | `STRATO_STATE_LOCK_WAIT_SECS` | how long a run waits for another unfinished run of its cluster that may hold a Terraform state lock (default 120) |
 /// | `STRATO_PROVIDER_ENDPOINT` | point Terraform's AWS provider and S3 backend at this endpoint (emulators) |
 /// | `STRATO_PROVIDER_MAX_RETRIES` | with `STRATO_PROVIDER_ENDPOINT`: the AWS provider's own `max_retries` (tests) |
 /// | `STRATO_STS_ENDPOINT` | endpoint of the STS used to assume a target account role (default: AWS / `AWS_ENDPOINT_URL`) |
@@ -40,6 +42,9 @@ pub struct Config {
     pub agent_token_secret: Option<String>,
     pub control_plane_url: Option<String>,
     pub time_limit: Duration,
+    /// Kept from `time_limit` for the cleanup of a failed create (see [`Config::stage_time_limit`]).
+    pub cleanup_reserve: Duration,
+    pub state_lock_wait: Duration,
     pub provider_endpoint: Option<String>,
     pub provider_max_retries: Option<u32>,
     pub sts_endpoint: Option<String>,
@@ -77,6 +82,8 @@ impl Config {
             agent_token_secret: env.optional("STRATO_AGENT_TOKEN_SECRET"),
             control_plane_url: env.optional("STRATO_CONTROL_PLANE_URL"),
             time_limit: secs("STRATO_TIME_LIMIT_SECS", 1800)?,
+            cleanup_reserve: secs("STRATO_CLEANUP_RESERVE_SECS", 300)?,
+            state_lock_wait: secs("STRATO_STATE_LOCK_WAIT_SECS", 120)?,
             provider_endpoint: env.optional("STRATO_PROVIDER_ENDPOINT"),
             provider_max_retries: env
                 .parsed("STRATO_PROVIDER_MAX_RETRIES", "a whole number")
@@ -89,6 +96,15 @@ impl Config {
             work_dir: env.optional("STRATO_WORK_DIR").map(PathBuf::from),
             extra_engine_env: Vec::new(),
         })
+    }
+}
+
+impl Config {
+    /// When a create's stages are stopped (`timeout`): the time limit less the cleanup reserve (at most half
+    /// of it), so a failed create's cleanup still runs within the task's time limit. Other kinds, which are
+    /// not cleaned up, run to the time limit itself.
+    pub fn stage_time_limit(&self) -> Duration {
+        self.time_limit - self.cleanup_reserve.min(self.time_limit / 2)
     }
 }
 
@@ -129,5 +145,29 @@ mod tests {
         assert_eq!(cfg.fencing_token, 3);
         assert_eq!(cfg.time_limit, Duration::from_secs(1800));
         assert_eq!(cfg.terraform, PathBuf::from("tofu"));
+    }
+
+    #[test]
+    fn a_creates_stages_leave_the_cleanup_reserve_of_the_time_limit() {
+        let op = OperationId::generate().to_string();
+        let cfg = |limit: &str, reserve: Option<&str>| {
+            let mut env: HashMap<&str, &str> = [
+                ("STRATO_OPERATION_ID", op.as_str()),
+                ("STRATO_FENCING_TOKEN", "3"),
+                ("STRATO_RESOURCE_PREFIX", "dev"),
+                ("STRATO_TIME_LIMIT_SECS", limit),
+            ]
+            .into();
+            if let Some(r) = reserve {
+                env.insert("STRATO_CLEANUP_RESERVE_SECS", r);
+            }
+            Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap()
+        };
+        assert_eq!(cfg("1800", None).stage_time_limit(), Duration::from_secs(1500));
+        // The reserve never takes more than half the limit.
+        assert_eq!(cfg("60", None).stage_time_limit(), Duration::from_secs(30));
+        assert_eq!(cfg("80", Some("30")).stage_time_limit(), Duration::from_secs(50));
+        assert_eq!(cfg("80", Some("60")).stage_time_limit(), Duration::from_secs(40));
+        assert_eq!(cfg("80", Some("0")).stage_time_limit(), Duration::from_secs(80));
     }
 }

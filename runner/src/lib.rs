@@ -67,6 +67,43 @@ pub struct Reporter {
 impl Reporter {
     pub async fn send(&self, ev: &RunnerEvent) -> Result<(), String> {
         let body = serde_json::to_string(ev).map_err(|e| e.to_string())?;
+        self.send_body(body).await
+    }
+
+    /// The final event; one larger than an SQS message (big outputs, a long drift list) is stored in the
+    /// `artifacts` bucket and the message names it (`strato_aws::spill`), without outputs, drift or
+    /// estimate.
+    pub async fn send_final(
+        &self,
+        ev: &RunnerEvent,
+        s3: &aws_sdk_s3::Client,
+        bucket: &str,
+    ) -> Result<(), String> {
+        let small = || match ev.clone() {
+            RunnerEvent::Succeeded {
+                operation_id,
+                fencing_token,
+                at,
+                ..
+            } => RunnerEvent::Succeeded {
+                operation_id,
+                fencing_token,
+                outputs: Default::default(),
+                drift: None,
+                estimate: None,
+                at,
+            },
+            other => other,
+        };
+        let body = strato_aws::spill::spill_if_large(s3, bucket, ev, small)
+            .await
+            .map_err(|e| {
+                format!("{e}; the final event is too large for SQS and could not be stored in {bucket}")
+            })?;
+        self.send_body(body).await
+    }
+
+    async fn send_body(&self, body: String) -> Result<(), String> {
         let mut last = String::new();
         // A few quick attempts: the SDK retries throttling itself, this covers short outages.
         for attempt in 0..4u32 {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use aws_sdk_s3::Client as S3;
 use aws_sdk_sqs::Client as Sqs;
+use backon::{ExponentialBuilder, Retryable};
 use regex::Regex;
 use strato_domain::artifacts;
 use strato_domain::ids::OperationId;
@@ -219,23 +220,29 @@ impl LogTasks {
     }
 }
 
+/// One object, retried with backoff (about 10 s in all: the SDK retries throttling itself, this covers
+/// short outages and errors it does not retry).
 async fn put(s3: &S3, bucket: &str, key: &str, body: Vec<u8>) -> Result<(), String> {
-    let mut last = String::new();
-    for attempt in 0..4u32 {
-        match s3
-            .put_object()
+    let attempt = || async {
+        s3.put_object()
             .bucket(bucket)
             .key(key)
             .body(body.clone().into())
             .send()
             .await
-        {
-            Ok(_) => return Ok(()),
-            Err(e) => last = strato_aws::Error::aws("PutObject", e).to_string(),
-        }
-        tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt))).await;
-    }
-    Err(last)
+            .map(|_| ())
+            .map_err(|e| strato_aws::Error::aws("PutObject", e).to_string())
+    };
+    attempt
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(200))
+                .with_max_delay(Duration::from_secs(4))
+                .with_max_times(5)
+                .with_jitter(),
+        )
+        .notify(|e, d| tracing::warn!(error = %e, key, "upload failed; retrying in {d:?}"))
+        .await
 }
 
 /// Uploads one step's debug log.
@@ -307,12 +314,24 @@ async fn ship_live(op: OperationId, sinks: LogSinks, mut rx: mpsc::Receiver<LogL
     }
 }
 
+/// Lines the archive could not store (every retry of their chunk failed), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveGap {
+    pub from_seq: u64,
+    pub to_seq: u64,
+    pub error: String,
+}
+
+/// Writes the archive chunk by chunk. A chunk that still fails after its retries does not stop the
+/// archive: later chunks are written, and once the hub is closed one last line (its own chunk) names every
+/// gap, so a replay shows where lines are missing and why. Returns the last sequence number archived.
 async fn write_archive(
     op: OperationId,
     sinks: LogSinks,
     mut rx: mpsc::UnboundedReceiver<LogLine>,
 ) -> Result<u64, String> {
     let mut last_seq = 0;
+    let mut gaps: Vec<ArchiveGap> = Vec::new();
     let mut chunk: Vec<LogLine> = Vec::new();
     let mut deadline: Option<tokio::time::Instant> = None;
     loop {
@@ -337,30 +356,64 @@ async fn write_archive(
         }
         let due = timed_out || closed || chunk.len() >= CHUNK_LINES;
         if due && !chunk.is_empty() {
-            let first = chunk[0].seq;
-            let last = chunk[chunk.len() - 1].seq;
-            let mut body = Vec::new();
-            for l in &chunk {
-                if let Ok(s) = serde_json::to_vec(l) {
-                    body.extend_from_slice(&s);
-                    body.push(b'\n');
-                }
+            let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
+            if let Err(error) = put_chunk(&sinks, &op, &chunk).await {
+                tracing::error!(%error, from_seq = first, to_seq = last, "log chunk not archived; going on");
+                gaps.push(ArchiveGap {
+                    from_seq: first,
+                    to_seq: last,
+                    error,
+                });
             }
-            put(
-                &sinks.s3,
-                &sinks.artifacts_bucket,
-                &artifacts::log_chunk_key(&op, first, last),
-                body,
-            )
-            .await?;
             last_seq = last;
             chunk.clear();
             deadline = None;
         }
         if closed {
-            return Ok(last_seq);
+            if gaps.is_empty() {
+                return Ok(last_seq);
+            }
+            let note = LogLine {
+                seq: last_seq + 1,
+                ts: strato_domain::ts::now(),
+                stream: LogStream::Strato,
+                step: "logs".into(),
+                text: gap_note(&gaps),
+            };
+            put_chunk(&sinks, &op, std::slice::from_ref(&note)).await?;
+            return Ok(note.seq);
         }
     }
+}
+
+/// The archive's last line when chunks are missing.
+pub fn gap_note(gaps: &[ArchiveGap]) -> String {
+    let ranges: Vec<String> = gaps
+        .iter()
+        .map(|g| format!("lines {}–{} ({})", g.from_seq, g.to_seq, g.error))
+        .collect();
+    format!(
+        "log archive incomplete: {} could not be stored after retries; the rest of the log is complete",
+        ranges.join("; ")
+    )
+}
+
+async fn put_chunk(sinks: &LogSinks, op: &OperationId, chunk: &[LogLine]) -> Result<(), String> {
+    let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
+    let mut body = Vec::new();
+    for l in chunk {
+        if let Ok(s) = serde_json::to_vec(l) {
+            body.extend_from_slice(&s);
+            body.push(b'\n');
+        }
+    }
+    put(
+        &sinks.s3,
+        &sinks.artifacts_bucket,
+        &artifacts::log_chunk_key(op, first, last),
+        body,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -278,7 +278,12 @@ async fn the_time_limit_interrupts_and_cleans_up_a_create() {
     let spec = bed.spec("runner-net", "too-slow", json!({"slow_seconds": 300}));
     let (cluster, job) = bed.create(spec).await;
     let started = Instant::now();
-    bed.run(bed.config(&job, &[("STRATO_TIME_LIMIT_SECS", "25")]))
+    // The stages stop at 40 s; the last 40 s of the limit are the cleanup's.
+    let limits = [
+        ("STRATO_TIME_LIMIT_SECS", "80"),
+        ("STRATO_CLEANUP_RESERVE_SECS", "40"),
+    ];
+    bed.run(bed.config(&job, &limits))
         .await
         .expect("final event sent");
     assert!(
@@ -392,6 +397,186 @@ async fn a_plan_over_the_tenants_budget_stops_before_apply() {
     assert!(
         bed.state_types(&cluster, "cluster").await.is_empty(),
         "the over-budget stage applied nothing"
+    );
+    assert!(bed.held_locks().await.is_empty());
+}
+
+/// Issue 15 defect 5: the cleanup of a failed create runs under the run's guards. Heartbeats go on while it
+/// destroys (the sweeper must not take the run for dead), and the task's time limit interrupts a destroy
+/// that hangs, gracefully (no state lock left), with a final event naming what is left. Before, the
+/// heartbeat, cancel poll, time limit and SIGTERM listener were aborted before the cleanup began.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_cleanup_keeps_heartbeats_and_ends_at_the_time_limit() {
+    let bed = Bed::new().await;
+    // The subnet fails; destroying the VPC's tag then sleeps 300 s in a destroy-time provisioner.
+    let spec = bed.spec(
+        "runner-net",
+        "slow-cleanup",
+        json!({"subnet_cidrs": ["10.99.1.0/24"], "slow_destroy_seconds": 300}),
+    );
+    let (_cluster, job) = bed.create(spec).await;
+    // The subnet fails long before the stages' 35 s; the cleanup is stopped at 70 s.
+    let limits = [
+        ("STRATO_TIME_LIMIT_SECS", "70"),
+        ("STRATO_CLEANUP_RESERVE_SECS", "35"),
+    ];
+    let cfg = bed.config(&job, &limits);
+    let started = Instant::now();
+    let run = {
+        let clients = strato_runner::Clients::new(bed.env.aws.clone(), &cfg)
+            .await
+            .unwrap();
+        tokio::spawn(strato_runner::run_operation(cfg, clients))
+    };
+    let summary = tokio::time::timeout(Duration::from_secs(200), run)
+        .await
+        .expect("the time limit ends a hanging cleanup")
+        .unwrap()
+        .expect("final event sent");
+    assert!(
+        started.elapsed() < Duration::from_secs(150),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = bed.events().await;
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("{finals:#?}");
+    };
+    assert_eq!(&summary.final_event, finals[0]);
+    assert_eq!(error.category, ErrorCategory::CleanupFailed, "{error:?}");
+    assert!(error.what.contains("time limit"), "{}", error.what);
+    assert!(
+        error.what.contains("aws_vpc.this"),
+        "what is left is named: {}",
+        error.what
+    );
+    let cleanup_started = events
+        .iter()
+        .find_map(|e| match e {
+            RunnerEvent::StepStarted { step, at, .. } if step == "cleanup" => Some(*at),
+            _ => None,
+        })
+        .expect("cleanup ran");
+    let beats = events
+        .iter()
+        .filter(|e| matches!(e, RunnerEvent::Heartbeat { at, .. } if *at > cleanup_started))
+        .count();
+    assert!(beats >= 10, "heartbeats during the cleanup: {beats}");
+    assert!(
+        bed.held_locks().await.is_empty(),
+        "the destroy was interrupted gracefully"
+    );
+    let (lines, _) = bed.archived_log(&job).await;
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.text.contains("stopping the engine (TimedOut)")),
+        "the destroy got SIGINT"
+    );
+}
+
+/// Issue 15 defect 6: holding the cluster lock is no proof that a Terraform state lock of the cluster is
+/// dead. An earlier run still RUNNING (its lease expired, its task alive) keeps its state lock: the new run
+/// waits (bounded), then fails with `state_locked` naming that run, having run nothing. Once the earlier
+/// run has ended, the next run releases the lock (noted in its log) and succeeds. Before, the runner
+/// deleted any state lock of its cluster at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_state_lock_of_a_live_run_is_kept_until_that_run_has_ended() {
+    use strato_aws::store::Quotas;
+    use strato_domain::model::{Operation, OperationStatus};
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "live-holder", json!({}));
+    let (cluster, job) = bed.create(spec.clone()).await;
+    let mut earlier = Operation::new(
+        bed.tenant.clone(),
+        cluster.cluster_id.clone(),
+        OperationKind::Update,
+        strato_domain::ts::now(),
+    );
+    earlier.status = OperationStatus::Running;
+    earlier.task_arn = Some("arn:aws:ecs:us-east-1:123456789012:task/runner/0f1e2d".into());
+    bed.store
+        .add_operation(&earlier, &Quotas::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let key = strato_domain::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
+    let lock_id = strato_aws::state_lock::lock_id(&bed.env.names.bucket("state"), &key);
+    let info = r#"{"ID":"5f0c","Operation":"OperationTypeApply","Who":"runner@ip-10-0-1-7","Version":"0.15.0","Created":"2026-01-01T00:00:00Z","Path":""}"#;
+    bed.env
+        .aws
+        .dynamodb
+        .put_item()
+        .table_name(bed.env.names.table("tf-locks"))
+        .item(
+            "LockID",
+            aws_sdk_dynamodb::types::AttributeValue::S(lock_id.clone()),
+        )
+        .item("Info", aws_sdk_dynamodb::types::AttributeValue::S(info.into()))
+        .send()
+        .await
+        .unwrap();
+
+    bed.run(bed.config(&job, &[("STRATO_STATE_LOCK_WAIT_SECS", "2")]))
+        .await
+        .expect("final event sent");
+    let events = bed.events().await;
+    let [RunnerEvent::Failed { error, .. }] = final_events(&events)[..] else {
+        panic!("{events:#?}");
+    };
+    assert_eq!(error.category, ErrorCategory::StateLocked, "{error:?}");
+    assert_eq!(error.step, "prepare");
+    assert!(
+        error.what.contains(&earlier.operation_id.to_string()) && error.what.contains(&lock_id),
+        "{}",
+        error.what
+    );
+    assert!(
+        error.fix.contains(&earlier.operation_id.to_string()),
+        "{}",
+        error.fix
+    );
+    assert_eq!(steps_started(&events), ["prepare"], "no engine command ran");
+    assert_eq!(
+        bed.held_locks().await,
+        std::slice::from_ref(&lock_id),
+        "the live run's lock is kept"
+    );
+
+    // The next run waits; meanwhile the earlier run ends (its task stopped, status failed it).
+    bed.release(&cluster, &job).await;
+    let job = bed.operation(&cluster, OperationKind::Create, Some(spec)).await;
+    let ender = {
+        let store = bed.store.clone();
+        let id = earlier.operation_id.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            let mut op = store.get_operation(&id).await.unwrap().unwrap();
+            op.status = OperationStatus::Failed;
+            store.save_operation(&mut op, false).await.unwrap();
+        })
+    };
+    let started = Instant::now();
+    bed.run(bed.config(&job, &[("STRATO_STATE_LOCK_WAIT_SECS", "120")]))
+        .await
+        .expect("final event sent");
+    ender.await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "it waited for the holder to end"
+    );
+    let events = bed.events().await;
+    assert!(
+        matches!(final_events(&events)[..], [RunnerEvent::Succeeded { .. }]),
+        "{events:#?}"
+    );
+    let (lines, _) = bed.archived_log(&job).await;
+    assert!(
+        lines.iter().any(
+            |l| l.text.contains("released Terraform state lock") && l.text.contains("runner@ip-10-0-1-7")
+        ),
+        "the release is noted"
     );
     assert!(bed.held_locks().await.is_empty());
 }

@@ -299,3 +299,43 @@ async fn an_estimate_plans_with_local_state_only_and_lists_a_stage_it_cannot_pla
         "the log says where the state went"
     );
 }
+
+/// Issue 15 defect 8: a `succeeded` event larger than an SQS message (here 300 KiB of outputs) is stored in
+/// the artifacts bucket and the message names it; the status function's reader (`strato_aws::spill::unspill`)
+/// gets the whole event back. Before, SendMessage refused the event and the runner exited 1.
+#[tokio::test(flavor = "multi_thread")]
+async fn outputs_larger_than_an_sqs_message_spill_to_the_artifacts_bucket() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "big-outputs", json!({"big_output_kib": 300}));
+    let (_cluster, job) = bed.create(spec).await;
+    let summary = bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let bodies = bed.raw_events().await;
+    let reference = bodies
+        .iter()
+        .find(|b| b.contains(r#""type":"succeeded""#))
+        .expect("a succeeded message");
+    assert!(reference.len() < 256 * 1024, "{}", reference.len());
+    assert!(
+        reference.contains(strato_domain::artifacts::SPILLED_EVENT_FIELD),
+        "{reference}"
+    );
+    let s3 = &bed.env.aws.s3;
+    let bucket = bed.env.names.bucket("artifacts");
+    let full = strato_aws::spill::unspill(s3, &bucket, reference).await.unwrap();
+    let event: RunnerEvent = serde_json::from_str(&full).unwrap();
+    assert_eq!(event, summary.final_event);
+    let RunnerEvent::Succeeded { outputs, .. } = event else {
+        panic!("{full:.300}");
+    };
+    assert_eq!(outputs["filler"].as_str().unwrap().len(), 300 * 1024);
+    assert!(outputs["vpc_id"].as_str().unwrap().starts_with("vpc-"));
+    // Every other message passes through the reader unchanged.
+    let step = bodies
+        .iter()
+        .find(|b| b.contains(r#""type":"step_started""#))
+        .unwrap();
+    assert!(matches!(
+        strato_aws::spill::unspill(s3, &bucket, step).await.unwrap(),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}

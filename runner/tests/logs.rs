@@ -1,6 +1,8 @@
 //! The log pipeline against moto: a live path that cannot keep up skips lines with a marker while the
 //! producer never waits, and the archive still holds every line in order (with secrets redacted).
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use strato_aws::queues::QueueUrls;
@@ -152,4 +154,98 @@ async fn a_slow_live_path_skips_with_a_marker_and_the_archive_keeps_every_line()
         next = first + lines.len() as u64;
     }
     assert!(marked > 0, "at least one skip marker");
+}
+
+/// Issue 15 defect 8: one archive chunk S3 refuses (every retry denied) no longer stops the archive
+/// silently: it is retried, later chunks are still written, and the archive's last line names the gap.
+/// Before, the first failed chunk ended the archive task and every later line was lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_archive_chunk_is_retried_and_later_chunks_are_still_archived() {
+    let env = TestEnv::new().await;
+    let queues = QueueUrls::resolve(&env.aws.sqs, &env.names).await.unwrap();
+    let op = OperationId::generate();
+    let first_chunk = format!("{}000000000001-", artifacts::log_prefix(&op));
+    let proxy = support::proxy::FaultProxy::deny_s3_puts(&env.endpoint, &first_chunk, 1000).await;
+    let s3 = strato_aws::aws::AwsClients::for_endpoint(&proxy.endpoint, &env.region)
+        .await
+        .s3;
+    let sinks = LogSinks {
+        sqs: env.aws.sqs.clone(),
+        logs_url: queues.logs.clone(),
+        s3,
+        artifacts_bucket: env.names.bucket("artifacts"),
+    };
+    let (hub, tasks) = LogHub::start(op.clone(), sinks.clone(), Redactor::default());
+    for i in 1..=10 {
+        hub.emit(LogStream::Stdout, "apply", &format!("first {i}"));
+    }
+    // The first chunk is cut after 2 s without lines; these go into a later one.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for i in 11..=20 {
+        hub.emit(LogStream::Stdout, "apply", &format!("second {i}"));
+    }
+    drop(hub);
+    let last = tasks
+        .finish(&sinks, &op)
+        .await
+        .expect("the archive goes on after a failed chunk");
+    assert_eq!(last, 21, "20 lines and the gap note");
+    assert!(
+        proxy.injected.load(std::sync::atomic::Ordering::SeqCst) >= 3,
+        "the failed chunk was retried"
+    );
+    let list = env
+        .aws
+        .s3
+        .list_objects_v2()
+        .bucket(&sinks.artifacts_bucket)
+        .prefix(artifacts::log_prefix(&op))
+        .send()
+        .await
+        .unwrap();
+    let keys: Vec<String> = list
+        .contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect();
+    assert!(
+        keys.contains(&artifacts::log_chunk_key(&op, 11, 20)),
+        "later lines archived: {keys:?}"
+    );
+    assert!(!keys.iter().any(|k| k.starts_with(&first_chunk)), "{keys:?}");
+    let note = env
+        .aws
+        .s3
+        .get_object()
+        .bucket(&sinks.artifacts_bucket)
+        .key(artifacts::log_chunk_key(&op, 21, 21))
+        .send()
+        .await
+        .expect("the gap note is archived")
+        .body
+        .collect()
+        .await
+        .unwrap()
+        .into_bytes();
+    let note: LogLine = serde_json::from_slice(note.trim_ascii_end()).unwrap();
+    assert!(
+        note.text.contains("lines 1–10") && note.text.contains("AccessDenied"),
+        "{}",
+        note.text
+    );
+    let complete = env
+        .aws
+        .s3
+        .get_object()
+        .bucket(&sinks.artifacts_bucket)
+        .key(artifacts::log_complete_key(&op))
+        .send()
+        .await
+        .unwrap()
+        .body
+        .collect()
+        .await
+        .unwrap()
+        .into_bytes();
+    assert_eq!(&complete[..], b"21");
 }

@@ -65,3 +65,63 @@ async fn sigterm_mid_apply_leaves_no_state_lock() {
     assert_eq!(complete, Some(lines.len() as u64));
     assert!(lines.iter().any(|l| l.text.contains("Interrupt received")));
 }
+
+/// Issue 15 defect 5: a task stop (SIGTERM) while a failed create is being cleaned up interrupts the destroy
+/// gracefully (no state lock left) and the run still sends its final event and exits 0. Before, the SIGTERM
+/// listener was gone by then: the signal was swallowed and ECS's SIGKILL ended Terraform mid-destroy.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_during_cleanup_stops_the_destroy_gracefully_and_reports() {
+    let bed = Bed::new().await;
+    let spec = bed.spec(
+        "runner-net",
+        "sigterm-cleanup",
+        json!({"subnet_cidrs": ["10.99.1.0/24"], "slow_destroy_seconds": 300}),
+    );
+    let (_cluster, job) = bed.create(spec).await;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_strato-runner"));
+    cmd.envs(bed.runner_env(&job, &bed.env.endpoint))
+        .env("AWS_ENDPOINT_URL", &bed.env.endpoint)
+        .env("AWS_REGION", &bed.env.region)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut events = Vec::new();
+    wait_for_step(&bed, &mut events, "cleanup").await;
+    wait_for_log(&bed, &job, "(local-exec): Executing").await;
+    assert_eq!(bed.held_locks().await.len(), 1, "the destroy holds the lock");
+
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(90), child.wait())
+        .await
+        .expect("the runner exits within the grace period")
+        .unwrap();
+    let stderr = {
+        use tokio::io::AsyncReadExt;
+        let mut s = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut s).await.unwrap();
+        s
+    };
+    assert!(
+        status.success(),
+        "exit 0 after the final event: {status:?}\n{stderr}"
+    );
+    events.extend(bed.events().await);
+    let finals = final_events(&events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("{finals:#?}");
+    };
+    assert_eq!(error.category, ErrorCategory::CleanupFailed, "{error:?}");
+    assert!(error.what.contains("SIGTERM"), "{}", error.what);
+    assert!(bed.held_locks().await.is_empty(), "state lock released");
+    let (lines, complete) = bed.archived_log(&job).await;
+    assert_eq!(complete, Some(lines.len() as u64));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.text.contains("stopping the engine (Terminated)"))
+    );
+}

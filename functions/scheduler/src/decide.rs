@@ -14,6 +14,7 @@ use strato_domain::ports::{
     ClusterLocks, Clusters, JobQueue, OpenStatus, Operations, PortError, StateLock, StateLocks,
     TaskEventSink, TaskState, TaskStatus, TenantSlots,
 };
+use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
 use strato_domain::ts;
 use time::{Duration, OffsetDateTime};
 
@@ -304,9 +305,10 @@ where
     ) -> Result<Option<String>, PortError> {
         let store = self.store;
         let ops = store.cluster_operations(&lock.cluster).await?;
-        // Any open operation may be (or become) the lock's rightful holder: never release under it. A dead
-        // runner's operation is ended first by the stale-runner path, and the lock goes on a later sweep.
-        if ops.iter().any(|o| !o.status.is_terminal()) || store.lock_owner(&lock.cluster).await?.is_some() {
+        // The one rule (strato_domain::state_lock), shared with the runner. A dead runner's operation is
+        // ended first by the stale-runner path, and the lock goes on a later sweep.
+        let owner = store.lock_owner(&lock.cluster).await?.map(|(o, _)| o);
+        if state_lock_verdict(&ops, None, owner.as_ref(), |_| false) != StateLockVerdict::HolderGone {
             return Ok(None);
         }
         // Only the lock we looked at: a new one taken meanwhile has a different Info.

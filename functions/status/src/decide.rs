@@ -136,7 +136,9 @@ impl<P: Ports> Status<'_, P> {
         let body = record.body.as_deref().ok_or_else(|| StatusError::EmptyBody {
             message_id: message_id.clone(),
         })?;
-        match parse_body(&message_id, body)? {
+        // A runner event too large for SQS arrives as a reference to the stored event.
+        let stored = self.archive.unspill(body).await?;
+        match parse_body(&message_id, stored.as_deref().unwrap_or(body))? {
             Incoming::Runner(ev) => {
                 runner_events::apply_runner_event(self, &ev).await?;
                 Ok(Outcome::Ack)

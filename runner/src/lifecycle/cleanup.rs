@@ -18,12 +18,15 @@ struct Cleaned {
 }
 
 impl PreparedRun<'_> {
-    /// A failed create (not one stopped by SIGTERM: no time is left) that initialized a stage is cleaned up;
-    /// the failure then names what was destroyed, or — category `cleanup_failed` — what is left.
+    /// A failed create (not one stopped by SIGTERM or at the end of the time limit: no time is left) that
+    /// initialized a stage is cleaned up, under the same heartbeats, SIGTERM handling and time limit as
+    /// the stages; the failure then names what was destroyed, or — category `cleanup_failed` — what is
+    /// left and, when a stop cut the cleanup short, why.
     pub(super) async fn clean_up_failed_create(&mut self, failure: Failure) -> Failure {
         let wants_cleanup = self.ctx.op.kind == OperationKind::Create
             && !self.initialized.is_empty()
-            && failure.stopped != Some(StopReason::Terminated);
+            && failure.stopped != Some(StopReason::Terminated)
+            && self.ctx.term.borrow().is_none();
         if !wants_cleanup {
             return failure;
         }
@@ -45,6 +48,11 @@ impl PreparedRun<'_> {
                 destroyed.join(", ")
             )
         };
+        let interrupted = match *self.ctx.term.borrow() {
+            Some(StopReason::Terminated) => " (interrupted: the runner task was stopped, SIGTERM)",
+            Some(_) => " (interrupted: the operation's time limit was reached)",
+            None => "",
+        };
         if left.is_empty() {
             return Failure {
                 what: format!("{}; {cleaned}", failure.what),
@@ -53,7 +61,8 @@ impl PreparedRun<'_> {
         }
         Failure {
             what: format!(
-                "{}; cleanup failed after {CLEANUP_ATTEMPTS} attempts ({}), {} resource(s) left: {}; {cleaned}",
+                "{}; cleanup failed{interrupted} after up to {CLEANUP_ATTEMPTS} attempts ({}), {} resource(s) \
+                 left: {}; {cleaned}",
                 failure.what,
                 last_error.unwrap_or_else(|| "unknown error".into()),
                 left.len(),
@@ -79,7 +88,9 @@ impl PreparedRun<'_> {
                 continue;
             }
             let before = before.unwrap_or_default();
-            let ok = self.destroy_for_cleanup(&stage, &mut last_error).await;
+            // After a stop, the remaining stages are only listed: what is left must still be named.
+            let ok =
+                self.ctx.term.borrow().is_none() && self.destroy_for_cleanup(&stage, &mut last_error).await;
             let after = self.state_list(&stage).await.unwrap_or_else(|| before.clone());
             if ok && after.is_empty() {
                 destroyed.extend(before);

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use strato_domain::compose::step_name;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{LogStream, RunnerEvent};
-use strato_domain::model::{Cluster, Operation};
+use strato_domain::model::{Cluster, Operation, OperationKind};
 use strato_domain::render::EngineVersion;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -51,7 +51,8 @@ struct RunContext {
     reporter: Reporter,
     logs: LogHub,
     stop: StopRx,
-    /// Fires only on SIGTERM: cleanup after a cancel keeps running, but not past a task stop.
+    /// Fires on SIGTERM or at the end of the task's time limit: cleanup after a cancel or a stage timeout
+    /// keeps running, but not past a task stop or the time limit.
     term: StopRx,
     /// The tenant's monthly budget (USD), if set.
     budget: Option<f64>,
@@ -138,7 +139,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         return Err(RunnerError::Fenced(cfg.fencing_token));
     }
     reporter
-        .send(&final_event)
+        .send_final(&final_event, &clients.aws.s3, &cfg.names.bucket("artifacts"))
         .await
         .map_err(RunnerError::FinalEvent)?;
     Ok(RunSummary {
@@ -178,7 +179,10 @@ async fn holds_lock(
     Ok(clients.store.cluster_lock(&cluster.cluster_id).await? == Some((op.clone(), token)))
 }
 
-/// Heartbeats (which also poll for a cancel request), the time limit and SIGTERM.
+/// Heartbeats (which also poll for a cancel request), the time limit and SIGTERM, for the whole run: the
+/// stages and the cleanup of a failed create alike. `stop` fires on a cancel, the stages' time limit or
+/// SIGTERM; `term` (what cleanup obeys: it runs because of a cancel or a stage timeout) on SIGTERM or the end
+/// of the task's time limit.
 fn spawn_background(
     cfg: &Config,
     clients: &Clients,
@@ -188,6 +192,7 @@ fn spawn_background(
     term_tx: watch::Sender<Option<StopReason>>,
 ) -> Vec<JoinHandle<()>> {
     let stop_tx = std::sync::Arc::new(stop_tx);
+    let term_tx = std::sync::Arc::new(term_tx);
     let mut out = Vec::new();
     {
         let (reporter, store, every, op_id, stop_tx) = (
@@ -218,10 +223,19 @@ fn spawn_background(
         }));
     }
     {
-        let (limit, stop_tx) = (cfg.time_limit, stop_tx.clone());
+        // Only a create is cleaned up after a stop: the other kinds get the whole limit.
+        let stages = if op.kind == OperationKind::Create {
+            cfg.stage_time_limit()
+        } else {
+            cfg.time_limit
+        };
+        let limit = cfg.time_limit;
+        let (stop_tx, term_tx) = (stop_tx.clone(), term_tx.clone());
         out.push(tokio::spawn(async move {
-            tokio::time::sleep(limit).await;
+            tokio::time::sleep(stages).await;
             stop_tx.send_if_modified(|s| s.is_none() && s.replace(StopReason::TimedOut).is_none());
+            tokio::time::sleep(limit.saturating_sub(stages)).await;
+            term_tx.send_if_modified(|s| s.is_none() && s.replace(StopReason::TimedOut).is_none());
         }));
     }
     out.push(tokio::spawn(async move {
@@ -239,15 +253,16 @@ fn spawn_background(
 
 impl RunContext {
     /// prepare → the kind's stages → (cleanup) → the final event. The background tasks (heartbeats, time
-    /// limit, SIGTERM) stop once the stages have ended, before any cleanup. Returns the event and the
-    /// workspace (if one was prepared), which the caller keeps until the event was sent.
+    /// limit, SIGTERM) run until the final event is built, so a cleanup is guarded like every engine call.
+    /// Returns the event and the workspace (if one was prepared), which the caller keeps until the event was
+    /// sent.
     async fn run_to_final_event(&self, background: Vec<JoinHandle<()>>) -> (RunnerEvent, Option<Workspace>) {
         let stop_background = || background.iter().for_each(JoinHandle::abort);
         match prepare::prepare(self).await {
             Ok(mut run) => {
                 let result = run.execute().await;
-                stop_background();
                 let event = run.final_event(result).await;
+                stop_background();
                 (event, Some(run.into_workspace()))
             }
             Err(failure) => {

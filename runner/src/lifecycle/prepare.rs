@@ -3,6 +3,7 @@
 
 use secrecy::ExposeSecret;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use strato_aws::store::StoredTemplate;
@@ -354,17 +355,78 @@ async fn write_backends(
             .map_err(|e| Failure::internal(STEP, e))?;
         lock_ids.push(strato_aws::state_lock::lock_id(&cfg.bucket, &cfg.key));
     }
-    // Leftover state locks of a dead runner: only the cluster lock's holder may clear them.
+    // Leftover state locks of a dead runner: only the cluster lock's holder may clear them, and only once
+    // their holder is proven gone.
     ctx.fenced(STEP).await?;
-    let released = crate::state_lock::clear_leftovers(&state.lock_ddb, &state.lock_table, &lock_ids)
-        .await
-        .map_err(|e| Failure::new(STEP, ErrorCategory::Transient, e.to_string()))?;
-    for lock in &released {
-        let note = crate::state_lock::note(lock);
-        tracing::warn!(%note, "leftover state lock released");
-        ctx.note(STEP, &note);
+    clear_state_locks(ctx, &state, &lock_ids).await
+}
+
+/// Releases the state locks left on `lock_ids` by runs that are gone; waits (polling, up to
+/// `STRATO_STATE_LOCK_WAIT_SECS`) while another run of the cluster that may hold one is unfinished, then
+/// fails with category `state_locked`. Stops early on a cancel, the time limit or SIGTERM.
+async fn clear_state_locks(
+    ctx: &RunContext,
+    state: &StateLocation,
+    lock_ids: &[String],
+) -> Result<(), Failure> {
+    use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
+    let transient = |e: strato_aws::Error| Failure::new(STEP, ErrorCategory::Transient, e.to_string());
+    let started = std::time::Instant::now();
+    let mut noted = false;
+    loop {
+        let held = crate::state_lock::held(&state.lock_ddb, &state.lock_table, lock_ids)
+            .await
+            .map_err(transient)?;
+        let Some(first) = held.first().cloned() else {
+            return Ok(());
+        };
+        let ops = ctx
+            .clients
+            .store
+            .list_operations(&ctx.cluster.cluster_id)
+            .await
+            .map_err(transient)?;
+        let me = &ctx.op.operation_id;
+        // The runner cannot ask ECS about other tasks: an unfinished run counts as alive until the
+        // control plane ends it.
+        let holders = match state_lock_verdict(&ops, Some(me), Some(me), |_| false) {
+            StateLockVerdict::HolderGone => {
+                let released = crate::state_lock::release(&state.lock_ddb, &state.lock_table, held)
+                    .await
+                    .map_err(transient)?;
+                for lock in &released {
+                    let note = crate::state_lock::note(lock);
+                    tracing::warn!(%note, "leftover state lock released");
+                    ctx.note(STEP, &note);
+                }
+                return Ok(());
+            }
+            StateLockVerdict::MaybeHeld(holders) => holders,
+        };
+        let waited = started.elapsed();
+        if waited >= ctx.cfg.state_lock_wait {
+            let (what, fix) = crate::state_lock::still_held(&first, &holders, waited.as_secs());
+            let mut f = Failure::new(STEP, ErrorCategory::StateLocked, what);
+            f.fix = fix;
+            return Err(f);
+        }
+        if !noted {
+            noted = true;
+            let ids: Vec<String> = holders.iter().map(ToString::to_string).collect();
+            ctx.note(
+                STEP,
+                &format!(
+                    "Terraform state lock {} is held and operation(s) {} of this cluster may still run; \
+                     waiting up to {}s for them to end",
+                    first.lock_id,
+                    ids.join(", "),
+                    ctx.cfg.state_lock_wait.as_secs()
+                ),
+            );
+        }
+        let poll = (ctx.cfg.state_lock_wait / 10).clamp(Duration::from_millis(500), Duration::from_secs(10));
+        ctx.backoff(poll).await.map_err(|r| Failure::stopped(STEP, r))?;
     }
-    Ok(())
 }
 
 /// Terraform 0.15.0 pre-releases (the offline test engine is 0.15.0-rc2) apply nothing from a saved plan

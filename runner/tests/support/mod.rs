@@ -194,6 +194,15 @@ impl Bed {
 
     /// Every event on the events queue (drained).
     pub async fn events(&self) -> Vec<RunnerEvent> {
+        self.raw_events()
+            .await
+            .iter()
+            .map(|b| serde_json::from_str(b).unwrap())
+            .collect()
+    }
+
+    /// Every message body on the events queue (drained).
+    pub async fn raw_events(&self) -> Vec<String> {
         let mut out = Vec::new();
         loop {
             let r = self
@@ -212,7 +221,7 @@ impl Bed {
                 return out;
             }
             for m in msgs {
-                out.push(serde_json::from_str(m.body().unwrap()).unwrap());
+                out.push(m.body().unwrap().to_owned());
                 self.env
                     .aws
                     .sqs

@@ -1,5 +1,6 @@
-//! A small fault-injecting HTTP proxy in front of moto: answers the first N requests for one AWS action
-//! with EC2's real throttling response (HTTP 503, `RequestLimitExceeded`), forwards everything else.
+//! A small fault-injecting HTTP proxy in front of moto: answers the first N matching requests with an error
+//! (EC2's real throttling response for one action, or S3's `AccessDenied` for PUTs of matching keys),
+//! forwards everything else.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,13 +16,56 @@ pub struct FaultProxy {
 
 const THROTTLE_BODY: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>5c8c5b1e-6d8f-4a4e-9a39-0f8f2a1b7e11</RequestID></Response>";
 
+const ACCESS_DENIED_BODY: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>";
+
+/// Whether a request (head, body) gets the fault.
+type Matcher = Box<dyn Fn(&str, &[u8]) -> bool + Send + Sync>;
+
+/// Which requests fail, and how.
+struct Fault {
+    matches: Matcher,
+    response: String,
+}
+
 impl FaultProxy {
     /// Throttles the first `faults` requests whose form body names `Action=<action>`.
     pub async fn start(upstream: &str, action: &str, faults: usize) -> Self {
+        let needle = format!("Action={action}&");
+        let response = format!(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/xml;charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{THROTTLE_BODY}",
+            THROTTLE_BODY.len()
+        );
+        let fault = Fault {
+            matches: Box::new(move |_, body| String::from_utf8_lossy(body).contains(&needle)),
+            response,
+        };
+        Self::with_fault(upstream, fault, faults).await
+    }
+
+    /// Denies (S3 `AccessDenied`, 403: the SDK does not retry it) the first `faults` PUTs whose path
+    /// contains `key_part`.
+    pub async fn deny_s3_puts(upstream: &str, key_part: &str, faults: usize) -> Self {
+        let key_part = key_part.to_owned();
+        let response = format!(
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{ACCESS_DENIED_BODY}",
+            ACCESS_DENIED_BODY.len()
+        );
+        let fault = Fault {
+            matches: Box::new(move |head, _| {
+                head.lines()
+                    .next()
+                    .is_some_and(|l| l.starts_with("PUT ") && l.contains(&key_part))
+            }),
+            response,
+        };
+        Self::with_fault(upstream, fault, faults).await
+    }
+
+    async fn with_fault(upstream: &str, fault: Fault, faults: usize) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let upstream = upstream.trim_start_matches("http://").to_owned();
-        let needle = format!("Action={action}&");
+        let fault = Arc::new(fault);
         let remaining = Arc::new(AtomicUsize::new(faults));
         let injected = Arc::new(AtomicUsize::new(0));
         let forwarded = Arc::new(AtomicUsize::new(0));
@@ -31,15 +75,15 @@ impl FaultProxy {
                 let Ok((client, _)) = listener.accept().await else {
                     return;
                 };
-                let (upstream, needle, remaining, inj, fwd) = (
+                let (upstream, fault, remaining, inj, fwd) = (
                     upstream.clone(),
-                    needle.clone(),
+                    fault.clone(),
                     remaining.clone(),
                     inj.clone(),
                     fwd.clone(),
                 );
                 tokio::spawn(async move {
-                    let _ = serve(client, &upstream, &needle, &remaining, &inj, &fwd).await;
+                    let _ = serve(client, &upstream, &fault, &remaining, &inj, &fwd).await;
                 });
             }
         });
@@ -80,7 +124,7 @@ fn with_connection_close(head: &str) -> String {
 async fn serve(
     mut client: TcpStream,
     upstream: &str,
-    needle: &str,
+    fault: &Fault,
     remaining: &AtomicUsize,
     injected: &AtomicUsize,
     forwarded: &AtomicUsize,
@@ -107,17 +151,13 @@ async fn serve(
         buf.extend_from_slice(&chunk[..n]);
     }
     let body = &buf[end..];
-    let throttle = String::from_utf8_lossy(body).contains(needle)
+    let throttle = (fault.matches)(&head, body)
         && remaining
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| r.checked_sub(1))
             .is_ok();
     if throttle {
         injected.fetch_add(1, Ordering::SeqCst);
-        let resp = format!(
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/xml;charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{THROTTLE_BODY}",
-            THROTTLE_BODY.len()
-        );
-        client.write_all(resp.as_bytes()).await?;
+        client.write_all(fault.response.as_bytes()).await?;
         return client.shutdown().await;
     }
     forwarded.fetch_add(1, Ordering::SeqCst);

@@ -47,6 +47,17 @@ pub fn plan_json_key(op: &OperationId, stage: &str) -> String {
     format!("plans/{op}/{stage}.json")
 }
 
+/// Where a runner event too large for an SQS message is stored whole (see `strato_aws::spill`).
+pub const SPILLED_EVENT_PREFIX: &str = "events/";
+
+/// The field of the small message that names a spilled event's object.
+pub const SPILLED_EVENT_FIELD: &str = "spilled_event";
+
+/// A spilled final event of one operation (a run sends one final event).
+pub fn spilled_event_key(op: &OperationId) -> String {
+    format!("{SPILLED_EVENT_PREFIX}{op}/final.json")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,7 @@ pub mod modules;
 pub mod ports;
 pub mod render;
 pub mod secret;
+pub mod state_lock;
 pub mod state_machine;
 pub mod template;
 pub mod ts;

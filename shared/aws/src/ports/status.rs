@@ -108,4 +108,11 @@ impl RunArchive for S3RunArchive<'_> {
             Err(e) => Err(Error::aws("HeadObject", e).into()),
         }
     }
+
+    async fn unspill(&self, body: &str) -> Result<Option<String>, PortError> {
+        Ok(match crate::spill::unspill(self.s3, self.bucket, body).await? {
+            std::borrow::Cow::Owned(stored) => Some(stored),
+            std::borrow::Cow::Borrowed(_) => None,
+        })
+    }
 }

@@ -69,6 +69,10 @@ pub trait RunArchive: Send + Sync {
     /// Whether the runner marked its log archive complete. The runner writes the marker just before it
     /// sends its final report, so a complete archive proves the run reached its end.
     fn archive_complete(&self, op: &OperationId) -> impl Future<Output = Result<bool, PortError>> + Send;
+
+    /// The stored event a message names when the runner's final event was too large for SQS (checked to be
+    /// the same operation's, with the same fencing token); `None` for an ordinary message.
+    fn unspill(&self, body: &str) -> impl Future<Output = Result<Option<String>, PortError>> + Send;
 }
 
 /// What became of one webhook notification.
