@@ -295,16 +295,7 @@ where
         store.forget_lock(&op.cluster_id, &op.operation_id).await?;
         None
     };
-    let next_for_tenant = store
-        .parked_operations()
-        .await?
-        .into_iter()
-        .filter(|o| {
-            o.tenant_id == op.tenant_id
-                && o.operation_id != op.operation_id
-                && o.wait_reason.as_deref() == Some(TENANT_LIMIT_REASON)
-        })
-        .min_by_key(|o| o.created_at);
+    let next_for_tenant = next_tenant_waiter(store, op).await?;
 
     let wake = format!("after-{}", op.operation_id);
     for next in [next_on_cluster, next_for_tenant].into_iter().flatten() {
@@ -317,6 +308,40 @@ where
         out.woken.push(next.operation_id);
     }
     Ok(out)
+}
+
+/// The operation of `op`'s tenant waiting longest for a slot whose cluster is free. One whose cluster is
+/// busy is passed over: woken, it would only park on the lock and leave the freed slot idle while the
+/// tenant's other waiters sleep on (its cluster's own hand-off wakes it later, as it wakes every queued
+/// operation of the cluster).
+async fn next_tenant_waiter<S>(store: &S, op: &Operation) -> Result<Option<Operation>, PortError>
+where
+    S: Operations + ClusterLocks,
+{
+    let mut waiting: Vec<Operation> = store
+        .parked_operations()
+        .await?
+        .into_iter()
+        .filter(|o| {
+            o.tenant_id == op.tenant_id
+                && o.operation_id != op.operation_id
+                && o.wait_reason.as_deref() == Some(TENANT_LIMIT_REASON)
+        })
+        .collect();
+    waiting.sort_by_key(|o| o.created_at);
+    for candidate in waiting {
+        // The releasing operation's own cluster is free by now (or about to be, for a caller that frees it
+        // after this read); any other cluster is asked.
+        let free = candidate.cluster_id == op.cluster_id
+            || match store.lock_owner(&candidate.cluster_id).await? {
+                None => true,
+                Some((owner, _)) => owner == candidate.operation_id,
+            };
+        if free {
+            return Ok(Some(candidate));
+        }
+    }
+    Ok(None)
 }
 
 /// Records an operation the control plane starts on its own (scheduled drift checks, drift reconcile),

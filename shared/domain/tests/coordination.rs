@@ -320,3 +320,42 @@ async fn optimistic_retries_conflicts_then_gives_up() {
     );
     assert!(Attempt::of_save(Err(PortError::Unavailable("down".into())), 7).is_err());
 }
+
+/// Issue 15, defect 8: a release woke only the tenant's longest waiter; when that one's cluster was busy it
+/// parked on the lock, the freed slot stayed idle and the tenant's other waiters slept on.
+#[tokio::test]
+async fn a_release_wakes_the_tenants_oldest_waiter_whose_cluster_is_free() {
+    let w = world();
+    let done_on = w.cluster(ClusterState::Updating);
+    let done = w.running(&done_on, OperationKind::Update).await;
+    // The oldest waiter's cluster is busy with another operation (which holds no slot of this tenant's count).
+    let busy = w.cluster(ClusterState::Updating);
+    let holder = w.op(&busy, OperationKind::Update);
+    w.store
+        .acquire_lock(&busy, &holder.operation_id, LOCK_LEASE, w.clock.now())
+        .await
+        .unwrap();
+    let parked = |cluster: &ClusterId| {
+        let mut op = w.op(cluster, OperationKind::Update);
+        op.wait_reason = Some(strato_domain::coordination::TENANT_LIMIT_REASON.into());
+        w.store.put_operation(op.clone());
+        op
+    };
+    let _blocked = parked(&busy);
+    let free = w.cluster(ClusterState::Active);
+    let ready = parked(&free);
+
+    let ended = end_operation(
+        &w.store,
+        &w.jobs,
+        done,
+        ClusterFate::Untouched,
+        fail_with(&boom()),
+    )
+    .await
+    .unwrap();
+    let Ended::Now { handoff, .. } = ended else {
+        panic!("{ended:?}")
+    };
+    assert_eq!(handoff.woken, vec![ready.operation_id.clone()]);
+}
