@@ -259,6 +259,20 @@ pub async fn invoke_batch(
             ids.iter().cloned().collect()
         }
     };
+    delete_succeeded(sqs, queue, messages, &failed).await;
+    if !failed.is_empty() {
+        tracing::info!(queue = %queue.logical, failed = failed.len(), "SQS mapping: records left for redelivery");
+    }
+    ids.into_iter().filter(|id| failed.contains(id)).collect()
+}
+
+/// Deletes the messages whose records succeeded; a failed delete only means a redelivery, as on Lambda.
+async fn delete_succeeded(
+    sqs: &aws_sdk_sqs::Client,
+    queue: &QueueRef,
+    messages: &[Message],
+    failed: &HashSet<String>,
+) {
     let entries: Vec<DeleteMessageBatchRequestEntry> = messages
         .iter()
         .enumerate()
@@ -288,8 +302,4 @@ pub async fn invoke_batch(
             }
         }
     }
-    if !failed.is_empty() {
-        tracing::info!(queue = %queue.logical, failed = failed.len(), "SQS mapping: records left for redelivery");
-    }
-    ids.into_iter().filter(|id| failed.contains(id)).collect()
 }

@@ -223,13 +223,7 @@ impl Devstack {
         for p in plugins {
             p.install(&env, &mut registry).await?;
         }
-        let chaos = config.chaos.clone().map(crate::chaos::ChaosState::new);
-        if let Some(c) = &chaos {
-            tracing::warn!(?c, "injecting faults into every SQS delivery");
-            for mapping in registry.sqs.values_mut() {
-                mapping.chaos = Some(c.clone());
-            }
-        }
+        let chaos = crate::chaos::inject(config.chaos.clone(), &mut registry);
 
         let (stop_intake, intake_rx) = watch::channel(false);
         let (stop_fargate, fargate_rx) = watch::channel(false);
