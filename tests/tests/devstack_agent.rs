@@ -95,7 +95,7 @@ fn step<'a>(op: &'a Value, name: &str) -> &'a Value {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn agent_handshake_after_the_runner_stopped_reaches_active_and_without_an_agent_fails_at_the_deadline() {
+async fn agent_handshake_reaches_active_after_the_runner_stopped_or_fails_at_the_deadline() {
     let fixtures = fixtures();
     // The template gets the control plane's URL (a managed variable), so the API's address is chosen first.
     let http_addr = std::net::TcpListener::bind("127.0.0.1:0")
@@ -135,7 +135,10 @@ async fn agent_handshake_after_the_runner_stopped_reaches_active_and_without_an_
     events_applied(&stack).await;
     for (c, op) in [(&agented, &agented_op), (&silent, &silent_op)] {
         let cluster = get(&api, &format!("/v1/clusters/{c}")).await;
-        assert_eq!(cluster["state"], "CONFIGURING", "after the runner's stop: {cluster}");
+        assert_eq!(
+            cluster["state"], "CONFIGURING",
+            "after the runner's stop: {cluster}"
+        );
         let op = get(&api, &format!("/v1/operations/{op}")).await;
         assert_eq!(op["status"], "running", "the create waits for its agent: {op}");
     }
