@@ -658,8 +658,9 @@ async fn only_the_bad_record_of_a_batch_is_reported() {
     assert!(op.heartbeat_at.is_some());
 }
 
-/// The agent handshake: a template with `[agent]` stays CONFIGURING (create open, lock held) after apply,
-/// becomes ACTIVE on `AgentReady`, and fails with a fix when the deadline passes.
+/// The agent handshake: a template with `[agent]` stays CONFIGURING (create open, lock held) after apply —
+/// and after its runner's task stopped (issue 15, defect 1) — becomes ACTIVE on `AgentReady`, and fails
+/// with a fix when the deadline passes.
 mod agent {
     use super::*;
     use aws_lambda_events::sqs::SqsMessage;
@@ -707,6 +708,14 @@ deadline_secs = 600
         let run = bed.start(&create).await;
         bed.deliver(runner(&run, "succeeded", |_| {})).await;
         bed.deliver(runner(&run, "succeeded", |_| {})).await; // duplicate: same result
+        // The runner exits 0 after its report; its stop, even on the last delivery the report wait allows,
+        // is acked at once and leaves the create waiting for its agent.
+        bed.deliver(ecs_stopped(&run, "exit0")).await;
+        bed.deliver(with_receive_count(
+            ecs_stopped(&run, "exit0"),
+            strato_status::FINAL_REPORT_GRACE_RECEIVES,
+        ))
+        .await;
         let c = bed.w.cluster(&cluster).await;
         assert_eq!(c.state(), ClusterState::Configuring);
         assert!(c.configuring_deadline.is_some());
@@ -754,14 +763,14 @@ deadline_secs = 600
     #[tokio::test(flavor = "multi_thread")]
     async fn a_missed_deadline_fails_the_cluster_with_a_fix() {
         let (bed, cluster, run) = configuring().await;
-        // A timer that fires early is put back for the time left.
+        // A timer that fires early is acked and chained: the next one goes out for the time left (handed
+        // back instead, it would reach the dead-letter queue after a few rounds).
         let early = ControlEvent::ConfigureDeadline {
             operation_id: run.op.clone(),
             cluster_id: cluster.cluster_id.clone(),
             deadline: ts::now() + time::Duration::minutes(5),
         };
-        let resp = bed.handle(control(&early)).await;
-        assert_eq!(failures(&resp).len(), 1, "redelivered later, not applied");
+        bed.deliver(control(&early)).await;
         assert_eq!(bed.w.cluster(&cluster).await.state(), ClusterState::Configuring);
 
         let due = ControlEvent::ConfigureDeadline {

@@ -214,12 +214,13 @@ where
     }
 
     /// Silent runners. Only ECS can say whether one is dead; a task that has not stopped is left alone,
-    /// however old its heartbeat.
+    /// however old its heartbeat. A create waiting for its cluster agent is not silent: its runner reported
+    /// and exited, and the agent or the configure deadline ends it.
     async fn report_dead_runners(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
         for bucket in [OpenStatus::Dispatched, OpenStatus::Running] {
             for op in self.store.open_operations(bucket).await? {
                 let last_sign = op.heartbeat_at.unwrap_or(op.updated_at).max(op.updated_at);
-                if last_sign + self.heartbeat_stale > now {
+                if last_sign + self.heartbeat_stale > now || op.awaiting_agent() {
                     continue;
                 }
                 let Some(arn) = op.task_arn.clone() else {

@@ -412,6 +412,41 @@ async fn a_silent_runner_whose_task_stopped_is_reported_as_a_stopped_task_event(
     );
 }
 
+/// Issue 15, defect 1: a create whose apply ended waits in CONFIGURING for its cluster agent; its runner
+/// reported, exited 0 and went quiet. The sweep must not report it as a dead runner (the status function
+/// would fail the create for a lost report and the agent's registration would get 409).
+#[tokio::test]
+async fn agent_handshake_sweeper_leaves_a_create_waiting_for_its_agent_alone() {
+    let w = world();
+    let cluster = w.cluster("agented", ClusterState::Configuring, None);
+    let (op, token, arn) = w.started(&cluster, Duration::minutes(30)).await;
+    let mut op = op;
+    op.kind = OperationKind::Create;
+    op.steps.push(strato_domain::model::Step {
+        name: strato_domain::model::CONFIGURE_STEP.into(),
+        started_at: w.now() - Duration::minutes(30),
+        finished_at: None,
+        ok: None,
+    });
+    w.store.put_operation(op.clone());
+    w.tasks
+        .stop_task(&arn, Some("Essential container in task exited"), Some(0));
+
+    let report = w.sweep().await;
+    assert_eq!(report.stale_runners_reported, 0, "{report:?}");
+    assert!(w.events.sent().is_empty(), "no stop event sent");
+    assert_eq!(w.stored(&op).status, OperationStatus::Running);
+    assert_eq!(
+        w.store.lock_holder(&cluster),
+        Some((op.operation_id.clone(), token))
+    );
+
+    // Once the configure step has closed without the create ending, its runner is an ordinary silent one.
+    op.steps[0].finished_at = Some(w.now());
+    w.store.put_operation(op);
+    assert_eq!(w.sweep().await.stale_runners_reported, 1);
+}
+
 #[tokio::test]
 async fn a_silent_runner_whose_task_ecs_forgot_is_reported_too() {
     let w = world();

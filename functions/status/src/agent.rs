@@ -1,13 +1,16 @@
 //! The cluster agent handshake. A create whose template installs the agent does not end with the apply: the
 //! cluster waits in CONFIGURING until the agent reports Ready nodes (`agent_ready`) or a timer set at the
 //! apply's end fires (`configure_deadline`). A create without an agent ends with the apply, provided the
-//! template's required outputs are there.
+//! template's required outputs are there. SQS delays a message by at most 15 minutes, so a later deadline is
+//! reached by a chain of timers, each sent again for the time left ([`MAX_TIMER_DELAY_SECS`] at most).
 
-use strato_domain::coordination::{step_to, update_operation};
+use strato_domain::coordination::{LOCK_LEASE, step_to, update_operation};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::ControlEvent;
-use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus, Step};
-use strato_domain::ports::{Clock, Clusters, EventsQueue, Operations, Templates};
+use strato_domain::model::{
+    CONFIGURE_STEP, Cluster, ClusterState, Operation, OperationKind, OperationStatus, Step,
+};
+use strato_domain::ports::{Clock, Clusters, EventsQueue, LeaseRenewal, Operations, Templates};
 use time::OffsetDateTime;
 
 use crate::StatusError;
@@ -15,7 +18,12 @@ use crate::cluster_end::{change, to_configuring};
 use crate::decide::{Outcome, Ports, Status};
 use crate::handoff::{Final, Outputs, finish, finish_interrupted_handoff};
 
-const CONFIGURE_STEP: &str = "configure";
+/// The longest delay SQS allows a message (15 minutes): no timer asks for more.
+pub const MAX_TIMER_DELAY_SECS: i32 = 900;
+
+fn timer_delay(secs: i64) -> i32 {
+    secs.clamp(0, i64::from(MAX_TIMER_DELAY_SECS)) as i32
+}
 
 /// How a finished create proves the cluster is usable.
 pub(crate) enum Readiness {
@@ -127,9 +135,9 @@ pub(crate) async fn await_agent<P: Ports>(
         cluster_id: op.cluster_id.clone(),
         deadline: c.configuring_deadline.unwrap_or(deadline),
     };
-    // SQS delays at most 15 minutes; a later deadline is re-delayed when the timer fires early.
+    // A deadline beyond SQS's longest delay is reached by chaining (see `apply_control`).
     ctx.queues
-        .send_control(&event, deadline_secs.min(900) as i32)
+        .send_control(&event, timer_delay(deadline_secs as i64))
         .await?;
     Ok(())
 }
@@ -157,7 +165,8 @@ pub(crate) enum ControlDecision {
     /// The create already ended (a late timer or agent, or a redelivery after the end was saved): only its
     /// hand-off may be left to finish.
     AlreadyEnded,
-    /// The deadline timer fired early (SQS delays at most 15 minutes): look again after this many seconds.
+    /// The deadline timer fired early (SQS delays at most 15 minutes): the next timer of the chain goes out
+    /// with this delay.
     Wait(i32),
     /// The agent is ready: the cluster becomes ACTIVE and the create succeeds.
     Ready,
@@ -189,7 +198,7 @@ pub(crate) fn decide_control(
         ControlEvent::ConfigureDeadline { deadline, .. } => {
             let left = (*deadline - now).whole_seconds();
             if left > 0 {
-                ControlDecision::Wait(left.min(900) as i32)
+                ControlDecision::Wait(timer_delay(left))
             } else {
                 ControlDecision::TimedOut
             }
@@ -207,6 +216,34 @@ fn agent_timeout_error() -> UserError {
         "Check that the nodes can reach the control-plane URL and that the agent runs \
                  (kubectl -n strato-system logs deploy/strato-agent), then retry the cluster.",
     )
+}
+
+/// The deadline timer fired before the deadline: the next timer of the chain goes out (this one is acked).
+/// Handing this one back instead (a visibility change) would count a receive each time and send it to the
+/// dead-letter queue after a few; a new message starts its count afresh. The create holds its cluster lock
+/// throughout, and no runner heartbeats for it any more, so each link renews the lock's lease.
+async fn chain_timer<P: Ports>(
+    ctx: &Status<'_, P>,
+    op: &Operation,
+    ev: &ControlEvent,
+    secs: i32,
+) -> Result<(), StatusError> {
+    if let Some(token) = op.fencing_token
+        && !ctx
+            .store
+            .renew_lock(
+                &op.cluster_id,
+                &op.operation_id,
+                token,
+                LOCK_LEASE,
+                ctx.clock.now(),
+            )
+            .await?
+    {
+        tracing::warn!(operation = %op.operation_id, "a configuring create no longer holds its cluster lock");
+    }
+    ctx.queues.send_control(ev, secs).await?;
+    Ok(())
 }
 
 /// Applies an agent handshake event to the create it names.
@@ -242,7 +279,10 @@ pub(crate) async fn apply_control<P: Ports>(
             finish_interrupted_handoff(ctx, &op).await?;
             return Ok(Outcome::Ack);
         }
-        ControlDecision::Wait(secs) => return Ok(Outcome::RetryAfter(secs)),
+        ControlDecision::Wait(secs) => {
+            chain_timer(ctx, &op, ev, secs).await?;
+            return Ok(Outcome::Ack);
+        }
         ControlDecision::Ready => {
             change(ctx.store, &op.tenant_id, &op.cluster_id, |c| {
                 let moved = step_to(c, ClusterState::Active);

@@ -38,6 +38,7 @@ pub mod webhook;
 use strato_aws::env::EnvError;
 use strato_domain::ids::OperationId;
 
+pub use agent::MAX_TIMER_DELAY_SECS;
 pub use config::{AwsPorts, Config, Ctx, handle};
 pub use decide::{Outcome, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status};
 pub use incoming::{

@@ -4,7 +4,8 @@
 //! the report — did report, so its stop waits for the report first: over several visibility timeouts of the
 //! events queue ([`ReportWait`]), since the report's own batch may fail and come back only after one.
 //! Should the report still arrive after the stop gave up on it, it is recorded on the operation
-//! ([`record_late_report`]) rather than dropped.
+//! ([`record_late_report`]) rather than dropped. A create waiting for its cluster agent got its report
+//! already: its runner's stop changes nothing ([`StopDecision::AwaitingAgent`]).
 
 use strato_domain::coordination::{ATTEMPTS, Attempt, optimistic, update_operation};
 use strato_domain::error::{ErrorCategory, UserError};
@@ -39,6 +40,9 @@ pub(crate) enum StopDecision {
     Stale,
     /// The operation already ended (its report arrived); finish a hand-off an earlier delivery left undone.
     AlreadyEnded,
+    /// The runner's report arrived and the create now waits for its cluster agent: the runner was done, so
+    /// its stop (whatever its exit code) changes nothing; the agent or the configure deadline ends the create.
+    AwaitingAgent,
     /// The runner reached its end, so its final report is in flight: look again after this many seconds.
     AwaitReport(i32),
     /// The runner stopped without a final report: the operation fails with this error.
@@ -61,6 +65,9 @@ pub(crate) fn decide_stop(
     }
     if op.status.is_terminal() {
         return StopDecision::AlreadyEnded;
+    }
+    if op.awaiting_agent() {
+        return StopDecision::AwaitingAgent;
     }
     let runner = task.runner();
     let exit_code = runner.and_then(|c| c.exit_code);
@@ -183,7 +190,7 @@ pub(crate) async fn apply_task_change<P: Ports>(
         };
         let fenced = fence(ctx, &op, task.fencing_token(), Some(&task.task_arn)).await?;
         // The archive can change the decision only for a stop that would otherwise fail the operation.
-        let archived = if fenced == Fence::Current && !op.status.is_terminal() {
+        let archived = if fenced == Fence::Current && !op.status.is_terminal() && !op.awaiting_agent() {
             ctx.archive.archive_complete(id).await.unwrap_or_else(|e| {
                 tracing::warn!(operation = %id, error = %e, "log archive unreadable; taken as incomplete");
                 false
@@ -198,6 +205,10 @@ pub(crate) async fn apply_task_change<P: Ports>(
             }
             StopDecision::AlreadyEnded => {
                 finish_interrupted_handoff(ctx, &op).await?;
+                Outcome::Ack
+            }
+            StopDecision::AwaitingAgent => {
+                tracing::info!(operation = %id, task = %task.task_arn, "runner stopped after its report; the create waits for its agent");
                 Outcome::Ack
             }
             StopDecision::AwaitReport(secs) => Outcome::RetryAfter(secs),

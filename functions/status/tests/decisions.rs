@@ -799,3 +799,204 @@ async fn the_report_wait_spans_several_visibility_timeouts_of_the_events_queue()
     );
     const { assert!(REPORT_WAIT_VISIBILITY_TIMEOUTS >= 2) };
 }
+
+// --- issue 15, defect 1: templates with an agent never reach ACTIVE -----------------------------------------
+
+/// A template that installs the cluster agent, with this configure deadline.
+fn agent_template(deadline_secs: u64) -> strato_domain::template::Template {
+    strato_domain::template::Template::from_toml(&format!(
+        r#"
+name = "aws-eks-basic"
+version = "1.2.0"
+providers = ["aws"]
+stages = [{{ name = "cluster", modules = ["k8s"] }}]
+[variables.agent_token]
+type = "string"
+managed = true
+sensitive = true
+[variables.control_plane_url]
+type = "string"
+managed = true
+[variables.node_count]
+type = "integer"
+default = 2
+[agent]
+deadline_secs = {deadline_secs}
+"#
+    ))
+    .unwrap()
+}
+
+/// A create of a template with an agent (`deadline_secs`) whose runner reported success: the cluster waits
+/// in CONFIGURING, the create open with its lock and slot.
+async fn configuring(w: &World, deadline_secs: u64) -> (ClusterId, Run) {
+    w.templates.publish(agent_template(deadline_secs));
+    let c = w.cluster_in("agented", ClusterState::Provisioning);
+    let run = w.start(&c, OperationKind::Create).await;
+    let mut op = w.op(&run.op);
+    op.spec = Some(w.cluster(&c).spec.clone());
+    w.store.put_operation(op);
+    assert!(w.deliver_one(step(w, &run, "apply", None), 1).await);
+    assert!(w.deliver_one(step(w, &run, "apply", Some(true)), 1).await);
+    assert!(w.deliver_one(succeeded(w, &run, run.token), 1).await);
+    assert_eq!(w.cluster(&c).state(), ClusterState::Configuring);
+    let op = w.op(&run.op);
+    assert_eq!(
+        op.status,
+        OperationStatus::Running,
+        "the create waits for its agent"
+    );
+    assert!(op.awaiting_agent());
+    (c, run)
+}
+
+/// Whether the create is still waiting in CONFIGURING with its lock and slot.
+fn still_configuring(w: &World, c: &ClusterId, run: &Run) {
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Running, "{:?}", op.error);
+    assert!(op.awaiting_agent());
+    assert_eq!(w.cluster(c).state(), ClusterState::Configuring);
+    assert_eq!(w.store.lock_holder(c), Some((run.op.clone(), run.token)));
+    assert!(w.store.slots(&w.tenant).contains(&run.op));
+}
+
+fn agent_ready(run: &Run, c: &ClusterId) -> String {
+    control(ControlEvent::AgentReady {
+        operation_id: run.op.clone(),
+        cluster_id: c.clone(),
+        nodes_ready: 2,
+    })
+}
+
+#[tokio::test]
+async fn agent_handshake_stop_event_during_configure_keeps_configuring() {
+    let w = world();
+    let (c, run) = configuring(&w, 600).await;
+    // The runner exited 0 after its report: every delivery of its stop, the last one included, is acked
+    // at once and changes nothing.
+    for receives in [1, FINAL_REPORT_GRACE_RECEIVES] {
+        assert!(
+            w.deliver_one(stopped(&run, Some(0)), receives).await,
+            "delivery {receives}"
+        );
+        still_configuring(&w, &c, &run);
+    }
+    // Killed in its workspace cleanup after the report: the same.
+    assert!(w.deliver_one(stopped(&run, Some(137)), 1).await);
+    still_configuring(&w, &c, &run);
+    assert!(
+        w.queues.visibility_changes().is_empty(),
+        "nothing waits for a report"
+    );
+
+    // Before the report, a stop still fails the create.
+    let w = world();
+    w.templates.publish(agent_template(600));
+    let c = w.cluster_in("agented", ClusterState::Provisioning);
+    let run = w.start(&c, OperationKind::Create).await;
+    assert!(w.deliver_one(step(&w, &run, "apply", None), 1).await);
+    assert!(w.deliver_one(stopped(&run, Some(137)), 1).await);
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Failed);
+    assert_eq!(op.error.unwrap().step, "apply");
+    assert!(!w.holds_anything(&c, &run));
+}
+
+#[tokio::test]
+async fn agent_handshake_agent_ready_after_the_runner_stopped_ends_active_and_hands_off() {
+    let w = world();
+    let (c, run) = configuring(&w, 600).await;
+    let waiter = w.parked(&c, cluster_busy_reason(&run.op));
+    assert!(w.deliver_one(stopped(&run, Some(0)), 1).await);
+    w.clock.advance(Duration::seconds(90));
+
+    assert!(w.deliver_one(agent_ready(&run, &c), 1).await);
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Succeeded, "{:?}", op.error);
+    let configure = op.steps.iter().find(|s| s.name == "configure").unwrap();
+    assert_eq!(configure.ok, Some(true));
+    let cluster = w.cluster(&c);
+    assert_eq!(cluster.state(), ClusterState::Active);
+    assert_eq!(cluster.configuring_deadline, None);
+    assert!(!w.holds_anything(&c, &run));
+    assert_eq!(w.woken(), vec![waiter.operation_id]);
+
+    // The stop's last delivery and the deadline timer, arriving afterwards, change nothing.
+    assert!(
+        w.deliver_one(stopped(&run, Some(0)), FINAL_REPORT_GRACE_RECEIVES)
+            .await
+    );
+    let (timer, _) = w.queues.controls()[0].clone();
+    w.clock.advance(Duration::seconds(600));
+    assert!(w.deliver_one(control(timer), 1).await);
+    assert_eq!(w.op(&run.op).status, OperationStatus::Succeeded);
+    assert_eq!(w.cluster(&c).state(), ClusterState::Active);
+    assert_eq!(w.woken().len(), 1);
+}
+
+#[tokio::test]
+async fn agent_handshake_deadline_fails_with_what_step_fix_and_hands_off() {
+    let w = world();
+    let (c, run) = configuring(&w, 120).await;
+    let waiter = w.parked(&c, cluster_busy_reason(&run.op));
+    assert!(w.deliver_one(stopped(&run, Some(0)), 1).await);
+    let controls = w.queues.controls();
+    assert_eq!(controls.len(), 1);
+    let (timer, delay) = controls[0].clone();
+    assert_eq!(delay, 120);
+    w.clock.advance(Duration::seconds(i64::from(delay)));
+
+    assert!(w.deliver_one(control(timer), 1).await);
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Failed);
+    let err = op.error.unwrap();
+    assert_eq!(err.step, "configure");
+    assert_eq!(err.category, ErrorCategory::Timeout);
+    assert!(err.what.contains("agent did not register"), "{}", err.what);
+    assert!(err.fix.contains("retry"), "{}", err.fix);
+    let cluster = w.cluster(&c);
+    assert_eq!(cluster.state(), ClusterState::Failed);
+    assert_eq!(cluster.last_error.unwrap().step, "configure");
+    assert!(!w.holds_anything(&c, &run));
+    assert_eq!(w.woken(), vec![waiter.operation_id]);
+
+    // A late agent changes nothing.
+    assert!(w.deliver_one(agent_ready(&run, &c), 1).await);
+    assert_eq!(w.cluster(&c).state(), ClusterState::Failed);
+}
+
+#[tokio::test]
+async fn agent_handshake_deadline_over_15_minutes_is_chained() {
+    let w = world();
+    let deadline = 3600 + 30;
+    let (c, run) = configuring(&w, deadline).await;
+    let started = w.clock.now();
+    assert!(w.deliver_one(stopped(&run, Some(0)), 1).await);
+    // Each timer is delivered once, when due, as a new message (its first receive): SQS never holds one
+    // longer than 15 minutes, and none may reach the dead-letter queue by being handed back again and again.
+    let mut delivered = 0;
+    while w.op(&run.op).status == OperationStatus::Running {
+        let controls = w.queues.controls();
+        assert_eq!(controls.len(), delivered + 1, "one timer in flight at a time");
+        let (timer, delay) = controls[delivered].clone();
+        assert!(
+            (1..=strato_status::MAX_TIMER_DELAY_SECS).contains(&delay),
+            "timer {delivered} asks SQS for {delay} s"
+        );
+        still_configuring(&w, &c, &run);
+        w.clock.advance(Duration::seconds(i64::from(delay)));
+        assert!(
+            w.deliver_one(control(timer), 1).await,
+            "timer {delivered} is acked"
+        );
+        delivered += 1;
+        assert!(delivered < 10, "the chain ends at the deadline");
+    }
+    assert_eq!(delivered, 5, "900 + 900 + 900 + 900 + 30 s");
+    assert_eq!(w.clock.now() - started, Duration::seconds(deadline as i64));
+    assert!(w.queues.visibility_changes().is_empty(), "no timer handed back");
+    let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Failed);
+    assert_eq!(op.error.unwrap().step, "configure");
+    assert!(!w.holds_anything(&c, &run));
+}

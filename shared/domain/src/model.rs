@@ -183,6 +183,9 @@ pub enum DriftPolicy {
 /// Default time between drift checks of an ACTIVE cluster.
 pub const DEFAULT_DRIFT_INTERVAL_SECS: u64 = 6 * 3600;
 
+/// The step a create with an agent opens when its apply ends: it waits for the agent's Ready nodes.
+pub const CONFIGURE_STEP: &str = "configure";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceChange {
     pub address: String,
@@ -442,6 +445,13 @@ impl Operation {
             .rev()
             .find(|s| s.finished_at.is_none())
             .or(self.steps.last())
+    }
+
+    /// A create whose apply ended and that waits for the cluster agent (its [`CONFIGURE_STEP`] is open): its
+    /// runner is done, so only the agent or the configure deadline ends it.
+    pub fn awaiting_agent(&self) -> bool {
+        let open = |s: &Step| s.name == CONFIGURE_STEP && s.finished_at.is_none();
+        self.kind == OperationKind::Create && !self.status.is_terminal() && self.steps.iter().any(open)
     }
 }
 
