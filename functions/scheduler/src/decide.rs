@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use strato_domain::coordination::{release_and_wake, submit, update_operation};
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
 use strato_domain::ids::ClusterId;
-use strato_domain::messages::JobMessage;
+use strato_domain::messages::{ControlEvent, JobMessage};
 use strato_domain::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
 use strato_domain::ports::{
     ClusterLocks, Clusters, JobQueue, OpenStatus, Operations, PortError, StateLock, StateLocks,
@@ -36,6 +36,8 @@ pub struct Report {
     pub tf_locks_released: u32,
     /// Tenant slots held by operations that had finished (or no longer exist): their hand-off was lost.
     pub slots_released: u32,
+    /// Configure deadlines past due (plus the grace) whose create still waits: their timer was lost.
+    pub deadlines_resent: u32,
     pub connections_removed: u32,
 }
 
@@ -220,7 +222,12 @@ where
         for bucket in [OpenStatus::Dispatched, OpenStatus::Running] {
             for op in self.store.open_operations(bucket).await? {
                 let last_sign = op.heartbeat_at.unwrap_or(op.updated_at).max(op.updated_at);
-                if last_sign + self.heartbeat_stale > now || op.awaiting_agent() {
+                if op.awaiting_agent() {
+                    // No runner to watch: the configure deadline ends it, unless that timer was lost.
+                    report.deadlines_resent += u32::from(self.resend_lost_deadline(&op, now).await?);
+                    continue;
+                }
+                if last_sign + self.heartbeat_stale > now {
                     continue;
                 }
                 let Some(arn) = op.task_arn.clone() else {
@@ -251,6 +258,29 @@ where
             }
         }
         Ok(())
+    }
+
+    /// A create waiting for its agent past its configure deadline (plus the grace the timer has to arrive):
+    /// the timer was lost (a failed send, or the DLQ), so the sweeper sends the deadline again, at once.
+    /// Status ignores a duplicate, so resending on every sweep until it lands is safe.
+    async fn resend_lost_deadline(&self, op: &Operation, now: OffsetDateTime) -> Result<bool, PortError> {
+        let Some(c) = self.store.load_cluster(&op.tenant_id, &op.cluster_id).await? else {
+            return Ok(false);
+        };
+        let Some(deadline) = c.configuring_deadline else {
+            return Ok(false);
+        };
+        if deadline + self.queued_grace > now {
+            return Ok(false);
+        }
+        let event = ControlEvent::ConfigureDeadline {
+            operation_id: op.operation_id.clone(),
+            cluster_id: op.cluster_id.clone(),
+            deadline,
+        };
+        self.events.send_control_event(&event).await?;
+        tracing::warn!(operation = %op.operation_id, %deadline, "configure deadline past with the create still open; sent again");
+        Ok(true)
     }
 
     /// Sends what EventBridge would have: an "ECS Task State Change" (STOPPED). The status function then

@@ -7,6 +7,7 @@ use strato_domain::fakes::{
     FakeClock, FakeJobQueue, FakeLauncher, FakeStateLocks, FakeStore, FakeTaskEvents,
 };
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::messages::ControlEvent;
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
 };
@@ -593,4 +594,46 @@ async fn the_sweep_frees_slots_held_by_finished_or_missing_operations_and_wakes_
     let woken: Vec<_> = w.jobs.sent().into_iter().map(|s| s.job.operation_id).collect();
     assert_eq!(woken, vec![waiting.operation_id.clone()]);
     assert_eq!(w.sweep().await.slots_released, 0, "nothing left to release");
+}
+
+/// Issue 15, defect 1 (what the sweeper must not leave behind): a create waiting for its agent is skipped by
+/// the silent-runner check, so if its configure-deadline timer is lost nothing would ever end it. Past the
+/// deadline plus the grace, the sweep sends the deadline again (and keeps doing so until status ends it).
+#[tokio::test]
+async fn agent_handshake_a_lost_configure_deadline_is_sent_again_by_the_sweep() {
+    let w = world();
+    let cluster = w.cluster("agented", ClusterState::Configuring, None);
+    let (mut op, _, _) = w.started(&cluster, Duration::minutes(30)).await;
+    op.kind = OperationKind::Create;
+    op.steps.push(strato_domain::model::Step {
+        name: strato_domain::model::CONFIGURE_STEP.into(),
+        started_at: w.now() - Duration::minutes(30),
+        finished_at: None,
+        ok: None,
+    });
+    w.store.put_operation(op.clone());
+    let deadline = w.now() + Duration::minutes(10);
+    let mut c = w.stored_cluster(&cluster);
+    c.configuring_deadline = Some(deadline);
+    w.store.put_cluster(c);
+
+    // Before the deadline (and within the grace after it) the timer is still the one to end it.
+    assert_eq!(w.sweep().await.deadlines_resent, 0);
+    w.clock
+        .advance(Duration::minutes(10) + GRACE - Duration::seconds(1));
+    assert_eq!(w.sweep().await.deadlines_resent, 0);
+    assert!(w.events.controls().is_empty());
+
+    w.clock.advance(Duration::seconds(1));
+    let report = w.sweep().await;
+    assert_eq!(report.deadlines_resent, 1, "{report:?}");
+    assert_eq!(report.stale_runners_reported, 0, "{report:?}");
+    assert_eq!(
+        w.events.controls(),
+        vec![ControlEvent::ConfigureDeadline {
+            operation_id: op.operation_id.clone(),
+            cluster_id: cluster.clone(),
+            deadline,
+        }]
+    );
 }

@@ -323,6 +323,12 @@ pub trait TaskEventSink: Send + Sync {
         &self,
         event: &TaskStateChangeEvent,
     ) -> impl Future<Output = Result<(), PortError>> + Send;
+
+    /// Sends a control event (a configure deadline whose timer was lost) for the status function, at once.
+    fn send_control_event(
+        &self,
+        event: &crate::messages::ControlEvent,
+    ) -> impl Future<Output = Result<(), PortError>> + Send;
 }
 
 /// A Terraform state lock held on one of Strato's cluster states.

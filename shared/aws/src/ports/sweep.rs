@@ -60,6 +60,24 @@ impl TaskEventSink for SqsTaskEvents<'_> {
             .map_err(|e| Error::aws("SendMessage", e))?;
         Ok(())
     }
+
+    async fn send_control_event(
+        &self,
+        event: &strato_domain::messages::ControlEvent,
+    ) -> Result<(), PortError> {
+        let body = serde_json::to_string(event).map_err(|source| Error::Render {
+            what: "control event",
+            source,
+        })?;
+        self.sqs
+            .send_message()
+            .queue_url(self.url)
+            .message_body(body)
+            .send()
+            .await
+            .map_err(|e| Error::aws("SendMessage", e))?;
+        Ok(())
+    }
 }
 
 /// Terraform's lock table (`table`), holding only the locks currently held.

@@ -47,6 +47,7 @@ impl TaskStatus for FakeLauncher {
 #[derive(Debug, Clone, Default)]
 pub struct FakeTaskEvents {
     sent: Arc<Mutex<Vec<TaskStateChangeEvent>>>,
+    controls: Arc<Mutex<Vec<crate::messages::ControlEvent>>>,
 }
 
 impl FakeTaskEvents {
@@ -54,11 +55,21 @@ impl FakeTaskEvents {
     pub fn sent(&self) -> Vec<TaskStateChangeEvent> {
         lock(&self.sent).clone()
     }
+
+    /// Control events sent, in order.
+    pub fn controls(&self) -> Vec<crate::messages::ControlEvent> {
+        lock(&self.controls).clone()
+    }
 }
 
 impl TaskEventSink for FakeTaskEvents {
     async fn send_task_event(&self, event: &TaskStateChangeEvent) -> Result<(), PortError> {
         lock(&self.sent).push(event.clone());
+        Ok(())
+    }
+
+    async fn send_control_event(&self, event: &crate::messages::ControlEvent) -> Result<(), PortError> {
+        lock(&self.controls).push(event.clone());
         Ok(())
     }
 }
