@@ -1,15 +1,16 @@
 //! Drift results: recorded on the cluster, described to subscribers, and acted on by the cluster's policy
-//! (`reconcile` queues an update, `notify` calls the tenant's webhook).
+//! (`reconcile` queues an update, `notify` queues a notification for the tenant's webhook).
 
 use strato_domain::coordination::{submit, update_operation};
 use strato_domain::ids::OperationId;
+use strato_domain::messages::WebhookMessage;
 use strato_domain::model::{Cluster, DriftInfo, DriftPolicy, Operation, OperationKind, ResourceChange};
 use strato_domain::ports::{Clock, Operations, Webhooks};
 use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent};
 use time::OffsetDateTime;
 
 use crate::decide::{Ports, Status};
-use crate::{StatusError, webhook};
+use crate::StatusError;
 
 /// Records drift check `check`'s result (`changes`, found `at`) on the cluster. `false` when this check's
 /// result is already there, so a redelivered success changes nothing.
@@ -84,17 +85,9 @@ pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Res
     Ok(())
 }
 
-/// `notify` policy: calls the tenant's webhook, if it has one, and notes the outcome on the check. Best
-/// effort and bounded (see [`crate::webhook`]): everything that matters is saved before.
-pub(crate) async fn notify_webhook<P: Ports>(ctx: &Status<'_, P>, op: &Operation, c: &Cluster) {
-    let hook = match ctx.webhooks.webhook_of(&c.tenant_id).await {
-        Ok(Some(h)) => h,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::warn!(operation = %op.operation_id, error = %e, "tenant webhook unreadable; not called");
-            return;
-        }
-    };
+/// The notification a `notify` policy sends for drift check `op` on `c`. Its delivery id is the check's id:
+/// one `drift.detected` per check, the same on every attempt and duplicate.
+pub(crate) fn drift_notification(op: &Operation, c: &Cluster) -> Result<WebhookMessage, serde_json::Error> {
     let event = DriftEvent {
         kind: DRIFT_DETECTED.into(),
         tenant_id: c.tenant_id.clone(),
@@ -105,27 +98,40 @@ pub(crate) async fn notify_webhook<P: Ports>(ctx: &Status<'_, P>, op: &Operation
         policy: c.drift_policy,
         changed_resources: c.drift.changed_resources.clone(),
     };
-    let Ok(body) = serde_json::to_vec(&event) else {
+    Ok(WebhookMessage {
+        tenant_id: c.tenant_id.clone(),
+        operation_id: op.operation_id.clone(),
+        event: DRIFT_DETECTED.into(),
+        delivery_id: op.operation_id.to_string(),
+        payload: serde_json::to_value(&event)?,
+    })
+}
+
+/// `notify` policy: queues the notification on the `webhooks` queue; its consumer reads the tenant's
+/// webhook, posts it (with retries) and notes the outcome on the check. Only a queue send happens here, so a
+/// slow receiver never holds up this batch. Everything that matters is saved before; a send that fails
+/// (after the SDK's own retries) is logged and noted, since the ended check is not handled again.
+pub(crate) async fn notify_webhook<P: Ports>(ctx: &Status<'_, P>, op: &Operation, c: &Cluster) {
+    let queued = match drift_notification(op, c) {
+        Ok(m) => ctx.webhooks.enqueue(&m).await.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let Err(error) = queued else {
+        tracing::info!(operation = %op.operation_id, "drift webhook queued");
         return;
     };
-    let d = ctx
-        .webhooks
-        .deliver(&hook, DRIFT_DETECTED, op.operation_id.as_str(), &body)
-        .await;
-    if d.delivered {
-        tracing::info!(operation = %op.operation_id, to = %hook.display_url(), attempts = d.attempts, "drift webhook delivered");
-    } else {
-        tracing::warn!(operation = %op.operation_id, to = %hook.display_url(), attempts = d.attempts,
-            error = d.error.as_deref().unwrap_or_default(), "drift webhook not delivered");
-    }
-    let line = webhook::note(&hook, DRIFT_DETECTED, &d, ctx.clock.now());
+    tracing::error!(operation = %op.operation_id, %error, "drift webhook not queued");
+    let line = format!(
+        "{}: webhook {DRIFT_DETECTED} not queued: {error}",
+        strato_domain::ts::format(ctx.clock.now())
+    );
     if let Err(e) = update_operation(ctx.store, &op.operation_id, |o| {
         o.notes.push(line.clone());
         true
     })
     .await
     {
-        tracing::warn!(operation = %op.operation_id, error = %e, "webhook outcome not recorded");
+        tracing::warn!(operation = %op.operation_id, error = %e, "webhook failure not recorded");
     }
 }
 

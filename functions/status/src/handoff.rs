@@ -96,7 +96,7 @@ pub(crate) async fn finish<P: Ports>(
 }
 
 /// After the end is saved and the lock and slot handed on: acts on a drift result, and tells subscribers
-/// (a webhook last: it is the slowest and matters least).
+/// (a webhook notification last: it is only queued, and matters least).
 async fn after_end<P: Ports>(
     ctx: &Status<'_, P>,
     done: &Operation,
