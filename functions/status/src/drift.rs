@@ -9,8 +9,8 @@ use strato_domain::ports::{Clock, Operations, Webhooks};
 use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent};
 use time::OffsetDateTime;
 
-use crate::decide::{Ports, Status};
 use crate::StatusError;
+use crate::decide::{Ports, Status};
 
 /// Records drift check `check`'s result (`changes`, found `at`) on the cluster. `false` when this check's
 /// result is already there, so a redelivered success changes nothing.

@@ -74,12 +74,9 @@ where
 
     async fn process(&self, record: &SqsMessage) -> Result<Outcome, WebhooksError> {
         let message_id = record.message_id.clone().unwrap_or_default();
-        let body = record
-            .body
-            .as_deref()
-            .ok_or_else(|| WebhooksError::EmptyBody {
-                message_id: message_id.clone(),
-            })?;
+        let body = record.body.as_deref().ok_or_else(|| WebhooksError::EmptyBody {
+            message_id: message_id.clone(),
+        })?;
         let msg: WebhookMessage =
             serde_json::from_str(body).map_err(|source| WebhooksError::BadBody { message_id, source })?;
         self.deliver(&msg, receive_count(record)).await
@@ -110,9 +107,7 @@ where
                 tracing::info!(operation = %id, to = %hook.display_url(), attempt, "webhook delivered");
                 (true, Outcome::Ack)
             }
-            Attempt::Failed {
-                retryable, error, ..
-            } => {
+            Attempt::Failed { retryable, error, .. } => {
                 let last = !retryable || attempt >= self.max_attempts;
                 tracing::warn!(operation = %id, to = %hook.display_url(), attempt, last, %error,
                     "webhook attempt failed");
@@ -135,7 +130,10 @@ where
         );
         // A failure to record is an error: the message comes back and the note is written then (a
         // delivered notification may then be posted again; receivers deduplicate on the delivery id).
-        update_operation(self.store, id, |o| set_note(&mut o.notes, &msg.delivery_id, line.clone())).await?;
+        update_operation(self.store, id, |o| {
+            set_note(&mut o.notes, &msg.delivery_id, line.clone())
+        })
+        .await?;
         Ok(next)
     }
 }

@@ -215,14 +215,20 @@ mod tests {
             "{last}"
         );
         for n in [&first, &last] {
-            assert!(!n.contains("SECRETPATH") && !n.contains("0123456789abcdef0"), "{n}");
+            assert!(
+                !n.contains("SECRETPATH") && !n.contains("0123456789abcdef0"),
+                "{n}"
+            );
         }
 
         let mut notes = vec!["other".to_owned()];
         assert_eq!(note_state(&notes, "op-1"), None);
         assert!(set_note(&mut notes, "op-1", first.clone()));
         assert_eq!(note_state(&notes, "op-1"), Some(NoteState::Retrying));
-        assert!(!set_note(&mut notes, "op-1", first), "a duplicate changes nothing");
+        assert!(
+            !set_note(&mut notes, "op-1", first),
+            "a duplicate changes nothing"
+        );
         assert!(set_note(&mut notes, "op-1", last));
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert_eq!(note_state(&notes, "op-1"), Some(NoteState::Final));

@@ -123,7 +123,13 @@ impl Receivers for HttpReceivers<'_> {
     }
 
     async fn retry_after(&self, receipt_handle: &str, secs: i32) {
-        delay_redelivery(&self.ctx.sqs, &self.ctx.queues.webhooks, Some(receipt_handle), secs).await;
+        delay_redelivery(
+            &self.ctx.sqs,
+            &self.ctx.queues.webhooks,
+            Some(receipt_handle),
+            secs,
+        )
+        .await;
     }
 }
 
@@ -155,14 +161,16 @@ mod tests {
     fn config_needs_the_prefix_and_the_policy_matches_the_queue() {
         let err = Config::from_lookup(|_| None).unwrap_err();
         assert!(err.to_string().contains("STRATO_RESOURCE_PREFIX"), "{err}");
-        let c = Config::from_lookup(|k| (k == "STRATO_RESOURCE_PREFIX").then(|| "strato-dev".into())).unwrap();
+        let c =
+            Config::from_lookup(|k| (k == "STRATO_RESOURCE_PREFIX").then(|| "strato-dev".into())).unwrap();
         assert_eq!(c.names.queue("webhooks"), "strato-dev-webhooks");
         let q = strato_aws::resources::queue("webhooks");
         let p = DeliveryPolicy::default();
         assert_eq!(p.max_attempts, q.max_receive_count);
         // A batch of hanging receivers still ends within the consumer's timeout.
         assert!(
-            p.attempt_timeout.as_secs() * BATCH_SIZE.unsigned_abs() as u64 + 10 < u64::from(q.consumer_timeout_secs()),
+            p.attempt_timeout.as_secs() * BATCH_SIZE.unsigned_abs() as u64 + 10
+                < u64::from(q.consumer_timeout_secs()),
             "{p:?}"
         );
     }

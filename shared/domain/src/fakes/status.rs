@@ -11,8 +11,7 @@ use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::{ControlEvent, LogFrame, WebhookMessage};
 use crate::model::Cluster;
 use crate::ports::{
-    EventsQueue, FrameSink, LeaseRenewal, NameReservations, PortError, RunArchive, SlotHolders,
-    Webhooks,
+    EventsQueue, FrameSink, LeaseRenewal, NameReservations, PortError, RunArchive, SlotHolders, Webhooks,
 };
 
 impl LeaseRenewal for FakeStore {
