@@ -144,9 +144,9 @@ resource "aws_lambda_function" "fn" {
 # which sets it server-side whatever the provider version.
 locals {
   event_sources = {
-    jobs     = { queue_arn = aws_sqs_queue.jobs.arn, function = "dispatcher", batch_size = 10 }
-    events   = { queue_arn = aws_sqs_queue.events.arn, function = "status", batch_size = 10 }
-    logs     = { queue_arn = aws_sqs_queue.logs.arn, function = "log-fanout", batch_size = 10 }
+    jobs   = { queue_arn = aws_sqs_queue.jobs.arn, function = "dispatcher", batch_size = 10 }
+    events = { queue_arn = aws_sqs_queue.events.arn, function = "status", batch_size = 10 }
+    logs   = { queue_arn = aws_sqs_queue.logs.arn, function = "log-fanout", batch_size = 10 }
     # strato_webhooks::BATCH_SIZE: a batch of hanging receivers (5 s each) still ends within the timeout.
     webhooks = { queue_arn = aws_sqs_queue.webhooks.arn, function = "webhooks", batch_size = 5 }
   }
