@@ -84,6 +84,7 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         bucket: &bucket,
     };
     let webhooks = SqsWebhooks {
+        store: &ctx.store,
         sqs: &ctx.sqs,
         url: &ctx.queues.webhooks,
     };

@@ -4,9 +4,11 @@
 use strato_domain::coordination::{submit, update_operation};
 use strato_domain::ids::OperationId;
 use strato_domain::messages::WebhookMessage;
-use strato_domain::model::{Cluster, DriftInfo, DriftPolicy, Operation, OperationKind, ResourceChange};
-use strato_domain::ports::{Clock, Operations, Webhooks};
-use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent};
+use strato_domain::model::{
+    Cluster, DriftInfo, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
+};
+use strato_domain::ports::{Clock, Clusters, Operations, Webhooks};
+use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, delivery_tag, has_delivery_note};
 use time::OffsetDateTime;
 
 use crate::StatusError;
@@ -107,32 +109,58 @@ pub(crate) fn drift_notification(op: &Operation, c: &Cluster) -> Result<WebhookM
     })
 }
 
-/// `notify` policy: queues the notification on the `webhooks` queue; its consumer reads the tenant's
-/// webhook, posts it (with retries) and notes the outcome on the check. Only a queue send happens here, so a
-/// slow receiver never holds up this batch. Everything that matters is saved before; a send that fails
-/// (after the SDK's own retries) is logged and noted, since the ended check is not handled again.
-pub(crate) async fn notify_webhook<P: Ports>(ctx: &Status<'_, P>, op: &Operation, c: &Cluster) {
-    let queued = match drift_notification(op, c) {
-        Ok(m) => ctx.webhooks.enqueue(&m).await.map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
-    };
-    let Err(error) = queued else {
-        tracing::info!(operation = %op.operation_id, "drift webhook queued");
-        return;
-    };
-    tracing::error!(operation = %op.operation_id, %error, "drift webhook not queued");
-    let line = format!(
-        "{}: webhook {DRIFT_DETECTED} not queued: {error}",
-        strato_domain::ts::format(ctx.clock.now())
-    );
-    if let Err(e) = update_operation(ctx.store, &op.operation_id, |o| {
-        o.notes.push(line.clone());
-        true
-    })
-    .await
-    {
-        tracing::warn!(operation = %op.operation_id, error = %e, "webhook failure not recorded");
+/// `notify` policy: when the tenant has a webhook, queues the notification on the `webhooks` queue and
+/// notes it on the check (the webhooks function posts it, with retries, and replaces that note with the
+/// outcome). Only a read and a queue send happen here, so a slow receiver never holds up this batch. A send
+/// that fails fails the record: its redelivery finds the check ended and queues the notification then
+/// ([`requeue_unsent`]), so a notification is queued at least once.
+pub(crate) async fn notify_webhook<P: Ports>(
+    ctx: &Status<'_, P>,
+    op: &Operation,
+    c: &Cluster,
+) -> Result<(), StatusError> {
+    if ctx.webhooks.webhook_of(&c.tenant_id).await?.is_none() {
+        return Ok(());
     }
+    let msg = drift_notification(op, c).map_err(|source| StatusError::Render {
+        what: "drift notification",
+        source,
+    })?;
+    ctx.webhooks.enqueue(&msg).await?;
+    tracing::info!(operation = %op.operation_id, delivery = %msg.delivery_id, "drift webhook queued");
+    let line = format!(
+        "{}: webhook {DRIFT_DETECTED} queued {}",
+        strato_domain::ts::format(ctx.clock.now()),
+        delivery_tag(&msg.delivery_id)
+    );
+    // Only when absent: the webhooks function may have noted an attempt already.
+    update_operation(ctx.store, &op.operation_id, |o| {
+        let absent = !has_delivery_note(&o.notes, &msg.delivery_id);
+        if absent {
+            o.notes.push(line.clone());
+        }
+        absent
+    })
+    .await?;
+    Ok(())
+}
+
+/// A redelivered final event of ended drift check `op`: queues its notification if an earlier delivery
+/// ended the check but failed to queue it (no note of the delivery on the check).
+pub(crate) async fn requeue_unsent<P: Ports>(ctx: &Status<'_, P>, op: &Operation) -> Result<(), StatusError> {
+    if op.kind != OperationKind::DriftCheck
+        || op.status != OperationStatus::Succeeded
+        || has_delivery_note(&op.notes, op.operation_id.as_str())
+    {
+        return Ok(());
+    }
+    let Some(c) = ctx.store.load_cluster(&op.tenant_id, &op.cluster_id).await? else {
+        return Ok(());
+    };
+    if policy_to_apply(op, &c) == Some(DriftPolicy::Notify) {
+        notify_webhook(ctx, op, &c).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

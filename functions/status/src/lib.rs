@@ -56,6 +56,12 @@ pub enum StatusError {
     BadBody { message_id: String, reason: String },
     #[error("operation {0} does not exist")]
     UnknownOperation(OperationId),
+    #[error("{what} could not be rendered: {source}")]
+    Render {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("operation {0} kept changing concurrently")]
     Contended(OperationId),
     #[error(transparent)]

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use strato_domain::webhook::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, Webhook};
+use strato_domain::webhook::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, Webhook, delivery_tag};
 use time::OffsetDateTime;
 
 /// How a delivery is tried.
@@ -116,15 +116,10 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// Where a delivery stands, as its note on the operation says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoteState {
-    /// Attempts failed so far; more will come.
+    /// Queued (the status function's note) or attempts failed so far; more will come.
     Retrying,
     /// Delivered, or given up: nothing more to do for this delivery id.
     Final,
-}
-
-/// The tag that ties a note to its delivery: one note per delivery id.
-pub fn delivery_tag(delivery_id: &str) -> String {
-    format!("[delivery {delivery_id}]")
 }
 
 /// The state of delivery `delivery_id` according to `notes`; `None` when no attempt was recorded.

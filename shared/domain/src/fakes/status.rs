@@ -13,6 +13,7 @@ use crate::model::Cluster;
 use crate::ports::{
     EventsQueue, FrameSink, LeaseRenewal, NameReservations, PortError, RunArchive, SlotHolders, Webhooks,
 };
+use crate::webhook::Webhook;
 
 impl LeaseRenewal for FakeStore {
     async fn renew_lock(
@@ -133,10 +134,21 @@ impl RunArchive for FakeRunArchive {
 /// The `webhooks` queue in memory: what was queued, in order. Clones share the data.
 #[derive(Debug, Clone, Default)]
 pub struct FakeWebhooks {
+    hooks: Arc<Mutex<HashMap<TenantId, Webhook>>>,
     queued: Arc<Mutex<Vec<WebhookMessage>>>,
+    failures: Arc<Mutex<usize>>,
 }
 
 impl FakeWebhooks {
+    pub fn set(&self, tenant: &TenantId, hook: Webhook) {
+        lock(&self.hooks).insert(tenant.clone(), hook);
+    }
+
+    /// The next `n` sends fail (the queue unavailable).
+    pub fn fail_sends(&self, n: usize) {
+        *lock(&self.failures) = n;
+    }
+
     /// Notifications queued, in order.
     pub fn queued(&self) -> Vec<WebhookMessage> {
         lock(&self.queued).clone()
@@ -144,7 +156,18 @@ impl FakeWebhooks {
 }
 
 impl Webhooks for FakeWebhooks {
+    async fn webhook_of(&self, tenant: &TenantId) -> Result<Option<Webhook>, PortError> {
+        Ok(lock(&self.hooks).get(tenant).cloned())
+    }
+
     async fn enqueue(&self, delivery: &WebhookMessage) -> Result<(), PortError> {
+        {
+            let mut failures = lock(&self.failures);
+            if *failures > 0 {
+                *failures -= 1;
+                return Err(PortError::Unavailable("webhooks queue (injected)".into()));
+            }
+        }
         lock(&self.queued).push(delivery.clone());
         Ok(())
     }

@@ -11,6 +11,7 @@ use super::PortError;
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::messages::{ControlEvent, LogFrame, WebhookMessage};
 use crate::model::Cluster;
+use crate::webhook::Webhook;
 
 /// Extends a held cluster lock (a runner's heartbeat).
 pub trait LeaseRenewal: Send + Sync {
@@ -77,6 +78,12 @@ pub trait RunArchive: Send + Sync {
 /// Where tenant webhook notifications are queued (the `webhooks` queue): they are posted by their own
 /// consumer, outside the state machine's path.
 pub trait Webhooks: Send + Sync {
+    /// The tenant's webhook; `None` when it has none (then nothing is queued).
+    fn webhook_of(
+        &self,
+        tenant: &TenantId,
+    ) -> impl Future<Output = Result<Option<Webhook>, PortError>> + Send;
+
     /// Queues `delivery`; the consumer reads the tenant's webhook, posts it and notes the outcome.
     fn enqueue(&self, delivery: &WebhookMessage) -> impl Future<Output = Result<(), PortError>> + Send;
 }
