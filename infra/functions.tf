@@ -1,4 +1,4 @@
-# The six control-plane Lambdas: one zip per function from `cargo lambda build --release --output-format zip`,
+# The seven control-plane Lambdas: one zip per function from `cargo lambda build --release --output-format zip`,
 # an OS-only runtime running the `bootstrap` binary, one role each with only what that function calls.
 
 locals {
@@ -10,7 +10,7 @@ locals {
   ws_management_endpoint = "https://${aws_apigatewayv2_api.ws.id}.execute-api.${var.region}.amazonaws.com/${local.ws_stage}"
 
   # Per function: crate/binary name (the zip's directory) and timeout. A function fed by a queue must finish
-  # within the queue's visibility timeout (jobs, events: 60 s; logs: 30 s), which AWS also enforces.
+  # within the queue's visibility timeout (jobs, events, webhooks: 60 s; logs: 30 s), which AWS also enforces.
   functions = {
     api          = { binary = "strato-api", timeout = 29 } # HTTP API integrations time out at 30 s
     dispatcher   = { binary = "strato-dispatcher", timeout = 50 }
@@ -18,6 +18,7 @@ locals {
     ws           = { binary = "strato-ws", timeout = 29 } # WebSocket integrations time out at 29 s
     "log-fanout" = { binary = "strato-log-fanout", timeout = 25 }
     scheduler    = { binary = "strato-scheduler", timeout = 300 }
+    webhooks     = { binary = "strato-webhooks", timeout = 50 }
   }
 
   # Environment exactly as each function's `Config::from_lookup` reads it (README "Configuration"); the
@@ -70,6 +71,7 @@ locals {
       STRATO_SWEEP_GRACE_SECS     = var.sweep_grace_secs
       STRATO_HEARTBEAT_STALE_SECS = var.heartbeat_stale_secs
     }
+    webhooks = {}
   }
 }
 
@@ -145,6 +147,8 @@ locals {
     jobs   = { queue_arn = aws_sqs_queue.jobs.arn, function = "dispatcher", batch_size = 10 }
     events = { queue_arn = aws_sqs_queue.events.arn, function = "status", batch_size = 10 }
     logs   = { queue_arn = aws_sqs_queue.logs.arn, function = "log-fanout", batch_size = 10 }
+    # strato_webhooks::BATCH_SIZE: a batch of hanging receivers (5 s each) still ends within the timeout.
+    webhooks = { queue_arn = aws_sqs_queue.webhooks.arn, function = "webhooks", batch_size = 5 }
   }
 }
 

@@ -18,7 +18,7 @@ locals {
     tenants     = aws_dynamodb_table.tenants
   } : name => [t.arn, "${t.arn}/index/*"] }
 
-  queue_arns = [aws_sqs_queue.jobs.arn, aws_sqs_queue.events.arn, aws_sqs_queue.logs.arn]
+  queue_arns = [aws_sqs_queue.jobs.arn, aws_sqs_queue.events.arn, aws_sqs_queue.logs.arn, aws_sqs_queue.webhooks.arn]
   consume    = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
 
   # Every function that resolves the queue URLs at start (shared::queues::QueueUrls).
@@ -132,14 +132,39 @@ locals {
       },
       {
         # Wake the next queued operation; status frames to the live log stream; its own delayed timers
-        # (the agent's configure deadline) back on the events queue.
-        Sid      = "SendJobsFramesAndTimers"
+        # (the agent's configure deadline) back on the events queue; drift notifications for the webhooks
+        # function.
+        Sid      = "SendJobsFramesTimersAndWebhooks"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.logs.arn, aws_sqs_queue.events.arn]
+        Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.logs.arn, aws_sqs_queue.events.arn, aws_sqs_queue.webhooks.arn]
       },
       local.artifacts_read,
     ])
+
+    # Reads the tenant's webhook, notes each delivery's outcome on its operation, consumes its queue (its
+    # back-offs change the message's visibility). Calls tenants' receivers over the internet: no VPC.
+    webhooks = [
+      {
+        Sid      = "OperationNotes"
+        Effect   = "Allow"
+        Action   = concat(local.ddb_read, ["dynamodb:PutItem", "dynamodb:UpdateItem"])
+        Resource = local.table_resources["operations"]
+      },
+      {
+        Sid      = "TenantWebhooks"
+        Effect   = "Allow"
+        Action   = ["dynamodb:GetItem"]
+        Resource = local.table_resources["tenants"]
+      },
+      local.resolve_queues,
+      {
+        Sid      = "ConsumeWebhooks"
+        Effect   = "Allow"
+        Action   = local.consume
+        Resource = aws_sqs_queue.webhooks.arn
+      },
+    ]
 
     ws = [
       {

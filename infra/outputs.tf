@@ -16,12 +16,14 @@ output "websocket_management_endpoint" {
 output "queue_urls" {
   description = "Queue URLs, DLQs included."
   value = {
-    jobs       = aws_sqs_queue.jobs.id
-    jobs_dlq   = aws_sqs_queue.jobs_dlq.id
-    events     = aws_sqs_queue.events.id
-    events_dlq = aws_sqs_queue.events_dlq.id
-    logs       = aws_sqs_queue.logs.id
-    logs_dlq   = aws_sqs_queue.logs_dlq.id
+    jobs         = aws_sqs_queue.jobs.id
+    jobs_dlq     = aws_sqs_queue.jobs_dlq.id
+    events       = aws_sqs_queue.events.id
+    events_dlq   = aws_sqs_queue.events_dlq.id
+    logs         = aws_sqs_queue.logs.id
+    logs_dlq     = aws_sqs_queue.logs_dlq.id
+    webhooks     = aws_sqs_queue.webhooks.id
+    webhooks_dlq = aws_sqs_queue.webhooks_dlq.id
   }
 }
 

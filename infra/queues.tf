@@ -69,12 +69,31 @@ resource "aws_sqs_queue" "logs" {
   })
 }
 
-# A message in a DLQ means a job, event or log batch failed every delivery: someone should look.
+# Tenant webhook notifications (drift found under the `notify` policy), queued by the status function for
+# the webhooks function: one POST attempt per delivery, so maxReceiveCount is the number of attempts. The
+# last failed attempt is recorded on the operation and acknowledged; only a message that could not be
+# handled at all (bad body, the store down) reaches the DLQ.
+resource "aws_sqs_queue" "webhooks_dlq" {
+  name                      = "${var.prefix}-webhooks-dlq"
+  message_retention_seconds = local.dlq_retention_secs
+}
+
+resource "aws_sqs_queue" "webhooks" {
+  name                       = "${var.prefix}-webhooks"
+  visibility_timeout_seconds = 60
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.webhooks_dlq.arn
+    maxReceiveCount     = 5
+  })
+}
+
+# A message in a DLQ means a job, event, log batch or webhook notification failed every delivery: someone should look.
 resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   for_each = {
-    jobs   = aws_sqs_queue.jobs_dlq.name
-    events = aws_sqs_queue.events_dlq.name
-    logs   = aws_sqs_queue.logs_dlq.name
+    jobs     = aws_sqs_queue.jobs_dlq.name
+    events   = aws_sqs_queue.events_dlq.name
+    logs     = aws_sqs_queue.logs_dlq.name
+    webhooks = aws_sqs_queue.webhooks_dlq.name
   }
 
   alarm_name          = "${var.prefix}-${each.key}-dlq-not-empty"

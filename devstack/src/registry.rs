@@ -74,7 +74,7 @@ pub struct ScheduleRule {
 }
 
 /// Everything devstack invokes. Keys of `sqs` are the logical queue names of `strato_aws::resources`
-/// (`jobs`, `events`, `logs`).
+/// (`jobs`, `events`, `logs`, `webhooks`).
 #[derive(Clone, Default)]
 pub struct Registry {
     pub http: Option<HttpHandler>,
@@ -109,7 +109,7 @@ impl Registry {
     }
 
     /// The functions that exist today, in-process: api (HTTP API), dispatcher (`jobs`), status (`events`),
-    /// scheduler (the drift-check and sweeper schedules).
+    /// webhooks (`webhooks`), scheduler (the drift-check and sweeper schedules).
     pub async fn builtin(env: &StackEnv) -> Result<Self, DevstackError> {
         let mut reg = Self::default();
         let prefix = env.names.prefix().to_owned();
@@ -170,6 +170,29 @@ impl Registry {
             }),
             env.sqs_concurrency,
         );
+
+        let webhooks = Arc::new(
+            strato_webhooks::Ctx::new(
+                strato_webhooks::Config {
+                    names: env.names.clone(),
+                },
+                &env.aws,
+            )
+            .await
+            .map_err(|e| DevstackError::step("starting the webhooks function", e))?,
+        );
+        reg.map_queue(
+            "webhooks",
+            sqs_handler(move |event| {
+                let w = webhooks.clone();
+                async move { strato_webhooks::handle(&w, event).await }
+            }),
+            env.sqs_concurrency,
+        );
+        // As infra/ maps it: a batch of hanging receivers must end within the consumer's timeout.
+        if let Some(m) = reg.sqs.get_mut("webhooks") {
+            m.batch_size = strato_webhooks::BATCH_SIZE;
+        }
 
         // Two EventBridge rules with constant inputs, as infra/ defines them.
         let scheduler_config = strato_scheduler::Config::from_lookup(|k| match k {

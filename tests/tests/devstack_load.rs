@@ -199,7 +199,7 @@ async fn many_clusters_from_five_tenants_reach_active_within_their_concurrency_l
         let slots = store.tenant_slots(&t.parse().unwrap()).await.unwrap();
         assert!(slots.is_empty(), "{t} still holds slots {slots:?}");
     }
-    for logical in ["jobs", "events", "logs"] {
+    for logical in ["jobs", "events", "logs", "webhooks"] {
         let url = stack
             .env
             .aws

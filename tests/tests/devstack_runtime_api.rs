@@ -89,10 +89,15 @@ async fn devstack_runtime_api_runs_the_api_binary_with_its_samples() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn devstack_runtime_api_runs_the_sqs_function_binaries_with_their_samples() {
-    let (dispatcher, status) =
-        tokio::task::spawn_blocking(|| (binary("strato-dispatcher"), binary("strato-status")))
-            .await
-            .unwrap();
+    let (dispatcher, status, webhooks) = tokio::task::spawn_blocking(|| {
+        (
+            binary("strato-dispatcher"),
+            binary("strato-status"),
+            binary("strato-webhooks"),
+        )
+    })
+    .await
+    .unwrap();
     let env = TestEnv::new().await;
     let runner_settings = [
         ("STRATO_RUNNER_CLUSTER", "runners"),
@@ -145,6 +150,25 @@ async fn devstack_runtime_api_runs_the_sqs_function_binaries_with_their_samples(
         );
     }
     s.stop().await;
+
+    // The webhooks function: a notification for an operation this environment does not have is dropped
+    // (acknowledged, nothing to post or note); every sample gets a well-formed response.
+    let w = LambdaProcess::spawn(&webhooks, "strato-webhooks", &env_for(&env, &[]))
+        .await
+        .unwrap();
+    let r = w
+        .invoke(sample("webhooks", "drift-detected"), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(r["batchItemFailures"], serde_json::json!([]), "{r}");
+    for (name, event) in sample_events(&workspace().join("events"), "webhooks").unwrap() {
+        let r = w
+            .invoke(event, TIMEOUT)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(r["batchItemFailures"].is_array(), "{name}: {r}");
+    }
+    w.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

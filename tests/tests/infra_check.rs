@@ -331,6 +331,11 @@ fn function_configs() -> BTreeMap<&'static str, FromLookup> {
                 .map(drop)
                 .map_err(|e| e.to_string())
         }),
+        ("webhooks", |get| {
+            strato_webhooks::Config::from_lookup(get)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }),
     ])
 }
 
@@ -514,6 +519,7 @@ const CONSUMERS: &[(&str, &str)] = &[
     ("jobs", "dispatcher"),
     ("events", "status"),
     ("logs", "log-fanout"),
+    ("webhooks", "webhooks"),
 ];
 
 fn check_event_sources(cfg: &Config, names: &Names, fns: &BTreeMap<String, (BTreeMap<String, String>, u64)>) {
@@ -549,6 +555,13 @@ fn check_event_sources(cfg: &Config, names: &Names, fns: &BTreeMap<String, (BTre
             .and_then(|f| f.strip_suffix(']'))
             .unwrap_or_else(|| panic!("{id}: {function} is not one of the functions"))
             .to_owned();
+        if function == "webhooks" {
+            assert_eq!(
+                batch,
+                u64::from(strato_webhooks::BATCH_SIZE.unsigned_abs()),
+                "{id}: the webhooks function's batch size (hanging receivers must fit its timeout)"
+            );
+        }
         assert!(
             mapped.insert(queue, function).is_none(),
             "{id}: queue mapped twice"
@@ -776,13 +789,14 @@ fn check_permissions(cfg: &Config) {
     let sends: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::from([
         ("api", BTreeSet::from(["jobs", "events"])),
         ("dispatcher", BTreeSet::from(["jobs"])),
-        ("status", BTreeSet::from(["jobs", "events", "logs"])),
+        ("status", BTreeSet::from(["jobs", "events", "logs", "webhooks"])),
         ("ws", BTreeSet::new()),
         ("log-fanout", BTreeSet::new()),
         ("scheduler", BTreeSet::from(["jobs", "events"])),
+        ("webhooks", BTreeSet::new()),
     ]);
     for (function, queues) in &sends {
-        let granted: BTreeSet<&str> = ["jobs", "events", "logs"]
+        let granted: BTreeSet<&str> = ["jobs", "events", "logs", "webhooks"]
             .into_iter()
             .filter(|q| {
                 allows(
@@ -804,6 +818,27 @@ fn check_permissions(cfg: &Config) {
             "{function} posts to WebSocket connections"
         );
     }
+    // The webhooks function: the tenant's webhook, notes on operations, back-offs on its own queue.
+    for (action, resource) in [
+        ("dynamodb:GetItem", "<aws_dynamodb_table.tenants.arn>"),
+        ("dynamodb:GetItem", "<aws_dynamodb_table.operations.arn>"),
+        ("dynamodb:PutItem", "<aws_dynamodb_table.operations.arn>"),
+        ("sqs:ChangeMessageVisibility", "<aws_sqs_queue.webhooks.arn>"),
+        ("sqs:GetQueueUrl", "<aws_sqs_queue.webhooks.arn>"),
+    ] {
+        assert!(
+            allows(&policies["webhooks"], action, resource),
+            "the webhooks function may not {action} on {resource}"
+        );
+    }
+    assert!(
+        !allows(
+            &policies["webhooks"],
+            "dynamodb:PutItem",
+            "<aws_dynamodb_table.tenants.arn>"
+        ),
+        "the webhooks function only reads tenants"
+    );
     let dispatcher = &policies["dispatcher"];
     assert!(allows(
         dispatcher,

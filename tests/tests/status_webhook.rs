@@ -1,6 +1,9 @@
 //! Tenant drift webhooks against moto and a local HTTP receiver that checks every call the way a tenant
 //! would: the HMAC signature over timestamp and body, the timestamp's freshness, the headers and the body.
-//! Retries, failures (recorded, never blocking the result) and the cases that call nothing.
+//! The status function queues the notification on the `webhooks` queue; the webhooks function posts it
+//! (each redelivery of the message is one attempt, emulated here). Retries, failures (recorded, never
+//! blocking the result), a hanging receiver that no longer holds up the status batch (issue 15 defect 7)
+//! and the cases that call nothing.
 
 #[path = "flow_support/mod.rs"]
 mod support;
@@ -15,7 +18,7 @@ use serde_json::{Value, json};
 use strato_domain::model::{Cluster, ClusterState, DriftPolicy, OperationKind, OperationStatus};
 use strato_domain::webhook::{self, DriftEvent, Webhook};
 use strato_status::Ctx;
-use strato_status::webhook::WebhookPolicy;
+use strato_webhooks::DeliveryPolicy;
 use support::{World, failures, load_event, patch_bodies};
 
 const SECRET: &str = "whsec-test-5f1c2d3e9a7b";
@@ -36,6 +39,11 @@ struct Receiver {
 
 impl Receiver {
     async fn start(answers: Vec<StatusCode>) -> Self {
+        Self::slow(answers, Duration::ZERO).await
+    }
+
+    /// Like [`Receiver::start`], each answer after `delay` (a receiver that hangs).
+    async fn slow(answers: Vec<StatusCode>, delay: Duration) -> Self {
         let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
         let seen = calls.clone();
         let app = axum::Router::new().route(
@@ -44,14 +52,18 @@ impl Receiver {
                 let seen = seen.clone();
                 let answers = answers.clone();
                 async move {
-                    let mut calls = seen.lock().unwrap();
-                    let n = calls.len();
-                    calls.push(Call {
-                        headers,
-                        body,
-                        at: time::OffsetDateTime::now_utc(),
-                    });
-                    answers[n.min(answers.len() - 1)]
+                    let answer = {
+                        let mut calls = seen.lock().unwrap();
+                        let n = calls.len();
+                        calls.push(Call {
+                            headers,
+                            body,
+                            at: time::OffsetDateTime::now_utc(),
+                        });
+                        answers[n.min(answers.len() - 1)]
+                    };
+                    tokio::time::sleep(delay).await;
+                    answer
                 }
             }),
         );
@@ -72,12 +84,13 @@ impl Receiver {
 struct Bed {
     w: World,
     status: Ctx,
+    webhooks: strato_webhooks::Ctx,
 }
 
 impl Bed {
     async fn new() -> Self {
         let w = World::new().await;
-        let mut status = Ctx::new(
+        let status = Ctx::new(
             strato_status::Config {
                 names: w.env.names.clone(),
             },
@@ -85,14 +98,59 @@ impl Bed {
         )
         .await
         .unwrap();
-        // Quick retries keep the test short; the logic is the production one.
-        status.webhook = WebhookPolicy {
+        let mut webhooks = strato_webhooks::Ctx::new(
+            strato_webhooks::Config {
+                names: w.env.names.clone(),
+            },
+            &w.env.aws,
+        )
+        .await
+        .unwrap();
+        // A short attempt timeout and three attempts keep the test short; the logic is the production one.
+        webhooks.policy = DeliveryPolicy {
             attempt_timeout: Duration::from_secs(2),
-            attempts: 3,
-            min_delay: Duration::from_millis(20),
-            max_delay: Duration::from_millis(100),
+            max_attempts: 3,
         };
-        Self { w, status }
+        Self { w, status, webhooks }
+    }
+
+    /// What the status function queued on the `webhooks` queue (taken off it).
+    async fn queued(&self) -> SqsEvent {
+        self.w.take(&self.w.queues.webhooks).await
+    }
+
+    /// Runs the webhooks function on `event` as SQS would: records it hands back are delivered again
+    /// (receive count + 1) until none is, or the queue would have moved them to the DLQ. The records left
+    /// for the DLQ.
+    async fn post(&self, mut event: SqsEvent) -> Vec<String> {
+        for _ in 0..self.webhooks.policy.max_attempts {
+            let resp = strato_webhooks::handle(&self.webhooks, event.clone())
+                .await
+                .unwrap();
+            let again = failures(&resp);
+            event
+                .records
+                .retain(|r| again.contains(r.message_id.as_ref().unwrap()));
+            for r in &mut event.records {
+                let n: u32 = r.attributes["ApproximateReceiveCount"].parse().unwrap();
+                r.attributes
+                    .insert("ApproximateReceiveCount".into(), (n + 1).to_string());
+            }
+            if event.records.is_empty() {
+                break;
+            }
+        }
+        event
+            .records
+            .iter()
+            .map(|r| r.message_id.clone().unwrap())
+            .collect()
+    }
+
+    /// Posts everything queued; nothing may be left for the DLQ.
+    async fn post_queued(&self) {
+        let left = self.post(self.queued().await).await;
+        assert!(left.is_empty(), "left for the DLQ: {left:?}");
     }
 
     async fn set_webhook(&self, url: &str) {
@@ -164,6 +222,10 @@ async fn drift_under_notify_calls_the_tenants_webhook_signed() {
     let c = b.active("prod", DriftPolicy::Notify).await;
 
     let (check, _) = b.check(&c, "succeeded-drift").await;
+    assert!(rx.calls().is_empty(), "queued, not called by the status function");
+    let queued = b.queued().await;
+    assert_eq!(queued.records.len(), 1);
+    assert!(b.post(queued.clone()).await.is_empty());
     let calls = rx.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     let call = &calls[0];
@@ -231,9 +293,17 @@ async fn drift_under_notify_calls_the_tenants_webhook_signed() {
         op.notes
     );
 
-    // A duplicate of the runner's result calls nobody again (the end was already applied).
+    // A duplicate of the queued message (at least once) finds the delivery's note final: no second call,
+    // no second note.
+    let notes = op.notes.clone();
+    assert!(b.post(queued).await.is_empty());
+    assert_eq!(rx.calls().len(), 1);
+    assert_eq!(b.w.op(&check).await.notes, notes);
+
+    // A duplicate of the runner's result queues nothing again (the end was already applied).
     b.deliver(b.runner(&check, "succeeded-drift", &|_| {}).await)
         .await;
+    assert!(b.queued().await.records.is_empty());
     assert_eq!(rx.calls().len(), 1);
 }
 
@@ -245,58 +315,70 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     b.set_webhook(&flaky.url).await;
     let c = b.active("flaky", DriftPolicy::Notify).await;
     let (check, _) = b.check(&c, "succeeded-drift").await;
+    b.post_queued().await;
     let calls = flaky.calls();
     assert_eq!(calls.len(), 2);
     for call in &calls {
         let sig = call.headers[webhook::SIGNATURE_HEADER].to_str().unwrap();
         webhook::verify(SECRET.as_bytes(), sig, &call.body, call.at, 300).unwrap();
+        assert_eq!(
+            call.headers[webhook::DELIVERY_HEADER],
+            check.as_str(),
+            "the same delivery id"
+        );
     }
     let notes = b.w.op(&check).await.notes;
+    assert_eq!(notes.len(), 1, "one note per delivery, updated: {notes:?}");
     assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("delivered") && n.contains("2 attempts")),
+        notes[0].contains("delivered") && notes[0].contains("2 attempts"),
         "{notes:?}"
     );
 
     // Always failing: three attempts, then the failure is on the record; the check itself succeeded and
-    // the cluster's lock was handed on before the webhook was tried.
+    // the cluster's lock was handed on before anything was tried.
     let down = Receiver::start(vec![StatusCode::INTERNAL_SERVER_ERROR]).await;
     b.set_webhook(&down.url).await;
     let (check, took) = b.check(&c, "succeeded-drift").await;
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(b.w.store.cluster_lock(&c.cluster_id).await.unwrap(), None);
+    b.post_queued().await;
     assert_eq!(down.calls().len(), 3);
-    assert!(
-        took < b.status.webhook.budget() + Duration::from_secs(20),
-        "{took:?}"
-    );
     let op = b.w.op(&check).await;
     assert_eq!(op.status, OperationStatus::Succeeded);
+    assert_eq!(op.notes.len(), 1, "{:?}", op.notes);
     assert!(
-        op.notes
-            .iter()
-            .any(|n| n.contains("NOT delivered") && n.contains("after 3 attempts") && n.contains("HTTP 500")),
+        op.notes[0].contains("NOT delivered")
+            && op.notes[0].contains("after 3 attempts")
+            && op.notes[0].contains("HTTP 500"),
         "{:?}",
         op.notes
     );
-    assert_eq!(b.w.store.cluster_lock(&c.cluster_id).await.unwrap(), None);
 
     // A client error is final: not retried.
     let refusing = Receiver::start(vec![StatusCode::BAD_REQUEST]).await;
     b.set_webhook(&refusing.url).await;
     b.check(&c, "succeeded-drift").await;
+    b.post_queued().await;
     assert_eq!(refusing.calls().len(), 1);
 
-    // Nobody listening: connection refused on every attempt, recorded, bounded.
+    // A redirect is not followed (the signed body stays with the receiver the tenant named).
+    let moved = Receiver::start(vec![StatusCode::TEMPORARY_REDIRECT]).await;
+    b.set_webhook(&moved.url).await;
+    let (check, _) = b.check(&c, "succeeded-drift").await;
+    b.post_queued().await;
+    assert_eq!(moved.calls().len(), 1);
+    let notes = b.w.op(&check).await.notes;
+    assert!(notes[0].contains("redirects are not followed"), "{notes:?}");
+
+    // Nobody listening: connection refused on every attempt, recorded.
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
     b.set_webhook(&format!("http://{closed}/hooks")).await;
     let (check, took) = b.check(&c, "succeeded-drift").await;
-    assert!(
-        took < b.status.webhook.budget() + Duration::from_secs(20),
-        "{took:?}"
-    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    b.post_queued().await;
     let notes = b.w.op(&check).await.notes;
     assert!(
         notes
@@ -307,6 +389,45 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     assert!(b.w.cluster(&c).await.drift.drifted);
 }
 
+/// Issue 15 defect 7: the status function called the tenant's webhook inside its SQS batch (up to ~13 s per
+/// webhook), so one tenant's slow receiver delayed every tenant's state changes. Now the batch only queues
+/// the notification: it returns at once with the result and hand-off saved, and the hanging receiver costs
+/// the webhooks function one short attempt per delivery.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_receiver_no_longer_holds_up_the_status_batch() {
+    let b = Bed::new().await;
+    let hanging = Receiver::slow(vec![StatusCode::OK], Duration::from_secs(60)).await;
+    b.set_webhook(&hanging.url).await;
+    let c = b.active("slow", DriftPolicy::Notify).await;
+
+    let (check, took) = b.check(&c, "succeeded-drift").await;
+    assert!(
+        took < Duration::from_secs(2),
+        "the status batch waited for the receiver: {took:?}"
+    );
+    assert!(hanging.calls().is_empty(), "not called from the status batch");
+    assert_eq!(b.w.op(&check).await.status, OperationStatus::Succeeded);
+    assert!(b.w.cluster(&c).await.drift.drifted);
+    assert_eq!(b.w.store.cluster_lock(&c.cluster_id).await.unwrap(), None);
+    let queued = b.queued().await;
+    assert_eq!(queued.records.len(), 1, "the delivery is queued");
+    let msg: strato_domain::messages::WebhookMessage =
+        serde_json::from_str(queued.records[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(msg.delivery_id, check.as_str());
+    assert_eq!(msg.event, webhook::DRIFT_DETECTED);
+
+    // The webhooks function gives the receiver one attempt of 2 s, then hands the record back.
+    let t = Instant::now();
+    let resp = strato_webhooks::handle(&b.webhooks, queued).await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(failures(&resp).len(), 1, "retried later");
+    let notes = b.w.op(&check).await.notes;
+    assert!(
+        notes[0].contains("attempt 1 failed: no answer within 2000 ms; will retry"),
+        "{notes:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn clean_checks_reconcile_and_tenants_without_a_webhook_call_nothing() {
     let b = Bed::new().await;
@@ -315,6 +436,7 @@ async fn clean_checks_reconcile_and_tenants_without_a_webhook_call_nothing() {
     // No webhook configured: drift is recorded, nothing is called, nothing noted.
     let c = b.active("quiet", DriftPolicy::Notify).await;
     let (check, _) = b.check(&c, "succeeded-drift").await;
+    b.post_queued().await;
     assert!(b.w.cluster(&c).await.drift.drifted);
     assert!(b.w.op(&check).await.notes.is_empty());
 
@@ -328,6 +450,7 @@ async fn clean_checks_reconcile_and_tenants_without_a_webhook_call_nothing() {
     b.check(&r, "succeeded-drift").await;
     let ops = b.w.store.list_operations(&r.cluster_id).await.unwrap();
     assert!(ops.iter().any(|o| o.kind == OperationKind::Update));
+    assert!(b.queued().await.records.is_empty(), "no notification queued");
     assert!(rx.calls().is_empty(), "{:?}", rx.calls());
 
     // Removing the webhook stops the calls.

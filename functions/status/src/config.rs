@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::Env;
-use strato_aws::ports::{S3RunArchive, SqsJobQueue, SqsStatusQueues};
+use strato_aws::ports::{S3RunArchive, SqsJobQueue, SqsStatusQueues, SqsWebhooks};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
@@ -13,7 +13,6 @@ use strato_domain::ports::SystemClock;
 
 use crate::StatusError;
 use crate::decide::{Ports, ReportWait, Status};
-use crate::webhook::{HttpWebhooks, WebhookPolicy};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -39,9 +38,6 @@ pub struct Ctx {
     pub sqs: aws_sdk_sqs::Client,
     pub s3: aws_sdk_s3::Client,
     pub queues: QueueUrls,
-    /// For tenant webhooks.
-    pub http: reqwest::Client,
-    pub webhook: WebhookPolicy,
 }
 
 impl Ctx {
@@ -53,8 +49,6 @@ impl Ctx {
             s3: aws.s3.clone(),
             queues,
             config,
-            http: reqwest::Client::new(),
-            webhook: WebhookPolicy::default(),
         })
     }
 }
@@ -69,7 +63,7 @@ impl<'a> Ports for AwsPorts<'a> {
     type Jobs = SqsJobQueue<'a>;
     type Queues = SqsStatusQueues<'a>;
     type Archive = S3RunArchive<'a>;
-    type Webhooks = HttpWebhooks<'a>;
+    type Webhooks = SqsWebhooks<'a>;
     type Clock = SystemClock;
 }
 
@@ -89,10 +83,10 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         s3: &ctx.s3,
         bucket: &bucket,
     };
-    let webhooks = HttpWebhooks {
+    let webhooks = SqsWebhooks {
         store: &ctx.store,
-        http: &ctx.http,
-        policy: &ctx.webhook,
+        sqs: &ctx.sqs,
+        url: &ctx.queues.webhooks,
     };
     let status: Status<'_, AwsPorts<'_>> = Status {
         store: &ctx.store,

@@ -1,15 +1,18 @@
 //! Drift results: recorded on the cluster, described to subscribers, and acted on by the cluster's policy
-//! (`reconcile` queues an update, `notify` calls the tenant's webhook).
+//! (`reconcile` queues an update, `notify` queues a notification for the tenant's webhook).
 
 use strato_domain::coordination::{submit, update_operation};
 use strato_domain::ids::OperationId;
-use strato_domain::model::{Cluster, DriftInfo, DriftPolicy, Operation, OperationKind, ResourceChange};
-use strato_domain::ports::{Clock, Operations, Webhooks};
-use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent};
+use strato_domain::messages::WebhookMessage;
+use strato_domain::model::{
+    Cluster, DriftInfo, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
+};
+use strato_domain::ports::{Clock, Clusters, Operations, Webhooks};
+use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, delivery_tag, has_delivery_note};
 use time::OffsetDateTime;
 
+use crate::StatusError;
 use crate::decide::{Ports, Status};
-use crate::{StatusError, webhook};
 
 /// Records drift check `check`'s result (`changes`, found `at`) on the cluster. `false` when this check's
 /// result is already there, so a redelivered success changes nothing.
@@ -84,17 +87,9 @@ pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Res
     Ok(())
 }
 
-/// `notify` policy: calls the tenant's webhook, if it has one, and notes the outcome on the check. Best
-/// effort and bounded (see [`crate::webhook`]): everything that matters is saved before.
-pub(crate) async fn notify_webhook<P: Ports>(ctx: &Status<'_, P>, op: &Operation, c: &Cluster) {
-    let hook = match ctx.webhooks.webhook_of(&c.tenant_id).await {
-        Ok(Some(h)) => h,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::warn!(operation = %op.operation_id, error = %e, "tenant webhook unreadable; not called");
-            return;
-        }
-    };
+/// The notification a `notify` policy sends for drift check `op` on `c`. Its delivery id is the check's id:
+/// one `drift.detected` per check, the same on every attempt and duplicate.
+pub(crate) fn drift_notification(op: &Operation, c: &Cluster) -> Result<WebhookMessage, serde_json::Error> {
     let event = DriftEvent {
         kind: DRIFT_DETECTED.into(),
         tenant_id: c.tenant_id.clone(),
@@ -105,28 +100,67 @@ pub(crate) async fn notify_webhook<P: Ports>(ctx: &Status<'_, P>, op: &Operation
         policy: c.drift_policy,
         changed_resources: c.drift.changed_resources.clone(),
     };
-    let Ok(body) = serde_json::to_vec(&event) else {
-        return;
-    };
-    let d = ctx
-        .webhooks
-        .deliver(&hook, DRIFT_DETECTED, op.operation_id.as_str(), &body)
-        .await;
-    if d.delivered {
-        tracing::info!(operation = %op.operation_id, to = %hook.display_url(), attempts = d.attempts, "drift webhook delivered");
-    } else {
-        tracing::warn!(operation = %op.operation_id, to = %hook.display_url(), attempts = d.attempts,
-            error = d.error.as_deref().unwrap_or_default(), "drift webhook not delivered");
-    }
-    let line = webhook::note(&hook, DRIFT_DETECTED, &d, ctx.clock.now());
-    if let Err(e) = update_operation(ctx.store, &op.operation_id, |o| {
-        o.notes.push(line.clone());
-        true
+    Ok(WebhookMessage {
+        tenant_id: c.tenant_id.clone(),
+        operation_id: op.operation_id.clone(),
+        event: DRIFT_DETECTED.into(),
+        delivery_id: op.operation_id.to_string(),
+        payload: serde_json::to_value(&event)?,
     })
-    .await
-    {
-        tracing::warn!(operation = %op.operation_id, error = %e, "webhook outcome not recorded");
+}
+
+/// `notify` policy: when the tenant has a webhook, queues the notification on the `webhooks` queue and
+/// notes it on the check (the webhooks function posts it, with retries, and replaces that note with the
+/// outcome). Only a read and a queue send happen here, so a slow receiver never holds up this batch. A send
+/// that fails fails the record: its redelivery finds the check ended and queues the notification then
+/// ([`requeue_unsent`]), so a notification is queued at least once.
+pub(crate) async fn notify_webhook<P: Ports>(
+    ctx: &Status<'_, P>,
+    op: &Operation,
+    c: &Cluster,
+) -> Result<(), StatusError> {
+    if ctx.webhooks.webhook_of(&c.tenant_id).await?.is_none() {
+        return Ok(());
     }
+    let msg = drift_notification(op, c).map_err(|source| StatusError::Render {
+        what: "drift notification",
+        source,
+    })?;
+    ctx.webhooks.enqueue(&msg).await?;
+    tracing::info!(operation = %op.operation_id, delivery = %msg.delivery_id, "drift webhook queued");
+    let line = format!(
+        "{}: webhook {DRIFT_DETECTED} queued {}",
+        strato_domain::ts::format(ctx.clock.now()),
+        delivery_tag(&msg.delivery_id)
+    );
+    // Only when absent: the webhooks function may have noted an attempt already.
+    update_operation(ctx.store, &op.operation_id, |o| {
+        let absent = !has_delivery_note(&o.notes, &msg.delivery_id);
+        if absent {
+            o.notes.push(line.clone());
+        }
+        absent
+    })
+    .await?;
+    Ok(())
+}
+
+/// A redelivered final event of ended drift check `op`: queues its notification if an earlier delivery
+/// ended the check but failed to queue it (no note of the delivery on the check).
+pub(crate) async fn requeue_unsent<P: Ports>(ctx: &Status<'_, P>, op: &Operation) -> Result<(), StatusError> {
+    if op.kind != OperationKind::DriftCheck
+        || op.status != OperationStatus::Succeeded
+        || has_delivery_note(&op.notes, op.operation_id.as_str())
+    {
+        return Ok(());
+    }
+    let Some(c) = ctx.store.load_cluster(&op.tenant_id, &op.cluster_id).await? else {
+        return Ok(());
+    };
+    if policy_to_apply(op, &c) == Some(DriftPolicy::Notify) {
+        notify_webhook(ctx, op, &c).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ pub(crate) async fn finish<P: Ports>(
 }
 
 /// After the end is saved and the lock and slot handed on: acts on a drift result, and tells subscribers
-/// (a webhook last: it is the slowest and matters least).
+/// (a webhook notification last: it is only queued, and matters least).
 async fn after_end<P: Ports>(
     ctx: &Status<'_, P>,
     done: &Operation,
@@ -115,7 +115,7 @@ async fn after_end<P: Ports>(
     announce(ctx, done, cluster, None, message).await;
     end_stream(ctx, done).await;
     if let Some(c) = notify {
-        drift::notify_webhook(ctx, done, c).await;
+        drift::notify_webhook(ctx, done, c).await?;
     }
     Ok(())
 }
@@ -137,6 +137,7 @@ pub(crate) fn holds_handoff(
 /// A terminal event for an operation that is already terminal. Normally a duplicate with nothing left to do;
 /// but if an earlier delivery died between saving the end and releasing, the lock or slot is still held by
 /// this operation, and the hand-off is finished now. (Releases are conditional, so nothing is freed twice.)
+/// Likewise a drift notification the earlier delivery did not queue is queued now.
 pub(crate) async fn finish_interrupted_handoff<P: Ports>(
     ctx: &Status<'_, P>,
     op: &Operation,
@@ -147,7 +148,7 @@ pub(crate) async fn finish_interrupted_handoff<P: Ports>(
         tracing::warn!(operation = %op.operation_id, "finishing a hand-off an earlier delivery left undone");
         release_and_wake(ctx.store, ctx.jobs, op).await?;
     }
-    Ok(())
+    drift::requeue_unsent(ctx, op).await
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@
 //! Layout: `incoming` parses queue records and `decide` ([`Status`], the decisions' ports) routes them;
 //! `config` wires the AWS adapters into it ([`handle`]); `runner_events`, `task_change`
 //! and `agent` (the cluster agent handshake) decide what an event does; `fencing` refuses stale events;
-//! `handoff` ends an operation, with `cluster_end` for its cluster and `drift` for drift results;
+//! `handoff` ends an operation, with `cluster_end` for its cluster and `drift` for drift results (a
+//! `notify` policy queues the tenant's webhook notification for `strato-webhooks`);
 //! `frames` tells WebSocket subscribers. Where a decision can be made without I/O it is a pure function
 //! next to the code that performs it, unit-tested in its module.
 //!
@@ -33,7 +34,6 @@ mod handoff;
 mod incoming;
 mod runner_events;
 mod task_change;
-pub mod webhook;
 
 use strato_aws::env::EnvError;
 use strato_domain::ids::OperationId;
@@ -57,6 +57,12 @@ pub enum StatusError {
     BadBody { message_id: String, reason: String },
     #[error("operation {0} does not exist")]
     UnknownOperation(OperationId),
+    #[error("{what} could not be rendered: {source}")]
+    Render {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("operation {0} kept changing concurrently")]
     Contended(OperationId),
     #[error(transparent)]

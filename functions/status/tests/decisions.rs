@@ -18,7 +18,7 @@ use strato_domain::model::{
     OperationStatus, ResourceChange, TemplateRef,
 };
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
-use strato_domain::webhook::{DRIFT_DETECTED, Webhook};
+use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, Webhook};
 use strato_status::{
     FINAL_REPORT_GRACE_RECEIVES, LOST_REPORT, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status,
 };
@@ -523,7 +523,7 @@ async fn drift_under_reconcile_submits_one_update_within_the_quota() {
 }
 
 #[tokio::test]
-async fn drift_under_notify_calls_the_tenants_webhook_and_notes_the_outcome() {
+async fn drift_under_notify_queues_the_webhook_notification_with_a_stable_delivery_id() {
     let w = world();
     let c = w.cluster_in("prod", ClusterState::Active);
     let mut cluster = w.cluster(&c);
@@ -536,19 +536,75 @@ async fn drift_under_notify_calls_the_tenants_webhook_and_notes_the_outcome() {
     let run = w.start(&c, OperationKind::DriftCheck).await;
     assert!(w.deliver_one(drift_found(&w, &run), 1).await);
 
-    let calls = w.webhooks.calls();
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].event, DRIFT_DETECTED);
-    assert_eq!(calls[0].delivery_id, run.op.as_str(), "a stable delivery id");
+    // Queued for the webhooks function, not called here (issue 15 defect 7).
+    let queued = w.webhooks.queued();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].event, DRIFT_DETECTED);
+    assert_eq!(queued[0].tenant_id, w.tenant);
+    assert_eq!(queued[0].operation_id, run.op);
+    assert_eq!(queued[0].delivery_id, run.op.as_str(), "a stable delivery id");
+    let event: DriftEvent = serde_json::from_value(queued[0].payload.clone()).unwrap();
+    assert_eq!(event.changed_resources[0].address, "aws_security_group.nodes");
     let op = w.op(&run.op);
+    assert_eq!(op.status, OperationStatus::Succeeded);
+    assert_eq!(op.notes.len(), 1, "{:?}", op.notes);
     assert!(
-        op.notes
-            .iter()
-            .any(|n| n.contains("delivered to https://hooks.example.com")),
+        op.notes[0].contains("webhook drift.detected queued [delivery "),
         "{:?}",
         op.notes
     );
-    assert!(w.woken().is_empty(), "notify queues nothing");
+    assert!(w.woken().is_empty(), "notify queues no job");
+
+    // A duplicate of the result queues nothing more: the end was applied once, and its note says queued.
+    assert!(w.deliver_one(drift_found(&w, &run), 2).await);
+    assert_eq!(w.webhooks.queued().len(), 1);
+    assert_eq!(w.op(&run.op).notes.len(), 1);
+}
+
+#[tokio::test]
+async fn a_drift_notification_that_could_not_be_queued_is_queued_by_the_redelivery() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Notify;
+    w.store.put_cluster(cluster);
+    w.webhooks.set(
+        &w.tenant,
+        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
+    );
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    w.webhooks.fail_sends(1);
+    assert!(
+        !w.deliver_one(drift_found(&w, &run), 1).await,
+        "the record is handed back"
+    );
+    assert!(w.webhooks.queued().is_empty());
+    assert_eq!(
+        w.op(&run.op).status,
+        OperationStatus::Succeeded,
+        "the end is saved"
+    );
+    assert!(!w.holds_anything(&c, &run), "and handed off");
+
+    assert!(w.deliver_one(drift_found(&w, &run), 2).await);
+    let queued = w.webhooks.queued();
+    assert_eq!(queued.len(), 1, "queued at least once");
+    assert_eq!(queued[0].delivery_id, run.op.as_str());
+}
+
+#[tokio::test]
+async fn a_tenant_without_a_webhook_gets_nothing_queued() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Notify;
+    w.store.put_cluster(cluster);
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
+    assert!(w.deliver_one(drift_found(&w, &run), 2).await);
+    assert!(w.webhooks.queued().is_empty());
+    assert!(w.op(&run.op).notes.is_empty());
+    assert!(w.cluster(&c).drift.drifted);
 }
 
 // --- task stopped without a report ------------------------------------------------------------------------

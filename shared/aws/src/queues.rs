@@ -1,4 +1,4 @@
-//! Queue URLs resolved once per process, and the one way to enqueue a job.
+//! Queue URLs resolved once per process, the one way to enqueue a job, and redelivery delays.
 
 use aws_sdk_sqs::Client;
 
@@ -11,6 +11,7 @@ pub struct QueueUrls {
     pub jobs: String,
     pub events: String,
     pub logs: String,
+    pub webhooks: String,
 }
 
 impl QueueUrls {
@@ -35,6 +36,7 @@ impl QueueUrls {
             jobs: get("jobs"),
             events: get("events"),
             logs: get("logs"),
+            webhooks: get("webhooks"),
         })
     }
 }

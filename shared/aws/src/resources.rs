@@ -179,6 +179,14 @@ pub const QUEUES: &[QueueDef] = &[
         visibility_timeout_secs: 30,
         max_receive_count: 3,
     },
+    // Tenant webhook notifications, out of the state machine's path: one POST attempt per delivery, so
+    // `max_receive_count` is the number of attempts; the last one records the failure on the operation.
+    QueueDef {
+        logical: "webhooks",
+        fifo: false,
+        visibility_timeout_secs: 60,
+        max_receive_count: 5,
+    },
 ];
 
 pub const BUCKETS: &[BucketDef] = &[

@@ -233,6 +233,23 @@ pub enum ControlEvent {
     },
 }
 
+/// `webhooks` queue: one notification for a tenant's webhook, queued by the function that saw the event
+/// (the status function, after the result and hand-off are saved) and posted by the webhooks consumer, so
+/// a slow receiver never holds up a state change. `delivery_id` is fixed when the notification is queued:
+/// every attempt and every duplicate of the message carries it (`X-Strato-Delivery`), so receivers
+/// deduplicate on it and the consumer keeps one note per delivery on the operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebhookMessage {
+    pub tenant_id: TenantId,
+    /// The operation the notification is about; its notes record the outcome.
+    pub operation_id: OperationId,
+    /// e.g. [`crate::webhook::DRIFT_DETECTED`] (`X-Strato-Event`).
+    pub event: String,
+    pub delivery_id: String,
+    /// The JSON body posted, e.g. a [`crate::webhook::DriftEvent`].
+    pub payload: serde_json::Value,
+}
+
 /// Environment variable names of the runner's container overrides.
 pub const ENV_OPERATION_ID: &str = "STRATO_OPERATION_ID";
 pub const ENV_FENCING_TOKEN: &str = "STRATO_FENCING_TOKEN";

@@ -8,10 +8,7 @@ use std::future::Future;
 
 mod status;
 
-pub use status::{
-    EventsQueue, FrameSink, LeaseRenewal, NameReservations, RunArchive, SlotHolders, WebhookDelivery,
-    Webhooks,
-};
+pub use status::{EventsQueue, FrameSink, LeaseRenewal, NameReservations, RunArchive, SlotHolders, Webhooks};
 
 use time::{Duration, OffsetDateTime};
 

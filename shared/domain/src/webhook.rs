@@ -180,6 +180,18 @@ pub fn verify(
     }
 }
 
+/// The tag that ends the one note an operation keeps per webhook delivery (queued, each attempt, the
+/// outcome): the status function adds it when it queues the delivery, the webhooks function replaces it.
+pub fn delivery_tag(delivery_id: &str) -> String {
+    format!("[delivery {delivery_id}]")
+}
+
+/// Whether `notes` hold the note of delivery `delivery_id`.
+pub fn has_delivery_note(notes: &[String], delivery_id: &str) -> bool {
+    let tag = delivery_tag(delivery_id);
+    notes.iter().any(|n| n.ends_with(&tag))
+}
+
 /// `X-Strato-Event` of a drift notification.
 pub const DRIFT_DETECTED: &str = "drift.detected";
 

@@ -295,6 +295,12 @@ impl World {
     /// does for a batch it processed). Receives until the queue answers empty twice: FIFO groups release one
     /// message at a time.
     pub async fn take_jobs(&self) -> SqsEvent {
+        self.take(&self.queues.jobs).await
+    }
+
+    /// Receives what waits on the queue at `url` as Lambda would hand it over, and deletes it (see
+    /// [`World::take_jobs`]).
+    pub async fn take(&self, url: &str) -> SqsEvent {
         let mut records = Vec::new();
         let mut empty = 0;
         while empty < 2 {
@@ -303,7 +309,7 @@ impl World {
                 .aws
                 .sqs
                 .receive_message()
-                .queue_url(&self.queues.jobs)
+                .queue_url(url)
                 .max_number_of_messages(10)
                 .message_system_attribute_names(MessageSystemAttributeName::All)
                 .send()
@@ -319,7 +325,7 @@ impl World {
                     .aws
                     .sqs
                     .delete_message()
-                    .queue_url(&self.queues.jobs)
+                    .queue_url(url)
                     .receipt_handle(m.receipt_handle().unwrap())
                     .send()
                     .await

@@ -3,18 +3,21 @@
 //! [`SqsJobQueue`] is `jobs.fifo`; [`EcsLauncher`] starts runners as Fargate tasks; the sweeper's
 //! [`EcsTaskStatus`], [`SqsTaskEvents`] and [`DynamoStateLocks`] look at runners' tasks, report stopped ones
 //! and release Terraform state locks; the status function's [`SqsStatusQueues`] and [`S3RunArchive`] send
-//! its timers and frames and read the run's log archive; [`S3StateArchive`] lists and restores the versions of
+//! its timers and frames and read the run's log archive, and [`SqsWebhooks`] queues tenant webhook
+//! notifications; [`S3StateArchive`] lists and restores the versions of
 //! clusters' states. Adapters borrow their clients and settings, so a handler builds them per call for free.
 
 mod ecs;
 mod state;
 mod status;
 mod sweep;
+mod webhooks;
 
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
 pub use state::{S3StateArchive, state_prefix};
 pub use status::{S3RunArchive, SqsStatusQueues};
 pub use sweep::{DynamoStateLocks, EcsTaskStatus, SqsTaskEvents};
+pub use webhooks::SqsWebhooks;
 
 use time::{Duration, OffsetDateTime};
 

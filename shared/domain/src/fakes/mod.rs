@@ -11,7 +11,7 @@ mod status;
 pub use intake::FakeTemplates;
 pub use scheduler::{FakeStateLocks, FakeTaskEvents};
 pub use state::FakeStateArchive;
-pub use status::{FakeRunArchive, FakeStatusQueues, FakeWebhooks, WebhookCall};
+pub use status::{FakeRunArchive, FakeStatusQueues, FakeWebhooks};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};

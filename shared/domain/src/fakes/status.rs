@@ -1,5 +1,5 @@
 //! The fakes only the status function needs: lease renewal, slot holders and name releases on the store,
-//! its queues (timers, back-offs, frames), the run's log archive and tenant webhooks.
+//! its queues (timers, back-offs, frames), the run's log archive and the `webhooks` queue.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,11 +8,10 @@ use time::{Duration, OffsetDateTime};
 
 use super::{FakeStore, lock};
 use crate::ids::{ClusterId, OperationId, TenantId};
-use crate::messages::{ControlEvent, LogFrame};
+use crate::messages::{ControlEvent, LogFrame, WebhookMessage};
 use crate::model::Cluster;
 use crate::ports::{
-    EventsQueue, FrameSink, LeaseRenewal, NameReservations, PortError, RunArchive, SlotHolders,
-    WebhookDelivery, Webhooks,
+    EventsQueue, FrameSink, LeaseRenewal, NameReservations, PortError, RunArchive, SlotHolders, Webhooks,
 };
 use crate::webhook::Webhook;
 
@@ -133,55 +132,44 @@ impl RunArchive for FakeRunArchive {
     }
 }
 
-/// A webhook call the fake made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookCall {
-    pub tenant_url: String,
-    pub event: String,
-    pub delivery_id: String,
-    pub body: Vec<u8>,
-}
-
-#[derive(Debug, Default)]
-struct WebhooksState {
-    hooks: HashMap<TenantId, Webhook>,
-    calls: Vec<WebhookCall>,
-}
-
-/// Tenants' webhooks in memory: every call is delivered at the first attempt and kept. Clones share the data.
+/// The `webhooks` queue in memory: what was queued, in order. Clones share the data.
 #[derive(Debug, Clone, Default)]
 pub struct FakeWebhooks {
-    state: Arc<Mutex<WebhooksState>>,
+    hooks: Arc<Mutex<HashMap<TenantId, Webhook>>>,
+    queued: Arc<Mutex<Vec<WebhookMessage>>>,
+    failures: Arc<Mutex<usize>>,
 }
 
 impl FakeWebhooks {
     pub fn set(&self, tenant: &TenantId, hook: Webhook) {
-        lock(&self.state).hooks.insert(tenant.clone(), hook);
+        lock(&self.hooks).insert(tenant.clone(), hook);
     }
 
-    /// Calls made, in order.
-    pub fn calls(&self) -> Vec<WebhookCall> {
-        lock(&self.state).calls.clone()
+    /// The next `n` sends fail (the queue unavailable).
+    pub fn fail_sends(&self, n: usize) {
+        *lock(&self.failures) = n;
+    }
+
+    /// Notifications queued, in order.
+    pub fn queued(&self) -> Vec<WebhookMessage> {
+        lock(&self.queued).clone()
     }
 }
 
 impl Webhooks for FakeWebhooks {
     async fn webhook_of(&self, tenant: &TenantId) -> Result<Option<Webhook>, PortError> {
-        Ok(lock(&self.state).hooks.get(tenant).cloned())
+        Ok(lock(&self.hooks).get(tenant).cloned())
     }
 
-    async fn deliver(&self, hook: &Webhook, event: &str, delivery_id: &str, body: &[u8]) -> WebhookDelivery {
-        lock(&self.state).calls.push(WebhookCall {
-            tenant_url: hook.url().to_owned(),
-            event: event.to_owned(),
-            delivery_id: delivery_id.to_owned(),
-            body: body.to_vec(),
-        });
-        WebhookDelivery {
-            delivered: true,
-            attempts: 1,
-            status: Some(200),
-            error: None,
+    async fn enqueue(&self, delivery: &WebhookMessage) -> Result<(), PortError> {
+        {
+            let mut failures = lock(&self.failures);
+            if *failures > 0 {
+                *failures -= 1;
+                return Err(PortError::Unavailable("webhooks queue (injected)".into()));
+            }
         }
+        lock(&self.queued).push(delivery.clone());
+        Ok(())
     }
 }

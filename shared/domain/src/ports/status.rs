@@ -9,7 +9,7 @@ use time::{Duration, OffsetDateTime};
 
 use super::PortError;
 use crate::ids::{ClusterId, OperationId, TenantId};
-use crate::messages::{ControlEvent, LogFrame};
+use crate::messages::{ControlEvent, LogFrame, WebhookMessage};
 use crate::model::Cluster;
 use crate::webhook::Webhook;
 
@@ -75,31 +75,15 @@ pub trait RunArchive: Send + Sync {
     fn unspill(&self, body: &str) -> impl Future<Output = Result<Option<String>, PortError>> + Send;
 }
 
-/// What became of one webhook notification.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookDelivery {
-    pub delivered: bool,
-    pub attempts: u32,
-    /// The receiver's last HTTP status, if it answered.
-    pub status: Option<u16>,
-    /// Why the last attempt failed (no URL in it).
-    pub error: Option<String>,
-}
-
-/// Tenants' webhooks: where they are, and calling them.
+/// Where tenant webhook notifications are queued (the `webhooks` queue): they are posted by their own
+/// consumer, outside the state machine's path.
 pub trait Webhooks: Send + Sync {
-    /// The tenant's webhook; `None` when it has none.
+    /// The tenant's webhook; `None` when it has none (then nothing is queued).
     fn webhook_of(
         &self,
         tenant: &TenantId,
     ) -> impl Future<Output = Result<Option<Webhook>, PortError>> + Send;
 
-    /// Posts `body`, signed, as `event` with delivery id `delivery_id`, retrying what may succeed later.
-    fn deliver(
-        &self,
-        hook: &Webhook,
-        event: &str,
-        delivery_id: &str,
-        body: &[u8],
-    ) -> impl Future<Output = WebhookDelivery> + Send;
+    /// Queues `delivery`; the consumer reads the tenant's webhook, posts it and notes the outcome.
+    fn enqueue(&self, delivery: &WebhookMessage) -> impl Future<Output = Result<(), PortError>> + Send;
 }

@@ -1,0 +1,21 @@
+//! Lambda entry point: configuration and clients are built once per process, then every SQS batch goes to
+//! [`strato_webhooks::handle`].
+
+use aws_lambda_events::sqs::SqsEvent;
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use strato_aws::aws::AwsClients;
+use strato_webhooks::{Config, Ctx, handle};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
+    lambda_runtime::tracing::init_default_subscriber();
+    let config = Config::from_env()?;
+    let aws = AwsClients::from_env().await;
+    let ctx = Ctx::new(config, &aws).await?;
+    let ctx = &ctx;
+    run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+        handle(ctx, event.payload).await.map_err(Error::from)
+    }))
+    .await
+}
