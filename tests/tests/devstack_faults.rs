@@ -274,7 +274,7 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
     );
     let settled = t0.elapsed();
     let mut dlqs = BTreeMap::new();
-    for logical in ["jobs", "events", "logs"] {
+    for logical in ["jobs", "events", "logs", "webhooks"] {
         dlqs.insert(logical, dlq_depth(&stack, logical).await);
     }
     assert!(dlqs.values().all(|d| d == "0"), "dead-letter queues: {dlqs:?}");
