@@ -5,13 +5,13 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use strato_domain::coordination::{release_and_wake, submit, update_operation};
+use strato_domain::coordination::{release_and_wake, update_operation};
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
 use strato_domain::ids::ClusterId;
 use strato_domain::messages::{ControlEvent, JobMessage};
 use strato_domain::model::{Cluster, DEFAULT_DRIFT_INTERVAL_SECS, Operation, OperationKind};
 use strato_domain::ports::{
-    ClusterLocks, Clusters, JobQueue, OpenStatus, Operations, PortError, StateLock, StateLocks,
+    ClusterLocks, Clusters, Intake, JobQueue, OpenStatus, Operations, PortError, StateLock, StateLocks,
     TaskEventSink, TaskState, TaskStatus, TenantSlots,
 };
 use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
@@ -82,7 +82,7 @@ fn sweep_wake(op: &Operation) -> String {
 
 impl<S, Q, T, E, L> Scheduler<'_, S, Q, T, E, L>
 where
-    S: Operations + Clusters + ClusterLocks + TenantSlots,
+    S: Operations + Clusters + ClusterLocks + TenantSlots + Intake,
     Q: JobQueue,
     T: TaskStatus,
     E: TaskEventSink,
@@ -128,10 +128,24 @@ where
                 now,
             );
             op.requested_by = Some(SCHEDULER.into());
-            if let Err(rejected) = submit(store, self.jobs, &op).await? {
-                tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
-                continue;
+            // Recorded on the claimed version, with the cluster's pending-operation marker, in one write: an
+            // API drift check racing this one (it reads the marker consistently, the index may lag) either
+            // sees this check or loses its own conditional write.
+            match store.add_operation_on(&mut claimed, &op).await {
+                Ok(Ok(())) => {}
+                Ok(Err(rejected)) => {
+                    tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
+                    continue;
+                }
+                Err(PortError::Conflict(_)) => {
+                    // The cluster changed after the claim: someone else queued an operation on it.
+                    report.drift_postponed_busy += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
             }
+            // The first enqueue of a new operation; the sweeper re-sends it if this one is lost.
+            self.jobs.enqueue(&JobMessage::from(&op), "0").await?;
             tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift check queued");
             report.drift_checks_queued += 1;
         }

@@ -189,9 +189,12 @@ async fn a_due_active_cluster_gets_one_drift_check_and_its_next_check_is_claimed
     assert_eq!(sent[0].job.operation_id, checks[0].operation_id);
     assert_eq!(sent[0].group, due.to_string());
 
-    // The next check is one interval plus this cluster's jitter away, claimed with the version check.
+    // The next check is one interval plus this cluster's jitter away, claimed with the version check; the
+    // check is then recorded on that version with the cluster's pending-operation marker (what the API's
+    // drift check reads, consistently, to never queue a second one).
     let c = w.stored_cluster(&due);
-    assert_eq!(c.version, version + 1);
+    assert_eq!(c.version, version + 2);
+    assert_eq!(c.pending_operation.as_ref(), Some(&checks[0].operation_id));
     assert_eq!(
         w.next_check(&due),
         w.now() + INTERVAL + jitter(&due, &due_at, INTERVAL)
