@@ -59,6 +59,25 @@ pub async fn enqueue_job(sqs: &Client, jobs_url: &str, job: &JobMessage, wake: &
     Ok(())
 }
 
+/// Sends `message` as JSON to a standard queue (`what` names it in errors), after `delay_secs` (0–900).
+pub async fn send_json(
+    sqs: &Client,
+    url: &str,
+    what: &'static str,
+    message: &impl serde::Serialize,
+    delay_secs: i32,
+) -> Result<(), Error> {
+    let body = serde_json::to_string(message).map_err(|source| Error::Render { what, source })?;
+    sqs.send_message()
+        .queue_url(url)
+        .message_body(body)
+        .delay_seconds(delay_secs.clamp(0, 900))
+        .send()
+        .await
+        .map_err(|e| Error::aws("SendMessage", e))?;
+    Ok(())
+}
+
 /// Makes a received message visible again after `secs` (backoff for a retry). Best effort: if this fails,
 /// the message simply comes back after the queue's visibility timeout.
 pub async fn delay_redelivery(sqs: &Client, queue_url: &str, receipt_handle: Option<&str>, secs: i32) {

@@ -59,16 +59,7 @@ pub struct SqsStatusQueues<'a> {
 
 impl EventsQueue for SqsStatusQueues<'_> {
     async fn send_control(&self, event: &ControlEvent, delay_secs: i32) -> Result<(), PortError> {
-        let body = strato_domain::logs::render("control event", event)?;
-        self.sqs
-            .send_message()
-            .queue_url(self.events_url)
-            .message_body(body)
-            .delay_seconds(delay_secs.clamp(0, 900))
-            .send()
-            .await
-            .map_err(|e| Error::aws("SendMessage", e))?;
-        Ok(())
+        Ok(queues::send_json(self.sqs, self.events_url, "control event", event, delay_secs).await?)
     }
 
     async fn retry_after(&self, receipt_handle: &str, secs: i32) {

@@ -47,36 +47,14 @@ pub struct SqsTaskEvents<'a> {
 
 impl TaskEventSink for SqsTaskEvents<'_> {
     async fn send_task_event(&self, event: &TaskStateChangeEvent) -> Result<(), PortError> {
-        let body = serde_json::to_string(event).map_err(|source| Error::Render {
-            what: "task state change event",
-            source,
-        })?;
-        self.sqs
-            .send_message()
-            .queue_url(self.url)
-            .message_body(body)
-            .send()
-            .await
-            .map_err(|e| Error::aws("SendMessage", e))?;
-        Ok(())
+        Ok(crate::queues::send_json(self.sqs, self.url, "task state change event", event, 0).await?)
     }
 
     async fn send_control_event(
         &self,
         event: &strato_domain::messages::ControlEvent,
     ) -> Result<(), PortError> {
-        let body = serde_json::to_string(event).map_err(|source| Error::Render {
-            what: "control event",
-            source,
-        })?;
-        self.sqs
-            .send_message()
-            .queue_url(self.url)
-            .message_body(body)
-            .send()
-            .await
-            .map_err(|e| Error::aws("SendMessage", e))?;
-        Ok(())
+        Ok(crate::queues::send_json(self.sqs, self.url, "control event", event, 0).await?)
     }
 }
 

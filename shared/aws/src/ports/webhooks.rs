@@ -5,7 +5,6 @@ use strato_domain::messages::WebhookMessage;
 use strato_domain::ports::{PortError, Webhooks};
 use strato_domain::webhook::Webhook;
 
-use crate::error::Error;
 use crate::store::Store;
 
 /// The tenants' webhooks as the tenants table holds them, and the `webhooks` queue through SQS.
@@ -22,17 +21,6 @@ impl Webhooks for SqsWebhooks<'_> {
     }
 
     async fn enqueue(&self, delivery: &WebhookMessage) -> Result<(), PortError> {
-        let body = serde_json::to_string(delivery).map_err(|source| Error::Render {
-            what: "webhook message",
-            source,
-        })?;
-        self.sqs
-            .send_message()
-            .queue_url(self.url)
-            .message_body(body)
-            .send()
-            .await
-            .map_err(|e| Error::aws("SendMessage", e))?;
-        Ok(())
+        Ok(crate::queues::send_json(self.sqs, self.url, "webhook message", delivery, 0).await?)
     }
 }
