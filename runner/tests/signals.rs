@@ -9,15 +9,12 @@ use std::time::Duration;
 use serde_json::json;
 use strato_domain::ErrorCategory;
 use strato_domain::messages::RunnerEvent;
-use support::{Bed, final_events, wait_for_log, wait_for_step};
+use support::{Bed, Job, final_events, wait_for_log, wait_for_step};
 
-#[tokio::test(flavor = "multi_thread")]
-async fn sigterm_mid_apply_leaves_no_state_lock() {
-    let bed = Bed::new().await;
-    let spec = bed.spec("runner-net", "sigterm", json!({"slow_seconds": 300}));
-    let (cluster, job) = bed.create(spec).await;
+/// The built runner for `job`, against the bed's moto, its stderr kept for the failure message.
+fn spawn_runner(bed: &Bed, job: &Job) -> tokio::process::Child {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_strato-runner"));
-    cmd.envs(bed.runner_env(&job, &bed.env.endpoint))
+    cmd.envs(bed.runner_env(job, &bed.env.endpoint))
         .env("AWS_ENDPOINT_URL", &bed.env.endpoint)
         .env("AWS_REGION", &bed.env.region)
         .env("AWS_ACCESS_KEY_ID", "testing")
@@ -25,25 +22,42 @@ async fn sigterm_mid_apply_leaves_no_state_lock() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = cmd.spawn().unwrap();
+    cmd.spawn().unwrap()
+}
+
+/// Sends SIGTERM (as ECS's StopTask does) and waits up to `grace` for the exit; its status and stderr.
+async fn terminate(child: &mut tokio::process::Child, grace: Duration) -> (std::process::ExitStatus, String) {
+    use tokio::io::AsyncReadExt;
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(grace, child.wait())
+        .await
+        .expect("the runner exits within the grace period")
+        .unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .await
+        .unwrap();
+    (status, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_mid_apply_leaves_no_state_lock() {
+    let bed = Bed::new().await;
+    let spec = bed.spec("runner-net", "sigterm", json!({"slow_seconds": 300}));
+    let (cluster, job) = bed.create(spec).await;
+    let mut child = spawn_runner(&bed, &job);
     let mut events = Vec::new();
     wait_for_step(&bed, &mut events, "apply").await;
     wait_for_log(&bed, &job, "(local-exec): Executing").await;
     // Terraform holds the state lock now.
     assert_eq!(bed.held_locks().await.len(), 1, "the apply holds the lock");
 
-    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(120), child.wait())
-        .await
-        .expect("the runner exits within the grace period")
-        .unwrap();
-    let stderr = {
-        use tokio::io::AsyncReadExt;
-        let mut s = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut s).await.unwrap();
-        s
-    };
+    let (status, stderr) = terminate(&mut child, Duration::from_secs(120)).await;
     assert!(
         status.success(),
         "exit 0 after the final event: {status:?}\n{stderr}"
@@ -78,33 +92,13 @@ async fn sigterm_during_cleanup_stops_the_destroy_gracefully_and_reports() {
         json!({"subnet_cidrs": ["10.99.1.0/24"], "slow_destroy_seconds": 300}),
     );
     let (_cluster, job) = bed.create(spec).await;
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_strato-runner"));
-    cmd.envs(bed.runner_env(&job, &bed.env.endpoint))
-        .env("AWS_ENDPOINT_URL", &bed.env.endpoint)
-        .env("AWS_REGION", &bed.env.region)
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().unwrap();
+    let mut child = spawn_runner(&bed, &job);
     let mut events = Vec::new();
     wait_for_step(&bed, &mut events, "cleanup").await;
     wait_for_log(&bed, &job, "(local-exec): Executing").await;
     assert_eq!(bed.held_locks().await.len(), 1, "the destroy holds the lock");
 
-    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(90), child.wait())
-        .await
-        .expect("the runner exits within the grace period")
-        .unwrap();
-    let stderr = {
-        use tokio::io::AsyncReadExt;
-        let mut s = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut s).await.unwrap();
-        s
-    };
+    let (status, stderr) = terminate(&mut child, Duration::from_secs(90)).await;
     assert!(
         status.success(),
         "exit 0 after the final event: {status:?}\n{stderr}"
