@@ -51,20 +51,7 @@ async fn a_slow_live_path_skips_with_a_marker_and_the_archive_keeps_every_line()
     assert_eq!(last, N);
 
     // Archive: every line, in order, no gaps, prefix stripped, secret redacted.
-    let list = env
-        .aws
-        .s3
-        .list_objects_v2()
-        .bucket(&sinks.artifacts_bucket)
-        .prefix(artifacts::log_prefix(&op))
-        .send()
-        .await
-        .unwrap();
-    let mut keys: Vec<String> = list
-        .contents()
-        .iter()
-        .filter_map(|o| o.key().map(str::to_owned))
-        .collect();
+    let mut keys = archived_keys(&env.aws.s3, &sinks.artifacts_bucket, &op).await;
     keys.sort();
     let mut seq = 0;
     for k in keys
@@ -194,20 +181,7 @@ async fn a_failed_archive_chunk_is_retried_and_later_chunks_are_still_archived()
         proxy.injected.load(std::sync::atomic::Ordering::SeqCst) >= 3,
         "the failed chunk was retried"
     );
-    let list = env
-        .aws
-        .s3
-        .list_objects_v2()
-        .bucket(&sinks.artifacts_bucket)
-        .prefix(artifacts::log_prefix(&op))
-        .send()
-        .await
-        .unwrap();
-    let keys: Vec<String> = list
-        .contents()
-        .iter()
-        .filter_map(|o| o.key().map(str::to_owned))
-        .collect();
+    let keys = archived_keys(&env.aws.s3, &sinks.artifacts_bucket, &op).await;
     assert!(
         keys.contains(&artifacts::log_chunk_key(&op, 11, 20)),
         "later lines archived: {keys:?}"
@@ -248,4 +222,19 @@ async fn a_failed_archive_chunk_is_retried_and_later_chunks_are_still_archived()
         .unwrap()
         .into_bytes();
     assert_eq!(&complete[..], b"21");
+}
+
+/// The keys of `op`'s archived log objects.
+async fn archived_keys(s3: &aws_sdk_s3::Client, bucket: &str, op: &OperationId) -> Vec<String> {
+    let list = s3
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(artifacts::log_prefix(op))
+        .send()
+        .await
+        .unwrap();
+    list.contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect()
 }
