@@ -137,7 +137,6 @@ pub(crate) fn holds_handoff(
 /// A terminal event for an operation that is already terminal. Normally a duplicate with nothing left to do;
 /// but if an earlier delivery died between saving the end and releasing, the lock or slot is still held by
 /// this operation, and the hand-off is finished now. (Releases are conditional, so nothing is freed twice.)
-/// Likewise a drift notification the earlier delivery did not queue is queued now.
 pub(crate) async fn finish_interrupted_handoff<P: Ports>(
     ctx: &Status<'_, P>,
     op: &Operation,
@@ -148,7 +147,7 @@ pub(crate) async fn finish_interrupted_handoff<P: Ports>(
         tracing::warn!(operation = %op.operation_id, "finishing a hand-off an earlier delivery left undone");
         release_and_wake(ctx.store, ctx.jobs, op).await?;
     }
-    drift::requeue_unsent(ctx, op).await
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,13 +9,13 @@ use strato_domain::messages::RunnerEvent;
 use strato_domain::model::{Operation, OperationKind, OperationStatus, Step};
 use strato_domain::ports::{Clock, LeaseRenewal, Operations, PortError};
 
-use crate::StatusError;
 use crate::agent::{Readiness, await_agent, readiness, verify_outputs};
 use crate::decide::{Ports, Status};
 use crate::fencing::{Fence, fence, record_stale};
 use crate::frames::announce;
 use crate::handoff::{Final, finish, finish_interrupted_handoff};
 use crate::task_change::record_late_report;
+use crate::{StatusError, drift};
 
 /// What a runner event does to its operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +89,11 @@ pub async fn apply_runner_event<P: Ports>(ctx: &Status<'_, P>, ev: &RunnerEvent)
                 RunnerDecision::Stale => record_stale(ctx, id).await?,
                 RunnerDecision::DuplicateFinal => {
                     record_late_report(ctx, &op, ev).await?;
-                    finish_interrupted_handoff(ctx, &op).await?
+                    finish_interrupted_handoff(ctx, &op).await?;
+                    // Only the final report's own redelivery re-queues a drift notification its first
+                    // delivery failed to queue: the task's STOPPED event, arriving while that delivery is
+                    // still between its send and its note, would otherwise queue a second copy.
+                    drift::requeue_unsent(ctx, &op).await?
                 }
                 RunnerDecision::LateProgress => {}
                 RunnerDecision::End(fin) => end(ctx, op, fin).await?,

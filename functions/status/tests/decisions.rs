@@ -592,6 +592,34 @@ async fn a_drift_notification_that_could_not_be_queued_is_queued_by_the_redelive
     assert_eq!(queued[0].delivery_id, run.op.as_str());
 }
 
+/// Only the final report's redelivery re-queues a notification: the task's STOPPED event, which in devstack
+/// arrived while the report's first delivery was between its send and its note, queued a second copy (the
+/// receiver got the same delivery twice). Here the first delivery's send failed, so the note is missing as it
+/// is in that window.
+#[tokio::test]
+async fn a_stop_event_never_queues_a_drift_notification_a_second_time() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Notify;
+    w.store.put_cluster(cluster);
+    w.webhooks.set(
+        &w.tenant,
+        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
+    );
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    w.webhooks.fail_sends(1);
+    assert!(!w.deliver_one(drift_found(&w, &run), 1).await);
+
+    assert!(w.deliver_one(stopped(&run, Some(0)), 1).await);
+    assert!(
+        w.webhooks.queued().is_empty(),
+        "the stop is not the notification's owner"
+    );
+    assert!(w.deliver_one(drift_found(&w, &run), 2).await);
+    assert_eq!(w.webhooks.queued().len(), 1);
+}
+
 #[tokio::test]
 async fn a_tenant_without_a_webhook_gets_nothing_queued() {
     let w = world();
