@@ -49,8 +49,12 @@ locals {
       STRATO_RUNNER_SUBNETS          = join(",", var.runner_subnets)
       STRATO_RUNNER_SECURITY_GROUPS  = join(",", var.runner_security_groups)
       STRATO_RUNNER_ASSIGN_PUBLIC_IP = var.runner_assign_public_ip ? "true" : "false"
+      # Each runner is started with a proof of its run made with this key; status checks it on every event.
+      STRATO_RUN_PROOF_SECRET = var.run_proof_secret
     }
-    status = {}
+    status = {
+      STRATO_RUN_PROOF_SECRET = var.run_proof_secret
+    }
     ws = merge(
       {
         STRATO_JWT_SECRET             = var.ws_jwt_secret

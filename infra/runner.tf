@@ -12,6 +12,10 @@ locals {
     STRATO_RESOURCE_PREFIX   = var.prefix
     STRATO_CONTROL_PLANE_URL = aws_apigatewayv2_api.http.api_endpoint
     STRATO_TIME_LIMIT_SECS   = tostring(var.runner_time_limit_secs) # ECS wants strings
+    # The engine never runs as the task role: these two roles are assumed per run, with session policies
+    # scoped to the run's cluster (runner/src/lifecycle/access.rs, strato_domain::run_access).
+    STRATO_ENGINE_ROLE_ARN = aws_iam_role.runner_engine.arn
+    STRATO_STATE_ROLE_ARN  = aws_iam_role.runner_state.arn
   }
 }
 
@@ -126,7 +130,9 @@ resource "aws_iam_role_policy" "runner_execution" {
   })
 }
 
-# What the runner itself (and the engine it runs, when there is no target account) may do.
+# What the runner itself may do: its control-plane work. The engine (Terraform and every module and provider
+# in it) never gets these credentials: it runs as the engine role (or the target account's) and its backend
+# as the state role, each assumed per run.
 resource "aws_iam_role" "runner_task" {
   name               = "${var.prefix}-runner-task"
   assume_role_policy = local.ecs_tasks_trust
@@ -145,19 +151,6 @@ resource "aws_iam_role_policy" "runner_task" {
           Effect   = "Allow"
           Action   = local.ddb_read
           Resource = flatten([for t in ["operations", "clusters", "templates", "tenants", "locks"] : local.table_resources[t]])
-        },
-        {
-          # Terraform's S3 backend lock.
-          Sid      = "StateLock"
-          Effect   = "Allow"
-          Action   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
-          Resource = aws_dynamodb_table.tf_locks.arn
-        },
-        {
-          Sid      = "StateBucket"
-          Effect   = "Allow"
-          Action   = ["s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
-          Resource = [aws_s3_bucket.state.arn, "${aws_s3_bucket.state.arn}/tenants/*"]
         },
         {
           Sid      = "TemplateBundles"
@@ -188,6 +181,13 @@ resource "aws_iam_role_policy" "runner_task" {
           Resource = "arn:${local.partition}:secretsmanager:${var.region}:${local.account}:secret:strato/${var.prefix}/clusters/*"
         },
       ],
+      [{
+        # Per run: the state role (scoped to the cluster's state by a session policy) and the engine role.
+        Sid      = "RunRoles"
+        Effect   = "Allow"
+        Action   = ["sts:AssumeRole"]
+        Resource = [aws_iam_role.runner_state.arn, aws_iam_role.runner_engine.arn]
+      }],
       length(var.target_role_arns) > 0 ? [{
         Sid      = "TargetAccounts"
         Effect   = "Allow"
@@ -198,10 +198,70 @@ resource "aws_iam_role_policy" "runner_task" {
   })
 }
 
-resource "aws_iam_role_policy_attachment" "runner_task" {
+# ---- the run's roles: assumed by the task role only, once per run, each with a session policy ----------------
+locals {
+  runner_task_trust = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { AWS = aws_iam_role.runner_task.arn }
+      Action    = "sts:AssumeRole"
+    }]
+  })
+}
+
+# The S3 backend's role on the platform's state bucket. Each run's session is narrowed to its own cluster's
+# state objects and lock/digest items (strato_domain::run_access::state_session_policy).
+resource "aws_iam_role" "runner_state" {
+  name                 = "${var.prefix}-runner-state"
+  assume_role_policy   = local.runner_task_trust
+  max_session_duration = 3600
+}
+
+resource "aws_iam_role_policy" "runner_state" {
+  name = "${var.prefix}-runner-state"
+  role = aws_iam_role.runner_state.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      {
+        Sid      = "TenantState"
+        Effect   = "Allow"
+        Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+        Resource = "${aws_s3_bucket.state.arn}/tenants/*"
+      },
+      {
+        Sid       = "ListTenantState"
+        Effect    = "Allow"
+        Action    = ["s3:ListBucket"]
+        Resource  = aws_s3_bucket.state.arn
+        Condition = { StringLike = { "s3:prefix" = ["tenants/*"] } }
+      },
+      {
+        # Terraform's lock and digest items of tenants' states only.
+        Sid       = "StateLocks"
+        Effect    = "Allow"
+        Action    = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+        Resource  = aws_dynamodb_table.tf_locks.arn
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${aws_s3_bucket.state.id}/tenants/*"] } }
+      },
+    ]
+  })
+}
+
+# What templates may create in the platform account (clusters without a target account): the operator's
+# runner_policy_arns. Each run's session denies every table, queue, bucket and secret of this deployment
+# (strato_domain::run_access::engine_session_policy), whatever those policies allow.
+resource "aws_iam_role" "runner_engine" {
+  name                 = "${var.prefix}-runner-engine"
+  assume_role_policy   = local.runner_task_trust
+  max_session_duration = 3600
+}
+
+resource "aws_iam_role_policy_attachment" "runner_engine" {
   for_each = toset(var.runner_policy_arns)
 
-  role       = aws_iam_role.runner_task.name
+  role       = aws_iam_role.runner_engine.name
   policy_arn = each.value
 }
 

@@ -89,6 +89,16 @@ variable "ws_jwt_check_claims" {
   default     = false
 }
 
+variable "run_proof_secret" {
+  description = "Key of the runners' run proofs (STRATO_RUN_PROOF_SECRET, dispatcher and status only): each runner task is started with HMAC(key, operation, fencing token) and status refuses a runner event without its run's proof, so code inside one run cannot report for another. At least 32 bytes, e.g. `openssl rand -hex 32`."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.run_proof_secret) >= 32
+    error_message = "The run_proof_secret must be at least 32 bytes, e.g. from openssl rand -hex 32."
+  }
+}
+
 variable "agent_token_secret" {
   description = "Secret the cluster agents' one-time registration tokens are derived from (STRATO_AGENT_TOKEN_SECRET, api and runner). Empty: templates with an agent are refused."
   type        = string
@@ -154,7 +164,7 @@ variable "target_role_arns" {
 }
 
 variable "runner_policy_arns" {
-  description = "Managed policies attached to the runner's task role for clusters provisioned without a target account, i.e. in this account (what the templates create: VPC, EKS, IAM…). Empty: only target accounts can be used."
+  description = "Managed policies attached to the runner's engine role (the providers' identity for clusters provisioned without a target account, i.e. in this account (what the templates create: VPC, EKS, IAM…). Empty: only target accounts can be used."
   type        = list(string)
   default     = []
 }

@@ -139,6 +139,7 @@ impl Registry {
         let dispatcher_config = strato_dispatcher::Config {
             names: env.names.clone(),
             runner: env.runner_settings.clone(),
+            run_proofs: env.run_proofs.clone(),
         };
         let dispatcher = Arc::new(
             strato_dispatcher::Ctx::new(dispatcher_config, &env.aws, env.ecs.clone())
@@ -156,6 +157,7 @@ impl Registry {
 
         let status_config = strato_status::Config {
             names: env.names.clone(),
+            run_proofs: env.run_proofs.clone(),
         };
         let status = Arc::new(
             strato_status::Ctx::new(status_config, &env.aws)

@@ -12,6 +12,7 @@ use strato_aws::aws::AwsClients;
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
 use strato_dispatcher::RunnerSettings;
+use strato_domain::run_proof::RunProofKey;
 use strato_testbed::{MotoServer, Tools};
 use tokio::sync::watch;
 
@@ -139,6 +140,8 @@ pub struct StackEnv {
     pub auth: Authenticator,
     pub runner_settings: RunnerSettings,
     pub agent_token_secret: String,
+    /// The key of runners' run proofs (dispatcher and status), random per stack.
+    pub run_proofs: RunProofKey,
     pub sqs_concurrency: usize,
     pub tools: &'static Tools,
     pub http: reqwest::Client,
@@ -408,6 +411,8 @@ async fn stack_env(
             .agent_token_secret
             .clone()
             .unwrap_or_else(crate::auth::random_secret),
+        run_proofs: RunProofKey::new(crate::auth::random_secret().into_bytes())
+            .map_err(|e| DevstackError::step("making the run-proof key", e))?,
         sqs_concurrency: config.sqs_concurrency,
         tools,
         http,
@@ -575,6 +580,22 @@ fn runner_env(env: &StackEnv, config: &DevstackConfig, plugin_cache: Option<&Pat
         ("AWS_REGION".into(), env.region.clone()),
         ("AWS_DEFAULT_REGION".into(), env.region.clone()),
         ("STRATO_RESOURCE_PREFIX".into(), env.names.prefix().to_owned()),
+        // moto's STS issues a session for any role of its account and enforces no policy: the roles and
+        // the runs' session policies are exercised here, their effect only in infra_check's evaluation.
+        (
+            "STRATO_ENGINE_ROLE_ARN".into(),
+            format!(
+                "arn:aws:iam::123456789012:role/{}-runner-engine",
+                env.names.prefix()
+            ),
+        ),
+        (
+            "STRATO_STATE_ROLE_ARN".into(),
+            format!(
+                "arn:aws:iam::123456789012:role/{}-runner-state",
+                env.names.prefix()
+            ),
+        ),
         ("STRATO_PROVIDER_ENDPOINT".into(), env.endpoint.clone()),
         (
             "STRATO_TERRAFORM".into(),

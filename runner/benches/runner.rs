@@ -90,7 +90,17 @@ async fn runner_apply(env: &TestEnv, store: &Store, name: &str) -> (Duration, Du
     let vars: BTreeMap<&str, String> = [
         ("STRATO_OPERATION_ID", op.operation_id.to_string()),
         ("STRATO_FENCING_TOKEN", fencing_token.to_string()),
+        // The bench never reaches status, so any proof does.
+        ("STRATO_RUN_PROOF", "bench".to_owned()),
         ("STRATO_RESOURCE_PREFIX", env.names.prefix().to_owned()),
+        (
+            "STRATO_ENGINE_ROLE_ARN",
+            "arn:aws:iam::123456789012:role/bench-engine".to_owned(),
+        ),
+        (
+            "STRATO_STATE_ROLE_ARN",
+            "arn:aws:iam::123456789012:role/bench-state".to_owned(),
+        ),
         ("STRATO_TERRAFORM", env.tools.terraform.display().to_string()),
         ("STRATO_PROVIDER_ENDPOINT", env.endpoint.clone()),
     ]
@@ -137,6 +147,7 @@ fn bare_apply(env: &TestEnv, name: &str) -> Duration {
         region: env.region.clone(),
         lock_table: env.names.table("tf-locks"),
         endpoint: Some(env.endpoint.clone()),
+        credentials: None,
     };
     std::fs::write(
         dir.path().join("strato_backend.tf.json"),
@@ -206,7 +217,6 @@ async fn log_throughput(env: &TestEnv, lines: u64) {
     let engine = Engine {
         bin: "sh".into(),
         env: Vec::new(),
-        env_remove: Vec::new(),
         grace: Duration::from_secs(5),
     };
     let (_tx, mut rx) = tokio::sync::watch::channel(None);

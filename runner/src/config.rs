@@ -3,10 +3,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use secrecy::SecretString;
 use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
+use strato_domain::run_proof::ENV_RUN_PROOF;
 
 use crate::RunnerError;
 
@@ -17,7 +19,10 @@ use crate::RunnerError;
 /// |---|---|
 /// | `STRATO_OPERATION_ID` | the operation to run (container override set by the dispatcher; required) |
 /// | `STRATO_FENCING_TOKEN` | the cluster lock's fencing token (container override; required) |
+/// | `STRATO_RUN_PROOF` | the run's proof, sent on every event (container override; required; never given to the engine) |
 /// | `STRATO_RESOURCE_PREFIX` | prefix of every table, queue and bucket (required) |
+/// | `STRATO_ENGINE_ROLE_ARN` | role the providers run as in the platform account (clusters without a target account), assumed with Strato's own resources denied (required) |
+/// | `STRATO_STATE_ROLE_ARN` | role the S3 backend runs as on the platform's state bucket, assumed per run scoped to the cluster's state (required) |
 /// | `AWS_ENDPOINT_URL` | emulator endpoint for the runner's own SDK clients (optional) |
 /// | `STRATO_TERRAFORM` | engine binary (default `tofu` on `PATH`) |
 /// | `STRATO_AGENT_TOKEN_SECRET` | secret the cluster agent's registration token is derived from (needed only by templates with a managed `agent_token` variable) |
@@ -37,7 +42,10 @@ use crate::RunnerError;
 pub struct Config {
     pub operation_id: OperationId,
     pub fencing_token: u64,
+    pub run_proof: SecretString,
     pub names: Names,
+    pub engine_role_arn: String,
+    pub state_role_arn: String,
     pub terraform: PathBuf,
     pub agent_token_secret: Option<String>,
     pub control_plane_url: Option<String>,
@@ -77,7 +85,13 @@ impl Config {
             fencing_token: env
                 .required_parsed(ENV_FENCING_TOKEN, "a whole number")
                 .map_err(set_by_dispatcher)?,
+            run_proof: env
+                .required(ENV_RUN_PROOF)
+                .map(SecretString::from)
+                .map_err(set_by_dispatcher)?,
             names: env.names().map_err(config)?,
+            engine_role_arn: env.required("STRATO_ENGINE_ROLE_ARN").map_err(config)?,
+            state_role_arn: env.required("STRATO_STATE_ROLE_ARN").map_err(config)?,
             terraform: env.or("STRATO_TERRAFORM", "tofu").into(),
             agent_token_secret: env.optional("STRATO_AGENT_TOKEN_SECRET"),
             control_plane_url: env.optional("STRATO_CONTROL_PLANE_URL"),
@@ -130,6 +144,23 @@ mod tests {
             ("STRATO_OPERATION_ID", op.as_str()),
             ("STRATO_FENCING_TOKEN", "3"),
             ("STRATO_RESOURCE_PREFIX", "dev"),
+        ]
+        .into();
+        let err = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap_err();
+        assert!(err.to_string().contains("STRATO_RUN_PROOF"), "{err}");
+        let env: HashMap<&str, &str> = [
+            ("STRATO_OPERATION_ID", op.as_str()),
+            ("STRATO_FENCING_TOKEN", "3"),
+            ("STRATO_RUN_PROOF", "p"),
+            ("STRATO_RESOURCE_PREFIX", "dev"),
+            (
+                "STRATO_ENGINE_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/dev-runner-engine",
+            ),
+            (
+                "STRATO_STATE_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/dev-runner-state",
+            ),
             ("STRATO_TIME_LIMIT_SECS", "soon"),
         ]
         .into();
@@ -138,7 +169,16 @@ mod tests {
         let env: HashMap<&str, &str> = [
             ("STRATO_OPERATION_ID", op.as_str()),
             ("STRATO_FENCING_TOKEN", "3"),
+            ("STRATO_RUN_PROOF", "p"),
             ("STRATO_RESOURCE_PREFIX", "dev"),
+            (
+                "STRATO_ENGINE_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/dev-runner-engine",
+            ),
+            (
+                "STRATO_STATE_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/dev-runner-state",
+            ),
         ]
         .into();
         let cfg = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
@@ -154,7 +194,16 @@ mod tests {
             let mut env: HashMap<&str, &str> = [
                 ("STRATO_OPERATION_ID", op.as_str()),
                 ("STRATO_FENCING_TOKEN", "3"),
+                ("STRATO_RUN_PROOF", "p"),
                 ("STRATO_RESOURCE_PREFIX", "dev"),
+                (
+                    "STRATO_ENGINE_ROLE_ARN",
+                    "arn:aws:iam::123456789012:role/dev-runner-engine",
+                ),
+                (
+                    "STRATO_STATE_ROLE_ARN",
+                    "arn:aws:iam::123456789012:role/dev-runner-state",
+                ),
                 ("STRATO_TIME_LIMIT_SECS", limit),
             ]
             .into();

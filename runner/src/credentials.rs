@@ -5,8 +5,10 @@
 use std::time::Duration;
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_sts::config::Credentials;
+use aws_sdk_sts::config::{Credentials, SharedCredentialsProvider};
 use secrecy::{ExposeSecret, SecretString};
+use strato_domain::render::BackendCredentials;
+use strato_domain::secret::Sensitive;
 
 /// Temporary credentials for the engine's environment (the secret parts never printed).
 #[derive(Debug, Clone)]
@@ -32,18 +34,28 @@ impl EngineCredentials {
         v
     }
 
-    /// Variables removed from the inherited environment so the runner's own identity cannot leak into the
-    /// engine alongside the target account's.
-    pub const INHERITED: &'static [&'static str] = &[
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_ROLE_ARN",
-    ];
+    /// For SDK clients of the runner's own that act with these credentials.
+    pub fn provider(&self) -> SharedCredentialsProvider {
+        SharedCredentialsProvider::new(Credentials::new(
+            self.access_key_id.clone(),
+            self.secret_access_key.expose_secret().to_owned(),
+            self.session_token.as_ref().map(|t| t.expose_secret().to_owned()),
+            None,
+            "strato-run-session",
+        ))
+    }
+
+    /// As the S3 backend block's own credentials.
+    pub fn backend(&self) -> BackendCredentials {
+        BackendCredentials {
+            access_key: self.access_key_id.clone(),
+            secret_key: Sensitive::new(self.secret_access_key.expose_secret()),
+            token: self
+                .session_token
+                .as_ref()
+                .map(|t| Sensitive::new(t.expose_secret())),
+        }
+    }
 }
 
 fn sts_client(
@@ -78,13 +90,16 @@ fn sts_client(
     aws_sdk_sts::Client::from_conf(b.build())
 }
 
-/// Assumes `role_arn` with `external_id`. Errors are messages for the user (credentials category).
+/// Assumes `role_arn` (with `external_id` for a target account; with a session `policy` narrowing the role
+/// for the deployment's own roles). Errors are messages for the user (credentials category).
+#[allow(clippy::too_many_arguments)] // one call's parameters, each named at the three call sites
 pub async fn assume_role(
     base: &SdkConfig,
     endpoint: Option<&str>,
     region: &str,
     role_arn: &str,
-    external_id: &str,
+    external_id: Option<&str>,
+    policy: Option<&str>,
     session_name: &str,
     timeout: Duration,
 ) -> Result<EngineCredentials, String> {
@@ -92,7 +107,8 @@ pub async fn assume_role(
     let call = client
         .assume_role()
         .role_arn(role_arn)
-        .external_id(external_id)
+        .set_external_id(external_id.map(str::to_owned))
+        .set_policy(policy.map(str::to_owned))
         .role_session_name(session_name)
         .duration_seconds(3600)
         .send();
@@ -109,7 +125,10 @@ pub async fn assume_role(
             let reason = strato_aws::Error::aws("AssumeRole", e).to_string();
             return Err(format!(
                 "assuming role {role_arn} failed: {}",
-                reason.replace(external_id, "(external id)")
+                match external_id {
+                    Some(id) => reason.replace(id, "(external id)"),
+                    None => reason,
+                }
             ));
         }
         Ok(Ok(out)) => out,

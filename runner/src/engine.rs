@@ -23,15 +23,47 @@ pub enum StopReason {
 
 pub type StopRx = watch::Receiver<Option<StopReason>>;
 
-/// How the engine is run: binary and extra environment (credentials, region, mirror config…).
+/// How the engine is run: binary and its environment (credentials, region, mirror config…). The engine
+/// inherits only [`inherited`] variables of the runner's environment: never the runner's own credentials
+/// (`AWS_*`, the task role's container-credentials URI), its run proof or its secrets (`STRATO_*`).
 #[derive(Debug, Clone)]
 pub struct Engine {
     pub bin: PathBuf,
     pub env: Vec<(String, String)>,
-    /// Variables removed from the inherited environment (e.g. the runner's own credentials when a target
-    /// account's credentials are given).
-    pub env_remove: Vec<String>,
     pub grace: Duration,
+}
+
+/// Makes the runner's process non-dumpable: a process of the same user (the engine, a provider, anything a
+/// module runs) can then neither read `/proc/<runner>/environ` — where the task role's credentials URI and
+/// the run proof are — nor its memory, nor attach to it. Children get the default back at exec.
+pub fn harden_runner_process() -> std::io::Result<()> {
+    nix::sys::prctl::set_dumpable(false).map_err(std::io::Error::from)
+}
+
+/// Whether the engine inherits the runner's variable `name`: the system basics, proxies and CA bundles,
+/// and Terraform's own settings (`TF_*`: CLI config, plugin cache, log level).
+pub fn inherited(name: &str) -> bool {
+    const BASICS: &[&str] = &[
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "TERM",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+    ];
+    BASICS.contains(&name) || name.starts_with("LC_") || name.starts_with("TF_")
 }
 
 /// Result of one command.
@@ -86,10 +118,10 @@ async fn read_lines<R: AsyncRead + Unpin>(mut r: BufReader<R>, mut each: impl Fn
 impl Engine {
     pub fn command(&self, dir: &Path, args: &[String]) -> Command {
         let mut cmd = Command::new(&self.bin);
-        cmd.args(args).current_dir(dir);
-        for k in &self.env_remove {
-            cmd.env_remove(k);
-        }
+        cmd.args(args)
+            .current_dir(dir)
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(inherited)));
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")
@@ -200,6 +232,57 @@ async fn wait_stop(stop: &mut StopRx) -> StopReason {
         if stop.changed().await.is_err() {
             // The sender is gone: nobody can ask to stop any more.
             std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runner_process_is_made_non_dumpable() {
+        harden_runner_process().unwrap();
+        assert!(!nix::sys::prctl::get_dumpable().unwrap());
+    }
+
+    #[tokio::test]
+    async fn the_engine_inherits_no_credentials_secrets_or_strato_settings() {
+        // `cargo test` gives this process CARGO_* variables; the child must not see them, nor anything else
+        // outside the allowlist, only its own environment and the basics.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let engine = Engine {
+            bin: "env".into(),
+            env: vec![("AWS_ACCESS_KEY_ID".into(), "ASIA-ENGINE-SESSION".into())],
+            grace: Duration::from_secs(1),
+        };
+        let out = engine.command(&std::env::temp_dir(), &[]).output().await.unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+            .collect();
+        assert!(names.contains(&"PATH"), "{text}");
+        assert!(text.contains("AWS_ACCESS_KEY_ID=ASIA-ENGINE-SESSION"), "{text}");
+        let own = [
+            "AWS_ACCESS_KEY_ID",
+            "CHECKPOINT_DISABLE",
+            "TF_IN_AUTOMATION",
+            "TF_INPUT",
+        ];
+        let leaked: Vec<&&str> = names
+            .iter()
+            .filter(|n| !inherited(n) && !own.contains(n))
+            .collect();
+        assert!(leaked.is_empty(), "inherited beyond the allowlist: {leaked:?}");
+        for secret in [
+            "STRATO_RUN_PROOF",
+            "STRATO_AGENT_TOKEN_SECRET",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_PROFILE",
+        ] {
+            assert!(!inherited(secret), "{secret}");
         }
     }
 }

@@ -17,12 +17,14 @@ pub mod workspace;
 
 use std::time::Duration;
 
+use secrecy::{ExposeSecret, SecretString};
 use strato_aws::aws::AwsClients;
 use strato_aws::queues::QueueUrls;
 use strato_aws::store::Store;
 use strato_domain::error::UserError;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::RunnerEvent;
+use strato_domain::run_proof;
 
 pub use config::Config;
 pub use lifecycle::run_operation;
@@ -62,12 +64,14 @@ pub struct Reporter {
     pub events_url: String,
     pub operation_id: OperationId,
     pub fencing_token: u64,
+    /// The run's proof (`STRATO_RUN_PROOF`), on every event so status knows this run sent it.
+    pub proof: SecretString,
 }
 
 impl Reporter {
     pub async fn send(&self, ev: &RunnerEvent) -> Result<(), String> {
-        let body = serde_json::to_string(ev).map_err(|e| e.to_string())?;
-        self.send_body(body).await
+        let body = run_proof::proven_body(ev, self.proof.expose_secret()).map_err(|e| e.to_string())?;
+        self.send_body(body.to_string()).await
     }
 
     /// The final event; one larger than an SQS message (big outputs, a long drift list) is stored in the
@@ -95,7 +99,7 @@ impl Reporter {
             },
             other => other,
         };
-        let body = strato_aws::spill::spill_if_large(s3, bucket, ev, small)
+        let body = strato_aws::spill::spill_if_large(s3, bucket, ev, self.proof.expose_secret(), small)
             .await
             .map_err(|e| {
                 format!("{e}; the final event is too large for SQS and could not be stored in {bucket}")

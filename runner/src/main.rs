@@ -13,6 +13,10 @@ async fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    // Before anything secret is in memory: nothing the engine runs may read this process.
+    if let Err(e) = strato_runner::engine::harden_runner_process() {
+        tracing::warn!(error = %e, "could not make the runner process non-dumpable");
+    }
     let cfg = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {

@@ -496,6 +496,7 @@ fn check_runner(cfg: &Config, dispatcher_env: &BTreeMap<String, String>) {
         strato_domain::ids::OperationId::generate().to_string(),
     );
     env.insert(ENV_FENCING_TOKEN.into(), "1".into());
+    env.insert(strato_domain::run_proof::ENV_RUN_PROOF.into(), "proof".into());
     let asked = asked_for(&env, |get| {
         strato_runner::Config::from_lookup(get)
             .map(drop)
@@ -861,11 +862,6 @@ fn check_permissions(cfg: &Config) {
     let runner = cfg.get("aws_iam_role_policy", "runner_task");
     let runner = json(&cfg.eval_attr(runner, "policy"));
     for (action, resource) in [
-        ("dynamodb:PutItem", "<aws_dynamodb_table.tf_locks.arn>"),
-        (
-            "s3:PutObject",
-            "<aws_s3_bucket.state.arn>/tenants/acme/clusters/cl-1/cluster.tfstate",
-        ),
         ("s3:GetObject", "<aws_s3_bucket.templates.arn>/bundles/x.tar.gz"),
         ("s3:PutObject", "<aws_s3_bucket.artifacts.arn>/logs/x"),
         ("sqs:SendMessage", "<aws_sqs_queue.events.arn>"),
@@ -890,6 +886,39 @@ fn check_permissions(cfg: &Config) {
         !allows(&runner, "dynamodb:PutItem", "<aws_dynamodb_table.operations.arn>"),
         "the runner reports through the events queue, it does not write operations"
     );
+    // Tenants' state is reached only through the per-run state role, never with the task role.
+    for (action, resource) in [
+        ("dynamodb:PutItem", "<aws_dynamodb_table.tf_locks.arn>"),
+        (
+            "s3:GetObject",
+            "<aws_s3_bucket.state.arn>/tenants/acme/clusters/cl-1/cluster.tfstate",
+        ),
+    ] {
+        assert!(
+            !allows(&runner, action, resource),
+            "the task role may {action} on {resource}"
+        );
+    }
+    for role in ["runner_state", "runner_engine"] {
+        assert!(
+            allows(&runner, "sts:AssumeRole", &format!("<aws_iam_role.{role}.arn>")),
+            "the runner assumes {role} per run"
+        );
+    }
+    let state = cfg.get("aws_iam_role_policy", "runner_state");
+    let state = json(&cfg.eval_attr(state, "policy"));
+    for (action, resource) in [
+        ("dynamodb:PutItem", "<aws_dynamodb_table.tf_locks.arn>"),
+        (
+            "s3:PutObject",
+            "<aws_s3_bucket.state.arn>/tenants/acme/clusters/cl-1/cluster.tfstate",
+        ),
+    ] {
+        assert!(
+            allows(&state, action, resource),
+            "the state role may not {action} on {resource}"
+        );
+    }
 }
 
 #[test]

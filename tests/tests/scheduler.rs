@@ -26,6 +26,7 @@ impl Bed {
         let status = strato_status::Ctx::new(
             strato_status::Config {
                 names: w.env.names.clone(),
+                run_proofs: support::run_proofs(),
             },
             &w.env.aws,
         )

@@ -34,6 +34,7 @@ impl Bed {
         let status = Ctx::new(
             strato_status::Config {
                 names: w.env.names.clone(),
+                run_proofs: support::run_proofs(),
             },
             &w.env.aws,
         )
@@ -107,6 +108,7 @@ fn runner(run: &Run, name: &str, f: impl Fn(&mut Value)) -> SqsEvent {
         v["operation_id"] = json!(op);
         v["fencing_token"] = json!(token);
         f(v);
+        support::prove(v);
     })
 }
 

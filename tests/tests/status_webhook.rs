@@ -93,6 +93,7 @@ impl Bed {
         let status = Ctx::new(
             strato_status::Config {
                 names: w.env.names.clone(),
+                run_proofs: support::run_proofs(),
             },
             &w.env.aws,
         )
@@ -193,6 +194,7 @@ impl Bed {
             v["operation_id"] = json!(op);
             v["fencing_token"] = json!(token);
             f(v);
+            support::prove(v);
         })
     }
 

@@ -10,8 +10,8 @@ use strato_domain::catalog::Catalogs;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{CloudProvider, ClusterSpec, TemplateRef};
 use strato_domain::render::{
-    BackendConfig, EngineVersion, ManagedValues, aws_provider_override_tf_json, state_key,
-    strip_write_prefix, tfvars_json,
+    BackendConfig, BackendCredentials, EngineVersion, ManagedValues, aws_provider_override_tf_json,
+    state_key, strip_write_prefix, tfvars_json,
 };
 use strato_domain::template::Template;
 use strato_domain::validate::validate;
@@ -103,6 +103,12 @@ async fn engine_applies_into_moto_with_s3_state() {
         region: env.region.clone(),
         lock_table: env.names.table("tf-locks"),
         endpoint: Some(env.endpoint.clone()),
+        // As the runner writes it: the backend's own (session) credentials, not the environment's.
+        credentials: Some(BackendCredentials {
+            access_key: "backend-key".into(),
+            secret_key: "backend-secret".to_owned().into(),
+            token: Some("backend-token".to_owned().into()),
+        }),
     };
     std::fs::write(
         work.join("strato_backend.tf.json"),

@@ -26,6 +26,7 @@ use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
 use strato_aws::store::Store;
 use strato_domain::ports::SystemClock;
+use strato_domain::run_proof::RunProofKey;
 
 pub use strato_aws::ports::RunnerSettings;
 pub use strato_domain::coordination::LOCK_LEASE;
@@ -55,6 +56,8 @@ pub enum DispatchError {
 pub struct Config {
     pub names: Names,
     pub runner: RunnerSettings,
+    /// Signs each run's proof (`STRATO_RUN_PROOF_SECRET`, shared with status only).
+    pub run_proofs: RunProofKey,
 }
 
 impl Config {
@@ -75,6 +78,7 @@ impl Config {
                 security_groups: env.list("STRATO_RUNNER_SECURITY_GROUPS")?,
                 assign_public_ip: env.flag("STRATO_RUNNER_ASSIGN_PUBLIC_IP", false)?,
             },
+            run_proofs: env.run_proof_key()?,
         })
     }
 }
@@ -115,6 +119,7 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Disp
     let launcher = EcsLauncher {
         ecs: &ctx.ecs,
         runner: &ctx.config.runner,
+        proofs: &ctx.config.run_proofs,
     };
     let dispatcher = Dispatcher {
         store: &ctx.store,
@@ -149,6 +154,7 @@ mod tests {
                     "STRATO_RUNNER_TASK_DEFINITION" => "strato-runner:3",
                     "STRATO_RUNNER_SUBNETS" => "subnet-a, subnet-b",
                     "STRATO_RUNNER_SECURITY_GROUPS" => "sg-1",
+                    "STRATO_RUN_PROOF_SECRET" => "0123456789abcdef0123456789abcdef",
                     _ => return None,
                 }
                 .to_owned(),
@@ -177,5 +183,14 @@ mod tests {
         })
         .unwrap_err();
         assert!(err.to_string().contains("true or false"), "{err}");
+        let err = Config::from_lookup(|k| {
+            if k == "STRATO_RUN_PROOF_SECRET" {
+                Some("short".into())
+            } else {
+                env(k)
+            }
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("at least 32"), "{err}");
     }
 }

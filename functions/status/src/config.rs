@@ -10,6 +10,7 @@ use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
 use strato_domain::ports::SystemClock;
+use strato_domain::run_proof::RunProofKey;
 
 use crate::StatusError;
 use crate::decide::{Ports, ReportWait, Status};
@@ -17,6 +18,8 @@ use crate::decide::{Ports, ReportWait, Status};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub names: Names,
+    /// Checks runner events' run proofs (`STRATO_RUN_PROOF_SECRET`, the dispatcher's key).
+    pub run_proofs: RunProofKey,
 }
 
 impl Config {
@@ -25,8 +28,10 @@ impl Config {
     }
 
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, StatusError> {
+        let env = Env::new(lookup);
         Ok(Self {
-            names: Env::new(lookup).names()?,
+            names: env.names()?,
+            run_proofs: env.run_proof_key()?,
         })
     }
 }
@@ -97,6 +102,7 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         webhooks: &webhooks,
         clock: &SystemClock,
         report_wait: ReportWait::EVENTS,
+        run_proofs: &ctx.config.run_proofs,
     };
     Ok(status.handle(event).await)
 }

@@ -10,6 +10,8 @@ use strato_domain::ports::{
     Storage, Templates, Webhooks,
 };
 
+use strato_domain::run_proof::RunProofKey;
+
 use crate::incoming::{Incoming, parse_body};
 use crate::{StatusError, agent, runner_events, task_change};
 
@@ -117,6 +119,8 @@ pub struct Status<'a, P: Ports> {
     pub webhooks: &'a P::Webhooks,
     pub clock: &'a P::Clock,
     pub report_wait: ReportWait,
+    /// Checks that a runner event comes from its own run ([`strato_domain::run_proof`]).
+    pub run_proofs: &'a RunProofKey,
 }
 
 impl<P: Ports> Status<'_, P> {
@@ -139,7 +143,18 @@ impl<P: Ports> Status<'_, P> {
         // A runner event too large for SQS arrives as a reference to the stored event.
         let stored = self.archive.unspill(body).await?;
         match parse_body(&message_id, stored.as_deref().unwrap_or(body))? {
-            Incoming::Runner(ev) => {
+            Incoming::Runner(ev, proof) => {
+                if !self.run_proofs.verify_event(&ev, proof.as_deref()) {
+                    // Not from the run it names (forged, or from code inside another run): nothing changes.
+                    // Acknowledged, since no redelivery can make it valid.
+                    tracing::warn!(
+                        operation_id = %ev.operation_id(),
+                        fencing_token = ev.fencing_token(),
+                        proof = if proof.is_some() { "wrong" } else { "missing" },
+                        "refusing a runner event without its run's proof"
+                    );
+                    return Ok(Outcome::Ack);
+                }
                 runner_events::apply_runner_event(self, &ev).await?;
                 Ok(Outcome::Ack)
             }

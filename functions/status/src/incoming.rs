@@ -6,12 +6,14 @@ pub use strato_domain::ecs_event::{
     EnvVar, TaskContainer, TaskContainerOverride, TaskOverrides, TaskStateChange, TaskStateChangeEvent,
 };
 use strato_domain::messages::{ControlEvent, RunnerEvent};
+use strato_domain::run_proof::PROOF_FIELD;
 
 use crate::StatusError;
 
 #[derive(Debug, Clone)]
 pub enum Incoming {
-    Runner(RunnerEvent),
+    /// A runner event and the run proof it carried (checked before it is applied).
+    Runner(RunnerEvent, Option<String>),
     /// From the control plane itself: the agent handshake.
     Control(ControlEvent),
     Task(Box<TaskStateChange>),
@@ -42,8 +44,9 @@ pub fn parse_body(message_id: &str, body: &str) -> Result<Incoming, StatusError>
             .map(Incoming::Control)
             .map_err(|e| bad(e.to_string()));
     }
+    let proof = value.get(PROOF_FIELD).and_then(|p| p.as_str()).map(str::to_owned);
     serde_json::from_value(value)
-        .map(Incoming::Runner)
+        .map(|ev| Incoming::Runner(ev, proof))
         .map_err(|e| bad(e.to_string()))
 }
 
@@ -51,6 +54,7 @@ pub fn parse_body(message_id: &str, body: &str) -> Result<Incoming, StatusError>
 mod tests {
     use super::*;
     use crate::test_support::sample_body;
+    use strato_domain::run_proof::RunProofKey;
 
     #[test]
     fn ecs_stopped_sample_names_operation_token_and_exit() {
@@ -93,10 +97,13 @@ mod tests {
             "cancelled",
         ] {
             let body = sample_body(&format!("runner-{name}.json"));
-            assert!(
-                matches!(parse_body("m", &body), Ok(Incoming::Runner(_))),
-                "{name}"
-            );
+            let Ok(Incoming::Runner(ev, proof)) = parse_body("m", &body) else {
+                panic!("{name}: not a runner event");
+            };
+            // The samples' proofs were made outside Rust (HMAC-SHA256 in Python) with this key: the wire
+            // form is what the module documents.
+            let key = RunProofKey::new(b"sample-run-proof-key-of-32-bytes".to_vec()).unwrap();
+            assert!(key.verify_event(&ev, proof.as_deref()), "{name}: proof");
         }
         let other = r#"{"detail-type": "ECS Container Instance State Change", "detail": {}}"#;
         assert!(matches!(parse_body("m", other), Ok(Incoming::Other(_))));

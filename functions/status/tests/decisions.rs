@@ -18,6 +18,7 @@ use strato_domain::model::{
     OperationStatus, ResourceChange, TemplateRef,
 };
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
+use strato_domain::run_proof::{PROOF_FIELD, RunProofKey, proven_body};
 use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, Webhook};
 use strato_status::{
     FINAL_REPORT_GRACE_RECEIVES, LOST_REPORT, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status,
@@ -46,6 +47,7 @@ struct World {
     archive: FakeRunArchive,
     webhooks: FakeWebhooks,
     tenant: TenantId,
+    proofs: RunProofKey,
     /// Records delivered so far (message ids stay unique).
     delivered: std::cell::Cell<usize>,
 }
@@ -69,6 +71,7 @@ fn world() -> World {
         webhooks: FakeWebhooks::default(),
         clock,
         tenant: "acme".parse().unwrap(),
+        proofs: proofs(),
         delivered: std::cell::Cell::new(0),
     }
 }
@@ -84,6 +87,7 @@ impl World {
             webhooks: &self.webhooks,
             clock: &self.clock,
             report_wait: ReportWait::EVENTS,
+            run_proofs: &self.proofs,
         }
     }
 
@@ -199,8 +203,15 @@ impl World {
     }
 }
 
+/// The key the dispatcher (here: the tests) made the runs' proofs with.
+fn proofs() -> RunProofKey {
+    RunProofKey::new(b"status-decision-tests-run-proof-key!".to_vec()).unwrap()
+}
+
+/// A runner event as its own run sends it: with its run's proof.
 fn runner(ev: RunnerEvent) -> String {
-    serde_json::to_string(&ev).unwrap()
+    let proof = proofs().proof(ev.operation_id(), ev.fencing_token());
+    proven_body(&ev, &proof).unwrap().to_string()
 }
 
 fn heartbeat(w: &World, run: &Run, token: u64) -> String {
@@ -1083,4 +1094,49 @@ async fn agent_handshake_deadline_over_15_minutes_is_chained() {
     assert_eq!(op.status, OperationStatus::Failed);
     assert_eq!(op.error.unwrap().step, "configure");
     assert!(!w.holds_anything(&c, &run));
+}
+
+#[tokio::test]
+async fn an_event_without_its_runs_proof_changes_nothing() {
+    // Code inside another run (a module, a provider) can reach the events queue but not this run's proof.
+    let w = world();
+    let cluster = w.cluster_in("forged", ClusterState::Provisioning);
+    let run = w.start(&cluster, OperationKind::Create).await;
+    let genuine: serde_json::Value = serde_json::from_str(&succeeded(&w, &run, run.token)).unwrap();
+    let mut missing = genuine.clone();
+    missing.as_object_mut().unwrap().remove(PROOF_FIELD);
+    let mut other_run = genuine.clone();
+    other_run[PROOF_FIELD] = proofs().proof(&OperationId::generate(), run.token).into();
+    let mut other_key = genuine.clone();
+    other_key[PROOF_FIELD] = RunProofKey::new(vec![9; 32])
+        .unwrap()
+        .proof(&run.op, run.token)
+        .into();
+    for (what, forged) in [
+        ("missing", missing),
+        ("another run's", other_run),
+        ("another key's", other_key),
+    ] {
+        assert!(
+            w.deliver_one(forged.to_string(), 1).await,
+            "{what} proof: acknowledged, not retried"
+        );
+        assert_eq!(
+            w.op(&run.op).status,
+            OperationStatus::Running,
+            "{what} proof changed the operation"
+        );
+        assert_eq!(
+            w.cluster(&cluster).state(),
+            ClusterState::Provisioning,
+            "{what} proof"
+        );
+        assert!(w.holds_anything(&cluster, &run), "{what} proof released the lock");
+    }
+    assert!(w.deliver_one(genuine.to_string(), 1).await);
+    assert_eq!(
+        w.op(&run.op).status,
+        OperationStatus::Succeeded,
+        "the run's own report applies"
+    );
 }

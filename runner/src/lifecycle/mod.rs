@@ -12,6 +12,7 @@
 //! signals) and keeps to its end; this module builds it, runs the parts above, then finishes the log archive
 //! and sends the final event while the cluster lock still holds the run's fencing token.
 
+mod access;
 mod cleanup;
 mod failure;
 mod plan;
@@ -22,6 +23,7 @@ mod stages;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
 use strato_domain::compose::step_name;
 use strato_domain::cost::CostEstimate;
@@ -90,6 +92,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         events_url: clients.queues.events.clone(),
         operation_id: op.operation_id.clone(),
         fencing_token: cfg.fencing_token,
+        proof: cfg.run_proof.clone(),
     };
     let sinks = LogSinks {
         sqs: clients.aws.sqs.clone(),
@@ -97,7 +100,9 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         s3: clients.aws.s3.clone(),
         artifacts_bucket: cfg.names.bucket("artifacts"),
     };
-    let (hub, log_tasks) = LogHub::start(op.operation_id.clone(), sinks.clone(), Redactor::default());
+    let redactor = Redactor::default();
+    redactor.add(cfg.run_proof.expose_secret());
+    let (hub, log_tasks) = LogHub::start(op.operation_id.clone(), sinks.clone(), redactor);
     let (stop_tx, stop_rx) = watch::channel(None);
     let (term_tx, term_rx) = watch::channel(None);
     let background = spawn_background(&cfg, &clients, &reporter, &op, stop_tx, term_tx);

@@ -1,7 +1,6 @@
 //! The `prepare` step: everything before the first engine command. Produces the [`PreparedRun`] that owns
 //! the engine and the workspace.
 
-use secrecy::ExposeSecret;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use strato_domain::render::{
 };
 use strato_domain::validate::{ValidatedSpec, validate};
 
+use super::access::{StateLocation, engine_access, state_location};
 use super::failure::Failure;
 use super::{PreparedRun, RunContext};
 use crate::credentials::{self, EngineCredentials};
@@ -42,13 +42,13 @@ async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
         &ctx.clients.aws.config,
         access.sts_endpoint.as_deref(),
         &spec.region,
-        access.target.as_ref().map(|(_, c)| c),
+        Some(&access.provider),
         ctx.cfg.preflight_timeout,
     )
     .await
     .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
     ctx.note(STEP, &format!("credentials checked (account {account})"));
-    let (engine, version, saved_plan_apply) = start_engine(ctx, access.env, access.env_remove).await?;
+    let (engine, version, saved_plan_apply) = start_engine(ctx, access.env).await?;
     if ctx.op.kind.has_cluster() {
         write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
     } else {
@@ -180,84 +180,14 @@ fn render_inputs(
     serde_json::from_str(&text).map_err(|e| Failure::internal(STEP, e))
 }
 
-/// The engine's environment and, with `spec.target`, the target account and its assumed credentials.
-struct EngineAccess<'s> {
-    env: Vec<(String, String)>,
-    env_remove: Vec<String>,
-    target: Option<(&'s TargetAccount, EngineCredentials)>,
-    sts_endpoint: Option<String>,
-}
-
-/// The engine's environment: region, configured extras, a plugin cache, and with `spec.target` the role's
-/// temporary credentials in place of the runner's own.
-async fn engine_access<'s>(
-    ctx: &RunContext,
-    spec: &'s ClusterSpec,
-    ws: &Workspace,
-) -> Result<EngineAccess<'s>, Failure> {
-    let mut env = vec![
-        ("AWS_REGION".to_owned(), spec.region.clone()),
-        ("AWS_DEFAULT_REGION".to_owned(), spec.region.clone()),
-    ];
-    env.extend(ctx.cfg.extra_engine_env.iter().cloned());
-    let mut env_remove = Vec::new();
-    if std::env::var_os("TF_PLUGIN_CACHE_DIR").is_none() {
-        let cache = ws.bundle_dir().join(".plugin-cache");
-        let _ = std::fs::create_dir_all(&cache);
-        env.push(("TF_PLUGIN_CACHE_DIR".to_owned(), cache.display().to_string()));
-    }
-    let sts_endpoint = ctx
-        .cfg
-        .sts_endpoint
-        .clone()
-        .or_else(|| ctx.cfg.provider_endpoint.clone());
-    let target = match &spec.target {
-        Some(t) => {
-            // The external id is the customer's secret: it never appears in a log line or a message.
-            ctx.logs.redactor.add(t.external_id.expose());
-            let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
-            let c = credentials::assume_role(
-                &ctx.clients.aws.config,
-                sts_endpoint.as_deref(),
-                &region,
-                &t.role_arn,
-                t.external_id.expose(),
-                &format!("strato-{}", ctx.op.operation_id),
-                ctx.cfg.preflight_timeout,
-            )
-            .await
-            .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
-            ctx.logs.redactor.add(c.secret_access_key.expose_secret());
-            if let Some(t) = &c.session_token {
-                ctx.logs.redactor.add(t.expose_secret());
-            }
-            env_remove = EngineCredentials::INHERITED
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            env.extend(c.env());
-            Some((t, c))
-        }
-        None => None,
-    };
-    Ok(EngineAccess {
-        env,
-        env_remove,
-        target,
-        sts_endpoint,
-    })
-}
-
 /// The engine with its environment, its version, and whether it can apply a saved plan.
 async fn start_engine(
     ctx: &RunContext,
     env: Vec<(String, String)>,
-    env_remove: Vec<String>,
 ) -> Result<(Engine, EngineVersion, bool), Failure> {
     let engine = Engine {
         bin: ctx.cfg.terraform.clone(),
         env,
-        env_remove,
         grace: ctx.cfg.grace,
     };
     let (version, raw_version) = engine_version(&engine)
@@ -285,54 +215,6 @@ async fn start_engine(
     Ok((engine, version, saved_plan_apply))
 }
 
-/// Where the stages' state lives: the customer's bucket (created with versioning + encryption if missing)
-/// or the platform's.
-struct StateLocation {
-    bucket: String,
-    lock_table: String,
-    region: String,
-    /// Reaches the lock table (with the target account's credentials for a customer's table).
-    lock_ddb: aws_sdk_dynamodb::Client,
-}
-
-async fn state_location(
-    ctx: &RunContext,
-    spec: &ClusterSpec,
-    target: Option<&(&TargetAccount, EngineCredentials)>,
-) -> Result<StateLocation, Failure> {
-    let base = &ctx.clients.aws.config;
-    let customer = target.and_then(|(t, c)| Some((*t, c, t.state_bucket.clone()?)));
-    let Some((t, c, bucket)) = customer else {
-        return Ok(StateLocation {
-            bucket: ctx.cfg.names.bucket("state"),
-            lock_table: ctx.cfg.names.table("tf-locks"),
-            region: base
-                .region()
-                .map(|r| r.to_string())
-                .unwrap_or_else(|| spec.region.clone()),
-            lock_ddb: ctx.clients.aws.dynamodb.clone(),
-        });
-    };
-    let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
-    let lock_table = t.lock_table.clone().unwrap_or_else(|| format!("{bucket}-locks"));
-    let lock_ddb = ensure_customer_state(
-        base,
-        ctx.cfg.provider_endpoint.as_deref(),
-        &region,
-        c,
-        &bucket,
-        &lock_table,
-    )
-    .await
-    .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
-    Ok(StateLocation {
-        bucket,
-        lock_table,
-        region,
-        lock_ddb,
-    })
-}
-
 /// Writes every stage's S3 backend block, then (as the cluster lock's holder) releases leftover state locks.
 async fn write_backends(
     ctx: &RunContext,
@@ -350,6 +232,7 @@ async fn write_backends(
             region: state.region.clone(),
             lock_table: state.lock_table.clone(),
             endpoint: ctx.cfg.provider_endpoint.clone(),
+            credentials: state.credentials.clone(),
         };
         ws.write_backend(&s.stage, &cfg, dialect)
             .map_err(|e| Failure::internal(STEP, e))?;
@@ -462,74 +345,6 @@ async fn engine_version(engine: &Engine) -> Result<(EngineVersion, String), Stri
         None => Err(format!(
             "cannot read the engine version from {:?}",
             text.lines().next()
-        )),
-    }
-}
-
-/// The customer's state bucket (versioned, encrypted) and lock table, created with the target account's
-/// credentials if missing.
-async fn ensure_customer_state(
-    base: &aws_config::SdkConfig,
-    endpoint: Option<&str>,
-    region: &str,
-    creds: &EngineCredentials,
-    bucket: &str,
-    lock_table: &str,
-) -> Result<aws_sdk_dynamodb::Client, String> {
-    let mut b = base
-        .to_builder()
-        .region(aws_config::Region::new(region.to_owned()))
-        .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
-            aws_sdk_s3::config::Credentials::new(
-                creds.access_key_id.clone(),
-                creds.secret_access_key.expose_secret().to_owned(),
-                creds.session_token.as_ref().map(|t| t.expose_secret().to_owned()),
-                None,
-                "strato-target-account",
-            ),
-        ));
-    if let Some(ep) = endpoint {
-        b = b.endpoint_url(ep);
-    }
-    let aws = strato_aws::aws::AwsClients::from_config(b.build());
-    strato_aws::resources::create_bucket(&aws, bucket, true)
-        .await
-        .map_err(|e| format!("customer state bucket {bucket}: {e}"))?;
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    };
-    let res = aws
-        .dynamodb
-        .create_table()
-        .table_name(lock_table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("LockID")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(|e| e.to_string())?,
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("LockID")
-                .key_type(KeyType::Hash)
-                .build()
-                .map_err(|e| e.to_string())?,
-        )
-        .send()
-        .await;
-    match res {
-        Ok(_) => Ok(aws.dynamodb),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_resource_in_use_exception()) =>
-        {
-            Ok(aws.dynamodb)
-        }
-        Err(e) => Err(format!(
-            "customer lock table {lock_table}: {}",
-            strato_aws::Error::aws("CreateTable", e)
         )),
     }
 }

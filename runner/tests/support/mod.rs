@@ -18,6 +18,7 @@ use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
 };
 use strato_domain::render::state_key;
+use strato_domain::run_proof::{PROOF_FIELD, RunProofKey};
 use strato_domain::ts;
 use strato_runner::{Clients, Config, RunSummary, RunnerError};
 use strato_testbed::TestEnv;
@@ -152,7 +153,10 @@ impl Bed {
         let mut m: HashMap<String, String> = [
             ("STRATO_OPERATION_ID", job.op.operation_id.to_string()),
             ("STRATO_FENCING_TOKEN", job.token.to_string()),
+            ("STRATO_RUN_PROOF", run_proof(job)),
             ("STRATO_RESOURCE_PREFIX", self.env.names.prefix().to_owned()),
+            ("STRATO_ENGINE_ROLE_ARN", ENGINE_ROLE.to_owned()),
+            ("STRATO_STATE_ROLE_ARN", STATE_ROLE.to_owned()),
             ("STRATO_TERRAFORM", tools.terraform.display().to_string()),
             ("STRATO_PROVIDER_ENDPOINT", endpoint.to_owned()),
             ("STRATO_HEARTBEAT_SECS", "1".to_owned()),
@@ -192,12 +196,21 @@ impl Bed {
         strato_runner::run_operation(cfg, clients).await
     }
 
-    /// Every event on the events queue (drained).
+    /// Every event on the events queue (drained), each checked to carry its run's proof.
     pub async fn events(&self) -> Vec<RunnerEvent> {
         self.raw_events()
             .await
             .iter()
-            .map(|b| serde_json::from_str(b).unwrap())
+            .map(|b| {
+                let v: serde_json::Value = serde_json::from_str(b).unwrap();
+                let ev: RunnerEvent = serde_json::from_value(v.clone()).unwrap();
+                let proof = v[PROOF_FIELD].as_str();
+                assert!(
+                    proof.is_some_and(|p| p == proof_key().proof(ev.operation_id(), ev.fencing_token())),
+                    "a runner event without its run's proof: {b}"
+                );
+                ev
+            })
             .collect()
     }
 
@@ -439,4 +452,18 @@ pub async fn ec2_call(endpoint: &str, form: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).await.unwrap();
     out
+}
+
+/// The deployment's engine and state roles (moto's STS issues sessions for any role of its account).
+pub const ENGINE_ROLE: &str = "arn:aws:iam::123456789012:role/strato-test-runner-engine";
+pub const STATE_ROLE: &str = "arn:aws:iam::123456789012:role/strato-test-runner-state";
+
+/// The dispatcher's key, as the tests stand in for it.
+pub fn proof_key() -> RunProofKey {
+    RunProofKey::new(b"runner-tests-run-proof-key-32-bytes!".to_vec()).unwrap()
+}
+
+/// The proof the dispatcher would start `job`'s runner with.
+pub fn run_proof(job: &Job) -> String {
+    proof_key().proof(&job.op.operation_id, job.token)
 }

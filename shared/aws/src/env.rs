@@ -6,6 +6,10 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use crate::resources::Names;
+use strato_domain::run_proof::RunProofKey;
+
+/// The variable holding the run-proof key ([`Env::run_proof_key`]).
+pub const ENV_RUN_PROOF_SECRET: &str = "STRATO_RUN_PROOF_SECRET";
 
 /// A setting that is missing or malformed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -116,6 +120,13 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
                 format!("must be true or false, not '{other}'"),
             )),
         }
+    }
+
+    /// `STRATO_RUN_PROOF_SECRET`: the key runners' proofs are made with (the dispatcher) and checked with
+    /// (status); at least 32 bytes.
+    pub fn run_proof_key(&self) -> Result<RunProofKey, EnvError> {
+        let var = ENV_RUN_PROOF_SECRET;
+        RunProofKey::new(self.required(var)?.into_bytes()).map_err(|e| EnvError::new(var, e.to_string()))
     }
 }
 

@@ -9,22 +9,25 @@ use aws_sdk_s3::Client as S3;
 use serde_json::Value;
 use strato_domain::artifacts;
 use strato_domain::messages::RunnerEvent;
+use strato_domain::run_proof;
 
 use crate::error::Error;
 
 /// The largest body sent as is: SQS takes 262,144 bytes, less some room for the message's attributes.
 pub const INLINE_MAX: usize = 240 * 1024;
 
-/// The body to send for `ev`: its JSON when small enough; else the event is stored whole and the body is
-/// `small` (the same event without its bulk) with the stored object's key added.
+/// The body to send for `ev` with its run's `proof`: its JSON when small enough; else the event is stored
+/// whole and the body is `small` (the same event without its bulk) with the stored object's key added. Both
+/// carry the proof.
 pub async fn spill_if_large(
     s3: &S3,
     bucket: &str,
     ev: &RunnerEvent,
+    proof: &str,
     small: impl FnOnce() -> RunnerEvent,
 ) -> Result<String, Error> {
     let render = |what: &'static str, v: &RunnerEvent| {
-        serde_json::to_value(v).map_err(|source| Error::Render { what, source })
+        run_proof::proven_body(v, proof).map_err(|source| Error::Render { what, source })
     };
     let full = render("runner event", ev)?.to_string();
     if full.len() <= INLINE_MAX {

@@ -22,6 +22,8 @@ pub mod model;
 pub mod modules;
 pub mod ports;
 pub mod render;
+pub mod run_access;
+pub mod run_proof;
 pub mod secret;
 pub mod state_lock;
 pub mod state_machine;

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::Error;
 use crate::ids::{ClusterId, TenantId};
+use crate::secret::Sensitive;
 use crate::validate::ValidatedSpec;
 
 /// Values Strato itself supplies for a template's `managed` variables.
@@ -105,6 +106,19 @@ pub struct BackendConfig {
     pub lock_table: String,
     /// Emulator endpoint (moto); `None` in AWS.
     pub endpoint: Option<String>,
+    /// The backend's own credentials (the run's state session, scoped to this cluster's state), so the
+    /// providers' credentials in the environment never reach the state bucket and vice versa. `None`: the
+    /// environment's.
+    pub credentials: Option<BackendCredentials>,
+}
+
+/// Static credentials written into the backend block (`access_key`, `secret_key`, `token`): short-lived
+/// session credentials, kept in the workspace only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendCredentials {
+    pub access_key: String,
+    pub secret_key: Sensitive,
+    pub token: Option<Sensitive>,
 }
 
 /// Per tenant, per cluster, per stage. Ids are restricted alphabets, so the key needs no escaping.
@@ -122,6 +136,18 @@ impl BackendConfig {
             "dynamodb_table": self.lock_table,
             "encrypt": true,
         });
+        // Workspaces (which Strato never uses) are listed at init; under the state's own prefix that listing
+        // stays within what a cluster-scoped state session may list.
+        if let Some((prefix, _)) = self.key.rsplit_once('/') {
+            s3["workspace_key_prefix"] = json!(format!("{prefix}/workspaces"));
+        }
+        if let Some(c) = &self.credentials {
+            s3["access_key"] = json!(c.access_key);
+            s3["secret_key"] = json!(c.secret_key.expose());
+            if let Some(t) = &c.token {
+                s3["token"] = json!(t.expose());
+            }
+        }
         if let Some(ep) = &self.endpoint {
             let extra = match dialect {
                 EngineDialect::Legacy => json!({
@@ -264,6 +290,7 @@ mod tests {
             region: "us-east-1".into(),
             lock_table: "locks".into(),
             endpoint: Some("http://127.0.0.1:5000".into()),
+            credentials: None,
         };
         let legacy: Value = serde_json::from_str(&cfg.tf_json(EngineDialect::Legacy).unwrap()).unwrap();
         let s3 = &legacy["terraform"]["backend"]["s3"];
@@ -283,7 +310,29 @@ mod tests {
             ..cfg
         };
         let plain: Value = serde_json::from_str(&aws.tf_json(EngineDialect::Modern).unwrap()).unwrap();
-        assert_eq!(plain["terraform"]["backend"]["s3"].as_object().unwrap().len(), 5);
+        let plain = &plain["terraform"]["backend"]["s3"];
+        assert_eq!(plain.as_object().unwrap().len(), 6, "{plain}");
+        assert_eq!(plain["workspace_key_prefix"], "tenants/a/clusters/c/workspaces");
+        let scoped = BackendConfig {
+            credentials: Some(BackendCredentials {
+                access_key: "ASIAEXAMPLE".into(),
+                secret_key: "s3cret".to_owned().into(),
+                token: Some("t0ken".to_owned().into()),
+            }),
+            ..aws
+        };
+        for dialect in [EngineDialect::Legacy, EngineDialect::Modern] {
+            let v: Value = serde_json::from_str(&scoped.tf_json(dialect).unwrap()).unwrap();
+            let s3 = &v["terraform"]["backend"]["s3"];
+            assert_eq!(
+                (&s3["access_key"], &s3["secret_key"], &s3["token"]),
+                (&json!("ASIAEXAMPLE"), &json!("s3cret"), &json!("t0ken"))
+            );
+        }
+        assert!(
+            !format!("{scoped:?}").contains("s3cret"),
+            "Debug hides the secret"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use strato_aws::store::{Quotas, Store};
 use strato_dispatcher::{Config, Ctx, RunnerSettings};
 use strato_domain::ids::{ClusterId, OperationId};
 use strato_domain::model::{CloudProvider, Cluster, ClusterSpec, Operation, OperationKind, TemplateRef};
+use strato_domain::run_proof::{PROOF_FIELD, RunProofKey};
 use strato_domain::ts;
 use strato_testbed::TestEnv;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -128,6 +129,7 @@ impl World {
                 security_groups: vec![ec2_first(&env.endpoint, "DescribeSecurityGroups", "groupId").await],
                 assign_public_ip: false,
             },
+            run_proofs: run_proofs(),
         };
         let dispatcher = Ctx::new(config.clone(), &env.aws, ecs.clone()).await.unwrap();
         let queues = dispatcher.queues.clone();
@@ -390,4 +392,16 @@ pub fn task_env(task: &aws_sdk_ecs::types::Task) -> BTreeMap<String, String> {
             )
         })
         .collect()
+}
+
+/// The run-proof key the dispatcher and status share in these tests.
+pub fn run_proofs() -> RunProofKey {
+    RunProofKey::new(b"flow-tests-run-proof-key-of-32-bytes".to_vec()).unwrap()
+}
+
+/// Gives a runner event's body (after any patching) the proof its run was started with.
+pub fn prove(v: &mut Value) {
+    let op: OperationId = v["operation_id"].as_str().unwrap().parse().unwrap();
+    let token = v["fencing_token"].as_u64().unwrap();
+    v[PROOF_FIELD] = json!(run_proofs().proof(&op, token));
 }

@@ -20,6 +20,7 @@ pub fn sample_variables() -> BTreeMap<&'static str, serde_json::Value> {
         ("jwt_issuer", json!("https://issuer.example.com/")),
         ("jwt_audience", json!(["strato"])),
         ("ws_jwt_secret", json!("ws-secret")),
+        ("run_proof_secret", json!("0123456789abcdef0123456789abcdef")),
         ("agent_token_secret", json!("agent-secret")),
         (
             "runner_image",

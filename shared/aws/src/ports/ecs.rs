@@ -10,6 +10,7 @@ use crate::error::Error;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
 use strato_domain::ports::{LaunchFailure, PortError, TaskLauncher};
+use strato_domain::run_proof::{ENV_RUN_PROOF, RunProofKey};
 
 /// Where and how runners start. Read once per process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,11 +23,12 @@ pub struct RunnerSettings {
     pub assign_public_ip: bool,
 }
 
-/// Starts runners on the ECS cluster `runner.cluster`.
+/// Starts runners on the ECS cluster `runner.cluster`, each with the proof of its run (`proofs`).
 #[derive(Debug, Clone, Copy)]
 pub struct EcsLauncher<'a> {
     pub ecs: &'a aws_sdk_ecs::Client,
     pub runner: &'a RunnerSettings,
+    pub proofs: &'a RunProofKey,
 }
 
 impl TaskLauncher for EcsLauncher<'_> {
@@ -60,6 +62,7 @@ impl TaskLauncher for EcsLauncher<'_> {
             .name(&r.container)
             .environment(env(ENV_OPERATION_ID, op.to_string()))
             .environment(env(ENV_FENCING_TOKEN, fencing_token.to_string()))
+            .environment(env(ENV_RUN_PROOF, self.proofs.proof(op, fencing_token)))
             .build();
         let res = self
             .ecs
