@@ -150,10 +150,10 @@ async fn an_unreachable_credentials_endpoint_fails_fast_with_the_credentials_cat
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
+    bed.issue_external_id().await;
     let mut spec = bed.spec("runner-net", "no-creds", json!({}));
     spec.target = Some(TargetAccount {
         role_arn: "arn:aws:iam::210987654321:role/strato".into(),
-        external_id: "ext-123".into(),
         state_bucket: None,
         lock_table: None,
         region: None,
@@ -193,17 +193,28 @@ async fn an_unreachable_credentials_endpoint_fails_fast_with_the_credentials_cat
 async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
     let bed = Bed::new().await;
     let bucket = format!("{}-customer-state", bed.env.names.prefix());
-    // The external id also goes into a tag, so the engine's plan output prints it: the log must not.
-    let external_id = "ext-123-shared-secret";
+    // The tenant's issued external id also goes into a tag, so the engine's plan output prints it: the log
+    // must not. The tag is sealed at rest, as the api seals sensitive variables: the runner opens it.
+    let issued = bed.issue_external_id().await;
+    let external_id = issued.as_str();
     let mut spec = bed.spec("runner-net", "own-state", json!({"tags": {"ref": external_id}}));
     spec.target = Some(TargetAccount {
         role_arn: "arn:aws:iam::210987654321:role/strato".into(),
-        external_id: external_id.into(),
         state_bucket: Some(bucket.clone()),
         lock_table: None,
         region: None,
     });
-    let (cluster, job) = bed.create(spec).await;
+    let (cluster, job) = bed.create_sealed(spec, &["tags"]).await;
+    let raw = bed
+        .store
+        .get_cluster(&bed.tenant, &cluster.cluster_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !serde_json::to_string(&raw).unwrap().contains(external_id),
+        "sealed at rest"
+    );
     bed.run(bed.config(&job, &[])).await.expect("final event sent");
     let events = bed.events().await;
     let finals = final_events(&events);
@@ -232,6 +243,10 @@ async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
         .filter(|r| r["mode"] == "managed")
         .count();
     assert_eq!(managed, 4, "vpc, subnets, security group, tag");
+    assert!(
+        state.to_string().contains(external_id),
+        "the sealed variable was opened and rendered with its value"
+    );
     assert!(bed.state(&cluster, "main").await.is_none());
     // Versioned: the object carries a real version id (moto's GetBucketVersioning XML is not SDK-readable).
     let versions = bed

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use strato_aws::ports::KmsKeys;
 use strato_aws::store::StoredTemplate;
 use strato_domain::ErrorCategory;
 use strato_domain::catalog::Catalogs;
@@ -20,7 +21,9 @@ use super::failure::Failure;
 use super::{PreparedRun, RunContext};
 use crate::credentials::{self, EngineCredentials};
 use crate::engine::Engine;
+use crate::trust::{self, SdkSts};
 use crate::workspace::Workspace;
+use strato_domain::secret::Sensitive;
 
 const STEP: &str = "prepare";
 
@@ -33,7 +36,11 @@ pub(super) async fn prepare(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure
 }
 
 async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
-    let spec = ctx.op.spec.clone().unwrap_or_else(|| ctx.cluster.spec.clone());
+    let sealed = ctx.op.spec.clone().unwrap_or_else(|| ctx.cluster.spec.clone());
+    // Sensitive variables are sealed at rest (bound to this tenant and cluster); opened here, for rendering.
+    let spec = strato_domain::sealed::open_spec(&ctx.keys(), &ctx.op.tenant_id, &ctx.op.cluster_id, &sealed)
+        .await
+        .map_err(|e| Failure::internal(STEP, format!("opening the spec's sealed values: {e}")))?;
     let (stored, validated) = validated_template(ctx, &spec).await?;
     let ws = unpack_workspace(ctx, &stored).await?;
     let rendered = render_inputs(ctx, &spec, &validated)?;
@@ -213,16 +220,25 @@ async fn engine_access<'s>(
         .or_else(|| ctx.cfg.provider_endpoint.clone());
     let target = match &spec.target {
         Some(t) => {
-            // The external id is the customer's secret: it never appears in a log line or a message.
-            ctx.logs.redactor.add(t.external_id.expose());
+            let external_id = tenant_external_id(ctx).await?;
+            // The external id is the tenant's secret: it never appears in a log line or a message.
+            ctx.logs.redactor.add(external_id.expose());
             let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
-            let c = credentials::assume_role(
-                &ctx.clients.aws.config,
-                sts_endpoint.as_deref(),
-                &region,
+            let session = format!("strato-{}", ctx.op.operation_id);
+            let sts = SdkSts {
+                base: &ctx.clients.aws.config,
+                endpoint: sts_endpoint.as_deref(),
+                region: &region,
+                role_arn: &t.role_arn,
+                session_name: &session,
+                timeout: ctx.cfg.preflight_timeout,
+            };
+            let probe = !ctx.cfg.unsafe_skip_external_id_probe;
+            let c = trust::assume_checked(
+                &sts,
                 &t.role_arn,
-                t.external_id.expose(),
-                &format!("strato-{}", ctx.op.operation_id),
+                external_id.expose(),
+                probe,
                 ctx.cfg.preflight_timeout,
             )
             .await
@@ -246,6 +262,35 @@ async fn engine_access<'s>(
         target,
         sts_endpoint,
     })
+}
+
+impl RunContext {
+    /// Strato's KMS key, which opens sealed values (the tenant's external id, sensitive variables).
+    fn keys(&self) -> KmsKeys {
+        KmsKeys::new(&self.clients.aws.kms, &self.cfg.names)
+    }
+}
+
+/// The external id Strato issued the operation's tenant (sealed on the tenant item), opened.
+async fn tenant_external_id(ctx: &RunContext) -> Result<Sensitive, Failure> {
+    let tenant = &ctx.op.tenant_id;
+    let sealed = ctx
+        .clients
+        .store
+        .tenant_external_id(tenant)
+        .await
+        .map_err(|e| Failure::internal(STEP, e))?
+        .ok_or_else(|| {
+            Failure::new(
+                STEP,
+                ErrorCategory::Credentials,
+                "your tenant has no external id yet, so no target role can be assumed; \
+                 GET /v1/tenant/target-access issues it and shows the trust policy your role needs",
+            )
+        })?;
+    strato_domain::sealed::open_external_id(&ctx.keys(), tenant, &sealed)
+        .await
+        .map_err(|e| Failure::internal(STEP, format!("opening the tenant's external id: {e}")))
 }
 
 /// The engine with its environment, its version, and whether it can apply a saved plan.

@@ -271,6 +271,12 @@ impl Names {
         }
     }
 
+    /// Strato's customer-managed KMS key (`infra/storage.tf`): the data key of sealed values at rest and
+    /// the buckets' default encryption. Functions and the runner name it by this alias.
+    pub fn kms_alias(&self) -> String {
+        format!("alias/{}-data", self.prefix)
+    }
+
     pub fn bucket(&self, logical: &str) -> String {
         let b = BUCKETS
             .iter()
@@ -316,6 +322,35 @@ pub async fn create_all(aws: &AwsClients, names: &Names) -> Result<(), Error> {
     for b in BUCKETS {
         create_bucket(aws, &names.bucket(b.logical), b.versioned).await?;
     }
+    create_kms_key(aws, names).await?;
+    Ok(())
+}
+
+/// Creates Strato's KMS key under [`Names::kms_alias`] unless the alias exists (moto, devstack; in AWS it is
+/// `infra/storage.tf`'s).
+pub async fn create_kms_key(aws: &AwsClients, names: &Names) -> Result<(), Error> {
+    let alias = names.kms_alias();
+    if aws.kms.describe_key().key_id(&alias).send().await.is_ok() {
+        return Ok(());
+    }
+    let key = aws
+        .kms
+        .create_key()
+        .description(format!("{} data key", names.prefix()))
+        .send()
+        .await
+        .map_err(|e| Error::aws("CreateKey", e))?;
+    let id = key
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .unwrap_or_default();
+    aws.kms
+        .create_alias()
+        .alias_name(&alias)
+        .target_key_id(id)
+        .send()
+        .await
+        .map_err(|e| Error::aws("CreateAlias", e))?;
     Ok(())
 }
 

@@ -22,6 +22,7 @@ pub mod model;
 pub mod modules;
 pub mod ports;
 pub mod render;
+pub mod sealed;
 pub mod secret;
 pub mod state_lock;
 pub mod state_machine;
