@@ -318,10 +318,11 @@ async fn the_time_limit_interrupts_and_cleans_up_a_create() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_drift_check_reports_out_of_band_changes_and_keeps_the_plan() {
+async fn a_drift_check_reports_out_of_band_changes_and_no_artifact_holds_a_sensitive_input() {
     let bed = Bed::new().await;
-    let spec = bed.spec("runner-net", "drifty", json!({}));
-    let (cluster, job) = bed.create(spec).await;
+    const SECRET: &str = "drift-s3cret-password-value";
+    let spec = bed.spec("runner-net", "drifty", json!({"db_password": SECRET}));
+    let (cluster, job) = bed.create_sealed(spec, &["db_password"]).await;
     bed.run(bed.config(&job, &[])).await.expect("final event sent");
     let events = bed.events().await;
     let [RunnerEvent::Succeeded { outputs, .. }] = final_events(&events)[..] else {
@@ -353,16 +354,42 @@ async fn a_drift_check_reports_out_of_band_changes_and_keeps_the_plan() {
             .any(|c| c.address == "module.net.aws_vpc.this" && c.actions == ["update"]),
         "{drift:?}"
     );
-    let plan = bed
+    // No saved plan (every input and the prior state) is kept, and no artifact of either run — log chunks,
+    // debug logs, markers — holds the sensitive input.
+    let bucket = bed.env.names.bucket("artifacts");
+    let listed = bed
         .env
         .aws
         .s3
-        .head_object()
-        .bucket(bed.env.names.bucket("artifacts"))
-        .key(strato_domain::artifacts::plan_key(&job.op.operation_id, "main"))
+        .list_objects_v2()
+        .bucket(&bucket)
         .send()
-        .await;
-    assert!(plan.is_ok(), "saved plan archived");
+        .await
+        .unwrap();
+    let keys: Vec<String> = listed
+        .contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect();
+    assert!(keys.iter().any(|k| k.starts_with("logs/")), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.starts_with("plans/")), "{keys:?}");
+    for key in &keys {
+        let obj = bed
+            .env
+            .aws
+            .s3
+            .get_object()
+            .bucket(&bucket)
+            .key(key)
+            .send()
+            .await
+            .unwrap();
+        let body = obj.body.collect().await.unwrap().into_bytes();
+        assert!(
+            !String::from_utf8_lossy(&body).contains(SECRET),
+            "{key} holds the sensitive input"
+        );
+    }
     assert!(
         !steps_started(&events).iter().any(|s| s == "apply"),
         "a drift check changes nothing"

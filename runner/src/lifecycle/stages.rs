@@ -7,7 +7,6 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Map, Value};
 use strato_domain::ErrorCategory;
-use strato_domain::artifacts;
 use strato_domain::compose::ComposedStage;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{PlanSummary, RunnerEvent};
@@ -94,8 +93,15 @@ impl PreparedRun<'_> {
         Ok(out)
     }
 
-    /// One object per run of a step: `plan`, then `plan.2` for a retry. Best effort.
+    /// One object per run of a step: `plan`, then `plan.2` for a retry. Best effort. Redacted like the user
+    /// log: the engine's trace can carry sensitive inputs (provider requests, variable values).
     async fn upload_debug_log(&mut self, name: &str, debug: Vec<u8>) {
+        let debug = self
+            .ctx
+            .logs
+            .redactor
+            .redact(&String::from_utf8_lossy(&debug))
+            .into_bytes();
         let n = self.debug_runs.entry(name.to_owned()).or_insert(0);
         *n += 1;
         let key_step = if *n == 1 {
@@ -381,7 +387,8 @@ impl PreparedRun<'_> {
         }
     }
 
-    /// `plan` kind (nothing applied) and drift checks (saved plan kept, changed resources reported).
+    /// `plan` kind (nothing applied) and drift checks (changed resources reported). The saved plan is not
+    /// kept: it holds every input, sensitive ones included, and the prior state, and nothing reads it back.
     async fn plan_only(&mut self, drift: bool) -> Result<ExecOutcome, Failure> {
         let mut earlier = Map::new();
         let mut changes = Vec::new();
@@ -391,7 +398,6 @@ impl PreparedRun<'_> {
             let (plan, _) = self.plan(&stage.stage, drift).await?;
             if drift {
                 changes.extend(drift_changes(&plan));
-                self.keep_saved_plan(&stage.stage).await;
             }
             // Later stages plan against what earlier ones currently hold.
             let (plain, sensitive) = self.outputs(&stage.stage, false).await?;
@@ -402,23 +408,6 @@ impl PreparedRun<'_> {
             outputs: Map::new(),
             drift: drift.then_some(changes),
         })
-    }
-
-    /// A drift check's saved plan, kept in the artifacts bucket. Best effort.
-    async fn keep_saved_plan(&self, stage: &str) {
-        let path = self.ws.stage_dir(stage).join(PLAN_FILE);
-        let Ok(bytes) = std::fs::read(path) else { return };
-        let _ = self
-            .ctx
-            .clients
-            .aws
-            .s3
-            .put_object()
-            .bucket(self.ctx.cfg.names.bucket("artifacts"))
-            .key(artifacts::plan_key(&self.ctx.op.operation_id, stage))
-            .body(bytes.into())
-            .send()
-            .await;
     }
 
     /// An estimate: each stage is planned (and priced) with local state; nothing is applied or stored. A
