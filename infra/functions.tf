@@ -34,6 +34,8 @@ locals {
         STRATO_TENANT_CLAIM = var.tenant_claim
         # WebSocket tickets (POST /v1/ws-tickets) are signed with what the ws function checks.
         STRATO_JWT_SECRET = var.ws_jwt_secret
+        # The principal tenants' target roles trust (GET /v1/tenant/target-access).
+        STRATO_RUNNER_ROLE_ARN = aws_iam_role.runner_task.arn
       },
       { for k, v in {
         STRATO_JWT_ISSUER   = var.jwt_issuer

@@ -166,11 +166,19 @@ resource "aws_iam_role_policy" "runner_task" {
           Resource = "${aws_s3_bucket.templates.arn}/*"
         },
         {
-          # Log archives, debug logs, plans.
+          # Log archives, debug logs, spilled events.
           Sid      = "Artifacts"
           Effect   = "Allow"
           Action   = ["s3:ListBucket", "s3:GetObject", "s3:PutObject"]
           Resource = [aws_s3_bucket.artifacts.arn, "${aws_s3_bucket.artifacts.arn}/*"]
+        },
+        {
+          # Opens sealed values (sensitive variables, the tenant's external id); reads and writes SSE-KMS
+          # state and artifacts.
+          Sid      = "DataKey"
+          Effect   = "Allow"
+          Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+          Resource = aws_kms_key.data.arn
         },
         local.resolve_queues,
         {

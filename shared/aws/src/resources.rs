@@ -58,6 +58,21 @@ impl QueueDef {
 pub struct BucketDef {
     pub logical: &'static str,
     pub versioned: bool,
+    /// Default encryption with Strato's customer-managed KMS key ([`Names::kms_alias`]) and bucket keys, rather
+    /// than the S3-managed key (in AWS; the moto test bed keeps SSE-S3).
+    pub kms: bool,
+    /// What the bucket's lifecycle rule expires.
+    pub expires: Expiry,
+}
+
+/// A bucket's lifecycle rule (`infra/storage.tf`, days configurable there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    Never,
+    /// Replaced versions, `state_retention_days` after they stop being current.
+    NoncurrentVersions,
+    /// Objects, `artifacts_retention_days` after they are written.
+    Objects,
 }
 
 /// All key attributes are strings (ids, timestamps in RFC 3339, state names).
@@ -193,16 +208,22 @@ pub const BUCKETS: &[BucketDef] = &[
     BucketDef {
         logical: "templates",
         versioned: true,
+        kms: false,
+        expires: Expiry::Never,
     },
-    // Terraform state: versioned so a corrupted state can be restored.
+    // Terraform state: versioned so a corrupted state can be restored; replaced versions expire.
     BucketDef {
         logical: "state",
         versioned: true,
+        kms: true,
+        expires: Expiry::NoncurrentVersions,
     },
-    // Log archives, debug logs, saved plans.
+    // Log archives, debug logs, spilled events (never saved plans).
     BucketDef {
         logical: "artifacts",
         versioned: false,
+        kms: true,
+        expires: Expiry::Objects,
     },
 ];
 
