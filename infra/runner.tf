@@ -12,6 +12,7 @@ locals {
     STRATO_RESOURCE_PREFIX   = var.prefix
     STRATO_CONTROL_PLANE_URL = aws_apigatewayv2_api.http.api_endpoint
     STRATO_TIME_LIMIT_SECS   = tostring(var.runner_time_limit_secs) # ECS wants strings
+    STRATO_STATE_KMS_KEY     = aws_kms_key.data.arn                 # state written SSE-KMS
   }
 }
 

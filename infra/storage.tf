@@ -309,6 +309,11 @@ resource "aws_s3_bucket" "state" {
       days = var.state_retention_days
     }
 
+    # The delete marker a DELETE's runner leaves goes once no version is left behind it.
+    expiration {
+      expired_object_delete_marker = true
+    }
+
     abort_incomplete_multipart_upload_days = 7
   }
 }

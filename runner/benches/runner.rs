@@ -137,6 +137,7 @@ fn bare_apply(env: &TestEnv, name: &str) -> Duration {
         region: env.region.clone(),
         lock_table: env.names.table("tf-locks"),
         endpoint: Some(env.endpoint.clone()),
+        kms_key_id: None,
     };
     std::fs::write(
         dir.path().join("strato_backend.tf.json"),

@@ -830,6 +830,30 @@ fn check_permissions(cfg: &Config) {
             "{key} writes its own logs"
         );
     }
+    // Strato's data key: the api seals (and shows the tenant's external id), the functions that read SSE-KMS
+    // artifacts decrypt; nobody else uses it.
+    let key = "<aws_kms_key.data.arn>";
+    for (function, actions) in [
+        ("api", &["kms:GenerateDataKey", "kms:Decrypt"][..]),
+        ("status", &["kms:Decrypt"][..]),
+        ("ws", &["kms:Decrypt"][..]),
+    ] {
+        for action in actions {
+            assert!(
+                allows(&policies[function], action, key),
+                "{function} may not {action} on the data key"
+            );
+        }
+    }
+    for (function, policy) in &policies {
+        if !["api", "status", "ws"].contains(&function.as_str()) {
+            assert!(
+                !allows(policy, "kms:Decrypt", key),
+                "{function} has no use for the data key"
+            );
+        }
+    }
+    assert!(!allows(&policies["status"], "kms:GenerateDataKey", key));
     // A mapping is refused unless the function's role may consume its queue.
     for (queue, function) in CONSUMERS {
         for action in [
@@ -953,6 +977,17 @@ fn check_permissions(cfg: &Config) {
         !allows(&runner, "dynamodb:PutItem", "<aws_dynamodb_table.operations.arn>"),
         "the runner reports through the events queue, it does not write operations"
     );
+    for action in ["kms:GenerateDataKey", "kms:Decrypt"] {
+        assert!(
+            allows(&runner, action, "<aws_kms_key.data.arn>"),
+            "the runner opens sealed values and writes SSE-KMS objects: {action}"
+        );
+        assert!(!allows(
+            &runner,
+            action,
+            "arn:aws:kms:us-east-1:111122223333:key/other"
+        ));
+    }
 }
 
 #[test]

@@ -103,6 +103,7 @@ async fn engine_applies_into_moto_with_s3_state() {
         region: env.region.clone(),
         lock_table: env.names.table("tf-locks"),
         endpoint: Some(env.endpoint.clone()),
+        kms_key_id: None,
     };
     std::fs::write(
         work.join("strato_backend.tf.json"),

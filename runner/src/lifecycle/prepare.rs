@@ -338,6 +338,8 @@ struct StateLocation {
     region: String,
     /// Reaches the lock table (with the target account's credentials for a customer's table).
     lock_ddb: aws_sdk_dynamodb::Client,
+    /// The platform's bucket (not a customer's).
+    platform: bool,
 }
 
 async fn state_location(
@@ -356,6 +358,7 @@ async fn state_location(
                 .map(|r| r.to_string())
                 .unwrap_or_else(|| spec.region.clone()),
             lock_ddb: ctx.clients.aws.dynamodb.clone(),
+            platform: true,
         });
     };
     let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
@@ -375,6 +378,7 @@ async fn state_location(
         lock_table,
         region,
         lock_ddb,
+        platform: false,
     })
 }
 
@@ -395,6 +399,8 @@ async fn write_backends(
             region: state.region.clone(),
             lock_table: state.lock_table.clone(),
             endpoint: ctx.cfg.provider_endpoint.clone(),
+            // Strato's key for the platform's bucket; a customer's bucket keeps its own encryption.
+            kms_key_id: state.platform.then(|| ctx.cfg.state_kms_key.clone()).flatten(),
         };
         ws.write_backend(&s.stage, &cfg, dialect)
             .map_err(|e| Failure::internal(STEP, e))?;

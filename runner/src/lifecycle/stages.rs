@@ -11,6 +11,7 @@ use strato_domain::compose::ComposedStage;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{PlanSummary, RunnerEvent};
 use strato_domain::model::{OperationKind, ResourceChange};
+use strato_domain::render::state_key;
 
 use super::failure::Failure;
 use super::plan::{Outputs, drift_changes, estimate_plan, plan_summary, split_outputs};
@@ -354,7 +355,43 @@ impl PreparedRun<'_> {
         secrets::delete_outputs(&self.ctx.clients.secrets, &name)
             .await
             .map_err(|e| Failure::internal("outputs", e))?;
+        self.retire_state(&stages).await?;
         Ok(ExecOutcome::nothing())
+    }
+
+    /// After a successful delete, each stage's state in the platform's bucket stops being current (a delete
+    /// marker): only replaced versions remain, and the bucket's lifecycle rule expires them
+    /// `state_retention_days` later (`infra/storage.tf`). Until then a state restore can still bring one back.
+    /// A customer's own state bucket is the customer's to keep.
+    async fn retire_state(&self, stages: &[ComposedStage]) -> Result<(), Failure> {
+        let spec = self.ctx.op.spec.as_ref().unwrap_or(&self.ctx.cluster.spec);
+        if spec.target.as_ref().is_some_and(|t| t.state_bucket.is_some()) {
+            return Ok(());
+        }
+        self.ctx.fenced("retire the state").await?;
+        let bucket = self.ctx.cfg.names.bucket("state");
+        for stage in stages {
+            let key = state_key(
+                &self.ctx.cluster.tenant_id,
+                &self.ctx.cluster.cluster_id,
+                &stage.stage,
+            );
+            self.ctx
+                .clients
+                .aws
+                .s3
+                .delete_object()
+                .bucket(&bucket)
+                .key(&key)
+                .send()
+                .await
+                .map_err(|e| Failure::internal("state", strato_aws::Error::aws("DeleteObject", e)))?;
+        }
+        self.ctx.note(
+            "state",
+            "the cluster's state is no longer current; its versions expire after the state retention period",
+        );
+        Ok(())
     }
 
     /// `destroy` of one stage, retried on transient failures.

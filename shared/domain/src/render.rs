@@ -105,6 +105,9 @@ pub struct BackendConfig {
     pub lock_table: String,
     /// Emulator endpoint (moto); `None` in AWS.
     pub endpoint: Option<String>,
+    /// Encrypt state objects with this KMS key (SSE-KMS). Without it, the backend's `encrypt` sends SSE-S3
+    /// (AES256) on every write, overriding the bucket's default SSE-KMS.
+    pub kms_key_id: Option<String>,
 }
 
 /// Per tenant, per cluster, per stage. Ids are restricted alphabets, so the key needs no escaping.
@@ -122,6 +125,9 @@ impl BackendConfig {
             "dynamodb_table": self.lock_table,
             "encrypt": true,
         });
+        if let Some(k) = &self.kms_key_id {
+            s3["kms_key_id"] = json!(k);
+        }
         if let Some(ep) = &self.endpoint {
             let extra = match dialect {
                 EngineDialect::Legacy => json!({
@@ -264,6 +270,7 @@ mod tests {
             region: "us-east-1".into(),
             lock_table: "locks".into(),
             endpoint: Some("http://127.0.0.1:5000".into()),
+            kms_key_id: None,
         };
         let legacy: Value = serde_json::from_str(&cfg.tf_json(EngineDialect::Legacy).unwrap()).unwrap();
         let s3 = &legacy["terraform"]["backend"]["s3"];
@@ -284,6 +291,15 @@ mod tests {
         };
         let plain: Value = serde_json::from_str(&aws.tf_json(EngineDialect::Modern).unwrap()).unwrap();
         assert_eq!(plain["terraform"]["backend"]["s3"].as_object().unwrap().len(), 5);
+        let kms = BackendConfig {
+            kms_key_id: Some("arn:aws:kms:us-east-1:1:key/k".into()),
+            ..aws
+        };
+        let with: Value = serde_json::from_str(&kms.tf_json(EngineDialect::Modern).unwrap()).unwrap();
+        assert_eq!(
+            with["terraform"]["backend"]["s3"]["kms_key_id"],
+            "arn:aws:kms:us-east-1:1:key/k"
+        );
     }
 
     #[test]
