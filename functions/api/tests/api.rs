@@ -73,7 +73,7 @@ async fn create_records_cluster_and_operation_then_queues_the_job() {
     // Sealed at rest, opening to the value sent.
     assert!(strato_domain::sealed::as_sealed(&stored.spec.variables["db_password"]).is_some());
     assert_eq!(
-        common::opened(&api, &stored.spec, TENANT, &cid, "db_password").await,
+        common::opened(&api, &stored.spec, TENANT, cid, "db_password").await,
         "hunter2-but-longer"
     );
     let stored_op = api

@@ -137,7 +137,7 @@ impl Store {
         };
         text(&item, "external_id_sealed")
             .map(|j| {
-                serde_json::from_str(&j).map_err(|e| {
+                serde_json::from_str(j).map_err(|e| {
                     Error::Domain(strato_domain::Error::Corrupt {
                         what: format!("tenant {tenant}'s external id"),
                         reason: e.to_string(),
