@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use strato_aws::ports::KmsKeys;
 use strato_aws::store::StoredTemplate;
 use strato_domain::ErrorCategory;
 use strato_domain::catalog::Catalogs;
@@ -23,7 +22,6 @@ use crate::credentials::{self, EngineCredentials};
 use crate::engine::Engine;
 use crate::trust::{self, SdkSts};
 use crate::workspace::Workspace;
-use strato_domain::secret::Sensitive;
 
 const STEP: &str = "prepare";
 
@@ -220,7 +218,7 @@ async fn engine_access<'s>(
         .or_else(|| ctx.cfg.provider_endpoint.clone());
     let target = match &spec.target {
         Some(t) => {
-            let external_id = tenant_external_id(ctx).await?;
+            let external_id = super::sealed::tenant_external_id(ctx, STEP).await?;
             // The external id is the tenant's secret: it never appears in a log line or a message.
             ctx.logs.redactor.add(external_id.expose());
             let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
@@ -262,35 +260,6 @@ async fn engine_access<'s>(
         target,
         sts_endpoint,
     })
-}
-
-impl RunContext {
-    /// Strato's KMS key, which opens sealed values (the tenant's external id, sensitive variables).
-    fn keys(&self) -> KmsKeys {
-        KmsKeys::new(&self.clients.aws.kms, &self.cfg.names)
-    }
-}
-
-/// The external id Strato issued the operation's tenant (sealed on the tenant item), opened.
-async fn tenant_external_id(ctx: &RunContext) -> Result<Sensitive, Failure> {
-    let tenant = &ctx.op.tenant_id;
-    let sealed = ctx
-        .clients
-        .store
-        .tenant_external_id(tenant)
-        .await
-        .map_err(|e| Failure::internal(STEP, e))?
-        .ok_or_else(|| {
-            Failure::new(
-                STEP,
-                ErrorCategory::Credentials,
-                "your tenant has no external id yet, so no target role can be assumed; \
-                 GET /v1/tenant/target-access issues it and shows the trust policy your role needs",
-            )
-        })?;
-    strato_domain::sealed::open_external_id(&ctx.keys(), tenant, &sealed)
-        .await
-        .map_err(|e| Failure::internal(STEP, format!("opening the tenant's external id: {e}")))
 }
 
 /// The engine with its environment, its version, and whether it can apply a saved plan.
