@@ -34,6 +34,9 @@ locals {
         STRATO_TENANT_CLAIM = var.tenant_claim
         # WebSocket tickets (POST /v1/ws-tickets) are signed with what the ws function checks.
         STRATO_JWT_SECRET = var.ws_jwt_secret
+        # The principal tenants' target roles trust (GET /v1/tenant/target-access): runner.tf's task role,
+        # spelled out so the value is known at plan time.
+        STRATO_RUNNER_ROLE_ARN = "arn:${local.partition}:iam::${local.account}:role/${var.prefix}-runner-task"
       },
       { for k, v in {
         STRATO_JWT_ISSUER   = var.jwt_issuer

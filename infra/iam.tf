@@ -59,8 +59,24 @@ locals {
     Resource = [aws_s3_bucket.artifacts.arn, "${aws_s3_bucket.artifacts.arn}/*"]
   }
 
+  # Objects in the state and artifacts buckets are SSE-KMS: reading one needs kms:Decrypt on the key.
+  data_key_decrypt = {
+    Sid      = "DataKeyDecrypt"
+    Effect   = "Allow"
+    Action   = ["kms:Decrypt"]
+    Resource = aws_kms_key.data.arn
+  }
+
   function_statements = {
     api = concat(local.store, [
+      {
+        # Seals sensitive variables and issues tenants' external ids (GenerateDataKey), opens the external id
+        # it shows (Decrypt); state restores copy SSE-KMS objects (both).
+        Sid      = "DataKey"
+        Effect   = "Allow"
+        Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+        Resource = aws_kms_key.data.arn
+      },
       {
         Sid      = "Idempotency"
         Effect   = "Allow"
@@ -140,6 +156,7 @@ locals {
         Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.logs.arn, aws_sqs_queue.events.arn, aws_sqs_queue.webhooks.arn]
       },
       local.artifacts_read,
+      local.data_key_decrypt,
     ])
 
     # Reads the tenant's webhook, notes each delivery's outcome on its operation, consumes its queue (its
@@ -181,6 +198,7 @@ locals {
         Resource = local.table_resources["operations"]
       },
       local.artifacts_read,
+      local.data_key_decrypt,
       local.manage_connections,
     ]
 

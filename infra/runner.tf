@@ -12,6 +12,7 @@ locals {
     STRATO_RESOURCE_PREFIX   = var.prefix
     STRATO_CONTROL_PLANE_URL = aws_apigatewayv2_api.http.api_endpoint
     STRATO_TIME_LIMIT_SECS   = tostring(var.runner_time_limit_secs) # ECS wants strings
+    STRATO_STATE_KMS_KEY     = aws_kms_key.data.arn                 # state written SSE-KMS
     # The engine never runs as the task role: these two roles are assumed per run, with session policies
     # scoped to the run's cluster (runner/src/lifecycle/access.rs, strato_domain::run_access).
     STRATO_ENGINE_ROLE_ARN = aws_iam_role.runner_engine.arn
@@ -159,11 +160,19 @@ resource "aws_iam_role_policy" "runner_task" {
           Resource = "${aws_s3_bucket.templates.arn}/*"
         },
         {
-          # Log archives, debug logs, plans.
+          # Log archives, debug logs, spilled events.
           Sid      = "Artifacts"
           Effect   = "Allow"
           Action   = ["s3:ListBucket", "s3:GetObject", "s3:PutObject"]
           Resource = [aws_s3_bucket.artifacts.arn, "${aws_s3_bucket.artifacts.arn}/*"]
+        },
+        {
+          # Opens sealed values (sensitive variables, the tenant's external id); reads and writes SSE-KMS
+          # state and artifacts.
+          Sid      = "DataKey"
+          Effect   = "Allow"
+          Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+          Resource = aws_kms_key.data.arn
         },
         local.resolve_queues,
         {
@@ -244,6 +253,13 @@ resource "aws_iam_role_policy" "runner_state" {
         Action    = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
         Resource  = aws_dynamodb_table.tf_locks.arn
         Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${aws_s3_bucket.state.id}/tenants/*"] } }
+      },
+      {
+        # State objects are SSE-KMS under Strato's data key (the session allows it through S3 only).
+        Sid      = "StateKey"
+        Effect   = "Allow"
+        Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+        Resource = aws_kms_key.data.arn
       },
     ]
   })

@@ -244,6 +244,23 @@ resource "aws_dynamodb_table" "tenants" {
     enabled = true
   }
 }
+# ---- Strato's data key ------------------------------------------------------------------------------------
+
+# Customer-managed, rotated yearly: the state and artifacts buckets' default encryption, and the key-encryption
+# key of sealed values in DynamoDB (sensitive variables, tenants' issued external ids: AES-256-GCM under a
+# data key from GenerateDataKey, strato_domain::sealed). The code names it by its alias (Names::kms_alias).
+# The default key policy: the account's IAM policies (iam.tf, runner.tf) decide who may use it.
+resource "aws_kms_key" "data" {
+  description             = "${var.prefix} data key (state, artifacts, sealed values)"
+  enable_key_rotation     = true
+  deletion_window_in_days = 30
+}
+
+resource "aws_kms_alias" "data" {
+  name          = "alias/${var.prefix}-data"
+  target_key_id = aws_kms_key.data.key_id
+}
+
 # ---- buckets ---------------------------------------------------------------------------------------------
 
 # Published template bundles (immutable, sha256-verified).
@@ -264,6 +281,9 @@ resource "aws_s3_bucket" "templates" {
 }
 
 # Terraform state: versioned so a corrupted state can be restored (GET /v1/clusters/{id}/state-versions).
+# Encrypted with Strato's key (bucket keys: one KMS call per bucket key, not per object). Replaced versions
+# expire `state_retention_days` after they stop being current; after a successful DELETE the runner removes
+# the cluster's current state, so all of it is gone that many days later.
 resource "aws_s3_bucket" "state" {
   bucket = "${var.prefix}-state"
 
@@ -274,22 +294,54 @@ resource "aws_s3_bucket" "state" {
   server_side_encryption_configuration {
     rule {
       apply_server_side_encryption_by_default {
-        sse_algorithm = "AES256"
+        sse_algorithm     = "aws:kms"
+        kms_master_key_id = aws_kms_key.data.arn
       }
+      bucket_key_enabled = true
     }
+  }
+
+  lifecycle_rule {
+    id      = "noncurrent-state"
+    enabled = true
+
+    noncurrent_version_expiration {
+      days = var.state_retention_days
+    }
+
+    # The delete marker a DELETE's runner leaves goes once no version is left behind it.
+    expiration {
+      expired_object_delete_marker = true
+    }
+
+    abort_incomplete_multipart_upload_days = 7
   }
 }
 
-# Log archives, debug logs, saved plans.
+# Log archives, debug logs, spilled events (never saved plans: they hold every input). Expire after
+# `artifacts_retention_days`.
 resource "aws_s3_bucket" "artifacts" {
   bucket = "${var.prefix}-artifacts"
 
   server_side_encryption_configuration {
     rule {
       apply_server_side_encryption_by_default {
-        sse_algorithm = "AES256"
+        sse_algorithm     = "aws:kms"
+        kms_master_key_id = aws_kms_key.data.arn
       }
+      bucket_key_enabled = true
     }
+  }
+
+  lifecycle_rule {
+    id      = "expire-artifacts"
+    enabled = true
+
+    expiration {
+      days = var.artifacts_retention_days
+    }
+
+    abort_incomplete_multipart_upload_days = 7
   }
 }
 

@@ -220,3 +220,15 @@ variable "api_burst_limit" {
   type        = number
   default     = 200
 }
+
+variable "state_retention_days" {
+  description = "Days a replaced (noncurrent) Terraform state version is kept; after a cluster's DELETE its whole state is gone this long after. Restores can go back this far."
+  type        = number
+  default     = 30
+}
+
+variable "artifacts_retention_days" {
+  description = "Days log archives, debug logs and spilled events are kept in the artifacts bucket."
+  type        = number
+  default     = 30
+}

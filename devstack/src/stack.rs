@@ -603,6 +603,10 @@ fn runner_env(env: &StackEnv, config: &DevstackConfig, plugin_cache: Option<&Pat
         ),
         ("STRATO_AGENT_TOKEN_SECRET".into(), env.agent_token_secret.clone()),
         ("STRATO_TOOLS_DIR".into(), env.tools.root.display().to_string()),
+        // A moto gap, not a choice: moto's STS does not evaluate trust policies (every AssumeRole succeeds),
+        // so the probe that refuses a target role assumable without the tenant's external id would refuse
+        // every role here. In AWS the runner never has this set.
+        ("STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE".into(), "true".into()),
     ];
     out.extend(env.tools.engine_env());
     if let Some(c) = plugin_cache {

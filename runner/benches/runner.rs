@@ -148,6 +148,7 @@ fn bare_apply(env: &TestEnv, name: &str) -> Duration {
         lock_table: env.names.table("tf-locks"),
         endpoint: Some(env.endpoint.clone()),
         credentials: None,
+        kms_key_id: None,
     };
     std::fs::write(
         dir.path().join("strato_backend.tf.json"),

@@ -38,6 +38,8 @@ use crate::RunnerError;
 /// | `STRATO_RETRY_BASE_MS` | first backoff delay of transient-failure retries (default 2000) |
 /// | `STRATO_PREFLIGHT_TIMEOUT_SECS` | credential preflight timeout (default 10) |
 /// | `STRATO_WORK_DIR` | parent of the per-operation workspace (default the system temp dir) |
+/// | `STRATO_STATE_KMS_KEY` | KMS key (ARN) the platform's state objects are written with (SSE-KMS; `infra/` sets Strato's data key). Unset: SSE-S3 |
+/// | `STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE` | `true` turns off the check that a target role refuses Strato without the tenant's external id. Only for emulators whose STS ignores trust policies (moto: devstack); never in AWS |
 #[derive(Debug, Clone)]
 pub struct Config {
     pub operation_id: OperationId,
@@ -61,6 +63,11 @@ pub struct Config {
     pub retry_base: Duration,
     pub preflight_timeout: Duration,
     pub work_dir: Option<PathBuf>,
+    /// SSE-KMS key of the platform's state objects (the S3 backend's `kms_key_id`).
+    pub state_kms_key: Option<String>,
+    /// Skip the external-id probe of target roles (`trust::assume_checked`): moto's STS does not evaluate
+    /// trust policies, so there the probe would refuse every role.
+    pub unsafe_skip_external_id_probe: bool,
     /// Extra engine environment (not read from the environment: the engine inherits the runner's own).
     /// Lets an in-process caller (tests, bench) give the engine what the container image would.
     pub extra_engine_env: Vec<(String, String)>,
@@ -108,6 +115,11 @@ impl Config {
             retry_base: Duration::from_millis(env.number("STRATO_RETRY_BASE_MS", 2000).map_err(config)?),
             preflight_timeout: secs("STRATO_PREFLIGHT_TIMEOUT_SECS", 10)?,
             work_dir: env.optional("STRATO_WORK_DIR").map(PathBuf::from),
+            state_kms_key: env.optional("STRATO_STATE_KMS_KEY"),
+            unsafe_skip_external_id_probe: env
+                .parsed("STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE", "true or false")
+                .map_err(config)?
+                .unwrap_or(false),
             extra_engine_env: Vec::new(),
         })
     }

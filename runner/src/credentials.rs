@@ -58,7 +58,7 @@ impl EngineCredentials {
     }
 }
 
-fn sts_client(
+pub(crate) fn sts_client(
     base: &SdkConfig,
     endpoint: Option<&str>,
     region: &str,

@@ -13,6 +13,7 @@ mod lifecycle;
 pub mod logs;
 pub mod secrets;
 pub mod state_lock;
+pub mod trust;
 pub mod workspace;
 
 use std::time::Duration;

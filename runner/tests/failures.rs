@@ -150,10 +150,10 @@ async fn an_unreachable_credentials_endpoint_fails_fast_with_the_credentials_cat
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
+    bed.issue_external_id().await;
     let mut spec = bed.spec("runner-net", "no-creds", json!({}));
     spec.target = Some(TargetAccount {
         role_arn: "arn:aws:iam::210987654321:role/strato".into(),
-        external_id: "ext-123".into(),
         state_bucket: None,
         lock_table: None,
         region: None,
@@ -193,17 +193,28 @@ async fn an_unreachable_credentials_endpoint_fails_fast_with_the_credentials_cat
 async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
     let bed = Bed::new().await;
     let bucket = format!("{}-customer-state", bed.env.names.prefix());
-    // The external id also goes into a tag, so the engine's plan output prints it: the log must not.
-    let external_id = "ext-123-shared-secret";
+    // The tenant's issued external id also goes into a tag, so the engine's plan output prints it: the log
+    // must not. The tag is sealed at rest, as the api seals sensitive variables: the runner opens it.
+    let issued = bed.issue_external_id().await;
+    let external_id = issued.as_str();
     let mut spec = bed.spec("runner-net", "own-state", json!({"tags": {"ref": external_id}}));
     spec.target = Some(TargetAccount {
         role_arn: "arn:aws:iam::210987654321:role/strato".into(),
-        external_id: external_id.into(),
         state_bucket: Some(bucket.clone()),
         lock_table: None,
         region: None,
     });
-    let (cluster, job) = bed.create(spec).await;
+    let (cluster, job) = bed.create_sealed(spec, &["tags"]).await;
+    let raw = bed
+        .store
+        .get_cluster(&bed.tenant, &cluster.cluster_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !serde_json::to_string(&raw).unwrap().contains(external_id),
+        "sealed at rest"
+    );
     bed.run(bed.config(&job, &[])).await.expect("final event sent");
     let events = bed.events().await;
     let finals = final_events(&events);
@@ -232,6 +243,10 @@ async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket() {
         .filter(|r| r["mode"] == "managed")
         .count();
     assert_eq!(managed, 4, "vpc, subnets, security group, tag");
+    assert!(
+        state.to_string().contains(external_id),
+        "the sealed variable was opened and rendered with its value"
+    );
     assert!(bed.state(&cluster, "main").await.is_none());
     // Versioned: the object carries a real version id (moto's GetBucketVersioning XML is not SDK-readable).
     let versions = bed
@@ -303,10 +318,11 @@ async fn the_time_limit_interrupts_and_cleans_up_a_create() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_drift_check_reports_out_of_band_changes_and_keeps_the_plan() {
+async fn a_drift_check_reports_out_of_band_changes_and_no_artifact_holds_a_sensitive_input() {
     let bed = Bed::new().await;
-    let spec = bed.spec("runner-net", "drifty", json!({}));
-    let (cluster, job) = bed.create(spec).await;
+    const SECRET: &str = "drift-s3cret-password-value";
+    let spec = bed.spec("runner-net", "drifty", json!({"db_password": SECRET}));
+    let (cluster, job) = bed.create_sealed(spec, &["db_password"]).await;
     bed.run(bed.config(&job, &[])).await.expect("final event sent");
     let events = bed.events().await;
     let [RunnerEvent::Succeeded { outputs, .. }] = final_events(&events)[..] else {
@@ -338,16 +354,42 @@ async fn a_drift_check_reports_out_of_band_changes_and_keeps_the_plan() {
             .any(|c| c.address == "module.net.aws_vpc.this" && c.actions == ["update"]),
         "{drift:?}"
     );
-    let plan = bed
+    // No saved plan (every input and the prior state) is kept, and no artifact of either run — log chunks,
+    // debug logs, markers — holds the sensitive input.
+    let bucket = bed.env.names.bucket("artifacts");
+    let listed = bed
         .env
         .aws
         .s3
-        .head_object()
-        .bucket(bed.env.names.bucket("artifacts"))
-        .key(strato_domain::artifacts::plan_key(&job.op.operation_id, "main"))
+        .list_objects_v2()
+        .bucket(&bucket)
         .send()
-        .await;
-    assert!(plan.is_ok(), "saved plan archived");
+        .await
+        .unwrap();
+    let keys: Vec<String> = listed
+        .contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect();
+    assert!(keys.iter().any(|k| k.starts_with("logs/")), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.starts_with("plans/")), "{keys:?}");
+    for key in &keys {
+        let obj = bed
+            .env
+            .aws
+            .s3
+            .get_object()
+            .bucket(&bucket)
+            .key(key)
+            .send()
+            .await
+            .unwrap();
+        let body = obj.body.collect().await.unwrap().into_bytes();
+        assert!(
+            !String::from_utf8_lossy(&body).contains(SECRET),
+            "{key} holds the sensitive input"
+        );
+    }
     assert!(
         !steps_started(&events).iter().any(|s| s == "apply"),
         "a drift check changes nothing"

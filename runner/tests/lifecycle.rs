@@ -201,8 +201,30 @@ async fn create_update_delete_an_eks_cluster() {
         pos("cluster/destroy") < pos("network/destroy"),
         "reverse order: {steps:?}"
     );
-    assert!(bed.state_types(&cluster, "network").await.is_empty());
-    assert!(bed.state_types(&cluster, "cluster").await.is_empty());
+    // Retention: the state is no longer current after the delete; its versions remain for the bucket's
+    // lifecycle rule to expire (state_retention_days).
+    for stage in ["network", "cluster"] {
+        assert!(
+            bed.state(&cluster, stage).await.is_none(),
+            "{stage}: no current state"
+        );
+        let key = strato_domain::render::state_key(&cluster.tenant_id, &cluster.cluster_id, stage);
+        let versions = bed
+            .env
+            .aws
+            .s3
+            .list_object_versions()
+            .bucket(bed.env.names.bucket("state"))
+            .prefix(&key)
+            .send()
+            .await
+            .unwrap();
+        assert!(!versions.versions().is_empty(), "{stage}: earlier versions kept");
+        assert!(
+            !versions.delete_markers().is_empty(),
+            "{stage}: deleted, not overwritten"
+        );
+    }
     assert_eq!(
         strato_runner::secrets::read_outputs(&bed.secrets, &name)
             .await

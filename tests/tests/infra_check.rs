@@ -24,8 +24,8 @@ use std::process::{Command, Output};
 use hcl::eval::Evaluate;
 use hcl::{Body, Value};
 use infra_support::{
-    Config, PREFIX, Res, as_string, attr, json, nested, placeholder_label, sample_variables, string_map,
-    tf_files,
+    Config, PREFIX, Res, as_string, attr, blocks, json, nested, placeholder_label, sample_variables,
+    string_map, tf_files,
 };
 use strato_aws::resources::{self, BUCKETS, Names, QUEUES, TABLES};
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
@@ -239,6 +239,11 @@ fn check_buckets(cfg: &Config, names: &Names) {
             .any(|v| attr(v, "enabled").map(|e| e.evaluate(&cfg.ctx).unwrap()) == Some(Value::Bool(true)));
         let sse = nested(r, "server_side_encryption_configuration");
         assert_eq!(sse.len(), 1, "{name}: default encryption");
+        let def = BUCKETS
+            .iter()
+            .find(|b| names.bucket(b.logical) == name)
+            .unwrap_or_else(|| panic!("{name}: not in resources::BUCKETS"));
+        check_bucket_key_and_lifecycle(cfg, r, &name, def);
         labels.insert(r.label.clone(), name.clone());
         assert!(
             declared.insert(name.clone(), versioned).is_none(),
@@ -277,6 +282,64 @@ fn check_buckets(cfg: &Config, names: &Names) {
         expected.keys().cloned().collect(),
         "buckets with a public access block"
     );
+}
+
+/// A bucket's default encryption (Strato's KMS key with bucket keys, or SSE-S3) and lifecycle rule agree with
+/// its [`resources::BucketDef`].
+fn check_bucket_key_and_lifecycle(cfg: &Config, r: &Res, name: &str, def: &resources::BucketDef) {
+    let inner =
+        |b: &'_ Body, ident: &str| -> Vec<Body> { blocks(b, ident).map(|x| x.body().clone()).collect() };
+    let eval = |b: &Body, k: &str| attr(b, k).map(|e| e.evaluate(&cfg.ctx).unwrap());
+    let sse = nested(r, "server_side_encryption_configuration");
+    let rule = inner(sse[0], "rule");
+    assert_eq!(rule.len(), 1, "{name}: one encryption rule");
+    let by_default = inner(&rule[0], "apply_server_side_encryption_by_default");
+    let algorithm = eval(&by_default[0], "sse_algorithm");
+    if def.kms {
+        assert_eq!(algorithm, Some(Value::from("aws:kms")), "{name}: SSE-KMS");
+        assert_eq!(
+            eval(&by_default[0], "kms_master_key_id"),
+            Some(Value::from("<aws_kms_key.data.arn>")),
+            "{name}: encrypted with Strato's key"
+        );
+        assert_eq!(
+            eval(&rule[0], "bucket_key_enabled"),
+            Some(Value::Bool(true)),
+            "{name}: bucket keys"
+        );
+    } else {
+        assert_eq!(algorithm, Some(Value::from("AES256")), "{name}: SSE-S3");
+    }
+    let rules = nested(r, "lifecycle_rule");
+    let has = |block: &str| rules.iter().any(|l| !inner(l, block).is_empty());
+    match def.expires {
+        resources::Expiry::Never => assert!(rules.is_empty(), "{name}: no lifecycle rule"),
+        resources::Expiry::NoncurrentVersions => {
+            assert!(
+                has("noncurrent_version_expiration"),
+                "{name}: replaced versions expire"
+            )
+        }
+        resources::Expiry::Objects => assert!(has("expiration"), "{name}: objects expire"),
+    }
+}
+
+/// Strato's data key rotates, and its alias is the one the code names it by.
+fn check_data_key(cfg: &Config, names: &Names) {
+    let key = cfg
+        .all("aws_kms_key")
+        .find(|k| k.label == "data")
+        .expect("aws_kms_key.data");
+    assert_eq!(
+        cfg.eval_attr(key, "enable_key_rotation"),
+        Value::Bool(true),
+        "the data key rotates"
+    );
+    let alias = cfg
+        .all("aws_kms_alias")
+        .find(|a| a.label == "data")
+        .expect("aws_kms_alias.data");
+    assert_eq!(as_string(&cfg.eval_attr(alias, "name")), names.kms_alias());
 }
 
 /// Runs `from_lookup` against an environment and returns the variables it asked for.
@@ -768,6 +831,30 @@ fn check_permissions(cfg: &Config) {
             "{key} writes its own logs"
         );
     }
+    // Strato's data key: the api seals (and shows the tenant's external id), the functions that read SSE-KMS
+    // artifacts decrypt; nobody else uses it.
+    let key = "<aws_kms_key.data.arn>";
+    for (function, actions) in [
+        ("api", &["kms:GenerateDataKey", "kms:Decrypt"][..]),
+        ("status", &["kms:Decrypt"][..]),
+        ("ws", &["kms:Decrypt"][..]),
+    ] {
+        for action in actions {
+            assert!(
+                allows(&policies[function], action, key),
+                "{function} may not {action} on the data key"
+            );
+        }
+    }
+    for (function, policy) in &policies {
+        if !["api", "status", "ws"].contains(&function.as_str()) {
+            assert!(
+                !allows(policy, "kms:Decrypt", key),
+                "{function} has no use for the data key"
+            );
+        }
+    }
+    assert!(!allows(&policies["status"], "kms:GenerateDataKey", key));
     // A mapping is refused unless the function's role may consume its queue.
     for (queue, function) in CONSUMERS {
         for action in [
@@ -919,6 +1006,17 @@ fn check_permissions(cfg: &Config) {
             "the state role may not {action} on {resource}"
         );
     }
+    for action in ["kms:GenerateDataKey", "kms:Decrypt"] {
+        assert!(
+            allows(&runner, action, "<aws_kms_key.data.arn>"),
+            "the runner opens sealed values and writes SSE-KMS objects: {action}"
+        );
+        assert!(!allows(
+            &runner,
+            action,
+            "arn:aws:kms:us-east-1:111122223333:key/other"
+        ));
+    }
 }
 
 #[test]
@@ -928,6 +1026,7 @@ fn infra_matches_the_code() {
     check_tables(&cfg, &names);
     check_queues(&cfg, &names);
     check_buckets(&cfg, &names);
+    check_data_key(&cfg, &names);
     let fns = check_function_environments(&cfg);
     check_runner(&cfg, &fns["dispatcher"].0);
     check_event_sources(&cfg, &names, &fns);

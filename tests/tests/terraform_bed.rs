@@ -109,6 +109,7 @@ async fn engine_applies_into_moto_with_s3_state() {
             secret_key: "backend-secret".to_owned().into(),
             token: Some("backend-token".to_owned().into()),
         }),
+        kms_key_id: None,
     };
     std::fs::write(
         work.join("strato_backend.tf.json"),

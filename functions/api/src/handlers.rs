@@ -15,7 +15,9 @@ use crate::router::{AppState, Caller, Reply};
 use crate::views::{
     Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
 };
-use crate::{ApiError, agent, clusters, estimates, operations, state, templates, tenant, tickets};
+use crate::{
+    ApiError, agent, clusters, estimates, operations, state, target_access, templates, tenant, tickets,
+};
 use axum::response::Response;
 
 type Answer<T> = Result<Reply<T>, ApiError>;
@@ -181,6 +183,13 @@ pub(crate) async fn create_estimate(
     JsonBody(body): JsonBody<SpecBody>,
 ) -> Answer<EstimateAccepted> {
     estimates::create(&ctx, &caller, body).await
+}
+
+pub(crate) async fn get_target_access(
+    State(ctx): State<AppState>,
+    caller: Caller,
+) -> Answer<target_access::TargetAccessView> {
+    target_access::get(&ctx, &caller).await
 }
 
 pub(crate) async fn get_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer<tenant::WebhookView> {

@@ -18,6 +18,7 @@ mod schema;
 mod spec;
 mod state;
 mod target;
+mod target_access;
 mod templates;
 mod tenant;
 mod tickets;
@@ -26,7 +27,7 @@ mod views;
 use secrecy::{ExposeSecret, SecretSlice};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::Env;
-use strato_aws::ports::SqsJobQueue;
+use strato_aws::ports::{KmsKeys, SqsJobQueue};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
@@ -56,6 +57,9 @@ pub struct Config {
     /// How WebSocket tickets are signed (`STRATO_JWT_SECRET`, `STRATO_JWT_ISSUER`, `STRATO_JWT_AUDIENCE`: the
     /// ws function's own settings). Unset: `POST /v1/ws-tickets` fails.
     pub ws_tickets: Option<TicketSettings>,
+    /// The runner's task role (`STRATO_RUNNER_ROLE_ARN`): the principal tenants' target roles must trust,
+    /// shown in `GET /v1/tenant/target-access`.
+    pub runner_role_arn: Option<String>,
 }
 
 impl Config {
@@ -81,6 +85,7 @@ impl Config {
                 issuer: env.optional("STRATO_JWT_ISSUER"),
                 audience: env.optional("STRATO_JWT_AUDIENCE"),
             }),
+            runner_role_arn: env.optional("STRATO_RUNNER_ROLE_ARN"),
         })
     }
 }
@@ -91,6 +96,8 @@ pub struct Ctx {
     pub store: Store,
     pub sqs: aws_sdk_sqs::Client,
     pub s3: aws_sdk_s3::Client,
+    /// Strato's KMS key (by its alias), which seals sensitive values before they are stored.
+    pub keys: KmsKeys,
     pub queues: QueueUrls,
     pub config: Config,
 }
@@ -102,13 +109,14 @@ impl Ctx {
             store: Store::new(aws.dynamodb.clone(), &config.names),
             sqs: aws.sqs.clone(),
             s3: aws.s3.clone(),
+            keys: KmsKeys::new(&aws.kms, &config.names),
             queues,
             config,
         })
     }
 
     /// The decisions on the AWS adapters.
-    pub(crate) fn api(&self) -> decide::Api<'_, Store, Store, SqsJobQueue<'_>, SystemClock> {
+    pub(crate) fn api(&self) -> decide::Api<'_, Store, Store, SqsJobQueue<'_>, SystemClock, KmsKeys> {
         decide::Api {
             store: &self.store,
             templates: &self.store,
@@ -118,6 +126,7 @@ impl Ctx {
             },
             clock: SystemClock,
             agent_token_secret: self.config.agent_token_secret.as_ref().map(|s| s.expose_secret()),
+            keys: &self.keys,
         }
     }
 }
@@ -141,6 +150,7 @@ pub enum Endpoint {
     GetWebhook,
     PutWebhook,
     DeleteWebhook,
+    GetTargetAccess,
     CreateWsTicket,
     ListTemplates,
     GetTemplate,
@@ -195,6 +205,7 @@ pub const ROUTES: &[Route] = &[
     route("GET", "/v1/webhook", Endpoint::GetWebhook),
     route("PUT", "/v1/webhook", Endpoint::PutWebhook),
     route("DELETE", "/v1/webhook", Endpoint::DeleteWebhook),
+    route("GET", "/v1/tenant/target-access", Endpoint::GetTargetAccess),
     route("POST", "/v1/ws-tickets", Endpoint::CreateWsTicket),
     route("GET", "/v1/templates", Endpoint::ListTemplates),
     route("GET", "/v1/templates/{name}", Endpoint::GetTemplate),

@@ -14,7 +14,9 @@ use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, RefOr, Required};
 
 use crate::Endpoint::{self, *};
 use crate::error::PROBLEM_JSON;
-use crate::{ROUTES, agent, error, requests, schema, state, templates, tenant, tickets, views};
+use crate::{
+    ROUTES, agent, error, requests, schema, state, target_access, templates, tenant, tickets, views,
+};
 
 #[derive(OpenApi)]
 #[openapi(components(schemas(
@@ -32,6 +34,7 @@ use crate::{ROUTES, agent, error, requests, schema, state, templates, tenant, ti
     state::StateVersions,
     state::RestoreView,
     tenant::WebhookView,
+    target_access::TargetAccessView,
     tickets::TicketView,
     templates::TemplateList,
     templates::TemplateDetail,
@@ -180,6 +183,12 @@ fn endpoint_doc(e: Endpoint) -> Doc {
             Some("EstimateRequest"),
             &[(202, "EstimateAccepted", QUEUED)],
             &[400, 409, 422, 429],
+        ),
+        GetTargetAccess => doc(
+            "Your issued external id and the trust policy your target roles need",
+            None,
+            &[(200, "TargetAccess", "Issued on first read, never replaced")],
+            &[],
         ),
         GetWebhook => doc(
             "Read your webhook",

@@ -155,10 +155,6 @@ pub(crate) struct TargetBody {
     #[serde(default)]
     #[schema(value_type = String, required = true)]
     pub role_arn: Field<String>,
-    /// The external id in the role's trust policy; never shown again.
-    #[serde(default)]
-    #[schema(value_type = String, required = true, write_only)]
-    pub external_id: Field<String>,
     /// The customer's own state bucket.
     #[serde(default)]
     #[schema(value_type = Option<String>)]

@@ -46,7 +46,18 @@ pub(crate) fn variables(
     errors: &mut Vec<FieldError>,
 ) -> BTreeMap<String, Value> {
     match v {
-        Field::Ok(m) => m,
+        Field::Ok(m) => {
+            // Only Strato writes sealed values (bound to their item): one sent in a request is refused, so a
+            // ciphertext copied from somewhere cannot be slipped into a spec.
+            for (k, _) in m.iter().filter(|(_, v)| strato_domain::sealed::looks_sealed(v)) {
+                errors.push(ApiError::field(
+                    &format!("variables.{}", k.chars().take(64).collect::<String>()),
+                    "is shaped like a sealed value, which only Strato writes",
+                    "the value itself",
+                ));
+            }
+            m
+        }
         Field::Missing | Field::Null => BTreeMap::new(),
         Field::Bad(_) => {
             errors.push(ApiError::field(

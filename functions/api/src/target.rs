@@ -1,6 +1,8 @@
 //! The optional `target` of a create: the customer's AWS account the runner provisions into (a role it
-//! assumes with an external id, and optionally the customer's own state bucket and lock table). Checked here,
-//! field by field, before anything is written; the external id is never echoed, in errors or in views.
+//! assumes with the external id Strato issued the tenant, and optionally the customer's own state bucket and
+//! lock table). Checked here, field by field, before anything is written. A caller-chosen `external_id` is
+//! refused: the id is issued by Strato (`GET /v1/tenant/target-access`), so one tenant cannot try another
+//! tenant's role with a guessed id (the confused deputy).
 
 use strato_domain::catalog::Catalogs;
 use strato_domain::model::{CloudProvider, TargetAccount};
@@ -9,11 +11,12 @@ use strato_domain::validate::FieldError;
 use crate::ApiError;
 use crate::requests::{Field, TargetBody, unknown};
 
-const FIELDS: &str = "role_arn, external_id, state_bucket, lock_table, region";
+const FIELDS: &str = "role_arn, state_bucket, lock_table, region";
+/// What a request that names an external id is told.
+pub(crate) const EXTERNAL_ID_ISSUED: &str = "leave it out: Strato issues your external id and uses it for \
+     every target; GET /v1/tenant/target-access shows it and the trust policy your role needs";
 const ARN_RULE: &str = "arn:aws:iam::<12-digit account id>:role/<role name>, the role name (optionally after a \
                         path) 1-64 characters of letters, digits and +=,.@_-";
-const EXTERNAL_ID_RULE: &str = "2-1224 characters of letters, digits and +=,.@:/-_ (the external id in the \
-                                role's trust policy)";
 const BUCKET_RULE: &str = "an S3 bucket name: 3-63 characters of a-z, 0-9, '.' and '-', starting and ending \
                            with a letter or digit, not an IP address";
 const TABLE_RULE: &str = "a DynamoDB table name: 3-255 characters of letters, digits, '_', '-' and '.'";
@@ -31,7 +34,7 @@ pub(crate) fn parse(
             errors.push(ApiError::field(
                 "target",
                 "must be an object",
-                "{\"role_arn\": …, \"external_id\": …, \"state_bucket\"?: …, \"lock_table\"?: …, \"region\"?: …}",
+                "{\"role_arn\": …, \"state_bucket\"?: …, \"lock_table\"?: …, \"region\"?: …}",
             ));
             return None;
         }
@@ -44,7 +47,16 @@ pub(crate) fn parse(
             "no target, or provider aws",
         ));
     }
-    unknown(&t.other, "target.", "is not a field of target", FIELDS, errors);
+    let mut other = t.other.clone();
+    if other.remove("external_id").is_some() {
+        // Its value is never echoed: it may be a secret the caller meant for its trust policy.
+        errors.push(ApiError::field(
+            "target.external_id",
+            "is issued by Strato and cannot be chosen",
+            EXTERNAL_ID_ISSUED,
+        ));
+    }
+    unknown(&other, "target.", "is not a field of target", FIELDS, errors);
     let has_bucket = !matches!(t.state_bucket, Field::Missing);
     let role_arn = check(
         required(t.role_arn, "role_arn", ARN_RULE, errors),
@@ -52,20 +64,6 @@ pub(crate) fn parse(
         role_arn_ok,
         |arn| format!("'{}' is not an IAM role ARN", shown(arn)),
         || ARN_RULE.into(),
-        errors,
-    );
-    let external_id = check(
-        required(t.external_id, "external_id", EXTERNAL_ID_RULE, errors),
-        "external_id",
-        external_id_ok,
-        // The value itself is a secret: its length is all that is said about it.
-        |id| {
-            format!(
-                "is not a valid external id ({} characters, or a character outside the allowed set)",
-                id.chars().count()
-            )
-        },
-        || EXTERNAL_ID_RULE.into(),
         errors,
     );
     let state_bucket = check(
@@ -111,7 +109,6 @@ pub(crate) fn parse(
     }
     Some(TargetAccount {
         role_arn: role_arn?,
-        external_id: external_id?.into(),
         state_bucket,
         lock_table,
         region,
@@ -186,14 +183,6 @@ pub(crate) fn role_arn_ok(arn: &str) -> bool {
             .all(|p| !p.is_empty() && p.chars().all(iam_name_char))
 }
 
-/// AWS's rule for `sts:AssumeRole`'s `ExternalId`: 2-1224 characters of `[\w+=,.@:/-]`.
-pub(crate) fn external_id_ok(id: &str) -> bool {
-    (2..=1224).contains(&id.len())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_+=,.@:/-".contains(c))
-}
-
 /// S3 general purpose bucket naming rules.
 pub(crate) fn bucket_ok(b: &str) -> bool {
     let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
@@ -221,7 +210,6 @@ pub(crate) fn table_ok(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::views::MASK;
     use serde_json::{Value, json};
 
     fn field(v: &Value) -> Field<TargetBody> {
@@ -255,18 +243,6 @@ mod tests {
             "arn:aws:iam::123456789012:role/{}",
             "a".repeat(65)
         )));
-    }
-
-    #[test]
-    fn external_ids() {
-        assert!(external_id_ok("ab"));
-        assert!(external_id_ok("tenant:acme/prod_1+=,.@-"));
-        assert!(external_id_ok(&"x".repeat(1224)));
-        assert!(!external_id_ok("a"));
-        assert!(!external_id_ok(&"x".repeat(1225)));
-        assert!(!external_id_ok("has space"));
-        assert!(!external_id_ok("quote\""));
-        assert!(!external_id_ok("ünï"));
     }
 
     #[test]
@@ -316,21 +292,30 @@ mod tests {
         );
         assert!(errors.iter().all(|e| !e.problem.contains("bad id!")));
 
+        // The external id is Strato's to issue: naming one is refused, saying where the issued one is shown.
         let v = json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "external_id": "ext-1"});
+        let mut errors = Vec::new();
+        assert!(parse(field(&v), Some(CloudProvider::Aws), &mut errors).is_none());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].field, "target.external_id");
+        assert!(errors[0].problem.contains("issued by Strato"), "{errors:?}");
+        assert!(
+            errors[0].allowed.contains("GET /v1/tenant/target-access"),
+            "{errors:?}"
+        );
+        assert!(!format!("{errors:?}").contains("ext-1"));
+
+        let v = json!({"role_arn": "arn:aws:iam::123456789012:role/strato"});
         let mut errors = Vec::new();
         let t = parse(field(&v), Some(CloudProvider::Aws), &mut errors).unwrap();
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(t.external_id.expose(), "ext-1");
-        let view = serde_json::to_value(crate::views::TargetView::from(&t)).unwrap();
-        assert_eq!(view["external_id"], MASK);
-        assert!(!view.to_string().contains("ext-1"));
+        assert_eq!(t.role_arn, "arn:aws:iam::123456789012:role/strato");
 
         let mut errors = Vec::new();
         assert!(parse(field(&v), Some(CloudProvider::Gcp), &mut errors).is_none());
         assert_eq!(errors[0].field, "target");
         let mut errors = Vec::new();
-        let only_table = json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "external_id": "ext-1",
-            "lock_table": "locks"});
+        let only_table = json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "lock_table": "locks"});
         assert!(parse(field(&only_table), None, &mut errors).is_none());
         assert_eq!(errors[0].field, "target.lock_table");
         let mut errors = Vec::new();

@@ -1,6 +1,6 @@
 //! What clients see of clusters, operations and templates. Views are built field by field so internal
 //! attributes (fencing tokens, task ARNs, agent token hashes, index keys) never leak, and sensitive
-//! variable values and a target account's external id are masked.
+//! variable values (sealed at rest) are masked.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -79,7 +79,8 @@ pub(crate) fn masked_variables(
 ) -> serde_json::Map<String, Value> {
     vars.iter()
         .map(|(k, v)| {
-            let hide = sensitive.is_none_or(|s| s.contains(k));
+            // A sealed value is masked whatever the template says now (its ciphertext is no one's business).
+            let hide = sensitive.is_none_or(|s| s.contains(k)) || strato_domain::sealed::looks_sealed(v);
             (k.clone(), if hide { json!(MASK) } else { v.clone() })
         })
         .collect()
@@ -101,12 +102,11 @@ impl From<&TemplateRef> for TemplateRefView {
     }
 }
 
-/// The customer account a cluster lives in; the external id is always masked.
+/// The customer account a cluster lives in. The role is assumed with the external id Strato issued the tenant
+/// (`GET /v1/tenant/target-access`), which is not part of the cluster.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct TargetView {
     pub role_arn: String,
-    /// Always `(sensitive)`.
-    pub external_id: &'static str,
     pub state_bucket: Option<String>,
     pub lock_table: Option<String>,
     pub region: Option<String>,
@@ -116,7 +116,6 @@ impl From<&TargetAccount> for TargetView {
     fn from(t: &TargetAccount) -> Self {
         Self {
             role_arn: t.role_arn.clone(),
-            external_id: MASK,
             state_bucket: t.state_bucket.clone(),
             lock_table: t.lock_table.clone(),
             region: t.region.clone(),

@@ -70,7 +70,12 @@ async fn create_records_cluster_and_operation_then_queues_the_job() {
         .expect("cluster stored");
     assert_eq!(stored.state(), ClusterState::Pending);
     assert_eq!(stored.version, 0);
-    assert_eq!(stored.spec.variables["db_password"], "hunter2-but-longer");
+    // Sealed at rest, opening to the value sent.
+    assert!(strato_domain::sealed::as_sealed(&stored.spec.variables["db_password"]).is_some());
+    assert_eq!(
+        common::opened(&api, &stored.spec, TENANT, cid, "db_password").await,
+        "hunter2-but-longer"
+    );
     let stored_op = api
         .ctx
         .store
@@ -571,7 +576,13 @@ async fn patch_validates_the_merged_spec_and_queues_an_update() {
         vars["owner_email"], "ops@acme.example",
         "merged over the current variables"
     );
-    assert_eq!(vars["db_password"], "hunter2-but-longer");
+    assert!(strato_domain::sealed::as_sealed(&vars["db_password"]).is_some());
+    let spec = stored.spec.as_ref().unwrap();
+    let cid = stored.cluster_id.to_string();
+    assert_eq!(
+        common::opened(&api, spec, TENANT, &cid, "db_password").await,
+        "hunter2-but-longer"
+    );
     let jobs = api.jobs().await;
     assert!(
         jobs.iter()

@@ -184,6 +184,11 @@ async fn every_route_answers_as_the_document_says() {
     );
     check(
         Method::GET,
+        "/v1/tenant/target-access",
+        &api.call(Req::load("get-target-access")).await,
+    );
+    check(
+        Method::GET,
         "/v1/templates",
         &api.call(Req::load("list-templates")).await,
     );

@@ -7,7 +7,7 @@ use strato_api::decide::{Api, Cancelled, Started, Updated};
 use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
 use strato_domain::ErrorCategory;
 use strato_domain::coordination::TENANT_LIMIT_REASON;
-use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeStateArchive, FakeStore, FakeTemplates};
+use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStateArchive, FakeStore, FakeTemplates};
 use strato_domain::model::{ClusterState, DriftPolicy, OperationKind, OperationStatus};
 use strato_domain::ports::{ClusterLocks, Intake, LockOutcome, Templates, TenantSlots};
 use strato_domain::template::Template;
@@ -19,6 +19,7 @@ struct World {
     store: FakeStore,
     jobs: FakeJobQueue,
     templates: FakeTemplates,
+    keys: FakeKeys,
 }
 
 impl World {
@@ -36,16 +37,18 @@ impl World {
             jobs: FakeJobQueue::new(clock.clone()),
             clock,
             templates,
+            keys: FakeKeys::default(),
         }
     }
 
-    fn api(&self) -> Api<'_, FakeStore, FakeTemplates, FakeJobQueue, FakeClock> {
+    fn api(&self) -> Api<'_, FakeStore, FakeTemplates, FakeJobQueue, FakeClock, FakeKeys> {
         Api {
             store: &self.store,
             templates: &self.templates,
             jobs: self.jobs.clone(),
             clock: self.clock.clone(),
             agent_token_secret: None,
+            keys: &self.keys,
         }
     }
 

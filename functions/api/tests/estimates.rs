@@ -1,6 +1,6 @@
 //! `POST /v1/estimates` and a create's `target` account, against moto: validation as a create does it
 //! (problem+json naming each field), what is written (an operation, no cluster), idempotency, tenant
-//! isolation, and the target's external id never shown.
+//! isolation, and the target's external id issued by Strato (never chosen by the caller).
 
 mod common;
 
@@ -215,24 +215,34 @@ async fn an_estimate_with_an_idempotency_key_is_queued_once() {
     assert_ne!(second.body["operation"]["id"], first.body["operation"]["id"]);
 }
 
+/// Every item of a table, as DynamoDB returns it (no deserialization: what is at rest).
+async fn raw_items(api: &Api, logical: &str) -> String {
+    let out = api
+        .env
+        .aws
+        .dynamodb
+        .scan()
+        .table_name(api.env.names.table(logical))
+        .send()
+        .await
+        .unwrap();
+    format!("{:?}", out.items())
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn a_target_account_is_validated_stored_and_its_external_id_never_shown() {
+async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_strato() {
     let api = Api::new().await;
-    let external_id = "acme-7Qx9-external";
     let r = api.call(Req::load("create-cluster-target")).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
-    assert!(!r.text.contains(external_id), "{}", r.text);
     let shown = &r.body["cluster"]["target"];
     assert_eq!(
         *shown,
-        json!({"role_arn": "arn:aws:iam::210987654321:role/strato-deployer", "external_id": "(sensitive)",
+        json!({"role_arn": "arn:aws:iam::210987654321:role/strato-deployer",
             "state_bucket": "acme-strato-state", "lock_table": null, "region": "eu-west-1"})
     );
     assert_eq!(r.body["operation"]["spec"]["target"], *shown);
     let cid = r.body["cluster"]["id"].as_str().unwrap();
     let oid = r.body["operation"]["id"].as_str().unwrap();
-
-    // Stored in full (the runner assumes the role with it).
     let c = api
         .ctx
         .store
@@ -241,7 +251,6 @@ async fn a_target_account_is_validated_stored_and_its_external_id_never_shown() 
         .unwrap()
         .unwrap();
     let t = c.spec.target.as_ref().expect("target stored on the cluster");
-    assert_eq!(t.external_id.expose(), external_id);
     assert_eq!(t.state_bucket.as_deref(), Some("acme-strato-state"));
     let op = api
         .ctx
@@ -252,23 +261,28 @@ async fn a_target_account_is_validated_stored_and_its_external_id_never_shown() 
         .unwrap();
     assert_eq!(op.spec.as_ref().and_then(|s| s.target.as_ref()), Some(t));
 
-    // Every view masks it.
-    for (name, path) in [
-        ("get-cluster", format!("/v1/clusters/{cid}")),
-        ("list-clusters", "/v1/clusters".to_owned()),
-        ("get-operation", format!("/v1/operations/{oid}")),
-        (
-            "list-cluster-operations",
-            format!("/v1/clusters/{cid}/operations"),
-        ),
-    ] {
-        let r = api.call(Req::load(name).path(&path).query("")).await;
-        assert_eq!(r.status, StatusCode::OK, "{name}: {}", r.text);
-        assert!(r.text.contains("strato-deployer"), "{name}: {}", r.text);
-        assert!(!r.text.contains(external_id), "{name}: {}", r.text);
-    }
+    // The tenant's external id: issued by Strato on first read, the same on every read, at least 32
+    // characters, with the trust policy that requires it; stored only sealed.
+    let a = api.call(Req::load("get-target-access")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+    let id = a.body["external_id"].as_str().unwrap().to_owned();
+    assert!(id.len() >= 32, "{id}");
+    assert_eq!(
+        a.body["trust_policy"]["Statement"][0]["Condition"]["StringEquals"]["sts:ExternalId"],
+        json!(id)
+    );
+    let again = api.call(Req::load("get-target-access")).await;
+    assert_eq!(again.body["external_id"], json!(id));
+    let other = api.call(Req::load("get-target-access").tenant("globex")).await;
+    assert_ne!(other.body["external_id"], json!(id), "one id per tenant");
+    let tenants = raw_items(&api, "tenants").await;
+    assert!(tenants.contains("external_id_sealed"), "{tenants}");
+    assert!(
+        !tenants.contains(&id),
+        "the issued id is at rest only sealed: {tenants}"
+    );
 
-    // Bad targets: one problem per field, the external id's value never echoed.
+    // A caller-chosen external id is refused, in a create, an estimate and a PATCH, without echoing it.
     let base = Req::load("create-cluster-target").body_value();
     let with = |f: &dyn Fn(&mut Value)| {
         let mut b = base.clone();
@@ -276,6 +290,36 @@ async fn a_target_account_is_validated_stored_and_its_external_id_never_shown() 
         f(&mut b);
         Req::load("create-cluster-target").body(&b)
     };
+    let chosen = |b: &mut Value| b["target"]["external_id"] = json!("acme-7Qx9-external");
+    for req in [
+        with(&chosen),
+        estimate_req(&{
+            let mut b = base.clone();
+            chosen(&mut b);
+            b
+        }),
+    ] {
+        let r = api.call(req).await;
+        r.problem(422);
+        assert_eq!(r.fields(), ["target.external_id"], "{}", r.text);
+        let e = r.error_for("target.external_id");
+        assert!(
+            e["problem"].as_str().unwrap().contains("issued by Strato"),
+            "{}",
+            r.text
+        );
+        assert!(
+            e["allowed"]
+                .as_str()
+                .unwrap()
+                .contains("GET /v1/tenant/target-access"),
+            "{}",
+            r.text
+        );
+        assert!(!r.text.contains("acme-7Qx9-external"), "{}", r.text);
+    }
+
+    // Bad targets: one problem per field.
     let r = api
         .call(with(&|b| {
             b["target"] = json!({"role_arn": "arn:aws:iam::2109876543:role/strato",
@@ -306,13 +350,6 @@ async fn a_target_account_is_validated_stored_and_its_external_id_never_shown() 
             .unwrap()
             .contains("12-digit")
     );
-    let r = api
-        .call(with(&|b| {
-            b["target"].as_object_mut().unwrap().remove("external_id");
-        }))
-        .await;
-    r.problem(422);
-    assert_eq!(r.fields(), ["target.external_id"], "{}", r.text);
     let r = api.call(with(&|b| b["target"] = json!("arn"))).await;
     r.problem(422);
     assert_eq!(r.fields(), ["target"], "{}", r.text);

@@ -18,6 +18,7 @@ use strato_domain::run_access::{StateScope, engine_session_policy, partition, st
 use super::RunContext;
 use super::failure::Failure;
 use crate::credentials::{self, EngineCredentials};
+use crate::trust::{self, SdkSts};
 use crate::workspace::Workspace;
 
 const STEP: &str = "prepare";
@@ -80,17 +81,25 @@ pub(super) async fn engine_access<'s>(
     let base = &ctx.clients.aws.config;
     let (provider, target) = match &spec.target {
         Some(t) => {
-            // The external id is the customer's secret: it never appears in a log line or a message.
-            ctx.logs.redactor.add(t.external_id.expose());
+            let external_id = super::sealed::tenant_external_id(ctx, STEP).await?;
+            // The external id is the tenant's secret: it never appears in a log line or a message.
+            ctx.logs.redactor.add(external_id.expose());
             let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
-            let c = credentials::assume_role(
+            let session = session_name(ctx);
+            let sts = SdkSts {
                 base,
-                sts_endpoint.as_deref(),
-                &region,
+                endpoint: sts_endpoint.as_deref(),
+                region: &region,
+                role_arn: &t.role_arn,
+                session_name: &session,
+                timeout: ctx.cfg.preflight_timeout,
+            };
+            let probe = !ctx.cfg.unsafe_skip_external_id_probe;
+            let c = trust::assume_checked(
+                &sts,
                 &t.role_arn,
-                Some(t.external_id.expose()),
-                None,
-                &session_name(ctx),
+                external_id.expose(),
+                probe,
                 ctx.cfg.preflight_timeout,
             )
             .await
@@ -135,6 +144,8 @@ pub(super) struct StateLocation {
     pub(super) lock_ddb: aws_sdk_dynamodb::Client,
     /// For the backend block; `None`: the engine's environment (the target account's).
     pub(super) credentials: Option<BackendCredentials>,
+    /// The platform's bucket (not a customer's).
+    pub(super) platform: bool,
 }
 
 pub(super) async fn state_location(
@@ -165,6 +176,7 @@ pub(super) async fn state_location(
         region,
         lock_ddb,
         credentials: None,
+        platform: false,
     })
 }
 
@@ -209,6 +221,7 @@ async fn platform_state(ctx: &RunContext, spec: &ClusterSpec) -> Result<StateLoc
         region,
         lock_ddb,
         credentials: Some(c.backend()),
+        platform: true,
     })
 }
 

@@ -18,6 +18,7 @@ mod failure;
 mod plan;
 mod prepare;
 mod report;
+mod sealed;
 mod stages;
 
 use std::collections::BTreeMap;

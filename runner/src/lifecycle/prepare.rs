@@ -33,7 +33,11 @@ pub(super) async fn prepare(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure
 }
 
 async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
-    let spec = ctx.op.spec.clone().unwrap_or_else(|| ctx.cluster.spec.clone());
+    let sealed = ctx.op.spec.clone().unwrap_or_else(|| ctx.cluster.spec.clone());
+    // Sensitive variables are sealed at rest (bound to this tenant and cluster); opened here, for rendering.
+    let spec = strato_domain::sealed::open_spec(&ctx.keys(), &ctx.op.tenant_id, &ctx.op.cluster_id, &sealed)
+        .await
+        .map_err(|e| Failure::internal(STEP, format!("opening the spec's sealed values: {e}")))?;
     let (stored, validated) = validated_template(ctx, &spec).await?;
     let ws = unpack_workspace(ctx, &stored).await?;
     let rendered = render_inputs(ctx, &spec, &validated)?;
@@ -233,6 +237,8 @@ async fn write_backends(
             lock_table: state.lock_table.clone(),
             endpoint: ctx.cfg.provider_endpoint.clone(),
             credentials: state.credentials.clone(),
+            // Strato's key for the platform's bucket; a customer's bucket keeps its own encryption.
+            kms_key_id: state.platform.then(|| ctx.cfg.state_kms_key.clone()).flatten(),
         };
         ws.write_backend(&s.stage, &cfg, dialect)
             .map_err(|e| Failure::internal(STEP, e))?;

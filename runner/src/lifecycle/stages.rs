@@ -7,11 +7,11 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Map, Value};
 use strato_domain::ErrorCategory;
-use strato_domain::artifacts;
 use strato_domain::compose::ComposedStage;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{PlanSummary, RunnerEvent};
 use strato_domain::model::{OperationKind, ResourceChange};
+use strato_domain::render::state_key;
 
 use super::failure::Failure;
 use super::plan::{Outputs, drift_changes, estimate_plan, plan_summary, split_outputs};
@@ -94,8 +94,15 @@ impl PreparedRun<'_> {
         Ok(out)
     }
 
-    /// One object per run of a step: `plan`, then `plan.2` for a retry. Best effort.
+    /// One object per run of a step: `plan`, then `plan.2` for a retry. Best effort. Redacted like the user
+    /// log: the engine's trace can carry sensitive inputs (provider requests, variable values).
     async fn upload_debug_log(&mut self, name: &str, debug: Vec<u8>) {
+        let debug = self
+            .ctx
+            .logs
+            .redactor
+            .redact(&String::from_utf8_lossy(&debug))
+            .into_bytes();
         let n = self.debug_runs.entry(name.to_owned()).or_insert(0);
         *n += 1;
         let key_step = if *n == 1 {
@@ -348,7 +355,43 @@ impl PreparedRun<'_> {
         secrets::delete_outputs(&self.ctx.clients.secrets, &name)
             .await
             .map_err(|e| Failure::internal("outputs", e))?;
+        self.retire_state(&stages).await?;
         Ok(ExecOutcome::nothing())
+    }
+
+    /// After a successful delete, each stage's state in the platform's bucket stops being current (a delete
+    /// marker): only replaced versions remain, and the bucket's lifecycle rule expires them
+    /// `state_retention_days` later (`infra/storage.tf`). Until then a state restore can still bring one back.
+    /// A customer's own state bucket is the customer's to keep.
+    async fn retire_state(&self, stages: &[ComposedStage]) -> Result<(), Failure> {
+        let spec = self.ctx.op.spec.as_ref().unwrap_or(&self.ctx.cluster.spec);
+        if spec.target.as_ref().is_some_and(|t| t.state_bucket.is_some()) {
+            return Ok(());
+        }
+        self.ctx.fenced("retire the state").await?;
+        let bucket = self.ctx.cfg.names.bucket("state");
+        for stage in stages {
+            let key = state_key(
+                &self.ctx.cluster.tenant_id,
+                &self.ctx.cluster.cluster_id,
+                &stage.stage,
+            );
+            self.ctx
+                .clients
+                .aws
+                .s3
+                .delete_object()
+                .bucket(&bucket)
+                .key(&key)
+                .send()
+                .await
+                .map_err(|e| Failure::internal("state", strato_aws::Error::aws("DeleteObject", e)))?;
+        }
+        self.ctx.note(
+            "state",
+            "the cluster's state is no longer current; its versions expire after the state retention period",
+        );
+        Ok(())
     }
 
     /// `destroy` of one stage, retried on transient failures.
@@ -381,7 +424,8 @@ impl PreparedRun<'_> {
         }
     }
 
-    /// `plan` kind (nothing applied) and drift checks (saved plan kept, changed resources reported).
+    /// `plan` kind (nothing applied) and drift checks (changed resources reported). The saved plan is not
+    /// kept: it holds every input, sensitive ones included, and the prior state, and nothing reads it back.
     async fn plan_only(&mut self, drift: bool) -> Result<ExecOutcome, Failure> {
         let mut earlier = Map::new();
         let mut changes = Vec::new();
@@ -391,7 +435,6 @@ impl PreparedRun<'_> {
             let (plan, _) = self.plan(&stage.stage, drift).await?;
             if drift {
                 changes.extend(drift_changes(&plan));
-                self.keep_saved_plan(&stage.stage).await;
             }
             // Later stages plan against what earlier ones currently hold.
             let (plain, sensitive) = self.outputs(&stage.stage, false).await?;
@@ -402,23 +445,6 @@ impl PreparedRun<'_> {
             outputs: Map::new(),
             drift: drift.then_some(changes),
         })
-    }
-
-    /// A drift check's saved plan, kept in the artifacts bucket. Best effort.
-    async fn keep_saved_plan(&self, stage: &str) {
-        let path = self.ws.stage_dir(stage).join(PLAN_FILE);
-        let Ok(bytes) = std::fs::read(path) else { return };
-        let _ = self
-            .ctx
-            .clients
-            .aws
-            .s3
-            .put_object()
-            .bucket(self.ctx.cfg.names.bucket("artifacts"))
-            .key(artifacts::plan_key(&self.ctx.op.operation_id, stage))
-            .body(bytes.into())
-            .send()
-            .await;
     }
 
     /// An estimate: each stage is planned (and priced) with local state; nothing is applied or stored. A

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use strato_aws::ports::KmsKeys;
 use strato_aws::queues::QueueUrls;
 use strato_aws::store::{LockOutcome, Quotas, Store};
 use strato_domain::artifacts;
@@ -19,6 +20,7 @@ use strato_domain::model::{
 };
 use strato_domain::render::state_key;
 use strato_domain::run_proof::{PROOF_FIELD, RunProofKey};
+use strato_domain::sealed;
 use strato_domain::ts;
 use strato_runner::{Clients, Config, RunSummary, RunnerError};
 use strato_testbed::TestEnv;
@@ -77,8 +79,43 @@ impl Bed {
 
     /// Records a cluster with its create operation and takes the cluster lock for it.
     pub async fn create(&self, spec: ClusterSpec) -> (Cluster, Job) {
+        self.create_sealed(spec, &[]).await
+    }
+
+    /// Strato's KMS key on moto.
+    pub fn keys(&self) -> KmsKeys {
+        KmsKeys::new(&self.env.aws.kms, &self.env.names)
+    }
+
+    /// Issues the bed tenant's external id (as `GET /v1/tenant/target-access` does) and returns it.
+    pub async fn issue_external_id(&self) -> String {
+        let id = sealed::generate_external_id();
+        let env = sealed::seal_external_id(&self.keys(), &self.tenant, &id)
+            .await
+            .unwrap();
+        assert!(
+            self.store
+                .issue_tenant_external_id(&self.tenant, &env)
+                .await
+                .unwrap()
+        );
+        id.expose().to_owned()
+    }
+
+    /// Like [`create`](Self::create), with the `sealed` variables sealed as the api seals sensitive ones.
+    pub async fn create_sealed(&self, mut spec: ClusterSpec, sealed_vars: &[&str]) -> (Cluster, Job) {
         let now = ts::now();
-        let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec.clone(), now);
+        let id = ClusterId::generate();
+        sealed::seal_variables(
+            &self.keys(),
+            &self.tenant,
+            &id,
+            |k| sealed_vars.contains(&k),
+            &mut spec.variables,
+        )
+        .await
+        .unwrap();
+        let mut c = Cluster::new(self.tenant.clone(), id, spec.clone(), now);
         c.transition(ClusterState::Provisioning).unwrap();
         let mut op = Operation::new(
             self.tenant.clone(),
@@ -163,6 +200,8 @@ impl Bed {
             ("STRATO_GRACE_SECS", "30".to_owned()),
             ("STRATO_RETRY_BASE_MS", "300".to_owned()),
             ("STRATO_AGENT_TOKEN_SECRET", "test-secret".to_owned()),
+            // moto's STS does not evaluate trust policies: the external-id probe would refuse every role.
+            ("STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE", "true".to_owned()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))

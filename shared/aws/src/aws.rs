@@ -62,6 +62,8 @@ pub struct AwsClients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub s3: aws_sdk_s3::Client,
     pub sqs: aws_sdk_sqs::Client,
+    /// Strato's data key (envelope encryption of sensitive values at rest, `ports::KmsKeys`).
+    pub kms: aws_sdk_kms::Client,
 }
 
 impl AwsClients {
@@ -74,6 +76,7 @@ impl AwsClients {
             dynamodb: aws_sdk_dynamodb::Client::new(&config),
             s3: aws_sdk_s3::Client::from_conf(s3),
             sqs: aws_sdk_sqs::Client::new(&config),
+            kms: aws_sdk_kms::Client::new(&config),
             config,
         }
     }
@@ -94,6 +97,11 @@ impl AwsClients {
             s3: aws_sdk_s3::Client::from_conf(s3),
             sqs: aws_sdk_sqs::Client::from_conf(
                 aws_sdk_sqs::config::Builder::from(config)
+                    .interceptor(counter.clone())
+                    .build(),
+            ),
+            kms: aws_sdk_kms::Client::from_conf(
+                aws_sdk_kms::config::Builder::from(config)
                     .interceptor(counter.clone())
                     .build(),
             ),

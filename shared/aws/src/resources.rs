@@ -58,6 +58,21 @@ impl QueueDef {
 pub struct BucketDef {
     pub logical: &'static str,
     pub versioned: bool,
+    /// Default encryption with Strato's customer-managed KMS key ([`Names::kms_alias`]) and bucket keys, rather
+    /// than the S3-managed key (in AWS; the moto test bed keeps SSE-S3).
+    pub kms: bool,
+    /// What the bucket's lifecycle rule expires.
+    pub expires: Expiry,
+}
+
+/// A bucket's lifecycle rule (`infra/storage.tf`, days configurable there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    Never,
+    /// Replaced versions, `state_retention_days` after they stop being current.
+    NoncurrentVersions,
+    /// Objects, `artifacts_retention_days` after they are written.
+    Objects,
 }
 
 /// All key attributes are strings (ids, timestamps in RFC 3339, state names).
@@ -193,16 +208,22 @@ pub const BUCKETS: &[BucketDef] = &[
     BucketDef {
         logical: "templates",
         versioned: true,
+        kms: false,
+        expires: Expiry::Never,
     },
-    // Terraform state: versioned so a corrupted state can be restored.
+    // Terraform state: versioned so a corrupted state can be restored; replaced versions expire.
     BucketDef {
         logical: "state",
         versioned: true,
+        kms: true,
+        expires: Expiry::NoncurrentVersions,
     },
-    // Log archives, debug logs, saved plans.
+    // Log archives, debug logs, spilled events (never saved plans).
     BucketDef {
         logical: "artifacts",
         versioned: false,
+        kms: true,
+        expires: Expiry::Objects,
     },
 ];
 
@@ -271,6 +292,12 @@ impl Names {
         }
     }
 
+    /// Strato's customer-managed KMS key (`infra/storage.tf`): the data key of sealed values at rest and
+    /// the buckets' default encryption. Functions and the runner name it by this alias.
+    pub fn kms_alias(&self) -> String {
+        format!("alias/{}-data", self.prefix)
+    }
+
     pub fn bucket(&self, logical: &str) -> String {
         let b = BUCKETS
             .iter()
@@ -316,6 +343,35 @@ pub async fn create_all(aws: &AwsClients, names: &Names) -> Result<(), Error> {
     for b in BUCKETS {
         create_bucket(aws, &names.bucket(b.logical), b.versioned).await?;
     }
+    create_kms_key(aws, names).await?;
+    Ok(())
+}
+
+/// Creates Strato's KMS key under [`Names::kms_alias`] unless the alias exists (moto, devstack; in AWS it is
+/// `infra/storage.tf`'s).
+pub async fn create_kms_key(aws: &AwsClients, names: &Names) -> Result<(), Error> {
+    let alias = names.kms_alias();
+    if aws.kms.describe_key().key_id(&alias).send().await.is_ok() {
+        return Ok(());
+    }
+    let key = aws
+        .kms
+        .create_key()
+        .description(format!("{} data key", names.prefix()))
+        .send()
+        .await
+        .map_err(|e| Error::aws("CreateKey", e))?;
+    let id = key
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .unwrap_or_default();
+    aws.kms
+        .create_alias()
+        .alias_name(&alias)
+        .target_key_id(id)
+        .send()
+        .await
+        .map_err(|e| Error::aws("CreateAlias", e))?;
     Ok(())
 }
 

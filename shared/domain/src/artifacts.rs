@@ -1,5 +1,6 @@
-//! Object keys in the `artifacts` bucket. One place, so the runner (writer), the ws function (replay) and
-//! the scheduler (saved drift plans) can never disagree.
+//! Object keys in the `artifacts` bucket. One place, so the runner (writer) and the ws function (replay) can
+//! never disagree. Saved plans are never stored there: a plan file holds every input, sensitive ones
+//! included, and the prior state.
 //!
 //! Log archive: the runner writes the user-visible log as JSON Lines chunks, one object per chunk, named by
 //! the first and last sequence number they hold (zero-padded so lexical order = numeric order). A replay
@@ -36,15 +37,6 @@ pub fn log_complete_key(op: &OperationId) -> String {
 /// The engine's debug log (`[TRACE]`/`[DEBUG]`/... lines) for one step; never shown to users.
 pub fn debug_log_key(op: &OperationId, step: &str) -> String {
     format!("debug/{op}/{}.log", step.replace('/', "__"))
-}
-
-/// A saved plan (binary `-out` file) and its `show -json` rendering, per stage.
-pub fn plan_key(op: &OperationId, stage: &str) -> String {
-    format!("plans/{op}/{stage}.tfplan")
-}
-
-pub fn plan_json_key(op: &OperationId, stage: &str) -> String {
-    format!("plans/{op}/{stage}.json")
 }
 
 /// Where a runner event too large for an SQS message is stored whole (see `strato_aws::spill`).

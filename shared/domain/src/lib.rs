@@ -24,6 +24,7 @@ pub mod ports;
 pub mod render;
 pub mod run_access;
 pub mod run_proof;
+pub mod sealed;
 pub mod secret;
 pub mod state_lock;
 pub mod state_machine;

@@ -106,6 +106,9 @@ pub struct BackendConfig {
     pub lock_table: String,
     /// Emulator endpoint (moto); `None` in AWS.
     pub endpoint: Option<String>,
+    /// Encrypt state objects with this KMS key (SSE-KMS). Without it, the backend's `encrypt` sends SSE-S3
+    /// (AES256) on every write, overriding the bucket's default SSE-KMS.
+    pub kms_key_id: Option<String>,
     /// The backend's own credentials (the run's state session, scoped to this cluster's state), so the
     /// providers' credentials in the environment never reach the state bucket and vice versa. `None`: the
     /// environment's.
@@ -147,6 +150,9 @@ impl BackendConfig {
             if let Some(t) = &c.token {
                 s3["token"] = json!(t.expose());
             }
+        }
+        if let Some(k) = &self.kms_key_id {
+            s3["kms_key_id"] = json!(k);
         }
         if let Some(ep) = &self.endpoint {
             let extra = match dialect {
@@ -291,6 +297,7 @@ mod tests {
             lock_table: "locks".into(),
             endpoint: Some("http://127.0.0.1:5000".into()),
             credentials: None,
+            kms_key_id: None,
         };
         let legacy: Value = serde_json::from_str(&cfg.tf_json(EngineDialect::Legacy).unwrap()).unwrap();
         let s3 = &legacy["terraform"]["backend"]["s3"];
@@ -332,6 +339,16 @@ mod tests {
         assert!(
             !format!("{scoped:?}").contains("s3cret"),
             "Debug hides the secret"
+        );
+        let kms = BackendConfig {
+            kms_key_id: Some("arn:aws:kms:us-east-1:1:key/k".into()),
+            credentials: None,
+            ..scoped
+        };
+        let with: Value = serde_json::from_str(&kms.tf_json(EngineDialect::Modern).unwrap()).unwrap();
+        assert_eq!(
+            with["terraform"]["backend"]["s3"]["kms_key_id"],
+            "arn:aws:kms:us-east-1:1:key/k"
         );
     }
 

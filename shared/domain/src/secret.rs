@@ -1,6 +1,7 @@
-//! `Sensitive`: a string that is a secret of the tenant's (an external id). `Debug` shows `(sensitive)`, the
-//! memory is wiped on drop (`secrecy`), and reading it takes an explicit `expose()`. It serializes as the plain
-//! string, because it is stored on the cluster item; what is shown to users masks it separately.
+//! `Sensitive`: a string that is a secret of the tenant's (its issued external id). `Debug` shows `(sensitive)`,
+//! the memory is wiped on drop (`secrecy`), and reading it takes an explicit `expose()`. It serializes as the
+//! plain string (the tenant endpoint shows it to its owner); at rest it is only ever stored sealed
+//! (`crate::sealed`).
 
 use std::fmt;
 

@@ -335,6 +335,9 @@ pub fn validate(
                 problem: "is set by Strato and cannot be supplied".into(),
                 allowed: "remove it from the request".into(),
             }),
+            // Sealed at rest (see `crate::sealed`): it was checked before it was sealed, and is checked
+            // again in the clear where it is opened.
+            Some(def) if def.sensitive && crate::sealed::as_sealed(value).is_some() => {}
             Some(def) => template.check_value(name, def, value, Some(catalog), &mut errors),
         }
     }

@@ -5,6 +5,7 @@ use strato_domain::agent;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind};
 use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
+use strato_domain::sealed::Keys;
 use strato_domain::template::Template;
 
 use strato_domain::coordination::{ATTEMPTS, Attempt, optimistic};
@@ -35,20 +36,23 @@ struct Change<'a> {
 /// from it; nothing is created under it).
 pub(crate) const ESTIMATE_NAME: &str = "estimate";
 
-impl<S, T, Q, C> Api<'_, S, T, Q, C>
+impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
     S: Storage + Intake,
     T: Templates,
     Q: JobQueue,
     C: Clock,
+    K: Keys,
 {
     /// A new cluster: the spec is validated before anything is written; then the cluster, its create
     /// operation, its name reservation and the tenant's counters are written together, and the job is sent.
     pub async fn create(&self, caller: &Caller, body: SpecBody) -> Result<Started, ApiError> {
         let (validated, template, drift) = read_spec(self.templates, body, SpecName::Required).await?;
-        let spec = validated.spec().clone();
+        let mut spec = validated.spec().clone();
         let now = self.clock.now();
         let cluster_id = ClusterId::generate();
+        self.seal(&caller.tenant, &cluster_id, &template, &mut spec)
+            .await?;
         // Templates with an agent get a registration token derived from the cluster id; only its hash is kept.
         let agent_token_hash = match (&template.manifest.agent, self.agent_token_secret) {
             (None, _) => None,
@@ -211,7 +215,9 @@ where
             OperationKind::Update,
             self.clock.now(),
         );
-        op.spec = Some(validated.spec().clone());
+        let mut spec = validated.spec().clone();
+        self.seal(&caller.tenant, &c.cluster_id, &t, &mut spec).await?;
+        op.spec = Some(spec);
         Ok(match self.start(caller, c, op, t).await? {
             Attempt::Done(s) => Attempt::Done(Updated {
                 cluster: s.cluster,
@@ -390,7 +396,10 @@ where
             OperationKind::Estimate,
             self.clock.now(),
         );
-        op.spec = Some(validated.spec().clone());
+        let mut spec = validated.spec().clone();
+        self.seal(&caller.tenant, &op.cluster_id, &template, &mut spec)
+            .await?;
+        op.spec = Some(spec);
         op.requested_by = caller.subject.clone();
         // Estimates count against the tenant's open operations like any other run.
         if let Err(rejected) = self.store.add_operation(&op).await? {

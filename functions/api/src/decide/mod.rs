@@ -17,6 +17,7 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef};
 use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
+use strato_domain::sealed::{self, Keys};
 use strato_domain::template::Template;
 use strato_domain::validate::{ValidatedSpec, validate};
 
@@ -25,7 +26,7 @@ use crate::{ApiError, Caller, views};
 
 /// The API's dependencies, as ports.
 #[derive(Debug, Clone, Copy)]
-pub struct Api<'a, S, T, Q, C> {
+pub struct Api<'a, S, T, Q, C, K> {
     /// Clusters, operations, cluster locks; new clusters and operations under the tenant's quotas.
     pub store: &'a S,
     /// The published templates specs are validated against.
@@ -35,6 +36,8 @@ pub struct Api<'a, S, T, Q, C> {
     pub clock: C,
     /// Secret the cluster agents' registration tokens derive from; templates with an agent need it.
     pub agent_token_secret: Option<&'a [u8]>,
+    /// Strato's KMS key: sensitive variables are sealed with it before any item is written.
+    pub keys: &'a K,
 }
 
 /// A recorded operation (new, or the open one a repeated drift check answers with), its cluster, and the
@@ -93,12 +96,13 @@ fn check(spec: &ClusterSpec, t: &Template) -> Result<ValidatedSpec, ApiError> {
     validate(spec, t, Catalogs::builtin()).map_err(sorted)
 }
 
-impl<S, T, Q, C> Api<'_, S, T, Q, C>
+impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
     S: Storage + Intake,
     T: Templates,
     Q: JobQueue,
     C: Clock,
+    K: Keys,
 {
     /// The caller's cluster, or 404 for a malformed id, a missing cluster and another tenant's cluster alike.
     pub async fn load_cluster(&self, caller: &Caller, id: &str) -> Result<Cluster, ApiError> {
@@ -174,6 +178,19 @@ where
                 "job not sent; the sweeper will enqueue the queued operation"
             );
         }
+    }
+
+    /// Seals, in place, the spec's sensitive variables that are not sealed yet, bound to `tenant` and
+    /// `cluster`: nothing sensitive reaches an item in the clear, and unchanged values keep their ciphertext.
+    async fn seal(
+        &self,
+        tenant: &TenantId,
+        cluster: &ClusterId,
+        t: &Template,
+        spec: &mut ClusterSpec,
+    ) -> Result<(), ApiError> {
+        let sensitive = |k: &str| t.manifest.variables.get(k).is_some_and(|d| d.sensitive);
+        Ok(sealed::seal_variables(self.keys, tenant, cluster, sensitive, &mut spec.variables).await?)
     }
 
     /// Records `op` on `c` against the tenant's quota, marking it the cluster's pending operation in the

@@ -18,12 +18,13 @@ pub enum Cancelled {
     Requested(Operation),
 }
 
-impl<S, T, Q, C> Api<'_, S, T, Q, C>
+impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
     S: Storage + Intake,
     T: Templates,
     Q: JobQueue,
     C: Clock,
+    K: strato_domain::sealed::Keys,
 {
     /// Queued (or parked) operations are ended on the spot through
     /// [`end_operation`](strato_domain::coordination::end_operation), like any other end: a first create's

@@ -22,12 +22,13 @@ pub fn stage_of(key: &str) -> &str {
         .unwrap_or(key)
 }
 
-impl<S, T, Q, C> Api<'_, S, T, Q, C>
+impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
     S: Storage + Intake,
     T: Templates,
     Q: JobQueue,
     C: Clock,
+    K: strato_domain::sealed::Keys,
 {
     /// The caller's cluster and its state versions.
     pub async fn state_versions(

@@ -34,6 +34,26 @@ pub fn fixture_template(version: &str) -> Template {
     Template::from_toml(&text).unwrap()
 }
 
+/// A stored spec's variable as the runner sees it: sealed values opened with Strato's key (moto's KMS),
+/// bound to the tenant and cluster the spec belongs to.
+pub async fn opened(
+    api: &Api,
+    spec: &strato_domain::model::ClusterSpec,
+    tenant: &str,
+    cluster: &str,
+    var: &str,
+) -> Value {
+    let spec = strato_domain::sealed::open_spec(
+        &api.ctx.keys,
+        &tenant.parse().unwrap(),
+        &cluster.parse().unwrap(),
+        spec,
+    )
+    .await
+    .expect("sealed values open for their own item");
+    spec.variables[var].clone()
+}
+
 pub struct Api {
     pub env: TestEnv,
     pub ctx: Ctx,

@@ -8,12 +8,14 @@
 //! clusters' states. Adapters borrow their clients and settings, so a handler builds them per call for free.
 
 mod ecs;
+mod keys;
 mod state;
 mod status;
 mod sweep;
 mod webhooks;
 
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
+pub use keys::KmsKeys;
 pub use state::{S3StateArchive, state_prefix};
 pub use status::{S3RunArchive, SqsStatusQueues};
 pub use sweep::{DynamoStateLocks, EcsTaskStatus, SqsTaskEvents};

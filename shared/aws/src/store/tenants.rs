@@ -9,6 +9,7 @@ use super::{Store, fetch, n, num, s, text};
 use crate::error::Error;
 use crate::store::CreateRejected;
 use strato_domain::ids::TenantId;
+use strato_domain::sealed::Envelope;
 use strato_domain::webhook::Webhook;
 
 /// Per-tenant limits. Stored on the tenant item; absent fields fall back to the platform defaults.
@@ -123,6 +124,59 @@ impl Store {
         };
         q.send().await.map_err(|e| Error::aws("UpdateItem", e))?;
         Ok(())
+    }
+
+    /// The tenant's issued external id, sealed (tenant item attribute `external_id_sealed`), if one was issued.
+    pub async fn tenant_external_id(&self, tenant: &TenantId) -> Result<Option<Envelope>, Error> {
+        let get = self
+            .get(&self.tenants, &Self::tenant_key(tenant))
+            .projection_expression("external_id_sealed")
+            .consistent_read(true);
+        let Some(item) = fetch(get).await? else {
+            return Ok(None);
+        };
+        text(&item, "external_id_sealed")
+            .map(|j| {
+                serde_json::from_str(j).map_err(|e| {
+                    Error::Domain(strato_domain::Error::Corrupt {
+                        what: format!("tenant {tenant}'s external id"),
+                        reason: e.to_string(),
+                    })
+                })
+            })
+            .transpose()
+    }
+
+    /// Records the tenant's sealed external id unless one is already there: issued once, never replaced.
+    /// `false` when another request issued one first (read that one).
+    pub async fn issue_tenant_external_id(
+        &self,
+        tenant: &TenantId,
+        sealed: &Envelope,
+    ) -> Result<bool, Error> {
+        let json = serde_json::to_string(sealed).map_err(|e| {
+            Error::Domain(strato_domain::Error::Corrupt {
+                what: "external id envelope".into(),
+                reason: e.to_string(),
+            })
+        })?;
+        let r = self
+            .update_tenant(tenant)
+            .update_expression("SET external_id_sealed = :e")
+            .condition_expression("attribute_not_exists(external_id_sealed)")
+            .expression_attribute_values(":e", s(&json))
+            .send()
+            .await;
+        match r {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(Error::aws("UpdateItem", e)),
+        }
     }
 
     /// One update of the tenant's counters (a transaction may touch an item only once). Increments are

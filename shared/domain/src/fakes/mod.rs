@@ -8,6 +8,7 @@ mod scheduler;
 mod state;
 mod status;
 
+pub use crate::sealed::FakeKeys;
 pub use intake::FakeTemplates;
 pub use scheduler::{FakeStateLocks, FakeTaskEvents};
 pub use state::FakeStateArchive;
