@@ -56,6 +56,9 @@ pub struct Config {
     /// How WebSocket tickets are signed (`STRATO_JWT_SECRET`, `STRATO_JWT_ISSUER`, `STRATO_JWT_AUDIENCE`: the
     /// ws function's own settings). Unset: `POST /v1/ws-tickets` fails.
     pub ws_tickets: Option<TicketSettings>,
+    /// Where tenants' webhooks may point (`PUT /v1/webhook`): https to public addresses, unless devstack's
+    /// own switches (`STRATO_DEVSTACK_ONLY_ALLOW_*_WEBHOOKS`) allow its local receivers.
+    pub egress: strato_domain::webhook::Egress,
 }
 
 impl Config {
@@ -67,6 +70,7 @@ impl Config {
 
     /// The same parsing with another source of variables (tests, devstack).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ApiError> {
+        let egress = strato_domain::webhook::Egress::from_lookup(&get);
         let env = Env::new(get);
         Ok(Self {
             names: env.names()?,
@@ -81,6 +85,7 @@ impl Config {
                 issuer: env.optional("STRATO_JWT_ISSUER"),
                 audience: env.optional("STRATO_JWT_AUDIENCE"),
             }),
+            egress,
         })
     }
 }
