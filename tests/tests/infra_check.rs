@@ -415,7 +415,10 @@ fn check_function_environments(cfg: &Config) -> BTreeMap<String, (BTreeMap<Strin
         api.get("STRATO_AGENT_TOKEN_SECRET").map(String::as_str),
         Some("agent-secret")
     );
-    assert_eq!(ws.get("STRATO_JWT_SECRET").map(String::as_str), Some("ws-secret"));
+    assert_eq!(
+        ws.get("STRATO_JWT_SECRET").map(String::as_str),
+        Some("ws-secret-0123456789abcdef-0123456789")
+    );
     // The api signs WebSocket tickets with exactly what ws checks them with.
     for var in ["STRATO_JWT_SECRET", "STRATO_JWT_ISSUER", "STRATO_JWT_AUDIENCE"] {
         assert_eq!(api.get(var), ws.get(var), "{var}: api and ws");

@@ -25,6 +25,7 @@ mod views;
 
 use secrecy::{ExposeSecret, SecretSlice};
 use strato_aws::aws::AwsClients;
+use strato_aws::connections::tickets as ticket_claims;
 use strato_aws::env::Env;
 use strato_aws::ports::SqsJobQueue;
 use strato_aws::queues::QueueUrls;
@@ -80,11 +81,13 @@ impl Config {
             agent_token_secret: env
                 .optional("STRATO_AGENT_TOKEN_SECRET")
                 .map(|s| SecretSlice::from(s.into_bytes())),
-            ws_tickets: env.optional("STRATO_JWT_SECRET").map(|secret| TicketSettings {
-                secret: SecretSlice::from(secret.into_bytes()),
-                issuer: env.optional("STRATO_JWT_ISSUER"),
-                audience: env.optional("STRATO_JWT_AUDIENCE"),
-            }),
+            ws_tickets: env
+                .secret("STRATO_JWT_SECRET", ticket_claims::MIN_SECRET_BYTES)?
+                .map(|secret| TicketSettings {
+                    secret: SecretSlice::from(secret.into_bytes()),
+                    issuer: env.optional("STRATO_JWT_ISSUER"),
+                    audience: env.or("STRATO_JWT_AUDIENCE", ticket_claims::AUDIENCE),
+                }),
             egress,
         })
     }
@@ -231,7 +234,7 @@ mod tests {
         let c = Config::from_lookup(|k| match k {
             "STRATO_RESOURCE_PREFIX" => Some("prod".into()),
             "STRATO_AGENT_TOKEN_SECRET" => Some("agent-s3cret-value".into()),
-            "STRATO_JWT_SECRET" => Some("jwt-s3cret-value".into()),
+            "STRATO_JWT_SECRET" => Some("jwt-s3cret-value-0123456789abcdef".into()),
             "STRATO_JWT_ISSUER" => Some("https://idp.example".into()),
             _ => None,
         })

@@ -7,7 +7,10 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{Api, Req, Resp, call_with, conforms, spec};
+mod conformance;
+
+use common::{Api, Req, Resp, call_with};
+use conformance::{conforms, spec};
 use lambda_http::http::Method;
 use serde_json::json;
 use strato_api::{Config, Ctx, ROUTES, service};
@@ -153,7 +156,7 @@ async fn every_route_answers_as_the_document_says() {
     let prefix = api.env.names.prefix().to_owned();
     let config = Config::from_lookup(|k| match k {
         "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
-        "STRATO_JWT_SECRET" => Some("contract-secret-0123456789".into()),
+        "STRATO_JWT_SECRET" => Some("contract-secret-0123456789abcdef0123".into()),
         _ => None,
     })
     .unwrap();

@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{Api, Req, TENANT, conforms, spec};
+mod conformance;
+
+use common::{Api, Req, TENANT};
+use conformance::{conforms, spec};
 use lambda_http::http::StatusCode;
 use serde_json::json;
 use strato_domain::ids::TenantId;
