@@ -84,7 +84,7 @@ variable "ws_jwt_secret" {
 
   validation {
     condition     = length(var.ws_jwt_secret) >= 32
-    error_message = "ws_jwt_secret must be at least 32 bytes of random data (e.g. `openssl rand -hex 32`)."
+    error_message = "The ws_jwt_secret must be at least 32 bytes of random data (for example: openssl rand -hex 32)."
   }
 }
 

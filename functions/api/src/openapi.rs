@@ -5,6 +5,7 @@
 use utoipa::OpenApi;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::response::ResponseBuilder;
@@ -247,6 +248,36 @@ fn endpoint_doc(e: Endpoint) -> Doc {
     }
 }
 
+/// OpenAPI links from an answer to the routes its ids lead to (name, target, path parameter, where the
+/// value is), so clients and stateful fuzzers (schemathesis) can follow create → read/change/delete.
+fn links(from: Endpoint, schema: &str) -> Vec<(String, Endpoint, &'static str, &'static str)> {
+    const CLUSTER_ID: &str = "$response.body#/cluster/id";
+    const OPERATION_ID: &str = "$response.body#/operation/id";
+    let by_cluster = |id: &'static str| {
+        [
+            GetCluster,
+            UpdateCluster,
+            DeleteCluster,
+            RetryCluster,
+            DriftCheck,
+            ListClusterOperations,
+            ListStateVersions,
+        ]
+        .map(|t| (format!("{t:?}"), t, "id", id))
+    };
+    let by_operation =
+        |id: &'static str| [GetOperation, CancelOperation].map(|t| (format!("{t:?}"), t, "id", id));
+    match (from, schema) {
+        (_, "Accepted") => by_cluster(CLUSTER_ID)
+            .into_iter()
+            .chain(by_operation(OPERATION_ID))
+            .collect(),
+        (_, "EstimateAccepted") => by_operation(OPERATION_ID).into_iter().collect(),
+        (GetCluster, "Cluster") => by_cluster("$response.body#/id").into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The routes that honour `Idempotency-Key`: the router's `mutating` ones.
 pub(crate) fn idempotent(e: Endpoint) -> bool {
     matches!(
@@ -369,6 +400,15 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
                 HeaderBuilder::new()
                     .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
                     .description(Some("The cluster's `version`, quoted"))
+                    .build(),
+            );
+        }
+        for (name, target, param, from) in links(route.endpoint, schema) {
+            r = r.link(
+                name,
+                LinkBuilder::new()
+                    .operation_id(format!("{target:?}"))
+                    .parameter(param, from)
                     .build(),
             );
         }
