@@ -406,6 +406,16 @@ fn check_function_environments(cfg: &Config) -> BTreeMap<String, (BTreeMap<Strin
             env.get("STRATO_RESOURCE_PREFIX").map(String::as_str),
             Some(PREFIX)
         );
+        // Issue 16 finding 2: only devstack lets webhooks reach plain http or loopback receivers.
+        for devstack_only in [
+            strato_domain::webhook::ALLOW_HTTP_ENV,
+            strato_domain::webhook::ALLOW_LOOPBACK_ENV,
+        ] {
+            assert!(
+                !env.contains_key(devstack_only),
+                "{name}: infra/ sets {devstack_only}"
+            );
+        }
     }
     // Values that must agree across functions and resources.
     let api = &fns["api"].0;

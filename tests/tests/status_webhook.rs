@@ -332,7 +332,7 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     let notes = b.w.op(&check).await.notes;
     assert_eq!(notes.len(), 1, "one note per delivery, updated: {notes:?}");
     assert!(
-        notes[0].contains("delivered") && notes[0].contains("2 attempts"),
+        notes[0].contains("delivered") && notes[0].contains("(attempt 2 of 3)"),
         "{notes:?}"
     );
 

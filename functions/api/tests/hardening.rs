@@ -206,3 +206,15 @@ async fn an_idempotency_key_reused_with_another_body_is_the_documented_422() {
         "{op}"
     );
 }
+
+/// Found by the contract fuzzer: the secret's length was counted in bytes while the spec's `minLength`
+/// counts characters, so 8 two-byte characters passed as "16".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_secret_is_measured_in_characters_as_the_spec_says() {
+    let api = Api::new().await;
+    let body = json!({"url": "https://hooks.example.com/strato", "secret": "éééééééé"});
+    let r = api.call(Req::load("put-webhook").body(&body)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+    assert_eq!(r.fields(), ["secret"], "{}", r.text);
+    conforms(&spec(), "PUT", "/v1/webhook", &r);
+}

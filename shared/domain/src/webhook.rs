@@ -78,7 +78,8 @@ impl Webhook {
         if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
             return Err(WebhookError::Url(redacted_url(&url)));
         }
-        if secret.len() < MIN_SECRET_LEN {
+        // Characters, as the spec's `minLength` counts them (a byte count let 8 two-byte characters pass).
+        if secret.chars().count() < MIN_SECRET_LEN {
             return Err(WebhookError::ShortSecret);
         }
         Ok(Self {
