@@ -18,28 +18,29 @@
 //! the one case a client sees as a gap in `seq`; it re-subscribes with `from_seq` = the first missing seq
 //! (at the latest when `end` tells it the final seq), and the archive has it by then.
 
-use secrecy::{ExposeSecret, SecretSlice};
+use secrecy::SecretSlice;
 use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
 use aws_lambda_events::encodings::Body;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use serde_json::Value;
 use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
 use strato_aws::log_io::{list_archive, read_chunk};
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
-use strato_domain::ids::{OperationId, TenantId};
+use strato_domain::ids::OperationId;
 use strato_domain::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames};
 use strato_domain::messages::LogFrame;
 use time::OffsetDateTime;
 
-use strato_aws::connections::tickets::{self, MAX_LIFETIME, SCOPE};
+use strato_aws::connections::tickets;
 use strato_aws::connections::{
     self, CONNECTION_LIFETIME, Connection, Connections, PostError, management_client, post_frame,
 };
+
+mod auth;
+pub use auth::authenticate;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WsError {
@@ -161,74 +162,6 @@ pub async fn handle(ctx: &Ctx, event: ApiGatewayWebsocketProxyRequest) -> ApiGat
             response(500, None)
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-enum AuthError {
-    #[error("no token: connect with ?token=<JWT>")]
-    Missing,
-    #[error("the token is invalid or expired: {0}")]
-    Invalid(String),
-    #[error("the token has no '{0}' claim")]
-    NoClaim(String),
-    #[error("the token's '{0}' claim is not a valid tenant id")]
-    BadTenant(String),
-    #[error(
-        "the token is not a WebSocket ticket: its scope lacks '{SCOPE}' (get one from POST /v1/ws-tickets)"
-    )]
-    NotATicket,
-    #[error("the ticket lives longer than {MAX_LIFETIME} or has no 'iat' (get one from POST /v1/ws-tickets)")]
-    TooLong,
-}
-
-/// Verifies the token and returns the tenant and subject.
-pub fn authenticate(config: &Config, token: Option<&str>) -> Result<(TenantId, Option<String>), String> {
-    authenticate_inner(config, token).map_err(|e| e.to_string())
-}
-
-fn authenticate_inner(config: &Config, token: Option<&str>) -> Result<(TenantId, Option<String>), AuthError> {
-    let token = token.filter(|t| !t.is_empty()).ok_or(AuthError::Missing)?;
-    // Audience, expiry and scope are always required: only a ticket opens a connection, not any token
-    // signed with the same key.
-    let mut v = Validation::new(Algorithm::HS256);
-    v.set_audience(&[&config.audience]);
-    v.set_required_spec_claims(&["exp", "aud"]);
-    if let Some(i) = &config.issuer {
-        v.set_issuer(&[i]);
-    }
-    let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(
-        token,
-        &DecodingKey::from_secret(config.jwt_secret.expose_secret()),
-        &v,
-    )
-    .map_err(|e| AuthError::Invalid(e.to_string()))?;
-    let scoped = data
-        .claims
-        .get("scope")
-        .and_then(Value::as_str)
-        .is_some_and(|s| s.split_whitespace().any(|x| x == SCOPE));
-    if !scoped {
-        return Err(AuthError::NotATicket);
-    }
-    let at = |k: &str| data.claims.get(k).and_then(Value::as_i64);
-    let short = match (at("iat"), at("exp")) {
-        (Some(iat), Some(exp)) => exp - iat <= MAX_LIFETIME.whole_seconds(),
-        _ => false,
-    };
-    if !short {
-        return Err(AuthError::TooLong);
-    }
-    let claim = &config.tenant_claim;
-    let raw = data
-        .claims
-        .get(claim)
-        .and_then(Value::as_str)
-        .ok_or_else(|| AuthError::NoClaim(claim.clone()))?;
-    let tenant = raw
-        .parse::<TenantId>()
-        .map_err(|_| AuthError::BadTenant(claim.clone()))?;
-    let subject = data.claims.get("sub").and_then(Value::as_str).map(str::to_owned);
-    Ok((tenant, subject))
 }
 
 async fn connect(
