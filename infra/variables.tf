@@ -78,13 +78,18 @@ variable "tenant_claim" {
 }
 
 variable "ws_jwt_secret" {
-  description = "HS256 secret of WebSocket tickets: the api signs them (POST /v1/ws-tickets) and the ws function checks them at `$connect?token=` (STRATO_JWT_SECRET of both). Stored in the functions' environment (encrypted at rest by Lambda)."
+  description = "HS256 secret of WebSocket tickets, at least 32 bytes (e.g. `openssl rand -hex 32`): the api signs them (POST /v1/ws-tickets) and the ws function checks them at `$connect?token=` (STRATO_JWT_SECRET of both; both refuse to start with a shorter one). Stored in the functions' environment (encrypted at rest by Lambda)."
   type        = string
   sensitive   = true
+
+  validation {
+    condition     = length(var.ws_jwt_secret) >= 32
+    error_message = "The ws_jwt_secret must be at least 32 bytes of random data (for example: openssl rand -hex 32)."
+  }
 }
 
 variable "ws_jwt_check_claims" {
-  description = "Whether the ws function also requires the tokens' iss/aud to be jwt_issuer / jwt_audience[0] (STRATO_JWT_ISSUER / STRATO_JWT_AUDIENCE)."
+  description = "Whether WebSocket tickets carry (and the ws function requires) iss/aud = jwt_issuer / jwt_audience[0] (STRATO_JWT_ISSUER / STRATO_JWT_AUDIENCE) instead of the default audience `strato-ws`. Audience, scope `ws:connect` and a 5-minute life are checked either way."
   type        = bool
   default     = false
 }

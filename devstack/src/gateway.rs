@@ -3,7 +3,7 @@
 //!
 //! Like a `$default` route with a JWT authorizer, every path needs a valid bearer token except the routes
 //! the api declares public (`/healthz` and the cluster agent's routes, which carry their own token).
-//! A missing or bad token is answered `401 {"message":"Unauthorized"}` without invoking the function.
+//! A missing or bad token is answered 401 with a problem document without invoking the function.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -64,12 +64,23 @@ impl Gateway {
     }
 }
 
-/// 401 as API Gateway's JWT authorizer answers it; RFC 6750's challenge (an error only for a bad token).
+/// 401 as a problem document, as the api's own 401s (API Gateway's JWT authorizer itself answers
+/// `application/json` `{"message":"Unauthorized"}`, which the spec lists too); RFC 6750's challenge (an
+/// error only for a bad token).
 fn unauthorized(detail: Option<String>) -> axum::response::Response {
+    let problem = serde_json::json!({
+        "type": "urn:strato:problem:unauthorized",
+        "title": "Unauthorized",
+        "status": 401,
+        "detail": match &detail {
+            None => "the request has no bearer token: send Authorization: Bearer <token>".to_owned(),
+            Some(d) => format!("the bearer token was refused ({d}); get a fresh one"),
+        },
+    });
     let mut resp = (
         StatusCode::UNAUTHORIZED,
-        [("content-type", "application/json")],
-        r#"{"message":"Unauthorized"}"#,
+        [("content-type", "application/problem+json")],
+        problem.to_string(),
     )
         .into_response();
     let challenge = match detail {

@@ -122,6 +122,10 @@ impl Registry {
             "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
             "STRATO_AGENT_TOKEN_SECRET" => Some(agent_secret.clone()),
             "STRATO_JWT_SECRET" => Some(ws_secret.clone()),
+            // devstack's receivers are local (http://127.0.0.1); nothing but devstack sets these.
+            strato_domain::webhook::ALLOW_HTTP_ENV | strato_domain::webhook::ALLOW_LOOPBACK_ENV => {
+                Some("1".into())
+            }
             _ => None,
         })
         .map_err(|e| DevstackError::step("configuring the api function", e))?;
@@ -177,6 +181,8 @@ impl Registry {
             strato_webhooks::Ctx::new(
                 strato_webhooks::Config {
                     names: env.names.clone(),
+                    // devstack's receivers are local (http://127.0.0.1): its switches, never infra/'s.
+                    egress: strato_domain::webhook::Egress::DEVSTACK,
                 },
                 &env.aws,
             )

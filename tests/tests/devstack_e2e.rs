@@ -80,7 +80,14 @@ async fn devstack_create_runs_an_emulated_fargate_task_and_a_crashed_runner_fail
     assert!(h.header("apigw-requestid").is_some());
     let r = anon.post("/v1/clusters", &create_body("web-1")).await.unwrap();
     assert_eq!(r.status, 401, "{}", r.text);
-    assert_eq!(r.body["message"], "Unauthorized");
+    // Issue 16 finding 7: a problem document, as the spec says.
+    assert_eq!(r.body["type"], "urn:strato:problem:unauthorized", "{}", r.text);
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/problem+json"),
+        "{}",
+        r.text
+    );
     let r = anon.with_token("not-a-jwt").get("/v1/clusters").await.unwrap();
     assert_eq!(r.status, 401, "{}", r.text);
 

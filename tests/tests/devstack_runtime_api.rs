@@ -62,7 +62,10 @@ async fn devstack_runtime_api_runs_the_api_binary_with_its_samples() {
         .unwrap();
     let env = TestEnv::new().await;
     // Configured as infra/ configures it, the WebSocket ticket secret included.
-    let api_env = env_for(&env, &[("STRATO_JWT_SECRET", "runtime-api-test-secret")]);
+    let api_env = env_for(
+        &env,
+        &[("STRATO_JWT_SECRET", "runtime-api-test-secret-0123456789abcdef")],
+    );
     let f = LambdaProcess::spawn(&bin, "strato-api", &api_env).await.unwrap();
 
     let r = f.invoke(sample("api", "healthz"), TIMEOUT).await.unwrap();

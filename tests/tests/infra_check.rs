@@ -469,6 +469,16 @@ fn check_function_environments(cfg: &Config) -> BTreeMap<String, (BTreeMap<Strin
             env.get("STRATO_RESOURCE_PREFIX").map(String::as_str),
             Some(PREFIX)
         );
+        // Issue 16 finding 2: only devstack lets webhooks reach plain http or loopback receivers.
+        for devstack_only in [
+            strato_domain::webhook::ALLOW_HTTP_ENV,
+            strato_domain::webhook::ALLOW_LOOPBACK_ENV,
+        ] {
+            assert!(
+                !env.contains_key(devstack_only),
+                "{name}: infra/ sets {devstack_only}"
+            );
+        }
     }
     // Values that must agree across functions and resources.
     let api = &fns["api"].0;
@@ -478,7 +488,10 @@ fn check_function_environments(cfg: &Config) -> BTreeMap<String, (BTreeMap<Strin
         api.get("STRATO_AGENT_TOKEN_SECRET").map(String::as_str),
         Some("agent-secret")
     );
-    assert_eq!(ws.get("STRATO_JWT_SECRET").map(String::as_str), Some("ws-secret"));
+    assert_eq!(
+        ws.get("STRATO_JWT_SECRET").map(String::as_str),
+        Some("ws-secret-0123456789abcdef-0123456789")
+    );
     // The api signs WebSocket tickets with exactly what ws checks them with.
     for var in ["STRATO_JWT_SECRET", "STRATO_JWT_ISSUER", "STRATO_JWT_AUDIENCE"] {
         assert_eq!(api.get(var), ws.get(var), "{var}: api and ws");

@@ -9,7 +9,7 @@ use lambda_http::http::StatusCode;
 use strato_api::{Config, Ctx, TICKET_TTL, service};
 use strato_domain::ts;
 
-const SECRET: &str = "ticket-secret-0123456789";
+const SECRET: &str = "ticket-secret-0123456789abcdef-0123456789";
 const ISSUER: &str = "https://auth.strato.example.com/";
 
 /// The ws function's settings; `secret` is the key it checks tokens with.
@@ -57,8 +57,24 @@ async fn a_ticket_opens_the_websocket_for_the_callers_tenant_for_minutes() {
     let (tenant, subject) = strato_ws::authenticate(&ws_config(&prefix, SECRET), Some(token)).unwrap();
     assert_eq!(tenant.as_str(), "globex");
     assert_eq!(subject.as_deref(), Some("user-7f3a"));
+    // Audience and scope are in every ticket (the ws function requires both).
+    let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
+    v.set_audience(&["strato-ws"]);
+    let claims = jsonwebtoken::decode::<serde_json::Value>(
+        token,
+        &jsonwebtoken::DecodingKey::from_secret(SECRET.as_bytes()),
+        &v,
+    )
+    .unwrap()
+    .claims;
+    assert_eq!(claims["aud"], "strato-ws", "{claims}");
+    assert_eq!(claims["scope"], "ws:connect", "{claims}");
+    assert!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap() <= 300);
     // It is the secret's token, not any HS256 token: a ws with another key refuses it.
-    let refused = strato_ws::authenticate(&ws_config(&prefix, "another-secret-0123456789"), Some(token));
+    let refused = strato_ws::authenticate(
+        &ws_config(&prefix, "another-secret-0123456789abcdef-0123456789"),
+        Some(token),
+    );
     assert!(refused.is_err(), "{refused:?}");
 
     // Tickets are credentials: never kept for an Idempotency-Key replay.
@@ -91,4 +107,25 @@ async fn without_the_ws_secret_no_ticket_is_issued() {
     let r = api.call(Req::load("create-ws-ticket")).await;
     let p = r.problem(500);
     assert!(p.get("token").is_none());
+}
+
+/// Issue 16 finding 6: the key tickets are signed with must be at least 32 bytes, in the api as in the ws
+/// function: a shorter one stops the process at start with the variable and the rule.
+#[test]
+fn a_short_ticket_secret_stops_the_api_at_start() {
+    let e = Config::from_lookup(|k| match k {
+        "STRATO_RESOURCE_PREFIX" => Some("strato-dev".into()),
+        "STRATO_JWT_SECRET" => Some("ticket-secret-0123456789".into()),
+        _ => None,
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("STRATO_JWT_SECRET") && e.contains("at least 32"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("ticket-secret-0123456789"),
+        "the secret is not shown: {e}"
+    );
 }

@@ -64,7 +64,8 @@ pub(crate) async fn list(
             }
         },
     };
-    let after = q.next.as_deref().and_then(|n| {
+    // `?next=` empty is the first page, as no `next` at all (the spec says so).
+    let after = q.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
         n.parse::<ClusterId>()
             .map_err(|_| {
                 errors.push(ApiError::field(

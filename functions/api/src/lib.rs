@@ -26,6 +26,7 @@ mod views;
 
 use secrecy::{ExposeSecret, SecretSlice};
 use strato_aws::aws::AwsClients;
+use strato_aws::connections::tickets as ticket_claims;
 use strato_aws::env::Env;
 use strato_aws::ports::{KmsKeys, SqsJobQueue};
 use strato_aws::queues::QueueUrls;
@@ -60,6 +61,9 @@ pub struct Config {
     /// The runner's task role (`STRATO_RUNNER_ROLE_ARN`): the principal tenants' target roles must trust,
     /// shown in `GET /v1/tenant/target-access`.
     pub runner_role_arn: Option<String>,
+    /// Where tenants' webhooks may point (`PUT /v1/webhook`): https to public addresses, unless devstack's
+    /// own switches (`STRATO_DEVSTACK_ONLY_ALLOW_*_WEBHOOKS`) allow its local receivers.
+    pub egress: strato_domain::webhook::Egress,
 }
 
 impl Config {
@@ -71,6 +75,7 @@ impl Config {
 
     /// The same parsing with another source of variables (tests, devstack).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ApiError> {
+        let egress = strato_domain::webhook::Egress::from_lookup(&get);
         let env = Env::new(get);
         Ok(Self {
             names: env.names()?,
@@ -80,11 +85,14 @@ impl Config {
             agent_token_secret: env
                 .optional("STRATO_AGENT_TOKEN_SECRET")
                 .map(|s| SecretSlice::from(s.into_bytes())),
-            ws_tickets: env.optional("STRATO_JWT_SECRET").map(|secret| TicketSettings {
-                secret: SecretSlice::from(secret.into_bytes()),
-                issuer: env.optional("STRATO_JWT_ISSUER"),
-                audience: env.optional("STRATO_JWT_AUDIENCE"),
-            }),
+            ws_tickets: env
+                .secret("STRATO_JWT_SECRET", ticket_claims::MIN_SECRET_BYTES)?
+                .map(|secret| TicketSettings {
+                    secret: SecretSlice::from(secret.into_bytes()),
+                    issuer: env.optional("STRATO_JWT_ISSUER"),
+                    audience: env.or("STRATO_JWT_AUDIENCE", ticket_claims::AUDIENCE),
+                }),
+            egress,
             runner_role_arn: env.optional("STRATO_RUNNER_ROLE_ARN"),
         })
     }
@@ -237,7 +245,7 @@ mod tests {
         let c = Config::from_lookup(|k| match k {
             "STRATO_RESOURCE_PREFIX" => Some("prod".into()),
             "STRATO_AGENT_TOKEN_SECRET" => Some("agent-s3cret-value".into()),
-            "STRATO_JWT_SECRET" => Some("jwt-s3cret-value".into()),
+            "STRATO_JWT_SECRET" => Some("jwt-s3cret-value-0123456789abcdef".into()),
             "STRATO_JWT_ISSUER" => Some("https://idp.example".into()),
             _ => None,
         })

@@ -5,6 +5,7 @@
 use utoipa::OpenApi;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::response::ResponseBuilder;
@@ -44,8 +45,17 @@ use crate::{
     requests::UpdateBody,
     requests::WebhookBody,
     requests::AgentBody,
+    GatewayUnauthorized,
 )))]
 struct Schemas;
+
+/// API Gateway's JWT authorizer's own 401 body (devstack answers a `Problem` instead).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // Documents the schema; API Gateway writes this body, not Strato.
+struct GatewayUnauthorized {
+    /// `Unauthorized`.
+    message: String,
+}
 
 /// What one endpoint takes and answers.
 struct Doc {
@@ -101,7 +111,10 @@ fn endpoint_doc(e: Endpoint) -> Doc {
             query: &[
                 ("state", "Only clusters in this state"),
                 ("limit", "Page size, 1-100 (default 20)"),
-                ("next", "The `next` of the previous page"),
+                (
+                    "next",
+                    "The `next` of the previous page; absent or empty: the first page",
+                ),
             ],
             ..doc(
                 "List your clusters, newest first",
@@ -244,6 +257,52 @@ fn endpoint_doc(e: Endpoint) -> Doc {
     }
 }
 
+/// OpenAPI links from an answer to the routes its ids lead to (name, target, path parameter, where the
+/// value is), so clients and stateful fuzzers (schemathesis) can follow create → read/change/delete.
+fn links(from: Endpoint, schema: &str) -> Vec<(String, Endpoint, &'static str, &'static str)> {
+    const CLUSTER_ID: &str = "$response.body#/cluster/id";
+    const OPERATION_ID: &str = "$response.body#/operation/id";
+    let by_cluster = |id: &'static str| {
+        [
+            GetCluster,
+            UpdateCluster,
+            DeleteCluster,
+            RetryCluster,
+            DriftCheck,
+            ListClusterOperations,
+            ListStateVersions,
+        ]
+        .map(|t| (format!("{t:?}"), t, "id", id))
+    };
+    let by_operation =
+        |id: &'static str| [GetOperation, CancelOperation].map(|t| (format!("{t:?}"), t, "id", id));
+    match (from, schema) {
+        (_, "Accepted") => by_cluster(CLUSTER_ID)
+            .into_iter()
+            .chain(by_operation(OPERATION_ID))
+            .collect(),
+        (_, "EstimateAccepted") => by_operation(OPERATION_ID).into_iter().collect(),
+        (GetCluster, "Cluster") => by_cluster("$response.body#/id").into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The routes that honour `Idempotency-Key`: the router's `mutating` ones.
+pub(crate) fn idempotent(e: Endpoint) -> bool {
+    matches!(
+        e,
+        CreateCluster
+            | UpdateCluster
+            | DeleteCluster
+            | RetryCluster
+            | DriftCheck
+            | RestoreStateVersion
+            | CancelOperation
+            | CreateEstimate
+            | DeleteWebhook
+    )
+}
+
 fn error_description(status: u16) -> &'static str {
     match status {
         400 => "Malformed request: not JSON, a bad query parameter or Idempotency-Key",
@@ -311,6 +370,26 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
                 .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
         );
     }
+    let keyed = idempotent(route.endpoint);
+    if keyed {
+        op = op.parameter(
+            ParameterBuilder::new()
+                .name("Idempotency-Key")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "1-255 printable ASCII characters: a repeat with the same key and request gets the first \
+                     answer again; the same key with a different request answers 422",
+                ))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .min_length(Some(1))
+                        .max_length(Some(255))
+                        .pattern(Some("^[!-~]+$")),
+                )),
+        );
+    }
     if let Some(body) = d.body {
         op = op.request_body(Some(
             RequestBodyBuilder::new()
@@ -333,6 +412,15 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
                     .build(),
             );
         }
+        for (name, target, param, from) in links(route.endpoint, schema) {
+            r = r.link(
+                name,
+                LinkBuilder::new()
+                    .operation_id(format!("{target:?}"))
+                    .parameter(param, from)
+                    .build(),
+            );
+        }
         if *status == 202 {
             r = r.header(
                 "Location",
@@ -348,12 +436,30 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
     if route.endpoint != Health {
         errors.extend([401, 413, 500]);
     }
+    if keyed {
+        errors.extend([400, 409, 422]);
+    }
     errors.sort_unstable();
     errors.dedup();
     for status in errors {
-        let r = ResponseBuilder::new()
-            .description(error_description(status))
+        let description = match status {
+            422 if keyed => {
+                "The request is invalid (`errors` names every field), or its `Idempotency-Key` was used \
+                 before with a different request"
+            }
+            409 if keyed => {
+                "The resource's state forbids this now, or a request with the same `Idempotency-Key` is \
+                 still in progress; the detail says which"
+            }
+            _ => error_description(status),
+        };
+        let mut r = ResponseBuilder::new()
+            .description(description)
             .content(PROBLEM_JSON, schema_ref("Problem").build());
+        if status == 401 && !public {
+            // API Gateway's JWT authorizer answers before the function, in its own format.
+            r = r.content("application/json", schema_ref("GatewayUnauthorized").build());
+        }
         op = op.response(status.to_string(), r.build());
     }
     if !public {

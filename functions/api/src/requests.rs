@@ -136,11 +136,11 @@ pub(crate) fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> 
 pub(crate) struct TemplateRefBody {
     /// A published template name.
     #[serde(default)]
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, pattern = "^[a-z][a-z0-9-]{0,63}$")]
     pub name: Field<String>,
     /// A published version, e.g. `1.0.0`.
     #[serde(default)]
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, pattern = "^[0-9]{1,6}\\.[0-9]{1,6}\\.[0-9]{1,6}$")]
     pub version: Field<String>,
     #[serde(flatten)]
     #[schema(ignore)]
@@ -248,7 +248,7 @@ pub struct UpdateBody {
     pub(crate) variables: Field<BTreeMap<String, Value>>,
     /// Another published version of the cluster's template.
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^[0-9]{1,6}\\.[0-9]{1,6}\\.[0-9]{1,6}$")]
     pub(crate) template_version: Field<String>,
     #[serde(default)]
     #[schema(value_type = Option<DriftBody>)]
@@ -262,13 +262,13 @@ pub struct UpdateBody {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[schema(as = WebhookRequest)]
 pub(crate) struct WebhookBody {
-    /// An https:// URL of your receiver.
+    /// An https:// URL of your receiver, whose host is a public name or address.
     #[serde(default)]
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, pattern = "^https://")]
     pub url: Field<String>,
-    /// The signing secret, at least 32 characters; never shown again.
+    /// The signing secret, at least 16 characters; never shown again.
     #[serde(default)]
-    #[schema(value_type = String, required = true, write_only)]
+    #[schema(value_type = String, required = true, write_only, min_length = 16)]
     pub secret: Field<String>,
     #[serde(flatten)]
     #[schema(ignore)]

@@ -8,7 +8,7 @@ use strato_domain::catalog::Catalogs;
 use strato_domain::ids::ClusterName;
 use strato_domain::model::{CloudProvider, ClusterSpec, TargetAccount, TemplateRef};
 use strato_domain::ports::Templates;
-use strato_domain::template::Template;
+use strato_domain::template::{Template, is_template_name, is_template_version};
 use strato_domain::validate::{FieldError, ValidatedSpec, validate};
 
 use crate::drift::{self, DriftSettings};
@@ -91,11 +91,48 @@ fn template(v: Field<TemplateRefBody>, errors: &mut Vec<FieldError>) -> Option<T
     );
     let n = t
         .name
-        .required("template.name", "a published template name", errors);
+        .required("template.name", TEMPLATE_NAME, errors)
+        .and_then(|n| checked(n, "template.name", is_template_name, TEMPLATE_NAME, errors));
     let v = t
         .version
-        .required("template.version", "a version such as 1.0.0", errors);
+        .required("template.version", TEMPLATE_VERSION, errors)
+        .and_then(|v| {
+            checked(
+                v,
+                "template.version",
+                is_template_version,
+                TEMPLATE_VERSION,
+                errors,
+            )
+        });
     n.zip(v).map(|(name, version)| TemplateRef { name, version })
+}
+
+pub(crate) const TEMPLATE_NAME: &str =
+    "a published template name: 1-64 lowercase letters, digits and '-', starting with a letter";
+pub(crate) const TEMPLATE_VERSION: &str = "a published version, MAJOR.MINOR.PATCH such as 1.0.0";
+
+/// `value` when `ok`; else a field error (an empty or odd string names nothing published, and must not
+/// reach a key: DynamoDB refuses empty keys and keys over 2 KB).
+pub(crate) fn checked(
+    value: String,
+    path: &str,
+    ok: fn(&str) -> bool,
+    allowed: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
+    if ok(&value) {
+        return Some(value);
+    }
+    let problem = if value.is_empty() {
+        "is empty".to_owned()
+    } else {
+        // Control characters would make the message itself hard to read; 64 characters say enough.
+        let s: String = value.chars().filter(|c| !c.is_control()).take(64).collect();
+        format!("'{s}' is not of the allowed form")
+    };
+    errors.push(ApiError::field(path, problem, allowed));
+    None
 }
 
 fn provider(v: Field<CloudProvider>, errors: &mut Vec<FieldError>) -> Option<CloudProvider> {

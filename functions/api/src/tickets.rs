@@ -28,16 +28,17 @@ pub(crate) struct TicketView {
 
 /// How long a ticket can be used to connect. A connection, once open, lives on (API Gateway ends it
 /// after 2 hours).
-pub const TICKET_TTL: Duration = Duration::minutes(5);
+pub const TICKET_TTL: Duration = strato_aws::connections::tickets::MAX_LIFETIME;
 
-/// What the `ws` function checks tickets with (`STRATO_JWT_SECRET`, and `STRATO_JWT_ISSUER` /
-/// `STRATO_JWT_AUDIENCE` when it checks those): the api signs with the same settings.
+/// What the `ws` function checks tickets with (`STRATO_JWT_SECRET`, at least 32 bytes; `STRATO_JWT_AUDIENCE`,
+/// default `strato-ws`; `STRATO_JWT_ISSUER` when set): the api signs with the same settings.
 #[derive(Debug, Clone)]
 pub struct TicketSettings {
     /// The HS256 key; `Debug` shows it as `[REDACTED]`.
     pub secret: SecretSlice<u8>,
     pub issuer: Option<String>,
-    pub audience: Option<String>,
+    /// Always in the ticket, always checked.
+    pub audience: String,
 }
 
 pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, ApiError> {
@@ -52,7 +53,8 @@ pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, Ap
     let mut claims = json!({
         "iat": now.unix_timestamp(),
         "exp": expires.unix_timestamp(),
-        "scope": "ws:connect",
+        "scope": strato_aws::connections::tickets::SCOPE,
+        "aud": settings.audience,
     });
     claims[&ctx.config.tenant_claim] = json!(caller.tenant.as_str());
     if let Some(sub) = &caller.subject {
@@ -60,9 +62,6 @@ pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, Ap
     }
     if let Some(iss) = &settings.issuer {
         claims["iss"] = json!(iss);
-    }
-    if let Some(aud) = &settings.audience {
-        claims["aud"] = json!(aud);
     }
     let token = jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),

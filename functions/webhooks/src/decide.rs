@@ -125,6 +125,7 @@ where
             &msg.delivery_id,
             &outcome,
             attempt,
+            self.max_attempts,
             last,
             self.clock.now(),
         );

@@ -6,9 +6,16 @@
 //! are not followed (a receiver must answer itself; a redirect could send the signed body elsewhere). The
 //! secret and the URL's path and query never reach a log or a note.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use strato_domain::webhook::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, Webhook, delivery_tag};
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use strato_domain::webhook::{
+    DELIVERY_HEADER, EVENT_HEADER, Egress, SIGNATURE_HEADER, Webhook, delivery_tag,
+};
+
+use crate::WebhooksError;
 use time::OffsetDateTime;
 
 /// How a delivery is tried.
@@ -44,24 +51,67 @@ pub enum Attempt {
     },
 }
 
-/// An HTTP client for webhooks: no redirects followed, no proxy surprises beyond the environment's.
-pub fn client() -> reqwest::Client {
+/// An HTTP client for webhooks: no redirects followed, no proxy (the address check must see the address
+/// connected to), and a resolver that drops every address `egress` refuses.
+pub fn client(egress: Egress) -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Arc::new(GuardedResolver { egress }))
         .user_agent(concat!("strato-webhook/", env!("CARGO_PKG_VERSION")))
         .build()
         .unwrap_or_default()
 }
 
-/// Posts `body` to `hook` once, signed, as `event` with delivery id `delivery_id`.
+/// Resolves a receiver's host name and keeps only addresses webhooks may reach. The check and the connect
+/// use the same answer, so a name that changes between them (DNS rebinding) cannot slip through.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardedResolver {
+    pub egress: Egress,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let egress = self.egress;
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = all
+                .iter()
+                .copied()
+                .filter(|a| egress.address_allowed(a.ip()))
+                .collect();
+            if allowed.is_empty() {
+                // Operators' logs may show what it resolved to; the tenant's note never does.
+                tracing::warn!(%host, resolved = ?all, "webhook host resolves only to forbidden addresses");
+                return Err(Box::new(WebhooksError::ForbiddenAddress { host }) as BoxError);
+            }
+            Ok(Box::new(allowed.into_iter()) as Addrs)
+        })
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Posts `body` to `hook` once, signed, as `event` with delivery id `delivery_id`, if `egress` lets the
+/// call go there (a webhook stored before the guard existed is checked here too).
 pub async fn post(
     http: &reqwest::Client,
+    egress: Egress,
     hook: &Webhook,
     event: &str,
     delivery_id: &str,
     body: &[u8],
     timeout: Duration,
 ) -> Attempt {
+    if let Err(e) = egress.check_call(hook.url()) {
+        // Retryable like any unreachable receiver, so the note and the attempts tell nothing apart.
+        return Attempt::Failed {
+            status: None,
+            error: format!("refused by the egress policy: {e}"),
+            retryable: true,
+        };
+    }
     let t = OffsetDateTime::now_utc().unix_timestamp();
     let sent = http
         .post(hook.url())
@@ -102,7 +152,8 @@ pub async fn post(
     }
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// The whole chain, for operators' logs only (never a note: it would map the receiver's network).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -150,21 +201,18 @@ pub fn set_note(notes: &mut Vec<String>, delivery_id: &str, line: String) -> boo
     }
 }
 
-fn tries(n: u32) -> String {
-    if n == 1 {
-        "1 attempt".to_owned()
-    } else {
-        format!("{n} attempts")
-    }
-}
+/// Why any attempt failed, as a tenant is told: the same words whatever happened (see the module doc).
+pub const NOT_DELIVERED: &str = "the receiver did not answer with 2xx";
 
 /// The note after attempt `attempt` of `max` came to `outcome`; `last` when no attempt will follow.
+#[allow(clippy::too_many_arguments)] // one note's every part; a struct would only rename them
 pub fn note(
     hook: &Webhook,
     event: &str,
     delivery_id: &str,
     outcome: &Attempt,
     attempt: u32,
+    max: u32,
     last: bool,
     at: OffsetDateTime,
 ) -> String {
@@ -172,20 +220,18 @@ pub fn note(
     let to = hook.display_url();
     let tag = delivery_tag(delivery_id);
     match outcome {
-        Attempt::Delivered { status } => {
+        Attempt::Delivered { .. } => {
+            format!("{at}: webhook {event} delivered to {to} (attempt {attempt} of {max}) {tag}")
+        }
+        Attempt::Failed { .. } if last => {
             format!(
-                "{at}: webhook {event} delivered to {to} (HTTP {status}, {}) {tag}",
-                tries(attempt)
+                "{at}: webhook {event} NOT delivered to {to}: {NOT_DELIVERED} (attempt {attempt} of {max}; no more attempts) {tag}"
             )
         }
-        Attempt::Failed { error, .. } if last => {
+        Attempt::Failed { .. } => {
             format!(
-                "{at}: webhook {event} NOT delivered to {to} after {}: {error} {tag}",
-                tries(attempt)
+                "{at}: webhook {event} to {to}: not delivered: {NOT_DELIVERED} (attempt {attempt} of {max}); will retry {tag}"
             )
-        }
-        Attempt::Failed { error, .. } => {
-            format!("{at}: webhook {event} to {to}: attempt {attempt} failed: {error}; will retry {tag}")
         }
     }
 }
@@ -203,10 +249,10 @@ mod tests {
             retryable: true,
         };
         let at = OffsetDateTime::UNIX_EPOCH;
-        let first = note(&hook, "drift.detected", "op-1", &failed, 1, false, at);
-        let last = note(&hook, "drift.detected", "op-1", &failed, 3, true, at);
+        let first = note(&hook, "drift.detected", "op-1", &failed, 1, 3, false, at);
+        let last = note(&hook, "drift.detected", "op-1", &failed, 3, 3, true, at);
         assert!(
-            last.contains("NOT delivered to https://hooks.example.com after 3 attempts"),
+            last.contains("NOT delivered to https://hooks.example.com: the receiver did not answer with 2xx (attempt 3 of 3; no more attempts)"),
             "{last}"
         );
         for n in [&first, &last] {
@@ -214,6 +260,8 @@ mod tests {
                 !n.contains("SECRETPATH") && !n.contains("0123456789abcdef0"),
                 "{n}"
             );
+            // Generic: neither the status nor the error says what the receiver's network looks like.
+            assert!(!n.contains("503") && !n.contains("HTTP"), "{n}");
         }
 
         let mut notes = vec!["other".to_owned()];

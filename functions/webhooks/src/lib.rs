@@ -31,7 +31,7 @@ use strato_aws::resources::Names;
 use strato_aws::store::Store;
 use strato_domain::ids::TenantId;
 use strato_domain::ports::{PortError, SystemClock};
-use strato_domain::webhook::Webhook;
+use strato_domain::webhook::{Egress, Webhook};
 
 /// Records per invocation (infra/'s event source mapping and devstack use it): each may wait
 /// [`DeliveryPolicy::attempt_timeout`] for a hanging receiver, and the batch must end within the consumer's
@@ -57,6 +57,9 @@ pub enum WebhooksError {
     },
     #[error(transparent)]
     Shared(#[from] strato_aws::Error),
+    /// Every address a receiver's host name resolved to is one webhooks may not reach.
+    #[error("webhook host {host} resolves only to addresses webhooks may not reach")]
+    ForbiddenAddress { host: String },
     /// A port failure (the adapter's error travels inside it).
     #[error(transparent)]
     Domain(#[from] strato_domain::Error),
@@ -65,6 +68,9 @@ pub enum WebhooksError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub names: Names,
+    /// Where receivers may be: https to public addresses, unless devstack's own switches
+    /// (`STRATO_DEVSTACK_ONLY_ALLOW_*_WEBHOOKS`) allow its local receivers.
+    pub egress: Egress,
 }
 
 impl Config {
@@ -75,6 +81,7 @@ impl Config {
     /// `lookup` stands for the environment, so the parsing is testable without mutating it.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, WebhooksError> {
         Ok(Self {
+            egress: Egress::from_lookup(&lookup),
             names: Env::new(lookup).names()?,
         })
     }
@@ -98,8 +105,8 @@ impl Ctx {
             store: Store::new(aws.dynamodb.clone(), &config.names),
             sqs: aws.sqs.clone(),
             queues,
+            http: deliver::client(config.egress),
             config,
-            http: deliver::client(),
             policy: DeliveryPolicy::default(),
         })
     }
@@ -119,7 +126,8 @@ impl Receivers for HttpReceivers<'_> {
 
     async fn post(&self, hook: &Webhook, event: &str, delivery_id: &str, body: &[u8]) -> Attempt {
         let timeout = self.ctx.policy.attempt_timeout;
-        deliver::post(&self.ctx.http, hook, event, delivery_id, body, timeout).await
+        let egress = self.ctx.config.egress;
+        deliver::post(&self.ctx.http, egress, hook, event, delivery_id, body, timeout).await
     }
 
     async fn retry_after(&self, receipt_handle: &str, secs: i32) {

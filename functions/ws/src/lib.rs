@@ -18,27 +18,29 @@
 //! the one case a client sees as a gap in `seq`; it re-subscribes with `from_seq` = the first missing seq
 //! (at the latest when `end` tells it the final seq), and the archive has it by then.
 
-use secrecy::{ExposeSecret, SecretSlice};
+use secrecy::SecretSlice;
 use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
 use aws_lambda_events::encodings::Body;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use serde_json::Value;
 use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
 use strato_aws::log_io::{list_archive, read_chunk};
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
-use strato_domain::ids::{OperationId, TenantId};
+use strato_domain::ids::OperationId;
 use strato_domain::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames};
 use strato_domain::messages::LogFrame;
 use time::OffsetDateTime;
 
+use strato_aws::connections::tickets;
 use strato_aws::connections::{
     self, CONNECTION_LIFETIME, Connection, Connections, PostError, management_client, post_frame,
 };
+
+mod auth;
+pub use auth::authenticate;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WsError {
@@ -58,12 +60,13 @@ pub enum WsError {
 pub struct Config {
     /// `STRATO_RESOURCE_PREFIX` (required).
     pub names: Names,
-    /// `STRATO_JWT_SECRET` (required): the HS256 key tenant tokens are signed with.
+    /// `STRATO_JWT_SECRET` (required, at least 32 bytes): the HS256 key tickets are signed with.
     pub jwt_secret: SecretSlice<u8>,
     /// `STRATO_TENANT_CLAIM`, default `tenant_id` (as the HTTP API).
     pub tenant_claim: String,
-    /// `STRATO_JWT_AUDIENCE` / `STRATO_JWT_ISSUER`: checked when set.
-    pub audience: Option<String>,
+    /// `STRATO_JWT_AUDIENCE`, default `strato-ws`: always checked.
+    pub audience: String,
+    /// `STRATO_JWT_ISSUER`: checked when set.
     pub issuer: Option<String>,
     /// `STRATO_WS_MANAGEMENT_ENDPOINT` (required): `https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`.
     pub management_endpoint: String,
@@ -80,9 +83,16 @@ impl Config {
         let env = Env::new(get);
         Ok(Self {
             names: env.names()?,
-            jwt_secret: SecretSlice::from(env.required("STRATO_JWT_SECRET")?.into_bytes()),
+            jwt_secret: SecretSlice::from(
+                env.secret("STRATO_JWT_SECRET", tickets::MIN_SECRET_BYTES)?
+                    .ok_or_else(|| EnvError {
+                        var: "STRATO_JWT_SECRET",
+                        reason: "is not set".into(),
+                    })?
+                    .into_bytes(),
+            ),
             tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
-            audience: env.optional("STRATO_JWT_AUDIENCE"),
+            audience: env.or("STRATO_JWT_AUDIENCE", tickets::AUDIENCE),
             issuer: env.optional("STRATO_JWT_ISSUER"),
             management_endpoint: env.required("STRATO_WS_MANAGEMENT_ENDPOINT")?,
             post_timeout: Duration::from_millis(env.positive("STRATO_WS_POST_TIMEOUT_MS", 3000)?),
@@ -152,52 +162,6 @@ pub async fn handle(ctx: &Ctx, event: ApiGatewayWebsocketProxyRequest) -> ApiGat
             response(500, None)
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-enum AuthError {
-    #[error("no token: connect with ?token=<JWT>")]
-    Missing,
-    #[error("the token is invalid or expired: {0}")]
-    Invalid(String),
-    #[error("the token has no '{0}' claim")]
-    NoClaim(String),
-    #[error("the token's '{0}' claim is not a valid tenant id")]
-    BadTenant(String),
-}
-
-/// Verifies the token and returns the tenant and subject.
-pub fn authenticate(config: &Config, token: Option<&str>) -> Result<(TenantId, Option<String>), String> {
-    authenticate_inner(config, token).map_err(|e| e.to_string())
-}
-
-fn authenticate_inner(config: &Config, token: Option<&str>) -> Result<(TenantId, Option<String>), AuthError> {
-    let token = token.filter(|t| !t.is_empty()).ok_or(AuthError::Missing)?;
-    let mut v = Validation::new(Algorithm::HS256);
-    match &config.audience {
-        Some(a) => v.set_audience(&[a]),
-        None => v.validate_aud = false,
-    }
-    if let Some(i) = &config.issuer {
-        v.set_issuer(&[i]);
-    }
-    let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(
-        token,
-        &DecodingKey::from_secret(config.jwt_secret.expose_secret()),
-        &v,
-    )
-    .map_err(|e| AuthError::Invalid(e.to_string()))?;
-    let claim = &config.tenant_claim;
-    let raw = data
-        .claims
-        .get(claim)
-        .and_then(Value::as_str)
-        .ok_or_else(|| AuthError::NoClaim(claim.clone()))?;
-    let tenant = raw
-        .parse::<TenantId>()
-        .map_err(|_| AuthError::BadTenant(claim.clone()))?;
-    let subject = data.claims.get("sub").and_then(Value::as_str).map(str::to_owned);
-    Ok((tenant, subject))
 }
 
 async fn connect(
@@ -428,7 +392,7 @@ mod tests {
     fn config(extra: &[(&str, &str)]) -> Result<Config, WsError> {
         let mut vars = vec![
             ("STRATO_RESOURCE_PREFIX", "strato-dev"),
-            ("STRATO_JWT_SECRET", "s3cret"),
+            ("STRATO_JWT_SECRET", KEY),
             ("STRATO_WS_MANAGEMENT_ENDPOINT", "http://127.0.0.1:1/local"),
         ];
         vars.extend_from_slice(extra);
@@ -440,7 +404,19 @@ mod tests {
         })
     }
 
+    const KEY: &str = "s3cret-0123456789abcdef-0123456789";
+
+    /// A ticket as the api signs it, with `claims` on top (a ticket's defaults: aud, scope, iat).
     fn sign(claims: serde_json::Value, secret: &str) -> String {
+        let mut all = serde_json::json!({
+            "aud": tickets::AUDIENCE,
+            "scope": tickets::SCOPE,
+            "iat": OffsetDateTime::now_utc().unix_timestamp(),
+        });
+        for (k, v) in claims.as_object().unwrap() {
+            all[k] = v.clone();
+        }
+        let claims = all;
         jsonwebtoken::encode(
             &jsonwebtoken::Header::default(),
             &claims,
@@ -450,7 +426,7 @@ mod tests {
     }
 
     fn exp() -> i64 {
-        OffsetDateTime::now_utc().unix_timestamp() + 600
+        OffsetDateTime::now_utc().unix_timestamp() + 240
     }
 
     #[test]
@@ -458,16 +434,47 @@ mod tests {
         let c = config(&[]).unwrap();
         let ok = sign(
             serde_json::json!({"tenant_id": "acme", "sub": "u1", "exp": exp()}),
-            "s3cret",
+            KEY,
         );
         let (tenant, sub) = authenticate(&c, Some(&ok)).unwrap();
         assert_eq!((tenant.as_str(), sub.as_deref()), ("acme", Some("u1")));
-        // An audience in the token is fine when none is configured.
-        let with_aud = sign(
-            serde_json::json!({"tenant_id": "acme", "aud": "x", "exp": exp()}),
-            "s3cret",
-        );
-        assert!(authenticate(&c, Some(&with_aud)).is_ok());
+        // Issue 16 finding 6: audience, scope and a short life are always required, so an API token signed
+        // with the same key (devstack's: aud strato-api, 12 h) opens nothing.
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        for (claims, why) in [
+            (
+                serde_json::json!({"tenant_id": "acme", "aud": "x", "exp": exp()}),
+                "audience",
+            ),
+            (
+                serde_json::json!({"tenant_id": "acme", "aud": null, "exp": exp()}),
+                "aud",
+            ),
+            (
+                serde_json::json!({"tenant_id": "acme", "scope": "clusters:read", "exp": exp()}),
+                "scope",
+            ),
+            (
+                serde_json::json!({"tenant_id": "acme", "scope": null, "exp": exp()}),
+                "scope",
+            ),
+            (
+                serde_json::json!({"tenant_id": "acme", "iat": null, "exp": exp()}),
+                "iat",
+            ),
+            (
+                serde_json::json!({"tenant_id": "acme", "iat": now, "exp": now + 12 * 3600}),
+                "longer",
+            ),
+            (
+                serde_json::json!({"tenant_id": "acme", "aud": "strato-api",
+                    "scope": "clusters:read clusters:write", "exp": now + 12 * 3600}),
+                "audience",
+            ),
+        ] {
+            let e = authenticate(&c, Some(&sign(claims.clone(), KEY))).unwrap_err();
+            assert!(e.to_lowercase().contains(why), "{claims}: {e}");
+        }
         let cases = [
             (None, "no token"),
             (
@@ -480,22 +487,19 @@ mod tests {
             (
                 Some(sign(
                     serde_json::json!({"tenant_id": "acme", "exp": exp() - 4000}),
-                    "s3cret",
+                    KEY,
                 )),
                 "expired",
             ),
+            (Some(sign(serde_json::json!({"tenant_id": "acme"}), KEY)), "exp"),
             (
-                Some(sign(serde_json::json!({"tenant_id": "acme"}), "s3cret")),
-                "exp",
-            ),
-            (
-                Some(sign(serde_json::json!({"org": "acme", "exp": exp()}), "s3cret")),
+                Some(sign(serde_json::json!({"org": "acme", "exp": exp()}), KEY)),
                 "'tenant_id' claim",
             ),
             (
                 Some(sign(
                     serde_json::json!({"tenant_id": "Not A Tenant", "exp": exp()}),
-                    "s3cret",
+                    KEY,
                 )),
                 "not a valid tenant id",
             ),
@@ -507,12 +511,12 @@ mod tests {
         let c = config(&[("STRATO_TENANT_CLAIM", "org"), ("STRATO_JWT_AUDIENCE", "strato")]).unwrap();
         let t = sign(
             serde_json::json!({"org": "globex", "aud": "strato", "exp": exp()}),
-            "s3cret",
+            KEY,
         );
         assert_eq!(authenticate(&c, Some(&t)).unwrap().0.as_str(), "globex");
         let t = sign(
             serde_json::json!({"org": "globex", "aud": "other", "exp": exp()}),
-            "s3cret",
+            KEY,
         );
         assert!(authenticate(&c, Some(&t)).is_err());
     }
@@ -521,9 +525,17 @@ mod tests {
     fn config_names_the_missing_variable_and_hides_the_secret() {
         let c = config(&[]).unwrap();
         assert_eq!(c.post_timeout, Duration::from_secs(3));
-        assert!(!format!("{c:?}").contains("s3cret"));
+        assert!(!format!("{c:?}").contains(KEY));
         let e = config(&[("STRATO_JWT_SECRET", "")]).unwrap_err().to_string();
         assert!(e.contains("STRATO_JWT_SECRET"), "{e}");
+        // Issue 16 finding 6: a guessable key refuses to start, saying how long it must be.
+        let e = config(&[("STRATO_JWT_SECRET", "short-but-not-empty")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("STRATO_JWT_SECRET") && e.contains("at least 32"),
+            "{e}"
+        );
         let e = config(&[("STRATO_WS_POST_TIMEOUT_MS", "soon")])
             .unwrap_err()
             .to_string();

@@ -35,6 +35,20 @@ pub fn management_client(
     aws_sdk_apigatewaymanagement::Client::from_conf(conf)
 }
 
+/// WebSocket tickets (the api signs them at `POST /v1/ws-tickets`, the ws function checks them at
+/// `$connect`): these claims are required on every ticket, so no other token signed with the same key (a
+/// devstack API token, say) opens a connection.
+pub mod tickets {
+    /// The `aud` of a ticket, unless `STRATO_JWT_AUDIENCE` names another (api and ws alike).
+    pub const AUDIENCE: &str = "strato-ws";
+    /// A ticket's `scope` must include this.
+    pub const SCOPE: &str = "ws:connect";
+    /// A ticket lives at most this long (`exp - iat`): a leaked one is soon useless.
+    pub const MAX_LIFETIME: time::Duration = time::Duration::minutes(5);
+    /// Shortest HS256 key accepted (`STRATO_JWT_SECRET`): RFC 7518 asks for a key as long as the hash.
+    pub const MIN_SECRET_BYTES: usize = 32;
+}
+
 /// API Gateway closes a WebSocket connection after 2 hours.
 pub const CONNECTION_LIFETIME: time::Duration = time::Duration::hours(2);
 

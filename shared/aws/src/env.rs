@@ -47,6 +47,21 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
         self.optional(var).ok_or_else(|| EnvError::new(var, "is not set"))
     }
 
+    /// A secret of at least `min_bytes` bytes, or `None` when unset; a shorter one is an error (a process
+    /// must not start with a key that can be guessed).
+    pub fn secret(&self, var: &'static str, min_bytes: usize) -> Result<Option<String>, EnvError> {
+        match self.optional(var) {
+            Some(s) if s.len() < min_bytes => Err(EnvError::new(
+                var,
+                format!(
+                    "is {} bytes long; it must be at least {min_bytes} random bytes (e.g. `openssl rand -hex 32`)",
+                    s.len()
+                ),
+            )),
+            other => Ok(other),
+        }
+    }
+
     pub fn or(&self, var: &'static str, default: &str) -> String {
         self.optional(var).unwrap_or_else(|| default.to_owned())
     }

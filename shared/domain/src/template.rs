@@ -219,6 +219,20 @@ fn is_identifier(s: &str) -> bool {
         && s.len() <= 64
 }
 
+/// Whether `s` can name a template (what a manifest's `name` must be): anything else names nothing
+/// published, and is refused before it reaches a key.
+pub fn is_template_name(s: &str) -> bool {
+    s.len() <= 64
+        && s.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Whether `s` can be a template version (`MAJOR.MINOR.PATCH`, as a manifest's `version` must be).
+pub fn is_template_version(s: &str) -> bool {
+    is_semver(s)
+}
+
 fn is_semver(s: &str) -> bool {
     let parts: Vec<&str> = s.split('.').collect();
     parts.len() == 3
@@ -243,17 +257,7 @@ impl Template {
             name: manifest.name.clone(),
             reason,
         };
-        let name_ok = manifest.name.len() <= 64
-            && manifest
-                .name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_lowercase())
-            && manifest
-                .name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        if !name_ok {
+        if !is_template_name(&manifest.name) {
             return Err(fail("name must be lowercase letters, digits and '-'".into()));
         }
         if !is_semver(&manifest.version) {

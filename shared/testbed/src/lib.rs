@@ -4,5 +4,5 @@
 mod install;
 mod moto;
 
-pub use install::{Tools, ToolsError, tools, tools_dir};
+pub use install::{SCHEMATHESIS_VERSION, Tools, ToolsError, schemathesis, tools, tools_dir};
 pub use moto::{MotoServer, TestEnv, shared_moto};

@@ -51,7 +51,13 @@ pub async fn start(config: DevstackConfig) -> Devstack {
 /// there must be some (each operation these tests follow runs the engine).
 pub async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
     let ws = stack.endpoints.websocket.clone().expect("WebSocket API");
-    let w = watch_operation(&ws, token, op, Duration::from_secs(600), |_| {}, |_, _, _| {})
+    // The WebSocket API takes tickets only (issue 16 finding 6): trade the API token for one.
+    let ticket = strato_devstack::client::Client::new(&stack.endpoints.http_api)
+        .with_token(token)
+        .ws_ticket()
+        .await
+        .expect("a WebSocket ticket");
+    let w = watch_operation(&ws, &ticket, op, Duration::from_secs(600), |_| {}, |_, _, _| {})
         .await
         .expect("followed to its end");
     assert!(w.complete(), "every line 1..={} arrived", w.last_seq);

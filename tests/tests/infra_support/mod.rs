@@ -19,7 +19,7 @@ pub fn sample_variables() -> BTreeMap<&'static str, serde_json::Value> {
         ("region", json!("eu-west-1")),
         ("jwt_issuer", json!("https://issuer.example.com/")),
         ("jwt_audience", json!(["strato"])),
-        ("ws_jwt_secret", json!("ws-secret")),
+        ("ws_jwt_secret", json!("ws-secret-0123456789abcdef-0123456789")),
         ("run_proof_secret", json!("0123456789abcdef0123456789abcdef")),
         ("agent_token_secret", json!("agent-secret")),
         (

@@ -31,14 +31,20 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// The same secret as the sample events in events/ws/.
-pub const SECRET: &str = "strato-sample-secret";
+pub const SECRET: &str = "strato-sample-secret-of-events-ws";
 
+/// A WebSocket ticket as the api issues it, expiring `exp_in_secs` from now (tickets live 5 minutes, so a
+/// longer one is capped; a negative one was issued 5 minutes before it expired).
 pub fn token(tenant: &str, secret: &str, exp_in_secs: i64) -> String {
+    let now = ts::now().unix_timestamp();
+    let exp = now + exp_in_secs.min(240);
     let claims = json!({
         "sub": format!("user-of-{tenant}"),
         "tenant_id": tenant,
-        "iat": ts::now().unix_timestamp(),
-        "exp": ts::now().unix_timestamp() + exp_in_secs,
+        "aud": strato_aws::connections::tickets::AUDIENCE,
+        "scope": strato_aws::connections::tickets::SCOPE,
+        "iat": now.min(exp - 240),
+        "exp": exp,
     });
     jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),

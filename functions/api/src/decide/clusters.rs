@@ -6,7 +6,7 @@ use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind};
 use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
 use strato_domain::sealed::Keys;
-use strato_domain::template::Template;
+use strato_domain::template::{Template, is_template_version};
 
 use strato_domain::coordination::{ATTEMPTS, Attempt, optimistic};
 
@@ -125,12 +125,18 @@ where
         );
         let patch = spec::variables(body.variables, &mut errors);
         let drift = drift::parse(body.drift, &mut errors);
-        let version = body.template_version.optional(
-            "template_version",
-            "must be a string",
-            "a published version of the cluster's template",
-            &mut errors,
-        );
+        let version = body
+            .template_version
+            .optional(
+                "template_version",
+                "must be a string",
+                "a published version of the cluster's template",
+                &mut errors,
+            )
+            .and_then(|v| {
+                let allowed = spec::TEMPLATE_VERSION;
+                spec::checked(v, "template_version", is_template_version, allowed, &mut errors)
+            });
         if patch.is_empty() && version.is_none() && drift.is_empty() && errors.is_empty() {
             errors.push(ApiError::field(
                 "variables",

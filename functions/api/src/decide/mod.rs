@@ -18,7 +18,7 @@ use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef};
 use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
 use strato_domain::sealed::{self, Keys};
-use strato_domain::template::Template;
+use strato_domain::template::{Template, is_template_name, is_template_version};
 use strato_domain::validate::{ValidatedSpec, validate};
 
 use crate::spec::{sorted, unknown_template};
@@ -158,7 +158,15 @@ where
 
     /// The template a spec names, or a 422 naming `field`.
     async fn template_for(&self, r: &TemplateRef, field: &str) -> Result<Template, ApiError> {
-        match self.templates.template(&r.name, &r.version).await? {
+        // A reference no manifest could have names nothing, and is never made into a key (an empty or
+        // oversized DynamoDB key is a 500, not an answer).
+        let possible = is_template_name(&r.name) && is_template_version(&r.version);
+        let found = if possible {
+            self.templates.template(&r.name, &r.version).await?
+        } else {
+            None
+        };
+        match found {
             Some(t) => Ok(t),
             None => Err(ApiError::invalid(vec![
                 unknown_template(self.templates, field, r).await?,
