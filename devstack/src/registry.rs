@@ -127,7 +127,7 @@ impl Registry {
         .map_err(|e| DevstackError::step("configuring the api function", e))?;
         // The router is built once, as the Lambda runtime does; each request clones its handle.
         let api = strato_api::service(
-            strato_api::Ctx::new(&env.aws, api_config)
+            strato_api::Ctx::new(&env.aws_for("api"), api_config)
                 .await
                 .map_err(|e| DevstackError::step("starting the api function", e))?,
         );
@@ -141,9 +141,13 @@ impl Registry {
             runner: env.runner_settings.clone(),
         };
         let dispatcher = Arc::new(
-            strato_dispatcher::Ctx::new(dispatcher_config, &env.aws, env.ecs.clone())
-                .await
-                .map_err(|e| DevstackError::step("starting the dispatcher function", e))?,
+            strato_dispatcher::Ctx::new(
+                dispatcher_config,
+                &env.aws_for("dispatcher"),
+                env.ecs_for("dispatcher"),
+            )
+            .await
+            .map_err(|e| DevstackError::step("starting the dispatcher function", e))?,
         );
         reg.map_queue(
             "jobs",
@@ -158,7 +162,7 @@ impl Registry {
             names: env.names.clone(),
         };
         let status = Arc::new(
-            strato_status::Ctx::new(status_config, &env.aws)
+            strato_status::Ctx::new(status_config, &env.aws_for("status"))
                 .await
                 .map_err(|e| DevstackError::step("starting the status function", e))?,
         );
@@ -176,7 +180,7 @@ impl Registry {
                 strato_webhooks::Config {
                     names: env.names.clone(),
                 },
-                &env.aws,
+                &env.aws_for("webhooks"),
             )
             .await
             .map_err(|e| DevstackError::step("starting the webhooks function", e))?,
@@ -203,9 +207,13 @@ impl Registry {
         })
         .map_err(|e| DevstackError::step("configuring the scheduler function", e))?;
         let scheduler = Arc::new(
-            strato_scheduler::Ctx::new(scheduler_config, &env.aws, env.ecs.clone())
-                .await
-                .map_err(|e| DevstackError::step("starting the scheduler function", e))?,
+            strato_scheduler::Ctx::new(
+                scheduler_config,
+                &env.aws_for("scheduler"),
+                env.ecs_for("scheduler"),
+            )
+            .await
+            .map_err(|e| DevstackError::step("starting the scheduler function", e))?,
         );
         for (name, rate, task) in [
             ("drift-check", env.drift_rate, strato_scheduler::Task::Drift),

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use aws_sdk_ecs::types::{Compatibility, ContainerDefinition, NetworkMode};
 use aws_sdk_sqs::types::QueueAttributeName;
 use strato_aws::aws::AwsClients;
+use strato_aws::calls::Observed;
+use strato_aws::calls::recorder::CallRecorder;
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
 use strato_dispatcher::RunnerSettings;
@@ -71,6 +73,8 @@ pub struct DevstackConfig {
     pub ws_addr: SocketAddr,
     /// Faults to inject into every SQS delivery (the fault-injection test); `None` in normal use.
     pub chaos: Option<crate::chaos::Chaos>,
+    /// Record every AWS call each function and runner makes ([`Devstack::aws_calls`], the IAM check).
+    pub record_aws_calls: bool,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -123,6 +127,7 @@ impl Default for DevstackConfig {
             sweep_grace: Duration::from_secs(120),
             ws_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             chaos: None,
+            record_aws_calls: false,
         }
     }
 }
@@ -146,6 +151,47 @@ pub struct StackEnv {
     pub drift_rate: Duration,
     pub sweep_rate: Duration,
     pub sweep_grace: Duration,
+    /// Records each function's AWS calls, tagged with its name, when the config asks for it.
+    pub recorder: Option<CallRecorder>,
+}
+
+impl StackEnv {
+    /// The AWS clients `function` runs with: its calls recorded under its name when recording.
+    pub fn aws_for(&self, function: &str) -> AwsClients {
+        match &self.recorder {
+            Some(r) => self.aws.recorded(&r.tagged(function)),
+            None => self.aws.clone(),
+        }
+    }
+
+    /// The ECS client `function` runs with (recorded like [`Self::aws_for`]).
+    pub fn ecs_for(&self, function: &str) -> aws_sdk_ecs::Client {
+        match &self.recorder {
+            Some(r) => aws_sdk_ecs::Client::from_conf(
+                aws_sdk_ecs::config::Builder::from(&self.aws.config)
+                    .interceptor(r.tagged(function))
+                    .build(),
+            ),
+            None => self.ecs.clone(),
+        }
+    }
+
+    /// The WebSocket management client `function` posts frames with (recorded like [`Self::aws_for`]).
+    pub fn management_for(&self, function: &str, endpoint: &str) -> aws_sdk_apigatewaymanagement::Client {
+        let conf =
+            aws_sdk_apigatewaymanagement::config::Builder::from(&self.aws.config).endpoint_url(endpoint);
+        match &self.recorder {
+            Some(r) => {
+                aws_sdk_apigatewaymanagement::Client::from_conf(conf.interceptor(r.tagged(function)).build())
+            }
+            None => aws_sdk_apigatewaymanagement::Client::from_conf(conf.build()),
+        }
+    }
+
+    /// Where runners append their recorded calls (a separate process each).
+    pub fn runner_call_log(&self) -> PathBuf {
+        self.work_dir.join("runner-aws-calls.jsonl")
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -290,6 +336,19 @@ impl Devstack {
         })
     }
 
+    /// Every AWS call recorded so far, by the in-process functions and the runners (when the config asked
+    /// for recording; empty otherwise).
+    pub fn aws_calls(&self) -> Vec<Observed> {
+        let Some(r) = &self.env.recorder else {
+            return Vec::new();
+        };
+        let mut all: Vec<Observed> = r.observed().into_iter().collect();
+        all.extend(CallRecorder::read_log(&self.env.runner_call_log()));
+        all.sort();
+        all.dedup();
+        all
+    }
+
     /// SIGKILLs the runner process of `operation_id`, as a crash or the host would (its Terraform goes with it
     /// when the task is torn down; nothing gets to clean up). Returns the runner's pid.
     pub fn kill_runner(&self, operation_id: &str) -> Result<u32, DevstackError> {
@@ -398,7 +457,7 @@ async fn stack_env(
     let env = Arc::new(StackEnv {
         endpoint,
         region: config.region.clone(),
-        names,
+        names: names.clone(),
         aws,
         ecs,
         queues,
@@ -415,6 +474,9 @@ async fn stack_env(
         drift_rate: config.drift_rate,
         sweep_rate: config.sweep_rate,
         sweep_grace: config.sweep_grace,
+        recorder: config
+            .record_aws_calls
+            .then(|| CallRecorder::new("devstack", names.clone())),
     });
     Ok((env, published))
 }
@@ -443,15 +505,19 @@ async fn websocket_api(
         "STRATO_WS_MANAGEMENT_ENDPOINT" => Some(management.clone()),
         _ => None,
     };
-    let ws_ctx = Arc::new(strato_ws::Ctx::new(
+    let mut ws_ctx = strato_ws::Ctx::new(
         strato_ws::Config::from_lookup(lookup).map_err(|e| DevstackError::step("configuring ws", e))?,
-        &env.aws,
-    ));
-    let fanout = Arc::new(strato_log_fanout::Ctx::new(
+        &env.aws_for("ws"),
+    );
+    ws_ctx.mgmt = env.management_for("ws", &management);
+    let ws_ctx = Arc::new(ws_ctx);
+    let mut fanout = strato_log_fanout::Ctx::new(
         strato_log_fanout::Config::from_lookup(lookup)
             .map_err(|e| DevstackError::step("configuring log-fanout", e))?,
-        &env.aws,
-    ));
+        &env.aws_for("log-fanout"),
+    );
+    fanout.mgmt = env.management_for("log-fanout", &management);
+    let fanout = Arc::new(fanout);
     registry.map_queue(
         "logs",
         crate::registry::sqs_handler(move |event| {
@@ -584,6 +650,10 @@ fn runner_env(env: &StackEnv, config: &DevstackConfig, plugin_cache: Option<&Pat
         ("STRATO_TOOLS_DIR".into(), env.tools.root.display().to_string()),
     ];
     out.extend(env.tools.engine_env());
+    if env.recorder.is_some() {
+        let log = env.runner_call_log().display().to_string();
+        out.push((strato_aws::calls::recorder::CALL_LOG_ENV.into(), log));
+    }
     if let Some(c) = plugin_cache {
         out.push(("TF_PLUGIN_CACHE_DIR".into(), c.display().to_string()));
     }
