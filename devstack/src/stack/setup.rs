@@ -10,7 +10,7 @@ pub(super) async fn ecs_setup(
     region: &str,
     names: &Names,
 ) -> Result<RunnerSettings, DevstackError> {
-    let cluster = format!("{}-runners", names.prefix());
+    let cluster = format!("{}-runner", names.prefix()); // as infra/ names it (runner.tf)
     ecs.create_cluster()
         .cluster_name(&cluster)
         .send()

@@ -306,7 +306,7 @@ impl Intercept for CallRecorder {
             "ApiGatewayManagementApi" => {
                 self.record("execute-api:ManageConnections".into(), Target::Connections)
             }
-            "SecretsManager" => self.secrets(op, &json()),
+            "SecretsManager" | "Secrets Manager" => self.secrets(op, &json()),
             "STS" if op == "AssumeRole" => {
                 let form = req
                     .body()
