@@ -31,6 +31,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("sqs:SendMessage", Queue("jobs")),
     // The agent API forwards a cluster agent's report to the status function.
     call("sqs:SendMessage", Queue("events")),
+    // A tenant's clusters (GET /v1/clusters): a Query of the table by tenant.
+    call("dynamodb:Query", Table("clusters")),
     // Tenant webhook settings (PUT /v1/webhook), quotas and budgets.
     call("dynamodb:PutItem", Table("tenants")),
     call("dynamodb:Query", Index("clusters", "by_agent_token")),
