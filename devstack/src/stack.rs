@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use aws_sdk_ecs::types::{Compatibility, ContainerDefinition, NetworkMode};
 use aws_sdk_sqs::types::QueueAttributeName;
 use strato_aws::aws::AwsClients;
-use strato_aws::calls::Observed;
 use strato_aws::calls::recorder::CallRecorder;
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
@@ -23,10 +22,11 @@ use crate::fargate::{FargateConfig, FargateStats};
 use crate::gateway::Gateway;
 use crate::registry::{Plugin, Registry};
 
+mod recording;
 mod setup;
 
 pub use setup::{Published, publish_catalog};
-use setup::{ecs_setup, publish_templates};
+use setup::{ecs_setup, publish_templates, runner_env};
 
 /// The runner's container name in the task definition (the dispatcher's default).
 pub const RUNNER_CONTAINER: &str = "runner";
@@ -153,45 +153,6 @@ pub struct StackEnv {
     pub sweep_grace: Duration,
     /// Records each function's AWS calls, tagged with its name, when the config asks for it.
     pub recorder: Option<CallRecorder>,
-}
-
-impl StackEnv {
-    /// The AWS clients `function` runs with: its calls recorded under its name when recording.
-    pub fn aws_for(&self, function: &str) -> AwsClients {
-        match &self.recorder {
-            Some(r) => self.aws.recorded(&r.tagged(function)),
-            None => self.aws.clone(),
-        }
-    }
-
-    /// The ECS client `function` runs with (recorded like [`Self::aws_for`]).
-    pub fn ecs_for(&self, function: &str) -> aws_sdk_ecs::Client {
-        match &self.recorder {
-            Some(r) => aws_sdk_ecs::Client::from_conf(
-                aws_sdk_ecs::config::Builder::from(&self.aws.config)
-                    .interceptor(r.tagged(function))
-                    .build(),
-            ),
-            None => self.ecs.clone(),
-        }
-    }
-
-    /// The WebSocket management client `function` posts frames with (recorded like [`Self::aws_for`]).
-    pub fn management_for(&self, function: &str, endpoint: &str) -> aws_sdk_apigatewaymanagement::Client {
-        let conf =
-            aws_sdk_apigatewaymanagement::config::Builder::from(&self.aws.config).endpoint_url(endpoint);
-        match &self.recorder {
-            Some(r) => {
-                aws_sdk_apigatewaymanagement::Client::from_conf(conf.interceptor(r.tagged(function)).build())
-            }
-            None => aws_sdk_apigatewaymanagement::Client::from_conf(conf.build()),
-        }
-    }
-
-    /// Where runners append their recorded calls (a separate process each).
-    pub fn runner_call_log(&self) -> PathBuf {
-        self.work_dir.join("runner-aws-calls.jsonl")
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -334,19 +295,6 @@ impl Devstack {
             ws: Some(ws_api),
             _work: work,
         })
-    }
-
-    /// Every AWS call recorded so far, by the in-process functions and the runners (when the config asked
-    /// for recording; empty otherwise).
-    pub fn aws_calls(&self) -> Vec<Observed> {
-        let Some(r) = &self.env.recorder else {
-            return Vec::new();
-        };
-        let mut all: Vec<Observed> = r.observed().into_iter().collect();
-        all.extend(CallRecorder::read_log(&self.env.runner_call_log()));
-        all.sort();
-        all.dedup();
-        all
     }
 
     /// SIGKILLs the runner process of `operation_id`, as a crash or the host would (its Terraform goes with it
@@ -623,40 +571,3 @@ async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The runner's environment from the stack (the task's overrides come on top).
-fn runner_env(env: &StackEnv, config: &DevstackConfig, plugin_cache: Option<&Path>) -> Vec<(String, String)> {
-    let var = |k: &str, default: &str| {
-        std::env::var(k)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| default.into())
-    };
-    let mut out: Vec<(String, String)> = vec![
-        ("AWS_ENDPOINT_URL".into(), env.endpoint.clone()),
-        ("AWS_ACCESS_KEY_ID".into(), var("AWS_ACCESS_KEY_ID", "testing")),
-        (
-            "AWS_SECRET_ACCESS_KEY".into(),
-            var("AWS_SECRET_ACCESS_KEY", "testing"),
-        ),
-        ("AWS_REGION".into(), env.region.clone()),
-        ("AWS_DEFAULT_REGION".into(), env.region.clone()),
-        ("STRATO_RESOURCE_PREFIX".into(), env.names.prefix().to_owned()),
-        ("STRATO_PROVIDER_ENDPOINT".into(), env.endpoint.clone()),
-        (
-            "STRATO_TERRAFORM".into(),
-            env.tools.terraform.display().to_string(),
-        ),
-        ("STRATO_AGENT_TOKEN_SECRET".into(), env.agent_token_secret.clone()),
-        ("STRATO_TOOLS_DIR".into(), env.tools.root.display().to_string()),
-    ];
-    out.extend(env.tools.engine_env());
-    if env.recorder.is_some() {
-        let log = env.runner_call_log().display().to_string();
-        out.push((strato_aws::calls::recorder::CALL_LOG_ENV.into(), log));
-    }
-    if let Some(c) = plugin_cache {
-        out.push(("TF_PLUGIN_CACHE_DIR".into(), c.display().to_string()));
-    }
-    out.extend(config.runner_env.iter().cloned());
-    out
-}
