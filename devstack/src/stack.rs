@@ -570,4 +570,3 @@ async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
         .map(|a| a.values().filter_map(|v| v.parse::<u64>().ok()).sum())
         .unwrap_or(0)
 }
-

@@ -12,9 +12,9 @@ use aws_smithy_types::config_bag::ConfigBag;
 use md5::{Digest, Md5};
 use strato_aws::Error;
 use strato_aws::ports::{S3StateArchive, state_prefix};
-use strato_domain::ids::{ClusterId, TenantId};
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
+use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::ports::{StateArchive, StateVersion};
 use strato_testbed::TestEnv;
 

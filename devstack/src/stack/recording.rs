@@ -49,7 +49,6 @@ impl StackEnv {
     }
 }
 
-
 impl Devstack {
     /// Every AWS call recorded so far, by the in-process functions and the runners (when the config asked
     /// for recording; empty otherwise).
@@ -63,5 +62,4 @@ impl Devstack {
         all.dedup();
         all
     }
-
 }

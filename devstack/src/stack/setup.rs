@@ -125,7 +125,11 @@ pub async fn publish_catalog(
 }
 
 /// The runner's environment from the stack (the task's overrides come on top).
-pub(super) fn runner_env(env: &StackEnv, config: &DevstackConfig, plugin_cache: Option<&Path>) -> Vec<(String, String)> {
+pub(super) fn runner_env(
+    env: &StackEnv,
+    config: &DevstackConfig,
+    plugin_cache: Option<&Path>,
+) -> Vec<(String, String)> {
     let var = |k: &str, default: &str| {
         std::env::var(k)
             .ok()
