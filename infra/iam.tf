@@ -91,11 +91,33 @@ locals {
         Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.events.arn]
       },
       {
-        # State versions: list them, copy one back as current.
+        # GET /v1/templates and an unknown template's suggestions scan the catalog.
+        Sid      = "TemplatesCatalog"
+        Effect   = "Allow"
+        Action   = ["dynamodb:Scan"]
+        Resource = aws_dynamodb_table.templates.arn
+      },
+      {
+        # State versions: list them (bucket), read the chosen and the current one, copy one back as current.
+        Sid      = "StateVersionsList"
+        Effect   = "Allow"
+        Action   = ["s3:ListBucketVersions"]
+        Resource = aws_s3_bucket.state.arn
+      },
+      {
         Sid      = "StateVersions"
         Effect   = "Allow"
-        Action   = ["s3:ListBucketVersions", "s3:ListBucket", "s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"]
-        Resource = [aws_s3_bucket.state.arn, "${aws_s3_bucket.state.arn}/*"]
+        Action   = ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"]
+        Resource = "${aws_s3_bucket.state.arn}/tenants/*"
+      },
+      {
+        # A restore records Terraform's digest of the restored state: PutItem of `<bucket>/tenants/*-md5`
+        # items of the lock table only, never a lock.
+        Sid       = "StateDigests"
+        Effect    = "Allow"
+        Action    = ["dynamodb:PutItem"]
+        Resource  = aws_dynamodb_table.tf_locks.arn
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${aws_s3_bucket.state.bucket}/tenants/*-md5"] } }
       },
     ])
 
@@ -234,11 +256,26 @@ locals {
         Resource = local.table_resources["connections"]
       },
       {
-        # Terraform state locks left by dead runners.
-        Sid      = "StaleStateLocks"
+        # The sweeper's view of every tenant's slots: one Scan of the locks table.
+        Sid      = "TenantSlots"
         Effect   = "Allow"
-        Action   = ["dynamodb:Scan", "dynamodb:GetItem", "dynamodb:DeleteItem"]
-        Resource = local.table_resources["tf-locks"]
+        Action   = ["dynamodb:Scan"]
+        Resource = aws_dynamodb_table.locks.arn
+      },
+      {
+        # Terraform state locks left by dead runners: found and re-read…
+        Sid      = "StaleStateLocksRead"
+        Effect   = "Allow"
+        Action   = ["dynamodb:Scan", "dynamodb:GetItem"]
+        Resource = aws_dynamodb_table.tf_locks.arn
+      },
+      {
+        # …and deleted: lock items only (`<bucket>/tenants/….tfstate`), never a digest.
+        Sid       = "StaleStateLocksDelete"
+        Effect    = "Allow"
+        Action    = ["dynamodb:DeleteItem"]
+        Resource  = aws_dynamodb_table.tf_locks.arn
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${aws_s3_bucket.state.bucket}/tenants/*.tfstate"] } }
       },
       {
         Sid       = "CheckRunnerTasks"

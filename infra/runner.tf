@@ -240,11 +240,11 @@ resource "aws_iam_role_policy" "runner_state" {
         Resource = "${aws_s3_bucket.state.arn}/tenants/*"
       },
       {
-        Sid       = "ListTenantState"
-        Effect    = "Allow"
-        Action    = ["s3:ListBucket"]
-        Resource  = aws_s3_bucket.state.arn
-        Condition = { StringLike = { "s3:prefix" = ["tenants/*"] } }
+        # Which prefix a run may list is its session policy's business (its own cluster's only).
+        Sid      = "ListState"
+        Effect   = "Allow"
+        Action   = ["s3:ListBucket"]
+        Resource = aws_s3_bucket.state.arn
       },
       {
         # Terraform's lock and digest items of tenants' states only.
@@ -252,7 +252,7 @@ resource "aws_iam_role_policy" "runner_state" {
         Effect    = "Allow"
         Action    = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
         Resource  = aws_dynamodb_table.tf_locks.arn
-        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${aws_s3_bucket.state.id}/tenants/*"] } }
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${aws_s3_bucket.state.bucket}/tenants/*"] } }
       },
       {
         # State objects are SSE-KMS under Strato's data key (the session allows it through S3 only).

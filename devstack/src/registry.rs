@@ -131,7 +131,7 @@ impl Registry {
         .map_err(|e| DevstackError::step("configuring the api function", e))?;
         // The router is built once, as the Lambda runtime does; each request clones its handle.
         let api = strato_api::service(
-            strato_api::Ctx::new(&env.aws, api_config)
+            strato_api::Ctx::new(&env.aws_for("api"), api_config)
                 .await
                 .map_err(|e| DevstackError::step("starting the api function", e))?,
         );
@@ -146,9 +146,13 @@ impl Registry {
             run_proofs: env.run_proofs.clone(),
         };
         let dispatcher = Arc::new(
-            strato_dispatcher::Ctx::new(dispatcher_config, &env.aws, env.ecs.clone())
-                .await
-                .map_err(|e| DevstackError::step("starting the dispatcher function", e))?,
+            strato_dispatcher::Ctx::new(
+                dispatcher_config,
+                &env.aws_for("dispatcher"),
+                env.ecs_for("dispatcher"),
+            )
+            .await
+            .map_err(|e| DevstackError::step("starting the dispatcher function", e))?,
         );
         reg.map_queue(
             "jobs",
@@ -164,7 +168,7 @@ impl Registry {
             run_proofs: env.run_proofs.clone(),
         };
         let status = Arc::new(
-            strato_status::Ctx::new(status_config, &env.aws)
+            strato_status::Ctx::new(status_config, &env.aws_for("status"))
                 .await
                 .map_err(|e| DevstackError::step("starting the status function", e))?,
         );
@@ -184,7 +188,7 @@ impl Registry {
                     // devstack's receivers are local (http://127.0.0.1): its switches, never infra/'s.
                     egress: strato_domain::webhook::Egress::DEVSTACK,
                 },
-                &env.aws,
+                &env.aws_for("webhooks"),
             )
             .await
             .map_err(|e| DevstackError::step("starting the webhooks function", e))?,
@@ -211,9 +215,13 @@ impl Registry {
         })
         .map_err(|e| DevstackError::step("configuring the scheduler function", e))?;
         let scheduler = Arc::new(
-            strato_scheduler::Ctx::new(scheduler_config, &env.aws, env.ecs.clone())
-                .await
-                .map_err(|e| DevstackError::step("starting the scheduler function", e))?,
+            strato_scheduler::Ctx::new(
+                scheduler_config,
+                &env.aws_for("scheduler"),
+                env.ecs_for("scheduler"),
+            )
+            .await
+            .map_err(|e| DevstackError::step("starting the scheduler function", e))?,
         );
         for (name, rate, task) in [
             ("drift-check", env.drift_rate, strato_scheduler::Task::Drift),

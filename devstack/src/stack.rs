@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_ecs::types::{Compatibility, ContainerDefinition, NetworkMode};
 use aws_sdk_sqs::types::QueueAttributeName;
 use strato_aws::aws::AwsClients;
+use strato_aws::calls::recorder::CallRecorder;
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
 use strato_dispatcher::RunnerSettings;
@@ -22,10 +23,11 @@ use crate::fargate::{FargateConfig, FargateStats};
 use crate::gateway::Gateway;
 use crate::registry::{Plugin, Registry};
 
+mod recording;
 mod setup;
 
 pub use setup::{Published, publish_catalog};
-use setup::{ecs_setup, publish_templates};
+use setup::{ecs_setup, publish_templates, runner_env};
 
 /// The runner's container name in the task definition (the dispatcher's default).
 pub const RUNNER_CONTAINER: &str = "runner";
@@ -72,6 +74,8 @@ pub struct DevstackConfig {
     pub ws_addr: SocketAddr,
     /// Faults to inject into every SQS delivery (the fault-injection test); `None` in normal use.
     pub chaos: Option<crate::chaos::Chaos>,
+    /// Record every AWS call each function and runner makes ([`Devstack::aws_calls`], the IAM check).
+    pub record_aws_calls: bool,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -124,6 +128,7 @@ impl Default for DevstackConfig {
             sweep_grace: Duration::from_secs(120),
             ws_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             chaos: None,
+            record_aws_calls: false,
         }
     }
 }
@@ -149,6 +154,8 @@ pub struct StackEnv {
     pub drift_rate: Duration,
     pub sweep_rate: Duration,
     pub sweep_grace: Duration,
+    /// Records each function's AWS calls, tagged with its name, when the config asks for it.
+    pub recorder: Option<CallRecorder>,
 }
 
 #[derive(Debug, Clone)]
@@ -401,7 +408,7 @@ async fn stack_env(
     let env = Arc::new(StackEnv {
         endpoint,
         region: config.region.clone(),
-        names,
+        names: names.clone(),
         aws,
         ecs,
         queues,
@@ -420,6 +427,9 @@ async fn stack_env(
         drift_rate: config.drift_rate,
         sweep_rate: config.sweep_rate,
         sweep_grace: config.sweep_grace,
+        recorder: config
+            .record_aws_calls
+            .then(|| CallRecorder::new("devstack", names.clone())),
     });
     Ok((env, published))
 }
@@ -448,15 +458,19 @@ async fn websocket_api(
         "STRATO_WS_MANAGEMENT_ENDPOINT" => Some(management.clone()),
         _ => None,
     };
-    let ws_ctx = Arc::new(strato_ws::Ctx::new(
+    let mut ws_ctx = strato_ws::Ctx::new(
         strato_ws::Config::from_lookup(lookup).map_err(|e| DevstackError::step("configuring ws", e))?,
-        &env.aws,
-    ));
-    let fanout = Arc::new(strato_log_fanout::Ctx::new(
+        &env.aws_for("ws"),
+    );
+    ws_ctx.mgmt = env.management_for("ws", &management);
+    let ws_ctx = Arc::new(ws_ctx);
+    let mut fanout = strato_log_fanout::Ctx::new(
         strato_log_fanout::Config::from_lookup(lookup)
             .map_err(|e| DevstackError::step("configuring log-fanout", e))?,
-        &env.aws,
-    ));
+        &env.aws_for("log-fanout"),
+    );
+    fanout.mgmt = env.management_for("log-fanout", &management);
+    let fanout = Arc::new(fanout);
     registry.map_queue(
         "logs",
         crate::registry::sqs_handler(move |event| {
@@ -560,58 +574,4 @@ async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
     out.attributes()
         .map(|a| a.values().filter_map(|v| v.parse::<u64>().ok()).sum())
         .unwrap_or(0)
-}
-
-/// The runner's environment from the stack (the task's overrides come on top).
-fn runner_env(env: &StackEnv, config: &DevstackConfig, plugin_cache: Option<&Path>) -> Vec<(String, String)> {
-    let var = |k: &str, default: &str| {
-        std::env::var(k)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| default.into())
-    };
-    let mut out: Vec<(String, String)> = vec![
-        ("AWS_ENDPOINT_URL".into(), env.endpoint.clone()),
-        ("AWS_ACCESS_KEY_ID".into(), var("AWS_ACCESS_KEY_ID", "testing")),
-        (
-            "AWS_SECRET_ACCESS_KEY".into(),
-            var("AWS_SECRET_ACCESS_KEY", "testing"),
-        ),
-        ("AWS_REGION".into(), env.region.clone()),
-        ("AWS_DEFAULT_REGION".into(), env.region.clone()),
-        ("STRATO_RESOURCE_PREFIX".into(), env.names.prefix().to_owned()),
-        // moto's STS issues a session for any role of its account and enforces no policy: the roles and
-        // the runs' session policies are exercised here, their effect only in infra_check's evaluation.
-        (
-            "STRATO_ENGINE_ROLE_ARN".into(),
-            format!(
-                "arn:aws:iam::123456789012:role/{}-runner-engine",
-                env.names.prefix()
-            ),
-        ),
-        (
-            "STRATO_STATE_ROLE_ARN".into(),
-            format!(
-                "arn:aws:iam::123456789012:role/{}-runner-state",
-                env.names.prefix()
-            ),
-        ),
-        ("STRATO_PROVIDER_ENDPOINT".into(), env.endpoint.clone()),
-        (
-            "STRATO_TERRAFORM".into(),
-            env.tools.terraform.display().to_string(),
-        ),
-        ("STRATO_AGENT_TOKEN_SECRET".into(), env.agent_token_secret.clone()),
-        ("STRATO_TOOLS_DIR".into(), env.tools.root.display().to_string()),
-        // A moto gap, not a choice: moto's STS does not evaluate trust policies (every AssumeRole succeeds),
-        // so the probe that refuses a target role assumable without the tenant's external id would refuse
-        // every role here. In AWS the runner never has this set.
-        ("STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE".into(), "true".into()),
-    ];
-    out.extend(env.tools.engine_env());
-    if let Some(c) = plugin_cache {
-        out.push(("TF_PLUGIN_CACHE_DIR".into(), c.display().to_string()));
-    }
-    out.extend(config.runner_env.iter().cloned());
-    out
 }

@@ -5,6 +5,8 @@
 //! apply → output per stage; delete: init → destroy in reverse; plan; drift-check), reporting steps,
 //! heartbeats and plans on the `events` queue and streaming logs. Exactly one final event ends the run.
 
+mod aws_calls;
+pub use aws_calls::{AWS_CALLS, STATE_ROLE_CALLS};
 pub mod classify;
 pub mod config;
 pub mod credentials;

@@ -2,6 +2,7 @@
 //! event was sent.
 
 use strato_aws::aws::AwsClients;
+use strato_aws::calls::recorder::{CALL_LOG_ENV, CallRecorder};
 use strato_runner::{Clients, Config, run_operation};
 
 #[tokio::main]
@@ -25,13 +26,27 @@ async fn main() -> std::process::ExitCode {
         }
     };
     let aws = AwsClients::from_env().await;
-    let clients = match Clients::new(aws, &cfg).await {
+    // Devstack's IAM check: every AWS call the runner makes, appended to the file the variable names.
+    let recorder = std::env::var_os(CALL_LOG_ENV)
+        .map(|path| CallRecorder::new("runner", cfg.names.clone()).appending_to(path.into()));
+    let aws = match &recorder {
+        Some(r) => aws.recorded(r),
+        None => aws,
+    };
+    let mut clients = match Clients::new(aws, &cfg).await {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "cannot reach the control plane's queues");
             return std::process::ExitCode::from(3);
         }
     };
+    if let Some(r) = recorder {
+        clients.secrets = aws_sdk_secretsmanager::Client::from_conf(
+            aws_sdk_secretsmanager::config::Builder::from(&clients.aws.config)
+                .interceptor(r)
+                .build(),
+        );
+    }
     match run_operation(cfg, clients).await {
         Ok(summary) => {
             tracing::info!(event = ?summary.final_event, last_log_seq = summary.last_log_seq, "final event sent");

@@ -51,6 +51,7 @@ async fn start() -> Devstack {
         drift_rate: Duration::from_secs(2),
         sweep_rate: Duration::from_secs(2),
         sweep_grace: Duration::from_secs(3),
+        record_aws_calls: true,
         ..devstack_support::config("dr").await
     })
     .await
@@ -548,5 +549,19 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
         .unwrap();
     t.say(&format!("(f) done after {:?}", t0.elapsed()));
 
+    // Drift notices, webhook deliveries, the sweeper and the state restore: each call is on its function's list.
+    devstack_support::assert_aws_calls_listed(
+        &t.stack,
+        &[
+            "api",
+            "dispatcher",
+            "status",
+            "ws",
+            "log-fanout",
+            "scheduler",
+            "webhooks",
+            "runner",
+        ],
+    );
     t.stack.shutdown(Duration::from_secs(10)).await;
 }

@@ -32,7 +32,11 @@ async fn items(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_estimate_plans_prices_and_leaves_nothing_behind() {
-    let stack = devstack_support::start(devstack_support::config("es").await).await;
+    let stack = devstack_support::start(strato_devstack::DevstackConfig {
+        record_aws_calls: true,
+        ..devstack_support::config("es").await
+    })
+    .await;
     let token = stack.token("acme");
     let api = Client::new(&stack.endpoints.http_api).with_token(token);
     let started = Instant::now();
@@ -155,5 +159,7 @@ async fn an_estimate_plans_prices_and_leaves_nothing_behind() {
         404
     );
     eprintln!("estimate of aws-eks-basic: {took:.1?} from request to succeeded");
+    // An estimate's calls (its plan-only runner included) are on the functions' AWS_CALLS lists.
+    devstack_support::assert_aws_calls_listed(&stack, &["api", "dispatcher", "status", "runner"]);
     stack.shutdown(Duration::from_secs(10)).await;
 }

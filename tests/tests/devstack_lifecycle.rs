@@ -1,7 +1,8 @@
 //! The whole life of an `aws-eks-basic` cluster through devstack's HTTP and WebSocket endpoints only, with
 //! the real runner and the offline engine: create → ACTIVE (cost estimate attached, the complete log received
 //! over WebSocket) → drift check (clean: no false positive from the node-group
-//! quirk) → delete → DELETED; then the demo itself.
+//! quirk) → delete → DELETED; then the demo itself. Every AWS call made meanwhile (by each function and each
+//! runner) must be on that function's `AWS_CALLS` list (the list infra_check.rs holds `infra/`'s IAM to).
 
 mod devstack_support;
 
@@ -12,7 +13,15 @@ use strato_devstack::client::{Client, DemoOptions, demo};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
-    let stack = devstack_support::start(devstack_support::config("lc").await).await;
+    // Every AWS call made is recorded and checked against the functions' AWS_CALLS lists at the end; the
+    // schedules run often enough to be among them.
+    let stack = devstack_support::start(strato_devstack::DevstackConfig {
+        record_aws_calls: true,
+        drift_rate: Duration::from_secs(10),
+        sweep_rate: Duration::from_secs(5),
+        ..devstack_support::config("lc").await
+    })
+    .await;
     let token = stack.token("acme");
     let api = Client::new(&stack.endpoints.http_api).with_token(token.clone());
     let (cluster, op, _) = api
@@ -92,6 +101,12 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
         c.text
     );
 
+    // The catalog (a Scan of the templates table) and an unknown template answer without a server error.
+    let r = api.get("/v1/templates").await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = api.get("/v1/templates/no-such-template").await.unwrap();
+    assert_eq!(r.status, 404, "{}", r.text);
+
     let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
     assert_eq!(r.status, 202, "{}", r.text);
     let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
@@ -113,5 +128,17 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
     if let Err(e) = demo(&stack, DemoOptions { quiet: true }).await {
         panic!("the demo failed: {e}");
     }
+    devstack_support::assert_aws_calls_listed(
+        &stack,
+        &[
+            "api",
+            "dispatcher",
+            "status",
+            "ws",
+            "log-fanout",
+            "scheduler",
+            "runner",
+        ],
+    );
     stack.shutdown(Duration::from_secs(10)).await;
 }

@@ -8,7 +8,9 @@
 //!   queues feed the right functions with partial batch responses; the HTTP routes cover the api's route
 //!   table with the right authorization; the schedules' input parses as the scheduler's `Tick`; the IAM
 //!   policies allow what the code is known to call (consumers their queue, the dispatcher RunTask/PassRole,
-//!   the runner its state and lock table…). The evaluator is in `infra_support/`.
+//!   the runner its state and lock table…), and each function's IAM policy (the runner's task role) allows
+//!   every call of that function's `AWS_CALLS` list, kept beside its code and checked against the calls the
+//!   code really makes by the devstack tests. The evaluator (IAM conditions included) is in `infra_support/`.
 //! - `infra_validates_with_the_offline_engine`: `terraform fmt -check`, `init -backend=false` from the
 //!   provider mirror, `validate`.
 //! - `infra_plans_against_moto`: `terraform plan` with dummy function zips against moto, so variable
@@ -23,10 +25,12 @@ use std::process::{Command, Output};
 
 use hcl::eval::Evaluate;
 use hcl::{Body, Value};
+use infra_support::iam::{RequestContext, allows, allows_in, call_lists, missing_grants};
 use infra_support::{
     Config, PREFIX, Res, as_string, attr, blocks, json, nested, placeholder_label, sample_variables,
     string_map, tf_files,
 };
+use strato_aws::calls::Resource;
 use strato_aws::resources::{self, BUCKETS, Names, QUEUES, TABLES};
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
 
@@ -774,42 +778,6 @@ fn check_schedules_and_ecs_events(cfg: &Config, names: &Names) {
     );
 }
 
-/// Whether a policy document has an Allow statement for `action` on `resource` (`*` wildcards in the
-/// statement's resources; conditions are not evaluated).
-fn allows(policy: &serde_json::Value, action: &str, resource: &str) -> bool {
-    let list = |v: &serde_json::Value| -> Vec<String> {
-        match v {
-            serde_json::Value::String(s) => vec![s.clone()],
-            serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
-            _ => Vec::new(),
-        }
-    };
-    let glob = |pattern: &str, s: &str| {
-        let parts: Vec<&str> = pattern.split('*').collect();
-        if parts.len() == 1 {
-            return pattern == s;
-        }
-        let (first, last) = (parts[0], parts[parts.len() - 1]);
-        if !s.starts_with(first) || s.len() < first.len() + last.len() || !s.ends_with(last) {
-            return false;
-        }
-        // Middle parts in order, leftmost match each.
-        let mut rest = &s[first.len()..s.len() - last.len()];
-        for part in &parts[1..parts.len() - 1] {
-            match rest.find(part) {
-                Some(at) => rest = &rest[at + part.len()..],
-                None => return false,
-            }
-        }
-        true
-    };
-    policy["Statement"].as_array().into_iter().flatten().any(|st| {
-        st["Effect"] == "Allow"
-            && list(&st["Action"]).iter().any(|a| glob(a, action))
-            && list(&st["Resource"]).iter().any(|r| glob(r, resource))
-    })
-}
-
 /// Each function's policy document.
 fn function_policies(cfg: &Config) -> BTreeMap<String, serde_json::Value> {
     let r = cfg.get("aws_iam_role_policy", "function");
@@ -885,51 +853,31 @@ fn check_permissions(cfg: &Config) {
             );
         }
     }
-    // Who sends to which queue, from the functions' use of `ctx.queues.*` (kept here by hand: the code has
-    // no table of it). Exactly these: a missing grant breaks the function, an extra one is not least privilege.
-    let sends: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::from([
-        ("api", BTreeSet::from(["jobs", "events"])),
-        ("dispatcher", BTreeSet::from(["jobs"])),
-        ("status", BTreeSet::from(["jobs", "events", "logs", "webhooks"])),
-        ("ws", BTreeSet::new()),
-        ("log-fanout", BTreeSet::new()),
-        ("scheduler", BTreeSet::from(["jobs", "events"])),
-        ("webhooks", BTreeSet::new()),
-    ]);
-    for (function, queues) in &sends {
-        let granted: BTreeSet<&str> = ["jobs", "events", "logs", "webhooks"]
-            .into_iter()
+    // Who sends to which queue: exactly what the functions' AWS_CALLS lists say (a missing grant breaks the
+    // function, an extra one is not least privilege).
+    for (function, list) in call_lists().into_iter().filter(|(f, _)| !f.starts_with("runner")) {
+        let listed: BTreeSet<&str> = list
+            .iter()
+            .filter(|c| c.action == "sqs:SendMessage")
+            .filter_map(|c| match c.resource {
+                Resource::Queue(q) => Some(q),
+                _ => None,
+            })
+            .collect();
+        let granted: BTreeSet<&str> = QUEUES
+            .iter()
+            .map(|q| q.logical)
             .filter(|q| {
                 allows(
-                    &policies[*function],
+                    &policies[function],
                     "sqs:SendMessage",
                     &format!("<aws_sqs_queue.{q}.arn>"),
                 )
             })
             .collect();
-        assert_eq!(&granted, queues, "queues {function} may send to");
-    }
-    for function in ["ws", "log-fanout"] {
-        assert!(
-            allows(
-                &policies[function],
-                "execute-api:ManageConnections",
-                "<aws_apigatewayv2_api.ws.execution_arn>/live/POST/@connections/abc"
-            ),
-            "{function} posts to WebSocket connections"
-        );
-    }
-    // The webhooks function: the tenant's webhook, notes on operations, back-offs on its own queue.
-    for (action, resource) in [
-        ("dynamodb:GetItem", "<aws_dynamodb_table.tenants.arn>"),
-        ("dynamodb:GetItem", "<aws_dynamodb_table.operations.arn>"),
-        ("dynamodb:PutItem", "<aws_dynamodb_table.operations.arn>"),
-        ("sqs:ChangeMessageVisibility", "<aws_sqs_queue.webhooks.arn>"),
-        ("sqs:GetQueueUrl", "<aws_sqs_queue.webhooks.arn>"),
-    ] {
-        assert!(
-            allows(&policies["webhooks"], action, resource),
-            "the webhooks function may not {action} on {resource}"
+        assert_eq!(
+            granted, listed,
+            "queues {function} may send to (infra/ vs its AWS_CALLS)"
         );
     }
     assert!(
@@ -940,48 +888,46 @@ fn check_permissions(cfg: &Config) {
         ),
         "the webhooks function only reads tenants"
     );
-    let dispatcher = &policies["dispatcher"];
-    assert!(allows(
-        dispatcher,
-        "ecs:RunTask",
-        "arn:<data.aws_partition.current.partition>:ecs:eu-west-1:<data.aws_caller_identity.current.account_id>:task-definition/<aws_ecs_task_definition.runner.family>:3"
-    ));
-    for r in ["runner_task", "runner_execution"] {
+    // Terraform's lock table: the runner's engine locks states; of the functions only the api writes there,
+    // and only the state digests a restore puts back (`<state bucket>/tenants/*-md5`), nothing else.
+    let lock_key = |k: &str| {
+        vec![(
+            "dynamodb:LeadingKeys",
+            vec![format!("<aws_s3_bucket.state.bucket>/{k}")],
+        )]
+    };
+    let tf_locks = "<aws_dynamodb_table.tf_locks.arn>";
+    for (function, policy) in &policies {
+        for action in [
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:BatchWriteItem",
+        ] {
+            let digest = lock_key("tenants/acme/clusters/cl-1/main.tfstate-md5");
+            let allowed = allows_in(policy, action, tf_locks, &digest);
+            assert_eq!(
+                allowed,
+                function == "api" && action == "dynamodb:PutItem",
+                "{function} {action} on a state digest"
+            );
+            let lock = lock_key("tenants/acme/clusters/cl-1/main.tfstate");
+            let may_delete_stale = function == "scheduler" && action == "dynamodb:DeleteItem";
+            assert_eq!(
+                allows_in(policy, action, tf_locks, &lock),
+                may_delete_stale,
+                "{function} {action} on a state lock (only the scheduler, deleting a dead runner's lock)"
+            );
+        }
+    }
+    for action in ["dynamodb:GetItem", "dynamodb:Scan", "dynamodb:Query"] {
         assert!(
-            allows(dispatcher, "iam:PassRole", &format!("<aws_iam_role.{r}.arn>")),
-            "the dispatcher passes {r}"
+            !allows_in(&policies["api"], action, tf_locks, &lock_key("x-md5")),
+            "the api only writes digests: not {action}"
         );
     }
-    assert!(
-        !policies
-            .values()
-            .any(|p| allows(p, "dynamodb:PutItem", "<aws_dynamodb_table.tf_locks.arn>")),
-        "only the runner writes Terraform's locks"
-    );
 
-    let runner = cfg.get("aws_iam_role_policy", "runner_task");
-    let runner = json(&cfg.eval_attr(runner, "policy"));
-    for (action, resource) in [
-        ("s3:GetObject", "<aws_s3_bucket.templates.arn>/bundles/x.tar.gz"),
-        ("s3:PutObject", "<aws_s3_bucket.artifacts.arn>/logs/x"),
-        ("sqs:SendMessage", "<aws_sqs_queue.events.arn>"),
-        ("sqs:SendMessage", "<aws_sqs_queue.logs.arn>"),
-        ("sqs:GetQueueUrl", "<aws_sqs_queue.jobs.arn>"),
-        ("dynamodb:GetItem", "<aws_dynamodb_table.operations.arn>"),
-    ] {
-        assert!(
-            allows(&runner, action, resource),
-            "the runner may not {action} on {resource}"
-        );
-    }
-    assert!(
-        allows(
-            &runner,
-            "sts:AssumeRole",
-            "arn:aws:iam::111122223333:role/strato-target"
-        ),
-        "the runner assumes target_role_arns"
-    );
+    let runner = runner_policy(cfg);
     assert!(
         !allows(&runner, "dynamodb:PutItem", "<aws_dynamodb_table.operations.arn>"),
         "the runner reports through the events queue, it does not write operations"
@@ -1030,6 +976,46 @@ fn check_permissions(cfg: &Config) {
             "arn:aws:kms:us-east-1:111122223333:key/other"
         ));
     }
+    for (function, policy) in policies.iter().chain([(&"runner".to_owned(), &runner)]) {
+        assert!(
+            !allows(
+                policy,
+                "s3:DeleteObjectVersion",
+                "<aws_s3_bucket.state.arn>/tenants/a/x.tfstate"
+            ),
+            "{function} could erase state history"
+        );
+    }
+    for function in ["ws", "log-fanout", "webhooks"] {
+        assert!(
+            !allows(
+                &policies[function],
+                "s3:GetObject",
+                "<aws_s3_bucket.state.arn>/tenants/a/x.tfstate"
+            ),
+            "{function} has no business with Terraform state"
+        );
+    }
+}
+
+fn runner_policy(cfg: &Config) -> serde_json::Value {
+    let runner = cfg.get("aws_iam_role_policy", "runner_task");
+    json(&cfg.eval_attr(runner, "policy"))
+}
+
+/// Each function's IAM policy (and the runner's task role) allows every call on that function's AWS_CALLS
+/// list (kept beside its code; the devstack tests check the code against the list).
+fn check_call_lists(cfg: &Config) {
+    let mut policies = function_policies(cfg);
+    policies.insert("runner".to_owned(), runner_policy(cfg));
+    let state = cfg.get("aws_iam_role_policy", "runner_state");
+    policies.insert("runner-state".to_owned(), json(&cfg.eval_attr(state, "policy")));
+    let mut problems = Vec::new();
+    for (function, list) in call_lists() {
+        assert!(!list.is_empty(), "{function} has an empty AWS_CALLS list");
+        problems.extend(missing_grants(function, &policies[function], list));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
@@ -1047,6 +1033,7 @@ fn infra_matches_the_code() {
     check_websocket_api(&cfg);
     check_schedules_and_ecs_events(&cfg, &names);
     check_permissions(&cfg);
+    check_call_lists(&cfg);
     // Not an error in itself, but a local the checks may need: say which, so a failure above is explained.
     eprintln!("locals not evaluated by the check: {:?}", cfg.unresolved_locals);
 }
@@ -1189,4 +1176,158 @@ fn infra_plans_against_moto() {
     let env = &api["change"]["after"]["environment"][0]["variables"];
     assert_eq!(env["STRATO_RESOURCE_PREFIX"], PREFIX);
     assert_eq!(env["STRATO_TENANT_CLAIM"], "tenant_id");
+}
+
+/// The per-run session policies the runner passes when it assumes its run roles (strato_domain::run_access),
+/// evaluated as AWS does: a session may do what both the role's policy (infra/) and the session policy allow.
+/// The state session reaches its own cluster's state and lock items and nothing of another tenant's or
+/// cluster's; the engine session nothing of the deployment's own.
+#[test]
+fn run_sessions_reach_only_their_own_cluster() {
+    use strato_domain::run_access::{StateScope, engine_session_policy, state_session_policy};
+    let cfg = Config::load();
+    let names = Names::new(PREFIX).unwrap();
+    let role = json(&cfg.eval_attr(cfg.get("aws_iam_role_policy", "runner_state"), "policy"));
+    let (bucket, table) = (names.bucket("state"), names.table("tf-locks"));
+    let (acme, other): (strato_domain::ids::TenantId, strato_domain::ids::TenantId) =
+        ("acme".parse().unwrap(), "globex".parse().unwrap());
+    let (cluster, sibling) = (
+        strato_domain::ids::ClusterId::generate(),
+        strato_domain::ids::ClusterId::generate(),
+    );
+    let session = state_session_policy(&StateScope {
+        partition: "aws",
+        bucket: &bucket,
+        lock_table: &table,
+        tenant: &acme,
+        cluster: &cluster,
+    });
+    // infra/'s placeholders for the bucket and table, as the role's policy names them.
+    let role_view = |arn: String| {
+        arn.replace(&format!("arn:aws:s3:::{bucket}"), "<aws_s3_bucket.state.arn>")
+            .replace(
+                &format!("arn:aws:dynamodb:eu-west-1:123456789012:table/{table}"),
+                "<aws_dynamodb_table.tf_locks.arn>",
+            )
+    };
+    let both = |action: &str, arn: String, ctx: RequestContext| {
+        let role_ctx: RequestContext = ctx
+            .iter()
+            .map(|(k, v)| {
+                let v = v
+                    .iter()
+                    .map(|x| x.replace(&bucket, "<aws_s3_bucket.state.bucket>"))
+                    .collect();
+                (*k, v)
+            })
+            .collect();
+        let (in_session, in_role) = (
+            allows_in(&session, action, &arn, &ctx),
+            allows_in(&role, action, &role_view(arn.clone()), &role_ctx),
+        );
+        if std::env::var_os("STRATO_DEBUG_SESSIONS").is_some() {
+            eprintln!("{action} {arn} {ctx:?}: session {in_session}, role {in_role} ({role_ctx:?})");
+        }
+        in_session && in_role
+    };
+    let object = |t: &strato_domain::ids::TenantId, c: &strato_domain::ids::ClusterId| {
+        format!("arn:aws:s3:::{bucket}/tenants/{t}/clusters/{c}/main.tfstate")
+    };
+    let lock = |t: &strato_domain::ids::TenantId, c: &strato_domain::ids::ClusterId, suffix: &str| {
+        vec![(
+            "dynamodb:LeadingKeys",
+            vec![format!("{bucket}/tenants/{t}/clusters/{c}/main.tfstate{suffix}")],
+        )]
+    };
+    let table_arn = format!("arn:aws:dynamodb:eu-west-1:123456789012:table/{table}");
+    for action in ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"] {
+        assert!(
+            both(action, object(&acme, &cluster), Vec::new()),
+            "own state: {action}"
+        );
+        assert!(
+            !both(action, object(&acme, &sibling), Vec::new()),
+            "a sibling cluster's state: {action}"
+        );
+        assert!(
+            !both(action, object(&other, &sibling), Vec::new()),
+            "another tenant's state: {action}"
+        );
+    }
+    for action in ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"] {
+        for suffix in ["", "-md5"] {
+            assert!(
+                both(action, table_arn.clone(), lock(&acme, &cluster, suffix)),
+                "own lock{suffix}: {action}"
+            );
+            assert!(
+                !both(action, table_arn.clone(), lock(&other, &sibling, suffix)),
+                "another tenant's lock{suffix}: {action}"
+            );
+        }
+    }
+    let list_prefix = |p: String| vec![("s3:prefix", vec![p])];
+    let bucket_arn = format!("arn:aws:s3:::{bucket}");
+    assert!(both(
+        "s3:ListBucket",
+        bucket_arn.clone(),
+        list_prefix(format!("tenants/acme/clusters/{cluster}/workspaces/"))
+    ));
+    assert!(
+        !both(
+            "s3:ListBucket",
+            bucket_arn.clone(),
+            list_prefix("tenants/".into())
+        ),
+        "listing every tenant"
+    );
+    assert!(!both(
+        "s3:ListBucket",
+        bucket_arn,
+        list_prefix(format!("tenants/globex/clusters/{sibling}/"))
+    ));
+    assert!(
+        !allows(&session, "dynamodb:Scan", &table_arn),
+        "a scan reads every lock"
+    );
+    assert!(!allows(
+        &session,
+        "s3:GetObject",
+        &format!("arn:aws:s3:::{}/logs/x", names.bucket("artifacts"))
+    ));
+
+    // The providers' session: whatever the engine role's policies allow, nothing of the deployment's own.
+    let engine = engine_session_policy("aws", PREFIX);
+    for (action, arn) in [
+        ("s3:GetObject", object(&other, &sibling)),
+        (
+            "dynamodb:GetItem",
+            format!(
+                "arn:aws:dynamodb:eu-west-1:123456789012:table/{}",
+                names.table("operations")
+            ),
+        ),
+        (
+            "sqs:SendMessage",
+            format!("arn:aws:sqs:eu-west-1:123456789012:{}", names.queue("events")),
+        ),
+        (
+            "secretsmanager:GetSecretValue",
+            format!("arn:aws:secretsmanager:eu-west-1:123456789012:secret:strato/{PREFIX}/clusters/x-AbCdEf"),
+        ),
+    ] {
+        assert!(
+            !allows(&engine, action, &arn),
+            "the engine session may {action} on {arn}"
+        );
+    }
+    assert!(
+        allows(&engine, "ec2:CreateVpc", "*"),
+        "what the engine role allows stays allowed"
+    );
+    assert!(allows(
+        &engine,
+        "s3:CreateBucket",
+        "arn:aws:s3:::a-tenants-own-bucket"
+    ));
 }

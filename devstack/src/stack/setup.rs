@@ -10,7 +10,7 @@ pub(super) async fn ecs_setup(
     region: &str,
     names: &Names,
 ) -> Result<RunnerSettings, DevstackError> {
-    let cluster = format!("{}-runners", names.prefix());
+    let cluster = format!("{}-runner", names.prefix()); // as infra/ names it (runner.tf)
     ecs.create_cluster()
         .cluster_name(&cluster)
         .send()
@@ -121,5 +121,67 @@ pub async fn publish_catalog(
             }
         }
     }
+    out
+}
+
+/// The runner's environment from the stack (the task's overrides come on top).
+pub(super) fn runner_env(
+    env: &StackEnv,
+    config: &DevstackConfig,
+    plugin_cache: Option<&Path>,
+) -> Vec<(String, String)> {
+    let var = |k: &str, default: &str| {
+        std::env::var(k)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| default.into())
+    };
+    let mut out: Vec<(String, String)> = vec![
+        ("AWS_ENDPOINT_URL".into(), env.endpoint.clone()),
+        ("AWS_ACCESS_KEY_ID".into(), var("AWS_ACCESS_KEY_ID", "testing")),
+        (
+            "AWS_SECRET_ACCESS_KEY".into(),
+            var("AWS_SECRET_ACCESS_KEY", "testing"),
+        ),
+        ("AWS_REGION".into(), env.region.clone()),
+        ("AWS_DEFAULT_REGION".into(), env.region.clone()),
+        ("STRATO_RESOURCE_PREFIX".into(), env.names.prefix().to_owned()),
+        // moto's STS issues a session for any role of its account and enforces no policy: the roles and
+        // the runs' session policies are exercised here, their effect only in infra_check's evaluation.
+        (
+            "STRATO_ENGINE_ROLE_ARN".into(),
+            format!(
+                "arn:aws:iam::123456789012:role/{}-runner-engine",
+                env.names.prefix()
+            ),
+        ),
+        (
+            "STRATO_STATE_ROLE_ARN".into(),
+            format!(
+                "arn:aws:iam::123456789012:role/{}-runner-state",
+                env.names.prefix()
+            ),
+        ),
+        ("STRATO_PROVIDER_ENDPOINT".into(), env.endpoint.clone()),
+        (
+            "STRATO_TERRAFORM".into(),
+            env.tools.terraform.display().to_string(),
+        ),
+        ("STRATO_AGENT_TOKEN_SECRET".into(), env.agent_token_secret.clone()),
+        ("STRATO_TOOLS_DIR".into(), env.tools.root.display().to_string()),
+        // A moto gap, not a choice: moto's STS does not evaluate trust policies (every AssumeRole succeeds),
+        // so the probe that refuses a target role assumable without the tenant's external id would refuse
+        // every role here. In AWS the runner never has this set.
+        ("STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE".into(), "true".into()),
+    ];
+    out.extend(env.tools.engine_env());
+    if env.recorder.is_some() {
+        let log = env.runner_call_log().display().to_string();
+        out.push((strato_aws::calls::recorder::CALL_LOG_ENV.into(), log));
+    }
+    if let Some(c) = plugin_cache {
+        out.push(("TF_PLUGIN_CACHE_DIR".into(), c.display().to_string()));
+    }
+    out.extend(config.runner_env.iter().cloned());
     out
 }

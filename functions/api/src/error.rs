@@ -99,6 +99,9 @@ impl ApiError {
             ApiError::Quota(_) => ("quota-exceeded", "Quota exceeded"),
             ApiError::Gone(_) => ("gone", "Gone"),
             ApiError::PreconditionFailed(_) => ("precondition-failed", "Precondition failed"),
+            ApiError::Store(strato_aws::Error::StateRestore { .. }) => {
+                ("state-restore-failed", "State restore failed")
+            }
             ApiError::Config(_) | ApiError::Store(_) => ("internal", "Internal error"),
         }
     }
@@ -139,6 +142,28 @@ impl ApiError {
                 "the resource changed while this request was processed; read it again and retry".to_owned(),
                 Vec::new(),
             ),
+            // What failed, at which step, whether the state was left as it was, and what to do; the AWS
+            // detail (which may name tables) is logged only.
+            ApiError::Store(e @ strato_aws::Error::StateRestore { .. }) => {
+                tracing::error!(error = %e, "state restore failed");
+                let strato_aws::Error::StateRestore { step, unchanged, .. } = e else {
+                    unreachable!("matched above")
+                };
+                let outcome = if unchanged {
+                    "the current state and Terraform's digest of it are as they were before the restore"
+                } else {
+                    "Terraform's digest may not match the current state, so a plan may fail its checksum \
+                     until a restore completes"
+                };
+                (
+                    format!(
+                        "what: the state restore failed; step: {step}; {outcome}. fix: retry the restore; \
+                         if it fails again, report the request id (the api's access to the state bucket and \
+                         Terraform's lock table needs checking)"
+                    ),
+                    Vec::new(),
+                )
+            }
             e @ (ApiError::Config(_) | ApiError::Store(_)) => {
                 // The request id is on the enclosing span (see `router::serve`).
                 tracing::error!(error = %e, "request failed");
@@ -236,5 +261,34 @@ impl From<strato_domain::Error> for ApiError {
 impl From<strato_aws::env::EnvError> for ApiError {
     fn from(e: strato_aws::env::EnvError) -> Self {
         ApiError::Config(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed state restore is a problem document saying what, which step and how to fix it (issue 16:
+    /// it was a bare internal error), never the AWS detail.
+    #[test]
+    fn a_failed_restore_says_what_step_and_fix() {
+        let e = ApiError::Store(strato_aws::Error::StateRestore {
+            step: "recording Terraform's digest of the restored state",
+            unchanged: true,
+            source: Box::new(strato_aws::Error::Conflict(
+                "AccessDeniedException on strato-tf-locks".into(),
+            )),
+        });
+        let (p, _) = e.problem();
+        assert_eq!(p.kind, "urn:strato:problem:state-restore-failed");
+        for part in [
+            "what:",
+            "step: recording Terraform's digest",
+            "as they were",
+            "fix: retry",
+        ] {
+            assert!(p.detail.contains(part), "{part}: {}", p.detail);
+        }
+        assert!(!p.detail.contains("tf-locks"), "{}", p.detail);
     }
 }

@@ -2,6 +2,9 @@
 //! Tenants come from the JWT authorizer's claims; every route is in [`ROUTES`], which the router, the
 //! OpenAPI document and their tests all agree on.
 
+mod aws_calls;
+pub use aws_calls::AWS_CALLS;
+
 mod agent;
 mod clusters;
 pub mod decide;

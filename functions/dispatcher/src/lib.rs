@@ -14,6 +14,9 @@
 //! The decisions ([`Dispatcher`]) take their dependencies through the domain's ports; [`handle`] runs them
 //! on the AWS adapters (DynamoDB store, `jobs.fifo`, ECS), the unit tests on the in-memory fakes.
 
+mod aws_calls;
+pub use aws_calls::AWS_CALLS;
+
 mod decide;
 
 pub use decide::{Dispatcher, Outcome, backoff_secs};

@@ -13,6 +13,9 @@
 //!   with `from_seq` (the archive has every line). Redelivered batches are re-posted; clients keep lines by
 //!   `seq`, so duplicates are harmless.
 
+mod aws_calls;
+pub use aws_calls::AWS_CALLS;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,6 +16,9 @@
 //! the AWS adapters (DynamoDB store, `jobs.fifo`, ECS, the events queue, Terraform's lock table), the fast
 //! tests on the in-memory fakes. The connection sweep has no decision in it and runs on its adapter here.
 
+mod aws_calls;
+pub use aws_calls::AWS_CALLS;
+
 mod decide;
 
 pub use decide::{BUSY_RETRY, Report, SCHEDULER, Scheduler, jitter};

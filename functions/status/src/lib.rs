@@ -23,6 +23,9 @@
 //!
 //! [`RunnerEvent`]: strato_domain::messages::RunnerEvent
 
+mod aws_calls;
+pub use aws_calls::AWS_CALLS;
+
 mod agent;
 mod cluster_end;
 mod config;

@@ -17,6 +17,9 @@
 //!
 //! [`WebhookMessage`]: strato_domain::messages::WebhookMessage
 
+mod aws_calls;
+pub use aws_calls::AWS_CALLS;
+
 mod decide;
 pub mod deliver;
 

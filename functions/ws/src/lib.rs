@@ -18,6 +18,9 @@
 //! the one case a client sees as a gap in `seq`; it re-subscribes with `from_seq` = the first missing seq
 //! (at the latest when `end` tells it the final seq), and the archive has it by then.
 
+mod aws_calls;
+pub use aws_calls::AWS_CALLS;
+
 use secrecy::SecretSlice;
 use std::time::Duration;
 

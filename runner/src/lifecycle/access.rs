@@ -146,6 +146,8 @@ pub(super) struct StateLocation {
     pub(super) credentials: Option<BackendCredentials>,
     /// The platform's bucket (not a customer's).
     pub(super) platform: bool,
+    /// S3 on the platform's bucket with the state session (retiring the state after a delete).
+    pub(super) platform_s3: Option<aws_sdk_s3::Client>,
 }
 
 pub(super) async fn state_location(
@@ -177,6 +179,7 @@ pub(super) async fn state_location(
         lock_ddb,
         credentials: None,
         platform: false,
+        platform_s3: None,
     })
 }
 
@@ -215,6 +218,12 @@ async fn platform_state(ctx: &RunContext, spec: &ClusterSpec) -> Result<StateLoc
             .credentials_provider(c.provider())
             .build(),
     );
+    let s3 = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(base)
+            .force_path_style(base.endpoint_url().is_some())
+            .credentials_provider(c.provider())
+            .build(),
+    );
     Ok(StateLocation {
         bucket,
         lock_table,
@@ -222,6 +231,7 @@ async fn platform_state(ctx: &RunContext, spec: &ClusterSpec) -> Result<StateLoc
         lock_ddb,
         credentials: Some(c.backend()),
         platform: true,
+        platform_s3: Some(s3),
     })
 }
 

@@ -78,6 +78,9 @@ struct PreparedRun<'r> {
     debug_runs: BTreeMap<String, u32>,
     /// The estimates of the stages planned so far (checked against the tenant's budget before apply).
     estimate: CostEstimate,
+    /// The platform's state bucket through the run's state session (`None`: a customer's bucket, or an
+    /// estimate without state).
+    state_s3: Option<aws_sdk_s3::Client>,
 }
 
 /// Runs the operation named by `cfg` to its final event. `Ok` only when the final event was sent.

@@ -53,8 +53,9 @@ async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
     .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
     ctx.note(STEP, &format!("credentials checked (account {account})"));
     let (engine, version, saved_plan_apply) = start_engine(ctx, access.env).await?;
+    let mut state_s3 = None;
     if ctx.op.kind.has_cluster() {
-        write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
+        state_s3 = write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
     } else {
         // An estimate plans with no backend: its state is local to the workspace (removed with it), so
         // nothing is written to any state bucket or lock table.
@@ -73,6 +74,7 @@ async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
         initialized: Vec::new(),
         debug_runs: BTreeMap::new(),
         estimate: CostEstimate::empty(),
+        state_s3,
     })
 }
 
@@ -220,13 +222,14 @@ async fn start_engine(
 }
 
 /// Writes every stage's S3 backend block, then (as the cluster lock's holder) releases leftover state locks.
+/// Returns an S3 client with the state session on the platform's bucket (`None` for a customer's).
 async fn write_backends(
     ctx: &RunContext,
     spec: &ClusterSpec,
     ws: &Workspace,
     target: Option<&(&TargetAccount, EngineCredentials)>,
     dialect: EngineDialect,
-) -> Result<(), Failure> {
+) -> Result<Option<aws_sdk_s3::Client>, Failure> {
     let state = state_location(ctx, spec, target).await?;
     let mut lock_ids = Vec::new();
     for s in &ws.stages {
@@ -247,7 +250,8 @@ async fn write_backends(
     // Leftover state locks of a dead runner: only the cluster lock's holder may clear them, and only once
     // their holder is proven gone.
     ctx.fenced(STEP).await?;
-    clear_state_locks(ctx, &state, &lock_ids).await
+    clear_state_locks(ctx, &state, &lock_ids).await?;
+    Ok(state.platform_s3)
 }
 
 /// Releases the state locks left on `lock_ids` by runs that are gone; waits (polling, up to

@@ -365,6 +365,9 @@ impl PreparedRun<'_> {
     /// A customer's own state bucket is the customer's to keep.
     async fn retire_state(&self, stages: &[ComposedStage]) -> Result<(), Failure> {
         let spec = self.ctx.op.spec.as_ref().unwrap_or(&self.ctx.cluster.spec);
+        let Some(s3) = self.state_s3.as_ref() else {
+            return Ok(());
+        };
         if spec.target.as_ref().is_some_and(|t| t.state_bucket.is_some()) {
             return Ok(());
         }
@@ -376,11 +379,7 @@ impl PreparedRun<'_> {
                 &self.ctx.cluster.cluster_id,
                 &stage.stage,
             );
-            self.ctx
-                .clients
-                .aws
-                .s3
-                .delete_object()
+            s3.delete_object()
                 .bucket(&bucket)
                 .key(&key)
                 .send()

@@ -83,26 +83,35 @@ impl AwsClients {
 
     /// The same clients with `counter` counting every request they send (benchmarks).
     pub fn counted(&self, counter: &CallCounter) -> Self {
+        self.intercepted(counter)
+    }
+
+    /// The same clients with `recorder` recording every call they make (the IAM check of the devstack test).
+    pub fn recorded(&self, recorder: &crate::calls::recorder::CallRecorder) -> Self {
+        self.intercepted(recorder)
+    }
+
+    fn intercepted(&self, interceptor: &(impl Intercept + Clone + 'static)) -> Self {
         let config = &self.config;
         let s3 = aws_sdk_s3::config::Builder::from(config)
             .force_path_style(config.endpoint_url().is_some())
-            .interceptor(counter.clone())
+            .interceptor(interceptor.clone())
             .build();
         Self {
             dynamodb: aws_sdk_dynamodb::Client::from_conf(
                 aws_sdk_dynamodb::config::Builder::from(config)
-                    .interceptor(counter.clone())
+                    .interceptor(interceptor.clone())
                     .build(),
             ),
             s3: aws_sdk_s3::Client::from_conf(s3),
             sqs: aws_sdk_sqs::Client::from_conf(
                 aws_sdk_sqs::config::Builder::from(config)
-                    .interceptor(counter.clone())
+                    .interceptor(interceptor.clone())
                     .build(),
             ),
             kms: aws_sdk_kms::Client::from_conf(
                 aws_sdk_kms::config::Builder::from(config)
-                    .interceptor(counter.clone())
+                    .interceptor(interceptor.clone())
                     .build(),
             ),
             config: config.clone(),

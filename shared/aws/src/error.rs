@@ -30,6 +30,16 @@ pub enum Error {
     Conflict(String),
     #[error("stored item {what} is malformed: {reason}")]
     Corrupt { what: String, reason: String },
+    /// A state restore that failed at `step`. `unchanged`: the current state and Terraform's digest of it are
+    /// as they were before the restore (it rolled back, or had not changed anything yet).
+    #[error("state restore failed while {step} ({}): {source}",
+        if *unchanged { "the state is unchanged" } else { "the digest could not be put back" })]
+    StateRestore {
+        step: &'static str,
+        unchanged: bool,
+        #[source]
+        source: Box<Error>,
+    },
     #[error("{what}: {source}")]
     Io {
         what: String,

@@ -5,6 +5,7 @@
 pub mod aws;
 pub mod batch;
 pub mod bundles;
+pub mod calls;
 pub mod connections;
 pub mod coordination;
 pub mod env;

@@ -64,3 +64,49 @@ pub async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
     assert!(w.last_seq > 0);
     w
 }
+
+/// Each function's (and the runner's) list of the AWS calls its code makes, by the name the recorder tags.
+pub fn aws_call_lists() -> [(&'static str, &'static [strato_aws::calls::AwsCall]); 8] {
+    [
+        ("api", strato_api::AWS_CALLS),
+        ("dispatcher", strato_dispatcher::AWS_CALLS),
+        ("status", strato_status::AWS_CALLS),
+        ("ws", strato_ws::AWS_CALLS),
+        ("log-fanout", strato_log_fanout::AWS_CALLS),
+        ("scheduler", strato_scheduler::AWS_CALLS),
+        ("webhooks", strato_webhooks::AWS_CALLS),
+        ("runner", strato_runner::AWS_CALLS),
+    ]
+}
+
+/// The IAM check of the code: every AWS call the stack's functions and runners made (recorded, see
+/// `DevstackConfig::record_aws_calls`) is on that function's `AWS_CALLS` list, which infra_check.rs checks
+/// against `infra/`. `expect` names the functions that must have made calls at all (the recording works).
+pub fn assert_aws_calls_listed(stack: &Devstack, expect: &[&str]) {
+    let observed = stack.aws_calls();
+    if let Ok(dump) = std::env::var("STRATO_AWS_CALLS_DUMP") {
+        let lines: Vec<String> = observed
+            .iter()
+            .map(|o| serde_json::to_string(o).unwrap())
+            .collect();
+        std::fs::write(dump, lines.join("\n")).unwrap();
+    }
+    let names = &stack.env.names;
+    let lists = aws_call_lists();
+    let mut problems = Vec::new();
+    for o in &observed {
+        if !lists.iter().any(|(f, _)| *f == o.function) {
+            problems.push(format!("a call by an unknown function: {o:?}"));
+        }
+    }
+    for (function, list) in lists {
+        problems.extend(strato_aws::calls::uncovered(names, function, list, &observed));
+    }
+    for f in expect {
+        assert!(
+            observed.iter().any(|o| o.function == *f),
+            "no AWS call of {f} was recorded: {observed:#?}"
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+pub mod iam;
+
 use hcl::eval::{Context, Evaluate, FuncArgs, FuncDef, ParamType};
 use hcl::{Block, Body, Expression, Value};
 

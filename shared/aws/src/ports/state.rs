@@ -65,8 +65,32 @@ impl StateArchive for S3StateArchive<'_> {
         Ok(out)
     }
 
+    /// Digest first, then the copy, so no failure leaves a state Terraform refuses: the chosen version's bytes
+    /// give the digest Terraform must accept after the copy; the current bytes give the one it accepts now.
+    /// The new digest is written, then the version is copied back; if the copy fails, the old digest is put
+    /// back. Either way the state and its digest agree (an error says whether the rollback itself failed).
     async fn restore_state_version(&self, v: &StateVersion) -> Result<RestoredState, PortError> {
-        let out = self
+        let failed = |step: &'static str, unchanged: bool| {
+            move |e: Error| Error::StateRestore {
+                step,
+                unchanged,
+                source: Box::new(e),
+            }
+        };
+        let chosen = self
+            .read(&v.key, Some(&v.version_id))
+            .await
+            .map_err(failed("reading the chosen version", true))?
+            .ok_or_else(|| Error::Domain(PortError::NotFound(format!("state version {}", v.version_id))))?;
+        let current = self
+            .read(&v.key, None)
+            .await
+            .map_err(failed("reading the current state", true))?;
+        self.store
+            .set_state_digest(self.bucket, &v.key, &md5_hex(&chosen))
+            .await
+            .map_err(failed("recording Terraform's digest of the restored state", true))?;
+        let copied = self
             .s3
             .copy_object()
             .bucket(self.bucket)
@@ -74,27 +98,53 @@ impl StateArchive for S3StateArchive<'_> {
             .copy_source(format!("{}/{}?versionId={}", self.bucket, v.key, v.version_id))
             .send()
             .await
-            .map_err(|e| Error::aws("CopyObject", e))?;
-        // Terraform checks the state's md5 against the digest it recorded at its last write; the restored
-        // bytes become the state it must accept now.
-        let restored = self
-            .s3
-            .get_object()
-            .bucket(self.bucket)
-            .key(&v.key)
-            .set_version_id(out.version_id().map(str::to_owned))
-            .send()
-            .await
-            .map_err(|e| Error::aws("GetObject", e))?
-            .body
-            .collect()
-            .await
-            .map_err(|e| Error::aws("GetObject", e))?
-            .into_bytes();
-        let digest = hex::encode(Md5::digest(&restored));
-        self.store.set_state_digest(self.bucket, &v.key, &digest).await?;
+            .map_err(|e| Error::aws("CopyObject", e));
+        let out = match copied {
+            Ok(out) => out,
+            // Put back the digest of the state that is still current. With no current state there is no
+            // digest Terraform would accept to put back (it is then ahead; a retried restore completes it).
+            Err(copy) => {
+                let step = "copying the chosen version back";
+                let Some(bytes) = &current else {
+                    return Err(failed(step, false)(copy).into());
+                };
+                return Err(match self.store.set_state_digest(self.bucket, &v.key, &md5_hex(bytes)).await {
+                    Ok(()) => failed(step, true)(copy),
+                    Err(rollback) => {
+                        tracing::error!(key = %v.key, copy = %copy, "state restore: the copy failed and the previous digest could not be put back");
+                        failed("putting the previous digest back after a failed copy", false)(rollback)
+                    }
+                }
+                .into());
+            }
+        };
         Ok(RestoredState {
             new_version: out.version_id().unwrap_or_default().to_owned(),
         })
+    }
+}
+
+fn md5_hex(bytes: &[u8]) -> String {
+    hex::encode(Md5::digest(bytes))
+}
+
+impl S3StateArchive<'_> {
+    /// The bytes of `key` (at `version`, or the current one); `None` when there is no such object.
+    async fn read(&self, key: &str, version: Option<&str>) -> Result<Option<Vec<u8>>, Error> {
+        let got = self
+            .s3
+            .get_object()
+            .bucket(self.bucket)
+            .key(key)
+            .set_version_id(version.map(str::to_owned))
+            .send()
+            .await;
+        let out = match got {
+            Ok(out) => out,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
+            Err(e) => return Err(Error::aws("GetObject", e)),
+        };
+        let bytes = out.body.collect().await.map_err(|e| Error::aws("GetObject", e))?;
+        Ok(Some(bytes.into_bytes().to_vec()))
     }
 }

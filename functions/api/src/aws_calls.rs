@@ -1,0 +1,63 @@
+//! The AWS calls this function's code makes: IAM actions on logical resources (`strato_aws::calls`). Checked
+//! against its IAM policy in `infra/` (tests/tests/infra_check.rs) and against the calls it really makes in
+//! devstack (tests/tests/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
+//! goes here first; the infra check then names the grant `infra/iam.tf` lacks.
+
+use strato_aws::calls::{AwsCall, Resource::*, call};
+
+pub const AWS_CALLS: &[AwsCall] = &[
+    // The store (strato_aws::store) and the shared coordination rules (cluster locks, tenant slots and
+    // counters, operations hand-off); transactions count as their items' actions.
+    call("dynamodb:GetItem", Table("clusters")),
+    call("dynamodb:PutItem", Table("clusters")),
+    call("dynamodb:UpdateItem", Table("clusters")),
+    call("dynamodb:Query", Index("clusters", "by_cluster_id")),
+    call("dynamodb:GetItem", Table("operations")),
+    call("dynamodb:PutItem", Table("operations")),
+    call("dynamodb:Query", Index("operations", "by_cluster")),
+    call("dynamodb:Query", Index("operations", "open")),
+    call("dynamodb:GetItem", Table("locks")),
+    call("dynamodb:PutItem", Table("locks")),
+    call("dynamodb:UpdateItem", Table("locks")),
+    call("dynamodb:DeleteItem", Table("locks")),
+    call("dynamodb:GetItem", Table("tenants")),
+    call("dynamodb:UpdateItem", Table("tenants")),
+    call("dynamodb:GetItem", Table("templates")),
+    // QueueUrls::resolve at start: every queue's URL.
+    call("sqs:GetQueueUrl", Queue("jobs")),
+    call("sqs:GetQueueUrl", Queue("events")),
+    call("sqs:GetQueueUrl", Queue("logs")),
+    call("sqs:GetQueueUrl", Queue("webhooks")),
+    call("sqs:SendMessage", Queue("jobs")),
+    // The agent API forwards a cluster agent's report to the status function.
+    call("sqs:SendMessage", Queue("events")),
+    // A tenant's clusters (GET /v1/clusters): a Query of the table by tenant.
+    call("dynamodb:Query", Table("clusters")),
+    // Tenant webhook settings (PUT /v1/webhook), quotas and budgets.
+    call("dynamodb:PutItem", Table("tenants")),
+    call("dynamodb:Query", Index("clusters", "by_agent_token")),
+    // Idempotency-Key records.
+    call("dynamodb:GetItem", Table("idempotency")),
+    call("dynamodb:PutItem", Table("idempotency")),
+    call("dynamodb:DeleteItem", Table("idempotency")),
+    // GET /v1/templates and the suggestions of an unknown template scan the catalog.
+    call("dynamodb:Scan", Table("templates")),
+    // State versions: list them; a restore reads the chosen and the current version, records Terraform's
+    // digest of the restored bytes (only `<state bucket>/tenants/*-md5` items), then copies the version back.
+    call("s3:ListBucketVersions", Bucket("state")),
+    call("s3:GetObject", Object("state", "tenants/*")),
+    call("s3:GetObjectVersion", Object("state", "tenants/*")),
+    call("s3:PutObject", Object("state", "tenants/*")),
+    call(
+        "dynamodb:PutItem",
+        TableKeys {
+            table: "tf-locks",
+            bucket: "state",
+            keys: "tenants/*-md5",
+        },
+    ),
+    // Sensitive variables and the tenant's external id are sealed with data keys (strato_domain::sealed);
+    // the external id is opened to show it; a restore copies SSE-KMS state objects.
+    call("kms:GenerateDataKey", DataKey),
+    call("kms:Decrypt", DataKey),
+];

@@ -1,0 +1,56 @@
+//! The AWS calls this function's code makes: IAM actions on logical resources (`strato_aws::calls`). Checked
+//! against its IAM policy in `infra/` (tests/tests/infra_check.rs) and against the calls it really makes in
+//! devstack (tests/tests/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
+//! goes here first; the infra check then names the grant `infra/iam.tf` lacks.
+
+use strato_aws::calls::{AwsCall, Resource::*, call};
+
+pub const AWS_CALLS: &[AwsCall] = &[
+    // The store (strato_aws::store) and the shared coordination rules (cluster locks, tenant slots and
+    // counters, operations hand-off); transactions count as their items' actions.
+    call("dynamodb:GetItem", Table("clusters")),
+    call("dynamodb:PutItem", Table("clusters")),
+    call("dynamodb:UpdateItem", Table("clusters")),
+    call("dynamodb:Query", Index("clusters", "by_cluster_id")),
+    call("dynamodb:GetItem", Table("operations")),
+    call("dynamodb:PutItem", Table("operations")),
+    call("dynamodb:Query", Index("operations", "by_cluster")),
+    call("dynamodb:Query", Index("operations", "open")),
+    call("dynamodb:GetItem", Table("locks")),
+    call("dynamodb:PutItem", Table("locks")),
+    call("dynamodb:UpdateItem", Table("locks")),
+    call("dynamodb:DeleteItem", Table("locks")),
+    call("dynamodb:GetItem", Table("tenants")),
+    call("dynamodb:UpdateItem", Table("tenants")),
+    call("dynamodb:GetItem", Table("templates")),
+    // QueueUrls::resolve at start: every queue's URL.
+    call("sqs:GetQueueUrl", Queue("jobs")),
+    call("sqs:GetQueueUrl", Queue("events")),
+    call("sqs:GetQueueUrl", Queue("logs")),
+    call("sqs:GetQueueUrl", Queue("webhooks")),
+    // Drift checks: ACTIVE clusters due (a Query, never a Scan); the sweeper: every tenant's slots (one Scan
+    // of the small locks table, filtered to `slots#` items).
+    call("dynamodb:Query", Index("clusters", "by_state")),
+    call("dynamodb:Scan", Table("locks")),
+    call("sqs:SendMessage", Queue("jobs")),
+    call("sqs:SendMessage", Queue("events")),
+    // WebSocket connections past API Gateway's 2 h limit, with their subscriptions.
+    call("dynamodb:Query", Index("connections", "by_expiry")),
+    call("dynamodb:Query", Table("connections")),
+    call("dynamodb:BatchWriteItem", Table("connections")),
+    call("dynamodb:DeleteItem", Table("connections")),
+    // Terraform state locks left by dead runners: found by a Scan, re-read, deleted (lock items only).
+    call("dynamodb:Scan", Table("tf-locks")),
+    call("dynamodb:GetItem", Table("tf-locks")),
+    call(
+        "dynamodb:DeleteItem",
+        TableKeys {
+            table: "tf-locks",
+            bucket: "state",
+            keys: "tenants/*.tfstate",
+        },
+    ),
+    // Whether a runner task still runs.
+    call("ecs:DescribeTasks", RunnerCluster),
+    call("ecs:ListTasks", RunnerCluster),
+];

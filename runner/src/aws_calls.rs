@@ -1,0 +1,79 @@
+//! The AWS calls the runner's code (and its engine's S3 backend) makes: IAM actions on logical resources (`strato_aws::calls`). Checked
+//! against its IAM policy in `infra/` (tests/tests/infra_check.rs) and against the calls it really makes in
+//! devstack (tests/tests/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
+//! goes here first; the infra check then names the grant `infra/iam.tf` lacks.
+
+use strato_aws::calls::{AwsCall, Resource::*, call};
+
+pub const AWS_CALLS: &[AwsCall] = &[
+    // QueueUrls::resolve at start: every queue's URL.
+    call("sqs:GetQueueUrl", Queue("jobs")),
+    call("sqs:GetQueueUrl", Queue("events")),
+    call("sqs:GetQueueUrl", Queue("logs")),
+    call("sqs:GetQueueUrl", Queue("webhooks")),
+    // The operation, its cluster, template and tenant budget, and its lock's fencing token.
+    call("dynamodb:GetItem", Table("operations")),
+    call("dynamodb:GetItem", Table("clusters")),
+    call("dynamodb:GetItem", Table("templates")),
+    call("dynamodb:GetItem", Table("tenants")),
+    call("dynamodb:GetItem", Table("locks")),
+    call("dynamodb:Query", Index("clusters", "by_cluster_id")),
+    // Reports and log lines.
+    call("sqs:SendMessage", Queue("events")),
+    call("sqs:SendMessage", Queue("logs")),
+    call("s3:GetObject", Object("templates", "bundles/*")),
+    // Log archives, debug logs, final events too large for SQS.
+    call("s3:PutObject", Object("artifacts", "logs/*")),
+    call("s3:PutObject", Object("artifacts", "debug/*")),
+    call("s3:PutObject", Object("artifacts", "events/*")),
+    // Sensitive outputs, under the deployment's own path.
+    call("secretsmanager:CreateSecret", Secret("clusters/*")),
+    call("secretsmanager:PutSecretValue", Secret("clusters/*")),
+    call("secretsmanager:GetSecretValue", Secret("clusters/*")),
+    call("secretsmanager:DeleteSecret", Secret("clusters/*")),
+    // Tenants' target accounts (trust.rs), and the run's own roles (lifecycle/access.rs), each assumed with a
+    // session policy scoped to the run's cluster.
+    call("sts:AssumeRole", TargetRoles),
+    call("sts:AssumeRole", RunRoles),
+    // Sealed values (the spec's sensitive variables, the tenant's external id) are opened here.
+    call("kms:Decrypt", DataKey),
+    call("kms:GenerateDataKey", DataKey),
+];
+
+/// The calls made with the run's **state role** session (never the task role): Terraform's S3 backend (the
+/// engine, a separate process whose calls the recorder does not see) on the cluster's state and its lock and
+/// digest items, and the runner's own check of a leftover lock. `infra_check` evaluates them against
+/// `aws_iam_role_policy.runner_state`, and the per-run session policy against another tenant's state.
+pub const STATE_ROLE_CALLS: &[AwsCall] = &[
+    call("s3:ListBucket", Bucket("state")),
+    call("s3:GetObject", Object("state", "tenants/*")),
+    call("s3:PutObject", Object("state", "tenants/*")),
+    call("s3:DeleteObject", Object("state", "tenants/*")),
+    call(
+        "dynamodb:GetItem",
+        TableKeys {
+            table: "tf-locks",
+            bucket: "state",
+            keys: "tenants/*",
+        },
+    ),
+    call(
+        "dynamodb:PutItem",
+        TableKeys {
+            table: "tf-locks",
+            bucket: "state",
+            keys: "tenants/*",
+        },
+    ),
+    call(
+        "dynamodb:DeleteItem",
+        TableKeys {
+            table: "tf-locks",
+            bucket: "state",
+            keys: "tenants/*",
+        },
+    ),
+    // State objects are SSE-KMS under the data key (through S3).
+    call("kms:Decrypt", DataKey),
+    call("kms:GenerateDataKey", DataKey),
+];
