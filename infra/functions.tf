@@ -22,8 +22,8 @@ locals {
   }
 
   # Environment exactly as each function's `Config::from_lookup` reads it (README "Configuration"); the
-  # infra check feeds these maps to those functions. Kept apart from `functions` because it holds secrets,
-  # which Terraform does not allow in for_each.
+  # infra check feeds these maps to those functions. Secrets appear only as `NAME_ARN` references
+  # (secrets.tf), resolved by the function at cold start.
   common_env = {
     STRATO_RESOURCE_PREFIX = var.prefix
     RUST_LOG               = var.log_level
@@ -33,7 +33,7 @@ locals {
       {
         STRATO_TENANT_CLAIM = var.tenant_claim
         # WebSocket tickets (POST /v1/ws-tickets) are signed with what the ws function checks.
-        STRATO_JWT_SECRET = var.ws_jwt_secret
+        STRATO_JWT_SECRET_ARN = aws_secretsmanager_secret.ws_jwt.arn
         # The principal tenants' target roles trust (GET /v1/tenant/target-access): runner.tf's task role,
         # spelled out so the value is known at plan time.
         STRATO_RUNNER_ROLE_ARN = "arn:${local.partition}:iam::${local.account}:role/${var.prefix}-runner-task"
@@ -43,7 +43,7 @@ locals {
         STRATO_JWT_AUDIENCE = var.jwt_audience[0]
       } : k => v if var.ws_jwt_check_claims },
       # Unset when empty: templates with a cluster agent are then refused with a clear error.
-      { for k, v in { STRATO_AGENT_TOKEN_SECRET = var.agent_token_secret } : k => v if v != "" },
+      local.agent_secret_enabled ? { STRATO_AGENT_TOKEN_SECRET_ARN = aws_secretsmanager_secret.agent_token[0].arn } : {},
     )
     dispatcher = {
       STRATO_RUNNER_CLUSTER          = aws_ecs_cluster.runner.arn
@@ -53,14 +53,14 @@ locals {
       STRATO_RUNNER_SECURITY_GROUPS  = join(",", var.runner_security_groups)
       STRATO_RUNNER_ASSIGN_PUBLIC_IP = var.runner_assign_public_ip ? "true" : "false"
       # Each runner is started with a proof of its run made with this key; status checks it on every event.
-      STRATO_RUN_PROOF_SECRET = var.run_proof_secret
+      STRATO_RUN_PROOF_SECRET_ARN = aws_secretsmanager_secret.run_proof.arn
     }
     status = {
-      STRATO_RUN_PROOF_SECRET = var.run_proof_secret
+      STRATO_RUN_PROOF_SECRET_ARN = aws_secretsmanager_secret.run_proof.arn
     }
     ws = merge(
       {
-        STRATO_JWT_SECRET             = var.ws_jwt_secret
+        STRATO_JWT_SECRET_ARN         = aws_secretsmanager_secret.ws_jwt.arn
         STRATO_TENANT_CLAIM           = var.tenant_claim
         STRATO_WS_MANAGEMENT_ENDPOINT = local.ws_management_endpoint
       },

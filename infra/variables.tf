@@ -78,7 +78,7 @@ variable "tenant_claim" {
 }
 
 variable "ws_jwt_secret" {
-  description = "HS256 secret of WebSocket tickets, at least 32 bytes (e.g. `openssl rand -hex 32`): the api signs them (POST /v1/ws-tickets) and the ws function checks them at `$connect?token=` (STRATO_JWT_SECRET of both; both refuse to start with a shorter one). Stored in the functions' environment (encrypted at rest by Lambda)."
+  description = "HS256 secret of WebSocket tickets, at least 32 bytes (e.g. `openssl rand -hex 32`): the api signs them (POST /v1/ws-tickets) and the ws function checks them at `$connect?token=` (STRATO_JWT_SECRET of both; both refuse to start with a shorter one). Stored in Secrets Manager (secrets.tf); the functions get its ARN and read it at cold start."
   type        = string
   sensitive   = true
 
@@ -95,7 +95,7 @@ variable "ws_jwt_check_claims" {
 }
 
 variable "run_proof_secret" {
-  description = "Key of the runners' run proofs (STRATO_RUN_PROOF_SECRET, dispatcher and status only): each runner task is started with HMAC(key, operation, fencing token) and status refuses a runner event without its run's proof, so code inside one run cannot report for another. At least 32 bytes, e.g. `openssl rand -hex 32`."
+  description = "Key of the runners' run proofs (STRATO_RUN_PROOF_SECRET, dispatcher and status only): each runner task is started with HMAC(key, operation, fencing token) and status refuses a runner event without its run's proof, so code inside one run cannot report for another. At least 32 bytes, e.g. `openssl rand -hex 32`. Stored in Secrets Manager (secrets.tf)."
   type        = string
   sensitive   = true
   validation {

@@ -354,6 +354,12 @@ fn asked_for(
     let asked = RefCell::new(BTreeSet::new());
     let lookup = |k: &str| {
         asked.borrow_mut().insert(k.to_owned());
+        // A secret given by reference, as strato_aws::secret_env resolves it at cold start.
+        let reference = format!("{k}{}", strato_aws::secret_env::ARN_SUFFIX);
+        if strato_aws::secret_env::SECRET_VARS.contains(&k) && env.contains_key(&reference) {
+            asked.borrow_mut().insert(reference);
+            return Some("resolved-from-secrets-manager-0123456789abcdef".to_owned());
+        }
         env.get(k).cloned()
     };
     from_lookup(&lookup)?;
@@ -488,16 +494,34 @@ fn check_function_environments(cfg: &Config) -> BTreeMap<String, (BTreeMap<Strin
     let api = &fns["api"].0;
     let ws = &fns["ws"].0;
     assert_eq!(api.get("STRATO_TENANT_CLAIM"), ws.get("STRATO_TENANT_CLAIM"));
+    // Secrets reach functions only by reference, never as values in their (describable) environment.
+    for (name, (env, _)) in &fns {
+        for var in strato_aws::secret_env::SECRET_VARS {
+            assert!(
+                !env.contains_key(*var),
+                "{name}: {var} in plain text; give {var}_ARN"
+            );
+        }
+    }
     assert_eq!(
-        api.get("STRATO_AGENT_TOKEN_SECRET").map(String::as_str),
-        Some("agent-secret")
+        api.get("STRATO_AGENT_TOKEN_SECRET_ARN").map(String::as_str),
+        Some("<aws_secretsmanager_secret.agent_token[0].arn>")
     );
     assert_eq!(
-        ws.get("STRATO_JWT_SECRET").map(String::as_str),
-        Some("ws-secret-0123456789abcdef-0123456789")
+        ws.get("STRATO_JWT_SECRET_ARN").map(String::as_str),
+        Some("<aws_secretsmanager_secret.ws_jwt.arn>")
+    );
+    assert_eq!(
+        fns["dispatcher"].0.get("STRATO_RUN_PROOF_SECRET_ARN"),
+        fns["status"].0.get("STRATO_RUN_PROOF_SECRET_ARN"),
+        "status checks proofs with the dispatcher's key"
     );
     // The api signs WebSocket tickets with exactly what ws checks them with.
-    for var in ["STRATO_JWT_SECRET", "STRATO_JWT_ISSUER", "STRATO_JWT_AUDIENCE"] {
+    for var in [
+        "STRATO_JWT_SECRET_ARN",
+        "STRATO_JWT_ISSUER",
+        "STRATO_JWT_AUDIENCE",
+    ] {
         assert_eq!(api.get(var), ws.get(var), "{var}: api and ws");
     }
     assert_eq!(
@@ -1165,17 +1189,18 @@ fn infra_plans_against_moto() {
     );
     assert_eq!(
         count("aws_secretsmanager_secret"),
-        1,
-        "agent token secret: {by_type:?}"
+        3,
+        "agent token, ws ticket and run-proof secrets: {by_type:?}"
     );
-    // Planned values known before apply: the api's environment as the function will see it.
-    let api = changes
+    // Planned values known before apply: the webhooks function's environment as it will see it (the api's
+    // holds secrets' ARNs, known only after apply).
+    let webhooks = changes
         .iter()
-        .find(|c| c["address"] == "aws_lambda_function.fn[\"api\"]")
-        .expect("the api function is planned");
-    let env = &api["change"]["after"]["environment"][0]["variables"];
+        .find(|c| c["address"] == "aws_lambda_function.fn[\"webhooks\"]")
+        .expect("the webhooks function is planned");
+    let env = &webhooks["change"]["after"]["environment"][0]["variables"];
     assert_eq!(env["STRATO_RESOURCE_PREFIX"], PREFIX);
-    assert_eq!(env["STRATO_TENANT_CLAIM"], "tenant_id");
+    assert_eq!(env["RUST_LOG"], "info", "{env}");
 }
 
 /// The per-run session policies the runner passes when it assumes its run roles (strato_domain::run_access),

@@ -9,7 +9,9 @@ use strato_aws::aws::AwsClients;
 async fn main() -> Result<(), Error> {
     // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
     lambda_http::tracing::init_default_subscriber();
-    let config = Config::from_env()?;
     let aws = AwsClients::from_env().await;
+    // Secrets come by reference (`NAME_ARN`), read once here; see strato_aws::secret_env.
+    let env = strato_aws::secret_env::environment(&aws.config).await?;
+    let config = Config::from_lookup(|k| env.get(k).cloned())?;
     lambda_http::run(service(Ctx::new(&aws, config).await?)).await
 }

@@ -10,8 +10,10 @@ use strato_dispatcher::{Config, Ctx, handle};
 async fn main() -> Result<(), Error> {
     // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
     lambda_runtime::tracing::init_default_subscriber();
-    let config = Config::from_env()?;
     let aws = AwsClients::from_env().await;
+    // Secrets come by reference (`NAME_ARN`), read once here; see strato_aws::secret_env.
+    let env = strato_aws::secret_env::environment(&aws.config).await?;
+    let config = Config::from_lookup(|k| env.get(k).cloned())?;
     let ecs = aws_sdk_ecs::Client::new(&aws.config);
     let ctx = Ctx::new(config, &aws, ecs).await?;
     let ctx = &ctx;

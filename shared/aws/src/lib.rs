@@ -14,6 +14,7 @@ pub mod log_io;
 pub mod ports;
 pub mod queues;
 pub mod resources;
+pub mod secret_env;
 pub mod spill;
 pub mod state_lock;
 pub mod store;
