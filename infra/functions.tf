@@ -118,6 +118,12 @@ resource "aws_iam_role_policy" "function" {
         Resource = "${aws_cloudwatch_log_group.function[each.key].arn}:*"
       }],
       local.function_statements[each.key],
+      [for arns in [local.read_secrets[each.key]] : {
+        Sid      = "OwnSecrets"
+        Effect   = "Allow"
+        Action   = ["secretsmanager:GetSecretValue"]
+        Resource = arns
+      } if length(arns) > 0],
     )
   })
 }

@@ -67,6 +67,19 @@ locals {
     Resource = aws_kms_key.data.arn
   }
 
+  # Secrets a function reads by reference at cold start (secrets.tf, strato_aws::secret_env), by name.
+  secret_arn = "arn:${local.partition}:secretsmanager:${var.region}:${local.account}:secret:strato/${var.prefix}"
+  read_secrets = {
+    api        = concat(["${local.secret_arn}/ws-jwt-secret-*"], local.agent_secret_enabled ? ["${local.secret_arn}/agent-token-secret-*"] : [])
+    ws         = ["${local.secret_arn}/ws-jwt-secret-*"]
+    dispatcher = ["${local.secret_arn}/run-proof-secret-*"]
+    status     = ["${local.secret_arn}/run-proof-secret-*"]
+    # The others read none.
+    scheduler    = []
+    webhooks     = []
+    "log-fanout" = []
+  }
+
   function_statements = {
     api = concat(local.store, [
       {

@@ -60,4 +60,7 @@ pub const AWS_CALLS: &[AwsCall] = &[
     // the external id is opened to show it; a restore copies SSE-KMS state objects.
     call("kms:GenerateDataKey", DataKey),
     call("kms:Decrypt", DataKey),
+    // Secrets given by reference (STRATO_*_SECRET_ARN), read once at cold start (strato_aws::secret_env).
+    call("secretsmanager:GetSecretValue", Secret("ws-jwt-secret")),
+    call("secretsmanager:GetSecretValue", Secret("agent-token-secret")),
 ];

@@ -35,4 +35,6 @@ pub const AWS_CALLS: &[AwsCall] = &[
     // A redelivered job adopts the task its first delivery started.
     call("ecs:ListTasks", RunnerCluster),
     call("ecs:DescribeTasks", RunnerCluster),
+    // The run-proof key, by reference, read once at cold start (strato_aws::secret_env).
+    call("secretsmanager:GetSecretValue", Secret("run-proof-secret")),
 ];

@@ -43,4 +43,6 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("s3:GetObject", Object("artifacts", "events/*")),
     // The artifacts bucket is SSE-KMS: S3 decrypts with the reader's kms:Decrypt (not recorded: S3 calls KMS).
     call("kms:Decrypt", DataKey),
+    // The run-proof key, by reference, read once at cold start (strato_aws::secret_env).
+    call("secretsmanager:GetSecretValue", Secret("run-proof-secret")),
 ];

@@ -20,4 +20,6 @@ pub const AWS_CALLS: &[AwsCall] = &[
     // The artifacts bucket is SSE-KMS: S3 decrypts with the reader's kms:Decrypt (not recorded: S3 calls KMS).
     call("kms:Decrypt", DataKey),
     call("execute-api:ManageConnections", Connections),
+    // The ticket key, by reference, read once at cold start (strato_aws::secret_env).
+    call("secretsmanager:GetSecretValue", Secret("ws-jwt-secret")),
 ];
