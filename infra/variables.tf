@@ -157,9 +157,13 @@ variable "runner_memory_mb" {
 }
 
 variable "runner_time_limit_secs" {
-  description = "Per-operation time limit of the runner (STRATO_TIME_LIMIT_SECS)."
+  description = "Per-operation time limit of the runner (STRATO_TIME_LIMIT_SECS). Under an hour: the run roles' sessions (state, engine) last one hour."
   type        = number
   default     = 1800
+  validation {
+    condition     = var.runner_time_limit_secs > 0 && var.runner_time_limit_secs < 3600
+    error_message = "The runner_time_limit_secs must be between 1 and 3599: a run's role sessions last one hour."
+  }
 }
 
 variable "target_role_arns" {

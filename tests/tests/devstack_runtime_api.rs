@@ -46,6 +46,19 @@ fn env_for(env: &TestEnv, extra: &[(&str, &str)]) -> Vec<(String, String)> {
     out
 }
 
+/// A Secrets Manager secret holding `value`, as infra/ stores the functions' keys; its ARN.
+async fn secret(env: &TestEnv, name: &str, value: &str) -> String {
+    let sm = aws_sdk_secretsmanager::Client::new(&env.aws.config);
+    let out = sm
+        .create_secret()
+        .name(format!("strato/{}/{name}", env.names.prefix()))
+        .secret_string(value)
+        .send()
+        .await
+        .unwrap();
+    out.arn().unwrap().to_owned()
+}
+
 fn sample(dir: &str, name: &str) -> Value {
     sample_events(&workspace().join("events"), dir)
         .unwrap()
@@ -102,11 +115,15 @@ async fn devstack_runtime_api_runs_the_sqs_function_binaries_with_their_samples(
     .await
     .unwrap();
     let env = TestEnv::new().await;
+    // The run-proof key by reference, as infra/ gives it: the binaries read it from Secrets Manager at start.
+    // It is the key the sample runner events' proofs were made with.
+    let proof_key = secret(&env, "run-proof-secret", "sample-run-proof-key-of-32-bytes").await;
     let runner_settings = [
         ("STRATO_RUNNER_CLUSTER", "runners"),
         ("STRATO_RUNNER_TASK_DEFINITION", "runner"),
         ("STRATO_RUNNER_SUBNETS", "subnet-1"),
         ("STRATO_RUNNER_SECURITY_GROUPS", "sg-1"),
+        ("STRATO_RUN_PROOF_SECRET_ARN", proof_key.as_str()),
     ];
     let d = LambdaProcess::spawn(&dispatcher, "strato-dispatcher", &env_for(&env, &runner_settings))
         .await
@@ -123,7 +140,8 @@ async fn devstack_runtime_api_runs_the_sqs_function_binaries_with_their_samples(
     );
     d.stop().await;
 
-    let s = LambdaProcess::spawn(&status, "strato-status", &env_for(&env, &[]))
+    let proof_ref = [("STRATO_RUN_PROOF_SECRET_ARN", proof_key.as_str())];
+    let s = LambdaProcess::spawn(&status, "strato-status", &env_for(&env, &proof_ref))
         .await
         .unwrap();
     // ECS events for unknown operations are acknowledged (not Strato's task, nothing to retry).
