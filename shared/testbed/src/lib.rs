@@ -2,7 +2,9 @@
 //! this code into `.tools/` on first use, and private moto servers for test processes.
 
 mod install;
+mod modern;
 mod moto;
 
 pub use install::{SCHEMATHESIS_VERSION, Tools, ToolsError, schemathesis, tools, tools_dir};
+pub use modern::{ModernEngine, modern_engine, modern_engine_or_skip};
 pub use moto::{MotoServer, TestEnv, shared_moto};
