@@ -117,7 +117,7 @@ impl Registry {
         let agent_secret = env.agent_token_secret.clone();
         // Tickets are signed with what the ws function checks: devstack's token secret.
         let ws_secret = String::from_utf8_lossy(env.auth.secret()).into_owned();
-        let api_config = strato_api::Config::from_lookup(|k| match k {
+        let api_config = strato_api::Config::from_lookup(env.lookup_for("api", |k| match k {
             "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
             "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
             "STRATO_AGENT_TOKEN_SECRET" => Some(agent_secret.clone()),
@@ -127,7 +127,7 @@ impl Registry {
                 Some("1".into())
             }
             _ => None,
-        })
+        }))
         .map_err(|e| DevstackError::step("configuring the api function", e))?;
         // The router is built once, as the Lambda runtime does; each request clones its handle.
         let api = strato_api::service(
@@ -140,10 +140,17 @@ impl Registry {
             Box::pin(async move { api.handle(req).await })
         }));
 
-        let dispatcher_config = strato_dispatcher::Config {
-            names: env.names.clone(),
-            runner: env.runner_settings.clone(),
-            run_proofs: env.run_proofs.clone(),
+        // On a deployment each function is configured from the environment it gave that Lambda.
+        let from_deployment = env.applied.is_some();
+        let dispatcher_config = if from_deployment {
+            strato_dispatcher::Config::from_lookup(env.lookup_for("dispatcher", |_| None))
+                .map_err(|e| DevstackError::step("configuring the dispatcher function", e))?
+        } else {
+            strato_dispatcher::Config {
+                names: env.names.clone(),
+                runner: env.runner_settings.clone(),
+                run_proofs: env.run_proofs.clone(),
+            }
         };
         let dispatcher = Arc::new(
             strato_dispatcher::Ctx::new(
@@ -163,9 +170,24 @@ impl Registry {
             env.sqs_concurrency,
         );
 
-        let status_config = strato_status::Config {
-            names: env.names.clone(),
-            run_proofs: env.run_proofs.clone(),
+        let status_config = if from_deployment {
+            strato_status::Config::from_lookup(env.lookup_for("status", |_| None))
+                .map_err(|e| DevstackError::step("configuring the status function", e))?
+        } else {
+            strato_status::Config {
+                names: env.names.clone(),
+                run_proofs: env.run_proofs.clone(),
+            }
+        };
+        let webhooks_config = if from_deployment {
+            strato_webhooks::Config::from_lookup(env.lookup_for("webhooks", |_| None))
+                .map_err(|e| DevstackError::step("configuring the webhooks function", e))?
+        } else {
+            strato_webhooks::Config {
+                names: env.names.clone(),
+                // devstack's receivers are local (http://127.0.0.1): its switches, never infra/'s.
+                egress: strato_domain::webhook::Egress::DEVSTACK,
+            }
         };
         let status = Arc::new(
             strato_status::Ctx::new(status_config, &env.aws_for("status"))
@@ -182,16 +204,9 @@ impl Registry {
         );
 
         let webhooks = Arc::new(
-            strato_webhooks::Ctx::new(
-                strato_webhooks::Config {
-                    names: env.names.clone(),
-                    // devstack's receivers are local (http://127.0.0.1): its switches, never infra/'s.
-                    egress: strato_domain::webhook::Egress::DEVSTACK,
-                },
-                &env.aws_for("webhooks"),
-            )
-            .await
-            .map_err(|e| DevstackError::step("starting the webhooks function", e))?,
+            strato_webhooks::Ctx::new(webhooks_config, &env.aws_for("webhooks"))
+                .await
+                .map_err(|e| DevstackError::step("starting the webhooks function", e))?,
         );
         reg.map_queue(
             "webhooks",
@@ -207,13 +222,14 @@ impl Registry {
         }
 
         // Two EventBridge rules with constant inputs, as infra/ defines them.
-        let scheduler_config = strato_scheduler::Config::from_lookup(|k| match k {
-            "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
-            "STRATO_RUNNER_CLUSTER" => Some(env.runner_settings.cluster.clone()),
-            "STRATO_SWEEP_GRACE_SECS" => Some(env.sweep_grace.as_secs().max(1).to_string()),
-            _ => None,
-        })
-        .map_err(|e| DevstackError::step("configuring the scheduler function", e))?;
+        let scheduler_config =
+            strato_scheduler::Config::from_lookup(env.lookup_for("scheduler", |k| match k {
+                "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+                "STRATO_RUNNER_CLUSTER" => Some(env.runner_settings.cluster.clone()),
+                "STRATO_SWEEP_GRACE_SECS" => Some(env.sweep_grace.as_secs().max(1).to_string()),
+                _ => None,
+            }))
+            .map_err(|e| DevstackError::step("configuring the scheduler function", e))?;
         let scheduler = Arc::new(
             strato_scheduler::Ctx::new(
                 scheduler_config,

@@ -23,9 +23,13 @@ use crate::fargate::{FargateConfig, FargateStats};
 use crate::gateway::Gateway;
 use crate::registry::{Plugin, Registry};
 
+mod apis;
+mod deployment;
 mod recording;
 mod setup;
 
+use apis::{serve_http_api, websocket_api};
+pub use deployment::{Applied, Deployment};
 pub use setup::{Published, publish_catalog};
 use setup::{ecs_setup, publish_templates, runner_env};
 
@@ -76,6 +80,9 @@ pub struct DevstackConfig {
     pub chaos: Option<crate::chaos::Chaos>,
     /// Record every AWS call each function and runner makes ([`Devstack::aws_calls`], the IAM check).
     pub record_aws_calls: bool,
+    /// Run on the resources a deployment of `infra/` created (its outputs) instead of creating them; the
+    /// prefix and region then come from the deployment.
+    pub deployment: Option<Deployment>,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -129,6 +136,7 @@ impl Default for DevstackConfig {
             ws_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             chaos: None,
             record_aws_calls: false,
+            deployment: None,
         }
     }
 }
@@ -156,6 +164,8 @@ pub struct StackEnv {
     pub sweep_grace: Duration,
     /// Records each function's AWS calls, tagged with its name, when the config asks for it.
     pub recorder: Option<CallRecorder>,
+    /// On a deployment: what it gave each function and the runner.
+    pub applied: Option<Applied>,
 }
 
 #[derive(Debug, Clone)]
@@ -204,7 +214,10 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 impl Devstack {
     /// Starts everything (see the crate docs); `plugins` add functions built elsewhere.
-    pub async fn start(config: DevstackConfig, plugins: Vec<Box<dyn Plugin>>) -> Result<Self, DevstackError> {
+    pub async fn start(
+        mut config: DevstackConfig,
+        plugins: Vec<Box<dyn Plugin>>,
+    ) -> Result<Self, DevstackError> {
         let t0 = Instant::now();
         let tools: &'static Tools = blocking(strato_testbed::tools)
             .await?
@@ -221,12 +234,12 @@ impl Devstack {
             }
         };
         tracing::info!(%endpoint, "AWS emulator");
-        let jwt_secret = config
-            .jwt_secret
-            .clone()
-            .unwrap_or_else(crate::auth::random_secret);
+        if let Some(d) = &config.deployment {
+            config.prefix = d.prefix.clone();
+            config.region = d.region.clone();
+        }
         let (work, work_dir) = work_dir(&config)?;
-        let (env, published) = stack_env(&config, tools, endpoint, &jwt_secret, work_dir.clone()).await?;
+        let (env, published, jwt_secret) = stack_env(&config, tools, endpoint, work_dir.clone()).await?;
         let mut registry = Registry::builtin(&env).await?;
         let ws_api = websocket_api(&config, &env, &jwt_secret, &mut registry).await?;
         let ws_url = ws_api.ws_url();
@@ -379,25 +392,58 @@ fn work_dir(config: &DevstackConfig) -> Result<(Option<tempfile::TempDir>, PathB
 }
 
 /// The AWS side (resources, published catalog, the runner's ECS cluster) and what handlers are built from.
+/// The stack's resources and settings: created here, or read from the deployment (see [`Deployment`]).
+/// Also returns the published templates and the bearer-token secret.
 async fn stack_env(
     config: &DevstackConfig,
     tools: &'static Tools,
     endpoint: String,
-    jwt_secret: &str,
     work_dir: PathBuf,
-) -> Result<(Arc<StackEnv>, Vec<(String, String)>), DevstackError> {
+) -> Result<(Arc<StackEnv>, Vec<(String, String)>, String), DevstackError> {
     let names = Names::new(config.prefix.clone()).map_err(|e| DevstackError::Config {
         field: "prefix (STRATO_RESOURCE_PREFIX)",
         reason: e.to_string(),
     })?;
     let aws = AwsClients::for_endpoint(&endpoint, &config.region).await;
-    resources::create_all(&aws, &names).await?;
     let http = reqwest::Client::new();
+    let ecs = aws_sdk_ecs::Client::new(&aws.config);
+    let (runner_settings, applied) = match &config.deployment {
+        None => {
+            resources::create_all(&aws, &names).await?;
+            (
+                ecs_setup(&ecs, &http, &endpoint, &config.region, &names).await?,
+                None,
+            )
+        }
+        Some(d) => {
+            d.check_names(&names)?;
+            let applied = deployment::read_applied(d, &aws, &ecs, &http, &endpoint).await?;
+            (d.runner.clone(), Some(applied))
+        }
+    };
     crate::moto_ctl::ecs_manual_progression(&http, &endpoint).await?;
     let published = publish_templates(&aws, &names, config).await;
-    let ecs = aws_sdk_ecs::Client::new(&aws.config);
-    let runner_settings = ecs_setup(&ecs, &http, &endpoint, &config.region, &names).await?;
     let queues = QueueUrls::resolve(&aws.sqs, &names).await?;
+    // On a deployment, bearer tokens are signed with the key its ws function checks (Secrets Manager's).
+    let jwt_secret = match applied.as_ref().and_then(|a| a.get("ws", "STRATO_JWT_SECRET")) {
+        Some(s) => s,
+        None => config
+            .jwt_secret
+            .clone()
+            .unwrap_or_else(crate::auth::random_secret),
+    };
+    let run_proofs = match applied
+        .as_ref()
+        .and_then(|a| a.get("status", "STRATO_RUN_PROOF_SECRET"))
+    {
+        Some(s) => s,
+        None => crate::auth::random_secret(),
+    };
+    let agent_token_secret = applied
+        .as_ref()
+        .and_then(|a| a.get("api", "STRATO_AGENT_TOKEN_SECRET"))
+        .or_else(|| config.agent_token_secret.clone())
+        .unwrap_or_else(crate::auth::random_secret);
     let mut auth = Authenticator::new(jwt_secret.as_bytes().to_vec(), config.tenant_claim.clone());
     if let Some(f) = &config.token_file {
         auth = auth.with_token_file(f).map_err(|e| DevstackError::Config {
@@ -414,11 +460,8 @@ async fn stack_env(
         queues,
         auth,
         runner_settings,
-        agent_token_secret: config
-            .agent_token_secret
-            .clone()
-            .unwrap_or_else(crate::auth::random_secret),
-        run_proofs: RunProofKey::new(crate::auth::random_secret().into_bytes())
+        agent_token_secret,
+        run_proofs: RunProofKey::new(run_proofs.into_bytes())
             .map_err(|e| DevstackError::step("making the run-proof key", e))?,
         sqs_concurrency: config.sqs_concurrency,
         tools,
@@ -430,95 +473,9 @@ async fn stack_env(
         recorder: config
             .record_aws_calls
             .then(|| CallRecorder::new("devstack", names.clone())),
+        applied,
     });
-    Ok((env, published))
-}
-
-/// The WebSocket API with the ws function behind it, and log-fanout on the `logs` queue. Its address (and so
-/// the @connections endpoint) is known before both functions are built, as in AWS where the stage URL is
-/// configuration.
-async fn websocket_api(
-    config: &DevstackConfig,
-    env: &Arc<StackEnv>,
-    jwt_secret: &str,
-    registry: &mut Registry,
-) -> Result<crate::apigw_ws::WsApi, DevstackError> {
-    let ws_bound = crate::apigw_ws::WsApi::bind(crate::apigw_ws::WsApiConfig {
-        bind: config.ws_addr,
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| DevstackError::step("binding the WebSocket API", e))?;
-    let management = ws_bound.management_endpoint();
-    let prefix = env.names.prefix().to_owned();
-    let lookup = |k: &str| match k {
-        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
-        "STRATO_JWT_SECRET" => Some(jwt_secret.to_owned()),
-        "STRATO_TENANT_CLAIM" => Some(config.tenant_claim.clone()),
-        "STRATO_WS_MANAGEMENT_ENDPOINT" => Some(management.clone()),
-        _ => None,
-    };
-    let mut ws_ctx = strato_ws::Ctx::new(
-        strato_ws::Config::from_lookup(lookup).map_err(|e| DevstackError::step("configuring ws", e))?,
-        &env.aws_for("ws"),
-    );
-    ws_ctx.mgmt = env.management_for("ws", &management);
-    let ws_ctx = Arc::new(ws_ctx);
-    let mut fanout = strato_log_fanout::Ctx::new(
-        strato_log_fanout::Config::from_lookup(lookup)
-            .map_err(|e| DevstackError::step("configuring log-fanout", e))?,
-        &env.aws_for("log-fanout"),
-    );
-    fanout.mgmt = env.management_for("log-fanout", &management);
-    let fanout = Arc::new(fanout);
-    registry.map_queue(
-        "logs",
-        crate::registry::sqs_handler(move |event| {
-            let f = fanout.clone();
-            async move { Ok::<_, String>(strato_log_fanout::handle(&f, event).await) }
-        }),
-        env.sqs_concurrency,
-    );
-    Ok(ws_bound.serve(move |ev| {
-        let c = ws_ctx.clone();
-        async move { Ok(strato_ws::handle(&c, ev).await) }
-    }))
-}
-
-/// The HTTP API gateway in front of the api function, stopping when `intake` turns true.
-async fn serve_http_api(
-    config: &DevstackConfig,
-    env: &StackEnv,
-    registry: &Registry,
-    intake: &watch::Receiver<bool>,
-) -> Result<(SocketAddr, Vec<tokio::task::JoinHandle<()>>), DevstackError> {
-    let listener = tokio::net::TcpListener::bind(config.http_addr)
-        .await
-        .map_err(DevstackError::io(format!(
-            "binding the HTTP API to {}",
-            config.http_addr
-        )))?;
-    let http_addr = listener
-        .local_addr()
-        .map_err(DevstackError::io("HTTP API address"))?;
-    let mut tasks = Vec::new();
-    if let Some(handler) = registry.http.clone() {
-        let router = Gateway::new(handler, env.auth.clone()).router();
-        let mut rx = intake.clone();
-        tasks.push(tokio::spawn(async move {
-            let serve = axum::serve(
-                listener,
-                router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(async move {
-                let _ = rx.wait_for(|s| *s).await;
-            });
-            if let Err(e) = serve.await {
-                tracing::error!(error = %e, "HTTP API server stopped");
-            }
-        }));
-    }
-    Ok((http_addr, tasks))
+    Ok((env, published, jwt_secret))
 }
 
 /// The Fargate emulation: one runner process per task of the runner cluster.
@@ -542,7 +499,7 @@ async fn spawn_fargate(
         cluster: env.runner_settings.cluster.clone(),
         runner: config.runner.clone(),
         work_dir,
-        env: runner_env(env, config, plugin_cache.as_deref()),
+        env: with_task_definition_env(env, config, runner_env(env, config, plugin_cache.as_deref())),
         events_queue_url: env.queues.events.clone(),
         region: config.region.clone(),
         grace: config.runner_grace,
@@ -557,6 +514,20 @@ async fn spawn_fargate(
         stats,
         stop,
     ))
+}
+
+/// On a deployment, the runner container's environment and secrets as its task definition gives them go
+/// after devstack's own settings and before the config's `runner_env` (a test's overrides).
+fn with_task_definition_env(
+    env: &StackEnv,
+    config: &DevstackConfig,
+    mut out: Vec<(String, String)>,
+) -> Vec<(String, String)> {
+    if let Some(applied) = &env.applied {
+        let at = out.len().saturating_sub(config.runner_env.len());
+        out.splice(at..at, applied.runner_env.iter().cloned());
+    }
+    out
 }
 
 /// Visible + in-flight messages (0 when unknown: never block a shutdown on a failing call).
