@@ -27,7 +27,7 @@ pub mod stack;
 
 pub use error::DevstackError;
 pub use registry::{Plugin, Registry};
-pub use stack::{Devstack, DevstackConfig, Endpoints, StackEnv};
+pub use stack::{Applied, Deployment, Devstack, DevstackConfig, Endpoints, StackEnv};
 
 /// Pulls an operation id (`op-…`) out of a message or event body, for logging every hop with it. Looks at
 /// `operation_id` fields, the `STRATO_OPERATION_ID` override of an ECS event, and `startedBy`.
