@@ -73,6 +73,10 @@ struct Opts {
     /// Keep task working directories here (default: a temporary directory removed at exit).
     #[arg(long, env = "STRATO_DEVSTACK_WORK_DIR", global = true)]
     work_dir: Option<PathBuf>,
+    /// Run on a deployment of infra/ applied into the emulator at --aws-endpoint: the file holds its
+    /// `terraform output -json` (nothing is created; prefix and region come from it).
+    #[arg(long, env = "STRATO_DEVSTACK_DEPLOYMENT", global = true)]
+    deployment: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -92,8 +96,19 @@ enum Command {
     },
 }
 
-fn config(o: &Opts) -> DevstackConfig {
+fn config(o: &Opts) -> anyhow::Result<DevstackConfig> {
+    let deployment = match &o.deployment {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let outputs: serde_json::Value =
+                serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+            Some(strato_devstack::Deployment::from_outputs(&outputs)?)
+        }
+        None => None,
+    };
     let mut c = DevstackConfig {
+        deployment,
         aws_endpoint: o.aws_endpoint.clone().filter(|e| !e.is_empty()),
         prefix: o.prefix.clone(),
         http_addr: o.http,
@@ -113,7 +128,7 @@ fn config(o: &Opts) -> DevstackConfig {
     if let Some(r) = &o.runner {
         c.runner = r.clone();
     }
-    c
+    Ok(c)
 }
 
 /// `cargo run -p strato-devstack -- demo` builds only devstack; the runner each emulated Fargate task runs is
@@ -154,7 +169,7 @@ async fn publish(o: &Opts) -> anyhow::Result<()> {
         }
         None => strato_aws::aws::AwsClients::from_env().await,
     };
-    let root = config(o)
+    let root = config(o)?
         .templates_root
         .context("no template catalog (--templates)")?;
     let out = strato_devstack::stack::publish_catalog(&aws, &names, Some(&root), &[]).await;
@@ -258,7 +273,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Publish => publish(&cli.opts).await,
         Command::Up => {
-            let config = config(&cli.opts);
+            let config = config(&cli.opts)?;
             ensure_runner(&config)?;
             let stack = Devstack::start(config, Vec::new())
                 .await
@@ -270,7 +285,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Demo => {
-            let config = config(&cli.opts);
+            let config = config(&cli.opts)?;
             ensure_runner(&config)?;
             let stack = Devstack::start(config, Vec::new())
                 .await
