@@ -11,13 +11,13 @@ use strato_domain::compose::ComposedStage;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{PlanSummary, RunnerEvent};
 use strato_domain::model::{OperationKind, ResourceChange};
-use strato_domain::render::state_key;
+use strato_domain::render::{ProviderDialect, state_key};
 
 use super::failure::Failure;
 use super::plan::{Outputs, drift_changes, estimate_plan, plan_summary, split_outputs};
 use super::{MAX_RETRIES, PreparedRun};
 use crate::engine::Outcome;
-use crate::workspace::PLAN_FILE;
+use crate::workspace::{LOCK_FILE, PLAN_FILE};
 use crate::{logs, secrets};
 
 /// What a successful run reports: non-sensitive outputs, and for a drift check the changed resources.
@@ -145,8 +145,33 @@ impl PreparedRun<'_> {
             )
             .await?;
         self.check(stage, "init", &out, &[0])?;
+        self.point_provider(stage)?;
         if !self.initialized.iter().any(|s| s == stage) {
             self.initialized.push(stage.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Emulator mode: rewrites the provider files in the dialect of the AWS provider version `init` selected
+    /// for `stage` (its lock file), when that differs from the one they are written in. Notes the version.
+    fn point_provider(&mut self, stage: &str) -> Result<(), Failure> {
+        let Some(endpoint) = self.ctx.cfg.provider_endpoint.clone() else {
+            return Ok(());
+        };
+        let lock = std::fs::read_to_string(self.ws.stage_dir(stage).join(LOCK_FILE)).unwrap_or_default();
+        let Some(version) = ProviderDialect::selected_aws_version(&lock) else {
+            return Ok(());
+        };
+        let dialect = ProviderDialect::for_version(&version).unwrap_or(ProviderDialect::Legacy);
+        self.note(
+            &self.step(stage, "init"),
+            &format!("AWS provider {version} ({dialect:?} provider settings)"),
+        );
+        if dialect != self.provider_dialect {
+            self.ws
+                .point_provider_at(&endpoint, self.ctx.cfg.provider_max_retries, dialect)
+                .map_err(|e| Failure::internal(&self.step(stage, "init"), e))?;
+            self.provider_dialect = dialect;
         }
         Ok(())
     }
