@@ -527,13 +527,35 @@ pub async fn assert_engine_used_cleanly(bed: &Bed, job: &Job) {
             text.iter().any(|t| t.contains("(Modern provider settings)")),
             "{text:#?}"
         );
-        let allowed = "Warning: Incomplete lock file information for providers";
-        let bad: Vec<&&str> = text
+        // Known and accepted (see `allowed_warning`): nothing else may warn.
+        // Each warning with the lines that say what it is about.
+        let bad: Vec<String> = text
             .iter()
-            .filter(|t| (t.contains("Warning:") && !t.contains(allowed)) || t.contains("Deprecat"))
+            .enumerate()
+            .filter(|(i, t)| {
+                (t.contains("Warning:") || t.contains("Deprecat")) && !allowed_warning(&text, *i)
+            })
+            .map(|(i, _)| text[i..(i + 8).min(text.len())].join("\n"))
             .collect();
-        assert!(bad.is_empty(), "warnings from the modern engine: {bad:#?}");
+        assert!(
+            bad.is_empty(),
+            "warnings from the modern engine:\n{}",
+            bad.join("\n---\n")
+        );
     }
+}
+
+/// Whether the warning at `text[i]` is one of the two the modern engine prints for reasons outside the
+/// templates and the runner's rendering:
+/// - "Incomplete lock file information for providers" (`init`): a filesystem mirror gives only this
+///   platform's checksums;
+/// - the S3 backend's "dynamodb_table is deprecated; use use_lockfile" (Terraform >= 1.11): Strato's state
+///   locks are DynamoDB items (leftover locks of dead runs are released there, `state_lock.rs`); moving to
+///   S3 lock files is a change of its own (issue 17 report), so exactly this deprecation is let through.
+fn allowed_warning(text: &[&str], i: usize) -> bool {
+    let about = text[i..(i + 4).min(text.len())].join(" ");
+    about.contains("Incomplete lock file information for providers")
+        || (about.contains("Deprecated Parameter") && about.contains("\"dynamodb_table\" is deprecated"))
 }
 
 /// The deployment's engine and state roles (moto's STS issues sessions for any role of its account).
