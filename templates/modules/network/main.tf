@@ -75,7 +75,6 @@ resource "aws_route_table_association" "private" {
 
 resource "aws_eip" "nat" {
   count = var.nat_gateway ? 1 : 0
-  vpc   = true
   tags  = merge(local.tags, { Name = "${var.cluster_name}-nat" })
 }
 
