@@ -86,11 +86,13 @@ fn node_group(state: &Value) -> Value {
 
 fn network_and_k8s_apply_round_trip_and_destroy(engine: TestEngine) {
     let modern = engine.is_modern();
+    // Both engines' runs share the process's moto: IAM role names must differ.
+    let name = engine.name;
     let root = StageRoot::with_engine(
         engine,
         &["network", "k8s"],
         &json!({
-            "cluster_name": "apply-check", "nat_gateway": true, "az_count": 3,
+            "cluster_name": format!("apply-check-{name}"), "nat_gateway": true, "az_count": 3,
             "admin_cidrs": ["203.0.113.0/24"], "node_instance_type": "t3.medium", "node_count": 2,
             "min_nodes": 1, "max_nodes": 4, "tags": {"team": "platform"}
         }),
