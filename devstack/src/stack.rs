@@ -76,6 +76,9 @@ pub struct DevstackConfig {
     pub chaos: Option<crate::chaos::Chaos>,
     /// Record every AWS call each function and runner makes ([`Devstack::aws_calls`], the IAM check).
     pub record_aws_calls: bool,
+    /// The runners' engine; `None`: [`strato_testbed::preferred_engine`] (`STRATO_TERRAFORM` with
+    /// `STRATO_PROVIDER_MIRROR`, else the machine's modern engine, else the PyPI bed's Terraform 0.15).
+    pub engine: Option<strato_testbed::TestEngine>,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -129,6 +132,7 @@ impl Default for DevstackConfig {
             ws_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             chaos: None,
             record_aws_calls: false,
+            engine: None,
         }
     }
 }
@@ -210,6 +214,17 @@ impl Devstack {
             .await?
             .map_err(|e| DevstackError::TestBed(e.to_string()))?;
         tracing::info!(tools = %tools.root.display(), "test bed ready");
+        let mut config = config;
+        if config.engine.is_none() {
+            config.engine = Some(
+                blocking(strato_testbed::preferred_engine)
+                    .await?
+                    .map_err(DevstackError::TestBed)?,
+            );
+        }
+        if let Some(e) = &config.engine {
+            tracing::info!(engine = %e.describe(), "the runners' Terraform engine");
+        }
         let (moto, endpoint) = match &config.aws_endpoint {
             Some(e) => (None, e.trim_end_matches('/').to_owned()),
             None => {
