@@ -214,17 +214,7 @@ impl Devstack {
             .await?
             .map_err(|e| DevstackError::TestBed(e.to_string()))?;
         tracing::info!(tools = %tools.root.display(), "test bed ready");
-        let mut config = config;
-        if config.engine.is_none() {
-            config.engine = Some(
-                blocking(strato_testbed::preferred_engine)
-                    .await?
-                    .map_err(DevstackError::TestBed)?,
-            );
-        }
-        if let Some(e) = &config.engine {
-            tracing::info!(engine = %e.describe(), "the runners' Terraform engine");
-        }
+        let config = setup::choose_engine(config).await?;
         let (moto, endpoint) = match &config.aws_endpoint {
             Some(e) => (None, e.trim_end_matches('/').to_owned()),
             None => {

@@ -124,6 +124,20 @@ pub async fn publish_catalog(
     out
 }
 
+/// The config with the runners' engine chosen (when it names none), logged either way.
+pub(super) async fn choose_engine(mut config: DevstackConfig) -> Result<DevstackConfig, DevstackError> {
+    let engine = match config.engine.take() {
+        Some(e) => e,
+        None => tokio::task::spawn_blocking(strato_testbed::preferred_engine)
+            .await
+            .map_err(|e| DevstackError::step("choosing the engine", e))?
+            .map_err(DevstackError::TestBed)?,
+    };
+    tracing::info!(engine = %engine.describe(), "the runners' Terraform engine");
+    config.engine = Some(engine);
+    Ok(config)
+}
+
 /// The runner's environment from the stack (the task's overrides come on top).
 pub(super) fn runner_env(
     env: &StackEnv,

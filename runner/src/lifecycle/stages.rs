@@ -238,7 +238,38 @@ impl PreparedRun<'_> {
             args.push(PLAN_FILE);
         }
         let out = self.command(stage, "apply", &args, false, false).await?;
-        self.check(stage, "apply", &out, &[0])
+        self.check(stage, "apply", &out, &[0])?;
+        self.refresh_state(stage).await;
+        Ok(())
+    }
+
+    /// After an apply, stores what the cloud now holds (`apply -refresh-only`), on engines that check drift
+    /// with `plan -refresh-only`. Without it the state keeps a resource as it was when written, before later
+    /// resources of the same apply changed it (a security group before its separate rules): the next drift
+    /// check would report the apply's own work as changed outside Strato. Best effort: a failure only
+    /// risks such a report, never the applied resources.
+    async fn refresh_state(&mut self, stage: &str) {
+        if !self.version.supports_refresh_only() {
+            return;
+        }
+        let args = [
+            "apply",
+            "-refresh-only",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+        ];
+        let ok = match self.command(stage, "refresh", &args, false, false).await {
+            Ok(out) => out.success(),
+            Err(_) => false,
+        };
+        if !ok {
+            self.note(
+                &self.step(stage, "refresh"),
+                "refreshing the state after the apply failed; the next drift check may report this apply's own \
+                 changes",
+            );
+        }
     }
 
     /// plan (-out, -detailed-exitcode) → show -json → PlanReady. Returns the plan JSON and whether it has changes.
