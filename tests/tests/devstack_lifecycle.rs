@@ -69,7 +69,8 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints(engine: TestEngin
         .await
         .unwrap();
     let w = devstack_support::follow(&stack, &token, &op).await;
-    assert_eq!(w.final_status.as_deref(), Some("succeeded"));
+    let tail: Vec<&str> = w.lines.values().rev().take(40).map(|l| l.text.as_str()).collect();
+    assert_eq!(w.final_status.as_deref(), Some("succeeded"), "{tail:#?}");
     assert!(w.lines.values().any(|l| l.text.contains("Apply complete!")));
     assert_engine(&engine, w.lines.values().map(|l| l.text.as_str()).collect());
     assert!(w.states.iter().any(|(cs, _, _)| cs == "PROVISIONING"));
