@@ -83,6 +83,9 @@ pub struct DevstackConfig {
     /// Run on the resources a deployment of `infra/` created (its outputs) instead of creating them; the
     /// prefix and region then come from the deployment.
     pub deployment: Option<Deployment>,
+    /// The runners' engine; `None`: [`strato_testbed::preferred_engine`] (`STRATO_TERRAFORM` with
+    /// `STRATO_PROVIDER_MIRROR`, else the machine's modern engine, else the PyPI bed's Terraform 0.15).
+    pub engine: Option<strato_testbed::TestEngine>,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -137,6 +140,7 @@ impl Default for DevstackConfig {
             chaos: None,
             record_aws_calls: false,
             deployment: None,
+            engine: None,
         }
     }
 }
@@ -223,6 +227,7 @@ impl Devstack {
             .await?
             .map_err(|e| DevstackError::TestBed(e.to_string()))?;
         tracing::info!(tools = %tools.root.display(), "test bed ready");
+        let config = setup::choose_engine(config).await?;
         let (moto, endpoint) = match &config.aws_endpoint {
             Some(e) => (None, e.trim_end_matches('/').to_owned()),
             None => {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use strato_domain::compose::{ComposedStage, compose_template};
 use strato_domain::modules::ModuleInterface;
-use strato_domain::render::{BackendConfig, EngineDialect, aws_provider_override_tf_json};
+use strato_domain::render::{BackendConfig, EngineDialect, ProviderDialect, aws_provider_tf_json};
 use strato_domain::template::Template;
 
 use crate::RunnerError;
@@ -21,6 +21,8 @@ pub const ROOT_PROVIDER_FILE: &str = "strato_provider.tf.json";
 /// Overrides a module's own `provider "aws"` block with the emulator endpoint.
 pub const MODULE_PROVIDER_OVERRIDE_FILE: &str = "strato_provider_override.tf.json";
 pub const PLAN_FILE: &str = "strato.tfplan";
+/// Written by `init`: the provider versions it selected.
+pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunnerError {
     let what = what.into();
@@ -70,9 +72,15 @@ impl Workspace {
     }
 
     /// Emulator mode: the root of every stage declares the AWS provider pointed at `endpoint`, and every
-    /// module that declares its own `provider "aws"` gets an override file doing the same.
-    pub fn point_provider_at(&self, endpoint: &str, max_retries: Option<u32>) -> Result<(), RunnerError> {
-        let mut doc: Value = serde_json::from_str(&aws_provider_override_tf_json(endpoint)?)
+    /// module that declares its own `provider "aws"` gets an override file doing the same, in the settings
+    /// `dialect` of the provider version `init` selected.
+    pub fn point_provider_at(
+        &self,
+        endpoint: &str,
+        max_retries: Option<u32>,
+        dialect: ProviderDialect,
+    ) -> Result<(), RunnerError> {
+        let mut doc: Value = serde_json::from_str(&aws_provider_tf_json(endpoint, dialect)?)
             .map_err(|e| RunnerError::Config(format!("provider override: {e}")))?;
         if let Some(n) = max_retries {
             doc["provider"]["aws"]["max_retries"] = Value::from(n);

@@ -8,14 +8,22 @@ use strato_domain::messages::{LogStream, RunnerEvent};
 use strato_domain::model::OperationKind;
 use support::{Bed, final_events, steps_started};
 
-#[tokio::test(flavor = "multi_thread")]
-async fn create_update_delete_an_eks_cluster() {
-    let bed = Bed::new().await;
+use strato_testbed::TestEngine;
+
+strato_testbed::engine_matrix!(async create_update_delete_an_eks_cluster);
+strato_testbed::engine_matrix!(async an_estimate_plans_with_local_state_only_and_lists_a_stage_it_cannot_plan);
+strato_testbed::engine_matrix!(async outputs_larger_than_an_sqs_message_spill_to_the_artifacts_bucket);
+
+async fn create_update_delete_an_eks_cluster(engine: TestEngine) {
+    let bed = Bed::with_engine(engine).await;
     let spec = bed.spec("runner-eks", "lc-eks", json!({"tags": {"team": "platform"}}));
     let (cluster, job) = bed.create(spec.clone()).await;
 
     // ---- create ----
-    let summary = bed.run(bed.config(&job, &[])).await.expect("final event sent");
+    let mut cfg = bed.config(&job, &[]);
+    // A release engine writes a debug log only when asked (the 0.15.0-rc2 bed always does).
+    cfg.extra_engine_env.push(("TF_LOG".into(), "INFO".into()));
+    let summary = bed.run(cfg).await.expect("final event sent");
     let events = bed.events().await;
     let finals = final_events(&events);
     assert_eq!(finals.len(), 1, "exactly one final event: {events:#?}");
@@ -72,6 +80,7 @@ async fn create_update_delete_an_eks_cluster() {
         })
         .collect();
     assert_eq!(plans, [("network".to_owned(), 5), ("cluster".to_owned(), 2)]);
+    support::assert_engine_used_cleanly(&bed, &job).await;
     assert!(events.iter().all(|e| e.fencing_token() == job.token));
 
     // Sensitive output: in Secrets Manager only.
@@ -124,7 +133,17 @@ async fn create_update_delete_an_eks_cluster() {
         .expect("debug log of network/apply");
     let debug = debug.body.collect().await.unwrap().into_bytes();
     let debug = String::from_utf8_lossy(&debug);
-    assert!(debug.contains("[DEBUG]") || debug.contains("[TRACE]"));
+    assert!(debug.contains("[DEBUG]") || debug.contains("[TRACE]") || debug.contains("[INFO]"));
+    // A release engine applies the saved plan whose `show -json` was reported (the engine logs its
+    // arguments); the 0.15.0-rc2 bed cannot, so it plans again, and the runner says so.
+    let args = debug
+        .lines()
+        .find(|l| l.contains("CLI args"))
+        .unwrap_or_else(|| panic!("no CLI args in the debug log"));
+    let (lines, _) = bed.archived_log(&job).await;
+    let says_no_saved_plan = lines.iter().any(|l| l.text.contains("cannot apply saved plans"));
+    assert_eq!(args.contains("strato.tfplan"), bed.engine.is_modern(), "{args}");
+    assert_eq!(says_no_saved_plan, !bed.engine.is_modern());
     assert!(!debug.contains(&kubeconfig));
     // The live stream carried the same lines (nothing was slow here).
     let frames = bed.log_frames().await;
@@ -235,9 +254,8 @@ async fn create_update_delete_an_eks_cluster() {
     assert!(bed.held_locks().await.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_estimate_plans_with_local_state_only_and_lists_a_stage_it_cannot_plan() {
-    let bed = Bed::new().await;
+async fn an_estimate_plans_with_local_state_only_and_lists_a_stage_it_cannot_plan(engine: TestEngine) {
+    let bed = Bed::with_engine(engine).await;
     let job = bed.estimate(bed.spec("runner-eks", "est", json!({}))).await;
     let summary = bed.run(bed.config(&job, &[])).await.expect("final event sent");
     let events = bed.events().await;
@@ -325,9 +343,8 @@ async fn an_estimate_plans_with_local_state_only_and_lists_a_stage_it_cannot_pla
 /// Issue 15 defect 8: a `succeeded` event larger than an SQS message (here 300 KiB of outputs) is stored in
 /// the artifacts bucket and the message names it; the status function's reader (`strato_aws::spill::unspill`)
 /// gets the whole event back. Before, SendMessage refused the event and the runner exited 1.
-#[tokio::test(flavor = "multi_thread")]
-async fn outputs_larger_than_an_sqs_message_spill_to_the_artifacts_bucket() {
-    let bed = Bed::new().await;
+async fn outputs_larger_than_an_sqs_message_spill_to_the_artifacts_bucket(engine: TestEngine) {
+    let bed = Bed::with_engine(engine).await;
     let spec = bed.spec("runner-net", "big-outputs", json!({"big_output_kib": 300}));
     let (_cluster, job) = bed.create(spec).await;
     let summary = bed.run(bed.config(&job, &[])).await.expect("final event sent");

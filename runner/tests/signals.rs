@@ -11,6 +11,11 @@ use strato_domain::ErrorCategory;
 use strato_domain::messages::RunnerEvent;
 use support::{Bed, Job, final_events, wait_for_log, wait_for_step};
 
+use strato_testbed::TestEngine;
+
+strato_testbed::engine_matrix!(async sigterm_mid_apply_leaves_no_state_lock);
+strato_testbed::engine_matrix!(async sigterm_during_cleanup_stops_the_destroy_gracefully_and_reports);
+
 /// The built runner for `job`, against the bed's moto, its stderr kept for the failure message.
 fn spawn_runner(bed: &Bed, job: &Job) -> tokio::process::Child {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_strato-runner"));
@@ -45,9 +50,8 @@ async fn terminate(child: &mut tokio::process::Child, grace: Duration) -> (std::
     (status, stderr)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn sigterm_mid_apply_leaves_no_state_lock() {
-    let bed = Bed::new().await;
+async fn sigterm_mid_apply_leaves_no_state_lock(engine: TestEngine) {
+    let bed = Bed::with_engine(engine).await;
     let spec = bed.spec("runner-net", "sigterm", json!({"slow_seconds": 300}));
     let (cluster, job) = bed.create(spec).await;
     let mut child = spawn_runner(&bed, &job);
@@ -83,9 +87,8 @@ async fn sigterm_mid_apply_leaves_no_state_lock() {
 /// Issue 15 defect 5: a task stop (SIGTERM) while a failed create is being cleaned up interrupts the destroy
 /// gracefully (no state lock left) and the run still sends its final event and exits 0. Before, the SIGTERM
 /// listener was gone by then: the signal was swallowed and ECS's SIGKILL ended Terraform mid-destroy.
-#[tokio::test(flavor = "multi_thread")]
-async fn sigterm_during_cleanup_stops_the_destroy_gracefully_and_reports() {
-    let bed = Bed::new().await;
+async fn sigterm_during_cleanup_stops_the_destroy_gracefully_and_reports(engine: TestEngine) {
+    let bed = Bed::with_engine(engine).await;
     let spec = bed.spec(
         "runner-net",
         "sigterm-cleanup",

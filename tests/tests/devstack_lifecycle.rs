@@ -1,5 +1,5 @@
 //! The whole life of an `aws-eks-basic` cluster through devstack's HTTP and WebSocket endpoints only, with
-//! the real runner and the offline engine: create → ACTIVE (cost estimate attached, the complete log received
+//! the real runner and each engine of the matrix (`::tf015`, `::modern`): create → ACTIVE (cost estimate attached, the complete log received
 //! over WebSocket) → drift check (clean: no false positive from the node-group
 //! quirk) → delete → DELETED; then the demo itself. Every AWS call made meanwhile (by each function and each
 //! runner) must be on that function's `AWS_CALLS` list (the list infra_check.rs holds `infra/`'s IAM to).
@@ -10,12 +10,46 @@ use std::time::Duration;
 
 use serde_json::json;
 use strato_devstack::client::{Client, DemoOptions, demo};
+use strato_testbed::TestEngine;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
+/// The runners ran `engine` (the version and AWS provider they reported) and, with the modern engine,
+/// nothing warned but the two known notes (a mirror's lock-file checksums; Terraform 1.11's deprecation of
+/// DynamoDB state locking, see runner/tests/support `allowed_warning`).
+fn assert_engine(engine: &TestEngine, lines: Vec<&str>) {
+    let short = engine.version.split('-').next().unwrap_or_default();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("engine ") && l.ends_with(short)),
+        "engine {short} not reported"
+    );
+    let provider = format!("AWS provider {}", engine.provider_version);
+    assert!(
+        lines.iter().any(|l| l.starts_with(&provider)),
+        "{provider} not reported"
+    );
+    if engine.is_modern() {
+        let bad: Vec<String> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.contains("Warning:") || l.contains("Deprecated"))
+            .map(|(i, _)| lines[i..(i + 4).min(lines.len())].join(" "))
+            .filter(|w| {
+                !w.contains("Incomplete lock file information")
+                    && !w.contains("\"dynamodb_table\" is deprecated")
+            })
+            .collect();
+        assert!(bad.is_empty(), "{bad:#?}");
+    }
+}
+
+strato_testbed::engine_matrix!(async a_cluster_lives_and_dies_through_the_public_endpoints);
+
+async fn a_cluster_lives_and_dies_through_the_public_endpoints(engine: TestEngine) {
     // Every AWS call made is recorded and checked against the functions' AWS_CALLS lists at the end; the
     // schedules run often enough to be among them.
     let stack = devstack_support::start(strato_devstack::DevstackConfig {
+        engine: Some(engine.clone()),
         record_aws_calls: true,
         drift_rate: Duration::from_secs(10),
         sweep_rate: Duration::from_secs(5),
@@ -35,8 +69,10 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints() {
         .await
         .unwrap();
     let w = devstack_support::follow(&stack, &token, &op).await;
-    assert_eq!(w.final_status.as_deref(), Some("succeeded"));
+    let tail: Vec<&str> = w.lines.values().rev().take(40).map(|l| l.text.as_str()).collect();
+    assert_eq!(w.final_status.as_deref(), Some("succeeded"), "{tail:#?}");
     assert!(w.lines.values().any(|l| l.text.contains("Apply complete!")));
+    assert_engine(&engine, w.lines.values().map(|l| l.text.as_str()).collect());
     assert!(w.states.iter().any(|(cs, _, _)| cs == "PROVISIONING"));
     let done = api.wait_operation(&op, Duration::from_secs(60)).await.unwrap();
     let estimate = &done["estimate"];

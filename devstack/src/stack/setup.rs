@@ -124,12 +124,27 @@ pub async fn publish_catalog(
     out
 }
 
+/// The config with the runners' engine chosen (when it names none), logged either way.
+pub(super) async fn choose_engine(mut config: DevstackConfig) -> Result<DevstackConfig, DevstackError> {
+    let engine = match config.engine.take() {
+        Some(e) => e,
+        None => tokio::task::spawn_blocking(strato_testbed::preferred_engine)
+            .await
+            .map_err(|e| DevstackError::step("choosing the engine", e))?
+            .map_err(DevstackError::TestBed)?,
+    };
+    tracing::info!(engine = %engine.describe(), "the runners' Terraform engine");
+    config.engine = Some(engine);
+    Ok(config)
+}
+
 /// The runner's environment from the stack (the task's overrides come on top).
 pub(super) fn runner_env(
     env: &StackEnv,
     config: &DevstackConfig,
     plugin_cache: Option<&Path>,
 ) -> Vec<(String, String)> {
+    let engine = config.engine.as_ref();
     let var = |k: &str, default: &str| {
         std::env::var(k)
             .ok()
@@ -165,7 +180,10 @@ pub(super) fn runner_env(
         ("STRATO_PROVIDER_ENDPOINT".into(), env.endpoint.clone()),
         (
             "STRATO_TERRAFORM".into(),
-            env.tools.terraform.display().to_string(),
+            engine
+                .map_or(&env.tools.terraform, |e| &e.terraform)
+                .display()
+                .to_string(),
         ),
         ("STRATO_AGENT_TOKEN_SECRET".into(), env.agent_token_secret.clone()),
         ("STRATO_TOOLS_DIR".into(), env.tools.root.display().to_string()),
@@ -174,12 +192,13 @@ pub(super) fn runner_env(
         // every role here. In AWS the runner never has this set.
         ("STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE".into(), "true".into()),
     ];
-    out.extend(env.tools.engine_env());
+    out.extend(engine.map_or_else(|| env.tools.engine_env(), |e| e.engine_env()));
     if env.recorder.is_some() {
         let log = env.runner_call_log().display().to_string();
         out.push((strato_aws::calls::recorder::CALL_LOG_ENV.into(), log));
     }
-    if let Some(c) = plugin_cache {
+    // The bed's provider cache only: a modern engine links its unpacked mirror (and would fill a cache).
+    if let Some(c) = plugin_cache.filter(|_| !engine.is_some_and(|e| e.is_modern())) {
         out.push(("TF_PLUGIN_CACHE_DIR".into(), c.display().to_string()));
     }
     out.extend(config.runner_env.iter().cloned());

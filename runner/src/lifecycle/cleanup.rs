@@ -157,7 +157,8 @@ impl PreparedRun<'_> {
             strato_domain::render::strip_write_prefix(&out.stdout)
                 .lines()
                 .map(|l| strato_domain::render::strip_write_prefix(l.trim()).to_owned())
-                .filter(|l| !l.is_empty())
+                // Data sources are no cloud resources (a modern engine keeps them in a partial apply's state).
+                .filter(|l| !l.is_empty() && !l.starts_with("data.") && !l.contains(".data."))
                 .collect()
         })
     }

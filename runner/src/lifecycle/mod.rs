@@ -81,6 +81,8 @@ struct PreparedRun<'r> {
     /// The platform's state bucket through the run's state session (`None`: a customer's bucket, or an
     /// estimate without state).
     state_s3: Option<aws_sdk_s3::Client>,
+    /// The settings dialect the emulator's provider files are written in (emulator mode only).
+    provider_dialect: strato_domain::render::ProviderDialect,
 }
 
 /// Runs the operation named by `cfg` to its final event. `Ok` only when the final event was sent.

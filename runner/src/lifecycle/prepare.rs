@@ -11,7 +11,7 @@ use strato_domain::catalog::Catalogs;
 use strato_domain::cost::CostEstimate;
 use strato_domain::model::{ClusterSpec, TargetAccount};
 use strato_domain::render::{
-    BackendConfig, EngineDialect, EngineVersion, ManagedValues, state_key, tfvars_json,
+    BackendConfig, EngineDialect, EngineVersion, ManagedValues, ProviderDialect, state_key, tfvars_json,
 };
 use strato_domain::validate::{ValidatedSpec, validate};
 
@@ -75,6 +75,7 @@ async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
         debug_runs: BTreeMap::new(),
         estimate: CostEstimate::empty(),
         state_s3,
+        provider_dialect: ProviderDialect::Legacy,
     })
 }
 
@@ -146,7 +147,8 @@ async fn unpack_workspace(ctx: &RunContext, stored: &StoredTemplate) -> Result<W
         )
     })?;
     if let Some(ep) = &ctx.cfg.provider_endpoint {
-        ws.point_provider_at(ep, ctx.cfg.provider_max_retries)
+        // Until `init` says which provider version a stage runs (see `PreparedRun::init`).
+        ws.point_provider_at(ep, ctx.cfg.provider_max_retries, ProviderDialect::Legacy)
             .map_err(|e| Failure::internal(STEP, e))?;
     }
     Ok(ws)

@@ -11,13 +11,13 @@ use strato_domain::compose::ComposedStage;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{PlanSummary, RunnerEvent};
 use strato_domain::model::{OperationKind, ResourceChange};
-use strato_domain::render::state_key;
+use strato_domain::render::{ProviderDialect, state_key};
 
 use super::failure::Failure;
 use super::plan::{Outputs, drift_changes, estimate_plan, plan_summary, split_outputs};
 use super::{MAX_RETRIES, PreparedRun};
 use crate::engine::Outcome;
-use crate::workspace::PLAN_FILE;
+use crate::workspace::{LOCK_FILE, PLAN_FILE};
 use crate::{logs, secrets};
 
 /// What a successful run reports: non-sensitive outputs, and for a drift check the changed resources.
@@ -145,8 +145,33 @@ impl PreparedRun<'_> {
             )
             .await?;
         self.check(stage, "init", &out, &[0])?;
+        self.point_provider(stage)?;
         if !self.initialized.iter().any(|s| s == stage) {
             self.initialized.push(stage.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Emulator mode: rewrites the provider files in the dialect of the AWS provider version `init` selected
+    /// for `stage` (its lock file), when that differs from the one they are written in. Notes the version.
+    fn point_provider(&mut self, stage: &str) -> Result<(), Failure> {
+        let Some(endpoint) = self.ctx.cfg.provider_endpoint.clone() else {
+            return Ok(());
+        };
+        let lock = std::fs::read_to_string(self.ws.stage_dir(stage).join(LOCK_FILE)).unwrap_or_default();
+        let Some(version) = ProviderDialect::selected_aws_version(&lock) else {
+            return Ok(());
+        };
+        let dialect = ProviderDialect::for_version(&version).unwrap_or(ProviderDialect::Legacy);
+        self.note(
+            &self.step(stage, "init"),
+            &format!("AWS provider {version} ({dialect:?} provider settings)"),
+        );
+        if dialect != self.provider_dialect {
+            self.ws
+                .point_provider_at(&endpoint, self.ctx.cfg.provider_max_retries, dialect)
+                .map_err(|e| Failure::internal(&self.step(stage, "init"), e))?;
+            self.provider_dialect = dialect;
         }
         Ok(())
     }
@@ -213,7 +238,38 @@ impl PreparedRun<'_> {
             args.push(PLAN_FILE);
         }
         let out = self.command(stage, "apply", &args, false, false).await?;
-        self.check(stage, "apply", &out, &[0])
+        self.check(stage, "apply", &out, &[0])?;
+        self.refresh_state(stage).await;
+        Ok(())
+    }
+
+    /// After an apply, stores what the cloud now holds (`apply -refresh-only`), on engines that check drift
+    /// with `plan -refresh-only`. Without it the state keeps a resource as it was when written, before later
+    /// resources of the same apply changed it (a security group before its separate rules): the next drift
+    /// check would report the apply's own work as changed outside Strato. Best effort: a failure only
+    /// risks such a report, never the applied resources.
+    async fn refresh_state(&mut self, stage: &str) {
+        if !self.version.supports_refresh_only() {
+            return;
+        }
+        let args = [
+            "apply",
+            "-refresh-only",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+        ];
+        let ok = match self.command(stage, "refresh", &args, false, false).await {
+            Ok(out) => out.success(),
+            Err(_) => false,
+        };
+        if !ok {
+            self.note(
+                &self.step(stage, "refresh"),
+                "refreshing the state after the apply failed; the next drift check may report this apply's own \
+                 changes",
+            );
+        }
     }
 
     /// plan (-out, -detailed-exitcode) → show -json → PlanReady. Returns the plan JSON and whether it has changes.

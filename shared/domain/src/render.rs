@@ -191,22 +191,74 @@ const AWS_SERVICES: &[&str] = &[
     "autoscaling",
 ];
 
+/// Which generation of AWS provider settings a provider version understands: 4.0 renamed
+/// `s3_force_path_style` to `s3_use_path_style` (5.x no longer has the old name). The engine version says
+/// nothing about it (a modern engine may run a template pinned to 3.x), so the runner reads the version
+/// `init` selected from the stage's lock file ([`ProviderDialect::from_lock_file`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderDialect {
+    /// AWS provider < 4.
+    Legacy,
+    /// AWS provider >= 4.
+    Modern,
+}
+
+/// The lock file's provider address of the AWS provider.
+pub const AWS_PROVIDER_ADDRESS: &str = "registry.terraform.io/hashicorp/aws";
+
+impl ProviderDialect {
+    pub fn for_version(version: &str) -> Option<Self> {
+        let v = EngineVersion::parse(version)?;
+        Some(if v.major >= 4 { Self::Modern } else { Self::Legacy })
+    }
+
+    /// The AWS provider version `init` selected, from `.terraform.lock.hcl`'s
+    /// `provider "registry.terraform.io/hashicorp/aws" { version = "…" }` (`None`: no AWS provider).
+    pub fn selected_aws_version(lock_file: &str) -> Option<String> {
+        let body: hcl::Body = hcl::from_str(lock_file).ok()?;
+        body.blocks()
+            .filter(|b| b.identifier() == "provider")
+            .find(|b| {
+                b.labels()
+                    .first()
+                    .is_some_and(|l| l.as_str() == AWS_PROVIDER_ADDRESS)
+            })?
+            .body()
+            .attributes()
+            .find(|a| a.key() == "version")
+            .and_then(|a| match a.expr() {
+                hcl::Expression::String(s) => Some(s.clone()),
+                _ => None,
+            })
+    }
+}
+
+/// `strato_provider_override.tf.json` for the AWS provider < 4 (see [`aws_provider_tf_json`]).
+pub fn aws_provider_override_tf_json(endpoint: &str) -> Result<String, Error> {
+    aws_provider_tf_json(endpoint, ProviderDialect::Legacy)
+}
+
 /// `strato_provider_override.tf.json`: points the AWS provider at an emulator. Terraform merges `_override`
 /// files into the module's own `provider "aws"` block, so templates stay free of emulator settings.
-pub fn aws_provider_override_tf_json(endpoint: &str) -> Result<String, Error> {
+/// Written in the provider's `dialect`: an override file's unknown argument is dropped without a word by
+/// the engine (only a plain file's is an error), so a wrong dialect would silently lose path-style S3.
+pub fn aws_provider_tf_json(endpoint: &str, dialect: ProviderDialect) -> Result<String, Error> {
     let endpoints: Map<String, Value> = AWS_SERVICES
         .iter()
         .map(|s| ((*s).to_owned(), json!(endpoint)))
         .collect();
-    let doc = json!({
-        "provider": { "aws": {
-            "endpoints": [endpoints],
-            "skip_credentials_validation": true,
-            "skip_requesting_account_id": true,
-            "skip_metadata_api_check": true,
-            "s3_force_path_style": true,
-        } }
+    let path_style = match dialect {
+        ProviderDialect::Legacy => "s3_force_path_style",
+        ProviderDialect::Modern => "s3_use_path_style",
+    };
+    let mut aws = json!({
+        "endpoints": [endpoints],
+        "skip_credentials_validation": true,
+        "skip_requesting_account_id": true,
+        "skip_metadata_api_check": true,
     });
+    aws[path_style] = json!(true);
+    let doc = json!({ "provider": { "aws": aws } });
     serde_json::to_string_pretty(&doc).map_err(|source| Error::Render {
         what: "provider override",
         source,
@@ -394,5 +446,44 @@ mod tests {
         for s in AWS_SERVICES {
             assert_eq!(eps[*s], "http://127.0.0.1:1", "{s}");
         }
+        assert_eq!(doc["provider"]["aws"]["s3_force_path_style"], true);
+        let v5: Value = serde_json::from_str(
+            &aws_provider_tf_json("http://127.0.0.1:1", ProviderDialect::Modern).unwrap(),
+        )
+        .unwrap();
+        let aws = &v5["provider"]["aws"];
+        assert_eq!(aws["s3_use_path_style"], true);
+        assert!(aws.get("s3_force_path_style").is_none(), "{aws}");
+        assert_eq!(aws["endpoints"][0]["s3"], "http://127.0.0.1:1");
+    }
+
+    #[test]
+    fn provider_dialect_from_the_lock_file() {
+        let lock = r#"# This file is maintained automatically by "terraform init".
+provider "registry.terraform.io/hashicorp/helm" {
+  version = "2.4.1"
+}
+
+provider "registry.terraform.io/hashicorp/aws" {
+  version     = "5.100.0"
+  constraints = ">= 3.39.0"
+  hashes = [
+    "h1:abc=",
+  ]
+}
+"#;
+        let v = ProviderDialect::selected_aws_version(lock).unwrap();
+        assert_eq!(v, "5.100.0");
+        assert_eq!(ProviderDialect::for_version(&v), Some(ProviderDialect::Modern));
+        assert_eq!(
+            ProviderDialect::for_version("4.0.0"),
+            Some(ProviderDialect::Modern)
+        );
+        assert_eq!(
+            ProviderDialect::for_version("3.39.0"),
+            Some(ProviderDialect::Legacy)
+        );
+        assert_eq!(ProviderDialect::selected_aws_version("provider \"x\" {}"), None);
+        assert_eq!(ProviderDialect::selected_aws_version(""), None);
     }
 }

@@ -51,6 +51,8 @@ pub struct Tools {
     pub moto_launcher: PathBuf,
     /// `STRATO_TERRAFORM` if set, else the installed Terraform 0.15.
     pub terraform: PathBuf,
+    /// The installed Terraform 0.15 itself, whatever `STRATO_TERRAFORM` says (the engine matrix's `tf015`).
+    pub bed_terraform: PathBuf,
     /// CLI config naming the provider filesystem mirror (`TF_CLI_CONFIG_FILE`).
     pub cli_config: PathBuf,
 }
@@ -150,13 +152,14 @@ fn ensure(root: &Path) -> Result<Tools, ToolsError> {
         let (engine, cli_config) = ensure_engine(root)?;
         let terraform = match std::env::var_os("STRATO_TERRAFORM") {
             Some(p) if !p.is_empty() => PathBuf::from(p),
-            _ => engine,
+            _ => engine.clone(),
         };
         Ok(Tools {
             root: root.to_owned(),
             python,
             moto_launcher,
             terraform,
+            bed_terraform: engine,
             cli_config,
         })
     })();

@@ -1,10 +1,12 @@
 //! The offline test bed: moto (AWS emulator) and the Terraform engine + AWS provider mirror, installed by
 //! this code into `.tools/` on first use, and private moto servers for test processes.
 
+mod engines;
 mod install;
 mod modern;
 mod moto;
 
+pub use engines::{TestEngine, preferred_engine, report_time};
 pub use install::{SCHEMATHESIS_VERSION, Tools, ToolsError, schemathesis, tools, tools_dir};
-pub use modern::{ModernEngine, modern_engine, modern_engine_or_skip};
+pub use modern::{ModernEngine, modern_engine, modern_engine_at, modern_engine_or_skip};
 pub use moto::{MotoServer, TestEnv, shared_moto};

@@ -63,6 +63,12 @@ fn find() -> Result<ModernEngine, String> {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => PathBuf::from("terraform"),
     };
+    modern_engine_at(terraform)
+}
+
+/// `terraform` as a modern engine (version >= 1.5, with an AWS provider >= 5 in a filesystem mirror), or why
+/// it is not one. Runs the engine each time: [`modern_engine`] is the cached machine's engine.
+pub fn modern_engine_at(terraform: PathBuf) -> Result<ModernEngine, String> {
     let out = Command::new(&terraform)
         .args(["version", "-json"])
         .env("CHECKPOINT_DISABLE", "1")

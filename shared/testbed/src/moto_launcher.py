@@ -5,6 +5,7 @@ import threading
 import time
 
 import moto.dynamodb.responses
+import moto.eks.models
 import moto.sqs.models
 import moto.sqs.responses
 from moto.server import ThreadedMotoServer
@@ -55,6 +56,19 @@ def _receive_without_stale_groups(
         finally:
             _sqs_lock.acquire()
 
+
+# EKS answers a node group created without `updateConfig` with its default `{"maxUnavailable": 1}`; moto
+# answers none, and the AWS provider 5 then plans to add that default on every plan after the create.
+_nodegroup_init = moto.eks.models.Nodegroup.__init__
+
+
+def _nodegroup_with_default_update_config(self, *args, **kwargs):
+    _nodegroup_init(self, *args, **kwargs)
+    if not self.update_config:
+        self.update_config = {"maxUnavailable": 1}
+
+
+moto.eks.models.Nodegroup.__init__ = _nodegroup_with_default_update_config
 
 moto.sqs.responses.SQSResponse.call_action = _sqs_serialized
 moto.sqs.models.SQSBackend.receive_message = _receive_without_stale_groups

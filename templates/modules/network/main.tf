@@ -73,10 +73,12 @@ resource "aws_route_table_association" "private" {
   route_table_id = aws_route_table.private.id
 }
 
+# Neither `vpc` nor `domain` nor tags: provider 3.x refuses tags on an EIP without `vpc = true`, 5.x
+# deprecates `vpc` (its `domain` does not exist in 3.x), and tags added beside it (aws_ec2_tag) show as a
+# change on every 5.x plan. Without `domain` AWS allocates a VPC address (EC2-Classic is gone), and both
+# providers then use its allocation id. Once the catalog requires provider >= 5: `domain = "vpc"` and tags.
 resource "aws_eip" "nat" {
   count = var.nat_gateway ? 1 : 0
-  vpc   = true
-  tags  = merge(local.tags, { Name = "${var.cluster_name}-nat" })
 }
 
 resource "aws_nat_gateway" "this" {

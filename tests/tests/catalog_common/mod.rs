@@ -9,8 +9,8 @@ use std::process::{Command, Output};
 
 use serde_json::{Map, Value, json};
 use strato_domain::modules::ModuleInterface;
-use strato_domain::render::{aws_provider_override_tf_json, strip_write_prefix};
-use strato_testbed::{Tools, tools};
+use strato_domain::render::{ProviderDialect, aws_provider_tf_json, strip_write_prefix};
+use strato_testbed::{TestEngine, Tools, tools};
 
 pub fn templates_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates")
@@ -28,10 +28,50 @@ pub fn bed() -> &'static Tools {
 
 /// Runs the engine in `dir`; returns the output whatever the exit code.
 pub fn tf_raw(dir: &Path, args: &[&str]) -> Output {
-    Command::new(&bed().terraform)
+    run_engine(&bed().terraform, bed().engine_env(), dir, args)
+}
+
+/// [`tf_raw`] with one engine of the matrix.
+pub fn tf_raw_on(engine: &TestEngine, dir: &Path, args: &[&str]) -> Output {
+    run_engine(&engine.terraform, engine.engine_env(), dir, args)
+}
+
+/// [`tf`] with one engine of the matrix.
+pub fn tf_on(engine: &TestEngine, dir: &Path, args: &[&str]) -> Output {
+    let out = tf_raw_on(engine, dir, args);
+    assert!(
+        out.status.success(),
+        "terraform {args:?} ({}) failed:\n{}",
+        engine.name,
+        errors(&out)
+    );
+    out
+}
+
+/// Warnings and deprecations in an engine's output (stdout and stderr), each with the lines saying what it
+/// is about, except the one every `init` from a filesystem mirror prints (its lock file lists only this
+/// platform's checksums).
+pub fn warnings(out: &Output) -> Vec<String> {
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("Warning:") || l.contains("Deprecated"))
+        .map(|(i, _)| lines[i..(i + 8).min(lines.len())].join("\n"))
+        .filter(|w| !w.contains("Incomplete lock file information for providers"))
+        .collect()
+}
+
+fn run_engine(terraform: &Path, env: Vec<(String, String)>, dir: &Path, args: &[&str]) -> Output {
+    Command::new(terraform)
         .args(args)
         .current_dir(dir)
-        .envs(bed().engine_env())
+        .envs(env)
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_REGION", "us-east-1")
@@ -69,10 +109,21 @@ pub fn stdout_json(out: &Output) -> Value {
 /// default) — the runner's composition rule. Local state; the AWS provider points at moto.
 pub struct StageRoot {
     pub dir: tempfile::TempDir,
+    /// The engine of the matrix (`None`: the bed's, [`tf_raw`]).
+    pub engine: Option<TestEngine>,
 }
 
 impl StageRoot {
     pub fn new(modules: &[&str], vars: &Value) -> Self {
+        Self::build(None, modules, vars)
+    }
+
+    /// A stage root run with `engine`, its provider settings in that engine's provider dialect.
+    pub fn with_engine(engine: TestEngine, modules: &[&str], vars: &Value) -> Self {
+        Self::build(Some(engine), modules, vars)
+    }
+
+    fn build(engine: Option<TestEngine>, modules: &[&str], vars: &Value) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let vars = vars.as_object().expect("vars is an object");
         let mut module_blocks = Map::new();
@@ -116,27 +167,47 @@ impl StageRoot {
             "terraform.tfvars.json",
             serde_json::to_string_pretty(vars).unwrap(),
         );
+        let dialect = engine
+            .as_ref()
+            .and_then(|e| ProviderDialect::for_version(&e.provider_version))
+            .unwrap_or(ProviderDialect::Legacy);
         write(
             "strato_provider_override.tf.json",
-            aws_provider_override_tf_json(moto_endpoint()).unwrap(),
+            aws_provider_tf_json(moto_endpoint(), dialect).unwrap(),
         );
-        Self { dir }
+        Self { dir, engine }
     }
 
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn init(&self) {
-        tf(self.path(), &["init", "-input=false", "-no-color"]);
+    /// Runs the stage root's engine; returns the output whatever the exit code.
+    pub fn run_raw(&self, args: &[&str]) -> Output {
+        match &self.engine {
+            Some(e) => tf_raw_on(e, self.path(), args),
+            None => tf_raw(self.path(), args),
+        }
+    }
+
+    /// Runs the stage root's engine; panics on failure.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = self.run_raw(args);
+        assert!(
+            out.status.success(),
+            "terraform {args:?} failed:\n{}",
+            errors(&out)
+        );
+        out
+    }
+
+    pub fn init(&self) -> Output {
+        self.run(&["init", "-input=false", "-no-color"])
     }
 
     /// `plan -out` then `show -json` of the saved plan, as the runner does before apply.
     pub fn plan_json(&self) -> Value {
-        tf(
-            self.path(),
-            &["plan", "-input=false", "-no-color", "-out=strato.tfplan"],
-        );
-        stdout_json(&tf(self.path(), &["show", "-json", "strato.tfplan"]))
+        self.run(&["plan", "-input=false", "-no-color", "-out=strato.tfplan"]);
+        stdout_json(&self.run(&["show", "-json", "strato.tfplan"]))
     }
 }
