@@ -98,7 +98,10 @@ fn the_rust_image_is_the_workspace_rust_version() {
         .map(|(from, _)| from)
         .filter(|from| from.contains(" rust:"))
         .collect();
-    assert!(!rust_froms.is_empty(), "runner/Dockerfile has no `FROM rust:<tag>` build stage");
+    assert!(
+        !rust_froms.is_empty(),
+        "runner/Dockerfile has no `FROM rust:<tag>` build stage"
+    );
     for from in rust_froms {
         let tag = from
             .split_whitespace()
@@ -119,7 +122,10 @@ fn opentofu_is_pinned_and_checksummed_for_both_architectures() {
     let stages = stages(&text);
     let (from, body) = stages
         .iter()
-        .find(|(_, body)| body.iter().any(|i| i.contains("opentofu/opentofu/releases/download")))
+        .find(|(_, body)| {
+            body.iter()
+                .any(|i| i.contains("opentofu/opentofu/releases/download"))
+        })
         .expect("a stage that downloads the OpenTofu release zip");
     let args = args(body);
     assert!(
@@ -145,7 +151,10 @@ fn opentofu_is_pinned_and_checksummed_for_both_architectures() {
         run.contains("tofu_${TOFU_VERSION}_linux_${TARGETARCH}.zip"),
         "the download must name the zip by TARGETARCH, not one fixed architecture: {run}"
     );
-    assert!(run.contains("sha256sum -c"), "the zip must be verified with sha256sum -c: {run}");
+    assert!(
+        run.contains("sha256sum -c"),
+        "the zip must be verified with sha256sum -c: {run}"
+    );
 
     for arch in ARCHES {
         let arg = format!("TOFU_SHA256_{}", arch.to_uppercase());
@@ -157,7 +166,9 @@ fn opentofu_is_pinned_and_checksummed_for_both_architectures() {
             .find(|(v, a, _)| v == version && *a == arch)
             .map(|(_, _, sum)| *sum)
             .unwrap_or_else(|| {
-                panic!("no published SHA256SUMS entry recorded for tofu_{version}_linux_{arch}.zip in this test")
+                panic!(
+                    "no published SHA256SUMS entry recorded for tofu_{version}_linux_{arch}.zip in this test"
+                )
             });
         assert_eq!(
             pinned, published,
@@ -175,7 +186,10 @@ fn the_final_image_runs_as_a_non_root_user() {
     let text = dockerfile();
     let stages = stages(&text);
     let (from, body) = stages.last().expect("at least one stage");
-    assert!(!from.contains(":latest"), "`{from}`: pin the base image, not :latest");
+    assert!(
+        !from.contains(":latest"),
+        "`{from}`: pin the base image, not :latest"
+    );
     let user = body
         .iter()
         .rev()
