@@ -412,3 +412,49 @@ impl Intercept for CallRecorder {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_request_is_counted_and_both_logs_share_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("calls.jsonl");
+        let names = Names::new("strato-t").unwrap();
+        let r = CallRecorder::new("runner", names).appending_to(log.clone());
+        let body = serde_json::json!({"TransactItems": [{"Put": {}}, {"Update": {}}, {"Delete": {}}]});
+        for _ in 0..3 {
+            r.count_request("SQS.SendMessage".into(), 1);
+            r.sqs(
+                "SendMessage",
+                &serde_json::json!({"QueueUrl": "http://x/strato-t-events"}),
+            );
+        }
+        r.count_request("DynamoDB.TransactWriteItems".into(), dynamodb_items(&body));
+
+        let key = |req: &str| ("runner".to_owned(), req.to_owned());
+        let counts = r.requests();
+        assert_eq!(
+            counts[&key("SQS.SendMessage")],
+            RequestCount {
+                requests: 3,
+                items: 3
+            }
+        );
+        assert_eq!(
+            counts[&key("DynamoDB.TransactWriteItems")],
+            RequestCount {
+                requests: 1,
+                items: 3
+            }
+        );
+        // The file holds every request and each distinct call once; each reader skips the other's lines.
+        assert_eq!(CallRecorder::read_request_log(&log), counts);
+        assert_eq!(
+            CallRecorder::read_log(&log),
+            r.observed().into_iter().collect::<Vec<_>>()
+        );
+        assert_eq!(r.observed().len(), 1);
+    }
+}
