@@ -82,7 +82,12 @@ struct Opts {
 #[derive(Subcommand)]
 enum Command {
     /// Start the stack and run until Ctrl-C; prints the endpoints and a token.
-    Up,
+    Up {
+        /// Also write the api function's environment for this stack to FILE (dotenv, mode 0600, holds the
+        /// dev secrets), for `cargo lambda watch --env-file FILE`.
+        #[arg(long, value_name = "FILE")]
+        env_file: Option<PathBuf>,
+    },
     /// Start the stack and walk a cluster through its life (create, logs, outputs, drift check, delete).
     Demo,
     /// Publish the template catalog to a deployed Strato: the table and bucket named by --prefix, in the
@@ -200,6 +205,41 @@ async fn wait_for_stop() {
     }
 }
 
+/// The environment the api binary needs to serve this stack's store under `cargo lambda watch`: the AWS
+/// endpoint and resource prefix, and the secrets the in-process api uses (so tickets it signs are the ones
+/// devstack's WebSocket API accepts). Only the api: the SQS-fed functions already run inside devstack.
+fn lambda_env(stack: &Devstack) -> String {
+    let env = &stack.env;
+    let vars = [
+        ("AWS_ENDPOINT_URL", stack.endpoints.aws.as_str()),
+        ("AWS_REGION", env.region.as_str()),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("STRATO_RESOURCE_PREFIX", env.names.prefix()),
+        ("STRATO_TENANT_CLAIM", env.auth.tenant_claim()),
+        ("STRATO_JWT_SECRET", stack.jwt_secret()),
+        ("STRATO_AGENT_TOKEN_SECRET", env.agent_token_secret.as_str()),
+        (strato_domain::webhook::ALLOW_HTTP_ENV, "1"),
+        (strato_domain::webhook::ALLOW_LOOPBACK_ENV, "1"),
+    ];
+    vars.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+}
+
+fn write_env_file(path: &std::path::Path, stack: &Devstack) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(lambda_env(stack).as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
 fn banner(stack: &Devstack) {
     let e = &stack.endpoints;
     println!();
@@ -272,13 +312,20 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Publish => publish(&cli.opts).await,
-        Command::Up => {
+        Command::Up { env_file } => {
             let config = config(&cli.opts)?;
             ensure_runner(&config)?;
             let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;
             banner(&stack);
+            if let Some(path) = &env_file {
+                write_env_file(path, &stack)?;
+                println!(
+                    "The api function's environment is in {} (cargo lambda watch --env-file {0})",
+                    path.display()
+                );
+            }
             wait_for_stop().await;
             eprintln!("stopping: runners get SIGTERM, then moto stops…");
             stack.shutdown(Duration::from_secs(10)).await;

@@ -219,7 +219,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 impl Devstack {
     /// Starts everything (see the crate docs); `plugins` add functions built elsewhere.
     pub async fn start(
-        mut config: DevstackConfig,
+        config: DevstackConfig,
         plugins: Vec<Box<dyn Plugin>>,
     ) -> Result<Self, DevstackError> {
         let t0 = Instant::now();
@@ -227,7 +227,7 @@ impl Devstack {
             .await?
             .map_err(|e| DevstackError::TestBed(e.to_string()))?;
         tracing::info!(tools = %tools.root.display(), "test bed ready");
-        let config = setup::choose_engine(config).await?;
+        let mut config = setup::choose_engine(config).await?;
         let (moto, endpoint) = match &config.aws_endpoint {
             Some(e) => (None, e.trim_end_matches('/').to_owned()),
             None => {

@@ -103,7 +103,7 @@ async fn run(n: usize) {
 
     let sample = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../events/api/create-cluster.json"
+        "/../functions/api/tests/fixtures/events/create-cluster.json"
     ))
     .expect("sample event");
     let (mut api_fig, mut disp_fig) = (Figures::new(), Figures::new());

@@ -111,8 +111,16 @@ impl Resp {
 pub struct Req(ApiGatewayV2httpRequest);
 
 impl Req {
+    /// `events/api/<name>.json`, or its copy in `tests/fixtures/events/` where the sample names a template:
+    /// the published samples name the catalog's (what devstack publishes), these tests the `api-test`
+    /// fixture, which has a variable of every kind.
     pub fn load(name: &str) -> Self {
-        let path = workspace().join(format!("events/api/{name}.json"));
+        let fixture = workspace().join(format!("functions/api/tests/fixtures/events/{name}.json"));
+        let path = if fixture.is_file() {
+            fixture
+        } else {
+            workspace().join(format!("events/api/{name}.json"))
+        };
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         Self(serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
     }

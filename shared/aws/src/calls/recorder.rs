@@ -5,7 +5,7 @@
 //! Used by the devstack flow test (in-process functions) and by the runner when `STRATO_AWS_CALL_LOG` names a
 //! file (one JSON [`Observed`] per line, appended).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -17,6 +17,7 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 use percent_encoding::percent_decode_str;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Observed, Target};
@@ -25,12 +26,34 @@ use crate::resources::{BUCKETS, Names, QUEUES, TABLES};
 /// The environment variable naming the file a process appends its recorded calls to.
 pub const CALL_LOG_ENV: &str = "STRATO_AWS_CALL_LOG";
 
-/// Records calls tagged with the function that made them; clones share the record.
+/// What one function sent of one request kind (`Service.Operation`): what AWS bills per request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestCount {
+    /// Requests sent, each retry attempt included.
+    pub requests: u64,
+    /// Items they named: a DynamoDB transaction's or batch's items (capacity is billed per item), 1 otherwise.
+    pub items: u64,
+}
+
+/// Request counts by (function, `Service.Operation`).
+pub type RequestCounts = BTreeMap<(String, String), RequestCount>;
+
+/// One sent request in a call log (beside the [`Observed`] lines, which it never parses as).
+#[derive(Debug, Serialize, Deserialize)]
+struct RequestLine {
+    function: String,
+    request: String,
+    items: u64,
+}
+
+/// Records calls tagged with the function that made them; clones share the record. Besides the distinct
+/// calls (the IAM check), it counts every request sent (the cost figures, `devstack/examples`).
 #[derive(Debug, Clone)]
 pub struct CallRecorder {
     function: String,
     names: Names,
     seen: Arc<Mutex<BTreeSet<Observed>>>,
+    requests: Arc<Mutex<RequestCounts>>,
     file: Option<PathBuf>,
 }
 
@@ -40,6 +63,7 @@ impl CallRecorder {
             function: function.into(),
             names,
             seen: Arc::default(),
+            requests: Arc::default(),
             file: None,
         }
     }
@@ -63,6 +87,50 @@ impl CallRecorder {
         self.seen.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
+    /// Every request sent so far, by every function sharing this record.
+    pub fn requests(&self) -> RequestCounts {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Requests appended to `path` by other processes (missing file: none).
+    pub fn read_request_log(path: &std::path::Path) -> RequestCounts {
+        let mut out = RequestCounts::new();
+        for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+            if let Ok(r) = serde_json::from_str::<RequestLine>(line) {
+                let c = out.entry((r.function, r.request)).or_default();
+                c.requests += 1;
+                c.items += r.items;
+            }
+        }
+        out
+    }
+
+    fn count_request(&self, request: String, items: u64) {
+        if let Ok(mut all) = self.requests.lock() {
+            let c = all.entry((self.function.clone(), request.clone())).or_default();
+            c.requests += 1;
+            c.items += items;
+        }
+        let line = RequestLine {
+            function: self.function.clone(),
+            request,
+            items,
+        };
+        self.append(&line);
+    }
+
+    /// Best effort: a lost line shows up as a call the test did not see, never as a false failure.
+    fn append(&self, line: &impl Serialize) {
+        if let Some(path) = &self.file
+            && let (Ok(mut f), Ok(line)) = (
+                std::fs::OpenOptions::new().create(true).append(true).open(path),
+                serde_json::to_string(line),
+            )
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
     /// Calls appended to `path` by other processes (missing file: none).
     pub fn read_log(path: &std::path::Path) -> Vec<Observed> {
         std::fs::read_to_string(path)
@@ -79,14 +147,8 @@ impl CallRecorder {
             target,
         };
         let new = self.seen.lock().map(|mut s| s.insert(o.clone())).unwrap_or(false);
-        if new && let Some(path) = &self.file {
-            // Best effort: a lost line shows up as a call the test did not see, never as a false failure.
-            if let (Ok(mut f), Ok(line)) = (
-                std::fs::OpenOptions::new().create(true).append(true).open(path),
-                serde_json::to_string(&o),
-            ) {
-                let _ = writeln!(f, "{line}");
-            }
+        if new {
+            self.append(&o);
         }
     }
 
@@ -269,6 +331,23 @@ impl CallRecorder {
     }
 }
 
+/// The items a DynamoDB request names: a transaction's or a batch's, else 1.
+fn dynamodb_items(body: &Value) -> u64 {
+    if let Some(t) = body["TransactItems"].as_array() {
+        return t.len() as u64;
+    }
+    match body["RequestItems"].as_object() {
+        Some(tables) => tables
+            .values()
+            .map(|r| match r {
+                Value::Array(writes) => writes.len(),
+                other => other["Keys"].as_array().map_or(0, Vec::len),
+            } as u64)
+            .sum(),
+        None => 1,
+    }
+}
+
 /// The logical name whose physical name is `physical`, or `?<physical>`.
 fn logical(physical: &str, mut all: impl Iterator<Item = (&'static str, String)>) -> String {
     all.find(|(_, p)| p == physical)
@@ -298,6 +377,11 @@ impl Intercept for CallRecorder {
                 .and_then(|b| serde_json::from_slice::<Value>(b).ok())
                 .unwrap_or(Value::Null)
         };
+        let items = match service {
+            "DynamoDB" => dynamodb_items(&json()),
+            _ => 1,
+        };
+        self.count_request(format!("{service}.{op}"), items);
         match service {
             "DynamoDB" => self.dynamodb(op, &json()),
             "S3" => self.s3(op, req.uri(), req.headers().get("x-amz-copy-source")),
@@ -326,5 +410,51 @@ impl Intercept for CallRecorder {
             other => self.record(format!("{other}:{op}"), Target::Unknown(req.uri().to_owned())),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_request_is_counted_and_both_logs_share_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("calls.jsonl");
+        let names = Names::new("strato-t").unwrap();
+        let r = CallRecorder::new("runner", names).appending_to(log.clone());
+        let body = serde_json::json!({"TransactItems": [{"Put": {}}, {"Update": {}}, {"Delete": {}}]});
+        for _ in 0..3 {
+            r.count_request("SQS.SendMessage".into(), 1);
+            r.sqs(
+                "SendMessage",
+                &serde_json::json!({"QueueUrl": "http://x/strato-t-events"}),
+            );
+        }
+        r.count_request("DynamoDB.TransactWriteItems".into(), dynamodb_items(&body));
+
+        let key = |req: &str| ("runner".to_owned(), req.to_owned());
+        let counts = r.requests();
+        assert_eq!(
+            counts[&key("SQS.SendMessage")],
+            RequestCount {
+                requests: 3,
+                items: 3
+            }
+        );
+        assert_eq!(
+            counts[&key("DynamoDB.TransactWriteItems")],
+            RequestCount {
+                requests: 1,
+                items: 3
+            }
+        );
+        // The file holds every request and each distinct call once; each reader skips the other's lines.
+        assert_eq!(CallRecorder::read_request_log(&log), counts);
+        assert_eq!(
+            CallRecorder::read_log(&log),
+            r.observed().into_iter().collect::<Vec<_>>()
+        );
+        assert_eq!(r.observed().len(), 1);
     }
 }
