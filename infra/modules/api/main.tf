@@ -130,6 +130,8 @@ resource "aws_apigatewayv2_route" "ws" {
 
 # WebSocket stages do not auto-deploy: a new deployment whenever a route or the integration changes.
 resource "aws_apigatewayv2_deployment" "ws" {
+  count = var.ws_deployment ? 1 : 0
+
   api_id = aws_apigatewayv2_api.ws.id
   triggers = {
     redeployment = sha1(jsonencode([
@@ -153,7 +155,7 @@ resource "aws_cloudwatch_log_group" "ws_access" {
 resource "aws_apigatewayv2_stage" "ws" {
   api_id        = aws_apigatewayv2_api.ws.id
   name          = local.ws_stage
-  deployment_id = aws_apigatewayv2_deployment.ws.id
+  deployment_id = var.ws_deployment ? aws_apigatewayv2_deployment.ws[0].id : null
 
   default_route_settings {
     throttling_rate_limit  = var.ws_rate_limit

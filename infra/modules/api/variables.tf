@@ -68,3 +68,9 @@ variable "log_retention_days" {
   type        = number
   default     = 30
 }
+
+variable "ws_deployment" {
+  description = "Deploy the WebSocket stage explicitly (always, on AWS). False only on an emulator without API Gateway v2 deployments (moto): the stage then has no deployment."
+  type        = bool
+  default     = true
+}
