@@ -38,17 +38,6 @@ resource "aws_sqs_queue" "this" {
   })
 }
 
-# Only this queue's own DLQ may redrive into it.
-resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
-  for_each = local.queues
-
-  queue_url = aws_sqs_queue.dlq[each.key].id
-  redrive_allow_policy = jsonencode({
-    redrivePermission = "byQueue"
-    sourceQueueArns   = [aws_sqs_queue.this[each.key].arn]
-  })
-}
-
 # A message in a DLQ means a job, event, log batch or webhook notification failed every delivery.
 resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   for_each = local.queues
