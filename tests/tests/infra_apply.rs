@@ -11,6 +11,7 @@
 //! - SQS returns `RedrivePolicy` re-serialized with spaces: the second plan's update of exactly a
 //!   JSON-equal `redrive_policy` on a queue is tolerated;
 //! - no `RedriveAllowPolicy` attribute: the data module sets none.
+//!
 //! Anything else the second plan would change fails the test.
 
 #[allow(dead_code)]

@@ -862,6 +862,9 @@ pub fn function_policies(state: &State) -> BTreeMap<String, Value> {
         .collect()
 }
 
+/// The policies beyond the call lists: own logs and traces, who may use the data key, consume and send to
+/// which queue, the lock table's digest/lock split, the runner's reach. Long because each rule is one
+/// assertion with its reason; kept together so the whole least-privilege picture reads in one place.
 pub fn check_permissions(state: &State, names: &Names, fns: &BTreeMap<String, Function>) {
     let w = World { state, names };
     let policies = function_policies(state);
