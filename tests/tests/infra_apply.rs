@@ -64,8 +64,13 @@ fn moto_override(endpoint: &str) -> String {
 }
 
 /// The packaged functions (cargo-lambda's layout, `scripts/package`) when all are there, else stand-ins.
+/// Looked for in `STRATO_LAMBDA_ZIP_DIR`, else `$CARGO_TARGET_DIR/lambda`, else the workspace's
+/// `target/lambda`.
 fn lambda_zips(scratch: &Path) -> std::path::PathBuf {
-    let packaged = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/lambda");
+    let packaged = std::env::var_os("STRATO_LAMBDA_ZIP_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(|t| Path::new(&t).join("lambda")))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/lambda"));
     if FUNCTIONS
         .iter()
         .all(|f| packaged.join(format!("strato-{f}/bootstrap.zip")).is_file())
