@@ -1,7 +1,7 @@
 //! The AWS calls the runner's code (and its engine's S3 backend) makes: IAM actions on logical resources (`strato_aws::calls`). Checked
-//! against its IAM policy in `infra/` (tests/tests/infra_check.rs) and against the calls it really makes in
+//! against its IAM policy in `infra/` (tests/tests/infra_apply.rs) and against the calls it really makes in
 //! devstack (tests/tests/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
-//! goes here first; the infra check then names the grant `infra/iam.tf` lacks.
+//! goes here first; the infra check then names the grant `infra/modules/runner/iam.tf` lacks.
 
 use strato_aws::calls::{AwsCall, Resource::*, call};
 
@@ -42,7 +42,7 @@ pub const AWS_CALLS: &[AwsCall] = &[
 
 /// The calls made with the run's **state role** session (never the task role): Terraform's S3 backend (the
 /// engine, a separate process whose calls the recorder does not see) on the cluster's state and its lock and
-/// digest items, and the runner's own check of a leftover lock. `infra_check` evaluates them against
+/// digest items, and the runner's own check of a leftover lock. `infra_apply` evaluates them against
 /// `aws_iam_role_policy.runner_state`, and the per-run session policy against another tenant's state.
 pub const STATE_ROLE_CALLS: &[AwsCall] = &[
     call("s3:ListBucket", Bucket("state")),

@@ -2,7 +2,7 @@
 //! the real runner and each engine of the matrix (`::tf015`, `::modern`): create → ACTIVE (cost estimate attached, the complete log received
 //! over WebSocket) → drift check (clean: no false positive from the node-group
 //! quirk) → delete → DELETED; then the demo itself. Every AWS call made meanwhile (by each function and each
-//! runner) must be on that function's `AWS_CALLS` list (the list infra_check.rs holds `infra/`'s IAM to).
+//! runner) must be on that function's `AWS_CALLS` list (the list infra_apply.rs holds `infra/`'s IAM to).
 
 mod devstack_support;
 

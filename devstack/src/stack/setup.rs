@@ -10,7 +10,7 @@ pub(super) async fn ecs_setup(
     region: &str,
     names: &Names,
 ) -> Result<RunnerSettings, DevstackError> {
-    let cluster = format!("{}-runner", names.prefix()); // as infra/ names it (runner.tf)
+    let cluster = format!("{}-runner", names.prefix()); // as infra/ names it (modules/runner)
     ecs.create_cluster()
         .cluster_name(&cluster)
         .send()
@@ -162,7 +162,7 @@ pub(super) fn runner_env(
         ("AWS_DEFAULT_REGION".into(), env.region.clone()),
         ("STRATO_RESOURCE_PREFIX".into(), env.names.prefix().to_owned()),
         // moto's STS issues a session for any role of its account and enforces no policy: the roles and
-        // the runs' session policies are exercised here, their effect only in infra_check's evaluation.
+        // the runs' session policies are exercised here, their effect only in infra_apply's evaluation.
         (
             "STRATO_ENGINE_ROLE_ARN".into(),
             format!(

@@ -417,7 +417,7 @@ impl PreparedRun<'_> {
 
     /// After a successful delete, each stage's state in the platform's bucket stops being current (a delete
     /// marker): only replaced versions remain, and the bucket's lifecycle rule expires them
-    /// `state_retention_days` later (`infra/storage.tf`). Until then a state restore can still bring one back.
+    /// `state_retention_days` later (`infra/modules/data`). Until then a state restore can still bring one back.
     /// A customer's own state bucket is the customer's to keep.
     async fn retire_state(&self, stages: &[ComposedStage]) -> Result<(), Failure> {
         let spec = self.ctx.op.spec.as_ref().unwrap_or(&self.ctx.cluster.spec);

@@ -1,5 +1,5 @@
 //! Reading a process's settings from its environment, once, at start. Every function and the runner take a
-//! `lookup` standing for the environment (so tests and `infra_check` feed them maps); [`Env`] gives them the
+//! `lookup` standing for the environment (so tests and `infra_apply` feed them maps); [`Env`] gives them the
 //! same readers and the same messages: the variable, what is wrong, and what is expected.
 
 use std::fmt::Display;

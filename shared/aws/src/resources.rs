@@ -65,7 +65,7 @@ pub struct BucketDef {
     pub expires: Expiry,
 }
 
-/// A bucket's lifecycle rule (`infra/storage.tf`, days configurable there).
+/// A bucket's lifecycle rule (`infra/modules/data`, days configurable there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expiry {
     Never,
@@ -292,7 +292,7 @@ impl Names {
         }
     }
 
-    /// Strato's customer-managed KMS key (`infra/storage.tf`): the data key of sealed values at rest and
+    /// Strato's customer-managed KMS key (`infra/modules/data`): the data key of sealed values at rest and
     /// the buckets' default encryption. Functions and the runner name it by this alias.
     pub fn kms_alias(&self) -> String {
         format!("alias/{}-data", self.prefix)
@@ -348,7 +348,7 @@ pub async fn create_all(aws: &AwsClients, names: &Names) -> Result<(), Error> {
 }
 
 /// Creates Strato's KMS key under [`Names::kms_alias`] unless the alias exists (moto, devstack; in AWS it is
-/// `infra/storage.tf`'s).
+/// `infra/modules/data`'s).
 pub async fn create_kms_key(aws: &AwsClients, names: &Names) -> Result<(), Error> {
     let alias = names.kms_alias();
     if aws.kms.describe_key().key_id(&alias).send().await.is_ok() {

@@ -80,7 +80,7 @@ pub fn aws_call_lists() -> [(&'static str, &'static [strato_aws::calls::AwsCall]
 }
 
 /// The IAM check of the code: every AWS call the stack's functions and runners made (recorded, see
-/// `DevstackConfig::record_aws_calls`) is on that function's `AWS_CALLS` list, which infra_check.rs checks
+/// `DevstackConfig::record_aws_calls`) is on that function's `AWS_CALLS` list, which infra_apply.rs checks
 /// against `infra/`. `expect` names the functions that must have made calls at all (the recording works).
 pub fn assert_aws_calls_listed(stack: &Devstack, expect: &[&str]) {
     let observed = stack.aws_calls();

@@ -1,6 +1,6 @@
-//! IAM policy evaluation for infra_check.rs: whether a policy document allows an action on a resource in a
-//! request context (condition keys), and the sample request each `AwsCall` of a function's list makes in
-//! the evaluated configuration's placeholder world (`<aws_dynamodb_table.templates.arn>` …).
+//! IAM policy evaluation for the infra checks: whether a policy document allows an action on a resource in a
+//! request context (condition keys), and the request each `AwsCall` of a function's list makes against the
+//! applied deployment (real ARNs read from its state).
 //!
 //! Follows IAM's rules as far as these policies use them: `*` wildcards in actions and resources, an
 //! explicit Deny wins, every condition operator of a statement must hold, a key missing from the request
@@ -9,6 +9,9 @@
 
 use serde_json::Value;
 use strato_aws::calls::{AwsCall, Resource, glob};
+use strato_aws::resources::Names;
+
+use super::{ACCOUNT, PREFIX, REGION, State};
 
 /// Condition keys of one request: key → values.
 pub type RequestContext = Vec<(&'static str, Vec<String>)>;
@@ -85,67 +88,109 @@ pub fn allows(policy: &Value, action: &str, resource: &str) -> bool {
     allows_in(policy, action, resource, &Vec::new())
 }
 
-fn table_arn(logical: &str) -> String {
-    format!("<aws_dynamodb_table.{}.arn>", logical.replace('-', "_"))
+/// The applied deployment's ARNs, by the logical names the call lists use.
+pub struct World<'a> {
+    pub state: &'a State,
+    pub names: &'a Names,
 }
 
-const ACCOUNT_ARN: &str = "<data.aws_partition.current.partition>:{service}:eu-west-1:<data.aws_caller_identity.current.account_id>";
-
-fn arn(service: &str, rest: &str) -> String {
-    format!("arn:{}:{rest}", ACCOUNT_ARN.replace("{service}", service))
+impl World<'_> {
+    pub fn table(&self, logical: &str) -> String {
+        self.state
+            .arn_of("aws_dynamodb_table", "name", &self.names.table(logical))
+    }
+    pub fn queue(&self, logical: &str) -> String {
+        self.state
+            .arn_of("aws_sqs_queue", "name", &self.names.queue(logical))
+    }
+    pub fn bucket(&self, logical: &str) -> String {
+        format!("arn:aws:s3:::{}", self.names.bucket(logical))
+    }
+    pub fn role(&self, name: &str) -> String {
+        self.state
+            .arn_of("aws_iam_role", "name", &format!("{PREFIX}-{name}"))
+    }
+    pub fn cluster(&self) -> String {
+        self.state
+            .arn_of("aws_ecs_cluster", "name", &format!("{PREFIX}-runner"))
+    }
+    pub fn data_key(&self) -> String {
+        self.state
+            .by("aws_kms_alias", "name", &self.names.kms_alias())
+            .s("target_key_arn")
+            .to_owned()
+    }
+    pub fn ws_execution_arn(&self) -> String {
+        self.state
+            .by("aws_apigatewayv2_api", "name", &format!("{PREFIX}-ws"))
+            .s("execution_arn")
+            .to_owned()
+    }
+    pub fn account_arn(&self, service: &str, rest: &str) -> String {
+        format!("arn:aws:{service}:{REGION}:{ACCOUNT}:{rest}")
+    }
 }
 
 /// The requests (resource ARN, condition keys) an entry of a list stands for. A pattern (`tenants/*`) is
 /// sent as is: a policy's wildcard covers it only if it covers every key the pattern stands for.
-pub fn requests(c: &AwsCall) -> Vec<(String, RequestContext)> {
-    let cluster = || vec![("ecs:cluster", vec!["<aws_ecs_cluster.runner.arn>".to_owned()])];
+pub fn requests(c: &AwsCall, w: &World) -> Vec<(String, RequestContext)> {
+    let cluster = || vec![("ecs:cluster", vec![w.cluster()])];
     match c.resource {
         // A key no statement limited to some keys could mean: such a statement does not cover a whole table.
         Resource::Table(t) => vec![(
-            table_arn(t),
+            w.table(t),
             vec![("dynamodb:LeadingKeys", vec!["any-key".to_owned()])],
         )],
         Resource::TableKeys { table, bucket, keys } => vec![(
-            table_arn(table),
+            w.table(table),
             vec![(
                 "dynamodb:LeadingKeys",
-                vec![format!("<aws_s3_bucket.{bucket}.bucket>/{keys}")],
+                vec![format!("{}/{keys}", w.names.bucket(bucket))],
             )],
         )],
-        Resource::Index(t, i) => vec![(format!("{}/index/{i}", table_arn(t)), Vec::new())],
-        Resource::Queue(q) => vec![(format!("<aws_sqs_queue.{q}.arn>"), Vec::new())],
-        Resource::Bucket(b) => vec![(format!("<aws_s3_bucket.{b}.arn>"), Vec::new())],
-        Resource::Object(b, key) => vec![(format!("<aws_s3_bucket.{b}.arn>/{key}"), Vec::new())],
+        Resource::Index(t, i) => vec![(format!("{}/index/{i}", w.table(t)), Vec::new())],
+        Resource::Queue(q) => vec![(w.queue(q), Vec::new())],
+        Resource::Bucket(b) => vec![(w.bucket(b), Vec::new())],
+        Resource::Object(b, key) => vec![(format!("{}/{key}", w.bucket(b)), Vec::new())],
         Resource::RunnerTaskDefinition => vec![(
-            arn("ecs", "task-definition/<aws_ecs_task_definition.runner.family>:3"),
+            w.account_arn("ecs", &format!("task-definition/{PREFIX}-runner:3")),
             cluster(),
         )],
-        Resource::RunnerCluster => vec![(arn("ecs", "task/strato-check-runner/0123abcd"), cluster())],
-        Resource::RunnerRoles => ["runner_task", "runner_execution"]
+        Resource::RunnerCluster => vec![(
+            w.account_arn("ecs", &format!("task/{PREFIX}-runner/0123abcd")),
+            cluster(),
+        )],
+        Resource::RunnerRoles => ["runner-task", "runner-execution"]
             .map(|r| {
                 (
-                    format!("<aws_iam_role.{r}.arn>"),
+                    w.role(r),
                     vec![("iam:PassedToService", vec!["ecs-tasks.amazonaws.com".to_owned()])],
                 )
             })
             .into(),
         Resource::Connections => vec![(
-            "<aws_apigatewayv2_api.ws.execution_arn>/live/POST/@connections/abc".to_owned(),
+            format!("{}/live/POST/@connections/abc", w.ws_execution_arn()),
             Vec::new(),
         )],
-        Resource::RunRoles => ["runner_state", "runner_engine"]
-            .map(|r| (format!("<aws_iam_role.{r}.arn>"), Vec::new()))
+        Resource::RunRoles => ["runner-state", "runner-engine"]
+            .map(|r| (w.role(r), Vec::new()))
             .into(),
-        Resource::DataKey => vec![("<aws_kms_key.data.arn>".to_owned(), Vec::new())],
+        Resource::DataKey => vec![(w.data_key(), Vec::new())],
         Resource::TargetRoles => vec![(
             "arn:aws:iam::111122223333:role/strato-target".to_owned(),
             Vec::new(),
         )],
+        // A named secret is the applied one (its ARN ends in AWS's random suffix); a pattern stands for any.
+        Resource::Secret(name) if !name.contains('*') => {
+            let arn = w.state.arn_of(
+                "aws_secretsmanager_secret",
+                "name",
+                &format!("strato/{PREFIX}/{name}"),
+            );
+            vec![(arn, Vec::new())]
+        }
         Resource::Secret(name) => vec![(
-            arn(
-                "secretsmanager",
-                &format!("secret:strato/strato-check/{name}-AbCdEf"),
-            ),
+            w.account_arn("secretsmanager", &format!("secret:strato/{PREFIX}/{name}-AbCdEf")),
             Vec::new(),
         )],
     }
@@ -153,10 +198,10 @@ pub fn requests(c: &AwsCall) -> Vec<(String, RequestContext)> {
 
 /// Every entry of `list` the policy does not allow, as "function X calls ACTION on RESOURCE but infra/ does
 /// not allow it".
-pub fn missing_grants(function: &str, policy: &Value, list: &[AwsCall]) -> Vec<String> {
+pub fn missing_grants(function: &str, policy: &Value, list: &[AwsCall], w: &World) -> Vec<String> {
     let mut out = Vec::new();
     for c in list {
-        for (resource, ctx) in requests(c) {
+        for (resource, ctx) in requests(c, w) {
             if !allows_in(policy, c.action, &resource, &ctx) {
                 out.push(format!(
                     "function {function} calls {} on {:?} ({resource}, {ctx:?}) but infra/ does not allow it",
@@ -168,8 +213,8 @@ pub fn missing_grants(function: &str, policy: &Value, list: &[AwsCall]) -> Vec<S
     out
 }
 
-/// Each function's list and the runner's, by the key of `aws_iam_role_policy.function` ("runner": the
-/// runner's task role).
+/// Each function's list and the runner's, by function name ("runner": the runner's task role,
+/// "runner-state": its per-run state role).
 pub fn call_lists() -> [(&'static str, &'static [AwsCall]); 9] {
     [
         ("api", strato_api::AWS_CALLS),

@@ -1,32 +1,30 @@
-# Least-privilege statements per function (the runner's task role is in runner.tf). Each function gets the
-# tables, queues, buckets and APIs its code calls, and nothing account-wide except where AWS has no resource
-# level (ecs:ListTasks, limited to the runner cluster by condition).
+# Least-privilege statements per function. Each function gets the tables, queues, buckets and APIs its code
+# calls (its AWS_CALLS list, checked by the infra_apply test), and nothing account-wide except where AWS has
+# no resource level (ecs:ListTasks limited to the runner cluster by condition; X-Ray).
+
+data "aws_caller_identity" "current" {}
+data "aws_partition" "current" {}
 
 locals {
+  partition = data.aws_partition.current.partition
+  account   = data.aws_caller_identity.current.account_id
+
   ddb_read  = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]
   ddb_write = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
+  consume   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
 
   # A table and its indexes.
-  table_resources = { for name, t in {
-    clusters    = aws_dynamodb_table.clusters
-    operations  = aws_dynamodb_table.operations
-    locks       = aws_dynamodb_table.locks
-    idempotency = aws_dynamodb_table.idempotency
-    connections = aws_dynamodb_table.connections
-    "tf-locks"  = aws_dynamodb_table.tf_locks
-    templates   = aws_dynamodb_table.templates
-    tenants     = aws_dynamodb_table.tenants
-  } : name => [t.arn, "${t.arn}/index/*"] }
+  table_resources = { for k, t in var.tables : k => [t.arn, "${t.arn}/index/*"] }
+  queue_arn       = { for k, q in var.queues : k => q.arn }
+  state_bucket    = var.buckets["state"]
+  artifacts       = var.buckets["artifacts"]
 
-  queue_arns = [aws_sqs_queue.jobs.arn, aws_sqs_queue.events.arn, aws_sqs_queue.logs.arn, aws_sqs_queue.webhooks.arn]
-  consume    = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
-
-  # Every function that resolves the queue URLs at start (shared::queues::QueueUrls).
+  # Every function that resolves the queue URLs at start (strato_aws::queues::QueueUrls).
   resolve_queues = {
     Sid      = "ResolveQueueUrls"
     Effect   = "Allow"
     Action   = ["sqs:GetQueueUrl"]
-    Resource = local.queue_arns
+    Resource = values(local.queue_arn)
   }
 
   # The shared store (clusters, operations, locks, tenant counters; templates read-only).
@@ -49,14 +47,14 @@ locals {
     Sid      = "PostToConnections"
     Effect   = "Allow"
     Action   = ["execute-api:ManageConnections"]
-    Resource = "${aws_apigatewayv2_api.ws.execution_arn}/${local.ws_stage}/*/@connections/*"
+    Resource = "${var.ws.execution_arn}/${var.ws.stage}/*/@connections/*"
   }
 
   artifacts_read = {
     Sid      = "ArtifactsRead"
     Effect   = "Allow"
     Action   = ["s3:GetObject", "s3:ListBucket"]
-    Resource = [aws_s3_bucket.artifacts.arn, "${aws_s3_bucket.artifacts.arn}/*"]
+    Resource = [local.artifacts.arn, "${local.artifacts.arn}/*"]
   }
 
   # Objects in the state and artifacts buckets are SSE-KMS: reading one needs kms:Decrypt on the key.
@@ -64,21 +62,21 @@ locals {
     Sid      = "DataKeyDecrypt"
     Effect   = "Allow"
     Action   = ["kms:Decrypt"]
-    Resource = aws_kms_key.data.arn
+    Resource = var.kms_key_arn
   }
 
-  # Secrets a function reads by reference at cold start (secrets.tf, strato_aws::secret_env), by name.
-  secret_arn = "arn:${local.partition}:secretsmanager:${var.region}:${local.account}:secret:strato/${var.prefix}"
+  # Secrets a function reads by reference at cold start.
   read_secrets = {
-    api        = concat(["${local.secret_arn}/ws-jwt-secret-*"], local.agent_secret_enabled ? ["${local.secret_arn}/agent-token-secret-*"] : [])
-    ws         = ["${local.secret_arn}/ws-jwt-secret-*"]
-    dispatcher = ["${local.secret_arn}/run-proof-secret-*"]
-    status     = ["${local.secret_arn}/run-proof-secret-*"]
-    # The others read none.
+    api          = compact([var.secrets.ws_jwt_arn, var.secrets.agent_token_arn])
+    ws           = [var.secrets.ws_jwt_arn]
+    dispatcher   = [var.secrets.run_proof_arn]
+    status       = [var.secrets.run_proof_arn]
     scheduler    = []
     webhooks     = []
     "log-fanout" = []
   }
+
+  ecs_cluster = { ArnEquals = { "ecs:cluster" = var.runner.cluster_arn } }
 
   function_statements = {
     api = concat(local.store, [
@@ -88,7 +86,7 @@ locals {
         Sid      = "DataKey"
         Effect   = "Allow"
         Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
-        Resource = aws_kms_key.data.arn
+        Resource = var.kms_key_arn
       },
       {
         Sid      = "Idempotency"
@@ -101,27 +99,27 @@ locals {
         Sid      = "SendJobsAndAgentEvents"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.events.arn]
+        Resource = [local.queue_arn["jobs"], local.queue_arn["events"]]
       },
       {
         # GET /v1/templates and an unknown template's suggestions scan the catalog.
         Sid      = "TemplatesCatalog"
         Effect   = "Allow"
         Action   = ["dynamodb:Scan"]
-        Resource = aws_dynamodb_table.templates.arn
+        Resource = var.tables["templates"].arn
       },
       {
         # State versions: list them (bucket), read the chosen and the current one, copy one back as current.
         Sid      = "StateVersionsList"
         Effect   = "Allow"
         Action   = ["s3:ListBucketVersions"]
-        Resource = aws_s3_bucket.state.arn
+        Resource = local.state_bucket.arn
       },
       {
         Sid      = "StateVersions"
         Effect   = "Allow"
         Action   = ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"]
-        Resource = "${aws_s3_bucket.state.arn}/tenants/*"
+        Resource = "${local.state_bucket.arn}/tenants/*"
       },
       {
         # A restore records Terraform's digest of the restored state: PutItem of `<bucket>/tenants/*-md5`
@@ -129,8 +127,8 @@ locals {
         Sid       = "StateDigests"
         Effect    = "Allow"
         Action    = ["dynamodb:PutItem"]
-        Resource  = aws_dynamodb_table.tf_locks.arn
-        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${aws_s3_bucket.state.bucket}/tenants/*-md5"] } }
+        Resource  = var.tables["tf-locks"].arn
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${local.state_bucket.name}/tenants/*-md5"] } }
       },
     ])
 
@@ -140,21 +138,21 @@ locals {
         Sid      = "ConsumeJobs"
         Effect   = "Allow"
         Action   = local.consume
-        Resource = aws_sqs_queue.jobs.arn
+        Resource = local.queue_arn["jobs"]
       },
       {
         # Wake the next queued operation when a lock is released.
         Sid      = "SendJobs"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = aws_sqs_queue.jobs.arn
+        Resource = local.queue_arn["jobs"]
       },
       {
         Sid       = "RunRunnerTasks"
         Effect    = "Allow"
         Action    = ["ecs:RunTask"]
-        Resource  = "arn:${local.partition}:ecs:${var.region}:${local.account}:task-definition/${aws_ecs_task_definition.runner.family}:*"
-        Condition = { ArnEquals = { "ecs:cluster" = aws_ecs_cluster.runner.arn } }
+        Resource  = "arn:${local.partition}:ecs:${var.region}:${local.account}:task-definition/${var.runner.task_definition_family}:*"
+        Condition = local.ecs_cluster
       },
       {
         # A redelivered job adopts the task its first delivery started.
@@ -162,13 +160,13 @@ locals {
         Effect    = "Allow"
         Action    = ["ecs:ListTasks", "ecs:DescribeTasks"]
         Resource  = "*"
-        Condition = { ArnEquals = { "ecs:cluster" = aws_ecs_cluster.runner.arn } }
+        Condition = local.ecs_cluster
       },
       {
         Sid       = "PassRunnerRoles"
         Effect    = "Allow"
         Action    = ["iam:PassRole"]
-        Resource  = [aws_iam_role.runner_task.arn, aws_iam_role.runner_execution.arn]
+        Resource  = [var.runner.task_role_arn, var.runner.execution_role_arn]
         Condition = { StringEquals = { "iam:PassedToService" = "ecs-tasks.amazonaws.com" } }
       },
     ])
@@ -179,16 +177,15 @@ locals {
         Sid      = "ConsumeEvents"
         Effect   = "Allow"
         Action   = local.consume
-        Resource = aws_sqs_queue.events.arn
+        Resource = local.queue_arn["events"]
       },
       {
-        # Wake the next queued operation; status frames to the live log stream; its own delayed timers
-        # (the agent's configure deadline) back on the events queue; drift notifications for the webhooks
-        # function.
+        # Wake the next queued operation; status frames to the live log stream; its own delayed timers (the
+        # agent's configure deadline) back on the events queue; drift notifications for the webhooks function.
         Sid      = "SendJobsFramesTimersAndWebhooks"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.logs.arn, aws_sqs_queue.events.arn, aws_sqs_queue.webhooks.arn]
+        Resource = [for q in ["jobs", "logs", "events", "webhooks"] : local.queue_arn[q]]
       },
       local.artifacts_read,
       local.data_key_decrypt,
@@ -214,7 +211,7 @@ locals {
         Sid      = "ConsumeWebhooks"
         Effect   = "Allow"
         Action   = local.consume
-        Resource = aws_sqs_queue.webhooks.arn
+        Resource = local.queue_arn["webhooks"]
       },
     ]
 
@@ -248,7 +245,7 @@ locals {
         Sid      = "ConsumeLogs"
         Effect   = "Allow"
         Action   = local.consume
-        Resource = aws_sqs_queue.logs.arn
+        Resource = local.queue_arn["logs"]
       },
       local.manage_connections,
     ]
@@ -259,7 +256,7 @@ locals {
         Sid      = "SendJobsAndEvents"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [aws_sqs_queue.jobs.arn, aws_sqs_queue.events.arn]
+        Resource = [local.queue_arn["jobs"], local.queue_arn["events"]]
       },
       {
         # WebSocket connections past API Gateway's 2 h limit, with their subscriptions (by_expiry index).
@@ -273,30 +270,78 @@ locals {
         Sid      = "TenantSlots"
         Effect   = "Allow"
         Action   = ["dynamodb:Scan"]
-        Resource = aws_dynamodb_table.locks.arn
+        Resource = var.tables["locks"].arn
       },
       {
         # Terraform state locks left by dead runners: found and re-read…
         Sid      = "StaleStateLocksRead"
         Effect   = "Allow"
         Action   = ["dynamodb:Scan", "dynamodb:GetItem"]
-        Resource = aws_dynamodb_table.tf_locks.arn
+        Resource = var.tables["tf-locks"].arn
       },
       {
         # …and deleted: lock items only (`<bucket>/tenants/….tfstate`), never a digest.
         Sid       = "StaleStateLocksDelete"
         Effect    = "Allow"
         Action    = ["dynamodb:DeleteItem"]
-        Resource  = aws_dynamodb_table.tf_locks.arn
-        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${aws_s3_bucket.state.bucket}/tenants/*.tfstate"] } }
+        Resource  = var.tables["tf-locks"].arn
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${local.state_bucket.name}/tenants/*.tfstate"] } }
       },
       {
         Sid       = "CheckRunnerTasks"
         Effect    = "Allow"
         Action    = ["ecs:DescribeTasks", "ecs:ListTasks"]
         Resource  = "*"
-        Condition = { ArnEquals = { "ecs:cluster" = aws_ecs_cluster.runner.arn } }
+        Condition = local.ecs_cluster
       },
     ])
   }
+}
+
+resource "aws_iam_role" "fn" {
+  for_each = local.functions
+
+  name = "${var.prefix}-${each.key}"
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "lambda.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+    }]
+  })
+}
+
+resource "aws_iam_role_policy" "fn" {
+  for_each = local.functions
+
+  name = "${var.prefix}-${each.key}"
+  role = aws_iam_role.fn[each.key].id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = concat(
+      [
+        {
+          Sid      = "OwnLogs"
+          Effect   = "Allow"
+          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+          Resource = "${aws_cloudwatch_log_group.fn[each.key].arn}:*"
+        },
+        {
+          # Active tracing: segments go to X-Ray (no resource level).
+          Sid      = "Tracing"
+          Effect   = "Allow"
+          Action   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+          Resource = "*"
+        },
+      ],
+      local.function_statements[each.key],
+      [for arns in [local.read_secrets[each.key]] : {
+        Sid      = "OwnSecrets"
+        Effect   = "Allow"
+        Action   = ["secretsmanager:GetSecretValue"]
+        Resource = arns
+      } if length(arns) > 0],
+    )
+  })
 }

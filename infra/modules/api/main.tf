@@ -1,5 +1,35 @@
 # API Gateway: the tenants' HTTP API (payload v2, JWT authorizer) in front of the api function, and the
-# WebSocket API (route selection on `action`) in front of the ws function.
+# WebSocket API (route selection on `action`) in front of the ws function. Access logs are JSON lines that
+# join the functions' logs: `integrationRequestId` is the Lambda request id of the invocation.
+
+locals {
+  ws_stage = "live"
+
+  # Everything under /v1 needs a tenant's JWT, except the cluster agent's calls, which carry the agent's own
+  # token (checked by the api function); /healthz is open. API Gateway picks the most specific route.
+  http_routes = {
+    "ANY /v1/{proxy+}"         = true
+    "GET /healthz"             = false
+    "POST /v1/agent/register"  = false
+    "POST /v1/agent/heartbeat" = false
+  }
+
+  # `$connect?token=<JWT>` is checked by the ws function itself (a browser cannot set headers on it).
+  ws_routes = ["$connect", "$disconnect", "subscribe", "unsubscribe", "ping"]
+
+  access_log_common = {
+    requestId               = "$context.requestId"
+    extendedRequestId       = "$context.extendedRequestId"
+    integrationRequestId    = "$context.integration.requestId"
+    integrationStatus       = "$context.integration.status"
+    integrationLatencyMs    = "$context.integration.latency"
+    integrationErrorMessage = "$context.integrationErrorMessage"
+    errorMessage            = "$context.error.message"
+    sourceIp                = "$context.identity.sourceIp"
+    requestTime             = "$context.requestTimeEpoch"
+    status                  = "$context.status"
+  }
+}
 
 # ---- HTTP API --------------------------------------------------------------------------------------------
 
@@ -24,19 +54,8 @@ resource "aws_apigatewayv2_integration" "api" {
   api_id                 = aws_apigatewayv2_api.http.id
   integration_type       = "AWS_PROXY"
   integration_method     = "POST"
-  integration_uri        = aws_lambda_function.fn["api"].invoke_arn
+  integration_uri        = var.api_function.invoke_arn
   payload_format_version = "2.0"
-}
-
-locals {
-  # Everything under /v1 needs a tenant's JWT, except the cluster agent's calls, which carry the agent's own
-  # token (checked by the api function); /healthz is open. API Gateway picks the most specific route.
-  http_routes = {
-    "ANY /v1/{proxy+}"         = true
-    "GET /healthz"             = false
-    "POST /v1/agent/register"  = false
-    "POST /v1/agent/heartbeat" = false
-  }
 }
 
 resource "aws_apigatewayv2_route" "http" {
@@ -60,26 +79,27 @@ resource "aws_apigatewayv2_stage" "http" {
   auto_deploy = true
 
   default_route_settings {
-    throttling_rate_limit  = var.api_rate_limit
-    throttling_burst_limit = var.api_burst_limit
+    throttling_rate_limit  = var.rate_limit
+    throttling_burst_limit = var.burst_limit
   }
 
   access_log_settings {
     destination_arn = aws_cloudwatch_log_group.http_access.arn
-    format = jsonencode({
-      requestId = "$context.requestId"
-      routeKey  = "$context.routeKey"
-      status    = "$context.status"
-      latencyMs = "$context.responseLatency"
-      tenant    = "$context.authorizer.claims.${var.tenant_claim}"
-    })
+    format = jsonencode(merge(local.access_log_common, {
+      routeKey        = "$context.routeKey"
+      httpMethod      = "$context.httpMethod"
+      path            = "$context.path"
+      latencyMs       = "$context.responseLatency"
+      authorizerError = "$context.authorizer.error"
+      tenant          = "$context.authorizer.claims.${var.tenant_claim}"
+    }))
   }
 }
 
 resource "aws_lambda_permission" "http" {
   statement_id  = "http-api"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.fn["api"].function_name
+  function_name = var.api_function.name
   principal     = "apigateway.amazonaws.com"
   source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
 }
@@ -96,12 +116,7 @@ resource "aws_apigatewayv2_integration" "ws" {
   api_id             = aws_apigatewayv2_api.ws.id
   integration_type   = "AWS_PROXY"
   integration_method = "POST"
-  integration_uri    = aws_lambda_function.fn["ws"].invoke_arn
-}
-
-locals {
-  # `$connect?token=<JWT>` is checked by the ws function itself (a browser cannot set headers on it).
-  ws_routes = ["$connect", "$disconnect", "subscribe", "unsubscribe", "ping"]
+  integration_uri    = var.ws_function.invoke_arn
 }
 
 resource "aws_apigatewayv2_route" "ws" {
@@ -115,6 +130,8 @@ resource "aws_apigatewayv2_route" "ws" {
 
 # WebSocket stages do not auto-deploy: a new deployment whenever a route or the integration changes.
 resource "aws_apigatewayv2_deployment" "ws" {
+  count = var.ws_deployment ? 1 : 0
+
   api_id = aws_apigatewayv2_api.ws.id
   triggers = {
     redeployment = sha1(jsonencode([
@@ -126,18 +143,39 @@ resource "aws_apigatewayv2_deployment" "ws" {
   lifecycle {
     create_before_destroy = true
   }
+
+  depends_on = [aws_apigatewayv2_route.ws]
+}
+
+resource "aws_cloudwatch_log_group" "ws_access" {
+  name              = "/aws/apigateway/${var.prefix}-ws"
+  retention_in_days = var.log_retention_days
 }
 
 resource "aws_apigatewayv2_stage" "ws" {
   api_id        = aws_apigatewayv2_api.ws.id
   name          = local.ws_stage
-  deployment_id = aws_apigatewayv2_deployment.ws.id
+  deployment_id = var.ws_deployment ? aws_apigatewayv2_deployment.ws[0].id : null
+
+  default_route_settings {
+    throttling_rate_limit  = var.ws_rate_limit
+    throttling_burst_limit = var.ws_burst_limit
+  }
+
+  access_log_settings {
+    destination_arn = aws_cloudwatch_log_group.ws_access.arn
+    format = jsonencode(merge(local.access_log_common, {
+      routeKey     = "$context.routeKey"
+      eventType    = "$context.eventType"
+      connectionId = "$context.connectionId"
+    }))
+  }
 }
 
 resource "aws_lambda_permission" "ws" {
   statement_id  = "ws-api"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.fn["ws"].function_name
+  function_name = var.ws_function.name
   principal     = "apigateway.amazonaws.com"
   source_arn    = "${aws_apigatewayv2_api.ws.execution_arn}/*/*"
 }

@@ -1,0 +1,111 @@
+# One Strato deployment composed from the modules. Copy this directory, add a backend, set the variables.
+
+module "data" {
+  source = "../modules/data"
+
+  prefix                   = var.prefix
+  state_retention_days     = var.state_retention_days
+  artifacts_retention_days = var.artifacts_retention_days
+  alarm_actions            = var.alarm_actions
+  force_destroy_buckets    = var.disposable
+  kms_deletion_window_days = var.disposable ? 7 : 30
+}
+
+module "secrets" {
+  source = "../modules/secrets"
+
+  prefix               = var.prefix
+  ws_jwt_secret        = var.ws_jwt_secret
+  run_proof_secret     = var.run_proof_secret
+  agent_token_secret   = var.agent_token_secret
+  recovery_window_days = var.disposable ? 0 : 7
+}
+
+module "api" {
+  source = "../modules/api"
+
+  prefix             = var.prefix
+  region             = var.region
+  jwt_issuer         = var.jwt_issuer
+  jwt_audience       = var.jwt_audience
+  tenant_claim       = var.tenant_claim
+  api_function       = module.functions.functions["api"]
+  ws_function        = module.functions.functions["ws"]
+  rate_limit         = var.api_rate_limit
+  burst_limit        = var.api_burst_limit
+  log_retention_days = var.log_retention_days
+}
+
+module "runner" {
+  source = "../modules/runner"
+
+  prefix                  = var.prefix
+  region                  = var.region
+  tables                  = module.data.tables
+  queues                  = module.data.queues
+  buckets                 = module.data.buckets
+  kms_key_arn             = module.data.kms_key_arn
+  agent_token_secret_arn  = module.secrets.agent_token_arn
+  control_plane_url       = module.api.http_api_url
+  image                   = var.runner_image
+  image_tag               = var.runner_image_tag
+  cpu                     = var.runner_cpu
+  memory_mb               = var.runner_memory_mb
+  time_limit_secs         = var.runner_time_limit_secs
+  target_role_arns        = var.target_role_arns
+  engine_policy_arns      = var.runner_policy_arns
+  log_retention_days      = var.log_retention_days
+  force_delete_repository = var.disposable
+}
+
+module "functions" {
+  source = "../modules/functions"
+
+  prefix               = var.prefix
+  region               = var.region
+  lambda_zip_dir       = var.lambda_zip_dir
+  memory_mb            = var.lambda_memory_mb
+  reserved_concurrency = var.reserved_concurrency
+  log_retention_days   = var.log_retention_days
+  log_level            = var.log_level
+  tenant_claim         = var.tenant_claim
+  ws_ticket_issuer     = var.ws_jwt_check_claims ? var.jwt_issuer : null
+  ws_ticket_audience   = var.ws_jwt_check_claims ? var.jwt_audience[0] : null
+  tables               = module.data.tables
+  queues               = module.data.queues
+  buckets              = module.data.buckets
+  kms_key_arn          = module.data.kms_key_arn
+  drift_batch          = var.drift_batch
+  sweep_grace_secs     = var.sweep_grace_secs
+  heartbeat_stale_secs = var.heartbeat_stale_secs
+  ws                   = module.api.ws
+
+  secrets = {
+    ws_jwt_arn      = module.secrets.ws_jwt_arn
+    run_proof_arn   = module.secrets.run_proof_arn
+    agent_token_arn = module.secrets.agent_token_arn
+  }
+
+  runner = {
+    cluster_arn            = module.runner.cluster_arn
+    task_definition_arn    = module.runner.task_definition_arn
+    task_definition_family = module.runner.task_definition_family
+    container              = module.runner.container
+    task_role_arn          = module.runner.task_role_arn
+    execution_role_arn     = module.runner.execution_role_arn
+    subnets                = var.runner_subnets
+    security_groups        = var.runner_security_groups
+    assign_public_ip       = var.runner_assign_public_ip
+  }
+}
+
+module "schedules" {
+  source = "../modules/schedules"
+
+  prefix                 = var.prefix
+  scheduler_function_arn = module.functions.functions["scheduler"].arn
+  drift_schedule         = var.drift_schedule
+  sweep_schedule         = var.sweep_schedule
+  runner_cluster_arn     = module.runner.cluster_arn
+  events_queue           = module.data.queues["events"]
+}

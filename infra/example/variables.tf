@@ -1,0 +1,236 @@
+# ---- deployment ------------------------------------------------------------------------------------------
+
+variable "prefix" {
+  description = "Prefix of every table, queue, bucket, function and role (STRATO_RESOURCE_PREFIX). Bucket names are global, so pick one nobody else uses."
+  type        = string
+
+  validation {
+    # The rule of strato_aws::resources::Names: the functions refuse any other prefix at start.
+    condition     = can(regex("^[a-z][a-z0-9-]{1,29}$", var.prefix))
+    error_message = "The prefix must be 2-30 characters of a-z, 0-9 and '-', starting with a letter."
+  }
+}
+
+variable "region" {
+  description = "AWS region of the control plane."
+  type        = string
+}
+
+variable "tags" {
+  description = "Extra tags on every resource."
+  type        = map(string)
+  default     = {}
+}
+
+variable "log_retention_days" {
+  description = "Retention of every log group (functions, runner, API access logs)."
+  type        = number
+  default     = 30
+}
+
+variable "alarm_actions" {
+  description = "ARNs (e.g. an SNS topic) notified by the alarms. Empty: they only show in CloudWatch."
+  type        = list(string)
+  default     = []
+}
+
+variable "disposable" {
+  description = "A test deployment: destroy empties buckets and the ECR repository, deletes secrets at once and the KMS key after 7 days. Never on a real deployment."
+  type        = bool
+  default     = false
+}
+
+# ---- functions -------------------------------------------------------------------------------------------
+
+variable "lambda_zip_dir" {
+  description = "Where the packaging wrote the functions (cargo-lambda's layout): <dir>/strato-<function>/bootstrap.zip, arm64."
+  type        = string
+  default     = "../../target/lambda"
+}
+
+variable "lambda_memory_mb" {
+  description = "Memory of each function (CPU grows with it)."
+  type        = number
+  default     = 256
+}
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrency per function; functions not named are unreserved (see the functions module)."
+  type        = map(number)
+  default     = { dispatcher = 5, status = 10 }
+}
+
+variable "log_level" {
+  description = "RUST_LOG of the functions (tracing env filter)."
+  type        = string
+  default     = "info"
+}
+
+# ---- authentication and secrets --------------------------------------------------------------------------
+
+variable "jwt_issuer" {
+  description = "OIDC issuer URL whose tokens the HTTP API's JWT authorizer accepts."
+  type        = string
+}
+
+variable "jwt_audience" {
+  description = "Audiences (client ids) the HTTP API's JWT authorizer accepts."
+  type        = list(string)
+}
+
+variable "tenant_claim" {
+  description = "JWT claim that holds the tenant id (STRATO_TENANT_CLAIM, api and ws)."
+  type        = string
+  default     = "tenant_id"
+}
+
+variable "ws_jwt_check_claims" {
+  description = "Whether WebSocket tickets carry (and the ws function requires) iss/aud = jwt_issuer / jwt_audience[0] instead of the default audience `strato-ws`."
+  type        = bool
+  default     = false
+}
+
+variable "ws_jwt_secret" {
+  description = "HS256 key of WebSocket tickets, at least 32 bytes (`openssl rand -hex 32`). Stored in Secrets Manager; the functions get its ARN."
+  type        = string
+  sensitive   = true
+}
+
+variable "run_proof_secret" {
+  description = "Key of the runners' run proofs (dispatcher and status), at least 32 bytes."
+  type        = string
+  sensitive   = true
+}
+
+variable "agent_token_secret" {
+  description = "Root of the cluster agents' registration tokens (api and runner). Empty: templates with an agent are refused."
+  type        = string
+  default     = ""
+  sensitive   = true
+}
+
+# ---- runner (Fargate) ------------------------------------------------------------------------------------
+
+variable "runner_image" {
+  description = "Full image URI of the runner. Null: the deployment's ECR repository at runner_image_tag."
+  type        = string
+  default     = null
+}
+
+variable "runner_image_tag" {
+  description = "Tag of the runner image in the deployment's ECR repository (immutable tags: each release a new one)."
+  type        = string
+  default     = "initial"
+}
+
+variable "runner_subnets" {
+  description = "Subnets the runner tasks start in (they need egress to AWS APIs and the providers' endpoints)."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.runner_subnets) > 0
+    error_message = "At least one subnet is needed for the runner tasks."
+  }
+}
+
+variable "runner_security_groups" {
+  description = "Security groups of the runner tasks (egress only is enough)."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.runner_security_groups) > 0
+    error_message = "At least one security group is needed for the runner tasks."
+  }
+}
+
+variable "runner_assign_public_ip" {
+  description = "Give runner tasks a public IP (public subnets without a NAT gateway)."
+  type        = bool
+  default     = false
+}
+
+variable "runner_cpu" {
+  description = "Fargate CPU units of a runner task."
+  type        = number
+  default     = 1024
+}
+
+variable "runner_memory_mb" {
+  description = "Fargate memory of a runner task."
+  type        = number
+  default     = 2048
+}
+
+variable "runner_time_limit_secs" {
+  description = "Per-operation time limit of the runner (STRATO_TIME_LIMIT_SECS), under an hour."
+  type        = number
+  default     = 1800
+}
+
+variable "target_role_arns" {
+  description = "Roles in tenants' target accounts the runner may assume. Empty: none."
+  type        = list(string)
+  default     = []
+}
+
+variable "runner_policy_arns" {
+  description = "Managed policies of the runner's engine role: what templates may create in this account. Empty: only target accounts work."
+  type        = list(string)
+  default     = []
+}
+
+# ---- schedules and limits --------------------------------------------------------------------------------
+
+variable "drift_schedule" {
+  description = "How often the scheduler looks for clusters whose drift check is due."
+  type        = string
+  default     = "rate(15 minutes)"
+}
+
+variable "sweep_schedule" {
+  description = "How often the sweeper re-enqueues undispatched operations and clears dead runners' locks."
+  type        = string
+  default     = "rate(2 minutes)"
+}
+
+variable "drift_batch" {
+  description = "Clusters looked at per drift tick (STRATO_DRIFT_BATCH)."
+  type        = number
+  default     = 50
+}
+
+variable "sweep_grace_secs" {
+  description = "Age after which a queued, undispatched operation is re-enqueued (STRATO_SWEEP_GRACE_SECS)."
+  type        = number
+  default     = 120
+}
+
+variable "heartbeat_stale_secs" {
+  description = "Runner silence after which the sweeper checks its task (STRATO_HEARTBEAT_STALE_SECS)."
+  type        = number
+  default     = 120
+}
+
+variable "api_rate_limit" {
+  description = "Steady-state requests per second the HTTP API accepts."
+  type        = number
+  default     = 100
+}
+
+variable "api_burst_limit" {
+  description = "Burst of requests the HTTP API accepts above the rate limit."
+  type        = number
+  default     = 200
+}
+
+variable "state_retention_days" {
+  description = "Days a replaced Terraform state version is kept (restores go back this far)."
+  type        = number
+  default     = 30
+}
+
+variable "artifacts_retention_days" {
+  description = "Days log archives, debug logs and spilled events are kept."
+  type        = number
+  default     = 30
+}

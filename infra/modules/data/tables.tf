@@ -1,0 +1,90 @@
+# DynamoDB tables, exactly as strato_aws::resources::TABLES defines them (the infra_apply test compares the
+# applied tables with it). All keys are strings; on-demand billing; point-in-time recovery on.
+locals {
+  tables = {
+    # Clusters per tenant; by_state drives drift checks, by_cluster_id serves ECS events and the agent API.
+    clusters = {
+      hash_key  = "tenant_id"
+      range_key = "cluster_id"
+      indexes = {
+        by_state       = { hash_key = "state", range_key = "next_drift_check_at" }
+        by_cluster_id  = { hash_key = "cluster_id", range_key = null }
+        by_agent_token = { hash_key = "agent_token_hash", range_key = null }
+      }
+      ttl = null
+    }
+    # Operations; `open` is sparse (only non-terminal operations) and feeds the sweeper.
+    operations = {
+      hash_key  = "operation_id"
+      range_key = null
+      indexes = {
+        by_cluster = { hash_key = "cluster_id", range_key = "created_at" }
+        open       = { hash_key = "open_status", range_key = "updated_at" }
+      }
+      ttl = null
+    }
+    # Cluster locks with fencing tokens, tenant concurrency slots, name reservations.
+    locks = { hash_key = "lock_id", range_key = null, indexes = {}, ttl = null }
+    # Idempotency-Key replays (24 h). Code compares expires_at with now itself: TTL deletion lags up to 48 h.
+    idempotency = { hash_key = "idempotency_key", range_key = null, indexes = {}, ttl = "expires_at" }
+    # WebSocket connections (conn#id) and subscriptions (op#id / conn#id). by_expiry is sparse: only
+    # connection items carry expiry_bucket; the sweeper Queries it for connections past 2 h.
+    connections = {
+      hash_key  = "pk"
+      range_key = "sk"
+      indexes   = { by_expiry = { hash_key = "expiry_bucket", range_key = "expires_on" } }
+      ttl       = "expires_at"
+    }
+    # Terraform's S3-backend lock table (the key name is fixed by Terraform).
+    tf-locks = { hash_key = "LockID", range_key = null, indexes = {}, ttl = null }
+    # Published template versions.
+    templates = { hash_key = "name", range_key = "version", indexes = {}, ttl = null }
+    # Tenant quotas, counters and budgets.
+    tenants = { hash_key = "tenant_id", range_key = null, indexes = {}, ttl = null }
+  }
+
+  # Every key attribute of a table and its indexes (DynamoDB refuses definitions of anything else).
+  table_attributes = { for name, t in local.tables : name => sort(distinct(compact(concat(
+    [t.hash_key, t.range_key],
+    flatten([for i in values(t.indexes) : [i.hash_key, i.range_key]]),
+  )))) }
+}
+
+resource "aws_dynamodb_table" "this" {
+  for_each = local.tables
+
+  name         = "${var.prefix}-${each.key}"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = each.value.hash_key
+  range_key    = each.value.range_key
+
+  dynamic "attribute" {
+    for_each = local.table_attributes[each.key]
+    content {
+      name = attribute.value
+      type = "S"
+    }
+  }
+
+  dynamic "global_secondary_index" {
+    for_each = each.value.indexes
+    content {
+      name            = global_secondary_index.key
+      hash_key        = global_secondary_index.value.hash_key
+      range_key       = global_secondary_index.value.range_key
+      projection_type = "ALL"
+    }
+  }
+
+  dynamic "ttl" {
+    for_each = each.value.ttl == null ? [] : [each.value.ttl]
+    content {
+      attribute_name = ttl.value
+      enabled        = true
+    }
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+}

@@ -1,0 +1,150 @@
+# The seven control-plane Lambdas: one arm64 zip per function (cargo-lambda's layout), the OS-only
+# provided.al2023 runtime running `bootstrap`, JSON logs into their own log group, X-Ray tracing, one role each
+# with only what that function calls (iam.tf), and the SQS mappings with partial batch responses.
+
+locals {
+  # Per function: crate/binary name (the zip's directory) and timeout. A function fed by a queue must finish
+  # within the queue's visibility timeout (jobs, events, webhooks: 60 s; logs: 30 s), which AWS also enforces;
+  # devstack stops a batch at the same timeout (strato_aws::resources::QueueDef::consumer_timeout_secs).
+  functions = {
+    api          = { binary = "strato-api", timeout = 29 } # HTTP API integrations time out at 30 s
+    dispatcher   = { binary = "strato-dispatcher", timeout = 50 }
+    status       = { binary = "strato-status", timeout = 50 }
+    ws           = { binary = "strato-ws", timeout = 29 } # WebSocket integrations time out at 29 s
+    "log-fanout" = { binary = "strato-log-fanout", timeout = 25 }
+    scheduler    = { binary = "strato-scheduler", timeout = 300 }
+    webhooks     = { binary = "strato-webhooks", timeout = 50 }
+  }
+
+  agent_enabled = var.secrets.agent_token_arn != null
+  check_claims  = var.ws_ticket_issuer != null
+
+  # Environment exactly as each function's `Config::from_lookup` reads it (README "Configuration"); the
+  # infra_apply test feeds the applied maps to those functions. Secrets appear only as `NAME_ARN` references,
+  # resolved by the function at cold start (strato_aws::secret_env).
+  common_env = {
+    STRATO_RESOURCE_PREFIX = var.prefix
+    RUST_LOG               = var.log_level
+  }
+  ticket_claims = local.check_claims ? {
+    STRATO_JWT_ISSUER   = var.ws_ticket_issuer
+    STRATO_JWT_AUDIENCE = var.ws_ticket_audience
+  } : {}
+  function_env = {
+    api = merge(
+      {
+        STRATO_TENANT_CLAIM = var.tenant_claim
+        # WebSocket tickets (POST /v1/ws-tickets) are signed with what the ws function checks.
+        STRATO_JWT_SECRET_ARN = var.secrets.ws_jwt_arn
+        # The principal tenants' target roles trust (GET /v1/tenant/target-access).
+        STRATO_RUNNER_ROLE_ARN = var.runner.task_role_arn
+      },
+      local.ticket_claims,
+      # Unset when off: templates with a cluster agent are then refused with a clear error.
+      local.agent_enabled ? { STRATO_AGENT_TOKEN_SECRET_ARN = var.secrets.agent_token_arn } : {},
+    )
+    dispatcher = {
+      STRATO_RUNNER_CLUSTER          = var.runner.cluster_arn
+      STRATO_RUNNER_TASK_DEFINITION  = var.runner.task_definition_arn
+      STRATO_RUNNER_CONTAINER        = var.runner.container
+      STRATO_RUNNER_SUBNETS          = join(",", var.runner.subnets)
+      STRATO_RUNNER_SECURITY_GROUPS  = join(",", var.runner.security_groups)
+      STRATO_RUNNER_ASSIGN_PUBLIC_IP = var.runner.assign_public_ip ? "true" : "false"
+      # Each runner is started with a proof of its run made with this key; status checks it on every event.
+      STRATO_RUN_PROOF_SECRET_ARN = var.secrets.run_proof_arn
+    }
+    status = {
+      STRATO_RUN_PROOF_SECRET_ARN = var.secrets.run_proof_arn
+    }
+    ws = merge(
+      {
+        STRATO_JWT_SECRET_ARN         = var.secrets.ws_jwt_arn
+        STRATO_TENANT_CLAIM           = var.tenant_claim
+        STRATO_WS_MANAGEMENT_ENDPOINT = var.ws.management_endpoint
+      },
+      local.ticket_claims,
+    )
+    "log-fanout" = {
+      STRATO_WS_MANAGEMENT_ENDPOINT = var.ws.management_endpoint
+    }
+    scheduler = {
+      STRATO_RUNNER_CLUSTER       = var.runner.cluster_arn
+      STRATO_DRIFT_BATCH          = tostring(var.drift_batch)
+      STRATO_SWEEP_GRACE_SECS     = tostring(var.sweep_grace_secs)
+      STRATO_HEARTBEAT_STALE_SECS = tostring(var.heartbeat_stale_secs)
+    }
+    webhooks = {}
+  }
+}
+
+resource "aws_cloudwatch_log_group" "fn" {
+  for_each = local.functions
+
+  name              = "/aws/lambda/${var.prefix}-${each.key}"
+  retention_in_days = var.log_retention_days
+}
+
+resource "aws_lambda_function" "fn" {
+  for_each = local.functions
+
+  function_name    = "${var.prefix}-${each.key}"
+  role             = aws_iam_role.fn[each.key].arn
+  filename         = "${var.lambda_zip_dir}/${each.value.binary}/bootstrap.zip"
+  source_code_hash = filebase64sha256("${var.lambda_zip_dir}/${each.value.binary}/bootstrap.zip")
+  handler          = "bootstrap"
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  memory_size      = var.memory_mb
+  timeout          = each.value.timeout
+  # -1: unreserved.
+  reserved_concurrent_executions = lookup(var.reserved_concurrency, each.key, -1)
+
+  environment {
+    variables = merge(local.common_env, local.function_env[each.key])
+  }
+
+  # JSON lines (the functions' tracing output is JSON too), joinable with the HTTP API's access logs on the
+  # request id.
+  logging_config {
+    log_format = "JSON"
+    log_group  = aws_cloudwatch_log_group.fn[each.key].name
+  }
+
+  tracing_config {
+    mode = "Active"
+  }
+
+  depends_on = [aws_iam_role_policy.fn]
+}
+
+# ---- SQS → function, with partial batch responses ----------------------------------------------------------
+
+locals {
+  # The consumers return the failed messages' ids (ReportBatchItemFailures): only those are redelivered (and
+  # moved to the DLQ after max_receive_count); without it a partial failure would delete the failed messages.
+  event_sources = {
+    jobs     = { function = "dispatcher", batch_size = 10 }
+    events   = { function = "status", batch_size = 10 }
+    logs     = { function = "log-fanout", batch_size = 10 }
+    webhooks = { function = "webhooks", batch_size = 5 } # strato_webhooks::BATCH_SIZE: hanging receivers fit the timeout
+  }
+}
+
+resource "aws_lambda_event_source_mapping" "queue" {
+  for_each = local.event_sources
+
+  event_source_arn        = var.queues[each.key].arn
+  function_name           = aws_lambda_function.fn[each.value.function].arn
+  batch_size              = each.value.batch_size
+  function_response_types = ["ReportBatchItemFailures"]
+  enabled                 = true
+
+  # A capped function is polled with at most its reserved concurrency: batches wait in the queue rather than
+  # being throttled (a throttled delivery still counts towards the DLQ).
+  dynamic "scaling_config" {
+    for_each = contains(keys(var.reserved_concurrency), each.value.function) ? [var.reserved_concurrency[each.value.function]] : []
+    content {
+      maximum_concurrency = scaling_config.value
+    }
+  }
+}

@@ -1,0 +1,125 @@
+variable "prefix" {
+  description = "Deployment prefix (STRATO_RESOURCE_PREFIX): functions and roles are `{prefix}-{function}`."
+  type        = string
+}
+
+variable "region" {
+  description = "AWS region of the deployment."
+  type        = string
+}
+
+variable "lambda_zip_dir" {
+  description = "Where the packaging wrote the functions (cargo-lambda's layout): <dir>/strato-<function>/bootstrap.zip, arm64."
+  type        = string
+}
+
+variable "memory_mb" {
+  description = "Memory of each function (CPU grows with it)."
+  type        = number
+  default     = 256
+}
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrency per function (function → executions); functions not named are unreserved. The defaults cap how fast the dispatcher starts Fargate tasks and how hard status writes the store; the SQS mappings of a capped function poll with the same maximum, so capped batches wait in the queue instead of being throttled into the DLQ."
+  type        = map(number)
+  default     = { dispatcher = 5, status = 10 }
+
+  validation {
+    condition = alltrue([for f, n in var.reserved_concurrency :
+    contains(["api", "dispatcher", "status", "ws", "log-fanout", "scheduler", "webhooks"], f) && n >= 2])
+    error_message = "reserved_concurrency keys are function names (api, dispatcher, status, ws, log-fanout, scheduler, webhooks), values at least 2 (SQS mappings need 2)."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Retention of the functions' log groups."
+  type        = number
+  default     = 30
+}
+
+variable "log_level" {
+  description = "RUST_LOG of the functions (tracing env filter)."
+  type        = string
+  default     = "info"
+}
+
+variable "tenant_claim" {
+  description = "JWT claim that holds the tenant id (STRATO_TENANT_CLAIM, api and ws)."
+  type        = string
+  default     = "tenant_id"
+}
+
+variable "ws_ticket_issuer" {
+  description = "When set, WebSocket tickets carry and require iss/aud = this issuer / ws_ticket_audience (STRATO_JWT_ISSUER / STRATO_JWT_AUDIENCE of api and ws) instead of the default audience `strato-ws`."
+  type        = string
+  default     = null
+}
+
+variable "ws_ticket_audience" {
+  description = "Audience of WebSocket tickets when ws_ticket_issuer is set."
+  type        = string
+  default     = null
+}
+
+variable "secrets" {
+  description = "The secrets module's ARNs: ws_jwt_arn, run_proof_arn, agent_token_arn (null: agents off)."
+  type        = object({ ws_jwt_arn = string, run_proof_arn = string, agent_token_arn = string })
+}
+
+variable "tables" {
+  description = "The data module's `tables` output."
+  type        = map(object({ name = string, arn = string }))
+}
+
+variable "queues" {
+  description = "The data module's `queues` output."
+  type        = map(object({ name = string, url = string, arn = string, dlq_url = string, dlq_arn = string }))
+}
+
+variable "buckets" {
+  description = "The data module's `buckets` output."
+  type        = map(object({ name = string, arn = string }))
+}
+
+variable "kms_key_arn" {
+  description = "Strato's data key."
+  type        = string
+}
+
+variable "runner" {
+  description = "What the dispatcher and scheduler need of the runner module and its network."
+  type = object({
+    cluster_arn            = string
+    task_definition_arn    = string
+    task_definition_family = string
+    container              = string
+    task_role_arn          = string
+    execution_role_arn     = string
+    subnets                = list(string)
+    security_groups        = list(string)
+    assign_public_ip       = bool
+  })
+}
+
+variable "ws" {
+  description = "The WebSocket API: its @connections endpoint and execution ARN/stage (for ManageConnections)."
+  type        = object({ management_endpoint = string, execution_arn = string, stage = string })
+}
+
+variable "drift_batch" {
+  description = "Clusters looked at per drift tick (STRATO_DRIFT_BATCH)."
+  type        = number
+  default     = 50
+}
+
+variable "sweep_grace_secs" {
+  description = "Age after which a queued, undispatched operation is re-enqueued (STRATO_SWEEP_GRACE_SECS)."
+  type        = number
+  default     = 120
+}
+
+variable "heartbeat_stale_secs" {
+  description = "Runner silence after which the sweeper checks its task (STRATO_HEARTBEAT_STALE_SECS)."
+  type        = number
+  default     = 120
+}
