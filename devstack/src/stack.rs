@@ -218,10 +218,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 impl Devstack {
     /// Starts everything (see the crate docs); `plugins` add functions built elsewhere.
-    pub async fn start(
-        config: DevstackConfig,
-        plugins: Vec<Box<dyn Plugin>>,
-    ) -> Result<Self, DevstackError> {
+    pub async fn start(config: DevstackConfig, plugins: Vec<Box<dyn Plugin>>) -> Result<Self, DevstackError> {
         let t0 = Instant::now();
         let tools: &'static Tools = blocking(strato_testbed::tools)
             .await?

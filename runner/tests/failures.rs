@@ -17,12 +17,12 @@ use strato_testbed::TestEngine;
 
 strato_testbed::engine_matrix!(async a_module_failing_mid_apply_is_cleaned_up);
 strato_testbed::engine_matrix!(async throttling_is_retried_with_a_fresh_plan_and_succeeds);
-strato_testbed::engine_matrix!(async cancel_mid_apply_ends_cancelled_and_cleaned_up);
-strato_testbed::engine_matrix!(async a_target_account_gets_assumed_credentials_and_its_own_state_bucket);
-strato_testbed::engine_matrix!(async the_time_limit_interrupts_and_cleans_up_a_create);
+strato_testbed::engine_matrix!(async cancel_mid_apply_ends_cancelled_and_cleaned_up, tf015_only);
+strato_testbed::engine_matrix!(async a_target_account_gets_assumed_credentials_and_its_own_state_bucket, tf015_only);
+strato_testbed::engine_matrix!(async the_time_limit_interrupts_and_cleans_up_a_create, tf015_only);
 strato_testbed::engine_matrix!(async a_drift_check_reports_out_of_band_changes_and_no_artifact_holds_a_sensitive_input);
-strato_testbed::engine_matrix!(async a_plan_over_the_tenants_budget_stops_before_apply);
-strato_testbed::engine_matrix!(async a_hanging_cleanup_keeps_heartbeats_and_ends_at_the_time_limit);
+strato_testbed::engine_matrix!(async a_plan_over_the_tenants_budget_stops_before_apply, tf015_only);
+strato_testbed::engine_matrix!(async a_hanging_cleanup_keeps_heartbeats_and_ends_at_the_time_limit, tf015_only);
 
 async fn a_module_failing_mid_apply_is_cleaned_up(engine: TestEngine) {
     let bed = Bed::with_engine(engine).await;

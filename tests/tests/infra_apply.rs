@@ -14,6 +14,7 @@
 //!
 //! Anything else the second plan would change fails the test.
 
+mod deployment_run;
 #[allow(dead_code)]
 mod infra_support;
 
@@ -152,11 +153,52 @@ fn crc32(data: &[u8]) -> u32 {
     !crc
 }
 
-/// Called once the example root is applied, with `terraform output -json` as name → value. For now it checks
-/// the outputs contract devstack's run-on-infra mode relies on; the lead's devstack-on-infra lifecycle goes
-/// here (`aws_endpoint`: where the applied resources live).
+/// Called once the example root is applied, with `terraform output -json` as name → value: the outputs
+/// contract devstack's run-on-infra mode relies on, then a cluster's life on the applied resources
+/// (`aws_endpoint`: where they live).
 async fn on_applied(outputs: &Value, aws_endpoint: &str) {
     check_outputs_contract(outputs, aws_endpoint);
+    tls_only_buckets_refuse_plain_http_then_lift(outputs, aws_endpoint).await;
+    let t = Instant::now();
+    deployment_run::cluster_lives_on(outputs, aws_endpoint).await;
+    eprintln!(
+        "devstack on the deployment: finished in {:.0?}",
+        t.elapsed()
+    );
+}
+
+/// The buckets' TLS-only policy is enforced (moto evaluates `aws:SecureTransport`): a write over plain
+/// HTTP is refused. moto is only reachable over plain HTTP, so the policies are then removed for the run on
+/// the deployment (in AWS the SDK always uses HTTPS); destroy finds them gone and carries on.
+async fn tls_only_buckets_refuse_plain_http_then_lift(outputs: &Value, aws_endpoint: &str) {
+    let aws = strato_aws::aws::AwsClients::for_endpoint(aws_endpoint, REGION).await;
+    for bucket in outputs["buckets"].as_object().expect("buckets").values() {
+        let bucket = bucket.as_str().expect("a bucket name");
+        let put = aws
+            .s3
+            .put_object()
+            .bucket(bucket)
+            .key("tls-probe")
+            .body(b"x".to_vec().into())
+            .send()
+            .await;
+        let status = put
+            .as_ref()
+            .err()
+            .and_then(|e| e.raw_response())
+            .map(|r| r.status().as_u16());
+        assert_eq!(
+            status,
+            Some(403),
+            "{bucket}: a plain-HTTP write must be refused: {put:?}"
+        );
+        aws.s3
+            .delete_bucket_policy()
+            .bucket(bucket)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{bucket}: DeleteBucketPolicy: {e:?}"));
+    }
 }
 
 fn check_outputs_contract(outputs: &Value, aws_endpoint: &str) {

@@ -84,9 +84,11 @@ resource "aws_ecs_task_definition" "runner" {
   }
 
   container_definitions = jsonencode([{
-    name        = local.container
-    image       = local.image
-    essential   = true
+    name      = local.container
+    image     = local.image
+    essential = true
+    # The whole task's memory (a hard limit the container shares with nothing); RunTask in moto also needs it.
+    memory      = var.memory_mb
     environment = [for name in sort(keys(local.env)) : { name = name, value = local.env[name] }]
     # The agent registration secret reaches the task through ECS secrets, not its (describable) definition.
     secrets = local.agent_enabled ? [{ name = "STRATO_AGENT_TOKEN_SECRET", valueFrom = var.agent_token_secret_arn }] : []

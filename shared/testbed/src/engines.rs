@@ -123,6 +123,18 @@ pub fn report_time(test: &str, started: std::time::Instant) {
 /// ```
 #[macro_export]
 macro_rules! engine_matrix {
+    // Terraform 0.15 only: a slow scenario whose engine-facing steps another matrix test already runs on
+    // the modern engine (keeps the test command's wall time in check on 2 cores).
+    (async $name:ident, tf015_only) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread")]
+            async fn tf015() {
+                let t = std::time::Instant::now();
+                super::$name($crate::TestEngine::tf015()).await;
+                $crate::report_time(concat!(stringify!($name), "::tf015"), t);
+            }
+        }
+    };
     (async $name:ident) => {
         $crate::engine_matrix!(async $name => $name);
     };
