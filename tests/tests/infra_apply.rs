@@ -161,10 +161,7 @@ async fn on_applied(outputs: &Value, aws_endpoint: &str) {
     tls_only_buckets_refuse_plain_http_then_lift(outputs, aws_endpoint).await;
     let t = Instant::now();
     deployment_run::cluster_lives_on(outputs, aws_endpoint).await;
-    eprintln!(
-        "devstack on the deployment: finished in {:.0?}",
-        t.elapsed()
-    );
+    eprintln!("devstack on the deployment: finished in {:.0?}", t.elapsed());
 }
 
 /// The buckets' TLS-only policy is enforced (moto evaluates `aws:SecureTransport`): a write over plain
