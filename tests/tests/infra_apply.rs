@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Instant;
 
-use infra_support::{FUNCTIONS, PREFIX, REGION, State, checks, infra_copy, sample_variables, tf};
+use infra_support::{FUNCTIONS, Network, PREFIX, REGION, State, checks, infra_copy, sample_variables, tf};
 use serde_json::Value;
 use strato_aws::resources::{BUCKETS, QUEUES, TABLES};
 
@@ -454,6 +454,27 @@ async fn leftovers(endpoint: &str) -> Vec<String> {
     left
 }
 
+/// moto's default VPC: its subnets and default security group are where the deployment's runners start.
+async fn default_network(endpoint: &str) -> Network {
+    let http = reqwest::Client::new();
+    let ec2 = |action: &'static str, tag: &'static str| {
+        let http = http.clone();
+        async move {
+            strato_devstack::moto_ctl::ec2_values(&http, endpoint, REGION, action, tag)
+                .await
+                .unwrap_or_else(|e| panic!("moto's default VPC ({action}): {e}"))
+        }
+    };
+    let mut subnets = ec2("DescribeSubnets", "subnetId").await;
+    subnets.truncate(2);
+    let mut security_groups = ec2("DescribeSecurityGroups", "groupId").await;
+    security_groups.truncate(1);
+    Network {
+        subnets,
+        security_groups,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn infra_applies_into_moto_and_destroys_cleanly() {
     let Some(engine) = strato_testbed::modern_engine_or_skip("infra_applies_into_moto_and_destroys_cleanly")
@@ -467,9 +488,10 @@ async fn infra_applies_into_moto_and_destroys_cleanly() {
     let example = dir.path().join("example");
     std::fs::write(example.join("moto_override.tf"), moto_override(&moto.endpoint)).unwrap();
     let zips = lambda_zips(dir.path());
+    let network = default_network(&moto.endpoint).await;
     std::fs::write(
         example.join("test.tfvars.json"),
-        sample_variables(&zips).to_string(),
+        sample_variables(&zips, &network).to_string(),
     )
     .unwrap();
     let run = |args: &[&str], ok: &[i32]| tf(engine, &example, args, &CREDS, ok);
@@ -505,7 +527,7 @@ async fn infra_applies_into_moto_and_destroys_cleanly() {
     );
     let planned = State::from_module(&plan["planned_values"]["root_module"]);
 
-    checks::all(&state, &planned.resources);
+    checks::all(&state, &planned.resources, &network);
 
     let outputs: Value = serde_json::from_slice(&run(&["output", "-json"], &[0]).stdout).unwrap();
     let outputs: serde_json::Map<String, Value> = outputs

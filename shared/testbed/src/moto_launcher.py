@@ -6,6 +6,7 @@ import time
 
 import moto.dynamodb.responses
 import moto.eks.models
+import moto.s3.models
 import moto.sqs.models
 import moto.sqs.responses
 from moto.server import ThreadedMotoServer
@@ -70,6 +71,26 @@ def _nodegroup_with_default_update_config(self, *args, **kwargs):
 
 moto.eks.models.Nodegroup.__init__ = _nodegroup_with_default_update_config
 
+# A Lambda event source mapping (infra/ creates them) makes moto deliver inside SendMessage: it receives the
+# new message with the queue's visibility timeout and invokes the function in docker (none here), so the
+# sender hangs and the message stays in flight for the visibility timeout. devstack runs the mappings itself,
+# so moto's own delivery is turned off.
+_add_message = moto.sqs.models.Queue.add_message
+
+
+def _add_message_without_lambda(self, message):
+    mappings, self.lambda_event_source_mappings = self.lambda_event_source_mappings, {}
+    try:
+        _add_message(self, message)
+    finally:
+        self.lambda_event_source_mappings = mappings
+
+
+moto.sqs.models.Queue.add_message = _add_message_without_lambda
+# Deleting an object version in a bucket whose versioning is Suspended (destroy suspends it before emptying
+# the bucket) drops every version of the key and crashes on a delete marker (no `dispose`): a 500 for ever,
+# and Terraform's force_destroy retries until its timeout.
+moto.s3.models.FakeDeleteMarker.dispose = lambda self, *args, **kwargs: None
 moto.sqs.responses.SQSResponse.call_action = _sqs_serialized
 moto.sqs.models.SQSBackend.receive_message = _receive_without_stale_groups
 

@@ -14,7 +14,7 @@ use strato_aws::resources::{self, BUCKETS, Names, QUEUES, TABLES};
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
 
 use super::iam::{World, allows, allows_in, call_lists, missing_grants};
-use super::{FUNCTIONS, PREFIX, REGION, State, StateRes, first, json_attr};
+use super::{FUNCTIONS, Network, PREFIX, REGION, State, StateRes, first, json_attr};
 
 /// Equal maps, or a failure naming what is missing, extra or different.
 pub fn assert_same<V: PartialEq + std::fmt::Debug>(
@@ -431,7 +431,7 @@ pub fn check_logging(planned: &[StateRes]) {
     }
 }
 
-pub fn check_function_environments(state: &State) -> BTreeMap<String, Function> {
+pub fn check_function_environments(state: &State, network: &Network) -> BTreeMap<String, Function> {
     let fns = functions(state);
     let configs = function_configs();
     assert_eq!(
@@ -535,8 +535,11 @@ pub fn check_function_environments(state: &State) -> BTreeMap<String, Function> 
             .expect("task definition")
             .s("arn")
     );
-    assert_eq!(dispatcher["STRATO_RUNNER_SUBNETS"], "subnet-1,subnet-2");
-    assert_eq!(dispatcher["STRATO_RUNNER_SECURITY_GROUPS"], "sg-1");
+    assert_eq!(dispatcher["STRATO_RUNNER_SUBNETS"], network.subnets.join(","));
+    assert_eq!(
+        dispatcher["STRATO_RUNNER_SECURITY_GROUPS"],
+        network.security_groups.join(",")
+    );
     fns
 }
 
@@ -1059,13 +1062,13 @@ pub fn check_call_lists(state: &State, names: &Names) {
 
 /// Every check on the applied state (`planned`: the resources of a plan of the same configuration, for what
 /// moto does not read back).
-pub fn all(state: &State, planned: &[StateRes]) {
+pub fn all(state: &State, planned: &[StateRes], network: &Network) {
     let names = Names::new(PREFIX).unwrap();
     check_tables(state, &names);
     check_queues(state, &names);
     let key = check_data_key(state, &names);
     check_buckets(state, &names, &key);
-    let fns = check_function_environments(state);
+    let fns = check_function_environments(state, network);
     check_logging(planned);
     check_runner(state, &fns["dispatcher"].env);
     check_event_sources(state, &names, &fns);

@@ -28,8 +28,14 @@ pub const FUNCTIONS: [&str; 7] = [
     "webhooks",
 ];
 
+/// Where runners start: subnets and security groups that exist in the emulator (moto's RunTask checks them).
+pub struct Network {
+    pub subnets: Vec<String>,
+    pub security_groups: Vec<String>,
+}
+
 /// Values for the example root's variables without a default (a new required variable needs one here).
-pub fn sample_variables(lambda_zip_dir: &Path) -> Value {
+pub fn sample_variables(lambda_zip_dir: &Path, network: &Network) -> Value {
     json!({
         "prefix": PREFIX,
         "region": REGION,
@@ -38,8 +44,8 @@ pub fn sample_variables(lambda_zip_dir: &Path) -> Value {
         "ws_jwt_secret": "ws-secret-0123456789abcdef-0123456789",
         "run_proof_secret": "0123456789abcdef0123456789abcdef",
         "agent_token_secret": "agent-secret",
-        "runner_subnets": ["subnet-1", "subnet-2"],
-        "runner_security_groups": ["sg-1"],
+        "runner_subnets": network.subnets,
+        "runner_security_groups": network.security_groups,
         "target_role_arns": ["arn:aws:iam::*:role/strato-target"],
         "disposable": true,
         "lambda_zip_dir": lambda_zip_dir.display().to_string(),
