@@ -169,6 +169,14 @@ pub(crate) async fn get_operation(
     operations::get(&ctx, &caller, &id).await
 }
 
+pub(crate) async fn get_operation_timeline(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+) -> Answer<crate::timeline::Timeline> {
+    operations::timeline(&ctx, &caller, &id).await
+}
+
 pub(crate) async fn cancel_operation(
     State(ctx): State<AppState>,
     caller: Caller,

@@ -25,6 +25,7 @@ mod target_access;
 mod templates;
 mod tenant;
 mod tickets;
+pub mod timeline;
 mod views;
 
 use secrecy::{ExposeSecret, SecretSlice};
@@ -156,6 +157,7 @@ pub enum Endpoint {
     RestoreStateVersion,
     ListClusterOperations,
     GetOperation,
+    GetOperationTimeline,
     CancelOperation,
     CreateEstimate,
     GetWebhook,
@@ -211,6 +213,11 @@ pub const ROUTES: &[Route] = &[
         Endpoint::ListClusterOperations,
     ),
     route("GET", "/v1/operations/{id}", Endpoint::GetOperation),
+    route(
+        "GET",
+        "/v1/operations/{id}/timeline",
+        Endpoint::GetOperationTimeline,
+    ),
     route("POST", "/v1/operations/{id}/cancel", Endpoint::CancelOperation),
     route("POST", "/v1/estimates", Endpoint::CreateEstimate),
     route("GET", "/v1/webhook", Endpoint::GetWebhook),

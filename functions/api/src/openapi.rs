@@ -16,7 +16,7 @@ use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, RefOr, Required};
 use crate::Endpoint::{self, *};
 use crate::error::PROBLEM_JSON;
 use crate::{
-    ROUTES, agent, error, requests, schema, state, target_access, templates, tenant, tickets, views,
+    ROUTES, agent, error, requests, schema, state, target_access, templates, tenant, tickets, timeline, views,
 };
 
 #[derive(OpenApi)]
@@ -26,6 +26,9 @@ use crate::{
     views::ClusterView,
     schema::ClusterState,
     views::OperationView,
+    timeline::Timeline,
+    timeline::TimelineEntry,
+    timeline::TimelineEvent,
     views::Accepted,
     views::EstimateAccepted,
     views::ClusterPage,
@@ -94,6 +97,13 @@ one): while an update (or the create) is still queued or running, a second PATCH
 spec, not only on what was last applied, so it keeps the first one's changes; the operations run in order. \
 Send `If-Match` with the cluster's `ETag` (its `version`, quoted) to change the cluster only if nobody \
 changed it since you read it: another version answers 412 and nothing is written.";
+
+/// Where the timeline's moments come from, so clients know which can be missing.
+const TIMELINE_DESCRIPTION: &str = "Derived from the operation's record: queued (created), parked (while it \
+waits), dispatched and runner_started (the latest attempt), each step's start and finish, the latest \
+heartbeat while open, notes the control plane recorded, and the end with its error category. A moment that \
+was not recorded (e.g. an operation cancelled before dispatch has no dispatched) is absent. Another \
+tenant's operation answers 404, like a missing one.";
 
 /// The table of every endpoint's answers: long because it is one arm per endpoint, kept together so the
 /// whole contract reads in one place.
@@ -178,6 +188,15 @@ fn endpoint_doc(e: Endpoint) -> Doc {
             &[(200, "Operation", "The operation")],
             &[404],
         ),
+        GetOperationTimeline => Doc {
+            description: Some(TIMELINE_DESCRIPTION),
+            ..doc(
+                "Read an operation's timeline",
+                None,
+                &[(200, "Timeline", "Its moments, oldest first")],
+                &[404],
+            )
+        },
         CancelOperation => doc(
             "Cancel an operation",
             None,
@@ -274,8 +293,9 @@ fn links(from: Endpoint, schema: &str) -> Vec<(String, Endpoint, &'static str, &
         ]
         .map(|t| (format!("{t:?}"), t, "id", id))
     };
-    let by_operation =
-        |id: &'static str| [GetOperation, CancelOperation].map(|t| (format!("{t:?}"), t, "id", id));
+    let by_operation = |id: &'static str| {
+        [GetOperation, GetOperationTimeline, CancelOperation].map(|t| (format!("{t:?}"), t, "id", id))
+    };
     match (from, schema) {
         (_, "Accepted") => by_cluster(CLUSTER_ID)
             .into_iter()

@@ -1,8 +1,9 @@
-//! Operation routes: list a cluster's operations, read one, cancel one.
+//! Operation routes: list a cluster's operations, read one (or its timeline), cancel one.
 
 use strato_domain::model::Operation;
 
 use crate::decide::Cancelled;
+use crate::timeline::Timeline;
 
 use crate::views::{self, TemplateCache};
 use crate::views::{OperationList, OperationView};
@@ -44,6 +45,10 @@ pub(crate) async fn list_for_cluster(
 pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<OperationView>, ApiError> {
     let op = load(ctx, caller, id).await?;
     Ok(Reply::ok(view(ctx, &op).await?))
+}
+
+pub(crate) async fn timeline(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Timeline>, ApiError> {
+    Ok(Reply::ok(ctx.api().timeline(caller, id).await?))
 }
 
 /// Queued (or parked) operations never reached a runner and are cancelled on the spot (200). Dispatched

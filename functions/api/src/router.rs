@@ -199,6 +199,7 @@ pub fn router(ctx: Ctx) -> Router {
         )
         .route("/v1/clusters/{id}/operations", l(get(h::list_cluster_operations)))
         .route("/v1/operations/{id}", l(get(h::get_operation)))
+        .route("/v1/operations/{id}/timeline", l(get(h::get_operation_timeline)))
         .route("/v1/operations/{id}/cancel", m(post(h::cancel_operation)))
         .route("/v1/estimates", m(post(h::create_estimate)))
         .route(

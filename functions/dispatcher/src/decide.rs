@@ -175,6 +175,7 @@ where
             },
         };
 
+        let launched_at = self.clock.now();
         update_operation_from(store, op.clone(), |o| {
             if o.task_arn.is_some() || o.status.is_terminal() {
                 return false;
@@ -182,6 +183,8 @@ where
             o.task_arn = Some(task_arn.clone());
             o.status = OperationStatus::Dispatched;
             o.attempt += 1;
+            o.dispatched_at = Some(launched_at);
+            o.started_at = None;
             true
         })
         .await?;

@@ -161,7 +161,13 @@ async fn save_progress<P: Ports>(
 /// Steps and heartbeats. Returns whether anything changed. Order-tolerant: steps are upserted by name (a
 /// finish that overtook its start still leaves one finished step) and kept in start order.
 pub(crate) fn apply_progress(op: &mut Operation, ev: &RunnerEvent) -> bool {
-    let before = (op.steps.clone(), op.heartbeat_at, op.status, op.estimate.clone());
+    let before = (
+        op.steps.clone(),
+        op.heartbeat_at,
+        op.status,
+        op.estimate.clone(),
+        op.started_at,
+    );
     match ev {
         RunnerEvent::StepStarted { step, at, .. } => match op.steps.iter_mut().find(|s| &s.name == step) {
             // Started earlier than the finish-only placeholder says.
@@ -203,7 +209,35 @@ pub(crate) fn apply_progress(op: &mut Operation, ev: &RunnerEvent) -> bool {
     if matches!(op.status, OperationStatus::Queued | OperationStatus::Dispatched) {
         op.status = OperationStatus::Running;
     }
-    before != (op.steps.clone(), op.heartbeat_at, op.status, op.estimate.clone())
+    // The runner's first event of this attempt is when it started (its own clock, as the steps are); a step
+    // start that arrives late but began earlier moves it back.
+    let at = event_at(ev);
+    match (op.started_at, ev) {
+        (None, _) => op.started_at = Some(at),
+        (Some(s), RunnerEvent::StepStarted { .. }) if at < s => op.started_at = Some(at),
+        _ => {}
+    }
+    before
+        != (
+            op.steps.clone(),
+            op.heartbeat_at,
+            op.status,
+            op.estimate.clone(),
+            op.started_at,
+        )
+}
+
+/// When the runner says `ev` happened.
+fn event_at(ev: &RunnerEvent) -> time::OffsetDateTime {
+    match ev {
+        RunnerEvent::StepStarted { at, .. }
+        | RunnerEvent::StepFinished { at, .. }
+        | RunnerEvent::Heartbeat { at, .. }
+        | RunnerEvent::PlanReady { at, .. }
+        | RunnerEvent::Succeeded { at, .. }
+        | RunnerEvent::Failed { at, .. }
+        | RunnerEvent::Cancelled { at, .. } => *at,
+    }
 }
 
 #[cfg(test)]
@@ -349,5 +383,10 @@ mod tests {
         assert_eq!(s.started_at, at("2026-11-22T04:31:00Z"));
         assert_eq!(s.finished_at, Some(at("2026-11-22T04:40:00Z")));
         assert_eq!(s.ok, Some(false));
+        assert_eq!(
+            op.started_at,
+            Some(at("2026-11-22T04:31:00Z")),
+            "the runner started no later than its first step"
+        );
     }
 }

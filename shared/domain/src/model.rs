@@ -389,6 +389,16 @@ pub struct Operation {
     pub task_arn: Option<String>,
     #[serde(with = "crate::ts::option", default)]
     pub heartbeat_at: Option<OffsetDateTime>,
+    /// When the dispatcher launched this attempt's runner task (set with `task_arn`); for the timeline.
+    #[serde(with = "crate::ts::option", default)]
+    pub dispatched_at: Option<OffsetDateTime>,
+    /// When the runner's first event of this attempt says it started (the move to RUNNING); for the timeline.
+    #[serde(with = "crate::ts::option", default)]
+    pub started_at: Option<OffsetDateTime>,
+    /// When the operation became terminal, set by the store on that write (`updated_at` moves on later
+    /// writes, e.g. webhook delivery notes); for the timeline.
+    #[serde(with = "crate::ts::option", default)]
+    pub ended_at: Option<OffsetDateTime>,
     /// Why a queued operation is parked (cluster busy, tenant at its concurrency limit).
     pub wait_reason: Option<String>,
     #[serde(default)]
@@ -426,6 +436,9 @@ impl Operation {
             fencing_token: None,
             task_arn: None,
             heartbeat_at: None,
+            dispatched_at: None,
+            started_at: None,
+            ended_at: None,
             wait_reason: None,
             cancel_requested: false,
             stale_events: 0,

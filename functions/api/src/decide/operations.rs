@@ -32,6 +32,12 @@ where
     /// whatever the operation holds (cluster lock, tenant slot) is handed to the next waiter. Dispatched and
     /// running ones are flagged, and their runner stops at the next safe point. If the dispatcher claims a
     /// queued operation meanwhile, the end declines and the cancel becomes such a request.
+    /// The caller's operation as a timeline: another tenant's id answers the same 404 as a missing one.
+    pub async fn timeline(&self, caller: &Caller, id: &str) -> Result<crate::timeline::Timeline, ApiError> {
+        let op = self.load_operation(caller, id).await?;
+        Ok(crate::timeline::derive(&op, self.clock.now()))
+    }
+
     pub async fn cancel(&self, caller: &Caller, id: &str) -> Result<Cancelled, ApiError> {
         let op = self.load_operation(caller, id).await?;
         match op.status {

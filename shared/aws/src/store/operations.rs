@@ -112,17 +112,24 @@ impl Store {
             now = op.updated_at + Duration::microseconds(1);
         }
         op.updated_at = now;
+        // The write that makes it terminal records when it ended (`updated_at` moves on later writes).
+        let ended_now = op.status.is_terminal() && !was_terminal;
+        let ended_before = op.ended_at;
+        if ended_now {
+            op.ended_at = Some(now);
+        }
         let put = Put::builder()
             .table_name(&self.operations)
             .set_item(Some(Self::op_item(op)?))
             .condition_expression("updated_at = :u")
             .expression_attribute_values(":u", s(&expected));
         let mut items = vec![tx_put(put)?];
-        if op.status.is_terminal() && !was_terminal {
+        if ended_now {
             items.push(self.tenant_counters(&op.tenant_id, 0, -1, None)?);
         }
         if let Err(lost) = self.transact(items).await? {
             op.updated_at = ts::parse(&expected).unwrap_or(op.updated_at);
+            op.ended_at = ended_before;
             return Err(lost.conflict(format!("operation {} changed concurrently", op.operation_id)));
         }
         Ok(())

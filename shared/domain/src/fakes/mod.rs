@@ -233,7 +233,7 @@ impl Operations for FakeStore {
         Ok(self.operation(id))
     }
 
-    async fn store_operation(&self, op: &mut Operation, _was_terminal: bool) -> Result<(), PortError> {
+    async fn store_operation(&self, op: &mut Operation, was_terminal: bool) -> Result<(), PortError> {
         let mut s = lock(&self.state);
         let stored_at = s.operations.get(&op.operation_id).map(|o| o.updated_at);
         if stored_at != Some(op.updated_at) || Self::take_injected_conflict(&mut s) {
@@ -244,6 +244,10 @@ impl Operations for FakeStore {
         }
         // `updated_at` is the version: it must move even when the clock has not.
         op.updated_at = self.clock.now().max(op.updated_at + Duration::microseconds(1));
+        // As the DynamoDB store: the write that makes it terminal records when it ended.
+        if op.status.is_terminal() && !was_terminal {
+            op.ended_at = Some(op.updated_at);
+        }
         s.operations.insert(op.operation_id.clone(), op.clone());
         Ok(())
     }
