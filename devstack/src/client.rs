@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::Value;
+pub use strato_api::timeline::{Timeline, format_lines as timeline_lines};
 use strato_domain::messages::LogLine;
 
 #[derive(Debug, thiserror::Error)]
@@ -138,6 +139,19 @@ impl Client {
             .await?;
         expect(&r, Method::POST, "/v1/ws-tickets", 201)?;
         Ok(r.body["token"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// `GET /v1/operations/{id}/timeline`, expecting 200; [`timeline_lines`] formats it for a terminal.
+    pub async fn operation_timeline(&self, operation_id: &str) -> Result<Timeline, ClientError> {
+        let path = format!("/v1/operations/{operation_id}/timeline");
+        let r = self.get(&path).await?;
+        expect(&r, Method::GET, &path, 200)?;
+        serde_json::from_value(r.body).map_err(|e| ClientError::Unexpected {
+            method: Method::GET,
+            path,
+            status: r.status,
+            body: format!("not a timeline ({e}): {}", r.text),
+        })
     }
 
     /// Polls `GET /v1/operations/{id}` until the operation is succeeded, failed or cancelled.

@@ -190,6 +190,8 @@ async fn every_api_sample_is_answered_2xx_against_the_catalog_devstack_publishes
         w.ok(name, Some(&cluster)).await;
     }
     w.ok("get-operation", Some(&create)).await;
+    let timeline = w.ok("get-operation-timeline", Some(&create)).await;
+    assert_eq!(timeline["entries"][0]["event"], "queued", "{timeline}");
     w.ok("cancel-operation", Some(&create)).await;
     let retry = op_id(&w.ok("retry-cluster", Some(&cluster)).await);
     w.finish(&cluster, &retry).await;

@@ -89,6 +89,16 @@ async fn every_route_answers_as_the_document_says() {
         "/v1/operations/{id}",
         &api.call(call("get-operation", Method::GET, &operation)).await,
     );
+    let r = api
+        .call(call(
+            "get-operation-timeline",
+            Method::GET,
+            &format!("{operation}/timeline"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["entries"][0]["event"], "queued");
+    check(Method::GET, "/v1/operations/{id}/timeline", &r);
 
     // An ACTIVE cluster: a drift check, then a delete, are queued (202).
     let mut c = api
@@ -212,6 +222,11 @@ async fn problems_conform_too() {
         .await;
     assert_eq!(r.status, 404);
     conforms(&spec, "GET", "/v1/operations/{id}", &r);
+    let r = api
+        .call(Req::load("get-operation-timeline").path("/v1/operations/op-nope/timeline"))
+        .await;
+    assert_eq!(r.status, 404);
+    conforms(&spec, "GET", "/v1/operations/{id}/timeline", &r);
     let big = json!({"name": "x".repeat(70 * 1024)});
     let r = api.call(Req::load("put-webhook").body(&big)).await;
     assert_eq!(r.status, 413);

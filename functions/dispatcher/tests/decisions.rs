@@ -138,6 +138,11 @@ async fn a_claim_takes_lock_and_slot_moves_the_cluster_and_launches_once() {
     assert_eq!(started.status, OperationStatus::Dispatched);
     assert_eq!(started.attempt, 1);
     assert_eq!(started.wait_reason, None);
+    assert_eq!(
+        started.dispatched_at,
+        Some(w.clock.now()),
+        "the launch is recorded for the timeline"
+    );
     let tasks = w.launcher.tasks();
     assert_eq!(tasks.len(), 1);
     assert_eq!(started.task_arn.as_deref(), Some(tasks[0].task_id.as_str()));

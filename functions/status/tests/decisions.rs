@@ -424,6 +424,13 @@ async fn duplicated_and_reordered_runner_events_apply_once() {
     assert_eq!(op.status, OperationStatus::Succeeded);
     assert_eq!(op.stale_events, 0);
     assert_eq!(
+        op.started_at,
+        Some(op.steps[0].started_at),
+        "the runner started no later than its first step, whatever order the events came in"
+    );
+    let ended_at = op.ended_at.expect("the end is recorded");
+    assert!(ended_at >= op.steps[0].finished_at.unwrap());
+    assert_eq!(
         w.woken(),
         vec![waiter.operation_id.clone()],
         "the waiter is woken once"
@@ -432,6 +439,11 @@ async fn duplicated_and_reordered_runner_events_apply_once() {
     w.clock.advance(Duration::minutes(10));
     assert!(w.deliver_one(success, 3).await);
     assert_eq!(w.woken().len(), 1);
+    assert_eq!(
+        w.op(&run.op).ended_at,
+        Some(ended_at),
+        "a duplicate end moves nothing"
+    );
 }
 
 // --- finish -----------------------------------------------------------------------------------------------
