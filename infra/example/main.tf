@@ -109,3 +109,25 @@ module "schedules" {
   runner_cluster_arn     = module.runner.cluster_arn
   events_queue           = module.data.queues["events"]
 }
+
+module "observability" {
+  source = "../modules/observability"
+
+  prefix                          = var.prefix
+  region                          = var.region
+  functions                       = module.functions.functions
+  function_log_groups             = module.functions.log_groups
+  runner_log_group                = module.runner.log_group
+  runner_cluster_arn              = module.runner.cluster_arn
+  queues                          = module.data.queues
+  alarm_actions                   = var.alarm_actions
+  log_retention_days              = var.log_retention_days
+  failure_rate_percent            = var.failure_rate_percent
+  failure_rate_min_operations     = var.failure_rate_min_operations
+  stuck_operation_secs            = var.stuck_operation_secs
+  jobs_queue_age_secs             = var.jobs_queue_age_secs
+  lambda_errors_threshold         = var.lambda_errors_threshold
+  lambda_throttles_threshold      = var.lambda_throttles_threshold
+  runner_start_failures_threshold = var.runner_start_failures_threshold
+  saved_query                     = var.logs_saved_query
+}

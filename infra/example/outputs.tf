@@ -81,3 +81,18 @@ output "ws_management_endpoint" {
   description = "The @connections endpoint the ws and log-fanout functions post to."
   value       = module.api.ws.management_endpoint
 }
+
+output "alarms" {
+  description = "Every alarm of the observability module: alarm name → what it watches (infra/README.md, Operations guide)."
+  value       = module.observability.alarms
+}
+
+output "dashboard" {
+  description = "The CloudWatch dashboard of Strato's vital signs."
+  value       = module.observability.dashboard
+}
+
+output "operation_query" {
+  description = "The saved Logs Insights query \"everything about operation X\"."
+  value       = module.observability.operation_query
+}

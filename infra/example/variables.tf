@@ -234,3 +234,53 @@ variable "artifacts_retention_days" {
   type        = number
   default     = 30
 }
+
+# ---- alarm thresholds (infra/README.md, Operations guide) ----------------------------------------------------
+
+variable "failure_rate_percent" {
+  description = "Alarm when more than this percentage of the operations ended in 15 minutes failed."
+  type        = number
+  default     = 25
+}
+
+variable "failure_rate_min_operations" {
+  description = "The failure rate alarm counts only 15-minute periods in which at least this many operations ended."
+  type        = number
+  default     = 4
+}
+
+variable "stuck_operation_secs" {
+  description = "Alarm when the oldest open operation is older than this many seconds."
+  type        = number
+  default     = 7200
+}
+
+variable "jobs_queue_age_secs" {
+  description = "Alarm when the jobs queue's oldest message is older than this many seconds."
+  type        = number
+  default     = 600
+}
+
+variable "lambda_errors_threshold" {
+  description = "Alarm when a function fails more than this many invocations in 5 minutes."
+  type        = number
+  default     = 0
+}
+
+variable "lambda_throttles_threshold" {
+  description = "Alarm when a function is throttled more than this many times in 5 minutes."
+  type        = number
+  default     = 0
+}
+
+variable "runner_start_failures_threshold" {
+  description = "Alarm when more than this many runner tasks fail to start in 15 minutes."
+  type        = number
+  default     = 0
+}
+
+variable "logs_saved_query" {
+  description = "Whether to save the Logs Insights query \"everything about operation X\" (an emulator without the API: false)."
+  type        = bool
+  default     = true
+}

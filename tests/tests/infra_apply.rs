@@ -10,7 +10,9 @@
 //!   second plan's in-place update of exactly `logging_config` on the functions is tolerated;
 //! - SQS returns `RedrivePolicy` re-serialized with spaces: the second plan's update of exactly a
 //!   JSON-equal `redrive_policy` on a queue is tolerated;
-//! - no `RedriveAllowPolicy` attribute: the data module sets none.
+//! - no `RedriveAllowPolicy` attribute: the data module sets none;
+//! - no Logs query definitions: the override sets `logs_saved_query = false`, and the saved query is
+//!   checked on a plan of it alone.
 //!
 //! Anything else the second plan would change fails the test.
 
@@ -60,7 +62,9 @@ fn moto_override(endpoint: &str) -> String {
     format!(
         "provider \"aws\" {{\n  skip_credentials_validation = true\n  skip_metadata_api_check     = true\n  \
          s3_use_path_style           = true\n\n  endpoints {{\n{endpoints}  }}\n}}\n\n\
-         # moto has no API Gateway v2 deployments.\nmodule \"api\" {{\n  ws_deployment = false\n}}\n"
+         # moto has no API Gateway v2 deployments.\nmodule \"api\" {{\n  ws_deployment = false\n}}\n\n\
+         # moto has no Logs query definitions: checked on a plan instead.\n\
+         variable \"logs_saved_query\" {{\n  default = false\n}}\n"
     )
 }
 
@@ -528,6 +532,24 @@ async fn infra_applies_into_moto_and_destroys_cleanly() {
     let planned = State::from_module(&plan["planned_values"]["root_module"]);
 
     checks::all(&state, &planned.resources, &network);
+    // The saved Logs Insights query, which moto cannot store, on a plan of it alone.
+    run(
+        &[
+            "plan",
+            "-input=false",
+            "-no-color",
+            vars,
+            "-var=logs_saved_query=true",
+            "-target=module.observability.aws_cloudwatch_query_definition.operation",
+            "-out=query.plan",
+        ],
+        &[0],
+    );
+    let query = State::parse(
+        &run(&["show", "-json", "query.plan"], &[0]).stdout,
+        "planned_values",
+    );
+    infra_support::observability::check_operation_query(&query, &state);
 
     let outputs: Value = serde_json::from_slice(&run(&["output", "-json"], &[0]).stdout).unwrap();
     let outputs: serde_json::Map<String, Value> = outputs

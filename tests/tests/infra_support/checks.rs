@@ -1077,5 +1077,7 @@ pub fn all(state: &State, planned: &[StateRes], network: &Network) {
     check_schedules_and_ecs_events(state, &names, &fns);
     check_permissions(state, &names, &fns);
     check_call_lists(state, &names);
+    super::observability::check_alarms(state);
+    super::observability::check_dashboard(state);
     super::sessions::run_sessions_reach_only_their_own_cluster(state, &names);
 }

@@ -11,6 +11,7 @@ use strato_testbed::ModernEngine;
 
 pub mod checks;
 pub mod iam;
+pub mod observability;
 pub mod sessions;
 
 pub const PREFIX: &str = "strato-check";
