@@ -152,6 +152,10 @@ async fn optimistic_concurrency_on_clusters_and_operations() {
         store.save_operation(&mut o2, false).await,
         Err(Error::Conflict(_))
     ));
+    assert_eq!(
+        o2.ended_at, None,
+        "a lost write leaves the caller's copy as it was"
+    );
     assert_eq!(store.open_operations("dispatched").await.unwrap().len(), 1);
     o1.status = OperationStatus::Succeeded;
     store.save_operation(&mut o1, false).await.unwrap();
@@ -159,6 +163,14 @@ async fn optimistic_concurrency_on_clusters_and_operations() {
         store.open_operations("dispatched").await.unwrap().is_empty(),
         "terminal leaves the open index"
     );
+    // The write that ends it records when (the timeline's end); later writes move `updated_at` only.
+    let ended = store.get_operation(&op.operation_id).await.unwrap().unwrap();
+    assert_eq!(ended.ended_at, Some(ended.updated_at));
+    o1.notes.push("later".into());
+    store.save_operation(&mut o1, true).await.unwrap();
+    let later = store.get_operation(&op.operation_id).await.unwrap().unwrap();
+    assert_eq!(later.ended_at, ended.ended_at);
+    assert!(later.updated_at > ended.updated_at);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -324,3 +324,29 @@ pub fn check_operation_query(planned: &State, applied: &State) {
         assert!(text.contains(field), "the query shows {field}: {text}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charted_reads_plain_metrics_and_metrics_insights_queries() {
+        let body = serde_json::json!({"widgets": [
+            {"properties": {"title": "a", "metrics": [
+                ["Strato", "LockHandoffLatency", {"stat": "p90"}],
+                ["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", "q", {}],
+            ]}},
+            {"properties": {"title": "b", "metrics": [[{"id": "q1",
+                "expression": "SELECT SUM(OperationsEnded) FROM SCHEMA(\"Strato\", kind, outcome) GROUP BY outcome"}]]}},
+            {"properties": {"title": "c", "metrics": [[{"id": "e", "expression": "100 * a / b"}]]}},
+        ]});
+        let got: Vec<(String, String)> = charted(&body).into_iter().collect();
+        let want = [
+            ("AWS/SQS", "ApproximateAgeOfOldestMessage"),
+            ("Strato", "LockHandoffLatency"),
+            ("Strato", "OperationsEnded"),
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()));
+        assert_eq!(got, want);
+    }
+}
