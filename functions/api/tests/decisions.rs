@@ -1,6 +1,9 @@
 //! The API's decisions against the in-memory fakes (no AWS, no moto): what a create, a PATCH, a cancel and a
 //! retry write, send and refuse.
 
+// `GET /v1/operations/{id}/timeline` (in the fast tier with the other decisions).
+mod timeline;
+
 use serde_json::{Value, json};
 use strato_api::decide::IfMatch;
 use strato_api::decide::{Api, Cancelled, Started, Updated};

@@ -78,6 +78,9 @@ fn assert_watches(a: &StateRes, namespace: &str, metric: &str, dimensions: &[(&s
     assert_eq!(a.s("comparison_operator"), "GreaterThanThreshold", "{name}");
 }
 
+/// An alarm's name suffix, namespace, metric, dimensions and threshold.
+type Expected<'a> = (String, &'a str, &'a str, Vec<(&'a str, String)>, f64);
+
 /// Every alarm of the operations guide (infra/README.md), at the example's default thresholds, each
 /// notifying the same actions as the DLQ alarms.
 pub fn check_alarms(state: &State) {
@@ -116,7 +119,7 @@ pub fn check_alarms(state: &State) {
         .all("aws_sqs_queue")
         .find(|q| q.s("name") == format!("{PREFIX}-jobs.fifo"))
         .expect("the jobs queue");
-    let mut expected: Vec<(String, &str, &str, Vec<(&str, String)>, f64)> = vec![
+    let mut expected: Vec<Expected> = vec![
         (
             "operation-stuck".into(),
             "Strato",
