@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use devstack_support::fixtures;
 use serde_json::json;
+use strato_api::timeline::TimelineEvent;
 use strato_devstack::client::{Client, watch_operation};
 use strato_devstack::{Devstack, DevstackConfig};
 
@@ -116,6 +117,27 @@ async fn devstack_create_runs_an_emulated_fargate_task_and_a_crashed_runner_fail
         .await
         .unwrap();
     assert_eq!(c["state"], "FAILED");
+
+    // The tenant's timeline of it, from what the real functions recorded: queued, dispatched (attempt 1),
+    // then the end with its category; another tenant gets the 404 of a missing operation.
+    let t = alice.operation_timeline(&op).await.unwrap();
+    let events: Vec<TimelineEvent> = t.entries.iter().map(|e| e.event).collect();
+    assert_eq!(
+        events[..2],
+        [TimelineEvent::Queued, TimelineEvent::Dispatched],
+        "{t:?}"
+    );
+    assert_eq!(t.entries[1].attempt, Some(1), "{t:?}");
+    let end = t
+        .entries
+        .iter()
+        .find(|e| e.event == TimelineEvent::Failed)
+        .expect("the end");
+    assert!(end.category.is_some(), "{t:?}");
+    assert!(t.ended && t.duration_ms > 0, "{t:?}");
+    let bob = anon.with_token(stack.token("tenant-b"));
+    let theirs = bob.get(&format!("/v1/operations/{op}/timeline")).await.unwrap();
+    assert_eq!(theirs.status, 404, "{}", theirs.text);
 
     // The task ran as a child with the task's overrides and devstack's environment, in its own directory.
     let env = std::fs::read_to_string(record.path().join(format!("{op}.env"))).expect("the runner ran");
