@@ -185,9 +185,9 @@ pub fn log_lines(shipped: u64, skipped: u64) {
     counter!(LOG_LINES_SKIPPED).increment(skipped);
 }
 
-/// A log frame reached its subscribers `latency` after the runner sent it.
-pub fn log_fanout(latency: Duration) {
-    histogram!(LOG_FANOUT_LATENCY).record(millis(latency));
+/// A log frame the runner sent at `sent` was posted to its subscribers by `done`.
+pub fn log_fanout(sent: OffsetDateTime, done: OffsetDateTime) {
+    histogram!(LOG_FANOUT_LATENCY).record(millis_between(sent, done));
 }
 
 /// A webhook delivery attempt ended: `delivered`, `retrying` or `failed`.
@@ -200,11 +200,10 @@ pub fn drift_found(template: &str) {
     counter!(DRIFT_FOUND, "template" => template.to_owned()).increment(1);
 }
 
-/// Open operations by status, as the sweep counted them (every open status is set, zero included).
-pub fn active_operations(counts: &[(OperationStatus, usize)]) {
-    for (status, n) in counts {
-        gauge!(OPERATIONS_ACTIVE, "status" => label(status)).set(*n as f64);
-    }
+/// Open operations in one bucket of the store's index (`queued`, `waiting` = parked, `dispatched`,
+/// `running`), as the sweep read them.
+pub fn active_operations(bucket: &'static str, n: usize) {
+    gauge!(OPERATIONS_ACTIVE, "status" => bucket).set(n as f64);
 }
 
 /// What a run cost outside the engine: wall time beside the engine commands' and the runner's own CPU,
