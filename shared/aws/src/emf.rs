@@ -13,7 +13,18 @@ impl Emf {
     /// Installs the EMF recorder as the process's global one (namespace `Strato`) and gives every metric its
     /// unit.
     pub fn install() -> Self {
-        match Builder::new()
+        Self::init(Builder::new())
+    }
+
+    /// [`Emf::install`] for a long process (the runner): also flushes every `every`, so a long run's metrics
+    /// are not held to its end (and histograms stay under EMF's 100 values per document). Needs a Tokio
+    /// runtime.
+    pub fn install_flushing_every(every: std::time::Duration) -> Self {
+        Self::init(Builder::new().with_auto_flush_interval(every))
+    }
+
+    fn init(builder: Builder) -> Self {
+        match builder
             .cloudwatch_namespace(strato_domain::vitals::NAMESPACE)
             .init()
         {
