@@ -21,9 +21,9 @@ pub struct MetricsStore {
 
 static STORE: OnceLock<MetricsStore> = OnceLock::new();
 
-/// How often the in-process recorder is drained into the store (EMF keeps at most 100 values of a
-/// histogram between flushes).
-const COLLECT_EVERY: Duration = Duration::from_secs(1);
+/// How often the in-process recorder is drained into the store besides every read (EMF keeps at most 100
+/// values of a histogram between flushes; a gauge is repeated in every flush, hence not every second).
+const COLLECT_EVERY: Duration = Duration::from_secs(5);
 
 /// The process's store; the first call installs the global EMF recorder and starts draining it.
 pub fn store() -> &'static MetricsStore {
