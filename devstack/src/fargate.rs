@@ -571,6 +571,11 @@ async fn forward<R: tokio::io::AsyncRead + Unpin>(
     let mut out_of_memory = false;
     let mut lines = reader.lines();
     while let Ok(Some(line)) = lines.next_line().await {
+        // The runner's metrics (EMF on stdout): into devstack's store, as CloudWatch would extract them.
+        if stream == "stdout" && crate::metrics::store().ingest_line(&line) {
+            span.in_scope(|| tracing::debug!(target: "runner", stream, "{line}"));
+            continue;
+        }
         out_of_memory |= is_out_of_memory(&line);
         span.in_scope(|| tracing::info!(target: "runner", stream, "{line}"));
     }

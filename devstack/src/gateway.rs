@@ -58,10 +58,29 @@ impl Gateway {
 
     pub fn router(self) -> axum::Router {
         axum::Router::new()
+            // devstack's own, not the api's (which has no such route): what CloudWatch would hold.
+            .route("/metrics", axum::routing::get(prometheus_metrics))
+            .route("/metrics/emf", axum::routing::get(emf_metrics))
             .fallback(serve)
             .with_state(Arc::new(self))
             .layer(axum::extract::DefaultBodyLimit::max(MAX_PAYLOAD_BYTES))
     }
+}
+
+/// `GET /metrics`: every metric so far as Prometheus text (see [`crate::metrics`]).
+async fn prometheus_metrics() -> impl IntoResponse {
+    (
+        [("content-type", "text/plain; version=0.0.4")],
+        crate::metrics::store().prometheus(),
+    )
+}
+
+/// `GET /metrics/emf`: the EMF documents so far, one JSON per line.
+async fn emf_metrics() -> impl IntoResponse {
+    (
+        [("content-type", "application/x-ndjson")],
+        crate::metrics::store().emf_lines(),
+    )
 }
 
 /// 401 as a problem document, as the api's own 401s (API Gateway's JWT authorizer itself answers

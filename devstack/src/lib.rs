@@ -18,6 +18,7 @@ pub mod client;
 pub mod error;
 pub mod fargate;
 pub mod gateway;
+pub mod metrics;
 pub mod moto_ctl;
 pub mod registry;
 pub mod runtime_api;

@@ -327,6 +327,7 @@ async fn main() -> anyhow::Result<()> {
                 );
             }
             wait_for_stop().await;
+            println!("\n{}", strato_devstack::metrics::store().summary(24));
             eprintln!("stopping: runners get SIGTERM, then moto stops…");
             stack.shutdown(Duration::from_secs(10)).await;
             Ok(())

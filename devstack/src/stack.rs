@@ -242,6 +242,8 @@ impl Devstack {
         }
         let (work, work_dir) = work_dir(&config)?;
         let (env, published, jwt_secret) = stack_env(&config, tools, endpoint, work_dir.clone()).await?;
+        // The functions' metrics go to devstack's store from their first invocation on.
+        crate::metrics::store();
         let mut registry = Registry::builtin(&env).await?;
         let ws_api = websocket_api(&config, &env, &jwt_secret, &mut registry).await?;
         let ws_url = ws_api.ws_url();

@@ -5,8 +5,8 @@
 //! is uploaded to S3, never to the user stream.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use aws_sdk_s3::Client as S3;
 use aws_sdk_sqs::Client as Sqs;
@@ -122,6 +122,8 @@ pub struct LogHub {
     archive: mpsc::UnboundedSender<LogLine>,
     pub redactor: Redactor,
     live_skipped: Arc<AtomicU64>,
+    /// When the live path first shipped a line (for the time-to-first-log metric).
+    first_shipped: Arc<OnceLock<Instant>>,
 }
 
 /// Background tasks of a hub; [`LogTasks::finish`] drains them and writes the completion marker.
@@ -152,7 +154,13 @@ impl LogHub {
     ) -> (Self, LogTasks) {
         let (live_tx, live_rx) = mpsc::channel(capacity);
         let (arch_tx, arch_rx) = mpsc::unbounded_channel();
-        let live = tokio::spawn(ship_live(op.clone(), sinks.clone(), live_rx));
+        let first_shipped: Arc<OnceLock<Instant>> = Arc::default();
+        let live = tokio::spawn(ship_live(
+            op.clone(),
+            sinks.clone(),
+            live_rx,
+            first_shipped.clone(),
+        ));
         let archive = tokio::spawn(write_archive(op.clone(), sinks, arch_rx));
         (
             Self {
@@ -162,6 +170,7 @@ impl LogHub {
                 archive: arch_tx,
                 redactor,
                 live_skipped: Arc::default(),
+                first_shipped,
             },
             LogTasks { live, archive },
         )
@@ -189,6 +198,7 @@ impl LogHub {
         let _ = self.archive.send(line.clone());
         if self.live.try_send(line).is_err() {
             self.live_skipped.fetch_add(1, Ordering::Relaxed);
+            strato_domain::vitals::log_lines(0, 1);
         }
     }
 
@@ -200,6 +210,12 @@ impl LogHub {
     /// Lines the live path skipped because the shipper was behind.
     pub fn live_skipped(&self) -> u64 {
         self.live_skipped.load(Ordering::Relaxed)
+    }
+
+    /// When the live path first shipped a line; it is set once, by the shipper, so keep this handle to read
+    /// it after the hub is gone.
+    pub fn first_shipped(&self) -> Arc<OnceLock<Instant>> {
+        self.first_shipped.clone()
     }
 }
 
@@ -256,7 +272,12 @@ pub async fn upload_debug(
     put(s3, bucket, &artifacts::debug_log_key(op, step), body).await
 }
 
-async fn ship_live(op: OperationId, sinks: LogSinks, mut rx: mpsc::Receiver<LogLine>) {
+async fn ship_live(
+    op: OperationId,
+    sinks: LogSinks,
+    mut rx: mpsc::Receiver<LogLine>,
+    first_shipped: Arc<OnceLock<Instant>>,
+) {
     // Highest seq handed to the queue (or known skipped); a gap before the next line is a skip.
     let mut shipped: u64 = 0;
     let mut pending: Option<LogLine> = None;
@@ -291,6 +312,7 @@ async fn ship_live(op: OperationId, sinks: LogSinks, mut rx: mpsc::Receiver<LogL
             }
         }
         shipped = lines.last().map(|l| l.seq).unwrap_or(shipped);
+        let count = lines.len() as u64;
         let frame = LogFrame::Log {
             operation_id: op.clone(),
             first_seq,
@@ -310,6 +332,11 @@ async fn ship_live(op: OperationId, sinks: LogSinks, mut rx: mpsc::Receiver<LogL
             .await
         {
             tracing::warn!(error = %strato_aws::Error::aws("SendMessage", e), "live log frame dropped");
+            // Not delivered live: skipped like lines the shipper could not keep up with.
+            strato_domain::vitals::log_lines(0, count);
+        } else {
+            first_shipped.get_or_init(Instant::now);
+            strato_domain::vitals::log_lines(count, 0);
         }
     }
 }

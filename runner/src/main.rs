@@ -14,6 +14,8 @@ async fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    // Metrics as EMF lines on stdout (the logs are on stderr), every 30 s and at the end (docs/metrics.md).
+    let emf = strato_aws::emf::Emf::install_flushing_every(std::time::Duration::from_secs(30));
     // Before anything secret is in memory: nothing the engine runs may read this process.
     if let Err(e) = strato_runner::engine::harden_runner_process() {
         tracing::warn!(error = %e, "could not make the runner process non-dumpable");
@@ -47,7 +49,9 @@ async fn main() -> std::process::ExitCode {
                 .build(),
         );
     }
-    match run_operation(cfg, clients).await {
+    let result = run_operation(cfg, clients).await;
+    emf.flush();
+    match result {
         Ok(summary) => {
             tracing::info!(event = ?summary.final_event, last_log_seq = summary.last_log_seq, "final event sent");
             std::process::ExitCode::SUCCESS

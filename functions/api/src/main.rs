@@ -9,9 +9,13 @@ use strato_aws::aws::AwsClients;
 async fn main() -> Result<(), Error> {
     // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
     lambda_http::tracing::init_default_subscriber();
+    // Metrics (an operation cancelled while queued ends here) leave as EMF lines on stdout, flushed after
+    // each request (docs/metrics.md).
+    let emf = strato_aws::emf::Emf::install();
     let aws = AwsClients::from_env().await;
     // Secrets come by reference (`NAME_ARN`), read once here; see strato_aws::secret_env.
     let env = strato_aws::secret_env::environment(&aws.config).await?;
     let config = Config::from_lookup(|k| env.get(k).cloned())?;
-    lambda_http::run(service(Ctx::new(&aws, config).await?)).await
+    let api = service(Ctx::new(&aws, config).await?);
+    lambda_http::run(tower::ServiceExt::map_future(api, move |fut| emf.flushing(fut))).await
 }

@@ -12,6 +12,7 @@ use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher};
+use strato_domain::vitals::{self, ParkReason};
 
 use crate::DispatchError;
 
@@ -190,6 +191,7 @@ where
         .await?;
         // A cancel flagged from here on is the runner's to notice (it polls within one heartbeat).
         tracing::info!(operation = %op.operation_id, %task_arn, fencing_token = token, "runner started");
+        vitals::dispatched(&op, self.clock.now());
         Ok(Outcome::Ack)
     }
 
@@ -207,6 +209,7 @@ where
                     LockOutcome::Acquired { fencing_token } => fencing_token,
                     LockOutcome::Held { owner } => {
                         tracing::info!(operation = %op.operation_id, %owner, "parked: cluster busy");
+                        vitals::parked(ParkReason::ClusterBusy);
                         return Ok(None);
                     }
                 }
@@ -222,6 +225,7 @@ where
                     .release_lock(&op.cluster_id, &op.operation_id, token)
                     .await?;
                 tracing::info!(operation = %op.operation_id, limit, "parked: tenant at its concurrency limit");
+                vitals::parked(ParkReason::TenantLimit);
                 return Ok(None);
             }
         }

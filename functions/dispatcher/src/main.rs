@@ -10,6 +10,8 @@ use strato_dispatcher::{Config, Ctx, handle};
 async fn main() -> Result<(), Error> {
     // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
     lambda_runtime::tracing::init_default_subscriber();
+    // Metrics leave as EMF lines on stdout, flushed after each invocation (docs/metrics.md).
+    let emf = strato_aws::emf::Emf::install();
     let aws = AwsClients::from_env().await;
     // Secrets come by reference (`NAME_ARN`), read once here; see strato_aws::secret_env.
     let env = strato_aws::secret_env::environment(&aws.config).await?;
@@ -18,7 +20,8 @@ async fn main() -> Result<(), Error> {
     let ctx = Ctx::new(config, &aws, ecs).await?;
     let ctx = &ctx;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        handle(ctx, event.payload).await.map_err(Error::from)
+        emf.flushing(async { handle(ctx, event.payload).await.map_err(Error::from) })
+            .await
     }))
     .await
 }

@@ -523,3 +523,63 @@ async fn a_redelivered_job_of_a_finished_operation_gives_back_its_slot_and_lock_
     assert_eq!(w.stored(&waiting).status, OperationStatus::Dispatched);
     assert_eq!(w.launcher.launch_calls(), 1);
 }
+
+/// Runs `f` with a debugging recorder; returns every metric as `name{labels}` with its values.
+fn with_metrics(f: impl AsyncFnOnce()) -> Vec<(String, metrics_util::debugging::DebugValue)> {
+    let rec = metrics_util::debugging::DebuggingRecorder::new();
+    let snap = rec.snapshotter();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    metrics::with_local_recorder(&rec, || rt.block_on(f()));
+    let mut out: Vec<_> = snap
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let key = key.key();
+            let mut labels: Vec<String> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            labels.sort();
+            (format!("{}{{{}}}", key.name(), labels.join(",")), value)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn parking_and_the_wait_until_dispatch_are_measured() {
+    use metrics_util::debugging::DebugValue;
+    let got = with_metrics(async || {
+        let w = world();
+        let cluster = w.cluster_in("prod", ClusterState::Active);
+        let running = w.op(&cluster, OperationKind::Update);
+        let token = w.hold_lock(&cluster, &running.operation_id).await;
+        let waiting = w.op(&cluster, OperationKind::Plan);
+        w.dispatch(&waiting, 1).await;
+        // The holder finishes 30 s after the plan was queued; the plan is dispatched then.
+        w.clock.advance(Duration::seconds(30));
+        assert!(
+            w.store
+                .release_lock(&cluster, &running.operation_id, token)
+                .await
+                .unwrap()
+        );
+        w.dispatch(&waiting, 1).await;
+        assert!(w.stored(&waiting).task_arn.is_some());
+    });
+    let find = |name: &str| got.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    assert_eq!(
+        find("OperationsParked{reason=cluster_busy}"),
+        Some(&DebugValue::Counter(1)),
+        "{got:?}"
+    );
+    let Some(DebugValue::Histogram(waits)) = find("QueueWaitDispatch{kind=plan}") else {
+        panic!("no queue wait: {got:?}")
+    };
+    assert_eq!(
+        waits.iter().map(|v| v.into_inner()).collect::<Vec<_>>(),
+        [30_000.0]
+    );
+}

@@ -153,6 +153,8 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
     let mut work: Vec<(Subscription, Arc<Vec<String>>)> = Vec::new();
     let mut encoded: Vec<Arc<Vec<String>>> = Vec::with_capacity(groups.len());
     let mut usable = Vec::new();
+    // When each record with a subscriber was sent by the runner: fan-out latency is measured to the end.
+    let mut fanned_out: Vec<OffsetDateTime> = Vec::new();
     for ((op, records, frames), subs) in groups.iter_mut().zip(subscribers) {
         let subs = match subs {
             Ok(s) => s,
@@ -176,6 +178,9 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
         }
         report.frames += out.len();
         encoded.push(Arc::new(out));
+        if !subs.is_empty() {
+            fanned_out.extend(records.iter().filter_map(|r| sent_at(r)));
+        }
         usable.push((encoded.len() - 1, subs));
     }
     for (i, subs) in usable {
@@ -203,7 +208,17 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
             }
         }
     }
+    let done = OffsetDateTime::now_utc();
+    for sent in fanned_out {
+        strato_domain::vitals::log_fanout(sent, done);
+    }
     (failures.into_response(), report)
+}
+
+/// The record's `SentTimestamp` attribute (milliseconds since the epoch), when SQS gave it.
+fn sent_at(record: &SqsMessage) -> Option<OffsetDateTime> {
+    let ms: i128 = record.attributes.get("SentTimestamp")?.parse().ok()?;
+    OffsetDateTime::from_unix_timestamp_nanos(ms * 1_000_000).ok()
 }
 
 /// Posts `frames` to one subscriber in order; stops at the first failure (the client repairs the gap).

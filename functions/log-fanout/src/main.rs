@@ -10,12 +10,15 @@ use strato_log_fanout::{Config, Ctx, handle};
 async fn main() -> Result<(), Error> {
     // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
     lambda_runtime::tracing::init_default_subscriber();
+    // Metrics leave as EMF lines on stdout, flushed after each invocation (docs/metrics.md).
+    let emf = strato_aws::emf::Emf::install();
     let config = Config::from_env()?;
     let aws = AwsClients::from_env().await;
     let ctx = Ctx::new(config, &aws);
     let ctx = &ctx;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        Ok::<_, Error>(handle(ctx, event.payload).await)
+        emf.flushing(async { Ok::<_, Error>(handle(ctx, event.payload).await) })
+            .await
     }))
     .await
 }

@@ -16,6 +16,7 @@ use strato_domain::ports::{
 };
 use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
 use strato_domain::ts;
+use strato_domain::vitals;
 use time::{Duration, OffsetDateTime};
 
 /// Who scheduled operations are requested by.
@@ -191,7 +192,9 @@ where
     /// Written but never dispatched: the API died between its transaction and the enqueue (or the message
     /// went to the DLQ).
     async fn requeue_undispatched(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
-        for op in self.store.open_operations(OpenStatus::Queued).await? {
+        let queued = self.store.open_operations(OpenStatus::Queued).await?;
+        vitals::active_operations("queued", queued.len());
+        for op in queued {
             if op.updated_at + self.queued_grace <= now {
                 self.jobs
                     .enqueue(&JobMessage::from(&op), &sweep_wake(&op))
@@ -205,7 +208,9 @@ where
     /// Parked behind a lock whose holder is gone (its hand-off was lost): free the lock, wake the waiter.
     async fn wake_orphaned_waiters(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
         let store = self.store;
-        for op in store.open_operations(OpenStatus::Waiting).await? {
+        let waiting = store.open_operations(OpenStatus::Waiting).await?;
+        vitals::active_operations("waiting", waiting.len());
+        for op in waiting {
             if op.updated_at + self.queued_grace > now {
                 continue;
             }
@@ -233,8 +238,13 @@ where
     /// however old its heartbeat. A create waiting for its cluster agent is not silent: its runner reported
     /// and exited, and the agent or the configure deadline ends it.
     async fn report_dead_runners(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
-        for bucket in [OpenStatus::Dispatched, OpenStatus::Running] {
-            for op in self.store.open_operations(bucket).await? {
+        for (bucket, name) in [
+            (OpenStatus::Dispatched, "dispatched"),
+            (OpenStatus::Running, "running"),
+        ] {
+            let open = self.store.open_operations(bucket).await?;
+            vitals::active_operations(name, open.len());
+            for op in open {
                 let last_sign = op.heartbeat_at.unwrap_or(op.updated_at).max(op.updated_at);
                 if op.awaiting_agent() {
                     // No runner to watch: the configure deadline ends it, unless that timer was lost.

@@ -9,15 +9,20 @@ use strato_scheduler::{Config, Ctx, Tick, handle};
 async fn main() -> Result<(), Error> {
     // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
     lambda_runtime::tracing::init_default_subscriber();
+    // Metrics leave as EMF lines on stdout, flushed after each invocation (docs/metrics.md).
+    let emf = strato_aws::emf::Emf::install();
     let config = Config::from_env()?;
     let aws = AwsClients::from_env().await;
     let ecs = aws_sdk_ecs::Client::new(&aws.config);
     let ctx = Ctx::new(config, &aws, ecs).await?;
     let ctx = &ctx;
     run(service_fn(move |event: LambdaEvent<Tick>| async move {
-        handle(ctx, &event.payload, strato_domain::ts::now())
-            .await
-            .map_err(Error::from)
+        emf.flushing(async {
+            handle(ctx, &event.payload, strato_domain::ts::now())
+                .await
+                .map_err(Error::from)
+        })
+        .await
     }))
     .await
 }

@@ -95,10 +95,17 @@ pub(crate) async fn apply_to_cluster<P: Ports>(
         }
         ClusterEnd::Deleted => change(store, tenant, id, deleted).await?,
         ClusterEnd::DriftChecked { changes, at } => {
-            change(store, tenant, id, |c| {
-                drift::record_drift(c, &op.operation_id, &changes, at)
+            // Counted once: a redelivered result finds it recorded (the last try's answer is what was saved).
+            let mut recorded = false;
+            let c = change(store, tenant, id, |c| {
+                recorded = drift::record_drift(c, &op.operation_id, &changes, at);
+                recorded
             })
-            .await?
+            .await?;
+            if recorded && !changes.is_empty() {
+                strato_domain::vitals::drift_found(&c.spec.template.name);
+            }
+            c
         }
         ClusterEnd::Failed(err) => change(store, tenant, id, |c| fail_cluster(c, &err)).await?,
         ClusterEnd::UpdateCancelled => {

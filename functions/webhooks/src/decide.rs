@@ -105,12 +105,14 @@ where
         let (last, next) = match &outcome {
             Attempt::Delivered { .. } => {
                 tracing::info!(operation = %id, to = %hook.display_url(), attempt, "webhook delivered");
+                strato_domain::vitals::webhook_delivery("delivered");
                 (true, Outcome::Ack)
             }
             Attempt::Failed { retryable, error, .. } => {
                 let last = !retryable || attempt >= self.max_attempts;
                 tracing::warn!(operation = %id, to = %hook.display_url(), attempt, last, %error,
                     "webhook attempt failed");
+                strato_domain::vitals::webhook_delivery(if last { "failed" } else { "retrying" });
                 let next = if last {
                     Outcome::Ack
                 } else {

@@ -292,3 +292,49 @@ async fn a_batch_hands_back_retries_after_a_backoff_and_bad_bodies_for_the_dlq()
     );
     assert!(w.notes(&flaky.operation_id)[0].contains("(attempt 2 of 3); will retry"));
 }
+
+#[test]
+fn deliveries_are_counted_by_outcome() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let rec = DebuggingRecorder::new();
+    let snap = rec.snapshotter();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    metrics::with_local_recorder(&rec, || {
+        rt.block_on(async {
+            let w = World::new();
+            let d = w.deliveries();
+            // One delivery given up after three failed attempts, then one delivered at once.
+            let msg = w.notification();
+            w.answer(vec![unavailable(), unavailable(), unavailable()]);
+            for attempt in 1..=3 {
+                d.deliver(&msg, attempt).await.unwrap();
+            }
+            d.deliver(&w.notification(), 1).await.unwrap();
+        })
+    });
+    let mut got: Vec<(String, u64)> = snap
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter_map(|(key, _, _, value)| {
+            let key = key.key();
+            let DebugValue::Counter(n) = value else {
+                return None;
+            };
+            let labels: Vec<String> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            Some((format!("{}{{{}}}", key.name(), labels.join(",")), n))
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("WebhookDeliveries{outcome=delivered}".to_owned(), 1),
+            ("WebhookDeliveries{outcome=failed}".to_owned(), 1),
+            ("WebhookDeliveries{outcome=retrying}".to_owned(), 2),
+        ]
+    );
+}

@@ -39,6 +39,7 @@ impl PreparedRun<'_> {
             left,
             last_error,
         } = self.cleanup().await;
+        strato_domain::vitals::cleanup(left.is_empty());
         let cleaned = if destroyed.is_empty() {
             "nothing had been created".to_owned()
         } else {

@@ -22,7 +22,10 @@ mod sealed;
 mod stages;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use nix::sys::resource::{UsageWho, getrusage};
 
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
@@ -31,6 +34,7 @@ use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{LogStream, RunnerEvent};
 use strato_domain::model::{Cluster, Operation, OperationKind};
 use strato_domain::render::EngineVersion;
+use strato_domain::vitals;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -59,6 +63,34 @@ struct RunContext {
     term: StopRx,
     /// The tenant's monthly budget (USD), if set.
     budget: Option<f64>,
+    /// Wall time spent in engine commands (the rest of the run is the runner's overhead).
+    engine_time: EngineTime,
+}
+
+/// Wall time summed over engine commands, for the runner-overhead metric.
+#[derive(Default)]
+struct EngineTime(AtomicU64);
+
+impl EngineTime {
+    fn record(&self, took: Duration) {
+        self.0.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    fn total(&self) -> Duration {
+        Duration::from_micros(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// User plus system CPU time of this process (`RUSAGE_SELF`) or of its waited-for children, the engine
+/// and its plugins (`RUSAGE_CHILDREN`).
+fn cpu_time(who: UsageWho) -> Duration {
+    let Ok(u) = getrusage(who) else {
+        return Duration::ZERO;
+    };
+    let d = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec().max(0) as u64) + Duration::from_micros(t.tv_usec().max(0) as u64)
+    };
+    d(u.user_time()) + d(u.system_time())
 }
 
 /// A prepared run: built only by [`prepare::prepare`], it owns the engine and the workspace every stage
@@ -87,11 +119,16 @@ struct PreparedRun<'r> {
 
 /// Runs the operation named by `cfg` to its final event. `Ok` only when the final event was sent.
 pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, RunnerError> {
+    let began = std::time::Instant::now();
     let op = clients
         .store
         .get_operation(&cfg.operation_id)
         .await?
         .ok_or_else(|| RunnerError::OperationNotFound(cfg.operation_id.clone()))?;
+    // The dispatcher's recording of the task is the operation's last write before the runner reads it.
+    if op.task_arn.is_some() {
+        vitals::runner_started(op.kind, op.updated_at, strato_domain::ts::now());
+    }
     let cluster = load_cluster(&clients, &op).await?;
     let reporter = Reporter {
         sqs: clients.aws.sqs.clone(),
@@ -109,6 +146,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
     let redactor = Redactor::default();
     redactor.add(cfg.run_proof.expose_secret());
     let (hub, log_tasks) = LogHub::start(op.operation_id.clone(), sinks.clone(), redactor);
+    let first_shipped = hub.first_shipped();
     let (stop_tx, stop_rx) = watch::channel(None);
     let (term_tx, term_rx) = watch::channel(None);
     let background = spawn_background(&cfg, &clients, &reporter, &op, stop_tx, term_tx);
@@ -124,11 +162,13 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         stop: stop_rx,
         term: term_rx,
         budget,
+        engine_time: EngineTime::default(),
     };
     // The workspace is removed only after the final event was sent: deleting it (with its plugin cache) must
     // not delay that event.
     let (final_event, _workspace) = ctx.run_to_final_event(background).await;
-    let op_id = ctx.op.operation_id.clone();
+    let (op_id, kind) = (ctx.op.operation_id.clone(), ctx.op.kind);
+    let engine_wall = ctx.engine_time.total();
     let RunContext {
         logs: hub,
         clients,
@@ -145,6 +185,18 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
             0
         }
     };
+    if let Some(first) = first_shipped.get() {
+        vitals::first_log_line(kind, first.saturating_duration_since(began));
+    }
+    vitals::runner_cost(
+        kind,
+        vitals::RunnerCost {
+            wall: began.elapsed(),
+            engine_wall,
+            own_cpu: cpu_time(UsageWho::RUSAGE_SELF),
+            engine_cpu: cpu_time(UsageWho::RUSAGE_CHILDREN),
+        },
+    );
     // Fencing: a run that lost its lock reports nothing (status would also reject it).
     if !holds_lock(&clients, &cluster, &op_id, cfg.fencing_token).await? {
         return Err(RunnerError::Fenced(cfg.fencing_token));

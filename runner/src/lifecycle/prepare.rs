@@ -27,7 +27,9 @@ const STEP: &str = "prepare";
 /// Runs the `prepare` step (reported as one step): a prepared run, or why the operation cannot run.
 pub(super) async fn prepare(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
     ctx.event_step(STEP, None).await;
+    let began = std::time::Instant::now();
     let r = prepare_steps(ctx).await;
+    strato_domain::vitals::step_finished(ctx.op.kind, STEP, r.is_ok(), began.elapsed());
     ctx.event_step(STEP, Some(r.is_ok())).await;
     r
 }

@@ -19,6 +19,7 @@ use super::{MAX_RETRIES, PreparedRun};
 use crate::engine::Outcome;
 use crate::workspace::{LOCK_FILE, PLAN_FILE};
 use crate::{logs, secrets};
+use strato_domain::vitals;
 
 /// What a successful run reports: non-sensitive outputs, and for a drift check the changed resources.
 pub(super) struct ExecOutcome {
@@ -61,6 +62,7 @@ impl PreparedRun<'_> {
         let dir = self.ws.stage_dir(stage);
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         self.ctx.event_step(&name, None).await;
+        let began = std::time::Instant::now();
         let mut stop = if cleanup {
             self.ctx.term.clone()
         } else {
@@ -70,9 +72,12 @@ impl PreparedRun<'_> {
             .engine
             .run(&dir, &args, &name, capture, &self.ctx.logs, &mut stop)
             .await;
+        let took = began.elapsed();
+        self.ctx.engine_time.record(took);
         let out = match out {
             Ok(o) => o,
             Err(e) => {
+                vitals::step_finished(self.ctx.op.kind, &name, false, took);
                 self.ctx.event_step(&name, Some(false)).await;
                 return Err(Failure::internal(
                     &name,
@@ -87,6 +92,7 @@ impl PreparedRun<'_> {
                 Some(2) => step == "plan",
                 _ => false,
             };
+        vitals::step_finished(self.ctx.op.kind, &name, ok, took);
         self.ctx.event_step(&name, Some(ok)).await;
         if !out.debug.is_empty() {
             self.upload_debug_log(&name, out.debug.clone()).await;
@@ -212,6 +218,7 @@ impl PreparedRun<'_> {
                     ..f
                 });
             };
+            vitals::step_retried(self.ctx.op.kind, &f.step);
             self.note(
                 &f.step,
                 &format!(
@@ -468,6 +475,7 @@ impl PreparedRun<'_> {
                 Err(f) => return Err(f),
             };
             let Some(d) = delays.next() else { return Err(f) };
+            vitals::step_retried(self.ctx.op.kind, &f.step);
             self.note(
                 &f.step,
                 &format!("transient failure; retrying in {:.1}s", d.as_secs_f64()),

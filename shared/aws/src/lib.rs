@@ -8,6 +8,7 @@ pub mod bundles;
 pub mod calls;
 pub mod connections;
 pub mod coordination;
+pub mod emf;
 pub mod env;
 pub mod error;
 pub mod log_io;

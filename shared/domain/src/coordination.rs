@@ -240,7 +240,10 @@ where
         return Ok(Ended::Not(op));
     }
     tracing::info!(operation = %op.operation_id, status = ?op.status, "operation ended");
+    crate::vitals::operation_ended(&op, crate::ts::now());
+    let handing_off = std::time::Instant::now();
     let handoff = release_and_wake(store, jobs, &op).await?;
+    crate::vitals::lock_handoff(handing_off.elapsed());
     Ok(Ended::Now { op, handoff })
 }
 

@@ -31,6 +31,7 @@ pub mod state_machine;
 pub mod template;
 pub mod ts;
 pub mod validate;
+pub mod vitals;
 pub mod webhook;
 
 pub use error::{Error, ErrorCategory, UserError};

@@ -359,3 +359,67 @@ async fn a_release_wakes_the_tenants_oldest_waiter_whose_cluster_is_free() {
     };
     assert_eq!(handoff.woken, vec![ready.operation_id.clone()]);
 }
+
+/// Metric name, labels (sorted `k=v`) and whether it recorded anything, from a debugging recorder.
+fn recorded(snapshot: metrics_util::debugging::Snapshot) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = snapshot
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, _)| {
+            let key = key.key();
+            let mut labels: Vec<String> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            labels.sort();
+            (key.name().to_owned(), labels)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn ending_an_operation_records_its_duration_outcome_category_and_hand_off() {
+    let rec = metrics_util::debugging::DebuggingRecorder::new();
+    let snap = rec.snapshotter();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    metrics::with_local_recorder(&rec, || {
+        rt.block_on(async {
+            let w = world();
+            let cid = w.cluster(ClusterState::Provisioning);
+            let mut op = w.running(&cid, OperationKind::Create).await;
+            op.spec = Some(w.store.cluster(&cid).unwrap().spec);
+            w.store.put_operation(op.clone());
+            let err = boom();
+            end_operation(&w.store, &w.jobs, op, ClusterFate::Fail(&err), fail_with(&err))
+                .await
+                .unwrap();
+        })
+    });
+    let got = recorded(snap.snapshot());
+    let op_labels = |name: &str| {
+        (
+            name.to_owned(),
+            vec![
+                "kind=create".to_owned(),
+                "outcome=failed".to_owned(),
+                "provider=aws".to_owned(),
+                "template=aws-eks-basic".to_owned(),
+            ],
+        )
+    };
+    assert!(got.contains(&op_labels("OperationDuration")), "{got:?}");
+    assert!(got.contains(&op_labels("OperationsEnded")), "{got:?}");
+    assert!(
+        got.contains(&(
+            "OperationFailures".to_owned(),
+            vec!["category=internal".to_owned(), "kind=create".to_owned()]
+        )),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&("LockHandoffLatency".to_owned(), vec![])),
+        "{got:?}"
+    );
+}
