@@ -40,6 +40,18 @@ pub struct Report {
     /// Configure deadlines past due (plus the grace) whose create still waits: their timer was lost.
     pub deadlines_resent: u32,
     pub connections_removed: u32,
+    /// Age of the oldest open operation the sweep saw, in seconds (0: none open).
+    pub oldest_open_secs: u64,
+    /// The sweep's running minimum of open operations' creation times, folded into `oldest_open_secs`.
+    #[serde(skip)]
+    oldest_open: Option<OffsetDateTime>,
+}
+
+impl Report {
+    fn saw_open(&mut self, ops: &[Operation]) {
+        let oldest = ops.iter().map(|o| o.created_at).min();
+        self.oldest_open = self.oldest_open.into_iter().chain(oldest).min();
+    }
 }
 
 /// The scheduler's dependencies, as ports, and its settings.
@@ -159,6 +171,9 @@ where
         self.requeue_undispatched(now, &mut report).await?;
         self.wake_orphaned_waiters(now, &mut report).await?;
         self.report_dead_runners(now, &mut report).await?;
+        let oldest = report.oldest_open.take();
+        vitals::oldest_open_operation(oldest, now);
+        report.oldest_open_secs = oldest.map_or(0, |t| (now - t).whole_seconds().max(0) as u64);
         report.tf_locks_released = self.release_orphaned_state_locks(now).await?;
         report.slots_released = self.release_leaked_slots().await?;
         Ok(report)
@@ -194,6 +209,7 @@ where
     async fn requeue_undispatched(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
         let queued = self.store.open_operations(OpenStatus::Queued).await?;
         vitals::active_operations("queued", queued.len());
+        report.saw_open(&queued);
         for op in queued {
             if op.updated_at + self.queued_grace <= now {
                 self.jobs
@@ -210,6 +226,7 @@ where
         let store = self.store;
         let waiting = store.open_operations(OpenStatus::Waiting).await?;
         vitals::active_operations("waiting", waiting.len());
+        report.saw_open(&waiting);
         for op in waiting {
             if op.updated_at + self.queued_grace > now {
                 continue;
@@ -244,6 +261,7 @@ where
         ] {
             let open = self.store.open_operations(bucket).await?;
             vitals::active_operations(name, open.len());
+            report.saw_open(&open);
             for op in open {
                 let last_sign = op.heartbeat_at.unwrap_or(op.updated_at).max(op.updated_at);
                 if op.awaiting_agent() {

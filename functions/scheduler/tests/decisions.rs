@@ -308,6 +308,23 @@ async fn a_check_the_tenant_quota_refuses_is_not_queued() {
 // ---- sweep ---------------------------------------------------------------------------------------------
 
 #[tokio::test]
+async fn the_sweep_reports_the_age_of_the_oldest_open_operation() {
+    let w = world();
+    assert_eq!(w.sweep().await.oldest_open_secs, 0, "nothing open");
+    let a = w.cluster("alpha", ClusterState::Pending, None);
+    let b = w.cluster("bravo", ClusterState::Active, None);
+    w.op(&a, OperationKind::Create, Duration::minutes(3), |_| {});
+    let mut old = w.op(&b, OperationKind::Update, Duration::hours(2), |_| {});
+    old.status = OperationStatus::Running;
+    w.store.put_operation(old.clone());
+    assert_eq!(w.sweep().await.oldest_open_secs, 7200);
+    // An ended operation is not open, however old.
+    old.status = OperationStatus::Succeeded;
+    w.store.put_operation(old);
+    assert_eq!(w.sweep().await.oldest_open_secs, 180);
+}
+
+#[tokio::test]
 async fn an_operation_never_dispatched_is_requeued_after_the_grace_period() {
     let w = world();
     let cluster = w.cluster("lost", ClusterState::Pending, None);

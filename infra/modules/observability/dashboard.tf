@@ -68,7 +68,7 @@ locals {
   failure_rate_widget = {
     title = "Failed operations (%)"
     metrics = concat(
-      [for o in local.outcomes : [local.namespace, "OperationsEnded", "outcome", o, { id = "ended_${o}", stat = "Sum", visible = false }]],
+      [for o in local.outcomes : [local.namespace, "OperationOutcomes", "outcome", o, { id = "ended_${o}", stat = "Sum", visible = false }]],
       [[{ id = "rate", expression = local.failure_rate_queries[length(local.failure_rate_queries) - 1].expression, label = "Failed operations (%)" }]],
     )
   }

@@ -6,14 +6,14 @@ locals {
   namespace       = "Strato"
   jobs_queue_name = var.queues["jobs"].name
 
-  # Failed / ended operations, in percent, over periods where enough ended to mean something. The rollup of
-  # OperationsEnded by `outcome` alone (docs/metrics.md) is what makes this plain metric math: an alarm can
+  # Failed / ended operations, in percent, over periods where enough ended to mean something. OperationOutcomes
+  # (OperationsEnded by `outcome` alone, docs/metrics.md) is what makes this plain metric math: an alarm can
   # neither SEARCH nor combine Metrics Insights queries.
   outcomes = ["failed", "succeeded", "cancelled"]
   failure_rate_queries = concat(
     [for o in local.outcomes : {
       id     = "ended_${o}"
-      metric = ["OperationsEnded", "outcome", o]
+      metric = ["OperationOutcomes", "outcome", o]
     }],
     [{
       id         = "rate"

@@ -2,7 +2,7 @@ output "alarms" {
   description = "Every alarm this module defines: alarm name → what it watches."
   value = merge(
     {
-      (aws_cloudwatch_metric_alarm.failure_rate.alarm_name)           = "failure rate (Strato OperationsEnded by outcome)"
+      (aws_cloudwatch_metric_alarm.failure_rate.alarm_name)           = "failure rate (Strato OperationOutcomes)"
       (aws_cloudwatch_metric_alarm.operation_stuck.alarm_name)        = "Strato OldestOpenOperationAge"
       (aws_cloudwatch_metric_alarm.jobs_queue_age.alarm_name)         = "AWS/SQS ApproximateAgeOfOldestMessage"
       (aws_cloudwatch_metric_alarm.runner_failed_to_start.alarm_name) = "AWS/Events MatchedEvents"

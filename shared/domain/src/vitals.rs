@@ -17,6 +17,9 @@ pub const NAMESPACE: &str = "Strato";
 
 pub const OPERATION_DURATION: &str = "OperationDuration";
 pub const OPERATIONS_ENDED: &str = "OperationsEnded";
+/// OperationsEnded again, by `outcome` alone: what the failure-rate alarm's metric math reads (an alarm cannot
+/// sum over the other dimensions).
+pub const OPERATION_OUTCOMES: &str = "OperationOutcomes";
 pub const OPERATION_FAILURES: &str = "OperationFailures";
 pub const LOCK_HANDOFF_LATENCY: &str = "LockHandoffLatency";
 pub const QUEUE_WAIT_DISPATCH: &str = "QueueWaitDispatch";
@@ -32,6 +35,9 @@ pub const LOG_FANOUT_LATENCY: &str = "LogFanoutLatency";
 pub const WEBHOOK_DELIVERIES: &str = "WebhookDeliveries";
 pub const DRIFT_FOUND: &str = "DriftFound";
 pub const OPERATIONS_ACTIVE: &str = "OperationsActive";
+/// Seconds since the oldest open (queued, parked, dispatched or running) operation was requested; 0 when
+/// none is open. The stuck-operation alarm reads it.
+pub const OLDEST_OPEN_OPERATION_AGE: &str = "OldestOpenOperationAge";
 pub const RUNNER_WALL_TIME: &str = "RunnerWallTime";
 pub const RUNNER_OVERHEAD_WALL: &str = "RunnerOverheadWall";
 pub const RUNNER_OVERHEAD_CPU: &str = "RunnerOverheadCpu";
@@ -51,8 +57,9 @@ const TIMINGS: [&str; 11] = [
     RUNNER_OVERHEAD_CPU,
     ENGINE_CPU,
 ];
-const COUNTS: [&str; 9] = [
+const COUNTS: [&str; 10] = [
     OPERATIONS_ENDED,
+    OPERATION_OUTCOMES,
     OPERATION_FAILURES,
     OPERATIONS_PARKED,
     STEP_RETRIES,
@@ -63,6 +70,14 @@ const COUNTS: [&str; 9] = [
     DRIFT_FOUND,
 ];
 
+/// Every metric name the code emits (what infra/'s dashboard may chart, and must).
+pub fn all() -> impl Iterator<Item = &'static str> {
+    TIMINGS
+        .into_iter()
+        .chain(COUNTS)
+        .chain([OPERATIONS_ACTIVE, OLDEST_OPEN_OPERATION_AGE])
+}
+
 /// Gives every metric its unit (EMF's `Unit`); call once after installing a recorder.
 pub fn describe() {
     for name in TIMINGS {
@@ -72,6 +87,7 @@ pub fn describe() {
         describe_counter!(name, Unit::Count, "");
     }
     describe_gauge!(OPERATIONS_ACTIVE, Unit::Count, "");
+    describe_gauge!(OLDEST_OPEN_OPERATION_AGE, Unit::Seconds, "");
 }
 
 /// A value's serde name (`drift-check`, `transient`, `aws`): labels read like the API.
@@ -109,6 +125,7 @@ pub fn operation_ended(op: &Operation, now: OffsetDateTime) {
     ];
     histogram!(OPERATION_DURATION, &labels).record(millis_between(op.created_at, now));
     counter!(OPERATIONS_ENDED, &labels).increment(1);
+    counter!(OPERATION_OUTCOMES, "outcome" => label(&op.status)).increment(1);
     if op.status == OperationStatus::Failed {
         let category = op.error.as_ref().map_or(ErrorCategory::Unknown, |e| e.category);
         counter!(OPERATION_FAILURES, "kind" => kind, "category" => label(&category)).increment(1);
@@ -204,6 +221,12 @@ pub fn drift_found(template: &str) {
 /// `running`), as the sweep read them.
 pub fn active_operations(bucket: &'static str, n: usize) {
     gauge!(OPERATIONS_ACTIVE, "status" => bucket).set(n as f64);
+}
+
+/// The sweep's view of the oldest open operation (`None`: nothing open).
+pub fn oldest_open_operation(oldest: Option<OffsetDateTime>, now: OffsetDateTime) {
+    let age = oldest.map_or(0.0, |t| (millis_between(t, now) / 1000.0).floor());
+    gauge!(OLDEST_OPEN_OPERATION_AGE).set(age);
 }
 
 /// What a run cost outside the engine: wall time beside the engine commands' and the runner's own CPU,

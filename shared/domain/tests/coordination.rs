@@ -411,6 +411,11 @@ fn ending_an_operation_records_its_duration_outcome_category_and_hand_off() {
     };
     assert!(got.contains(&op_labels("OperationDuration")), "{got:?}");
     assert!(got.contains(&op_labels("OperationsEnded")), "{got:?}");
+    // By outcome alone as well: the failure-rate alarm's metric math reads that series.
+    assert!(
+        got.contains(&("OperationOutcomes".to_owned(), vec!["outcome=failed".to_owned()])),
+        "{got:?}"
+    );
     assert!(
         got.contains(&(
             "OperationFailures".to_owned(),

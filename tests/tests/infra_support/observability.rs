@@ -8,33 +8,10 @@ use serde_json::Value;
 
 use super::{FUNCTIONS, PREFIX, State, StateRes, json_attr};
 
-/// The EMF metrics (namespace `Strato`) the code emits, as docs/metrics.md lists them. Kept here until the
-/// metrics' own constant list (`strato_domain::vitals`) is on this branch; then read that instead.
-pub const EMITTED: &[&str] = &[
-    "OperationDuration",
-    "OperationsEnded",
-    "OperationFailures",
-    "LockHandoffLatency",
-    "QueueWaitDispatch",
-    "OperationsParked",
-    "QueueWaitStart",
-    "QueueWaitFirstLog",
-    "StepDuration",
-    "StepRetries",
-    "Cleanups",
-    "LogLinesShipped",
-    "LogLinesSkipped",
-    "LogFanoutLatency",
-    "WebhookDeliveries",
-    "DriftFound",
-    "OperationsActive",
-    "RunnerWallTime",
-    "RunnerOverheadWall",
-    "RunnerOverheadCpu",
-    "EngineCpu",
-    // The scheduler sweep's gauge of the oldest open operation's age (seconds), for the stuck alarm.
-    "OldestOpenOperationAge",
-];
+/// The EMF metrics (namespace `Strato`) the code emits: `strato_domain::vitals`, where they are defined.
+fn emitted() -> BTreeSet<&'static str> {
+    strato_domain::vitals::all().collect()
+}
 
 /// AWS's own metrics the dashboard may chart.
 const AWS_METRICS: &[(&str, &str)] = &[
@@ -153,13 +130,13 @@ pub fn check_alarms(state: &State) {
         assert_watches(alarm(state, suffix), namespace, metric, &dims, *threshold);
         if *namespace == "Strato" {
             assert!(
-                EMITTED.contains(metric),
+                emitted().contains(metric),
                 "{suffix} watches {metric}, which nothing emits"
             );
         }
     }
 
-    // The failure rate: metric math over OperationsEnded by outcome, the expression the alarm returns.
+    // The failure rate: metric math over OperationOutcomes (OperationsEnded by outcome alone), the expression the alarm returns.
     let rate = alarm(state, "operations-failure-rate");
     assert_eq!(rate.values["threshold"].as_f64(), Some(25.0));
     let queries = rate.values["metric_query"]
@@ -174,7 +151,7 @@ pub fn check_alarms(state: &State) {
         if let Some(m) = q["metric"].as_array().and_then(|m| m.first()) {
             assert_eq!(
                 (m["namespace"].as_str(), m["metric_name"].as_str()),
-                (Some("Strato"), Some("OperationsEnded"))
+                (Some("Strato"), Some("OperationOutcomes"))
             );
             assert_eq!(m["stat"], "Sum");
             outcomes.insert(m["dimensions"]["outcome"].as_str().unwrap_or_default().to_owned());
@@ -264,12 +241,13 @@ pub fn check_dashboard(state: &State) {
         .filter(|(ns, _)| ns == "Strato")
         .map(|(_, n)| n.as_str())
         .collect();
-    let unknown: Vec<&&str> = strato.iter().filter(|n| !EMITTED.contains(n)).collect();
+    let emitted = emitted();
+    let unknown: Vec<&&str> = strato.iter().filter(|n| !emitted.contains(*n)).collect();
     assert!(
         unknown.is_empty(),
         "the dashboard charts metrics nothing emits: {unknown:?}"
     );
-    let missing: Vec<&&str> = EMITTED.iter().filter(|n| !strato.contains(*n)).collect();
+    let missing: Vec<&&str> = emitted.iter().filter(|n| !strato.contains(*n)).collect();
     assert!(
         missing.is_empty(),
         "emitted metrics the dashboard does not chart: {missing:?}"
