@@ -99,13 +99,13 @@ where
         // taking the slot, then the operation was ended where nobody knew): hand off again. Idempotent — the
         // lock is released only with the operation's own token, the wake-up is deduplicated by the queue.
         if op.status.is_terminal() {
-            tracing::info!(operation = %op.operation_id, status = ?op.status, "already finished; handing off");
+            tracing::info!(operation_id = %op.operation_id, status = ?op.status, "already finished; handing off");
             release_and_wake(store, self.jobs, &op).await?;
             return Ok(Outcome::Ack);
         }
         // Redelivery, or a wake-up for an operation whose runner already runs: nothing to do.
         if op.task_arn.is_some() {
-            tracing::info!(operation = %op.operation_id, status = ?op.status, "already dispatched");
+            tracing::info!(operation_id = %op.operation_id, status = ?op.status, "already dispatched");
             return Ok(Outcome::Ack);
         }
         let Some(token) = self.claim(&op).await? else {
@@ -136,7 +136,7 @@ where
         };
         if op.status.is_terminal() {
             // Cancelled while we took the lock: give lock and slot back and wake the next operation.
-            tracing::info!(operation = %op.operation_id, status = ?op.status, "ended before it could start");
+            tracing::info!(operation_id = %op.operation_id, status = ?op.status, "ended before it could start");
             release_and_wake(store, self.jobs, &op).await?;
             return Ok(Outcome::Ack);
         }
@@ -156,7 +156,7 @@ where
                 Ok(arn) => arn,
                 Err(LaunchFailure::Transient(reason)) if receive_count < self.max_receives => {
                     let delay = backoff_secs(receive_count);
-                    tracing::warn!(operation = %op.operation_id, %reason, delay, "runner could not start yet; retrying");
+                    tracing::warn!(operation_id = %op.operation_id, %reason, delay, "runner could not start yet; retrying");
                     return Ok(Outcome::RetryAfter(delay));
                 }
                 Err(LaunchFailure::Transient(reason)) => {
@@ -186,7 +186,7 @@ where
         })
         .await?;
         // A cancel flagged from here on is the runner's to notice (it polls within one heartbeat).
-        tracing::info!(operation = %op.operation_id, %task_arn, fencing_token = token, "runner started");
+        tracing::info!(operation_id = %op.operation_id, %task_arn, fencing_token = token, "runner started");
         Ok(Outcome::Ack)
     }
 
@@ -203,7 +203,7 @@ where
                 match self.acquire_lock(op).await? {
                     LockOutcome::Acquired { fencing_token } => fencing_token,
                     LockOutcome::Held { owner } => {
-                        tracing::info!(operation = %op.operation_id, %owner, "parked: cluster busy");
+                        tracing::info!(operation_id = %op.operation_id, %owner, "parked: cluster busy");
                         return Ok(None);
                     }
                 }
@@ -218,7 +218,7 @@ where
                 store
                     .release_lock(&op.cluster_id, &op.operation_id, token)
                     .await?;
-                tracing::info!(operation = %op.operation_id, limit, "parked: tenant at its concurrency limit");
+                tracing::info!(operation_id = %op.operation_id, limit, "parked: tenant at its concurrency limit");
                 return Ok(None);
             }
         }
@@ -302,14 +302,14 @@ where
             true
         })
         .await?;
-        tracing::info!(operation = %op.operation_id, "cancelled before start");
+        tracing::info!(operation_id = %op.operation_id, "cancelled before start");
         Ok(())
     }
 
     /// Ends the operation as FAILED (and the cluster too, when `cluster_failed` and the operation mutates
     /// it), then gives up its lock and slot and wakes the next one.
     async fn fail(&self, op: &Operation, err: UserError, cluster_failed: bool) -> Result<(), DispatchError> {
-        tracing::warn!(operation = %op.operation_id, error = %err, "operation failed at dispatch");
+        tracing::warn!(operation_id = %op.operation_id, error = %err, "operation failed at dispatch");
         let cluster = if cluster_failed && op.kind.mutates() {
             ClusterFate::Fail(&err)
         } else {

@@ -240,7 +240,7 @@ async fn chain_timer<P: Ports>(
             )
             .await?
     {
-        tracing::warn!(operation = %op.operation_id, "a configuring create no longer holds its cluster lock");
+        tracing::warn!(operation_id = %op.operation_id, "a configuring create no longer holds its cluster lock");
     }
     ctx.queues.send_control(ev, secs).await?;
     Ok(())

@@ -141,7 +141,7 @@ async fn save_progress<P: Ports>(
             )
             .await?
     {
-        tracing::warn!(operation = %op.operation_id, "heartbeat from a runner whose lock is gone");
+        tracing::warn!(operation_id = %op.operation_id, "heartbeat from a runner whose lock is gone");
     }
     if !apply_progress(op, ev) {
         return Ok(true);

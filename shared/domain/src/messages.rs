@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 use crate::cost::CostEstimate;
 use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
+use crate::telemetry::Traceparent;
 use crate::model::{ClusterState, Operation, OperationKind, OperationStatus, ResourceChange};
 
 /// `jobs.fifo`: start this operation. MessageGroupId = cluster id; deduplication id = operation id plus a
@@ -19,6 +20,9 @@ pub struct JobMessage {
     pub cluster_id: ClusterId,
     pub tenant_id: TenantId,
     pub kind: OperationKind,
+    /// The operation's trace context ([`Operation::traceparent`]); absent in messages written before traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<Traceparent>,
 }
 
 impl From<&Operation> for JobMessage {
@@ -28,6 +32,7 @@ impl From<&Operation> for JobMessage {
             cluster_id: op.cluster_id.clone(),
             tenant_id: op.tenant_id.clone(),
             kind: op.kind,
+            traceparent: op.traceparent,
         }
     }
 }

@@ -405,6 +405,10 @@ pub struct Operation {
     /// Cost estimate of the saved plan(s), attached before apply.
     #[serde(default)]
     pub estimate: Option<crate::cost::CostEstimate>,
+    /// The trace every job, runner and event of this operation joins (the API request's, or the
+    /// scheduler's/status's that created it); absent on operations recorded before traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<crate::telemetry::Traceparent>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -432,6 +436,8 @@ impl Operation {
             requested_by: None,
             notes: Vec::new(),
             estimate: None,
+            // A trace of its own until its creator links it to the request's (or tick's) trace.
+            traceparent: Some(crate::telemetry::Traceparent::new_root()),
             created_at: now,
             updated_at: now,
         }
