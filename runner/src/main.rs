@@ -3,23 +3,36 @@
 
 use strato_aws::aws::AwsClients;
 use strato_aws::calls::recorder::{CALL_LOG_ENV, CallRecorder};
+use strato_domain::ids::OperationId;
+use strato_domain::messages::ENV_OPERATION_ID;
+use strato_domain::telemetry::{self, ENV_TRACEPARENT, Traceparent, fields};
 use strato_runner::{Clients, Config, run_operation};
+use tracing::Instrument;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    strato_aws::telemetry::init_runner_subscriber();
+    // The run's root span, from the environment before anything else, so every line carries the operation
+    // (the tenant and cluster are recorded once the operation is read) and the trace the dispatcher started.
+    let parent = std::env::var(ENV_TRACEPARENT).ok().and_then(|v| v.parse::<Traceparent>().ok());
+    let me = Traceparent::child_or_root(parent.as_ref());
+    let span = telemetry::span("run", &me, parent.as_ref());
+    if let Some(id) = std::env::var(ENV_OPERATION_ID).ok().filter(|v| v.parse::<OperationId>().is_ok()) {
+        telemetry::record(&span, fields::OPERATION_ID, &id);
+    }
+    run(me).instrument(span).await
+}
+
+async fn run(me: Traceparent) -> std::process::ExitCode {
     // Before anything secret is in memory: nothing the engine runs may read this process.
     if let Err(e) = strato_runner::engine::harden_runner_process() {
         tracing::warn!(error = %e, "could not make the runner process non-dumpable");
     }
     let cfg = match Config::from_env() {
-        Ok(c) => c,
+        Ok(c) => Config {
+            traceparent: Some(me),
+            ..c
+        },
         Err(e) => {
             eprintln!("strato-runner: {e}");
             return std::process::ExitCode::from(2);
@@ -49,7 +62,19 @@ async fn main() -> std::process::ExitCode {
     }
     match run_operation(cfg, clients).await {
         Ok(summary) => {
-            tracing::info!(event = ?summary.final_event, last_log_seq = summary.last_log_seq, "final event sent");
+            let ev = &summary.final_event;
+            let error = match ev {
+                strato_domain::messages::RunnerEvent::Failed { error, .. } => Some(error),
+                _ => None,
+            };
+            // The event's kind and its error's category, never its payload (outputs, drift lists).
+            tracing::info!(
+                event = ev.kind(),
+                error_category = error.map(|e| tracing::field::debug(e.category)),
+                error_step = error.map(|e| e.step.as_str()),
+                last_log_seq = summary.last_log_seq,
+                "final event sent"
+            );
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

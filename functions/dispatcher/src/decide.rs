@@ -11,6 +11,8 @@ use strato_domain::coordination::{
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
+use strato_domain::telemetry::{self, Traceparent, fields};
+use tracing::Instrument;
 use strato_domain::ports::{Clock, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher};
 
 use crate::DispatchError;
@@ -81,9 +83,14 @@ where
         let body = record.body.as_deref().ok_or_else(|| DispatchError::EmptyBody {
             message_id: message_id.clone(),
         })?;
-        let job: JobMessage =
+        let mut job: JobMessage =
             serde_json::from_str(body).map_err(|source| DispatchError::BadBody { message_id, source })?;
-        self.dispatch(&job, receive_count(record)).await
+        // This record's span, in the operation's trace; the runner is started as its child.
+        let me = Traceparent::child_or_root(job.traceparent.as_ref());
+        let span = telemetry::span("job", &me, job.traceparent.as_ref());
+        telemetry::record_job(&span, &job);
+        job.traceparent = Some(me);
+        self.dispatch(&job, receive_count(record)).instrument(span).await
     }
 
     /// Takes one job as far as it can go now; `receive_count` is how often the queue delivered it. Long
@@ -152,7 +159,7 @@ where
 
         let task_arn = match self.launcher.find_started(&op.operation_id).await? {
             Some(arn) => arn,
-            None => match self.launcher.launch(&op.operation_id, token).await {
+            None => match self.launcher.launch(&op, token, job.traceparent.as_ref()).await {
                 Ok(arn) => arn,
                 Err(LaunchFailure::Transient(reason)) if receive_count < self.max_receives => {
                     let delay = backoff_secs(receive_count);
@@ -175,6 +182,7 @@ where
             },
         };
 
+        tracing::Span::current().record(fields::TASK_ARN, task_arn.as_str());
         update_operation_from(store, op.clone(), |o| {
             if o.task_arn.is_some() || o.status.is_terminal() {
                 return false;

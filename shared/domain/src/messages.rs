@@ -105,6 +105,19 @@ pub enum RunnerEvent {
 }
 
 impl RunnerEvent {
+    /// The wire name of the event's type (`step_started`, `succeeded`…), for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RunnerEvent::StepStarted { .. } => "step_started",
+            RunnerEvent::StepFinished { .. } => "step_finished",
+            RunnerEvent::Heartbeat { .. } => "heartbeat",
+            RunnerEvent::PlanReady { .. } => "plan_ready",
+            RunnerEvent::Succeeded { .. } => "succeeded",
+            RunnerEvent::Failed { .. } => "failed",
+            RunnerEvent::Cancelled { .. } => "cancelled",
+        }
+    }
+
     pub fn operation_id(&self) -> &OperationId {
         match self {
             RunnerEvent::StepStarted { operation_id, .. }
