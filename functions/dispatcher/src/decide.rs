@@ -11,8 +11,8 @@ use strato_domain::coordination::{
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_domain::telemetry::{self, Traceparent, fields};
-use tracing::Instrument;
+use strato_aws::telemetry::current_trace;
+use strato_domain::telemetry::{self, fields};
 use strato_domain::ports::{Clock, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher};
 
 use crate::DispatchError;
@@ -83,14 +83,11 @@ where
         let body = record.body.as_deref().ok_or_else(|| DispatchError::EmptyBody {
             message_id: message_id.clone(),
         })?;
-        let mut job: JobMessage =
+        let job: JobMessage =
             serde_json::from_str(body).map_err(|source| DispatchError::BadBody { message_id, source })?;
-        // This record's span, in the operation's trace; the runner is started as its child.
-        let me = Traceparent::child_or_root(job.traceparent.as_ref());
-        let span = telemetry::span("job", &me, job.traceparent.as_ref());
-        telemetry::record_job(&span, &job);
-        job.traceparent = Some(me);
-        self.dispatch(&job, receive_count(record)).instrument(span).await
+        // The record's span (strato_aws::batch) is in the job's trace; it gets the job's ids.
+        telemetry::record_job(&tracing::Span::current(), &job);
+        self.dispatch(&job, receive_count(record)).await
     }
 
     /// Takes one job as far as it can go now; `receive_count` is how often the queue delivered it. Long
@@ -159,7 +156,7 @@ where
 
         let task_arn = match self.launcher.find_started(&op.operation_id).await? {
             Some(arn) => arn,
-            None => match self.launcher.launch(&op, token, job.traceparent.as_ref()).await {
+            None => match self.launcher.launch(&op, token, current_trace().as_ref()).await {
                 Ok(arn) => arn,
                 Err(LaunchFailure::Transient(reason)) if receive_count < self.max_receives => {
                     let delay = backoff_secs(receive_count);

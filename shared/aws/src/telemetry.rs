@@ -27,13 +27,43 @@ pub fn trace_attribute(tp: &Traceparent) -> MessageAttributeValue {
         .expect("a String message attribute")
 }
 
-/// The trace context a record came with (its `traceparent` attribute); a malformed one counts as none.
+/// The trace context a record came with: its `traceparent` attribute, else a top-level `traceparent` field
+/// of its JSON body (job messages); a malformed one counts as none.
 pub fn record_trace(record: &SqsMessage) -> Option<Traceparent> {
-    record
+    #[derive(serde::Deserialize)]
+    struct Body {
+        traceparent: Option<String>,
+    }
+    let attribute = record
         .message_attributes
         .get(TRACEPARENT_ATTRIBUTE)
-        .and_then(|a| a.string_value.as_deref())
+        .and_then(|a| a.string_value.clone());
+    attribute
+        .or_else(|| {
+            let body = record.body.as_deref()?;
+            serde_json::from_str::<Body>(body).ok()?.traceparent
+        })
         .and_then(|v| v.parse().ok())
+}
+
+tokio::task_local! {
+    static CURRENT: Traceparent;
+}
+
+/// Runs `f` with `tp` as the current trace context ([`current_trace`]).
+pub async fn with_trace<F: std::future::Future>(tp: Traceparent, f: F) -> F::Output {
+    CURRENT.scope(tp, f).await
+}
+
+/// The `traceparent` attribute of the work in progress, for a message it sends (none outside traced work).
+pub fn current_trace_attributes() -> Option<std::collections::HashMap<String, MessageAttributeValue>> {
+    current_trace().map(|tp| [(TRACEPARENT_ATTRIBUTE.to_owned(), trace_attribute(&tp))].into())
+}
+
+/// The trace context of the work in progress (the SQS record being handled), for what it sends on: the
+/// runner it starts, the webhook it queues.
+pub fn current_trace() -> Option<Traceparent> {
+    CURRENT.try_with(|tp| *tp).ok()
 }
 
 /// The span of one SQS record (`unit`), a child of the trace the record came with (or a new trace), and
