@@ -572,6 +572,7 @@ async fn forward<R: tokio::io::AsyncRead + Unpin>(
     let mut lines = reader.lines();
     while let Ok(Some(line)) = lines.next_line().await {
         out_of_memory |= is_out_of_memory(&line);
+        crate::capture::runner_line(&line, stream);
         span.in_scope(|| tracing::info!(target: "runner", stream, "{line}"));
     }
     out_of_memory
