@@ -112,6 +112,7 @@ where
             tracing::info!(operation_id = %op.operation_id, status = ?op.status, "already dispatched");
             return Ok(Outcome::Ack);
         }
+        strato_aws::telemetry::record_operation(&op);
         let Some(token) = self.claim(&op).await? else {
             return Ok(Outcome::Ack);
         };

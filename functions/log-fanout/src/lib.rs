@@ -16,7 +16,7 @@
 mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
-use strato_domain::telemetry::{self, fields};
+use strato_domain::telemetry::{self, Traceparent, fields};
 use tracing::Instrument;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -112,6 +112,12 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> SqsBatchResponse {
     handle_with_report(ctx, event).await.0
 }
 
+/// A log batch's span: in the run's trace, without a `span end` line (most batches have no subscriber).
+fn batch_span(record: &SqsMessage) -> tracing::Span {
+    let parent = strato_aws::telemetry::record_trace(record);
+    telemetry::quiet_span(&Traceparent::child_or_root(parent.as_ref()), parent.as_ref())
+}
+
 enum Delivery {
     Done(usize),
     Gone(usize),
@@ -135,7 +141,7 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
                     message_id: record.message_id.clone().unwrap_or_default(),
                     reason: e.to_string(),
                 };
-                let (span, _) = strato_aws::telemetry::record_span("log_batch", record);
+                let span = batch_span(record);
                 span.in_scope(|| tracing::error!(error = %e, "dropping to the DLQ after retries"));
                 failures.fail(record);
                 continue;
@@ -143,7 +149,7 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
         };
         let op = frame.operation_id().clone();
         let i = *index.entry(op.clone()).or_insert_with(|| {
-            let (span, _) = strato_aws::telemetry::record_span("log_batch", record);
+            let span = batch_span(record);
             telemetry::record(&span, fields::OPERATION_ID, op.as_str());
             groups.push((op, Vec::new(), Vec::new(), span));
             groups.len() - 1

@@ -264,7 +264,7 @@ pub(crate) async fn apply_control<P: Ports>(
     let Some(op) = ctx.store.load_operation(op_id).await? else {
         return Err(StatusError::UnknownOperation(op_id.clone()));
     };
-    strato_domain::telemetry::record_operation(&tracing::Span::current(), &op);
+    strato_aws::telemetry::record_operation(&op);
     if op.status.is_terminal() {
         // Whatever the cluster says: an ended operation must not keep its lock or slot.
         finish_interrupted_handoff(ctx, &op).await?;

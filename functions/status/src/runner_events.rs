@@ -84,7 +84,7 @@ pub async fn apply_runner_event<P: Ports>(ctx: &Status<'_, P>, ev: &RunnerEvent)
                 .load_operation(id)
                 .await?
                 .ok_or_else(|| StatusError::UnknownOperation(id.clone()))?;
-            strato_domain::telemetry::record_operation(&tracing::Span::current(), &op);
+            strato_aws::telemetry::record_operation(&op);
             let fenced = fence(ctx, &op, Some(ev.fencing_token()), None).await?;
             match decide(&op, fenced, ev) {
                 RunnerDecision::Stale => record_stale(ctx, id).await?,

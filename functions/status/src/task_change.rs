@@ -188,7 +188,7 @@ pub(crate) async fn apply_task_change<P: Ports>(
             tracing::warn!(operation_id = %id, task_arn = %task.task_arn, "ECS event for an unknown operation; ignored");
             return Ok(Attempt::Done(Outcome::Ack));
         };
-        strato_domain::telemetry::record_operation(&tracing::Span::current(), &op);
+        strato_aws::telemetry::record_operation(&op);
         let fenced = fence(ctx, &op, task.fencing_token(), Some(&task.task_arn)).await?;
         // The archive can change the decision only for a stop that would otherwise fail the operation.
         let archived = if fenced == Fence::Current && !op.status.is_terminal() && !op.awaiting_agent() {

@@ -46,13 +46,47 @@ pub fn record_trace(record: &SqsMessage) -> Option<Traceparent> {
         .and_then(|v| v.parse().ok())
 }
 
-tokio::task_local! {
-    static CURRENT: Traceparent;
+/// The trace context of the record in hand, and whether it is the trace the record came with (else a new
+/// root, until [`record_operation`] joins it to its operation's).
+#[derive(Clone, Copy)]
+struct Current {
+    tp: Traceparent,
+    inherited: bool,
 }
 
-/// Runs `f` with `tp` as the current trace context ([`current_trace`]).
-pub async fn with_trace<F: std::future::Future>(tp: Traceparent, f: F) -> F::Output {
-    CURRENT.scope(tp, f).await
+tokio::task_local! {
+    static CURRENT: std::cell::Cell<Current>;
+}
+
+/// Runs `f` with `tp` as the current trace context ([`current_trace`]); `inherited`: `tp` continues the
+/// trace the work came with.
+pub async fn with_trace<F: std::future::Future>(tp: Traceparent, inherited: bool, f: F) -> F::Output {
+    CURRENT
+        .scope(std::cell::Cell::new(Current { tp, inherited }), f)
+        .await
+}
+
+/// Records `op`'s ids on the current span; a record that came without trace context (an ECS event from
+/// EventBridge, a message from before traces) joins the operation's trace here, so every span of an
+/// operation is in its one trace.
+pub fn record_operation(op: &strato_domain::model::Operation) {
+    let span = tracing::Span::current();
+    telemetry::record_operation(&span, op);
+    let Some(op_trace) = op.traceparent else { return };
+    let _ = CURRENT.try_with(|c| {
+        let cur = c.get();
+        if cur.inherited || cur.tp.trace_id() == op_trace.trace_id() {
+            return;
+        }
+        let me = op_trace.child();
+        span.record(fields::TRACE_ID, me.trace_id().as_str());
+        span.record(fields::SPAN_ID, me.span_id().as_str());
+        span.record(fields::PARENT_SPAN_ID, op_trace.span_id().as_str());
+        c.set(Current {
+            tp: me,
+            inherited: true,
+        });
+    });
 }
 
 /// The `traceparent` attribute of the work in progress, for a message it sends (none outside traced work).
@@ -63,15 +97,15 @@ pub fn current_trace_attributes() -> Option<std::collections::HashMap<String, Me
 /// The trace context of the work in progress (the SQS record being handled), for what it sends on: the
 /// runner it starts, the webhook it queues.
 pub fn current_trace() -> Option<Traceparent> {
-    CURRENT.try_with(|tp| *tp).ok()
+    CURRENT.try_with(|c| c.get().tp).ok()
 }
 
 /// The span of one SQS record (`unit`), a child of the trace the record came with (or a new trace), and
 /// this span's own context, for what it sends on.
-pub fn record_span(unit: &'static str, record: &SqsMessage) -> (tracing::Span, Traceparent) {
+pub fn record_span(unit: &'static str, record: &SqsMessage) -> (tracing::Span, Traceparent, bool) {
     let parent = record_trace(record);
     let me = Traceparent::child_or_root(parent.as_ref());
-    (telemetry::span(unit, &me, parent.as_ref()), me)
+    (telemetry::span(unit, &me, parent.as_ref()), me, parent.is_some())
 }
 
 /// The fields recorded on one span so far, kept in the span's extensions.

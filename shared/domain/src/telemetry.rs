@@ -177,6 +177,20 @@ pub fn span(unit: &'static str, me: &Traceparent, parent: Option<&Traceparent>) 
     )
 }
 
+/// Like [`span`] but without a unit, so it ends without a `span end` line: for hot paths where most spans
+/// do nothing worth a line (the log fan-out's per-operation batches).
+pub fn quiet_span(me: &Traceparent, parent: Option<&Traceparent>) -> Span {
+    let parent_span_id = parent.map(Traceparent::span_id);
+    tracing::info_span!(
+        "strato",
+        trace_id = %me.trace_id(),
+        span_id = %me.span_id(),
+        parent_span_id = parent_span_id.as_deref(),
+        tenant_id = tracing::field::Empty,
+        operation_id = tracing::field::Empty,
+    )
+}
+
 /// Records one of the vocabulary's fields on `span` (a field [`span`] does not declare is ignored).
 pub fn record(span: &Span, field: &str, value: &str) {
     span.record(field, value);
