@@ -167,7 +167,9 @@ fn print_children(
     depth: usize,
     out: &mut String,
 ) {
-    let Some(spans) = children.get(&parent) else { return };
+    let Some(spans) = children.get(&parent) else {
+        return;
+    };
     for s in spans {
         let get = |k| str_of(s, k).unwrap_or("-");
         out.push_str(&format!(
@@ -183,7 +185,12 @@ fn print_children(
         ));
         // Depth-bounded: a cycle in captured ids (impossible with fresh random ids) cannot loop forever.
         if depth < 32 {
-            print_children(children, str_of(s, fields::SPAN_ID).map(str::to_owned), depth + 1, out);
+            print_children(
+                children,
+                str_of(s, fields::SPAN_ID).map(str::to_owned),
+                depth + 1,
+                out,
+            );
         }
     }
 }

@@ -8,8 +8,8 @@ use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
-use strato_domain::telemetry::{ENV_TRACEPARENT, Traceparent};
 use strato_domain::run_proof::ENV_RUN_PROOF;
+use strato_domain::telemetry::{ENV_TRACEPARENT, Traceparent};
 
 use crate::RunnerError;
 

@@ -3,9 +3,9 @@
 
 use strato_aws::aws::AwsClients;
 use strato_aws::calls::recorder::{CALL_LOG_ENV, CallRecorder};
-use strato_domain::ids::OperationId;
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::ENV_OPERATION_ID;
-use strato_domain::telemetry::{self, ENV_TRACEPARENT, Traceparent, fields};
+use strato_domain::telemetry::{self, ENV_CLUSTER_ID, ENV_TENANT_ID, ENV_TRACEPARENT, Traceparent, fields};
 use strato_runner::{Clients, Config, run_operation};
 use tracing::Instrument;
 
@@ -14,13 +14,27 @@ async fn main() -> std::process::ExitCode {
     strato_aws::telemetry::init_runner_subscriber();
     // The run's root span, from the environment before anything else, so every line carries the operation
     // (the tenant and cluster are recorded once the operation is read) and the trace the dispatcher started.
-    let parent = std::env::var(ENV_TRACEPARENT).ok().and_then(|v| v.parse::<Traceparent>().ok());
+    let parent = std::env::var(ENV_TRACEPARENT)
+        .ok()
+        .and_then(|v| v.parse::<Traceparent>().ok());
     let me = Traceparent::child_or_root(parent.as_ref());
     let span = telemetry::span("run", &me, parent.as_ref());
-    if let Some(id) = std::env::var(ENV_OPERATION_ID).ok().filter(|v| v.parse::<OperationId>().is_ok()) {
-        telemetry::record(&span, fields::OPERATION_ID, &id);
+    // Only well-formed ids: these are for the log fields, and the operation record decides everything else.
+    let ids = [
+        (ENV_OPERATION_ID, fields::OPERATION_ID, valid::<OperationId>),
+        (ENV_TENANT_ID, fields::TENANT_ID, valid::<TenantId>),
+        (ENV_CLUSTER_ID, fields::CLUSTER_ID, valid::<ClusterId>),
+    ];
+    for (var, field, ok) in ids {
+        if let Some(v) = std::env::var(var).ok().filter(|v| ok(v)) {
+            telemetry::record(&span, field, &v);
+        }
     }
     run(me).instrument(span).await
+}
+
+fn valid<T: std::str::FromStr>(v: &str) -> bool {
+    v.parse::<T>().is_ok()
 }
 
 async fn run(me: Traceparent) -> std::process::ExitCode {

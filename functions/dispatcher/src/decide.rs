@@ -4,6 +4,7 @@
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use strato_aws::batch::{for_each_record, receive_count};
+use strato_aws::telemetry::current_trace;
 use strato_domain::coordination::{
     ClusterFate, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, end_operation, release_and_wake,
     update_cluster, update_operation, update_operation_from,
@@ -11,9 +12,8 @@ use strato_domain::coordination::{
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_aws::telemetry::current_trace;
-use strato_domain::telemetry::{self, fields};
 use strato_domain::ports::{Clock, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher};
+use strato_domain::telemetry::{self, fields};
 
 use crate::DispatchError;
 

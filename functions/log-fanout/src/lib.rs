@@ -16,11 +16,11 @@
 mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
-use strato_domain::telemetry::{self, Traceparent, fields};
-use tracing::Instrument;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use strato_domain::telemetry::{self, Traceparent, fields};
+use tracing::Instrument;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::StreamExt;

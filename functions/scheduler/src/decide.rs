@@ -3,8 +3,6 @@
 //! The Lambda handler runs them on the AWS adapters; the fast tests on the in-memory fakes. Removing expired
 //! WebSocket connections decides nothing (the index already says which), so it stays on its adapter.
 
-use strato_domain::telemetry::{self, Traceparent};
-use tracing::Instrument;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use strato_domain::coordination::{release_and_wake, update_operation};
@@ -17,8 +15,10 @@ use strato_domain::ports::{
     TaskEventSink, TaskState, TaskStatus, TenantSlots,
 };
 use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
+use strato_domain::telemetry::{self, Traceparent};
 use strato_domain::ts;
 use time::{Duration, OffsetDateTime};
+use tracing::Instrument;
 
 /// Who scheduled operations are requested by.
 pub const SCHEDULER: &str = "strato:scheduler";
@@ -195,7 +195,9 @@ where
                         release_and_wake(store, self.jobs, &op)
                             .instrument(span.clone())
                             .await?;
-                        span.in_scope(|| tracing::warn!("released a tenant slot its finished operation still held"));
+                        span.in_scope(|| {
+                            tracing::warn!("released a tenant slot its finished operation still held")
+                        });
                     }
                     None => {
                         store.release_slot(&tenant, &id).await?;
@@ -348,7 +350,8 @@ where
             chrono::DateTime::from_timestamp(now.unix_timestamp(), now.nanosecond()).unwrap_or_default();
         let event = detail.into_event(format!("sweep-{}", op.operation_id), time, None, None);
         self.events.send_task_event(&event).await?;
-        item_span(op).in_scope(|| tracing::warn!(task_arn = %arn, "silent runner's task is stopped; reported"));
+        item_span(op)
+            .in_scope(|| tracing::warn!(task_arn = %arn, "silent runner's task is stopped; reported"));
         Ok(())
     }
 

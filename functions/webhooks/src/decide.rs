@@ -80,8 +80,16 @@ where
         let msg: WebhookMessage =
             serde_json::from_str(body).map_err(|source| WebhooksError::BadBody { message_id, source })?;
         let span = tracing::Span::current();
-        strato_domain::telemetry::record(&span, strato_domain::telemetry::fields::OPERATION_ID, msg.operation_id.as_str());
-        strato_domain::telemetry::record(&span, strato_domain::telemetry::fields::TENANT_ID, msg.tenant_id.as_str());
+        strato_domain::telemetry::record(
+            &span,
+            strato_domain::telemetry::fields::OPERATION_ID,
+            msg.operation_id.as_str(),
+        );
+        strato_domain::telemetry::record(
+            &span,
+            strato_domain::telemetry::fields::TENANT_ID,
+            msg.tenant_id.as_str(),
+        );
         self.deliver(&msg, receive_count(record)).await
     }
 

@@ -21,10 +21,10 @@
 mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
-use strato_domain::telemetry::{self, Traceparent, fields};
-use tracing::Instrument;
 use secrecy::SecretSlice;
 use std::time::Duration;
+use strato_domain::telemetry::{self, Traceparent, fields};
+use tracing::Instrument;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
 use aws_lambda_events::encodings::Body;

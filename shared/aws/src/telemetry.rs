@@ -155,7 +155,9 @@ where
 }
 
 /// The fields of the span chain of `scope` (root first), flattened.
-fn flattened<'a, S>(scope: impl Iterator<Item = tracing_subscriber::registry::SpanRef<'a, S>>) -> Map<String, Value>
+fn flattened<'a, S>(
+    scope: impl Iterator<Item = tracing_subscriber::registry::SpanRef<'a, S>>,
+) -> Map<String, Value>
 where
     S: for<'l> LookupSpan<'l> + 'a,
 {
@@ -291,8 +293,8 @@ mod tests {
     fn lines_carry_every_enclosing_spans_fields_and_spans_end_with_a_line() {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = lines.clone();
-        let subscriber = tracing_subscriber::registry()
-            .with(FlatJsonLayer::new(move |l| sink.lock().unwrap().push(l)));
+        let subscriber =
+            tracing_subscriber::registry().with(FlatJsonLayer::new(move |l| sink.lock().unwrap().push(l)));
         let root = Traceparent::new_root();
         tracing::subscriber::with_default(subscriber, || {
             let span = telemetry::span("job", &root.child(), Some(&root));

@@ -9,8 +9,8 @@ use time::OffsetDateTime;
 use crate::cost::CostEstimate;
 use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
-use crate::telemetry::Traceparent;
 use crate::model::{ClusterState, Operation, OperationKind, OperationStatus, ResourceChange};
+use crate::telemetry::Traceparent;
 
 /// `jobs.fifo`: start this operation. MessageGroupId = cluster id; deduplication id = operation id plus a
 /// wake-up counter, so a deliberate re-enqueue is not swallowed by FIFO deduplication.

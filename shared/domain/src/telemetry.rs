@@ -37,6 +37,10 @@ pub mod fields {
 pub const TRACEPARENT_ATTRIBUTE: &str = "traceparent";
 /// The runner's environment variable (RunTask container override) with its parent's trace context.
 pub const ENV_TRACEPARENT: &str = "STRATO_TRACEPARENT";
+/// The runner's tenant and cluster (RunTask container overrides), for its log fields from its first line;
+/// what the run does is decided by the operation record alone.
+pub const ENV_TENANT_ID: &str = "STRATO_TENANT_ID";
+pub const ENV_CLUSTER_ID: &str = "STRATO_CLUSTER_ID";
 
 /// A W3C trace context (`00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>`), version 00 only.
 /// Each component makes a [`Traceparent::child`] of the one it received, so the ids form a tree.
@@ -117,9 +121,11 @@ impl FromStr for Traceparent {
             return Err(bad());
         };
         let hex_of = |p: &str, len: usize| {
-            (p.len() == len && p.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-                .then(|| hex::decode(p).ok())
-                .flatten()
+            (p.len() == len
+                && p.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+            .then(|| hex::decode(p).ok())
+            .flatten()
         };
         if version != "00" {
             return Err(bad());

@@ -231,7 +231,11 @@ async fn the_launcher_starts_one_task_per_token_and_lists_late_when_told() {
     l.list_lags(true);
     let t = l.launch(&op, 1, None).await.unwrap();
     assert_eq!(l.find_started(&op.operation_id).await.unwrap(), None);
-    assert_eq!(l.launch(&op, 1, None).await.unwrap(), t, "same client token, same task");
+    assert_eq!(
+        l.launch(&op, 1, None).await.unwrap(),
+        t,
+        "same client token, same task"
+    );
     assert_eq!(l.tasks().len(), 1);
     l.list_all();
     assert_eq!(l.find_started(&op.operation_id).await.unwrap(), Some(t.clone()));

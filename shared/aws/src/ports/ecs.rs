@@ -8,11 +8,11 @@ use aws_sdk_ecs::types::{
 
 use crate::error::Error;
 use strato_domain::ids::OperationId;
-use strato_domain::model::Operation;
-use strato_domain::telemetry::{ENV_TRACEPARENT, Traceparent, fields};
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
+use strato_domain::model::Operation;
 use strato_domain::ports::{LaunchFailure, PortError, TaskLauncher};
 use strato_domain::run_proof::{ENV_RUN_PROOF, RunProofKey};
+use strato_domain::telemetry::{ENV_CLUSTER_ID, ENV_TENANT_ID, ENV_TRACEPARENT, Traceparent, fields};
 
 /// Where and how runners start. Read once per process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +70,9 @@ impl TaskLauncher for EcsLauncher<'_> {
             .name(&r.container)
             .environment(env(ENV_OPERATION_ID, op.to_string()))
             .environment(env(ENV_FENCING_TOKEN, fencing_token.to_string()))
-            .environment(env(ENV_RUN_PROOF, self.proofs.proof(op, fencing_token)));
+            .environment(env(ENV_RUN_PROOF, self.proofs.proof(op, fencing_token)))
+            .environment(env(ENV_TENANT_ID, operation.tenant_id.to_string()))
+            .environment(env(ENV_CLUSTER_ID, operation.cluster_id.to_string()));
         if let Some(tp) = trace {
             container = container.environment(env(ENV_TRACEPARENT, tp.to_string()));
         }
