@@ -112,8 +112,8 @@ fn assert_one_trace(capture: &Capture, op: &str, expected_trace: Option<&Tracepa
         );
     }
     let api_id = get(api, fields::SPAN_ID).unwrap();
-    let dispatcher: Vec<&&Line> = of("dispatcher")
-        .iter()
+    let dispatcher: Vec<&Line> = of("dispatcher")
+        .into_iter()
         .filter(|s| get(s, fields::PARENT_SPAN_ID) == Some(api_id))
         .collect();
     assert!(
@@ -159,7 +159,7 @@ async fn every_line_of_a_clusters_life_carries_its_operation_and_one_trace_links
     let fixtures = devstack_support::fixtures();
     let stack = devstack_support::start(strato_devstack::DevstackConfig {
         templates_root: None,
-        extra_templates: vec![(fixtures.join("secret-param"), fixtures)],
+        extra_templates: vec![(fixtures.join("secret-policy"), fixtures)],
         // The sweeper runs, so its lines are among those checked.
         sweep_rate: Duration::from_secs(5),
         ..devstack_support::config("obs").await
@@ -176,7 +176,7 @@ async fn every_line_of_a_clusters_life_carries_its_operation_and_one_trace_links
         .header(TRACEPARENT_ATTRIBUTE, caller.to_string())
         .json(&json!({
             "name": "observed",
-            "template": {"name": "fixture-secret-param", "version": "0.1.0"},
+            "template": {"name": "fixture-secret-policy", "version": "0.1.0"},
             "provider": "aws",
             "region": "us-east-1",
             "variables": {"db_password": SECRET}
