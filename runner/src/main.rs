@@ -20,7 +20,7 @@ async fn main() -> std::process::ExitCode {
     let me = Traceparent::child_or_root(parent.as_ref());
     let span = telemetry::span("run", &me, parent.as_ref());
     // Only well-formed ids: these are for the log fields, and the operation record decides everything else.
-    let ids: [(&str, &str, fn(&str) -> bool); 3] = [
+    let ids: [(&str, &str, IdCheck); 3] = [
         (ENV_OPERATION_ID, fields::OPERATION_ID, valid::<OperationId>),
         (ENV_TENANT_ID, fields::TENANT_ID, valid::<TenantId>),
         (ENV_CLUSTER_ID, fields::CLUSTER_ID, valid::<ClusterId>),
@@ -32,6 +32,9 @@ async fn main() -> std::process::ExitCode {
     }
     run(me).instrument(span).await
 }
+
+/// Whether an environment value is a well-formed id of some kind.
+type IdCheck = fn(&str) -> bool;
 
 fn valid<T: std::str::FromStr>(v: &str) -> bool {
     v.parse::<T>().is_ok()
