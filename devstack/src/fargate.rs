@@ -577,6 +577,7 @@ async fn forward<R: tokio::io::AsyncRead + Unpin>(
             continue;
         }
         out_of_memory |= is_out_of_memory(&line);
+        crate::capture::runner_line(&line, stream);
         span.in_scope(|| tracing::info!(target: "runner", stream, "{line}"));
     }
     out_of_memory

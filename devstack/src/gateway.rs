@@ -173,7 +173,11 @@ async fn serve(
     let request = lambda_http::Request::from(LambdaRequest::ApiGatewayV2(event)).with_lambda_context(ctx);
     // A panicking function is a 500 from API Gateway, not a dead emulator.
     let handler = gw.handler.clone();
-    let response = match tokio::spawn(async move { handler(request).await }).await {
+    let invocation = tracing::Instrument::instrument(
+        async move { handler(request).await },
+        crate::capture::component_span("api"),
+    );
+    let response = match tokio::spawn(invocation).await {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(request_id, error = %e, "HTTP API: the function crashed");

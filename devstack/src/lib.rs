@@ -13,6 +13,7 @@
 
 pub mod apigw_ws;
 pub mod auth;
+pub mod capture;
 pub mod chaos;
 pub mod client;
 pub mod error;

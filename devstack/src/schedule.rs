@@ -45,7 +45,11 @@ pub fn spawn_schedule(
             let event = scheduled_event(&rule.name, &region);
             tracing::info!(rule = %rule.name, "EventBridge: schedule fired");
             let handler = rule.handler.clone();
-            match tokio::spawn(async move { handler(event).await }).await {
+            let invocation = tracing::Instrument::instrument(
+                async move { handler(event).await },
+                crate::capture::component_span("scheduler"),
+            );
+            match tokio::spawn(invocation).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     tracing::error!(rule = %rule.name, error = %e, "EventBridge: scheduled function failed")

@@ -174,7 +174,11 @@ async fn poll(
 async fn invoke(logical: &str, mapping: &SqsMapping, event: SqsEvent) -> Result<SqsBatchResponse, String> {
     let handler = mapping.handler.clone();
     let limit = Duration::from_secs(resources::queue(logical).consumer_timeout_secs().into());
-    let mut invocation = tokio::spawn(async move { handler(event).await });
+    let span = crate::capture::component_span(crate::capture::consumer_of(logical));
+    let mut invocation = tokio::spawn(tracing::Instrument::instrument(
+        async move { handler(event).await },
+        span,
+    ));
     match tokio::time::timeout(limit, &mut invocation).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => Err(format!("the function panicked: {e}")),

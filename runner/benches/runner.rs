@@ -212,6 +212,7 @@ async fn log_throughput(env: &TestEnv, lines: u64) {
         logs_url: queues.logs.clone(),
         s3: env.aws.s3.clone(),
         artifacts_bucket: env.names.bucket("artifacts"),
+        traceparent: None,
     };
     let op = OperationId::generate();
     let (hub, tasks) = LogHub::start(op.clone(), sinks.clone(), Redactor::default());

@@ -9,6 +9,7 @@ use strato_aws::resources::Names;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
 use strato_domain::run_proof::ENV_RUN_PROOF;
+use strato_domain::telemetry::{ENV_TRACEPARENT, Traceparent};
 
 use crate::RunnerError;
 
@@ -71,6 +72,10 @@ pub struct Config {
     /// Extra engine environment (not read from the environment: the engine inherits the runner's own).
     /// Lets an in-process caller (tests, bench) give the engine what the container image would.
     pub extra_engine_env: Vec<(String, String)>,
+    /// The run's trace context: read as its parent's (`STRATO_TRACEPARENT`, the dispatcher's span; a
+    /// malformed value starts a new trace), then made this run's own by `main`; its events and log batches
+    /// carry it.
+    pub traceparent: Option<Traceparent>,
 }
 
 impl Config {
@@ -121,6 +126,7 @@ impl Config {
                 .map_err(config)?
                 .unwrap_or(false),
             extra_engine_env: Vec::new(),
+            traceparent: env.optional(ENV_TRACEPARENT).and_then(|v| v.parse().ok()),
         })
     }
 }

@@ -160,7 +160,7 @@ impl Engine {
         let out_task = stdout.map(|r| {
             let (logs, user_text, captured, step) =
                 (logs.clone(), user_text.clone(), captured.clone(), step.to_owned());
-            tokio::spawn(read_lines(r, move |line| {
+            crate::spawn(read_lines(r, move |line| {
                 if capture_stdout {
                     if let Ok(mut c) = captured.lock() {
                         c.push_str(line);
@@ -176,7 +176,7 @@ impl Engine {
             let (logs, user_text, debug, step) =
                 (logs.clone(), user_text.clone(), debug.clone(), step.to_owned());
             let mut splitter = StderrSplitter::default();
-            tokio::spawn(read_lines(r, move |line| {
+            crate::spawn(read_lines(r, move |line| {
                 if splitter.is_debug(line) {
                     if let Ok(mut d) = debug.lock() {
                         d.extend_from_slice(logs.redactor.redact(line).as_bytes());

@@ -60,6 +60,16 @@ pub enum RunnerError {
     User(UserError),
 }
 
+/// `tokio::spawn` inside the caller's span: the run's root span (operation, tenant, trace) goes on every line
+/// the background tasks log too.
+pub(crate) fn spawn<F>(f: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(tracing::Instrument::in_current_span(f))
+}
+
 /// Sends runner events for one operation.
 #[derive(Clone)]
 pub struct Reporter {
@@ -69,6 +79,8 @@ pub struct Reporter {
     pub fencing_token: u64,
     /// The run's proof (`STRATO_RUN_PROOF`), on every event so status knows this run sent it.
     pub proof: SecretString,
+    /// The run's trace context, as the `traceparent` attribute of every event.
+    pub traceparent: Option<strato_domain::telemetry::Traceparent>,
 }
 
 impl Reporter {
@@ -119,6 +131,13 @@ impl Reporter {
                 .send_message()
                 .queue_url(&self.events_url)
                 .message_body(body.clone())
+                .set_message_attributes(self.traceparent.as_ref().map(|tp| {
+                    [(
+                        strato_domain::telemetry::TRACEPARENT_ATTRIBUTE.to_owned(),
+                        strato_aws::telemetry::trace_attribute(tp),
+                    )]
+                    .into()
+                }))
                 .send()
                 .await
             {
@@ -132,6 +151,9 @@ impl Reporter {
 
     /// Best-effort progress event: a lost step or heartbeat event is logged, not fatal.
     pub async fn progress(&self, ev: RunnerEvent) {
+        if let RunnerEvent::StepStarted { step, .. } = &ev {
+            tracing::Span::current().record(strato_domain::telemetry::fields::STEP, step.as_str());
+        }
         if let Err(e) = self.send(&ev).await {
             tracing::warn!(error = %e, "progress event not sent");
         }

@@ -139,6 +139,8 @@ pub struct LogSinks {
     pub logs_url: String,
     pub s3: S3,
     pub artifacts_bucket: String,
+    /// The run's trace context, as the `traceparent` attribute of every live log batch.
+    pub traceparent: Option<strato_domain::telemetry::Traceparent>,
 }
 
 impl LogHub {
@@ -155,13 +157,13 @@ impl LogHub {
         let (live_tx, live_rx) = mpsc::channel(capacity);
         let (arch_tx, arch_rx) = mpsc::unbounded_channel();
         let first_shipped: Arc<OnceLock<Instant>> = Arc::default();
-        let live = tokio::spawn(ship_live(
+        let live = crate::spawn(ship_live(
             op.clone(),
             sinks.clone(),
             live_rx,
             first_shipped.clone(),
         ));
-        let archive = tokio::spawn(write_archive(op.clone(), sinks, arch_rx));
+        let archive = crate::spawn(write_archive(op.clone(), sinks, arch_rx));
         (
             Self {
                 op,
@@ -328,6 +330,13 @@ async fn ship_live(
             .send_message()
             .queue_url(&sinks.logs_url)
             .message_body(body)
+            .set_message_attributes(sinks.traceparent.as_ref().map(|tp| {
+                [(
+                    strato_domain::telemetry::TRACEPARENT_ATTRIBUTE.to_owned(),
+                    strato_aws::telemetry::trace_attribute(tp),
+                )]
+                .into()
+            }))
             .send()
             .await
         {

@@ -3,17 +3,44 @@
 
 use strato_aws::aws::AwsClients;
 use strato_aws::calls::recorder::{CALL_LOG_ENV, CallRecorder};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::messages::ENV_OPERATION_ID;
+use strato_domain::telemetry::{self, ENV_CLUSTER_ID, ENV_TENANT_ID, ENV_TRACEPARENT, Traceparent, fields};
 use strato_runner::{Clients, Config, run_operation};
+use tracing::Instrument;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    strato_aws::telemetry::init_runner_subscriber();
+    // The run's root span, from the environment before anything else, so every line carries the operation
+    // (the tenant and cluster are recorded once the operation is read) and the trace the dispatcher started.
+    let parent = std::env::var(ENV_TRACEPARENT)
+        .ok()
+        .and_then(|v| v.parse::<Traceparent>().ok());
+    let me = Traceparent::child_or_root(parent.as_ref());
+    let span = telemetry::span("run", &me, parent.as_ref());
+    // Only well-formed ids: these are for the log fields, and the operation record decides everything else.
+    let ids: [(&str, &str, IdCheck); 3] = [
+        (ENV_OPERATION_ID, fields::OPERATION_ID, valid::<OperationId>),
+        (ENV_TENANT_ID, fields::TENANT_ID, valid::<TenantId>),
+        (ENV_CLUSTER_ID, fields::CLUSTER_ID, valid::<ClusterId>),
+    ];
+    for (var, field, ok) in ids {
+        if let Some(v) = std::env::var(var).ok().filter(|v| ok(v)) {
+            telemetry::record(&span, field, &v);
+        }
+    }
+    run(me).instrument(span).await
+}
+
+/// Whether an environment value is a well-formed id of some kind.
+type IdCheck = fn(&str) -> bool;
+
+fn valid<T: std::str::FromStr>(v: &str) -> bool {
+    v.parse::<T>().is_ok()
+}
+
+async fn run(me: Traceparent) -> std::process::ExitCode {
     // Metrics as EMF lines on stdout (the logs are on stderr), every 30 s and at the end (docs/metrics.md).
     let emf = strato_aws::emf::Emf::install_flushing_every(std::time::Duration::from_secs(30));
     // Before anything secret is in memory: nothing the engine runs may read this process.
@@ -21,7 +48,10 @@ async fn main() -> std::process::ExitCode {
         tracing::warn!(error = %e, "could not make the runner process non-dumpable");
     }
     let cfg = match Config::from_env() {
-        Ok(c) => c,
+        Ok(c) => Config {
+            traceparent: Some(me),
+            ..c
+        },
         Err(e) => {
             eprintln!("strato-runner: {e}");
             return std::process::ExitCode::from(2);
@@ -53,7 +83,19 @@ async fn main() -> std::process::ExitCode {
     emf.flush();
     match result {
         Ok(summary) => {
-            tracing::info!(event = ?summary.final_event, last_log_seq = summary.last_log_seq, "final event sent");
+            let ev = &summary.final_event;
+            let error = match ev {
+                strato_domain::messages::RunnerEvent::Failed { error, .. } => Some(error),
+                _ => None,
+            };
+            // The event's kind and its error's category, never its payload (outputs, drift lists).
+            tracing::info!(
+                event = ev.kind(),
+                error_category = error.map(|e| tracing::field::debug(e.category)),
+                error_step = error.map(|e| e.step.as_str()),
+                last_log_seq = summary.last_log_seq,
+                "final event sent"
+            );
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

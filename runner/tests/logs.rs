@@ -24,6 +24,7 @@ async fn a_slow_live_path_skips_with_a_marker_and_the_archive_keeps_every_line()
         logs_url: queues.logs.clone(),
         s3: env.aws.s3.clone(),
         artifacts_bucket: env.names.bucket("artifacts"),
+        traceparent: None,
     };
     let op = OperationId::generate();
     let redactor = Redactor::default();
@@ -161,6 +162,7 @@ async fn a_failed_archive_chunk_is_retried_and_later_chunks_are_still_archived()
         logs_url: queues.logs.clone(),
         s3,
         artifacts_bucket: env.names.bucket("artifacts"),
+        traceparent: None,
     };
     let (hub, tasks) = LogHub::start(op.clone(), sinks.clone(), Redactor::default());
     for i in 1..=10 {

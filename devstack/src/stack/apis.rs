@@ -51,7 +51,8 @@ pub(super) async fn websocket_api(
     );
     Ok(ws_bound.serve(move |ev| {
         let c = ws_ctx.clone();
-        async move { Ok(strato_ws::handle(&c, ev).await) }
+        let invocation = async move { Ok(strato_ws::handle(&c, ev).await) };
+        tracing::Instrument::instrument(invocation, crate::capture::component_span("ws"))
     }))
 }
 

@@ -7,8 +7,8 @@ use strato_aws::aws::AwsClients;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
-    lambda_http::tracing::init_default_subscriber();
+    // Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG); JSON lines carry every span's fields.
+    strato_aws::telemetry::init_lambda_subscriber();
     // Metrics (an operation cancelled while queued ends here) leave as EMF lines on stdout, flushed after
     // each request (docs/metrics.md).
     let emf = strato_aws::emf::Emf::install();

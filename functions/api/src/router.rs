@@ -21,6 +21,7 @@ use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 use serde::Serialize;
 use strato_domain::ids::TenantId;
+use strato_domain::telemetry::{self, Traceparent, fields};
 use tower::ServiceExt;
 
 use crate::error::Problem;
@@ -88,6 +89,18 @@ impl<T: Serialize> IntoResponse for Reply<T> {
 pub struct Caller {
     pub tenant: TenantId,
     pub subject: Option<String>,
+    /// The request's trace context: operations this request creates join its trace.
+    pub traceparent: Option<Traceparent>,
+}
+
+impl Caller {
+    /// `op`, created by this request, joins its trace; its ids go on the request's log span.
+    pub fn joins(&self, op: &mut strato_domain::model::Operation) {
+        if let Some(tp) = self.traceparent {
+            op.traceparent = Some(tp);
+        }
+        telemetry::record_operation(&tracing::Span::current(), op);
+    }
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -112,9 +125,11 @@ impl FromRequestParts<AppState> for Caller {
             // The raw value is not echoed: it is attacker-controlled and useless to a legitimate caller.
             ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
         })?;
+        tracing::Span::current().record(fields::TENANT_ID, tenant.as_str());
         Ok(Caller {
             tenant,
             subject: claims.get("sub").cloned(),
+            traceparent: parts.extensions.get::<Traceparent>().copied(),
         })
     }
 }
@@ -278,6 +293,22 @@ fn request_path<B>(req: &axum::http::Request<B>) -> String {
     }
 }
 
+/// The cluster or operation a path names, on the request's span: only well-formed ids, so nothing a client
+/// typed lands in the logs unchecked.
+fn record_path_ids(span: &tracing::Span, path: &str) {
+    use strato_domain::ids::{ClusterId, OperationId};
+    let mut segments = path.trim_start_matches('/').split('/');
+    match (segments.next(), segments.next(), segments.next()) {
+        (Some("v1"), Some("clusters"), Some(id)) if id.parse::<ClusterId>().is_ok() => {
+            telemetry::record(span, fields::CLUSTER_ID, id);
+        }
+        (Some("v1"), Some("operations"), Some(id)) if id.parse::<OperationId>().is_ok() => {
+            telemetry::record(span, fields::OPERATION_ID, id);
+        }
+        _ => {}
+    }
+}
+
 /// The router behind what must happen outside it: the path rewritten before routing, the request id put
 /// into problem documents, one log line per request. This is what the Lambda runtime runs.
 #[derive(Clone)]
@@ -317,7 +348,19 @@ async fn serve(router: Router, mut req: lambda_http::Request) -> Response {
         *req.uri_mut() = uri;
     }
     let method = req.method().clone();
-    let span = tracing::info_span!("request", request_id = request_id.as_deref());
+    // The caller's trace (a malformed header is ignored, as W3C says: the request starts a new trace).
+    let incoming = req
+        .headers()
+        .get(telemetry::TRACEPARENT_ATTRIBUTE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<Traceparent>().ok());
+    let me = Traceparent::child_or_root(incoming.as_ref());
+    req.extensions_mut().insert(me);
+    let span = telemetry::span("api_request", &me, incoming.as_ref());
+    if let Some(id) = &request_id {
+        telemetry::record(&span, fields::REQUEST_ID, id);
+    }
+    record_path_ids(&span, &path);
     async {
         let Ok(mut resp) = router.oneshot(req).await;
         if let (Some(id), Some(problem)) = (&request_id, resp.extensions_mut().remove::<Problem>()) {

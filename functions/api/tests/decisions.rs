@@ -74,6 +74,7 @@ fn caller() -> Caller {
     Caller {
         tenant: TENANT.parse().unwrap(),
         subject: Some("user-7f3a".into()),
+        traceparent: None,
     }
 }
 
@@ -465,6 +466,7 @@ async fn another_tenants_operation_cannot_be_cancelled() {
     let other = Caller {
         tenant: "globex".parse().unwrap(),
         subject: None,
+        traceparent: None,
     };
     let e = w
         .api()

@@ -31,6 +31,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     // Wakes the next queued operation when a lock is released.
     call("sqs:SendMessage", Queue("jobs")),
     call("ecs:RunTask", RunnerTaskDefinition),
+    // RunTask tags each task (tenant, cluster, operation): IAM authorizes that as TagResource on the task.
+    call("ecs:TagResource", RunnerCluster),
     call("iam:PassRole", RunnerRoles),
     // A redelivered job adopts the task its first delivery started.
     call("ecs:ListTasks", RunnerCluster),

@@ -4,6 +4,7 @@
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use strato_aws::batch::{for_each_record, receive_count};
+use strato_aws::telemetry::current_trace;
 use strato_domain::coordination::{
     ClusterFate, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, end_operation, release_and_wake,
     update_cluster, update_operation, update_operation_from,
@@ -12,6 +13,7 @@ use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher};
+use strato_domain::telemetry::{self, fields};
 use strato_domain::vitals::{self, ParkReason};
 
 use crate::DispatchError;
@@ -84,6 +86,8 @@ where
         })?;
         let job: JobMessage =
             serde_json::from_str(body).map_err(|source| DispatchError::BadBody { message_id, source })?;
+        // The record's span (strato_aws::batch) is in the job's trace; it gets the job's ids.
+        telemetry::record_job(&tracing::Span::current(), &job);
         self.dispatch(&job, receive_count(record)).await
     }
 
@@ -100,15 +104,16 @@ where
         // taking the slot, then the operation was ended where nobody knew): hand off again. Idempotent — the
         // lock is released only with the operation's own token, the wake-up is deduplicated by the queue.
         if op.status.is_terminal() {
-            tracing::info!(operation = %op.operation_id, status = ?op.status, "already finished; handing off");
+            tracing::info!(operation_id = %op.operation_id, status = ?op.status, "already finished; handing off");
             release_and_wake(store, self.jobs, &op).await?;
             return Ok(Outcome::Ack);
         }
         // Redelivery, or a wake-up for an operation whose runner already runs: nothing to do.
         if op.task_arn.is_some() {
-            tracing::info!(operation = %op.operation_id, status = ?op.status, "already dispatched");
+            tracing::info!(operation_id = %op.operation_id, status = ?op.status, "already dispatched");
             return Ok(Outcome::Ack);
         }
+        strato_aws::telemetry::record_operation(&op);
         let Some(token) = self.claim(&op).await? else {
             return Ok(Outcome::Ack);
         };
@@ -137,7 +142,7 @@ where
         };
         if op.status.is_terminal() {
             // Cancelled while we took the lock: give lock and slot back and wake the next operation.
-            tracing::info!(operation = %op.operation_id, status = ?op.status, "ended before it could start");
+            tracing::info!(operation_id = %op.operation_id, status = ?op.status, "ended before it could start");
             release_and_wake(store, self.jobs, &op).await?;
             return Ok(Outcome::Ack);
         }
@@ -153,11 +158,11 @@ where
 
         let task_arn = match self.launcher.find_started(&op.operation_id).await? {
             Some(arn) => arn,
-            None => match self.launcher.launch(&op.operation_id, token).await {
+            None => match self.launcher.launch(&op, token, current_trace().as_ref()).await {
                 Ok(arn) => arn,
                 Err(LaunchFailure::Transient(reason)) if receive_count < self.max_receives => {
                     let delay = backoff_secs(receive_count);
-                    tracing::warn!(operation = %op.operation_id, %reason, delay, "runner could not start yet; retrying");
+                    tracing::warn!(operation_id = %op.operation_id, %reason, delay, "runner could not start yet; retrying");
                     return Ok(Outcome::RetryAfter(delay));
                 }
                 Err(LaunchFailure::Transient(reason)) => {
@@ -177,6 +182,7 @@ where
         };
 
         let launched_at = self.clock.now();
+        tracing::Span::current().record(fields::TASK_ARN, task_arn.as_str());
         update_operation_from(store, op.clone(), |o| {
             if o.task_arn.is_some() || o.status.is_terminal() {
                 return false;
@@ -190,7 +196,7 @@ where
         })
         .await?;
         // A cancel flagged from here on is the runner's to notice (it polls within one heartbeat).
-        tracing::info!(operation = %op.operation_id, %task_arn, fencing_token = token, "runner started");
+        tracing::info!(operation_id = %op.operation_id, %task_arn, fencing_token = token, "runner started");
         vitals::dispatched(&op, self.clock.now());
         Ok(Outcome::Ack)
     }
@@ -208,7 +214,7 @@ where
                 match self.acquire_lock(op).await? {
                     LockOutcome::Acquired { fencing_token } => fencing_token,
                     LockOutcome::Held { owner } => {
-                        tracing::info!(operation = %op.operation_id, %owner, "parked: cluster busy");
+                        tracing::info!(operation_id = %op.operation_id, %owner, "parked: cluster busy");
                         vitals::parked(ParkReason::ClusterBusy);
                         return Ok(None);
                     }
@@ -224,7 +230,7 @@ where
                 store
                     .release_lock(&op.cluster_id, &op.operation_id, token)
                     .await?;
-                tracing::info!(operation = %op.operation_id, limit, "parked: tenant at its concurrency limit");
+                tracing::info!(operation_id = %op.operation_id, limit, "parked: tenant at its concurrency limit");
                 vitals::parked(ParkReason::TenantLimit);
                 return Ok(None);
             }
@@ -309,14 +315,14 @@ where
             true
         })
         .await?;
-        tracing::info!(operation = %op.operation_id, "cancelled before start");
+        tracing::info!(operation_id = %op.operation_id, "cancelled before start");
         Ok(())
     }
 
     /// Ends the operation as FAILED (and the cluster too, when `cluster_failed` and the operation mutates
     /// it), then gives up its lock and slot and wakes the next one.
     async fn fail(&self, op: &Operation, err: UserError, cluster_failed: bool) -> Result<(), DispatchError> {
-        tracing::warn!(operation = %op.operation_id, error = %err, "operation failed at dispatch");
+        tracing::warn!(operation_id = %op.operation_id, error = %err, "operation failed at dispatch");
         let cluster = if cluster_failed && op.kind.mutates() {
             ClusterFate::Fail(&err)
         } else {

@@ -247,7 +247,7 @@ async fn died_after_launch(w: &World) -> (Operation, String) {
     op.status = OperationStatus::Dispatched;
     op.fencing_token = Some(token);
     w.store.put_operation(op.clone());
-    let task = w.launcher.launch(&op.operation_id, token).await.unwrap();
+    let task = w.launcher.launch(&op, token, None).await.unwrap();
     (op, task)
 }
 

@@ -19,6 +19,8 @@ pub use aws_calls::AWS_CALLS;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use strato_domain::telemetry::{self, Traceparent, fields};
+use tracing::Instrument;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::StreamExt;
@@ -110,6 +112,12 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> SqsBatchResponse {
     handle_with_report(ctx, event).await.0
 }
 
+/// A log batch's span: in the run's trace, without a `span end` line (most batches have no subscriber).
+fn batch_span(record: &SqsMessage) -> tracing::Span {
+    let parent = strato_aws::telemetry::record_trace(record);
+    telemetry::quiet_span(&Traceparent::child_or_root(parent.as_ref()), parent.as_ref())
+}
+
 enum Delivery {
     Done(usize),
     Gone(usize),
@@ -121,7 +129,9 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
     let mut failures = BatchFailures::default();
     let mut report = Report::default();
     // Records grouped by operation, in batch order: one subscriber Query per operation.
-    let mut groups: Vec<(OperationId, Vec<&SqsMessage>, Vec<LogFrame>)> = Vec::new();
+    // Each group has its span: a child of its first record's trace, with the operation (and the tenant,
+    // once a subscriber names it).
+    let mut groups: Vec<(OperationId, Vec<&SqsMessage>, Vec<LogFrame>, tracing::Span)> = Vec::new();
     let mut index: HashMap<OperationId, usize> = HashMap::new();
     for record in &event.records {
         let frame = match serde_json::from_str::<LogFrame>(record.body.as_deref().unwrap_or_default()) {
@@ -131,14 +141,17 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
                     message_id: record.message_id.clone().unwrap_or_default(),
                     reason: e.to_string(),
                 };
-                tracing::error!(error = %e, "dropping to the DLQ after retries");
+                let span = batch_span(record);
+                span.in_scope(|| tracing::error!(error = %e, "dropping to the DLQ after retries"));
                 failures.fail(record);
                 continue;
             }
         };
         let op = frame.operation_id().clone();
         let i = *index.entry(op.clone()).or_insert_with(|| {
-            groups.push((op, Vec::new(), Vec::new()));
+            let span = batch_span(record);
+            telemetry::record(&span, fields::OPERATION_ID, op.as_str());
+            groups.push((op, Vec::new(), Vec::new(), span));
             groups.len() - 1
         });
         groups[i].1.push(record);
@@ -147,15 +160,16 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
     let now = OffsetDateTime::now_utc();
     let lookups = groups
         .iter()
-        .map(|(op, _, _)| ctx.connections.subscribers(op, now));
+        .map(|(op, _, _, span)| ctx.connections.subscribers(op, now).instrument(span.clone()));
     let subscribers = futures_util::future::join_all(lookups).await;
     // Every subscriber of every operation, each with the frames to post in order.
-    let mut work: Vec<(Subscription, Arc<Vec<String>>)> = Vec::new();
+    let mut work: Vec<(Subscription, Arc<Vec<String>>, tracing::Span)> = Vec::new();
     let mut encoded: Vec<Arc<Vec<String>>> = Vec::with_capacity(groups.len());
     let mut usable = Vec::new();
     // When each record with a subscriber was sent by the runner: fan-out latency is measured to the end.
     let mut fanned_out: Vec<OffsetDateTime> = Vec::new();
-    for ((op, records, frames), subs) in groups.iter_mut().zip(subscribers) {
+    for ((op, records, frames, span), subs) in groups.iter_mut().zip(subscribers) {
+        let _in_group = span.enter();
         let subs = match subs {
             Ok(s) => s,
             Err(e) => {
@@ -178,19 +192,22 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
         }
         report.frames += out.len();
         encoded.push(Arc::new(out));
-        if !subs.is_empty() {
+        if let Some(sub) = subs.first() {
+            telemetry::record(span, fields::TENANT_ID, sub.tenant_id.as_str());
             fanned_out.extend(records.iter().filter_map(|r| sent_at(r)));
         }
-        usable.push((encoded.len() - 1, subs));
+        usable.push((encoded.len() - 1, subs, span.clone()));
     }
-    for (i, subs) in usable {
+    for (i, subs, span) in usable {
         for s in subs {
-            work.push((s, encoded[i].clone()));
+            work.push((s, encoded[i].clone(), span.clone()));
         }
     }
     report.subscribers = work.len();
     // Futures built by a plain iterator (not StreamExt::map): keeps the handler future `Send` for spawn.
-    let deliveries = work.into_iter().map(|(sub, frames)| deliver(ctx, sub, frames));
+    let deliveries = work
+        .into_iter()
+        .map(|(sub, frames, span)| deliver(ctx, sub, frames).instrument(span));
     let results: Vec<Delivery> = stream::iter(deliveries)
         .buffer_unordered(ctx.config.concurrency)
         .collect()

@@ -8,8 +8,8 @@ use strato_log_fanout::{Config, Ctx, handle};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
-    lambda_runtime::tracing::init_default_subscriber();
+    // Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG); JSON lines carry every span's fields.
+    strato_aws::telemetry::init_lambda_subscriber();
     // Metrics leave as EMF lines on stdout, flushed after each invocation (docs/metrics.md).
     let emf = strato_aws::emf::Emf::install();
     let config = Config::from_env()?;

@@ -15,9 +15,11 @@ use strato_domain::ports::{
     TaskEventSink, TaskState, TaskStatus, TenantSlots,
 };
 use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
+use strato_domain::telemetry::{self, Traceparent};
 use strato_domain::ts;
 use strato_domain::vitals;
 use time::{Duration, OffsetDateTime};
+use tracing::Instrument;
 
 /// Who scheduled operations are requested by.
 pub const SCHEDULER: &str = "strato:scheduler";
@@ -87,6 +89,14 @@ pub fn jitter(cluster: &ClusterId, due: &str, interval: Duration) -> Duration {
     Duration::seconds((n % span) as i64)
 }
 
+/// The span of one operation the tick handles: its ids, in its trace.
+fn item_span(op: &Operation) -> tracing::Span {
+    let parent = op.traceparent.as_ref();
+    let span = telemetry::span("tick", &Traceparent::child_or_root(parent), parent);
+    telemetry::record_operation(&span, op);
+    span
+}
+
 /// The deduplication suffix of a sweep's re-enqueue: it changes only when the operation does, so repeated
 /// sweeps of an unchanged operation do not pile up jobs.
 fn sweep_wake(op: &Operation) -> String {
@@ -141,13 +151,14 @@ where
                 now,
             );
             op.requested_by = Some(SCHEDULER.into());
+            let span = item_span(&op);
             // Recorded on the claimed version, with the cluster's pending-operation marker, in one write: an
             // API drift check racing this one (it reads the marker consistently, the index may lag) either
             // sees this check or loses its own conditional write.
             match store.add_operation_on(&mut claimed, &op).await {
                 Ok(Ok(())) => {}
                 Ok(Err(rejected)) => {
-                    tracing::warn!(cluster = %c.cluster_id, ?rejected, "drift check not queued: tenant quota");
+                    span.in_scope(|| tracing::warn!(?rejected, "drift check not queued: tenant quota"));
                     continue;
                 }
                 Err(PortError::Conflict(_)) => {
@@ -158,8 +169,11 @@ where
                 Err(e) => return Err(e),
             }
             // The first enqueue of a new operation; the sweeper re-sends it if this one is lost.
-            self.jobs.enqueue(&JobMessage::from(&op), "0").await?;
-            tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift check queued");
+            self.jobs
+                .enqueue(&JobMessage::from(&op), "0")
+                .instrument(span.clone())
+                .await?;
+            span.in_scope(|| tracing::info!("drift check queued"));
             report.drift_checks_queued += 1;
         }
         Ok(report)
@@ -193,11 +207,19 @@ where
                 match store.load_operation(&id).await? {
                     Some(op) if !op.status.is_terminal() => continue,
                     Some(op) => {
-                        release_and_wake(store, self.jobs, &op).await?;
+                        let span = item_span(&op);
+                        release_and_wake(store, self.jobs, &op)
+                            .instrument(span.clone())
+                            .await?;
+                        span.in_scope(|| {
+                            tracing::warn!("released a tenant slot its finished operation still held")
+                        });
                     }
-                    None => store.release_slot(&tenant, &id).await?,
+                    None => {
+                        store.release_slot(&tenant, &id).await?;
+                        tracing::warn!(tenant_id = %tenant, operation_id = %id, "released a tenant slot its missing operation still held");
+                    }
                 }
-                tracing::warn!(tenant = %tenant, operation = %id, "released a tenant slot its finished operation still held");
                 released += 1;
             }
         }
@@ -321,7 +343,9 @@ where
             deadline,
         };
         self.events.send_control_event(&event).await?;
-        tracing::warn!(operation = %op.operation_id, %deadline, "configure deadline past with the create still open; sent again");
+        item_span(op).in_scope(
+            || tracing::warn!(%deadline, "configure deadline past with the create still open; sent again"),
+        );
         Ok(true)
     }
 
@@ -354,7 +378,8 @@ where
             chrono::DateTime::from_timestamp(now.unix_timestamp(), now.nanosecond()).unwrap_or_default();
         let event = detail.into_event(format!("sweep-{}", op.operation_id), time, None, None);
         self.events.send_task_event(&event).await?;
-        tracing::warn!(operation = %op.operation_id, task = %arn, "silent runner's task is stopped; reported");
+        item_span(op)
+            .in_scope(|| tracing::warn!(task_arn = %arn, "silent runner's task is stopped; reported"));
         Ok(())
     }
 

@@ -158,7 +158,21 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
             report
         }
     };
-    tracing::info!(task = ?tick.task, ?report, "scheduler run");
+    let r = &report;
+    tracing::info!(
+        task = ?tick.task,
+        drift_checks_queued = r.drift_checks_queued,
+        drift_postponed_busy = r.drift_postponed_busy,
+        drift_already_pending = r.drift_already_pending,
+        requeued = r.requeued,
+        woken = r.woken,
+        stale_runners_reported = r.stale_runners_reported,
+        tf_locks_released = r.tf_locks_released,
+        slots_released = r.slots_released,
+        deadlines_resent = r.deadlines_resent,
+        connections_removed = r.connections_removed,
+        "scheduler run"
+    );
     Ok(report)
 }
 

@@ -137,7 +137,7 @@ impl World {
             o.heartbeat_at = Some(self.now() - silent);
         });
         let token = self.hold_lock(cluster, &op.operation_id).await;
-        let arn = self.tasks.launch(&op.operation_id, token).await.unwrap();
+        let arn = self.tasks.launch(&op, token, None).await.unwrap();
         let mut op = self.stored(&op);
         op.fencing_token = Some(token);
         op.task_arn = Some(arn.clone());

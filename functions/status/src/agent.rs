@@ -240,7 +240,7 @@ async fn chain_timer<P: Ports>(
             )
             .await?
     {
-        tracing::warn!(operation = %op.operation_id, "a configuring create no longer holds its cluster lock");
+        tracing::warn!(operation_id = %op.operation_id, "a configuring create no longer holds its cluster lock");
     }
     ctx.queues.send_control(ev, secs).await?;
     Ok(())
@@ -264,6 +264,7 @@ pub(crate) async fn apply_control<P: Ports>(
     let Some(op) = ctx.store.load_operation(op_id).await? else {
         return Err(StatusError::UnknownOperation(op_id.clone()));
     };
+    strato_aws::telemetry::record_operation(&op);
     if op.status.is_terminal() {
         // Whatever the cluster says: an ended operation must not keep its lock or slot.
         finish_interrupted_handoff(ctx, &op).await?;

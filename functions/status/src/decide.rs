@@ -11,6 +11,7 @@ use strato_domain::ports::{
 };
 
 use strato_domain::run_proof::RunProofKey;
+use strato_domain::telemetry::{self, fields};
 
 use crate::incoming::{Incoming, parse_body};
 use crate::{StatusError, agent, runner_events, task_change};
@@ -142,7 +143,22 @@ impl<P: Ports> Status<'_, P> {
         })?;
         // A runner event too large for SQS arrives as a reference to the stored event.
         let stored = self.archive.unspill(body).await?;
-        match parse_body(&message_id, stored.as_deref().unwrap_or(body))? {
+        let incoming = parse_body(&message_id, stored.as_deref().unwrap_or(body))?;
+        // What the record names, on its span at once; the handlers add the rest once they read the operation.
+        let span = tracing::Span::current();
+        match &incoming {
+            Incoming::Runner(ev, _) => {
+                telemetry::record(&span, fields::OPERATION_ID, ev.operation_id().as_str());
+            }
+            Incoming::Task(task) => {
+                if let Some(id) = task.operation_id() {
+                    telemetry::record(&span, fields::OPERATION_ID, id.as_str());
+                }
+                telemetry::record(&span, fields::TASK_ARN, &task.task_arn);
+            }
+            Incoming::Control(_) | Incoming::Other(_) => {}
+        }
+        match incoming {
             Incoming::Runner(ev, proof) => {
                 if !self.run_proofs.verify_event(&ev, proof.as_deref()) {
                     // Not from the run it names (forged, or from code inside another run): nothing changes.

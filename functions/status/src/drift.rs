@@ -80,10 +80,10 @@ pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Res
     op.spec = Some(c.spec.clone());
     op.requested_by = Some("strato:drift-reconcile".into());
     if let Err(rejected) = submit(ctx.store, ctx.jobs, &op).await? {
-        tracing::warn!(cluster = %c.cluster_id, ?rejected, "reconcile update not queued: tenant quota");
+        tracing::warn!(cluster_id = %c.cluster_id, ?rejected, "reconcile update not queued: tenant quota");
         return Ok(());
     }
-    tracing::info!(cluster = %c.cluster_id, operation = %op.operation_id, "drift: reconcile update queued");
+    tracing::info!(cluster_id = %c.cluster_id, operation_id = %op.operation_id, "drift: reconcile update queued");
     Ok(())
 }
 
@@ -127,7 +127,7 @@ pub(crate) async fn notify_webhook<P: Ports>(
         source,
     })?;
     ctx.webhooks.enqueue(&msg).await?;
-    tracing::info!(operation = %op.operation_id, delivery = %msg.delivery_id, "drift webhook queued");
+    tracing::info!(operation_id = %op.operation_id, delivery = %msg.delivery_id, "drift webhook queued");
     let line = format!(
         "{}: webhook {DRIFT_DETECTED} queued {}",
         strato_domain::ts::format(ctx.clock.now()),

@@ -69,7 +69,7 @@ pub(crate) async fn record_stale<P: Ports>(ctx: &Status<'_, P>, id: &OperationId
     })
     .await?;
     if let Some(op) = op {
-        tracing::warn!(operation = %op.operation_id, stale_events = op.stale_events, "stale event recorded, not applied");
+        tracing::warn!(operation_id = %op.operation_id, stale_events = op.stale_events, "stale event recorded, not applied");
     }
     Ok(())
 }

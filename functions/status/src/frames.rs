@@ -38,7 +38,7 @@ pub(crate) async fn announce<P: Ports>(
         at: ctx.clock.now(),
     };
     if let Err(e) = ctx.queues.publish_frame(&frame).await {
-        tracing::warn!(operation = %op.operation_id, error = %e, "status frame not sent");
+        tracing::warn!(operation_id = %op.operation_id, error = %e, "status frame not sent");
     }
 }
 
@@ -48,7 +48,7 @@ pub(crate) async fn end_stream<P: Ports>(ctx: &Status<'_, P>, op: &Operation) {
     let last_seq = match ctx.archive.last_archived_seq(&op.operation_id).await {
         Ok(n) => n,
         Err(e) => {
-            tracing::warn!(operation = %op.operation_id, error = %e, "log archive unreadable; end frame says 0");
+            tracing::warn!(operation_id = %op.operation_id, error = %e, "log archive unreadable; end frame says 0");
             0
         }
     };
@@ -58,6 +58,6 @@ pub(crate) async fn end_stream<P: Ports>(ctx: &Status<'_, P>, op: &Operation) {
         last_seq,
     };
     if let Err(e) = ctx.queues.publish_frame(&frame).await {
-        tracing::warn!(operation = %op.operation_id, error = %e, "end frame not sent");
+        tracing::warn!(operation_id = %op.operation_id, error = %e, "end frame not sent");
     }
 }

@@ -144,7 +144,7 @@ pub(crate) async fn finish_interrupted_handoff<P: Ports>(
     let lock = ctx.store.lock_owner(&op.cluster_id).await?;
     let slots = ctx.store.slot_holders(&op.tenant_id).await?;
     if holds_handoff(op, lock.as_ref(), &slots) {
-        tracing::warn!(operation = %op.operation_id, "finishing a hand-off an earlier delivery left undone");
+        tracing::warn!(operation_id = %op.operation_id, "finishing a hand-off an earlier delivery left undone");
         release_and_wake(ctx.store, ctx.jobs, op).await?;
     }
     Ok(())

@@ -84,6 +84,7 @@ pub async fn apply_runner_event<P: Ports>(ctx: &Status<'_, P>, ev: &RunnerEvent)
                 .load_operation(id)
                 .await?
                 .ok_or_else(|| StatusError::UnknownOperation(id.clone()))?;
+            strato_aws::telemetry::record_operation(&op);
             let fenced = fence(ctx, &op, Some(ev.fencing_token()), None).await?;
             match decide(&op, fenced, ev) {
                 RunnerDecision::Stale => record_stale(ctx, id).await?,
@@ -141,7 +142,7 @@ async fn save_progress<P: Ports>(
             )
             .await?
     {
-        tracing::warn!(operation = %op.operation_id, "heartbeat from a runner whose lock is gone");
+        tracing::warn!(operation_id = %op.operation_id, "heartbeat from a runner whose lock is gone");
     }
     if !apply_progress(op, ev) {
         return Ok(true);

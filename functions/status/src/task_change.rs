@@ -165,7 +165,7 @@ pub(crate) async fn record_late_report<P: Ports>(
         true
     })
     .await?;
-    tracing::warn!(operation = %op.operation_id, "a final report arrived after the operation was failed for a lost report; recorded");
+    tracing::warn!(operation_id = %op.operation_id, "a final report arrived after the operation was failed for a lost report; recorded");
     Ok(())
 }
 
@@ -175,7 +175,7 @@ pub(crate) async fn apply_task_change<P: Ports>(
     receives: u32,
 ) -> Result<Outcome, StatusError> {
     let Some(id) = task.operation_id() else {
-        tracing::info!(task = %task.task_arn, "ECS task not started by Strato; ignored");
+        tracing::info!(task_arn = %task.task_arn, "ECS task not started by Strato; ignored");
         return Ok(Outcome::Ack);
     };
     if task.last_status != "STOPPED" {
@@ -185,14 +185,15 @@ pub(crate) async fn apply_task_change<P: Ports>(
     let id = &id;
     optimistic(ATTEMPTS, || StatusError::Contended(id.clone()), || async move {
         let Some(op) = ctx.store.load_operation(id).await? else {
-            tracing::warn!(operation = %id, task = %task.task_arn, "ECS event for an unknown operation; ignored");
+            tracing::warn!(operation_id = %id, task_arn = %task.task_arn, "ECS event for an unknown operation; ignored");
             return Ok(Attempt::Done(Outcome::Ack));
         };
+        strato_aws::telemetry::record_operation(&op);
         let fenced = fence(ctx, &op, task.fencing_token(), Some(&task.task_arn)).await?;
         // The archive can change the decision only for a stop that would otherwise fail the operation.
         let archived = if fenced == Fence::Current && !op.status.is_terminal() && !op.awaiting_agent() {
             ctx.archive.archive_complete(id).await.unwrap_or_else(|e| {
-                tracing::warn!(operation = %id, error = %e, "log archive unreadable; taken as incomplete");
+                tracing::warn!(operation_id = %id, error = %e, "log archive unreadable; taken as incomplete");
                 false
             })
         } else {
@@ -208,7 +209,7 @@ pub(crate) async fn apply_task_change<P: Ports>(
                 Outcome::Ack
             }
             StopDecision::AwaitingAgent => {
-                tracing::info!(operation = %id, task = %task.task_arn, "runner stopped after its report; the create waits for its agent");
+                tracing::info!(operation_id = %id, task_arn = %task.task_arn, "runner stopped after its report; the create waits for its agent");
                 Outcome::Ack
             }
             StopDecision::AwaitReport(secs) => Outcome::RetryAfter(secs),

@@ -79,6 +79,17 @@ where
         })?;
         let msg: WebhookMessage =
             serde_json::from_str(body).map_err(|source| WebhooksError::BadBody { message_id, source })?;
+        let span = tracing::Span::current();
+        strato_domain::telemetry::record(
+            &span,
+            strato_domain::telemetry::fields::OPERATION_ID,
+            msg.operation_id.as_str(),
+        );
+        strato_domain::telemetry::record(
+            &span,
+            strato_domain::telemetry::fields::TENANT_ID,
+            msg.tenant_id.as_str(),
+        );
         self.deliver(&msg, receive_count(record)).await
     }
 
@@ -87,14 +98,14 @@ where
     pub async fn deliver(&self, msg: &WebhookMessage, attempt: u32) -> Result<Outcome, WebhooksError> {
         let id = &msg.operation_id;
         let Some(op) = self.store.load_operation(id).await? else {
-            tracing::warn!(operation = %id, delivery = %msg.delivery_id, "operation gone; webhook dropped");
+            tracing::warn!(operation_id = %id, delivery = %msg.delivery_id, "operation gone; webhook dropped");
             return Ok(Outcome::Ack);
         };
         if note_state(&op.notes, &msg.delivery_id) == Some(NoteState::Final) {
             return Ok(Outcome::Ack);
         }
         let Some(hook) = self.receivers.webhook_of(&msg.tenant_id).await? else {
-            tracing::info!(operation = %id, tenant = %msg.tenant_id, "tenant has no webhook; nothing sent");
+            tracing::info!(operation_id = %id, tenant_id = %msg.tenant_id, "tenant has no webhook; nothing sent");
             return Ok(Outcome::Ack);
         };
         let body = serde_json::to_vec(&msg.payload).map_err(|source| WebhooksError::Render { source })?;
@@ -104,13 +115,13 @@ where
             .await;
         let (last, next) = match &outcome {
             Attempt::Delivered { .. } => {
-                tracing::info!(operation = %id, to = %hook.display_url(), attempt, "webhook delivered");
+                tracing::info!(operation_id = %id, to = %hook.display_url(), attempt, "webhook delivered");
                 strato_domain::vitals::webhook_delivery("delivered");
                 (true, Outcome::Ack)
             }
             Attempt::Failed { retryable, error, .. } => {
                 let last = !retryable || attempt >= self.max_attempts;
-                tracing::warn!(operation = %id, to = %hook.display_url(), attempt, last, %error,
+                tracing::warn!(operation_id = %id, to = %hook.display_url(), attempt, last, %error,
                     "webhook attempt failed");
                 strato_domain::vitals::webhook_delivery(if last { "failed" } else { "retrying" });
                 let next = if last {

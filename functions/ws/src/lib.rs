@@ -23,6 +23,8 @@ pub use aws_calls::AWS_CALLS;
 
 use secrecy::SecretSlice;
 use std::time::Duration;
+use strato_domain::telemetry::{self, Traceparent, fields};
+use tracing::Instrument;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
 use aws_lambda_events::encodings::Body;
@@ -140,6 +142,15 @@ fn response(status: i64, body: Option<String>) -> ApiGatewayProxyResponse {
 /// Handles one WebSocket event. Refusals of client requests are `error` frames with status 200; a 500
 /// means Strato failed (API Gateway then tells the client "Internal server error").
 pub async fn handle(ctx: &Ctx, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
+    // One span per WebSocket request: its tenant once authenticated, the operation once subscribed.
+    let span = telemetry::span("ws", &Traceparent::new_root(), None);
+    if let Some(id) = &event.request_context.request_id {
+        telemetry::record(&span, fields::REQUEST_ID, id);
+    }
+    handle_in_span(ctx, event).instrument(span).await
+}
+
+async fn handle_in_span(ctx: &Ctx, event: ApiGatewayWebsocketProxyRequest) -> ApiGatewayProxyResponse {
     let rc = &event.request_context;
     let route = rc.route_key.clone().unwrap_or_default();
     let Some(conn_id) = rc.connection_id.clone() else {
@@ -181,6 +192,7 @@ async fn connect(
             return response(401, Some(format!("Unauthorized: {reason}")));
         }
     };
+    tracing::Span::current().record(fields::TENANT_ID, tenant.as_str());
     let ms = event.request_context.connected_at;
     let connected_at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
@@ -310,6 +322,9 @@ async fn subscribe(ctx: &Ctx, conn_id: &str, op_id: &OperationId, from_seq: u64)
         );
         return post(ctx, conn_id, &f).await;
     };
+    let span = tracing::Span::current();
+    span.record(fields::TENANT_ID, conn.tenant_id.as_str());
+    span.record(fields::OPERATION_ID, op_id.as_str());
     // Unknown and foreign operations get the same answer, so ids of other tenants cannot be probed.
     let op = ctx.store.get_operation(op_id).await?;
     if op.as_ref().is_none_or(|o| o.tenant_id != conn.tenant_id) {

@@ -8,8 +8,8 @@ use strato_ws::{Config, Ctx, handle};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // The runtime's subscriber follows Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG).
-    lambda_runtime::tracing::init_default_subscriber();
+    // Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG); JSON lines carry every span's fields.
+    strato_aws::telemetry::init_lambda_subscriber();
     let aws = AwsClients::from_env().await;
     // Secrets come by reference (`NAME_ARN`), read once here; see strato_aws::secret_env.
     let env = strato_aws::secret_env::environment(&aws.config).await?;

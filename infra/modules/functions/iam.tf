@@ -155,6 +155,13 @@ locals {
         Condition = local.ecs_cluster
       },
       {
+        # RunTask with tags (tenant, cluster, operation on each runner task) is authorized as TagResource too.
+        Sid      = "TagRunnerTasks"
+        Effect   = "Allow"
+        Action   = ["ecs:TagResource"]
+        Resource = "${replace(var.runner.cluster_arn, ":cluster/", ":task/")}/*"
+      },
+      {
         # A redelivered job adopts the task its first delivery started.
         Sid       = "FindRunnerTasks"
         Effect    = "Allow"

@@ -125,6 +125,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         .get_operation(&cfg.operation_id)
         .await?
         .ok_or_else(|| RunnerError::OperationNotFound(cfg.operation_id.clone()))?;
+    strato_domain::telemetry::record_operation(&tracing::Span::current(), &op);
     // The dispatcher's recording of the task is the operation's last write before the runner reads it.
     if op.task_arn.is_some() {
         vitals::runner_started(op.kind, op.updated_at, strato_domain::ts::now());
@@ -136,12 +137,14 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         operation_id: op.operation_id.clone(),
         fencing_token: cfg.fencing_token,
         proof: cfg.run_proof.clone(),
+        traceparent: cfg.traceparent,
     };
     let sinks = LogSinks {
         sqs: clients.aws.sqs.clone(),
         logs_url: clients.queues.logs.clone(),
         s3: clients.aws.s3.clone(),
         artifacts_bucket: cfg.names.bucket("artifacts"),
+        traceparent: cfg.traceparent,
     };
     let redactor = Redactor::default();
     redactor.add(cfg.run_proof.expose_secret());
@@ -265,7 +268,7 @@ fn spawn_background(
             op.operation_id.clone(),
             stop_tx.clone(),
         );
-        out.push(tokio::spawn(async move {
+        out.push(crate::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.tick().await;
             loop {
@@ -294,14 +297,14 @@ fn spawn_background(
         };
         let limit = cfg.time_limit;
         let (stop_tx, term_tx) = (stop_tx.clone(), term_tx.clone());
-        out.push(tokio::spawn(async move {
+        out.push(crate::spawn(async move {
             tokio::time::sleep(stages).await;
             stop_tx.send_if_modified(|s| s.is_none() && s.replace(StopReason::TimedOut).is_none());
             tokio::time::sleep(limit.saturating_sub(stages)).await;
             term_tx.send_if_modified(|s| s.is_none() && s.replace(StopReason::TimedOut).is_none());
         }));
     }
-    out.push(tokio::spawn(async move {
+    out.push(crate::spawn(async move {
         let Ok(mut sig) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
             return;
         };

@@ -8,6 +8,7 @@ use std::fmt::Display;
 use std::future::Future;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
+use tracing::Instrument;
 
 /// What becomes of one record handled without error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,14 +87,20 @@ where
         if failures.skip(record) {
             continue;
         }
+        // Each record in its own span, a child of the trace it came with (the consumer records the ids it
+        // reads on it), with that span's context as the task's current trace (crate::telemetry).
+        let (span, me, inherited) = crate::telemetry::record_span("sqs_record", record);
         // Boxed: a record's handling is the consumer's whole decision; on the heap it spares the Lambda
         // runtime's (and a debug test thread's) stack, for one allocation per record.
-        let secs = match Box::pin(handle(record)).await {
+        let handled = crate::telemetry::with_trace(me, inherited, Box::pin(handle(record)));
+        let secs = match handled.instrument(span.clone()).await {
             Ok(Outcome::Ack) => continue,
             Ok(Outcome::RetryAfter(secs)) => secs,
             Err(e) => {
                 let id = record.message_id.as_deref().unwrap_or_default();
-                tracing::error!(message_id = %id, error = %e, "record failed; SQS will redeliver it");
+                span.in_scope(
+                    || tracing::error!(message_id = %id, error = %e, "record failed; SQS will redeliver it"),
+                );
                 0
             }
         };

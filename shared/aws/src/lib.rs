@@ -19,5 +19,6 @@ pub mod secret_env;
 pub mod spill;
 pub mod state_lock;
 pub mod store;
+pub mod telemetry;
 
 pub use error::Error;

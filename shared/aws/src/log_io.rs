@@ -16,6 +16,7 @@ pub async fn publish_frame(
     sqs.send_message()
         .queue_url(queue_url)
         .message_body(render("log frame", frame)?)
+        .set_message_attributes(crate::telemetry::current_trace_attributes())
         .send()
         .await
         .map_err(|e| Error::aws("SendMessage", e))?;

@@ -171,7 +171,7 @@ pub fn step_to(c: &mut Cluster, to: ClusterState) -> bool {
     match c.transition(to) {
         Ok(()) => true,
         Err(e) => {
-            tracing::warn!(cluster = %c.cluster_id, error = %e, "cluster left as it is");
+            tracing::warn!(cluster_id = %c.cluster_id, error = %e, "cluster left as it is");
             false
         }
     }
@@ -239,7 +239,7 @@ where
     if !ended {
         return Ok(Ended::Not(op));
     }
-    tracing::info!(operation = %op.operation_id, status = ?op.status, "operation ended");
+    tracing::info!(operation_id = %op.operation_id, status = ?op.status, "operation ended");
     crate::vitals::operation_ended(&op, crate::ts::now());
     let handing_off = std::time::Instant::now();
     let handoff = release_and_wake(store, jobs, &op).await?;
@@ -307,7 +307,7 @@ where
         }
         let job = JobMessage::from(&next);
         jobs.enqueue(&job, &wake).await?;
-        tracing::info!(woken = %next.operation_id, after = %op.operation_id, "re-enqueued a waiting operation");
+        tracing::info!(woken_operation_id = %next.operation_id, operation_id = %op.operation_id, "re-enqueued a waiting operation");
         out.woken.push(next.operation_id);
     }
     Ok(out)
@@ -394,7 +394,7 @@ where
     if let Some(next) = next {
         jobs.enqueue(&JobMessage::from(&next), &format!("after-{holder}"))
             .await?;
-        tracing::info!(woken = %next.operation_id, after = %holder, "re-enqueued a waiting operation");
+        tracing::info!(woken_operation_id = %next.operation_id, operation_id = %holder, "re-enqueued a waiting operation");
         out.woken.push(next.operation_id);
     }
     Ok(out)

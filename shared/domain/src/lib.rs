@@ -28,6 +28,7 @@ pub mod sealed;
 pub mod secret;
 pub mod state_lock;
 pub mod state_machine;
+pub mod telemetry;
 pub mod template;
 pub mod ts;
 pub mod validate;

@@ -10,6 +10,7 @@ use crate::cost::CostEstimate;
 use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::model::{ClusterState, Operation, OperationKind, OperationStatus, ResourceChange};
+use crate::telemetry::Traceparent;
 
 /// `jobs.fifo`: start this operation. MessageGroupId = cluster id; deduplication id = operation id plus a
 /// wake-up counter, so a deliberate re-enqueue is not swallowed by FIFO deduplication.
@@ -19,6 +20,9 @@ pub struct JobMessage {
     pub cluster_id: ClusterId,
     pub tenant_id: TenantId,
     pub kind: OperationKind,
+    /// The operation's trace context ([`Operation::traceparent`]); absent in messages written before traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<Traceparent>,
 }
 
 impl From<&Operation> for JobMessage {
@@ -28,6 +32,7 @@ impl From<&Operation> for JobMessage {
             cluster_id: op.cluster_id.clone(),
             tenant_id: op.tenant_id.clone(),
             kind: op.kind,
+            traceparent: op.traceparent,
         }
     }
 }
@@ -100,6 +105,19 @@ pub enum RunnerEvent {
 }
 
 impl RunnerEvent {
+    /// The wire name of the event's type (`step_started`, `succeeded`…), for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RunnerEvent::StepStarted { .. } => "step_started",
+            RunnerEvent::StepFinished { .. } => "step_finished",
+            RunnerEvent::Heartbeat { .. } => "heartbeat",
+            RunnerEvent::PlanReady { .. } => "plan_ready",
+            RunnerEvent::Succeeded { .. } => "succeeded",
+            RunnerEvent::Failed { .. } => "failed",
+            RunnerEvent::Cancelled { .. } => "cancelled",
+        }
+    }
+
     pub fn operation_id(&self) -> &OperationId {
         match self {
             RunnerEvent::StepStarted { operation_id, .. }

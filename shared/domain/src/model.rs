@@ -415,6 +415,9 @@ pub struct Operation {
     /// Cost estimate of the saved plan(s), attached before apply.
     #[serde(default)]
     pub estimate: Option<crate::cost::CostEstimate>,
+    /// The trace all its jobs, runs and events join (its creator's); absent on older operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<crate::telemetry::Traceparent>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -422,6 +425,7 @@ pub struct Operation {
 }
 
 impl Operation {
+    /// A queued operation in a trace of its own, until its creator joins it to the request's.
     pub fn new(tenant_id: TenantId, cluster_id: ClusterId, kind: OperationKind, now: OffsetDateTime) -> Self {
         Self {
             operation_id: OperationId::generate(),
@@ -445,6 +449,7 @@ impl Operation {
             requested_by: None,
             notes: Vec::new(),
             estimate: None,
+            traceparent: Some(crate::telemetry::Traceparent::new_root()),
             created_at: now,
             updated_at: now,
         }

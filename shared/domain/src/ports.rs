@@ -287,10 +287,12 @@ pub trait TaskLauncher: Send + Sync {
 
     /// Starts the runner for `op` with its fencing token, returning the task's id. Idempotent per
     /// `(op, fencing_token)`: starting again under the same token returns the same task rather than a second.
+    /// `trace` is the runner's parent in the operation's trace (the dispatcher's span).
     fn launch(
         &self,
-        op: &OperationId,
+        op: &crate::model::Operation,
         fencing_token: u64,
+        trace: Option<&crate::telemetry::Traceparent>,
     ) -> impl Future<Output = Result<String, LaunchFailure>> + Send;
 }
 

@@ -222,22 +222,31 @@ async fn the_queue_deduplicates_within_the_window_and_records_visibility() {
 #[tokio::test]
 async fn the_launcher_starts_one_task_per_token_and_lists_late_when_told() {
     let l = FakeLauncher::default();
-    let op = OperationId::generate();
+    let op = Operation::new(
+        "acme".parse().unwrap(),
+        ClusterId::generate(),
+        OperationKind::Create,
+        strato_domain::ts::now(),
+    );
     l.list_lags(true);
-    let t = l.launch(&op, 1).await.unwrap();
-    assert_eq!(l.find_started(&op).await.unwrap(), None);
-    assert_eq!(l.launch(&op, 1).await.unwrap(), t, "same client token, same task");
+    let t = l.launch(&op, 1, None).await.unwrap();
+    assert_eq!(l.find_started(&op.operation_id).await.unwrap(), None);
+    assert_eq!(
+        l.launch(&op, 1, None).await.unwrap(),
+        t,
+        "same client token, same task"
+    );
     assert_eq!(l.tasks().len(), 1);
     l.list_all();
-    assert_eq!(l.find_started(&op).await.unwrap(), Some(t.clone()));
+    assert_eq!(l.find_started(&op.operation_id).await.unwrap(), Some(t.clone()));
     assert_ne!(
-        l.launch(&op, 2).await.unwrap(),
+        l.launch(&op, 2, None).await.unwrap(),
         t,
         "a new lock may start a new task"
     );
     l.fail_next(LaunchFailure::Transient("RESOURCE:MEMORY".into()));
     assert_eq!(
-        l.launch(&op, 3).await,
+        l.launch(&op, 3, None).await,
         Err(LaunchFailure::Transient("RESOURCE:MEMORY".into()))
     );
     assert_eq!((l.tasks().len(), l.launch_calls()), (2, 4));

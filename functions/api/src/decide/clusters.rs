@@ -78,6 +78,7 @@ where
         cluster.pending_operation = Some(op.operation_id.clone());
         op.spec = Some(spec);
         op.requested_by = caller.subject.clone();
+        caller.joins(&mut op);
         match self.store.create_cluster(&cluster, &op).await? {
             Ok(()) => {}
             Err(CreateRejected::NameTaken) => {
@@ -407,6 +408,7 @@ where
             .await?;
         op.spec = Some(spec);
         op.requested_by = caller.subject.clone();
+        caller.joins(&mut op);
         // Estimates count against the tenant's open operations like any other run.
         if let Err(rejected) = self.store.add_operation(&op).await? {
             return Err(quota_error(&caller.tenant, rejected));

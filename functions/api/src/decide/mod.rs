@@ -212,6 +212,7 @@ where
         template: Template,
     ) -> Result<Attempt<Started>, ApiError> {
         op.requested_by = caller.subject.clone();
+        caller.joins(&mut op);
         match self.store.add_operation_on(&mut c, &op).await {
             Ok(Ok(())) => {}
             Ok(Err(rejected)) => return Err(quota_error(&caller.tenant, rejected)),

@@ -107,7 +107,7 @@ where
             Ok::<_, ApiError>(true)
         })
         .await?;
-        tracing::info!(cluster = %c.cluster_id, key = %v.key, from = %v.version_id, by = %record.restored_by,
+        tracing::info!(cluster_id = %c.cluster_id, key = %v.key, from = %v.version_id, by = %record.restored_by,
             "state version restored");
         Ok(record)
     }

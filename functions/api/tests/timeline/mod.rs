@@ -62,6 +62,7 @@ fn acme() -> Caller {
     Caller {
         tenant: "acme".parse().unwrap(),
         subject: Some("user-7f3a".into()),
+        traceparent: None,
     }
 }
 
@@ -216,6 +217,7 @@ async fn another_tenants_operation_is_the_same_404_as_a_missing_one() {
     let intruder = Caller {
         tenant: "globex".parse::<TenantId>().unwrap(),
         subject: None,
+        traceparent: None,
     };
     let theirs = w.timeline(&intruder, &op).await.unwrap_err();
     let missing = w

@@ -3,14 +3,16 @@
 use aws_sdk_ecs::error::ProvideErrorMetadata;
 use aws_sdk_ecs::types::{
     AssignPublicIp, AwsVpcConfiguration, ContainerOverride, DesiredStatus, KeyValuePair, LaunchType,
-    NetworkConfiguration, TaskOverride,
+    NetworkConfiguration, Tag, TaskOverride,
 };
 
 use crate::error::Error;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{ENV_FENCING_TOKEN, ENV_OPERATION_ID};
+use strato_domain::model::Operation;
 use strato_domain::ports::{LaunchFailure, PortError, TaskLauncher};
 use strato_domain::run_proof::{ENV_RUN_PROOF, RunProofKey};
+use strato_domain::telemetry::{ENV_CLUSTER_ID, ENV_TENANT_ID, ENV_TRACEPARENT, Traceparent, fields};
 
 /// Where and how runners start. Read once per process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +47,13 @@ impl TaskLauncher for EcsLauncher<'_> {
         Ok(out.task_arns().first().cloned())
     }
 
-    async fn launch(&self, op: &OperationId, fencing_token: u64) -> Result<String, LaunchFailure> {
+    async fn launch(
+        &self,
+        operation: &Operation,
+        fencing_token: u64,
+        trace: Option<&Traceparent>,
+    ) -> Result<String, LaunchFailure> {
+        let op = &operation.operation_id;
         let r = self.runner;
         let env = |name: &str, value: String| KeyValuePair::builder().name(name).value(value).build();
         let vpc = AwsVpcConfiguration::builder()
@@ -58,12 +66,26 @@ impl TaskLauncher for EcsLauncher<'_> {
             })
             .build()
             .map_err(|e| LaunchFailure::Fatal(e.to_string()))?;
-        let container = ContainerOverride::builder()
+        let mut container = ContainerOverride::builder()
             .name(&r.container)
             .environment(env(ENV_OPERATION_ID, op.to_string()))
             .environment(env(ENV_FENCING_TOKEN, fencing_token.to_string()))
             .environment(env(ENV_RUN_PROOF, self.proofs.proof(op, fencing_token)))
-            .build();
+            .environment(env(ENV_TENANT_ID, operation.tenant_id.to_string()))
+            .environment(env(ENV_CLUSTER_ID, operation.cluster_id.to_string()));
+        if let Some(tp) = trace {
+            container = container.environment(env(ENV_TRACEPARENT, tp.to_string()));
+        }
+        let container = container.build();
+        // Whose task it is, on the task itself (cost allocation, the console); RunTask with tags needs
+        // ecs:TagResource.
+        let tag = |k: &str, v: &str| Tag::builder().key(k).value(v).build();
+        let tags = [
+            tag(fields::TENANT_ID, operation.tenant_id.as_str()),
+            tag(fields::CLUSTER_ID, operation.cluster_id.as_str()),
+            tag(fields::OPERATION_ID, op.as_str()),
+            tag(fields::OPERATION_KIND, operation.kind.as_str()),
+        ];
         let res = self
             .ecs
             .run_task()
@@ -79,6 +101,7 @@ impl TaskLauncher for EcsLauncher<'_> {
             .client_token(format!("{op}-{fencing_token}"))
             .network_configuration(NetworkConfiguration::builder().awsvpc_configuration(vpc).build())
             .overrides(TaskOverride::builder().container_overrides(container).build())
+            .set_tags(Some(tags.to_vec()))
             .send()
             .await;
         let out = match res {

@@ -107,7 +107,7 @@ impl Store {
         match Webhook::new(url.clone(), secret.clone()) {
             Ok(w) => Ok(Some(w)),
             Err(e) => {
-                tracing::warn!(tenant = %tenant, error = %e, "stored tenant webhook is unusable; ignored");
+                tracing::warn!(tenant_id = %tenant, error = %e, "stored tenant webhook is unusable; ignored");
                 Ok(None)
             }
         }

@@ -68,7 +68,13 @@ impl TaskLauncher for FakeLauncher {
             .map(|t| t.task_id.clone()))
     }
 
-    async fn launch(&self, op: &OperationId, fencing_token: u64) -> Result<String, LaunchFailure> {
+    async fn launch(
+        &self,
+        op: &crate::model::Operation,
+        fencing_token: u64,
+        _trace: Option<&crate::telemetry::Traceparent>,
+    ) -> Result<String, LaunchFailure> {
+        let op = &op.operation_id;
         let mut s = lock(&self.state);
         s.calls += 1;
         if let Some(f) = s.failures.pop_front() {
