@@ -38,6 +38,9 @@ mod events;
 
 use events::{send_event, stopped_event};
 
+/// Address space a task may map beyond its memory (see the limit's comment in `execute`).
+const ADDRESS_SPACE_HEADROOM: u64 = 4 << 30;
+
 #[derive(Debug, Clone)]
 pub struct FargateConfig {
     /// ECS cluster name whose tasks are run.
@@ -449,7 +452,12 @@ async fn execute(
     if cfg.enforce_memory
         && let Some(mib) = memory_mib
     {
-        let bytes = mib.saturating_mul(1024 * 1024);
+        // RLIMIT_AS caps address space, not memory in use: Terraform and its Go providers reserve far more
+        // than they touch (provider-aws 5 maps ~1.9 GiB at rest), so a limit at the task's memory made them
+        // crash at random on allocation. The headroom keeps runaway growth failing, as a cgroup would.
+        let bytes = mib
+            .saturating_mul(1024 * 1024)
+            .saturating_add(ADDRESS_SPACE_HEADROOM);
         // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent; it runs in the forked
         // child before exec.
         unsafe {
