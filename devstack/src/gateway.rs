@@ -61,6 +61,7 @@ impl Gateway {
             // devstack's own, not the api's (which has no such route): what CloudWatch would hold.
             .route("/metrics", axum::routing::get(prometheus_metrics))
             .route("/metrics/emf", axum::routing::get(emf_metrics))
+            .route("/traces/{operation_id}", axum::routing::get(operation_trace))
             .fallback(serve)
             .with_state(Arc::new(self))
             .layer(axum::extract::DefaultBodyLimit::max(MAX_PAYLOAD_BYTES))
@@ -81,6 +82,20 @@ async fn emf_metrics() -> impl IntoResponse {
         [("content-type", "application/x-ndjson")],
         crate::metrics::store().emf_lines(),
     )
+}
+
+/// `GET /traces/{operation_id}`: the span tree of the operation's trace(s), as devstack captured them (404
+/// when it has none: an unknown operation, or capture not installed in this process).
+async fn operation_trace(
+    axum::extract::Path(operation_id): axum::extract::Path<String>,
+) -> axum::response::Response {
+    let tree = crate::capture::global()
+        .map(|c| c.span_tree(&operation_id))
+        .unwrap_or_default();
+    if tree.is_empty() {
+        return (StatusCode::NOT_FOUND, "no spans for that operation\n").into_response();
+    }
+    ([("content-type", "text/plain; charset=utf-8")], tree).into_response()
 }
 
 /// 401 as a problem document, as the api's own 401s (API Gateway's JWT authorizer itself answers

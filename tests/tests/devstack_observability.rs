@@ -223,6 +223,25 @@ async fn every_line_of_a_clusters_life_carries_its_operation_and_one_trace_links
         .unwrap();
     // The status function's handling of each runner's stop comes after the last log line.
     tokio::time::sleep(Duration::from_secs(3)).await;
+    // The same tree is what devstack serves for one operation.
+    let served = reqwest::get(format!("{}/traces/{create}", stack.endpoints.http_api))
+        .await
+        .expect("GET /traces/{id}");
+    assert_eq!(served.status(), 200);
+    let served = served.text().await.unwrap();
+    let first = capture
+        .span_tree(&create)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        served.starts_with(&first)
+            && ["dispatcher", "runner", "status"]
+                .iter()
+                .all(|c| served.contains(c)),
+        "{served}"
+    );
     stack.shutdown(Duration::from_secs(10)).await;
 
     let lines = capture.lines();
