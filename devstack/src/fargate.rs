@@ -28,15 +28,19 @@ use strato_domain::ecs_event::{
     EnvVar, TaskContainer, TaskContainerOverride, TaskOverrides, TaskStateChange, TaskStateChangeEvent,
 };
 use time::OffsetDateTime;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::sync::{Mutex, mpsc, watch};
 use tracing::Instrument;
 
 use crate::error::DevstackError;
 
 mod events;
+mod output;
 
 use events::{send_event, stopped_event};
+use output::forward;
+#[cfg(test)]
+use output::is_out_of_memory;
 
 /// Address space a task may map beyond its memory (see the limit's comment in `execute`).
 const ADDRESS_SPACE_HEADROOM: u64 = 4 << 30;
@@ -567,35 +571,6 @@ fn cleanup(cfg: &FargateConfig, dir: &std::path::Path) {
     if !cfg.keep_task_dirs {
         let _ = std::fs::remove_dir_all(dir);
     }
-}
-
-/// The runner's output, as CloudWatch Logs would get it (here: devstack's log, tagged with the task).
-/// Returns whether the runner said it could not allocate memory (then aborted, under `RLIMIT_AS`).
-async fn forward<R: tokio::io::AsyncRead + Unpin>(
-    reader: BufReader<R>,
-    stream: &'static str,
-    span: tracing::Span,
-) -> bool {
-    let mut out_of_memory = false;
-    let mut lines = reader.lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        // The runner's metrics (EMF on stdout): into devstack's store, as CloudWatch would extract them.
-        if stream == "stdout" && crate::metrics::store().ingest_line(&line) {
-            span.in_scope(|| tracing::debug!(target: "runner", stream, "{line}"));
-            continue;
-        }
-        out_of_memory |= is_out_of_memory(&line);
-        crate::capture::runner_line(&line, stream);
-        span.in_scope(|| tracing::info!(target: "runner", stream, "{line}"));
-    }
-    out_of_memory
-}
-
-/// What Rust's allocation-failure handler and Go's runtime print before aborting.
-fn is_out_of_memory(line: &str) -> bool {
-    (line.starts_with("memory allocation of ") && line.ends_with(" failed"))
-        || line.starts_with("fatal error: out of memory")
-        || line.starts_with("runtime: out of memory")
 }
 
 #[cfg(test)]
