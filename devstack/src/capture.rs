@@ -63,7 +63,11 @@ pub fn install() -> Option<Capture> {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         );
-    let subscriber = tracing_subscriber::registry().with(layer).with(text);
+    // Segments to devstack's X-Ray daemon, as each function sends them to Lambda's in AWS.
+    let xray = crate::xray::collector()
+        .and_then(|c| strato_aws::xray::XrayLayer::new(c.addr(), "devstack"))
+        .map(|l| l.with_filter(strato_aws::xray::filter()));
+    let subscriber = tracing_subscriber::registry().with(layer).with(text).with(xray);
     tracing::subscriber::set_global_default(subscriber).ok()?;
     Some(GLOBAL.get_or_init(|| capture).clone())
 }

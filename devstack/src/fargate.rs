@@ -448,6 +448,8 @@ async fn execute(
                 .filter_map(|kv| Some((kv.name()?.to_owned(), kv.value().unwrap_or_default().to_owned()))),
         );
     }
+    // infra/'s task runs an X-Ray daemon sidecar (the definition's AWS_XRAY_DAEMON_ADDRESS); devstack is it.
+    cmd.envs(crate::xray::daemon_env());
     cmd.envs(override_env.iter().map(|(k, v)| (k, v)));
     let memory_mib: Option<u64> = task
         .memory()

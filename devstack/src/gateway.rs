@@ -62,6 +62,10 @@ impl Gateway {
             .route("/metrics", axum::routing::get(prometheus_metrics))
             .route("/metrics/emf", axum::routing::get(emf_metrics))
             .route("/traces/{operation_id}", axum::routing::get(operation_trace))
+            .route(
+                "/traces/{operation_id}/xray",
+                axum::routing::get(operation_segments),
+            )
             .fallback(serve)
             .with_state(Arc::new(self))
             .layer(axum::extract::DefaultBodyLimit::max(MAX_PAYLOAD_BYTES))
@@ -96,6 +100,20 @@ async fn operation_trace(
         return (StatusCode::NOT_FOUND, "no spans for that operation\n").into_response();
     }
     ([("content-type", "text/plain; charset=utf-8")], tree).into_response()
+}
+
+/// `GET /traces/{operation_id}/xray`: the X-Ray segment documents of the operation's trace(s) as devstack's
+/// daemon received them, a JSON array oldest first (404 when there are none).
+async fn operation_segments(
+    axum::extract::Path(operation_id): axum::extract::Path<String>,
+) -> axum::response::Response {
+    let segments = crate::xray::running()
+        .map(|c| c.operation_segments(&operation_id))
+        .unwrap_or_default();
+    if segments.is_empty() {
+        return (StatusCode::NOT_FOUND, "no segments for that operation\n").into_response();
+    }
+    axum::Json(segments).into_response()
 }
 
 /// 401 as a problem document, as the api's own 401s (API Gateway's JWT authorizer itself answers

@@ -27,6 +27,7 @@ pub mod runtime_api;
 pub mod schedule;
 pub mod sqs;
 pub mod stack;
+pub mod xray;
 
 pub use error::DevstackError;
 pub use registry::{Plugin, Registry};

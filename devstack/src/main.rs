@@ -287,13 +287,22 @@ fn banner(stack: &Devstack) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,aws_config=warn,aws_smithy_runtime=warn,hyper=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    {
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let text = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| "info,aws_config=warn,aws_smithy_runtime=warn,hyper=warn".into()),
+            );
+        // The stack's X-Ray daemon: GET /traces/{operation_id}/xray serves what it received.
+        let xray = strato_devstack::xray::collector()
+            .and_then(|c| strato_aws::xray::XrayLayer::new(c.addr(), "devstack"))
+            .map(|l| l.with_filter(strato_aws::xray::filter()));
+        tracing_subscriber::registry().with(text).with(xray).init();
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Token { tenant, hours } => {

@@ -240,6 +240,7 @@ impl LambdaProcess {
             )
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "devstack")
             .env("AWS_EXECUTION_ENV", "AWS_Lambda_rust")
+            .envs(crate::xray::daemon_env())
             .envs(env.iter().map(|(k, v)| (k, v)));
         let mut child = cmd
             .spawn()

@@ -153,6 +153,42 @@ fn assert_one_trace(capture: &Capture, op: &str, expected_trace: Option<&Tracepa
     assert_eq!(get(last, "event"), Some("succeeded"), "{}", show(last));
 }
 
+/// `op`'s X-Ray segments: the operation's own are one trace (the caller's, in X-Ray's form) and one tree —
+/// the API request's segment under the caller's span, every other under a segment of the set — with the
+/// dispatcher's job, the runner's run and status's handling of its events in it; the others are requests
+/// about the operation that have traces of their own (reads, WebSocket subscriptions).
+fn assert_xray_trace(segments: &[Value], op: &str, caller: &Traceparent) {
+    let show = || serde_json::to_string_pretty(segments).unwrap();
+    let (ours, others): (Vec<&Value>, Vec<&Value>) = segments
+        .iter()
+        .partition(|s| s["trace_id"] == caller.xray_trace_id());
+    for s in &others {
+        let unit = s["annotations"]["unit"].as_str().unwrap_or_default();
+        assert!(["api_request", "ws"].contains(&unit), "a stray segment {s}");
+    }
+    let ids: BTreeSet<&str> = ours.iter().filter_map(|s| s["id"].as_str()).collect();
+    for s in &ours {
+        let parent = s["parent_id"].as_str().unwrap_or_default();
+        assert!(
+            parent == caller.span_id() || ids.contains(parent),
+            "segment {} hangs under {parent}, not in the trace: {}",
+            s["id"],
+            show()
+        );
+        assert!(s["end_time"].as_f64() >= s["start_time"].as_f64(), "{s}");
+    }
+    let named = |name: &str, unit: &str| {
+        ours.iter().any(|s| {
+            s["name"] == name && s["annotations"]["unit"] == unit && s["annotations"]["operation_id"] == op
+        })
+    };
+    assert!(named("api", "api_request"), "{}", show());
+    assert!(named("dispatcher", "sqs_record"), "{}", show());
+    assert!(named(strato_aws::telemetry::RUNNER_SERVICE, "run"), "{}", show());
+    assert!(named("status", "sqs_record"), "{}", show());
+    assert!(!show().contains(SECRET), "the sensitive value reached X-Ray");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_line_of_a_clusters_life_carries_its_operation_and_one_trace_links_request_to_runner() {
     let capture = capture::install().expect("this test installs the process's only subscriber");
@@ -242,6 +278,13 @@ async fn every_line_of_a_clusters_life_carries_its_operation_and_one_trace_links
                 .all(|c| served.contains(c)),
         "{served}"
     );
+    // The same trace reached the X-Ray daemon as segments (the exporter's path in AWS).
+    let xray = reqwest::get(format!("{}/traces/{create}/xray", stack.endpoints.http_api))
+        .await
+        .expect("GET /traces/{id}/xray");
+    assert_eq!(xray.status(), 200);
+    let segments: Vec<Value> = xray.json().await.unwrap();
+    assert_xray_trace(&segments, &create, &caller);
     stack.shutdown(Duration::from_secs(10)).await;
 
     let lines = capture.lines();

@@ -134,6 +134,13 @@ resource "aws_iam_role_policy" "task" {
           Resource = [aws_iam_role.state.arn, aws_iam_role.engine.arn]
         },
       ],
+      local.xray_enabled ? [{
+        # The daemon sidecar runs as the task role (X-Ray has no resource level).
+        Sid      = "Traces"
+        Effect   = "Allow"
+        Action   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+        Resource = "*"
+      }] : [],
       length(var.target_role_arns) > 0 ? [{
         Sid      = "TargetAccounts"
         Effect   = "Allow"

@@ -6,7 +6,12 @@ locals {
   # Must match the dispatcher's STRATO_RUNNER_CONTAINER (its overrides name the container).
   container     = "runner"
   agent_enabled = var.agent_token_secret_arn != null
-  image         = coalesce(var.image, "${aws_ecr_repository.runner.repository_url}:${var.image_tag}")
+  # The X-Ray daemon sidecar the runner sends its run's segment to (strato_aws::xray); its memory comes out
+  # of the task's, which the runner container otherwise has whole.
+  xray_enabled   = var.xray_daemon_image != null
+  xray_memory_mb = 64
+  xray_env       = local.xray_enabled ? { AWS_XRAY_DAEMON_ADDRESS = "127.0.0.1:2000" } : {}
+  image          = coalesce(var.image, "${aws_ecr_repository.runner.repository_url}:${var.image_tag}")
 
   # The runner's environment as runner/src/config.rs reads it (STRATO_TERRAFORM comes from the image).
   env = {
@@ -83,13 +88,14 @@ resource "aws_ecs_task_definition" "runner" {
     operating_system_family = "LINUX"
   }
 
-  container_definitions = jsonencode([{
+  # The runner first: the dispatcher's overrides name it, devstack runs the first container.
+  container_definitions = jsonencode(concat([{
     name      = local.container
     image     = local.image
     essential = true
-    # The whole task's memory (a hard limit the container shares with nothing); RunTask in moto also needs it.
-    memory      = var.memory_mb
-    environment = [for name in sort(keys(local.env)) : { name = name, value = local.env[name] }]
+    # The task's memory less the sidecar's (a hard limit; RunTask in moto also needs it).
+    memory      = var.memory_mb - (local.xray_enabled ? local.xray_memory_mb : 0)
+    environment = [for name, value in merge(local.env, local.xray_env) : { name = name, value = value }]
     # The agent registration secret reaches the task through ECS secrets, not its (describable) definition.
     secrets = local.agent_enabled ? [{ name = "STRATO_AGENT_TOKEN_SECRET", valueFrom = var.agent_token_secret_arn }] : []
     # SIGTERM → the runner interrupts Terraform with SIGINT so state is written and the lock released; it
@@ -103,5 +109,21 @@ resource "aws_ecs_task_definition" "runner" {
         awslogs-stream-prefix = "runner"
       }
     }
-  }])
+    }], local.xray_enabled ? [{
+    # Not essential: a daemon that dies costs traces, never a run.
+    name         = "xray-daemon"
+    image        = var.xray_daemon_image
+    essential    = false
+    cpu          = 32
+    memory       = local.xray_memory_mb
+    portMappings = [{ containerPort = 2000, protocol = "udp" }]
+    logConfiguration = {
+      logDriver = "awslogs"
+      options = {
+        awslogs-group         = aws_cloudwatch_log_group.runner.name
+        awslogs-region        = var.region
+        awslogs-stream-prefix = "xray"
+      }
+    }
+  }] : []))
 }

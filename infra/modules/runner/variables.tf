@@ -63,6 +63,12 @@ variable "memory_mb" {
   default     = 2048
 }
 
+variable "xray_daemon_image" {
+  description = "Image of the X-Ray daemon sidecar the runner sends its trace segment to (pin a version you have vetted). Null: no sidecar, the runner's segments are not sent."
+  type        = string
+  default     = "public.ecr.aws/xray/aws-xray-daemon:3.x"
+}
+
 variable "time_limit_secs" {
   description = "Per-operation time limit of the runner (STRATO_TIME_LIMIT_SECS). Under an hour: the run roles' sessions last one hour."
   type        = number

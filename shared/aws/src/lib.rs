@@ -20,5 +20,6 @@ pub mod spill;
 pub mod state_lock;
 pub mod store;
 pub mod telemetry;
+pub mod xray;
 
 pub use error::Error;

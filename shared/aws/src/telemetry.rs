@@ -115,7 +115,7 @@ struct SpanFields {
 }
 
 /// Collects a span's or event's fields as JSON values (numbers stay numbers).
-struct JsonVisitor<'a>(&'a mut Map<String, Value>);
+pub(crate) struct JsonVisitor<'a>(pub(crate) &'a mut Map<String, Value>);
 
 impl Visit for JsonVisitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
@@ -253,32 +253,43 @@ fn env_filter() -> tracing_subscriber::EnvFilter {
 }
 
 /// A function's subscriber: flattened JSON lines on stdout when `AWS_LAMBDA_LOG_FORMAT` is `JSON` (infra/
-/// sets it), else lambda_runtime's text format (span fields shown inline).
+/// sets it), else lambda_runtime's text format (span fields shown inline); with active tracing (Lambda sets
+/// `AWS_XRAY_DAEMON_ADDRESS`) each Strato span also goes to X-Ray ([`crate::xray`]).
 pub fn init_lambda_subscriber() {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    let service = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "strato".into());
     if json {
         let layer = FlatJsonLayer::new(|line| write_line(&mut std::io::stdout().lock(), &line));
         tracing_subscriber::registry()
             .with(layer.with_filter(env_filter()))
+            .with(crate::xray::layer_from_env(service))
             .init();
     } else {
-        tracing_subscriber::fmt()
+        let text = tracing_subscriber::fmt::layer()
             .with_target(false)
             .without_time()
-            .with_env_filter(env_filter())
+            .with_filter(env_filter());
+        tracing_subscriber::registry()
+            .with(text)
+            .with(crate::xray::layer_from_env(service))
             .init();
     }
 }
 
-/// The runner's subscriber: flattened JSON lines on stderr (the awslogs driver ships them).
+/// The runner's name in traces.
+pub const RUNNER_SERVICE: &str = "strato-runner";
+
+/// The runner's subscriber: flattened JSON lines on stderr (the awslogs driver ships them), and its run's
+/// segment to the X-Ray daemon when `AWS_XRAY_DAEMON_ADDRESS` names one (the task's sidecar).
 pub fn init_runner_subscriber() {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let layer = FlatJsonLayer::new(|line| write_line(&mut std::io::stderr().lock(), &line));
     tracing_subscriber::registry()
         .with(layer.with_filter(env_filter()))
+        .with(crate::xray::layer_from_env(RUNNER_SERVICE))
         .init();
 }
 

@@ -57,13 +57,23 @@ pub struct Traceparent {
 pub struct BadTraceparent(String);
 
 impl Traceparent {
-    /// A new trace (a request that came without one).
+    /// A new trace (a request that came without one). Its first four bytes are the epoch seconds, as
+    /// X-Ray's trace ids (`1-<8 hex time>-<24 hex>`) require, so one id serves both W3C and X-Ray.
     pub fn new_root() -> Self {
+        let mut trace_id = *uuid::Uuid::new_v4().as_bytes();
+        let secs = u32::try_from(crate::ts::now().unix_timestamp()).unwrap_or(u32::MAX);
+        trace_id[..4].copy_from_slice(&secs.to_be_bytes());
         Self {
-            trace_id: *uuid::Uuid::new_v4().as_bytes(),
+            trace_id,
             span_id: new_span_id(),
             flags: 1,
         }
+    }
+
+    /// The trace id as X-Ray writes it: `1-<first 8 hex>-<last 24 hex>`.
+    pub fn xray_trace_id(&self) -> String {
+        let hex = self.trace_id();
+        format!("1-{}-{}", &hex[..8], &hex[8..])
     }
 
     /// The context of a new span under this one: same trace, new span id.
@@ -240,6 +250,13 @@ mod tests {
         assert_eq!(child.to_string().parse::<Traceparent>().unwrap(), child);
         let root = Traceparent::new_root();
         assert_ne!(root.trace_id(), tp.trace_id());
+        let secs = i64::from_str_radix(&root.trace_id()[..8], 16).unwrap();
+        let now = crate::ts::now().unix_timestamp();
+        assert!(
+            (now - secs).abs() <= 1,
+            "a root's trace id starts with the epoch seconds: {root}"
+        );
+        assert_eq!(tp.xray_trace_id(), "1-4bf92f35-77b34da6a3ce929d0e0e4736");
         assert_eq!(root.to_string().parse::<Traceparent>().unwrap(), root);
         let json = serde_json::to_string(&tp).unwrap();
         assert_eq!(json, format!("\"{SAMPLE}\""));

@@ -543,6 +543,47 @@ pub fn check_function_environments(state: &State, network: &Network) -> BTreeMap
     fns
 }
 
+/// The runner's X-Ray daemon sidecar: not essential, listening where the runner's
+/// `AWS_XRAY_DAEMON_ADDRESS` points (read by its telemetry, so taken out of `env` before the check of what
+/// the runner's config reads), both within the task's memory, the task role allowed to send segments.
+fn check_xray_sidecar(
+    state: &State,
+    td: &StateRes,
+    containers: &[Value],
+    runner: &Value,
+    env: &mut BTreeMap<String, String>,
+) {
+    let daemon = containers
+        .iter()
+        .find(|c| c["name"] == "xray-daemon")
+        .unwrap_or_else(|| panic!("no X-Ray daemon sidecar in {containers:?}"));
+    assert_eq!(daemon["essential"], false, "a dead daemon must not stop a run");
+    let address = env
+        .remove(strato_aws::xray::DAEMON_ADDRESS_ENV)
+        .expect("the runner is pointed at its sidecar");
+    let address = strato_aws::xray::parse_daemon_address(&address).expect("a daemon address");
+    assert!(address.ip().is_loopback(), "awsvpc: the sidecar is on localhost");
+    assert_eq!(
+        daemon["portMappings"][0],
+        json!({"containerPort": address.port(), "protocol": "udp"})
+    );
+    let memory = |c: &Value| c["memory"].as_u64().expect("a hard memory limit");
+    let task_memory: u64 = td.s("memory").parse().unwrap();
+    assert!(
+        memory(runner) + memory(daemon) <= task_memory,
+        "the containers' hard limits exceed the task's memory"
+    );
+    assert!(
+        memory(runner) >= task_memory - 128,
+        "the runner keeps nearly all of it"
+    );
+    let policy = state.by("aws_iam_role_policy", "name", &format!("{PREFIX}-runner-task"));
+    assert!(
+        allows(&json_attr(policy, "policy"), "xray:PutTraceSegments", "*"),
+        "the sidecar sends as the task role"
+    );
+}
+
 pub fn check_runner(state: &State, dispatcher_env: &BTreeMap<String, String>) {
     let td = state
         .all("aws_ecs_task_definition")
@@ -580,6 +621,7 @@ pub fn check_runner(state: &State, dispatcher_env: &BTreeMap<String, String>) {
         secrets.contains(&"STRATO_AGENT_TOKEN_SECRET".to_owned()),
         "the runner gets the agent token secret (from Secrets Manager)"
     );
+    check_xray_sidecar(state, td, containers, runner, &mut env);
     let set: Vec<String> = env.keys().cloned().chain(secrets.iter().cloned()).collect();
     for s in &secrets {
         env.insert(s.clone(), "from-secrets-manager".into());
