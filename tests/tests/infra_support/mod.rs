@@ -10,8 +10,11 @@ use serde_json::{Value, json};
 use strato_testbed::ModernEngine;
 
 pub mod checks;
+pub mod data_checks;
 pub mod iam;
 pub mod observability;
+pub mod permissions_checks;
+pub mod runner_checks;
 pub mod sessions;
 
 pub const PREFIX: &str = "strato-check";
