@@ -47,6 +47,9 @@ struct Shared {
     waiting: Mutex<HashMap<String, oneshot::Sender<Result<Value, InvokeError>>>>,
     init_error: Mutex<Option<String>>,
     function_arn: String,
+    /// When the function first asked for an invocation: the end of its init (cold start).
+    first_poll: std::sync::OnceLock<std::time::Instant>,
+    polled: Notify,
 }
 
 /// The Runtime API server for one function (one execution environment).
@@ -116,6 +119,9 @@ impl Drop for RuntimeApi {
 }
 
 async fn next(State(s): State<Arc<Shared>>) -> Response {
+    if s.first_poll.set(std::time::Instant::now()).is_ok() {
+        s.polled.notify_waiters();
+    }
     loop {
         // Register interest before checking, so a push between the check and the wait is not missed.
         let notified = s.ready.notified();
@@ -206,6 +212,7 @@ pub struct LambdaProcess {
     exited: watch::Receiver<Option<String>>,
     pid: Option<u32>,
     waiter: tokio::task::JoinHandle<()>,
+    spawned: std::time::Instant,
 }
 
 impl LambdaProcess {
@@ -219,6 +226,7 @@ impl LambdaProcess {
         env: &[(String, String)],
     ) -> Result<Self, DevstackError> {
         let api = RuntimeApi::start(function_name).await?;
+        let spawned = std::time::Instant::now();
         let mut cmd = tokio::process::Command::new(binary);
         cmd.env_clear()
             .stdin(Stdio::null())
@@ -314,7 +322,34 @@ impl LambdaProcess {
             exited,
             pid,
             waiter,
+            spawned,
         })
+    }
+
+    /// The function's init: from starting the process to its first request for an invocation (what
+    /// Lambda reports as Init Duration), waiting up to `timeout`.
+    pub async fn init_duration(&self, timeout: Duration) -> Result<Duration, InvokeError> {
+        let wait = async {
+            let mut exited = self.exited.clone();
+            loop {
+                let polled = self.api.shared.polled.notified();
+                if let Some(at) = self.api.shared.first_poll.get() {
+                    return Ok(at.duration_since(self.spawned));
+                }
+                if let Some(why) = exited.borrow().clone() {
+                    return Err(InvokeError::Exited(why));
+                }
+                tokio::select! {
+                    _ = polled => {}
+                    changed = exited.changed() => if changed.is_err() {
+                        return Err(InvokeError::Exited("the process watcher went away".into()));
+                    },
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .unwrap_or(Err(InvokeError::Timeout(timeout)))
     }
 
     /// Invokes the function with `event` (synchronously, like `lambda invoke`).
