@@ -1,4 +1,4 @@
-//! The baseline of the cold-start bench (`benches/cold_start.rs`): the smallest lambda_runtime function,
+//! The baseline of the cold-start bench (`examples/cold_start.rs`): the smallest lambda_runtime function,
 //! answering every event with itself.
 
 use lambda_runtime::{Error, LambdaEvent, service_fn};

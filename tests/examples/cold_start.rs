@@ -3,8 +3,9 @@
 //! configures it (secrets by ARN from moto's Secrets Manager), against a minimal lambda_runtime function
 //! (`examples/hello_lambda.rs`) measured in the same run.
 //!
-//! `cargo bench -p strato-tests --bench cold_start -- 9` (rounds; default 5). Builds the release binaries
-//! first (`cargo build --release`), so the first run takes as long as a release build.
+//! `cargo run --release -p strato-tests --example cold_start -- 9` (rounds; default 5). Builds the release
+//! binaries first (`cargo build --release`; an example, not a bench, because `cargo bench` holds the target
+//! directory's lock while the bench runs), so the first run takes as long as a release build.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
