@@ -24,7 +24,7 @@ pub use webhooks::SqsWebhooks;
 use time::{Duration, OffsetDateTime};
 
 use crate::queues;
-use crate::store::{self, Store};
+use crate::store::{self, QuotaBound, Store};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, Operation};
@@ -56,10 +56,14 @@ impl Operations for Store {
     }
 
     async fn record_operation(&self, op: &Operation) -> Result<Result<(), QuotaExceeded>, PortError> {
-        let quotas = self.quotas(&op.tenant_id).await?;
-        Ok(self.add_operation(op, &quotas).await?.map_err(|_| QuotaExceeded {
-            max: quotas.max_open_operations,
-        }))
+        Ok(Store::add_operation_bounded(self, op, QuotaBound::Stored)
+            .await?
+            .map_err(|r| QuotaExceeded {
+                max: match r {
+                    CreateRejected::OperationQuota { max } | CreateRejected::ClusterQuota { max } => max,
+                    CreateRejected::NameTaken => 0,
+                },
+            }))
     }
 }
 
@@ -81,21 +85,19 @@ impl Clusters for Store {
     }
 }
 
-/// The quotas are read first and checked by the write's own conditions, so a race between two creates
-/// cannot exceed them.
+/// The quotas are checked by the write's own conditions against the tenant item (no read first), so a race
+/// between two creates cannot exceed them.
 impl Intake for Store {
     async fn create_cluster(
         &self,
         cluster: &Cluster,
         op: &Operation,
     ) -> Result<Result<(), CreateRejected>, PortError> {
-        let quotas = self.quotas(&cluster.tenant_id).await?;
-        Ok(Store::create_cluster(self, cluster, op, &quotas).await?)
+        Ok(Store::create_cluster_bounded(self, cluster, op, QuotaBound::Stored).await?)
     }
 
     async fn add_operation(&self, op: &Operation) -> Result<Result<(), CreateRejected>, PortError> {
-        let quotas = self.quotas(&op.tenant_id).await?;
-        Ok(Store::add_operation(self, op, &quotas).await?)
+        Ok(Store::add_operation_bounded(self, op, QuotaBound::Stored).await?)
     }
 
     async fn add_operation_on(
@@ -103,8 +105,7 @@ impl Intake for Store {
         cluster: &mut Cluster,
         op: &Operation,
     ) -> Result<Result<(), CreateRejected>, PortError> {
-        let quotas = self.quotas(&op.tenant_id).await?;
-        Ok(Store::add_operation_on(self, cluster, op, &quotas).await?)
+        Ok(Store::add_operation_on_bounded(self, cluster, op, QuotaBound::Stored).await?)
     }
 }
 
