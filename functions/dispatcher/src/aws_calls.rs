@@ -11,6 +11,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:GetItem", Table("clusters")),
     call("dynamodb:PutItem", Table("clusters")),
     call("dynamodb:UpdateItem", Table("clusters")),
+    // The one-write claim checks a read-only run's cluster is not DELETED.
+    call("dynamodb:ConditionCheckItem", Table("clusters")),
     call("dynamodb:Query", Index("clusters", "by_cluster_id")),
     call("dynamodb:GetItem", Table("operations")),
     call("dynamodb:PutItem", Table("operations")),

@@ -29,8 +29,8 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, Operation};
 use strato_domain::ports::{
-    ClusterLocks, Clusters, CreateRejected, Intake, JobQueue, LockOutcome, OpenStatus, Operations, PortError,
-    QuotaExceeded, Templates, TenantSlots,
+    Claim, ClaimLost, Claims, ClusterLocks, Clusters, CreateRejected, Intake, JobQueue, LockOutcome,
+    OpenStatus, Operations, PortError, QuotaExceeded, Templates, TenantSlots,
 };
 use strato_domain::template::Template;
 
@@ -121,6 +121,12 @@ impl Templates for Store {
             .into_iter()
             .map(|t| t.template)
             .collect())
+    }
+}
+
+impl Claims for Store {
+    async fn claim(&self, op: &mut Operation, claim: &Claim) -> Result<Result<(), ClaimLost>, PortError> {
+        Ok(self.claim_operation(op, claim).await?)
     }
 }
 

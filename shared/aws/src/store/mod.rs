@@ -4,6 +4,7 @@
 //! One file per aggregate, all of them `impl Store` blocks over the tables named here. Every conditional
 //! write goes through `write::conditional`, which alone decides whether a condition was lost.
 
+mod claim;
 mod clusters;
 mod idempotency;
 mod locks;

@@ -77,17 +77,30 @@ impl Store {
         })
     }
 
+    /// Sets the tenant's quotas, and in the same transaction the concurrency limit's copy on the tenant's
+    /// slot item, which the dispatcher's one-transaction claim checks against.
     pub async fn set_quotas(&self, tenant: &TenantId, q: &Quotas) -> Result<(), Error> {
-        self.update_tenant(tenant)
+        let quotas = Update::builder()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()))
             .update_expression(
                 "SET max_clusters = :a, max_open_operations = :b, max_concurrent_operations = :c",
             )
             .expression_attribute_values(":a", n(q.max_clusters))
             .expression_attribute_values(":b", n(q.max_open_operations))
-            .expression_attribute_values(":c", n(q.max_concurrent_operations))
+            .expression_attribute_values(":c", n(q.max_concurrent_operations));
+        let copy = Update::builder()
+            .table_name(&self.locks)
+            .key("lock_id", s(format!("slots#{tenant}")))
+            .update_expression("SET max_running = :c")
+            .expression_attribute_values(":c", n(q.max_concurrent_operations));
+        self.ddb
+            .transact_write_items()
+            .transact_items(tx_update(quotas)?)
+            .transact_items(tx_update(copy)?)
             .send()
             .await
-            .map_err(|e| Error::aws("UpdateItem", e))?;
+            .map_err(|e| Error::aws("TransactWriteItems", e))?;
         Ok(())
     }
 
