@@ -24,6 +24,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:DeleteItem", Table("locks")),
     call("dynamodb:GetItem", Table("tenants")),
     call("dynamodb:UpdateItem", Table("tenants")),
+    // The one-write claim checks the tenant's concurrency quota was copied onto its slot item.
+    call("dynamodb:ConditionCheckItem", Table("tenants")),
     call("dynamodb:GetItem", Table("templates")),
     // QueueUrls::resolve at start: every queue's URL.
     call("sqs:GetQueueUrl", Queue("jobs")),

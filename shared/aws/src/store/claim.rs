@@ -8,17 +8,18 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWrite
 use time::Duration;
 
 use super::write::{tx_put, tx_update};
-use super::{Store, n, s};
+use super::{Quotas, Store, n, s};
 use crate::error::Error;
 use strato_domain::model::Operation;
 use strato_domain::ports::{Claim, ClaimLost, ClusterStep};
 use strato_domain::ts;
 
 /// Which of the transaction's items lost, by position (the items are written in this order).
-const LOST_BY_INDEX: [ClaimLost; 4] = [
+const LOST_BY_INDEX: [ClaimLost; 5] = [
     ClaimLost::Lock,
     ClaimLost::Slot,
     ClaimLost::Operation,
+    ClaimLost::Slot,
     ClaimLost::Cluster,
 ];
 
@@ -92,23 +93,42 @@ impl Store {
             .expression_attribute_values(":now", s(ts::format(claim.now)))
             .expression_attribute_values(":t", n(claim.token));
         // The limit is the tenant's quota as `set_quotas` (or the first step-by-step claim) copied it onto
-        // the slot item: a transaction cannot compare one item's set with another item's number.
+        // the slot item: a transaction cannot compare one item's set with another item's number. Without a
+        // copy the platform default applies, which the tenant check below allows only for a tenant that has
+        // no quota of its own (or whose quota `set_quotas` copied).
         let slot = Update::builder()
             .table_name(&self.locks)
             .key("lock_id", s(format!("slots#{}", op.tenant_id)))
             .update_expression("ADD running :ops")
             .condition_expression(
-                "contains(running, :id) OR (attribute_exists(max_running) \
-                 AND (attribute_not_exists(running) OR size(running) < max_running))",
+                "contains(running, :id) \
+                 OR (attribute_exists(max_running) \
+                     AND (attribute_not_exists(running) OR size(running) < max_running)) \
+                 OR (attribute_not_exists(max_running) \
+                     AND (attribute_not_exists(running) OR size(running) < :dflt))",
             )
             .expression_attribute_values(":ops", AttributeValue::Ss(vec![op.operation_id.to_string()]))
-            .expression_attribute_values(":id", s(op.operation_id.as_str()));
+            .expression_attribute_values(":id", s(op.operation_id.as_str()))
+            .expression_attribute_values(":dflt", n(Quotas::default().max_concurrent_operations));
+        let tenant = ConditionCheck::builder()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(op.tenant_id.as_str()))
+            .condition_expression(
+                "attribute_not_exists(max_concurrent_operations) OR attribute_exists(max_running_copied)",
+            )
+            .build()
+            .map_err(|e| Error::aws("TransactWriteItems", e))?;
         let put = Put::builder()
             .table_name(&self.operations)
             .set_item(Some(Self::op_item(op)?))
             .condition_expression("updated_at = :u")
             .expression_attribute_values(":u", s(expected_updated_at));
-        let mut items = vec![tx_update(lock)?, tx_update(slot)?, tx_put(put)?];
+        let mut items = vec![
+            tx_update(lock)?,
+            tx_update(slot)?,
+            tx_put(put)?,
+            TransactWriteItem::builder().condition_check(tenant).build(),
+        ];
         let cluster_key = |b: aws_sdk_dynamodb::types::builders::UpdateBuilder| {
             b.table_name(&self.clusters)
                 .key("tenant_id", s(op.tenant_id.as_str()))

@@ -84,8 +84,10 @@ impl Store {
             .table_name(&self.tenants)
             .key("tenant_id", s(tenant.as_str()))
             .update_expression(
-                "SET max_clusters = :a, max_open_operations = :b, max_concurrent_operations = :c",
+                "SET max_clusters = :a, max_open_operations = :b, max_concurrent_operations = :c, \
+                 max_running_copied = :yes",
             )
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
             .expression_attribute_values(":a", n(q.max_clusters))
             .expression_attribute_values(":b", n(q.max_open_operations))
             .expression_attribute_values(":c", n(q.max_concurrent_operations));

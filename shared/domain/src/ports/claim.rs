@@ -49,8 +49,9 @@ pub struct Claim {
 pub enum ClaimLost {
     /// The lock is held (lease not ended), or its stored token is not below the claim's.
     Lock,
-    /// The tenant holds as many slots as its concurrency limit allows (or the slot item does not know the
-    /// limit yet: the step-by-step claim records it).
+    /// The tenant holds as many slots as its concurrency limit allows, the store cannot tell the limit
+    /// within the write (a quota set before the store kept a copy of it with the slots), or another write
+    /// touched the slots at the same moment.
     Slot,
     /// The operation changed since it was read.
     Operation,
