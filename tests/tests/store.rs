@@ -3,12 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use strato_aws::Error;
 use strato_aws::store::{CreateRejected, IdempotentResponse, LockOutcome, Quotas, Store};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
 };
+use strato_domain::ports::{Claim, ClaimLost, ClusterStep};
 use strato_domain::ts;
 use strato_testbed::TestEnv;
 use time::Duration;
@@ -355,4 +357,141 @@ async fn idempotency_records_keep_the_first_answer_for_24h() {
         None,
         "keys are per tenant"
     );
+}
+
+/// The dispatcher's one-write claim on DynamoDB: each failed condition writes nothing and says which it
+/// was; when all hold, lock (with the caller's token), slot, operation and cluster are written together.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_one_write_claim_takes_lock_slot_claim_and_cluster_or_nothing() {
+    let (env, store) = store().await;
+    let t: TenantId = "acme".parse().unwrap();
+    let one = Quotas {
+        max_concurrent_operations: 1,
+        ..Quotas::default()
+    };
+    store.set_quotas(&t, &one).await.unwrap();
+    let (c, op) = cluster(&t, "prod");
+    store.create_cluster(&c, &op, &one).await.unwrap().unwrap();
+    let op = store.get_operation(&op.operation_id).await.unwrap().unwrap();
+    let step = ClusterStep::Move {
+        to: ClusterState::Provisioning,
+        clear_error: true,
+    };
+    let claim = |token, cluster| Claim {
+        token,
+        lease: Duration::hours(1),
+        now: ts::now(),
+        cluster,
+    };
+    let claimed = |token| {
+        let mut o = op.clone();
+        o.fencing_token = Some(token);
+        o.status = OperationStatus::Dispatched;
+        o
+    };
+    let untouched = || async {
+        assert_eq!(store.get_operation(&op.operation_id).await.unwrap().unwrap(), op);
+        let stored = store.get_cluster(&t, &c.cluster_id).await.unwrap().unwrap();
+        assert_eq!((stored.state(), stored.version), (ClusterState::Pending, 0));
+        assert!(
+            !store
+                .tenant_slots(&t)
+                .await
+                .unwrap()
+                .contains(&op.operation_id.to_string())
+        );
+    };
+
+    // Lock held by another operation.
+    let other = OperationId::generate();
+    let LockOutcome::Acquired { fencing_token: held } = store
+        .acquire_cluster_lock(&c.cluster_id, &other, Duration::hours(1), ts::now())
+        .await
+        .unwrap()
+    else {
+        panic!("free lock")
+    };
+    let mut o = claimed(5_000);
+    let lost = store.claim_operation(&mut o, &claim(5_000, step)).await.unwrap();
+    assert_eq!(lost, Err(ClaimLost::Lock));
+    assert_eq!(o, claimed(5_000), "the caller's copy is left as given");
+    untouched().await;
+
+    // Free, but the token is not above the stored one.
+    assert!(
+        store
+            .release_cluster_lock(&c.cluster_id, &other, held)
+            .await
+            .unwrap()
+    );
+    let lost = store
+        .claim_operation(&mut claimed(held), &claim(held, step))
+        .await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Lock));
+    untouched().await;
+
+    // The tenant's only slot is taken (the limit set_quotas copied onto the slot item).
+    assert!(store.acquire_tenant_slot(&t, &other, 1).await.unwrap());
+    let lost = store
+        .claim_operation(&mut claimed(5_000), &claim(5_000, step))
+        .await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
+    untouched().await;
+    store.release_tenant_slot(&t, &other).await.unwrap();
+
+    // The operation changed since it was read.
+    let mut stale = claimed(5_000);
+    stale.updated_at -= Duration::seconds(1);
+    let lost = store.claim_operation(&mut stale, &claim(5_000, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Operation));
+    untouched().await;
+
+    // The cluster is not in a state the step starts from.
+    let wrong = ClusterStep::Move {
+        to: ClusterState::Updating,
+        clear_error: false,
+    };
+    let lost = store
+        .claim_operation(&mut claimed(5_000), &claim(5_000, wrong))
+        .await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Cluster));
+    untouched().await;
+
+    // Everything holds.
+    let mut o = claimed(5_000);
+    assert_eq!(
+        store.claim_operation(&mut o, &claim(5_000, step)).await.unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.get_operation(&op.operation_id).await.unwrap().unwrap(), o);
+    assert_eq!(
+        store.cluster_lock(&c.cluster_id).await.unwrap(),
+        Some((op.operation_id.clone(), 5_000))
+    );
+    assert_eq!(
+        store.tenant_slots(&t).await.unwrap(),
+        vec![op.operation_id.to_string()]
+    );
+    let moved = store.get_cluster(&t, &c.cluster_id).await.unwrap().unwrap();
+    assert_eq!((moved.state(), moved.version), (ClusterState::Provisioning, 1));
+
+    // A tenant whose concurrency quota was written without its copy on the slot item (before the copy
+    // existed): the claim cannot tell its limit, so it is refused and the dispatcher claims step by step.
+    let legacy: TenantId = "globex".parse().unwrap();
+    env.aws
+        .dynamodb
+        .update_item()
+        .table_name(env.names.table("tenants"))
+        .key("tenant_id", AttributeValue::S(legacy.to_string()))
+        .update_expression("SET max_concurrent_operations = :c")
+        .expression_attribute_values(":c", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .unwrap();
+    let (lc, lop) = cluster(&legacy, "prod");
+    store.create_cluster(&lc, &lop, &one).await.unwrap().unwrap();
+    let mut lop = store.get_operation(&lop.operation_id).await.unwrap().unwrap();
+    lop.status = OperationStatus::Dispatched;
+    let lost = store.claim_operation(&mut lop, &claim(5_000, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
 }
