@@ -211,8 +211,9 @@ where
         Ok(Outcome::Ack)
     }
 
-    /// The common case in one write ([`Claims::claim`](strato_domain::ports::Claims::claim)): a queued operation never claimed before takes the
-    /// lock with a fresh token, a slot, its claim and its cluster's working state all at once. `None` when
+    /// The common case in one write ([`Claims::claim`](strato_domain::ports::Claims::claim)): a queued
+    /// operation never claimed before takes the lock with a fresh token, a slot, its claim and its
+    /// cluster's working state all at once. `None` when
     /// it does not apply or any condition failed (held lock, full slots, a concurrent change, a cluster in
     /// the wrong state, a token not above the stored one): the step-by-step claim then reads and decides,
     /// parking, refusing or retrying exactly as before.
