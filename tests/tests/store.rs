@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use strato_aws::Error;
+use strato_aws::aws::CallCounter;
 use strato_aws::store::{CreateRejected, IdempotentResponse, LockOutcome, Quotas, Store};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
 };
-use strato_domain::ports::{Claim, ClaimLost, ClusterStep};
+use strato_domain::ports::{Claim, ClaimLost, ClusterStep, Intake};
+use strato_domain::template::Template;
 use strato_domain::ts;
 use strato_testbed::TestEnv;
 use time::Duration;
@@ -494,4 +496,83 @@ async fn the_one_write_claim_takes_lock_slot_claim_and_cluster_or_nothing() {
     lop.status = OperationStatus::Dispatched;
     let lost = store.claim_operation(&mut lop, &claim(5_000, step)).await;
     assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
+}
+
+/// Template versions are immutable: a process reads each published one once (the api's create path then
+/// makes no GetItem for it); a version not published yet is read again each time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_published_template_version_is_read_once_per_process() {
+    let env = TestEnv::new().await;
+    let counter = CallCounter::default();
+    let store = Store::new(env.aws.counted(&counter).dynamodb.clone(), &env.names);
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../functions/api/tests/fixtures/api-test/template-1.0.0.toml"
+    );
+    let t = Template::from_toml(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let (name, version) = (t.name().to_owned(), t.version().to_owned());
+    assert!(store.get_template(&name, &version).await.unwrap().is_none());
+    store
+        .put_template(&t.manifest, &"0".repeat(64), "templates/t.tar.gz")
+        .await
+        .unwrap();
+    counter.reset();
+    for _ in 0..3 {
+        let got = store
+            .get_template(&name, &version)
+            .await
+            .unwrap()
+            .expect("published");
+        assert_eq!(got.template.version(), version);
+    }
+    assert_eq!(counter.snapshot().get("DynamoDB.GetItem"), Some(&1));
+    assert!(store.get_template(&name, "9.9.9").await.unwrap().is_none());
+    assert!(store.get_template(&name, "9.9.9").await.unwrap().is_none());
+    assert_eq!(
+        counter.snapshot().get("DynamoDB.GetItem"),
+        Some(&3),
+        "absent versions are not cached"
+    );
+}
+
+/// Through the port (as the api records a create), the tenant's quotas are the transaction's own
+/// conditions against the tenant item: one call, no read of the tenant first, and still refused at the
+/// quota (read only then, to name it).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_create_transaction_checks_the_stored_quotas_itself() {
+    let env = TestEnv::new().await;
+    let counter = CallCounter::default();
+    let store = Store::new(env.aws.counted(&counter).dynamodb.clone(), &env.names);
+    let t: TenantId = "acme".parse().unwrap();
+    let (c, op) = cluster(&t, "first");
+    counter.reset();
+    assert_eq!(Intake::create_cluster(&store, &c, &op).await.unwrap(), Ok(()));
+    assert_eq!(
+        counter.snapshot(),
+        BTreeMap::from([("DynamoDB.TransactWriteItems".to_owned(), 1)]),
+        "the platform defaults apply without a read"
+    );
+    let q = Quotas {
+        max_clusters: 1,
+        ..Quotas::default()
+    };
+    store.set_quotas(&t, &q).await.unwrap();
+    let (c2, op2) = cluster(&t, "second");
+    counter.reset();
+    let refused = Intake::create_cluster(&store, &c2, &op2).await.unwrap();
+    assert_eq!(refused, Err(CreateRejected::ClusterQuota { max: 1 }));
+    assert!(store.get_cluster(&t, &c2.cluster_id).await.unwrap().is_none());
+
+    let q = Quotas {
+        max_clusters: 5,
+        max_open_operations: 1,
+        ..Quotas::default()
+    };
+    store.set_quotas(&t, &q).await.unwrap();
+    let refused = Intake::create_cluster(&store, &c2, &op2).await.unwrap();
+    assert_eq!(refused, Err(CreateRejected::OperationQuota { max: 1 }));
+    let mut more = Operation::new(t.clone(), c.cluster_id.clone(), OperationKind::Plan, ts::now());
+    more.spec = op.spec.clone();
+    let refused = Intake::add_operation(&store, &more).await.unwrap();
+    assert_eq!(refused, Err(CreateRejected::OperationQuota { max: 1 }));
 }
