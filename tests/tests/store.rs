@@ -496,6 +496,30 @@ async fn the_one_write_claim_takes_lock_slot_claim_and_cluster_or_nothing() {
     lop.status = OperationStatus::Dispatched;
     let lost = store.claim_operation(&mut lop, &claim(5_000, step)).await;
     assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
+
+    // The same for a quota set through `set_quotas` and then edited on the tenant item by hand: the copy
+    // no longer matches, so it is not trusted.
+    let edited: TenantId = "initech".parse().unwrap();
+    store.set_quotas(&edited, &Quotas::default()).await.unwrap();
+    let (ec, eop) = cluster(&edited, "prod");
+    store.create_cluster(&ec, &eop, &one).await.unwrap().unwrap();
+    let mut eop = store.get_operation(&eop.operation_id).await.unwrap().unwrap();
+    eop.status = OperationStatus::Dispatched;
+    env.aws
+        .dynamodb
+        .update_item()
+        .table_name(env.names.table("tenants"))
+        .key("tenant_id", AttributeValue::S(edited.to_string()))
+        .update_expression("SET max_concurrent_operations = :c")
+        .expression_attribute_values(":c", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .unwrap();
+    let lost = store.claim_operation(&mut eop, &claim(5_000, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
+    store.set_quotas(&edited, &one).await.unwrap();
+    let took = store.claim_operation(&mut eop, &claim(5_000, step)).await;
+    assert_eq!(took.unwrap(), Ok(()), "set_quotas copied the quota again");
 }
 
 /// Template versions are immutable: a process reads each published one once (the api's create path then

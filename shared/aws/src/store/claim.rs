@@ -95,7 +95,8 @@ impl Store {
         // The limit is the tenant's quota as `set_quotas` (or the first step-by-step claim) copied it onto
         // the slot item: a transaction cannot compare one item's set with another item's number. Without a
         // copy the platform default applies, which the tenant check below allows only for a tenant that has
-        // no quota of its own (or whose quota `set_quotas` copied).
+        // no quota of its own, or whose quota is the one `set_quotas` copied (a quota edited on the tenant
+        // item by hand no longer matches, so the copy is not trusted).
         let slot = Update::builder()
             .table_name(&self.locks)
             .key("lock_id", s(format!("slots#{}", op.tenant_id)))
@@ -114,7 +115,8 @@ impl Store {
             .table_name(&self.tenants)
             .key("tenant_id", s(op.tenant_id.as_str()))
             .condition_expression(
-                "attribute_not_exists(max_concurrent_operations) OR attribute_exists(max_running_copied)",
+                "attribute_not_exists(max_concurrent_operations) \
+                 OR max_running_copied = max_concurrent_operations",
             )
             .build()
             .map_err(|e| Error::aws("TransactWriteItems", e))?;

@@ -78,16 +78,17 @@ impl Store {
     }
 
     /// Sets the tenant's quotas, and in the same transaction the concurrency limit's copy on the tenant's
-    /// slot item, which the dispatcher's one-transaction claim checks against.
+    /// slot item, which the dispatcher's one-transaction claim checks against. The tenant item records
+    /// which value was copied (`max_running_copied`): a quota changed any other way no longer matches it,
+    /// and the claim then refuses to trust the copy.
     pub async fn set_quotas(&self, tenant: &TenantId, q: &Quotas) -> Result<(), Error> {
         let quotas = Update::builder()
             .table_name(&self.tenants)
             .key("tenant_id", s(tenant.as_str()))
             .update_expression(
                 "SET max_clusters = :a, max_open_operations = :b, max_concurrent_operations = :c, \
-                 max_running_copied = :yes",
+                 max_running_copied = :c",
             )
-            .expression_attribute_values(":yes", AttributeValue::Bool(true))
             .expression_attribute_values(":a", n(q.max_clusters))
             .expression_attribute_values(":b", n(q.max_open_operations))
             .expression_attribute_values(":c", n(q.max_concurrent_operations));
