@@ -47,7 +47,7 @@ pub fn backoff_secs(receive_count: u32) -> i32 {
 /// What the step-by-step claim came to.
 enum Claimed {
     /// Claimed with this token, the cluster in its working state: start the runner.
-    Ready(Operation, u64),
+    Ready(Box<Operation>, u64),
     /// Nothing more to do for this delivery.
     Settled(Outcome),
 }
@@ -156,7 +156,7 @@ where
         let (op, token) = match self.claim_at_once(&op).await? {
             Some(claimed) => claimed,
             None => match self.claim_step_by_step(op, job).await? {
-                Claimed::Ready(op, token) => (op, token),
+                Claimed::Ready(op, token) => (*op, token),
                 Claimed::Settled(outcome) => return Ok(outcome),
             },
         };
@@ -286,7 +286,7 @@ where
             self.fail(&op, refusal_error(&op, &refusal), false).await?;
             return Ok(Claimed::Settled(Outcome::Ack));
         }
-        Ok(Claimed::Ready(op, token))
+        Ok(Claimed::Ready(Box::new(op), token))
     }
 
     /// Takes the cluster lock and a tenant slot: `Some(fencing token)` when both are held, `None` when the
