@@ -3,12 +3,16 @@
 
 use std::collections::BTreeMap;
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use strato_aws::Error;
+use strato_aws::aws::CallCounter;
 use strato_aws::store::{CreateRejected, IdempotentResponse, LockOutcome, Quotas, Store};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
 };
+use strato_domain::ports::{Claim, ClaimLost, ClusterStep, Intake};
+use strato_domain::template::Template;
 use strato_domain::ts;
 use strato_testbed::TestEnv;
 use time::Duration;
@@ -355,4 +359,244 @@ async fn idempotency_records_keep_the_first_answer_for_24h() {
         None,
         "keys are per tenant"
     );
+}
+
+/// The dispatcher's one-write claim on DynamoDB: each failed condition writes nothing and says which it
+/// was; when all hold, lock (with the caller's token), slot, operation and cluster are written together.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_one_write_claim_takes_lock_slot_claim_and_cluster_or_nothing() {
+    let (env, store) = store().await;
+    let t: TenantId = "acme".parse().unwrap();
+    let one = Quotas {
+        max_concurrent_operations: 1,
+        ..Quotas::default()
+    };
+    store.set_quotas(&t, &one).await.unwrap();
+    let (c, op) = cluster(&t, "prod");
+    store.create_cluster(&c, &op, &one).await.unwrap().unwrap();
+    let op = store.get_operation(&op.operation_id).await.unwrap().unwrap();
+    let step = ClusterStep::Move {
+        to: ClusterState::Provisioning,
+        clear_error: true,
+    };
+    let claim = |token, cluster| Claim {
+        token,
+        lease: Duration::hours(1),
+        now: ts::now(),
+        cluster,
+    };
+    let claimed = |token| {
+        let mut o = op.clone();
+        o.fencing_token = Some(token);
+        o.status = OperationStatus::Dispatched;
+        o
+    };
+    let untouched = || async {
+        assert_eq!(store.get_operation(&op.operation_id).await.unwrap().unwrap(), op);
+        let stored = store.get_cluster(&t, &c.cluster_id).await.unwrap().unwrap();
+        assert_eq!((stored.state(), stored.version), (ClusterState::Pending, 0));
+        assert!(
+            !store
+                .tenant_slots(&t)
+                .await
+                .unwrap()
+                .contains(&op.operation_id.to_string())
+        );
+    };
+
+    // Lock held by another operation.
+    let other = OperationId::generate();
+    let LockOutcome::Acquired { fencing_token: held } = store
+        .acquire_cluster_lock(&c.cluster_id, &other, Duration::hours(1), ts::now())
+        .await
+        .unwrap()
+    else {
+        panic!("free lock")
+    };
+    let mut o = claimed(5_000);
+    let lost = store.claim_operation(&mut o, &claim(5_000, step)).await.unwrap();
+    assert_eq!(lost, Err(ClaimLost::Lock));
+    assert_eq!(o, claimed(5_000), "the caller's copy is left as given");
+    untouched().await;
+
+    // Free, but the token is not above the stored one.
+    assert!(
+        store
+            .release_cluster_lock(&c.cluster_id, &other, held)
+            .await
+            .unwrap()
+    );
+    let lost = store
+        .claim_operation(&mut claimed(held), &claim(held, step))
+        .await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Lock));
+    untouched().await;
+
+    // The tenant's only slot is taken (the limit set_quotas copied onto the slot item).
+    assert!(store.acquire_tenant_slot(&t, &other, 1).await.unwrap());
+    let lost = store
+        .claim_operation(&mut claimed(5_000), &claim(5_000, step))
+        .await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
+    untouched().await;
+    store.release_tenant_slot(&t, &other).await.unwrap();
+
+    // The operation changed since it was read.
+    let mut stale = claimed(5_000);
+    stale.updated_at -= Duration::seconds(1);
+    let lost = store.claim_operation(&mut stale, &claim(5_000, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Operation));
+    untouched().await;
+
+    // The cluster is not in a state the step starts from.
+    let wrong = ClusterStep::Move {
+        to: ClusterState::Updating,
+        clear_error: false,
+    };
+    let lost = store
+        .claim_operation(&mut claimed(5_000), &claim(5_000, wrong))
+        .await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Cluster));
+    untouched().await;
+
+    // Everything holds.
+    let mut o = claimed(5_000);
+    assert_eq!(
+        store.claim_operation(&mut o, &claim(5_000, step)).await.unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.get_operation(&op.operation_id).await.unwrap().unwrap(), o);
+    assert_eq!(
+        store.cluster_lock(&c.cluster_id).await.unwrap(),
+        Some((op.operation_id.clone(), 5_000))
+    );
+    assert_eq!(
+        store.tenant_slots(&t).await.unwrap(),
+        vec![op.operation_id.to_string()]
+    );
+    let moved = store.get_cluster(&t, &c.cluster_id).await.unwrap().unwrap();
+    assert_eq!((moved.state(), moved.version), (ClusterState::Provisioning, 1));
+
+    // A tenant whose concurrency quota was written without its copy on the slot item (before the copy
+    // existed): the claim cannot tell its limit, so it is refused and the dispatcher claims step by step.
+    let legacy: TenantId = "globex".parse().unwrap();
+    env.aws
+        .dynamodb
+        .update_item()
+        .table_name(env.names.table("tenants"))
+        .key("tenant_id", AttributeValue::S(legacy.to_string()))
+        .update_expression("SET max_concurrent_operations = :c")
+        .expression_attribute_values(":c", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .unwrap();
+    let (lc, lop) = cluster(&legacy, "prod");
+    store.create_cluster(&lc, &lop, &one).await.unwrap().unwrap();
+    let mut lop = store.get_operation(&lop.operation_id).await.unwrap().unwrap();
+    lop.status = OperationStatus::Dispatched;
+    let lost = store.claim_operation(&mut lop, &claim(5_000, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
+
+    // The same for a quota set through `set_quotas` and then edited on the tenant item by hand: the copy
+    // no longer matches, so it is not trusted.
+    let edited: TenantId = "initech".parse().unwrap();
+    store.set_quotas(&edited, &Quotas::default()).await.unwrap();
+    let (ec, eop) = cluster(&edited, "prod");
+    store.create_cluster(&ec, &eop, &one).await.unwrap().unwrap();
+    let mut eop = store.get_operation(&eop.operation_id).await.unwrap().unwrap();
+    eop.status = OperationStatus::Dispatched;
+    env.aws
+        .dynamodb
+        .update_item()
+        .table_name(env.names.table("tenants"))
+        .key("tenant_id", AttributeValue::S(edited.to_string()))
+        .update_expression("SET max_concurrent_operations = :c")
+        .expression_attribute_values(":c", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .unwrap();
+    let lost = store.claim_operation(&mut eop, &claim(5_000, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
+    store.set_quotas(&edited, &one).await.unwrap();
+    let took = store.claim_operation(&mut eop, &claim(5_000, step)).await;
+    assert_eq!(took.unwrap(), Ok(()), "set_quotas copied the quota again");
+}
+
+/// Template versions are immutable: a process reads each published one once (the api's create path then
+/// makes no GetItem for it); a version not published yet is read again each time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_published_template_version_is_read_once_per_process() {
+    let env = TestEnv::new().await;
+    let counter = CallCounter::default();
+    let store = Store::new(env.aws.counted(&counter).dynamodb.clone(), &env.names);
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../functions/api/tests/fixtures/api-test/template-1.0.0.toml"
+    );
+    let t = Template::from_toml(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let (name, version) = (t.name().to_owned(), t.version().to_owned());
+    assert!(store.get_template(&name, &version).await.unwrap().is_none());
+    store
+        .put_template(&t.manifest, &"0".repeat(64), "templates/t.tar.gz")
+        .await
+        .unwrap();
+    counter.reset();
+    for _ in 0..3 {
+        let got = store
+            .get_template(&name, &version)
+            .await
+            .unwrap()
+            .expect("published");
+        assert_eq!(got.template.version(), version);
+    }
+    assert_eq!(counter.snapshot().get("DynamoDB.GetItem"), Some(&1));
+    assert!(store.get_template(&name, "9.9.9").await.unwrap().is_none());
+    assert!(store.get_template(&name, "9.9.9").await.unwrap().is_none());
+    assert_eq!(
+        counter.snapshot().get("DynamoDB.GetItem"),
+        Some(&3),
+        "absent versions are not cached"
+    );
+}
+
+/// Through the port (as the api records a create), the tenant's quotas are the transaction's own
+/// conditions against the tenant item: one call, no read of the tenant first, and still refused at the
+/// quota (read only then, to name it).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_create_transaction_checks_the_stored_quotas_itself() {
+    let env = TestEnv::new().await;
+    let counter = CallCounter::default();
+    let store = Store::new(env.aws.counted(&counter).dynamodb.clone(), &env.names);
+    let t: TenantId = "acme".parse().unwrap();
+    let (c, op) = cluster(&t, "first");
+    counter.reset();
+    assert_eq!(Intake::create_cluster(&store, &c, &op).await.unwrap(), Ok(()));
+    assert_eq!(
+        counter.snapshot(),
+        BTreeMap::from([("DynamoDB.TransactWriteItems".to_owned(), 1)]),
+        "the platform defaults apply without a read"
+    );
+    let q = Quotas {
+        max_clusters: 1,
+        ..Quotas::default()
+    };
+    store.set_quotas(&t, &q).await.unwrap();
+    let (c2, op2) = cluster(&t, "second");
+    counter.reset();
+    let refused = Intake::create_cluster(&store, &c2, &op2).await.unwrap();
+    assert_eq!(refused, Err(CreateRejected::ClusterQuota { max: 1 }));
+    assert!(store.get_cluster(&t, &c2.cluster_id).await.unwrap().is_none());
+
+    let q = Quotas {
+        max_clusters: 5,
+        max_open_operations: 1,
+        ..Quotas::default()
+    };
+    store.set_quotas(&t, &q).await.unwrap();
+    let refused = Intake::create_cluster(&store, &c2, &op2).await.unwrap();
+    assert_eq!(refused, Err(CreateRejected::OperationQuota { max: 1 }));
+    let mut more = Operation::new(t.clone(), c.cluster_id.clone(), OperationKind::Plan, ts::now());
+    more.spec = op.spec.clone();
+    let refused = Intake::add_operation(&store, &more).await.unwrap();
+    assert_eq!(refused, Err(CreateRejected::OperationQuota { max: 1 }));
 }

@@ -11,6 +11,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:GetItem", Table("clusters")),
     call("dynamodb:PutItem", Table("clusters")),
     call("dynamodb:UpdateItem", Table("clusters")),
+    // The one-write claim checks a read-only run's cluster is not DELETED.
+    call("dynamodb:ConditionCheckItem", Table("clusters")),
     call("dynamodb:Query", Index("clusters", "by_cluster_id")),
     call("dynamodb:GetItem", Table("operations")),
     call("dynamodb:PutItem", Table("operations")),
@@ -22,6 +24,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:DeleteItem", Table("locks")),
     call("dynamodb:GetItem", Table("tenants")),
     call("dynamodb:UpdateItem", Table("tenants")),
+    // The one-write claim checks the tenant's concurrency quota was copied onto its slot item.
+    call("dynamodb:ConditionCheckItem", Table("tenants")),
     call("dynamodb:GetItem", Table("templates")),
     // QueueUrls::resolve at start: every queue's URL.
     call("sqs:GetQueueUrl", Queue("jobs")),

@@ -12,7 +12,9 @@ use strato_domain::coordination::{
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_domain::ports::{Clock, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher};
+use strato_domain::ports::{
+    Claim, Clock, ClusterStep, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher,
+};
 use strato_domain::telemetry::{self, fields};
 use strato_domain::vitals::{self, ParkReason};
 
@@ -40,6 +42,41 @@ pub use strato_aws::batch::Outcome;
 pub fn backoff_secs(receive_count: u32) -> i32 {
     let exp = receive_count.saturating_sub(1).min(10);
     (10_i32 << exp).min(900)
+}
+
+/// What the step-by-step claim came to.
+enum Claimed {
+    /// Claimed with this token, the cluster in its working state: start the runner.
+    Ready(Box<Operation>, u64),
+    /// Nothing more to do for this delivery.
+    Settled(Outcome),
+}
+
+/// A fencing token from the clock (microseconds since the epoch): above every token taken earlier, unless
+/// clocks disagree or two claims fall in the same microsecond — then the claim's condition refuses it and
+/// the step-by-step claim increments the stored token instead.
+fn clock_token(now: time::OffsetDateTime) -> u64 {
+    u64::try_from(now.unix_timestamp_nanos() / 1_000).unwrap_or(0)
+}
+
+/// What an operation of `kind` does to its cluster when claimed (see [`Dispatcher::enter_working_state`]).
+fn working_step(kind: OperationKind) -> ClusterStep {
+    match kind {
+        OperationKind::Create => ClusterStep::Move {
+            to: ClusterState::Provisioning,
+            clear_error: true,
+        },
+        OperationKind::Update => ClusterStep::Move {
+            to: ClusterState::Updating,
+            clear_error: false,
+        },
+        OperationKind::Delete => ClusterStep::Move {
+            to: ClusterState::Deleting,
+            clear_error: false,
+        },
+        OperationKind::Plan | OperationKind::DriftCheck => ClusterStep::Not(ClusterState::Deleted),
+        OperationKind::Estimate => ClusterStep::Untouched,
+    }
 }
 
 /// Why the state machine refused to start an operation, and what the tenant can do about it.
@@ -91,9 +128,8 @@ where
         self.dispatch(&job, receive_count(record)).await
     }
 
-    /// Takes one job as far as it can go now; `receive_count` is how often the queue delivered it. Long
-    /// because it is the dispatcher's whole decision, read top to bottom: claim, re-check, move the
-    /// cluster, adopt or start the runner, record it.
+    /// Takes one job as far as it can go now; `receive_count` is how often the queue delivered it: claim
+    /// (in one write when it can, else step by step), adopt or start the runner, record it.
     pub async fn dispatch(&self, job: &JobMessage, receive_count: u32) -> Result<Outcome, DispatchError> {
         let store = self.store;
         let op = store
@@ -114,49 +150,23 @@ where
             return Ok(Outcome::Ack);
         }
         strato_aws::telemetry::record_operation(&op);
-        let Some(token) = self.claim(&op).await? else {
-            return Ok(Outcome::Ack);
+        // Only an operation claimed before may have a runner already: ListTasks is for it (and, to be safe,
+        // for any redelivery), not for every first delivery.
+        let earlier_claim = op.fencing_token.is_some() || receive_count > 1;
+        let (op, token) = match self.claim_at_once(&op).await? {
+            Some(claimed) => claimed,
+            None => match self.claim_step_by_step(op, job).await? {
+                Claimed::Ready(op, token) => (*op, token),
+                Claimed::Settled(outcome) => return Ok(outcome),
+            },
         };
 
-        // Claim: the token is recorded before the runner exists, so its first events are never mistaken
-        // for stale ones, and the operation leaves QUEUED, so from here a cancel is a flag (API answers
-        // 202) rather than an in-place CANCELLED that would race with the launch (the API's write is
-        // conditional).
-        let Some(op) = update_operation_from(store, op, |o| {
-            if o.status.is_terminal() {
-                return false;
-            }
-            let changed = o.fencing_token != Some(token)
-                || o.wait_reason.is_some()
-                || o.status == OperationStatus::Queued;
-            o.fencing_token = Some(token);
-            o.wait_reason = None;
-            if o.status == OperationStatus::Queued {
-                o.status = OperationStatus::Dispatched;
-            }
-            changed
-        })
-        .await?
-        else {
-            return Err(DispatchError::UnknownOperation(job.operation_id.to_string()));
+        let found = if earlier_claim {
+            self.launcher.find_started(&op.operation_id).await?
+        } else {
+            None
         };
-        if op.status.is_terminal() {
-            // Cancelled while we took the lock: give lock and slot back and wake the next operation.
-            tracing::info!(operation_id = %op.operation_id, status = ?op.status, "ended before it could start");
-            release_and_wake(store, self.jobs, &op).await?;
-            return Ok(Outcome::Ack);
-        }
-        if op.cancel_requested && op.task_arn.is_none() {
-            self.cancel_unstarted(&op).await?;
-            return Ok(Outcome::Ack);
-        }
-
-        if let Some(refusal) = self.enter_working_state(&op).await? {
-            self.fail(&op, refusal_error(&op, &refusal), false).await?;
-            return Ok(Outcome::Ack);
-        }
-
-        let task_arn = match self.launcher.find_started(&op.operation_id).await? {
+        let task_arn = match found {
             Some(arn) => arn,
             None => match self.launcher.launch(&op, token, current_trace().as_ref()).await {
                 Ok(arn) => arn,
@@ -199,6 +209,84 @@ where
         tracing::info!(operation_id = %op.operation_id, %task_arn, fencing_token = token, "runner started");
         vitals::dispatched(&op, self.clock.now());
         Ok(Outcome::Ack)
+    }
+
+    /// The common case in one write ([`Claims::claim`](strato_domain::ports::Claims::claim)): a queued
+    /// operation never claimed before takes the lock with a fresh token, a slot, its claim and its
+    /// cluster's working state all at once. `None` when
+    /// it does not apply or any condition failed (held lock, full slots, a concurrent change, a cluster in
+    /// the wrong state, a token not above the stored one): the step-by-step claim then reads and decides,
+    /// parking, refusing or retrying exactly as before.
+    async fn claim_at_once(&self, op: &Operation) -> Result<Option<(Operation, u64)>, DispatchError> {
+        if op.status != OperationStatus::Queued || op.fencing_token.is_some() || op.cancel_requested {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        let claim = Claim {
+            token: clock_token(now),
+            lease: LOCK_LEASE,
+            now,
+            cluster: working_step(op.kind),
+        };
+        let mut claimed = op.clone();
+        claimed.fencing_token = Some(claim.token);
+        claimed.wait_reason = None;
+        claimed.status = OperationStatus::Dispatched;
+        match self.store.claim(&mut claimed, &claim).await? {
+            Ok(()) => Ok(Some((claimed, claim.token))),
+            Err(lost) => {
+                tracing::debug!(operation_id = %op.operation_id, ?lost, "one-write claim lost; claiming step by step");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Lock and slot one at a time, then the claim, then the cluster's state: the path for redeliveries,
+    /// contention and refusals. `Settled` when the job is done with here (parked, ended, refused).
+    async fn claim_step_by_step(&self, op: Operation, job: &JobMessage) -> Result<Claimed, DispatchError> {
+        let store = self.store;
+        let Some(token) = self.claim(&op).await? else {
+            return Ok(Claimed::Settled(Outcome::Ack));
+        };
+
+        // Claim: the token is recorded before the runner exists, so its first events are never mistaken
+        // for stale ones, and the operation leaves QUEUED, so from here a cancel is a flag (API answers
+        // 202) rather than an in-place CANCELLED that would race with the launch (the API's write is
+        // conditional).
+        let Some(op) = update_operation_from(store, op, |o| {
+            if o.status.is_terminal() {
+                return false;
+            }
+            let changed = o.fencing_token != Some(token)
+                || o.wait_reason.is_some()
+                || o.status == OperationStatus::Queued;
+            o.fencing_token = Some(token);
+            o.wait_reason = None;
+            if o.status == OperationStatus::Queued {
+                o.status = OperationStatus::Dispatched;
+            }
+            changed
+        })
+        .await?
+        else {
+            return Err(DispatchError::UnknownOperation(job.operation_id.to_string()));
+        };
+        if op.status.is_terminal() {
+            // Cancelled while we took the lock: give lock and slot back and wake the next operation.
+            tracing::info!(operation_id = %op.operation_id, status = ?op.status, "ended before it could start");
+            release_and_wake(store, self.jobs, &op).await?;
+            return Ok(Claimed::Settled(Outcome::Ack));
+        }
+        if op.cancel_requested && op.task_arn.is_none() {
+            self.cancel_unstarted(&op).await?;
+            return Ok(Claimed::Settled(Outcome::Ack));
+        }
+
+        if let Some(refusal) = self.enter_working_state(&op).await? {
+            self.fail(&op, refusal_error(&op, &refusal), false).await?;
+            return Ok(Claimed::Settled(Outcome::Ack));
+        }
+        Ok(Claimed::Ready(Box::new(op), token))
     }
 
     /// Takes the cluster lock and a tenant slot: `Some(fencing token)` when both are held, `None` when the

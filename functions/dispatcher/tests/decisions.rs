@@ -12,7 +12,10 @@ use strato_domain::messages::JobMessage;
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
 };
-use strato_domain::ports::{Clock, ClusterLocks, LaunchFailure, LockOutcome, TaskLauncher, TenantSlots};
+use strato_domain::ports::{
+    Claim, ClaimLost, Claims, Clock, ClusterLocks, ClusterStep, LaunchFailure, LockOutcome, TaskLauncher,
+    TenantSlots,
+};
 use time::Duration;
 
 const MAX_RECEIVES: u32 = 5;
@@ -581,5 +584,123 @@ fn parking_and_the_wait_until_dispatch_are_measured() {
     assert_eq!(
         waits.iter().map(|v| v.into_inner()).collect::<Vec<_>>(),
         [30_000.0]
+    );
+}
+
+/// The one-write claim's conditions on the fake: each refusal writes nothing, and only when all hold are
+/// lock, slot, operation and cluster written together.
+#[tokio::test]
+async fn the_one_write_claim_takes_lock_slot_claim_and_cluster_or_nothing() {
+    let w = world();
+    w.store.set_concurrency_limit(&w.tenant, 1);
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.op(&cluster, OperationKind::Create);
+    let step = ClusterStep::Move {
+        to: ClusterState::Provisioning,
+        clear_error: true,
+    };
+    let claim = |token, cluster| Claim {
+        token,
+        lease: LOCK_LEASE,
+        now: w.clock.now(),
+        cluster,
+    };
+    let claimed = |token| {
+        let mut c = op.clone();
+        c.fencing_token = Some(token);
+        c.status = OperationStatus::Dispatched;
+        c
+    };
+    let untouched = |w: &World| {
+        assert_eq!(w.stored(&op), op, "operation unchanged");
+        assert_eq!(w.cluster(&cluster).state(), ClusterState::Pending);
+        assert!(!w.store.slots(&w.tenant).contains(&op.operation_id));
+    };
+
+    // Lock held by another operation (lease running).
+    let other = OperationId::generate();
+    let held = w.hold_lock(&cluster, &other).await;
+    let mut c = claimed(1_000);
+    let lost = w.store.claim(&mut c, &claim(1_000, step)).await.unwrap();
+    assert_eq!(lost, Err(ClaimLost::Lock));
+    assert_eq!(c, claimed(1_000), "the caller's copy is left as given");
+    untouched(&w);
+    assert_eq!(w.store.lock_holder(&cluster), Some((other.clone(), held)));
+
+    // Free, but the token is not above the stored one: refused, so tokens only grow.
+    assert!(w.store.release_lock(&cluster, &other, held).await.unwrap());
+    let lost = w.store.claim(&mut claimed(held), &claim(held, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Lock));
+    untouched(&w);
+
+    // The tenant's only slot is taken.
+    assert!(w.store.acquire_slot(&w.tenant, &other, 1).await.unwrap());
+    let lost = w.store.claim(&mut claimed(1_000), &claim(1_000, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Slot));
+    untouched(&w);
+    w.store.release_slot(&w.tenant, &other).await.unwrap();
+
+    // The operation changed since it was read (a cancel, say).
+    let mut stale = claimed(1_000);
+    stale.updated_at -= Duration::seconds(1);
+    let lost = w.store.claim(&mut stale, &claim(1_000, step)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Operation));
+    untouched(&w);
+
+    // The cluster is not in a state the step starts from (PENDING cannot become UPDATING).
+    let wrong = ClusterStep::Move {
+        to: ClusterState::Updating,
+        clear_error: false,
+    };
+    let lost = w.store.claim(&mut claimed(1_000), &claim(1_000, wrong)).await;
+    assert_eq!(lost.unwrap(), Err(ClaimLost::Cluster));
+    untouched(&w);
+
+    // Everything holds: all of it is written.
+    let mut c = claimed(1_000);
+    assert_eq!(w.store.claim(&mut c, &claim(1_000, step)).await.unwrap(), Ok(()));
+    assert!(c.updated_at > op.updated_at, "saved: its version moved");
+    assert_eq!(w.stored(&op), c);
+    assert_eq!(
+        w.store.lock_holder(&cluster),
+        Some((op.operation_id.clone(), 1_000))
+    );
+    assert_eq!(w.store.slots(&w.tenant), std::slice::from_ref(&op.operation_id));
+    assert_eq!(w.cluster(&cluster).state(), ClusterState::Provisioning);
+}
+
+/// A clock behind the stored token (skew, a restored clock) cannot take the lock with a smaller token: the
+/// dispatcher's one-write claim is refused and the step-by-step claim increments the stored token.
+#[tokio::test]
+async fn a_token_the_clock_cannot_beat_falls_back_to_incrementing_the_stored_one() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Active);
+    let first = w.op(&cluster, OperationKind::Plan);
+    assert_eq!(w.dispatch(&first, 1).await, Outcome::Ack);
+    let t1 = w.stored(&first).fencing_token.unwrap();
+    assert!(
+        t1 > 1_000_000,
+        "the one-write claim took a token from the clock: {t1}"
+    );
+    assert!(
+        w.store
+            .release_lock(&cluster, &first.operation_id, t1)
+            .await
+            .unwrap()
+    );
+    w.store
+        .release_slot(&w.tenant, &first.operation_id)
+        .await
+        .unwrap();
+
+    w.clock.advance(-Duration::days(1));
+    let second = w.op(&cluster, OperationKind::Plan);
+    assert_eq!(w.dispatch(&second, 1).await, Outcome::Ack);
+    let started = w.stored(&second);
+    assert!(started.task_arn.is_some());
+    assert_eq!(
+        started.fencing_token,
+        Some(t1 + 1),
+        "the stored token, incremented"
     );
 }

@@ -6,8 +6,10 @@
 
 use std::future::Future;
 
+mod claim;
 mod status;
 
+pub use claim::{Claim, ClaimLost, Claims, ClusterStep};
 pub use status::{EventsQueue, FrameSink, LeaseRenewal, NameReservations, RunArchive, SlotHolders, Webhooks};
 
 use time::{Duration, OffsetDateTime};
@@ -251,9 +253,9 @@ pub trait TenantSlots: Send + Sync {
 }
 
 /// Everything the control plane keeps about operations, clusters, locks and slots.
-pub trait Storage: Operations + Clusters + ClusterLocks + TenantSlots {}
+pub trait Storage: Operations + Clusters + ClusterLocks + TenantSlots + Claims {}
 
-impl<T: Operations + Clusters + ClusterLocks + TenantSlots> Storage for T {}
+impl<T: Operations + Clusters + ClusterLocks + TenantSlots + Claims> Storage for T {}
 
 /// The job queue (`jobs.fifo`): one FIFO group per cluster, so a cluster's jobs are never handed out
 /// concurrently or reordered.

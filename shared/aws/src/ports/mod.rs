@@ -24,13 +24,13 @@ pub use webhooks::SqsWebhooks;
 use time::{Duration, OffsetDateTime};
 
 use crate::queues;
-use crate::store::{self, Store};
+use crate::store::{self, QuotaBound, Store};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, Operation};
 use strato_domain::ports::{
-    ClusterLocks, Clusters, CreateRejected, Intake, JobQueue, LockOutcome, OpenStatus, Operations, PortError,
-    QuotaExceeded, Templates, TenantSlots,
+    Claim, ClaimLost, Claims, ClusterLocks, Clusters, CreateRejected, Intake, JobQueue, LockOutcome,
+    OpenStatus, Operations, PortError, QuotaExceeded, Templates, TenantSlots,
 };
 use strato_domain::template::Template;
 
@@ -56,10 +56,14 @@ impl Operations for Store {
     }
 
     async fn record_operation(&self, op: &Operation) -> Result<Result<(), QuotaExceeded>, PortError> {
-        let quotas = self.quotas(&op.tenant_id).await?;
-        Ok(self.add_operation(op, &quotas).await?.map_err(|_| QuotaExceeded {
-            max: quotas.max_open_operations,
-        }))
+        Ok(Store::add_operation_bounded(self, op, QuotaBound::Stored)
+            .await?
+            .map_err(|r| QuotaExceeded {
+                max: match r {
+                    CreateRejected::OperationQuota { max } | CreateRejected::ClusterQuota { max } => max,
+                    CreateRejected::NameTaken => 0,
+                },
+            }))
     }
 }
 
@@ -81,21 +85,19 @@ impl Clusters for Store {
     }
 }
 
-/// The quotas are read first and checked by the write's own conditions, so a race between two creates
-/// cannot exceed them.
+/// The quotas are checked by the write's own conditions against the tenant item (no read first), so a race
+/// between two creates cannot exceed them.
 impl Intake for Store {
     async fn create_cluster(
         &self,
         cluster: &Cluster,
         op: &Operation,
     ) -> Result<Result<(), CreateRejected>, PortError> {
-        let quotas = self.quotas(&cluster.tenant_id).await?;
-        Ok(Store::create_cluster(self, cluster, op, &quotas).await?)
+        Ok(Store::create_cluster_bounded(self, cluster, op, QuotaBound::Stored).await?)
     }
 
     async fn add_operation(&self, op: &Operation) -> Result<Result<(), CreateRejected>, PortError> {
-        let quotas = self.quotas(&op.tenant_id).await?;
-        Ok(Store::add_operation(self, op, &quotas).await?)
+        Ok(Store::add_operation_bounded(self, op, QuotaBound::Stored).await?)
     }
 
     async fn add_operation_on(
@@ -103,8 +105,7 @@ impl Intake for Store {
         cluster: &mut Cluster,
         op: &Operation,
     ) -> Result<Result<(), CreateRejected>, PortError> {
-        let quotas = self.quotas(&op.tenant_id).await?;
-        Ok(Store::add_operation_on(self, cluster, op, &quotas).await?)
+        Ok(Store::add_operation_on_bounded(self, cluster, op, QuotaBound::Stored).await?)
     }
 }
 
@@ -120,6 +121,12 @@ impl Templates for Store {
             .into_iter()
             .map(|t| t.template)
             .collect())
+    }
+}
+
+impl Claims for Store {
+    async fn claim(&self, op: &mut Operation, claim: &Claim) -> Result<Result<(), ClaimLost>, PortError> {
+        Ok(self.claim_operation(op, claim).await?)
     }
 }
 

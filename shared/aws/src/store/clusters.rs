@@ -8,7 +8,7 @@ use time::{Duration, OffsetDateTime};
 use super::write::{conditional, tx_delete, tx_put};
 use super::{Item, Store, fetch, from_item, n, s, text, to_item};
 use crate::error::Error;
-use crate::store::Quotas;
+use crate::store::{QuotaBound, Quotas};
 use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::model::{Cluster, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, Operation};
 use strato_domain::ts;
@@ -22,12 +22,25 @@ fn name_lock_id(t: &TenantId, name: &str) -> String {
 
 impl Store {
     /// Writes the cluster, its first operation, the name reservation and the tenant's counters in one
-    /// transaction. `Ok(Err(_))` says which rule refused it.
+    /// transaction, bounded by `quotas`. `Ok(Err(_))` says which rule refused it.
     pub async fn create_cluster(
         &self,
         cluster: &Cluster,
         op: &Operation,
         quotas: &Quotas,
+    ) -> Result<Result<(), CreateRejected>, Error> {
+        self.create_cluster_bounded(cluster, op, QuotaBound::Given(quotas))
+            .await
+    }
+
+    /// [`create_cluster`](Self::create_cluster) bounded as `bound` says: with [`QuotaBound::Stored`] the
+    /// tenant's quotas are checked by the transaction's own condition, so no read precedes it (they are read
+    /// only to say which one refused).
+    pub(crate) async fn create_cluster_bounded(
+        &self,
+        cluster: &Cluster,
+        op: &Operation,
+        bound: QuotaBound<'_>,
     ) -> Result<Result<(), CreateRejected>, Error> {
         let name_item: Item = HashMap::from([
             (
@@ -45,7 +58,7 @@ impl Store {
             )
         };
         let items = vec![
-            self.tenant_counters(&cluster.tenant_id, 1, 1, Some(quotas))?,
+            self.tenant_counters(&cluster.tenant_id, 1, 1, bound)?,
             put(&self.locks, name_item, "attribute_not_exists(lock_id)")?,
             put(
                 &self.clusters,
@@ -60,7 +73,7 @@ impl Store {
         ];
         match self.transact(items).await?.map_err(|lost| lost.index) {
             Ok(()) => Ok(Ok(())),
-            Err(0) => Ok(Err(self.quota_hit(&cluster.tenant_id, quotas).await?)),
+            Err(0) => Ok(Err(self.quota_hit(&cluster.tenant_id, bound).await?)),
             Err(1) => Ok(Err(CreateRejected::NameTaken)),
             Err(_) => Err(Error::Conflict(format!(
                 "cluster {} or operation {} already exists",
@@ -203,7 +216,7 @@ impl Store {
             .expression_attribute_values(":c", s(cluster.cluster_id.as_str()));
         let items = vec![
             tx_delete(del)?,
-            self.tenant_counters(&cluster.tenant_id, -1, 0, None)?,
+            self.tenant_counters(&cluster.tenant_id, -1, 0, QuotaBound::None)?,
         ];
         // A failed condition means the name was already released (duplicate event): nothing to do.
         let _ = self.transact(items).await?;

@@ -158,7 +158,9 @@ impl Store {
     ) -> Result<bool, Error> {
         let update = self
             .update_lock(tenant_slots_id(tenant))
-            .update_expression("ADD running :op")
+            // The limit is copied onto the item for the dispatcher's one-transaction claim, which cannot read
+            // the tenant item; never over a copy `set_quotas` wrote (that one is newer than our read).
+            .update_expression("ADD running :op SET max_running = if_not_exists(max_running, :lim)")
             .condition_expression(
                 "attribute_not_exists(running) OR size(running) < :lim OR contains(running, :id)",
             )

@@ -4,6 +4,7 @@
 //! One file per aggregate, all of them `impl Store` blocks over the tables named here. Every conditional
 //! write goes through `write::conditional`, which alone decides whether a condition was lost.
 
+mod claim;
 mod clusters;
 mod idempotency;
 mod locks;
@@ -30,6 +31,7 @@ pub use clusters::CreateRejected;
 pub use idempotency::{IdempotentResponse, Reservation};
 pub use locks::LockOutcome;
 pub use templates::StoredTemplate;
+pub(crate) use tenants::QuotaBound;
 pub use tenants::Quotas;
 pub(crate) use write::conditional;
 
@@ -46,6 +48,9 @@ pub struct Store {
     tenants: String,
     /// Terraform's S3-backend lock table (state locks and state digests).
     tf_locks: String,
+    /// Template versions read so far: a published version never changes, so a warm container reads each
+    /// once. Shared by clones (one per process, as the handlers build their store once).
+    template_cache: templates::TemplateCache,
 }
 
 impl Store {
@@ -59,6 +64,7 @@ impl Store {
             templates: names.table("templates"),
             tenants: names.table("tenants"),
             tf_locks: names.table("tf-locks"),
+            template_cache: Default::default(),
         }
     }
 

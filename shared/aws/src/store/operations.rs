@@ -8,7 +8,7 @@ use time::Duration;
 use super::write::{tx_put, tx_update};
 use super::{Item, Store, fetch, from_item, n, query_all, s, to_item};
 use crate::error::Error;
-use crate::store::{CreateRejected, Quotas};
+use crate::store::{CreateRejected, QuotaBound, Quotas};
 use strato_domain::ids::{ClusterId, OperationId};
 use strato_domain::model::{Cluster, Operation};
 use strato_domain::ports::OpenStatus;
@@ -34,20 +34,29 @@ impl Store {
         op: &Operation,
         quotas: &Quotas,
     ) -> Result<Result<(), CreateRejected>, Error> {
+        self.add_operation_bounded(op, QuotaBound::Given(quotas)).await
+    }
+
+    /// [`add_operation`](Self::add_operation) bounded as `bound` says (see
+    /// [`create_cluster_bounded`](Self::create_cluster_bounded)).
+    pub(crate) async fn add_operation_bounded(
+        &self,
+        op: &Operation,
+        bound: QuotaBound<'_>,
+    ) -> Result<Result<(), CreateRejected>, Error> {
         let put = Put::builder()
             .table_name(&self.operations)
             .set_item(Some(Self::op_item(op)?))
             .condition_expression("attribute_not_exists(operation_id)");
-        let items = vec![
-            self.tenant_counters(&op.tenant_id, 0, 1, Some(quotas))?,
-            tx_put(put)?,
-        ];
-        Ok(self
-            .transact(items)
-            .await?
-            .map_err(|_| CreateRejected::OperationQuota {
-                max: quotas.max_open_operations,
-            }))
+        let items = vec![self.tenant_counters(&op.tenant_id, 0, 1, bound)?, tx_put(put)?];
+        if self.transact(items).await?.is_err() {
+            let max = self
+                .bounding_quotas(&op.tenant_id, bound)
+                .await?
+                .max_open_operations;
+            return Ok(Err(CreateRejected::OperationQuota { max }));
+        }
+        Ok(Ok(()))
     }
 
     /// [`add_operation`](Self::add_operation), and in the same transaction the cluster marked with `op` as
@@ -58,6 +67,17 @@ impl Store {
         cluster: &mut Cluster,
         op: &Operation,
         quotas: &Quotas,
+    ) -> Result<Result<(), CreateRejected>, Error> {
+        self.add_operation_on_bounded(cluster, op, QuotaBound::Given(quotas))
+            .await
+    }
+
+    /// [`add_operation_on`](Self::add_operation_on) bounded as `bound` says.
+    pub(crate) async fn add_operation_on_bounded(
+        &self,
+        cluster: &mut Cluster,
+        op: &Operation,
+        bound: QuotaBound<'_>,
     ) -> Result<Result<(), CreateRejected>, Error> {
         let put = Put::builder()
             .table_name(&self.operations)
@@ -75,7 +95,7 @@ impl Store {
             .expression_attribute_values(":op", s(op.operation_id.as_str()))
             .expression_attribute_values(":now", s(ts::format(now)));
         let items = vec![
-            self.tenant_counters(&op.tenant_id, 0, 1, Some(quotas))?,
+            self.tenant_counters(&op.tenant_id, 0, 1, bound)?,
             tx_put(put)?,
             tx_update(mark)?,
         ];
@@ -87,7 +107,10 @@ impl Store {
                 Ok(Ok(()))
             }
             Err(0) => Ok(Err(CreateRejected::OperationQuota {
-                max: quotas.max_open_operations,
+                max: self
+                    .bounding_quotas(&op.tenant_id, bound)
+                    .await?
+                    .max_open_operations,
             })),
             Err(_) => Err(Error::Conflict(format!(
                 "cluster {} changed since version {} (or operation {} already exists)",
@@ -125,7 +148,7 @@ impl Store {
             .expression_attribute_values(":u", s(&expected));
         let mut items = vec![tx_put(put)?];
         if ended_now {
-            items.push(self.tenant_counters(&op.tenant_id, 0, -1, None)?);
+            items.push(self.tenant_counters(&op.tenant_id, 0, -1, QuotaBound::None)?);
         }
         if let Err(lost) = self.transact(items).await? {
             op.updated_at = ts::parse(&expected).unwrap_or(op.updated_at);

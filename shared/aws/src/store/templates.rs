@@ -1,11 +1,17 @@
 //! Template versions in the catalog table. A version is immutable once published.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use serde::{Deserialize, Serialize};
 
 use super::write::conditional;
 use super::{Item, Store, fetch, from_item, s, to_item};
 use crate::error::Error;
 use strato_domain::template::{Manifest, Template};
+
+/// Published versions by `(name, version)`. Unbounded: the catalog holds a few dozen versions.
+pub(super) type TemplateCache = Arc<Mutex<HashMap<(String, String), StoredTemplate>>>;
 
 /// A published template version as the catalog table holds it.
 #[derive(Debug, Clone)]
@@ -86,9 +92,23 @@ impl Store {
         })
     }
 
+    /// The published version, read from the table once per process: versions are immutable, so a cached
+    /// copy is never stale. An unpublished version is not cached (it may be published next).
     pub async fn get_template(&self, name: &str, version: &str) -> Result<Option<StoredTemplate>, Error> {
+        let key = (name.to_owned(), version.to_owned());
+        let cache = |c: &TemplateCache| c.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        if let Some(hit) = cache(&self.template_cache) {
+            return Ok(Some(hit));
+        }
         let get = self.get(&self.templates, &[("name", s(name)), ("version", s(version))]);
-        fetch(get).await?.map(StoredTemplate::from_item).transpose()
+        let found = fetch(get).await?.map(StoredTemplate::from_item).transpose()?;
+        if let Some(t) = &found {
+            self.template_cache
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, t.clone());
+        }
+        Ok(found)
     }
 
     /// All versions of every template (the catalog is small; a Query per name would need a name list).

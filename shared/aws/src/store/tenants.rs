@@ -30,6 +30,27 @@ impl Default for Quotas {
     }
 }
 
+/// What bounds the increments of [`Store::tenant_counters`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum QuotaBound<'a> {
+    /// Nothing (decrements).
+    None,
+    /// These quotas, as the caller read them.
+    Given(&'a Quotas),
+    /// The quotas stored on the tenant item, compared in the write's own condition (platform defaults
+    /// where absent).
+    Stored,
+}
+
+impl QuotaBound<'_> {
+    fn given(&self) -> Option<&Quotas> {
+        match self {
+            Self::Given(q) => Some(q),
+            _ => None,
+        }
+    }
+}
+
 impl Store {
     fn tenant_key(tenant: &TenantId) -> [(&'static str, AttributeValue); 1] {
         [("tenant_id", s(tenant.as_str()))]
@@ -56,17 +77,33 @@ impl Store {
         })
     }
 
+    /// Sets the tenant's quotas, and in the same transaction the concurrency limit's copy on the tenant's
+    /// slot item, which the dispatcher's one-transaction claim checks against. The tenant item records
+    /// which value was copied (`max_running_copied`): a quota changed any other way no longer matches it,
+    /// and the claim then refuses to trust the copy.
     pub async fn set_quotas(&self, tenant: &TenantId, q: &Quotas) -> Result<(), Error> {
-        self.update_tenant(tenant)
+        let quotas = Update::builder()
+            .table_name(&self.tenants)
+            .key("tenant_id", s(tenant.as_str()))
             .update_expression(
-                "SET max_clusters = :a, max_open_operations = :b, max_concurrent_operations = :c",
+                "SET max_clusters = :a, max_open_operations = :b, max_concurrent_operations = :c, \
+                 max_running_copied = :c",
             )
             .expression_attribute_values(":a", n(q.max_clusters))
             .expression_attribute_values(":b", n(q.max_open_operations))
-            .expression_attribute_values(":c", n(q.max_concurrent_operations))
+            .expression_attribute_values(":c", n(q.max_concurrent_operations));
+        let copy = Update::builder()
+            .table_name(&self.locks)
+            .key("lock_id", s(format!("slots#{tenant}")))
+            .update_expression("SET max_running = :c")
+            .expression_attribute_values(":c", n(q.max_concurrent_operations));
+        self.ddb
+            .transact_write_items()
+            .transact_items(tx_update(quotas)?)
+            .transact_items(tx_update(copy)?)
             .send()
             .await
-            .map_err(|e| Error::aws("UpdateItem", e))?;
+            .map_err(|e| Error::aws("TransactWriteItems", e))?;
         Ok(())
     }
 
@@ -180,25 +217,34 @@ impl Store {
     }
 
     /// One update of the tenant's counters (a transaction may touch an item only once). Increments are
-    /// bounded by `quotas`.
+    /// bounded as `bound` says.
     pub(super) fn tenant_counters(
         &self,
         tenant: &TenantId,
         clusters: i64,
         operations: i64,
-        quotas: Option<&Quotas>,
+        bound: QuotaBound<'_>,
     ) -> Result<TransactWriteItem, Error> {
         let mut adds = Vec::new();
         let mut conds = Vec::new();
         let mut u = Update::builder()
             .table_name(&self.tenants)
             .key("tenant_id", s(tenant.as_str()));
-        for (attr, delta, max) in [
-            ("cluster_count", clusters, quotas.map(|q| q.max_clusters)),
+        let d = Quotas::default();
+        for (attr, delta, quota, given, dflt) in [
+            (
+                "cluster_count",
+                clusters,
+                "max_clusters",
+                bound.given().map(|q| q.max_clusters),
+                d.max_clusters,
+            ),
             (
                 "open_operations",
                 operations,
-                quotas.map(|q| q.max_open_operations),
+                "max_open_operations",
+                bound.given().map(|q| q.max_open_operations),
+                d.max_open_operations,
             ),
         ] {
             if delta == 0 {
@@ -206,9 +252,24 @@ impl Store {
             }
             adds.push(format!("{attr} :{attr}"));
             u = u.expression_attribute_values(format!(":{attr}"), n(delta));
-            if let (Some(max), true) = (max, delta > 0) {
-                conds.push(format!("(attribute_not_exists({attr}) OR {attr} < :max_{attr})"));
-                u = u.expression_attribute_values(format!(":max_{attr}"), n(max));
+            if delta < 0 {
+                continue;
+            }
+            match (bound, given) {
+                (QuotaBound::Given(_), Some(max)) => {
+                    conds.push(format!("(attribute_not_exists({attr}) OR {attr} < :max_{attr})"));
+                    u = u.expression_attribute_values(format!(":max_{attr}"), n(max));
+                }
+                // The quota as the tenant item holds it (or the platform default): checked by the write
+                // itself, so the create needs no read of the tenant first.
+                (QuotaBound::Stored, _) => {
+                    conds.push(format!(
+                        "(attribute_not_exists({attr}) OR (attribute_exists({quota}) AND {attr} < {quota}) \
+                         OR (attribute_not_exists({quota}) AND {attr} < :max_{attr}))"
+                    ));
+                    u = u.expression_attribute_values(format!(":max_{attr}"), n(dflt));
+                }
+                _ => {}
             }
         }
         u = u.update_expression(format!("ADD {}", adds.join(", ")));
@@ -218,12 +279,26 @@ impl Store {
         tx_update(u)
     }
 
+    /// The quotas `bound` stood for (read from the tenant item for [`QuotaBound::Stored`]): what a refusal
+    /// names.
+    pub(super) async fn bounding_quotas(
+        &self,
+        tenant: &TenantId,
+        bound: QuotaBound<'_>,
+    ) -> Result<Quotas, Error> {
+        match bound {
+            QuotaBound::Given(q) => Ok(*q),
+            _ => self.quotas(tenant).await,
+        }
+    }
+
     /// Which quota a refused increment hit, read after the fact.
     pub(super) async fn quota_hit(
         &self,
         tenant: &TenantId,
-        quotas: &Quotas,
+        bound: QuotaBound<'_>,
     ) -> Result<CreateRejected, Error> {
+        let quotas = &self.bounding_quotas(tenant, bound).await?;
         let get = self
             .get(&self.tenants, &Self::tenant_key(tenant))
             .consistent_read(true);

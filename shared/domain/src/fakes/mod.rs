@@ -3,6 +3,7 @@
 //! judged against the time given, fencing tokens that only grow, bounded slot sets, FIFO deduplication,
 //! RunTask's client token — and let a test look at what was sent and launched, and script failures.
 
+mod claim;
 mod intake;
 mod scheduler;
 mod state;
