@@ -623,6 +623,28 @@ fn report(
             batching.push(b.send_start - produced);
         }
     }
+    // Per batch, each stage: moto's SendMessage, queue dwell until a poller got it (moto's share, then
+    // backlog), the handler's wall time less moto's DynamoDB time (its own work and the posts), DynamoDB.
+    let (mut send, mut dwell, mut backlog, mut handler, mut ddb) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for b in timings.values().filter(|b| b.received > 0) {
+        send.push(b.send_end - b.send_start);
+        dwell.push((b.received - b.send_end.max(b.receive_start)).max(0));
+        backlog.push((b.receive_start - b.send_end).max(0));
+        handler.push(b.handler_us - b.ddb_us);
+        ddb.push(b.ddb_us);
+    }
+    let mut stages = String::new();
+    for (name, v) in [
+        ("send", &mut send),
+        ("dwell", &mut dwell),
+        ("backlog", &mut backlog),
+        ("handler-ddb", &mut handler),
+        ("ddb", &mut ddb),
+    ] {
+        stages += &format!(" {name} {:.0}/{:.0}", pct(v, 0.5), pct(v, 0.99));
+    }
+    println!("  stages per batch, p50/p99 ms:{stages}");
     let lines: u64 = produced.iter().map(|p| p.len() as u64 - 1).sum();
     let expected = lines * s.subscribers as u64;
     let secs = ((last_arrival - start) as f64 / 1e6).max(1e-3);

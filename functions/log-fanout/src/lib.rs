@@ -186,6 +186,23 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
         };
         // `end` last: a duplicate or reordered delivery must not put it before the lines it closes.
         frames.sort_by_key(|f| matches!(f, LogFrame::End { .. }));
+        // A standard queue may hand flushes out of order: `log` frames sorted by seq (in the slots `log`
+        // frames hold), so consecutive ones merge and each subscriber gets them in order.
+        let seq = |f: &LogFrame| match f {
+            LogFrame::Log { first_seq, .. } => *first_seq,
+            _ => 0,
+        };
+        let slots: Vec<usize> = (0..frames.len())
+            .filter(|i| matches!(frames[*i], LogFrame::Log { .. }))
+            .collect();
+        let mut by_seq = slots.clone();
+        by_seq.sort_by_key(|i| seq(&frames[*i]));
+        let mut order: Vec<usize> = (0..frames.len()).collect();
+        for (slot, from) in slots.into_iter().zip(by_seq) {
+            order[slot] = from;
+        }
+        let mut taken: Vec<Option<LogFrame>> = std::mem::take(frames).into_iter().map(Some).collect();
+        *frames = order.into_iter().filter_map(|i| taken[i].take()).collect();
         // The batch's consecutive `log` frames merge into as few `log_batch` frames as fit: one post per
         // subscriber carries every line of several runner flushes when they queued up together.
         let out = match encode_live(op, frames, MAX_FRAME_BYTES) {
