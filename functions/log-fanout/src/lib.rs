@@ -184,25 +184,7 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
                 continue;
             }
         };
-        // `end` last: a duplicate or reordered delivery must not put it before the lines it closes.
-        frames.sort_by_key(|f| matches!(f, LogFrame::End { .. }));
-        // A standard queue may hand flushes out of order: `log` frames sorted by seq (in the slots `log`
-        // frames hold), so consecutive ones merge and each subscriber gets them in order.
-        let seq = |f: &LogFrame| match f {
-            LogFrame::Log { first_seq, .. } => *first_seq,
-            _ => 0,
-        };
-        let slots: Vec<usize> = (0..frames.len())
-            .filter(|i| matches!(frames[*i], LogFrame::Log { .. }))
-            .collect();
-        let mut by_seq = slots.clone();
-        by_seq.sort_by_key(|i| seq(&frames[*i]));
-        let mut order: Vec<usize> = (0..frames.len()).collect();
-        for (slot, from) in slots.into_iter().zip(by_seq) {
-            order[slot] = from;
-        }
-        let mut taken: Vec<Option<LogFrame>> = std::mem::take(frames).into_iter().map(Some).collect();
-        *frames = order.into_iter().filter_map(|i| taken[i].take()).collect();
+        order_frames(frames);
         // The batch's consecutive `log` frames merge into as few `log_batch` frames as fit: one post per
         // subscriber carries every line of several runner flushes when they queued up together.
         let out = match encode_live(op, frames, MAX_FRAME_BYTES) {
@@ -252,6 +234,29 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
         strato_domain::vitals::log_fanout(sent, done);
     }
     (failures.into_response(), report)
+}
+
+/// Puts one operation's frames of a batch in delivery order: `end` last (a duplicate or reordered delivery
+/// must not put it before the lines it closes), and, since a standard queue may hand flushes out of order,
+/// the `log` frames by seq in the slots `log` frames hold, so consecutive ones merge and each subscriber
+/// gets them in order.
+fn order_frames(frames: &mut Vec<LogFrame>) {
+    frames.sort_by_key(|f| matches!(f, LogFrame::End { .. }));
+    let seq = |f: &LogFrame| match f {
+        LogFrame::Log { first_seq, .. } => *first_seq,
+        _ => 0,
+    };
+    let slots: Vec<usize> = (0..frames.len())
+        .filter(|i| matches!(frames[*i], LogFrame::Log { .. }))
+        .collect();
+    let mut by_seq = slots.clone();
+    by_seq.sort_by_key(|i| seq(&frames[*i]));
+    let mut order: Vec<usize> = (0..frames.len()).collect();
+    for (slot, from) in slots.into_iter().zip(by_seq) {
+        order[slot] = from;
+    }
+    let mut taken: Vec<Option<LogFrame>> = std::mem::take(frames).into_iter().map(Some).collect();
+    *frames = order.into_iter().filter_map(|i| taken[i].take()).collect();
 }
 
 /// The record's `SentTimestamp` attribute (milliseconds since the epoch), when SQS gave it.
