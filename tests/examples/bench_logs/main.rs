@@ -13,8 +13,9 @@
 //! `--pace fixed` ships every `--flush-ms` as the runner did before adaptive batching; the default is the
 //! runner's policy (`strato_domain::live_batch::frame_due`).
 
-#[path = "../tests/live_logs_support/mod.rs"]
+#[path = "../../tests/live_logs_support/mod.rs"]
 mod live_logs_support;
+mod report;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,9 +28,10 @@ use aws_smithy_runtime_api::client::interceptors::context::{
     BeforeDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
 };
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
+use aws_smithy_types::config_bag::ConfigBag;
 use futures_util::StreamExt;
 use live_logs_support::{Bed, sqs_event};
+use report::{Seqs, report};
 use strato_aws::log_io::publish_frame;
 use strato_domain::ids::OperationId;
 use strato_domain::live_batch;
@@ -38,14 +40,27 @@ use strato_domain::messages::{LogFrame, LogLine, LogStream};
 use time::OffsetDateTime;
 use tokio_tungstenite::tungstenite::Message;
 
-/// Sums the time an SDK client spends in transmit (request out → response in).
+/// Wall time during which at least one of an SDK client's calls was in transmit (request out → response
+/// in): concurrent calls (one subscriber Query per operation) count once, so the figure can be subtracted
+/// from the handler's wall time.
 #[derive(Debug, Clone, Default)]
-struct CallTimer(Arc<AtomicU64>);
+struct CallTimer(Arc<Mutex<Busy>>);
 
-#[derive(Debug)]
-struct Started(Instant);
-impl Storable for Started {
-    type Storer = StoreReplace<Self>;
+#[derive(Debug, Default)]
+struct Busy {
+    inflight: u32,
+    since: Option<Instant>,
+    total_us: u64,
+}
+
+impl CallTimer {
+    fn busy_us(&self) -> u64 {
+        let b = self.0.lock().unwrap();
+        b.total_us
+            + b.since
+                .filter(|_| b.inflight > 0)
+                .map_or(0, |s| s.elapsed().as_micros() as u64)
+    }
 }
 
 impl Intercept for CallTimer {
@@ -56,20 +71,27 @@ impl Intercept for CallTimer {
         &self,
         _: &BeforeTransmitInterceptorContextRef<'_>,
         _: &RuntimeComponents,
-        cfg: &mut ConfigBag,
+        _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        cfg.interceptor_state().store_put(Started(Instant::now()));
+        let mut b = self.0.lock().unwrap();
+        if b.inflight == 0 {
+            b.since = Some(Instant::now());
+        }
+        b.inflight += 1;
         Ok(())
     }
     fn read_after_transmit(
         &self,
         _: &BeforeDeserializationInterceptorContextRef<'_>,
         _: &RuntimeComponents,
-        cfg: &mut ConfigBag,
+        _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        if let Some(s) = cfg.load::<Started>() {
-            self.0
-                .fetch_add(s.0.elapsed().as_micros() as u64, Ordering::Relaxed);
+        let mut b = self.0.lock().unwrap();
+        b.inflight = b.inflight.saturating_sub(1);
+        if b.inflight == 0
+            && let Some(s) = b.since.take()
+        {
+            b.total_us += s.elapsed().as_micros() as u64;
         }
         Ok(())
     }
@@ -85,42 +107,6 @@ struct BatchTiming {
     receive_start: i64,
     ddb_us: i64,
     handler_us: i64,
-}
-
-/// Just what a reader needs from a frame: the seqs it carries, without building its lines.
-#[derive(serde::Deserialize)]
-struct Seqs {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    first_seq: u64,
-    #[serde(default)]
-    lines: Vec<SeqOnly>,
-    #[serde(default)]
-    runs: Vec<RunLen>,
-}
-
-#[derive(serde::Deserialize)]
-struct SeqOnly {
-    seq: u64,
-}
-
-#[derive(serde::Deserialize)]
-struct RunLen {
-    text: Vec<serde::de::IgnoredAny>,
-}
-
-impl Seqs {
-    fn seqs(&self) -> Vec<u64> {
-        match self.kind.as_str() {
-            "log" => self.lines.iter().map(|l| l.seq).collect(),
-            "log_batch" => {
-                let n: usize = self.runs.iter().map(|r| r.text.len()).sum();
-                (self.first_seq..self.first_seq + n as u64).collect()
-            }
-            _ => Vec::new(),
-        }
-    }
 }
 
 /// (seq, receipt time in µs) of one subscriber's first arrivals.
@@ -147,15 +133,6 @@ enum Pace {
 
 fn micros(t: OffsetDateTime) -> i64 {
     (t.unix_timestamp_nanos() / 1000) as i64
-}
-
-fn pct(v: &mut [i64], p: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_unstable();
-    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v[i] as f64 / 1000.0
 }
 
 /// CPU time (user + system) of the calling thread, in µs.
@@ -379,12 +356,12 @@ fn pollers(
                             continue;
                         }
                         let received = micros(OffsetDateTime::now_utc());
-                        let ddb_before = timer.0.load(Ordering::Relaxed);
+                        let ddb_before = timer.busy_us();
                         let (t0, cpu0) = (Instant::now(), thread_cpu_us());
                         let _ = strato_log_fanout::handle(&ctx, sqs_event(&msgs)).await;
                         stats.cpu_us.fetch_add(thread_cpu_us() - cpu0, Ordering::Relaxed);
                         let handler_us = t0.elapsed().as_micros() as i64;
-                        let ddb_us = (timer.0.load(Ordering::Relaxed) - ddb_before) as i64;
+                        let ddb_us = (timer.busy_us() - ddb_before) as i64;
                         {
                             let mut t = timings.lock().unwrap();
                             for m in &msgs {
@@ -582,92 +559,4 @@ async fn run(s: Scenario, seconds: u64, pace: Pace, n_pollers: usize) {
         order.load(Ordering::Relaxed),
     );
     bed.shutdown().await;
-}
-
-/// Per line per subscriber: total latency, the emulator's share, the runner's batching wait; then the row.
-#[allow(clippy::too_many_arguments)]
-fn report(
-    s: Scenario,
-    produced: &[Vec<i64>],
-    received: &[(usize, Arrivals)],
-    timings: &HashMap<(usize, u64), BatchTiming>,
-    start: i64,
-    posts: u64,
-    stats: &PollStats,
-    order: u64,
-) {
-    let mut firsts: Vec<(usize, u64)> = timings.keys().copied().collect();
-    firsts.sort_unstable();
-    let batch_of = |op: usize, seq: u64| -> Option<&BatchTiming> {
-        let i = firsts.partition_point(|f| *f <= (op, seq));
-        let f = firsts.get(i.checked_sub(1)?)?;
-        (f.0 == op).then(|| timings.get(f)).flatten()
-    };
-    let (mut total_lat, mut emu, mut excl, mut batching) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut last_arrival = start;
-    let mut delivered = 0u64;
-    for (op, per_sub) in received {
-        delivered += per_sub.len() as u64;
-        for (seq, at) in per_sub {
-            last_arrival = last_arrival.max(*at);
-            let produced = produced[*op][*seq as usize];
-            let Some(b) = batch_of(*op, *seq) else { continue };
-            let lat = at - produced;
-            // Moto's SendMessage, its ReceiveMessage from the moment the message existed and a poller was
-            // asking (waiting for a busy poller is backlog, the function's share), moto's DynamoDB calls.
-            let dwell = (b.received - b.send_end.max(b.receive_start)).max(0);
-            let emulator = (b.send_end - b.send_start) + dwell + b.ddb_us;
-            total_lat.push(lat);
-            emu.push(emulator);
-            excl.push(lat - emulator);
-            batching.push(b.send_start - produced);
-        }
-    }
-    // Per batch, each stage: moto's SendMessage, queue dwell until a poller got it (moto's share, then
-    // backlog), the handler's wall time less moto's DynamoDB time (its own work and the posts), DynamoDB.
-    let (mut send, mut dwell, mut backlog, mut handler, mut ddb) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for b in timings.values().filter(|b| b.received > 0) {
-        send.push(b.send_end - b.send_start);
-        dwell.push((b.received - b.send_end.max(b.receive_start)).max(0));
-        backlog.push((b.receive_start - b.send_end).max(0));
-        handler.push(b.handler_us - b.ddb_us);
-        ddb.push(b.ddb_us);
-    }
-    let mut stages = String::new();
-    for (name, v) in [
-        ("send", &mut send),
-        ("dwell", &mut dwell),
-        ("backlog", &mut backlog),
-        ("handler-ddb", &mut handler),
-        ("ddb", &mut ddb),
-    ] {
-        stages += &format!(" {name} {:.0}/{:.0}", pct(v, 0.5), pct(v, 0.99));
-    }
-    println!("  stages per batch, p50/p99 ms:{stages}");
-    let lines: u64 = produced.iter().map(|p| p.len() as u64 - 1).sum();
-    let expected = lines * s.subscribers as u64;
-    let secs = ((last_arrival - start) as f64 / 1e6).max(1e-3);
-    let cpu_ms = stats.cpu_us.load(Ordering::Relaxed) as f64 / 1000.0;
-    println!(
-        "{:>7} {:>3} {:>5} {:>7} {:>7} {:>6} {:>5} | {:>7.1} {:>7.1} | {:>7.1} {:>7.1} | {:>8.1} {:>8.1} {:>8.1} | {:>6.3} {:>7.0} | {:>8.2} {:>8.3}",
-        s.rate,
-        s.ops,
-        s.subscribers * s.ops,
-        lines,
-        format!("{:.1}%", 100.0 * delivered as f64 / expected.max(1) as f64),
-        expected - delivered.min(expected),
-        order,
-        pct(&mut total_lat, 0.50),
-        pct(&mut total_lat, 0.99),
-        pct(&mut emu, 0.50),
-        pct(&mut emu, 0.99),
-        pct(&mut excl, 0.50),
-        pct(&mut excl, 0.99),
-        pct(&mut batching, 0.50),
-        posts as f64 / lines.max(1) as f64,
-        posts as f64 / secs,
-        cpu_ms / (lines.max(1) as f64 / 1000.0),
-        cpu_ms / (delivered.max(1) as f64 / 1000.0),
-    );
 }
