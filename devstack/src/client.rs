@@ -359,6 +359,9 @@ pub async fn watch_operation(
                     out.last_seq = last_seq;
                     ended = true;
                 }
+                ServerFrame::Control(c @ ControlFrame::LogBatch { .. }) => {
+                    new_lines = strato_domain::live_batch::batch_lines(&c).unwrap_or_default();
+                }
                 ServerFrame::Control(c @ ControlFrame::LogPart { .. }) => {
                     if let Some(line) = parts.push(&c) {
                         new_lines.push(line);

@@ -14,13 +14,15 @@ use backon::{ExponentialBuilder, Retryable};
 use regex::Regex;
 use strato_domain::artifacts;
 use strato_domain::ids::OperationId;
+use strato_domain::live_batch;
 use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// Largest live frame (bytes of line text) and longest wait before a frame is sent.
-pub const FRAME_BYTES: usize = 32 * 1024;
-pub const FRAME_WAIT: Duration = Duration::from_millis(100);
+/// Largest live frame (packed bytes of its lines, `live_batch::packed_len`: one `log_batch` frame when fanned
+/// out) and the wait before a frame is sent when the stream is slow (`live_batch::frame_due`).
+pub const FRAME_BYTES: usize = live_batch::FRAME_BUDGET;
+pub const FRAME_WAIT: Duration = live_batch::FRAME_WAIT;
 /// Live channel capacity: beyond this many unsent lines the live stream skips.
 pub const LIVE_CAPACITY: usize = 4096;
 /// Archive chunk limits.
@@ -283,6 +285,7 @@ async fn ship_live(
     // Highest seq handed to the queue (or known skipped); a gap before the next line is a skip.
     let mut shipped: u64 = 0;
     let mut pending: Option<LogLine> = None;
+    let mut last_sent: Option<tokio::time::Instant> = None;
     loop {
         let first = match pending.take() {
             Some(l) => l,
@@ -296,23 +299,27 @@ async fn ship_live(
             to_seq: first.seq - 1,
         });
         let first_seq = first.seq;
-        let mut bytes = first.text.len();
+        let mut bytes = live_batch::packed_len(&first);
         let mut lines = vec![first];
-        let deadline = tokio::time::Instant::now() + FRAME_WAIT;
+        // Adaptive: a slow stream leaves within FRAME_WAIT, a fast one in full frames at most every
+        // MIN_INTERVAL (strato_domain::live_batch), so each subscriber's posts stay few.
+        let deadline = live_batch::frame_due(tokio::time::Instant::now(), last_sent);
         while bytes < FRAME_BYTES {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(l)) => {
                     let contiguous = lines.last().is_some_and(|p| p.seq + 1 == l.seq);
-                    if !contiguous || bytes + l.text.len() > FRAME_BYTES {
+                    let len = live_batch::packed_len(&l);
+                    if !contiguous || bytes + len > FRAME_BYTES {
                         pending = Some(l);
                         break;
                     }
-                    bytes += l.text.len();
+                    bytes += len;
                     lines.push(l);
                 }
                 Ok(None) | Err(_) => break,
             }
         }
+        last_sent = Some(tokio::time::Instant::now());
         shipped = lines.last().map(|l| l.seq).unwrap_or(shipped);
         let count = lines.len() as u64;
         let frame = LogFrame::Log {

@@ -2,7 +2,9 @@
 //! `end` frames) and posts each frame to the WebSocket connections subscribed to its operation.
 //!
 //! - Subscribers: one Query on `op#{operation}` per operation per SQS batch (never a Scan).
-//! - Frames are re-cut to API Gateway's 32 KB limit (`strato_domain::logs::encode_frames`).
+//! - Adaptive batching: the `log` frames of one operation in an SQS batch are merged into as few
+//!   `log_batch` frames of at most 32 KB as hold their lines (`strato_domain::live_batch::encode_live`): one
+//!   post per subscriber per frame, so posts grow with frames, not lines.
 //! - Posts run concurrently across subscribers (bounded by `concurrency`); one subscriber's frames go in
 //!   order. Each post, throttling retries (backoff) included, has its own timeout, so a slow subscriber
 //!   holds up nobody else.
@@ -31,7 +33,8 @@ use strato_aws::connections::{Connections, PostError, Subscription, post_frame};
 use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
 use strato_domain::ids::OperationId;
-use strato_domain::logs::{MAX_FRAME_BYTES, encode_frames};
+use strato_domain::live_batch::encode_live;
+use strato_domain::logs::MAX_FRAME_BYTES;
 use strato_domain::messages::LogFrame;
 use time::OffsetDateTime;
 
@@ -181,15 +184,16 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
                 continue;
             }
         };
-        // `end` last: a duplicate or reordered delivery must not put it before the lines it closes.
-        frames.sort_by_key(|f| matches!(f, LogFrame::End { .. }));
-        let mut out = Vec::new();
-        for f in frames.iter() {
-            match encode_frames(f, MAX_FRAME_BYTES) {
-                Ok(fs) => out.extend(fs),
-                Err(e) => tracing::error!(operation_id = %op, error = %e, "frame could not be encoded"),
+        order_frames(frames);
+        // The batch's consecutive `log` frames merge into as few `log_batch` frames as fit: one post per
+        // subscriber carries every line of several runner flushes when they queued up together.
+        let out = match encode_live(op, frames, MAX_FRAME_BYTES) {
+            Ok(out) => out,
+            Err(e) => {
+                tracing::error!(operation_id = %op, error = %e, "frames could not be encoded");
+                Vec::new()
             }
-        }
+        };
         report.frames += out.len();
         encoded.push(Arc::new(out));
         if let Some(sub) = subs.first() {
@@ -230,6 +234,29 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
         strato_domain::vitals::log_fanout(sent, done);
     }
     (failures.into_response(), report)
+}
+
+/// Puts one operation's frames of a batch in delivery order: `end` last (a duplicate or reordered delivery
+/// must not put it before the lines it closes), and, since a standard queue may hand flushes out of order,
+/// the `log` frames by seq in the slots `log` frames hold, so consecutive ones merge and each subscriber
+/// gets them in order.
+fn order_frames(frames: &mut Vec<LogFrame>) {
+    frames.sort_by_key(|f| matches!(f, LogFrame::End { .. }));
+    let seq = |f: &LogFrame| match f {
+        LogFrame::Log { first_seq, .. } => *first_seq,
+        _ => 0,
+    };
+    let slots: Vec<usize> = (0..frames.len())
+        .filter(|i| matches!(frames[*i], LogFrame::Log { .. }))
+        .collect();
+    let mut by_seq = slots.clone();
+    by_seq.sort_by_key(|i| seq(&frames[*i]));
+    let mut order: Vec<usize> = (0..frames.len()).collect();
+    for (slot, from) in slots.into_iter().zip(by_seq) {
+        order[slot] = from;
+    }
+    let mut taken: Vec<Option<LogFrame>> = std::mem::take(frames).into_iter().map(Some).collect();
+    *frames = order.into_iter().filter_map(|i| taken[i].take()).collect();
 }
 
 /// The record's `SentTimestamp` attribute (milliseconds since the epoch), when SQS gave it.

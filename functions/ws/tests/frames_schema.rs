@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use strato_domain::ids::{ClusterId, OperationId};
+use strato_domain::live_batch::encode_live;
 use strato_domain::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames, frame_schemas};
 use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
 use strato_domain::model::{ClusterState, OperationStatus};
@@ -74,6 +75,25 @@ fn every_frame_the_server_sends_matches_the_schema() {
     };
     let mut all = encode_frames(&log, MAX_FRAME_BYTES).unwrap();
     assert!(all.iter().any(|f| f.contains("\"log_part\"")));
+    // log-fanout's packed frames, as encode_live cuts them (with a skip marker and two runs).
+    let mut other_step = line(4, "other step".into());
+    other_step.step = "plan".into();
+    let live = LogFrame::Log {
+        operation_id: op.clone(),
+        first_seq: 3,
+        lines: vec![line(3, "live".into()), other_step],
+        skipped: Some(SkippedLines {
+            from_seq: 2,
+            to_seq: 2,
+        }),
+    };
+    let packed = encode_live(&op, &[log.clone(), live], MAX_FRAME_BYTES).unwrap();
+    assert!(
+        packed
+            .iter()
+            .any(|f| f.contains("\"log_batch\"") && f.contains("\"skipped\""))
+    );
+    all.extend(packed);
     let status = LogFrame::Status {
         operation_id: op.clone(),
         cluster_id: ClusterId::generate(),
@@ -112,6 +132,7 @@ fn every_frame_the_server_sends_matches_the_schema() {
     // Not a blank check: a frame of an unknown type, or one missing its operation, is refused.
     assert!(!server.is_valid(&json!({"type": "gossip"})));
     assert!(!server.is_valid(&json!({"type": "end", "final_status": "succeeded", "last_seq": 1})));
+    assert!(!server.is_valid(&json!({"type": "log_batch", "first_seq": 1, "runs": []})));
 }
 
 #[test]

@@ -16,6 +16,7 @@ pub mod error;
 #[cfg(feature = "fakes")]
 pub mod fakes;
 pub mod ids;
+pub mod live_batch;
 pub mod logs;
 pub mod messages;
 pub mod model;

@@ -5,7 +5,8 @@
 //! Wire form seen by WebSocket clients: every frame is one JSON object with a `type`:
 //! - the [`LogFrame`]s (`log`, `status`, `end`), exactly as on the queue but never larger than
 //!   [`MAX_FRAME_BYTES`];
-//! - [`ControlFrame`]s sent by the ws function itself: `log_part` (one piece of a line too long for a frame),
+//! - [`ControlFrame`]s: `log_batch` (log-fanout's live lines, packed: `crate::live_batch`), `log_part` (one
+//!   piece of a line too long for a frame),
 //!   `subscribed` (the replay is done), `unsubscribed`, `pong`, `error`.
 //!
 //! Delivery is at-least-once: during the replay/live overlap, and when a queue batch is redelivered, a line
@@ -20,12 +21,13 @@ use time::OffsetDateTime;
 
 use crate::error::Error;
 use crate::ids::OperationId;
-use crate::messages::{LogFrame, LogLine, LogStream};
+use crate::live_batch::LineRun;
+use crate::messages::{LogFrame, LogLine, LogStream, SkippedLines};
 
 /// API Gateway's WebSocket frame size limit. Every frame Strato posts fits in it.
 pub const MAX_FRAME_BYTES: usize = 32 * 1024;
 
-/// Frames the ws function sends besides [`LogFrame`]s; never on the queue.
+/// Frames Strato sends besides [`LogFrame`]s (the ws function, and log-fanout's `log_batch`); never on the queue.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ControlFrame {
@@ -43,6 +45,20 @@ pub enum ControlFrame {
         part: u32,
         parts: u32,
         text: String,
+    },
+    /// Lines `first_seq..first_seq + n` (n = every run's `text` entries), packed column-wise by log-fanout
+    /// (`crate::live_batch`): line `seq` is `first_seq` plus its position, its `ts` is `t0` plus its `dt_us`,
+    /// its `stream` and `step` are its run's. `skipped` as on `log`: lines skipped before this frame.
+    LogBatch {
+        #[schemars(with = "String")]
+        operation_id: OperationId,
+        first_seq: u64,
+        #[serde(with = "crate::ts")]
+        #[schemars(with = "String")]
+        t0: OffsetDateTime,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skipped: Option<SkippedLines>,
+        runs: Vec<LineRun>,
     },
     /// The subscription is recorded and the archive replayed up to `replayed_to` (`from_seq - 1` when the
     /// archive had nothing at or after `from_seq`). Live frames may have arrived before this one.
@@ -108,7 +124,7 @@ pub fn render<T: Serialize>(what: &'static str, v: &T) -> Result<String, Error> 
 }
 
 /// Length of `c` inside a JSON string as serde_json writes it.
-fn escaped_len(c: char) -> usize {
+pub(crate) fn escaped_len(c: char) -> usize {
     match c {
         '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
         c if (c as u32) < 0x20 => 6,
@@ -197,7 +213,7 @@ pub fn encode_frames(frame: &LogFrame, max_bytes: usize) -> Result<Vec<String>, 
     Ok(out)
 }
 
-fn encode_parts(op: &OperationId, line: &LogLine, max_bytes: usize) -> Result<Vec<String>, Error> {
+pub(crate) fn encode_parts(op: &OperationId, line: &LogLine, max_bytes: usize) -> Result<Vec<String>, Error> {
     let part = |part: u32, parts: u32, text: &str| ControlFrame::LogPart {
         operation_id: op.clone(),
         seq: line.seq,

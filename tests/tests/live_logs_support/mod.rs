@@ -1,7 +1,7 @@
 //! Live-logs test bed: moto (TestEnv) + the devstack API Gateway WebSocket emulation with the ws function
 //! plugged in + a pump feeding the `logs` queue to the log-fanout function + a synthetic runner that
 //! publishes batches and archives chunks exactly as the runner contract says + a WebSocket client that
-//! dedupes by seq, reassembles `log_part`s and repairs gaps from the archive.
+//! dedupes by seq, unpacks `log_batch`es, reassembles `log_part`s and repairs gaps from the archive.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -402,6 +402,8 @@ pub struct Client {
     pub duplicates: usize,
     pub frames: usize,
     pub part_frames: usize,
+    /// `log_batch` frames (the fan-out's live lines).
+    pub batch_frames: usize,
     pub largest_frame: usize,
     pub statuses: usize,
     /// Seq of every line in arrival order (first arrivals only).
@@ -421,6 +423,7 @@ impl Client {
             duplicates: 0,
             frames: 0,
             part_frames: 0,
+            batch_frames: 0,
             largest_frame: 0,
             statuses: 0,
             arrival: Vec::new(),
@@ -479,6 +482,12 @@ impl Client {
                 ..
             }) => self.end = Some((*final_status, *last_seq)),
             ServerFrame::Log(LogFrame::Status { .. }) => self.statuses += 1,
+            ServerFrame::Control(c @ ControlFrame::LogBatch { .. }) => {
+                self.batch_frames += 1;
+                for l in strato_domain::live_batch::batch_lines(c).unwrap_or_default() {
+                    self.keep(l);
+                }
+            }
             ServerFrame::Control(c @ ControlFrame::LogPart { .. }) => {
                 self.part_frames += 1;
                 if let Some(l) = self.reassembler.push(c) {
