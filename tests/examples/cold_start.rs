@@ -62,23 +62,17 @@ fn build() -> PathBuf {
     target.join("release")
 }
 
-async fn secret(env: &TestEnv, name: &str, value: &str) -> String {
-    let sm = aws_sdk_secretsmanager::Client::new(&env.aws.config);
-    let out = sm
-        .create_secret()
-        .name(format!("strato/{}/{name}", env.names.prefix()))
-        .secret_string(value)
-        .send()
-        .await
-        .expect("CreateSecret");
-    out.arn().expect("an ARN").to_owned()
-}
-
 /// Every function's settings at once (each reads what it needs), secrets by ARN as infra/ gives them.
 async fn environment(env: &TestEnv) -> Vec<(String, String)> {
-    let jwt = secret(env, "jwt", "cold-start-bench-secret-0123456789abcdef").await;
-    let proof = secret(env, "run-proof", "cold-start-run-proof-key-32-bytes").await;
-    let agent = secret(env, "agent", "cold-start-agent-token-secret-0123").await;
+    let jwt = env
+        .create_secret("jwt", "cold-start-bench-secret-0123456789abcdef")
+        .await;
+    let proof = env
+        .create_secret("run-proof", "cold-start-run-proof-key-32-bytes")
+        .await;
+    let agent = env
+        .create_secret("agent", "cold-start-agent-token-secret-0123")
+        .await;
     [
         ("AWS_ENDPOINT_URL", env.endpoint.as_str()),
         ("AWS_REGION", env.region.as_str()),

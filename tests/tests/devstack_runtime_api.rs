@@ -46,19 +46,6 @@ fn env_for(env: &TestEnv, extra: &[(&str, &str)]) -> Vec<(String, String)> {
     out
 }
 
-/// A Secrets Manager secret holding `value`, as infra/ stores the functions' keys; its ARN.
-async fn secret(env: &TestEnv, name: &str, value: &str) -> String {
-    let sm = aws_sdk_secretsmanager::Client::new(&env.aws.config);
-    let out = sm
-        .create_secret()
-        .name(format!("strato/{}/{name}", env.names.prefix()))
-        .secret_string(value)
-        .send()
-        .await
-        .unwrap();
-    out.arn().unwrap().to_owned()
-}
-
 fn sample(dir: &str, name: &str) -> Value {
     sample_events(&workspace().join("events"), dir)
         .unwrap()
@@ -117,7 +104,9 @@ async fn devstack_runtime_api_runs_the_sqs_function_binaries_with_their_samples(
     let env = TestEnv::new().await;
     // The run-proof key by reference, as infra/ gives it: the binaries read it from Secrets Manager at start.
     // It is the key the sample runner events' proofs were made with.
-    let proof_key = secret(&env, "run-proof-secret", "sample-run-proof-key-of-32-bytes").await;
+    let proof_key = env
+        .create_secret("run-proof-secret", "sample-run-proof-key-of-32-bytes")
+        .await;
     let runner_settings = [
         ("STRATO_RUNNER_CLUSTER", "runners"),
         ("STRATO_RUNNER_TASK_DEFINITION", "runner"),

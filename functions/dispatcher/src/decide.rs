@@ -349,35 +349,37 @@ where
     /// refuses. Already being there counts as done: that is this same operation's earlier, interrupted
     /// delivery (only the lock holder moves a cluster).
     async fn enter_working_state(&self, op: &Operation) -> Result<Option<String>, DispatchError> {
-        let target = match op.kind {
-            OperationKind::Create => Some(ClusterState::Provisioning),
-            OperationKind::Update => Some(ClusterState::Updating),
-            OperationKind::Delete => Some(ClusterState::Deleting),
-            // Read-only runs change no state.
-            OperationKind::Plan | OperationKind::DriftCheck => None,
-            // No cluster stands behind an estimate's id: nothing to read or move.
-            OperationKind::Estimate => return Ok(None),
-        };
+        let step = working_step(op.kind);
+        // No cluster stands behind an estimate's id: nothing to read or move.
+        if step == ClusterStep::Untouched {
+            return Ok(None);
+        }
         let mut refusal = None;
         update_cluster(self.store, &op.tenant_id, &op.cluster_id, |c| {
             refusal = None;
-            let Some(target) = target else {
-                if c.state() == ClusterState::Deleted {
-                    refusal = Some("the cluster is DELETED".to_owned());
+            match step {
+                ClusterStep::Untouched => Ok::<_, DispatchError>(false),
+                // Read-only runs change no state.
+                ClusterStep::Not(refused) => {
+                    if c.state() == refused {
+                        refusal = Some(format!("the cluster is {}", refused.as_str()));
+                    }
+                    Ok(false)
                 }
-                return Ok::<_, DispatchError>(false);
-            };
-            if c.state() == target {
-                return Ok(false);
+                ClusterStep::Move { to, clear_error } => {
+                    if c.state() == to {
+                        return Ok(false);
+                    }
+                    if let Err(e) = c.transition(to) {
+                        refusal = Some(e.to_string());
+                        return Ok(false);
+                    }
+                    if clear_error {
+                        c.last_error = None;
+                    }
+                    Ok(true)
+                }
             }
-            if let Err(e) = c.transition(target) {
-                refusal = Some(e.to_string());
-                return Ok(false);
-            }
-            if op.kind == OperationKind::Create {
-                c.last_error = None;
-            }
-            Ok(true)
         })
         .await?;
         Ok(refusal)

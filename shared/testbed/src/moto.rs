@@ -117,4 +117,20 @@ impl TestEnv {
             tools,
         }
     }
+
+    /// A Secrets Manager secret `strato/<prefix>/<name>` holding `value`, as infra/ stores the functions'
+    /// keys; its ARN (what a function is given as `<NAME>_ARN`).
+    pub async fn create_secret(&self, name: &str, value: &str) -> String {
+        let sm = aws_sdk_secretsmanager::Client::new(&self.aws.config);
+        let out = sm
+            .create_secret()
+            .name(format!("strato/{}/{name}", self.names.prefix()))
+            .secret_string(value)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("CreateSecret {name}: {e}"));
+        out.arn()
+            .unwrap_or_else(|| panic!("CreateSecret {name}: no ARN"))
+            .to_owned()
+    }
 }

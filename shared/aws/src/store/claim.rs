@@ -5,8 +5,9 @@
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem, Update};
-use time::Duration;
 
+use super::locks::{cluster_lock_id, tenant_slots_id};
+use super::operations::next_updated_at;
 use super::write::{tx_put, tx_update};
 use super::{Quotas, Store, n, s};
 use crate::error::Error;
@@ -33,12 +34,8 @@ impl Store {
         claim: &Claim,
     ) -> Result<Result<(), ClaimLost>, Error> {
         let expected = ts::format(op.updated_at);
-        let mut now = ts::now();
-        if now <= op.updated_at {
-            now = op.updated_at + Duration::microseconds(1);
-        }
         let read_at = op.updated_at;
-        op.updated_at = now;
+        op.updated_at = next_updated_at(read_at);
         let items = match self.claim_items(op, claim, &expected) {
             Ok(items) => items,
             Err(e) => {
@@ -81,7 +78,7 @@ impl Store {
     ) -> Result<Vec<TransactWriteItem>, Error> {
         let lock = Update::builder()
             .table_name(&self.locks)
-            .key("lock_id", s(format!("cluster#{}", op.cluster_id)))
+            .key("lock_id", s(cluster_lock_id(&op.cluster_id)))
             .update_expression("SET #o = :op, lease_expires_at = :exp, fencing_token = :t")
             .condition_expression(
                 "(attribute_not_exists(#o) OR lease_expires_at < :now) \
@@ -99,7 +96,7 @@ impl Store {
         // item by hand no longer matches, so the copy is not trusted).
         let slot = Update::builder()
             .table_name(&self.locks)
-            .key("lock_id", s(format!("slots#{}", op.tenant_id)))
+            .key("lock_id", s(tenant_slots_id(&op.tenant_id)))
             .update_expression("ADD running :ops")
             .condition_expression(
                 "contains(running, :id) \

@@ -19,11 +19,11 @@ pub enum LockOutcome {
     Held { owner: OperationId },
 }
 
-fn cluster_lock_id(c: &ClusterId) -> String {
+pub(super) fn cluster_lock_id(c: &ClusterId) -> String {
     format!("cluster#{c}")
 }
 
-fn tenant_slots_id(t: &TenantId) -> String {
+pub(super) fn tenant_slots_id(t: &TenantId) -> String {
     format!("slots#{t}")
 }
 

@@ -19,6 +19,17 @@ fn open_status(op: &Operation) -> Option<&'static str> {
     OpenStatus::of(op).map(OpenStatus::as_str)
 }
 
+/// The `updated_at` a conditional write stores over one read at `read`: now, or just after `read` when
+/// the clock is behind it (the next write's condition compares it, so it must move forward).
+pub(super) fn next_updated_at(read: time::OffsetDateTime) -> time::OffsetDateTime {
+    let now = ts::now();
+    if now <= read {
+        read + Duration::microseconds(1)
+    } else {
+        now
+    }
+}
+
 impl Store {
     pub(super) fn op_item(op: &Operation) -> Result<Item, Error> {
         let mut item = to_item("operation", op)?;
@@ -130,10 +141,7 @@ impl Store {
     /// tenant's open-operation counter in step when it becomes terminal.
     pub async fn save_operation(&self, op: &mut Operation, was_terminal: bool) -> Result<(), Error> {
         let expected = ts::format(op.updated_at);
-        let mut now = ts::now();
-        if now <= op.updated_at {
-            now = op.updated_at + Duration::microseconds(1);
-        }
+        let now = next_updated_at(op.updated_at);
         op.updated_at = now;
         // The write that makes it terminal records when it ended (`updated_at` moves on later writes).
         let ended_now = op.status.is_terminal() && !was_terminal;

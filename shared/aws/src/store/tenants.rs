@@ -94,7 +94,7 @@ impl Store {
             .expression_attribute_values(":c", n(q.max_concurrent_operations));
         let copy = Update::builder()
             .table_name(&self.locks)
-            .key("lock_id", s(format!("slots#{tenant}")))
+            .key("lock_id", s(super::locks::tenant_slots_id(tenant)))
             .update_expression("SET max_running = :c")
             .expression_attribute_values(":c", n(q.max_concurrent_operations));
         self.ddb
