@@ -336,6 +336,8 @@ async fn ship_live(
             .sqs
             .send_message()
             .queue_url(&sinks.logs_url)
+            .message_group_id(op.as_str())
+            .message_deduplication_id(frame.dedup_id())
             .message_body(body)
             .set_message_attributes(sinks.traceparent.as_ref().map(|tp| {
                 [(

@@ -561,27 +561,6 @@ async fn throttling_is_retried_and_a_slow_subscriber_delays_nobody() {
     bed.shutdown().await;
 }
 
-/// Exactly the `n` messages on the logs queue (moto may hand them out over several receives).
-async fn receive_all(bed: &Bed, n: usize) -> Vec<aws_sdk_sqs::types::Message> {
-    let mut got = Vec::new();
-    while got.len() < n {
-        let out = bed
-            .env
-            .aws
-            .sqs
-            .receive_message()
-            .queue_url(&bed.queues.logs)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .expect("receiving");
-        got.extend(out.messages.unwrap_or_default());
-    }
-    assert_eq!(got.len(), n);
-    got
-}
-
 /// Issue 19 (adaptive batching): when the fan-out gets many runner flushes of one operation at once (load:
 /// they queued up), one post per subscriber carries several flushes, packed (`log_batch`) and under the
 /// 32 KB frame limit; at a low rate a lone flush goes out as one post by the invocation that got it.
@@ -600,9 +579,11 @@ async fn queued_flushes_go_out_in_few_full_frames_and_a_lone_flush_at_once() {
 
     // Low rate: one flush of three lines, one post, there without waiting for more.
     runner.emit(3, 3).await;
-    let msgs = receive_all(&bed, 1).await;
+    let msgs = live_logs_support::receive_all(&bed, 1).await;
     let before = posts();
     strato_log_fanout::handle(&bed.fanout, live_logs_support::sqs_event(&msgs)).await;
+    // Deleted as Lambda does: an undeleted message would hold its FIFO group back.
+    live_logs_support::delete_all(&bed, &msgs).await;
     assert_eq!(posts() - before, 1);
     c.until(WAIT, |f| {
         matches!(f, ServerFrame::Control(ControlFrame::LogBatch { .. }))
@@ -613,7 +594,7 @@ async fn queued_flushes_go_out_in_few_full_frames_and_a_lone_flush_at_once() {
     // Load: ten flushes of 100 lines in one batch. As one `log` frame per flush that was 10 posts (and a
     // `log` frame holds only ~250 of these lines); packed, 1,000 lines fit 3 frames.
     runner.emit(1000, 100).await;
-    let msgs = receive_all(&bed, 10).await;
+    let msgs = live_logs_support::receive_all(&bed, 10).await;
     let before = posts();
     let (_, report) =
         strato_log_fanout::handle_with_report(&bed.fanout, live_logs_support::sqs_event(&msgs)).await;
@@ -625,5 +606,52 @@ async fn queued_flushes_go_out_in_few_full_frames_and_a_lone_flush_at_once() {
     assert_eq!(c.arrival, (1..=1003).collect::<Vec<_>>(), "complete and in order");
     assert!(c.largest_frame <= MAX_FRAME_BYTES, "{}", c.largest_frame);
     assert!(c.batch_frames >= 2 && c.batch_frames <= 4, "{}", c.batch_frames);
+    bed.shutdown().await;
+}
+
+/// Issue 19 (order at any fan-out concurrency): the logs queue is FIFO grouped by operation, so while one
+/// invocation holds a batch of an operation's frames no other invocation gets that operation's later
+/// frames. Four invocations receiving at once and finishing in reverse order still deliver every line once,
+/// in order (on a standard queue they took four batches and posted them backwards).
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_fan_out_invocations_keep_an_operations_order() {
+    let bed = Bed::with_pump(false).await;
+    let op = bed.operation("acme", None).await;
+    let mut c = bed.client("acme").await;
+    c.subscribe(&op, 1).await;
+    c.until(WAIT, |f| {
+        matches!(f, ServerFrame::Control(ControlFrame::Subscribed { .. }))
+    })
+    .await;
+    let mut runner = bed.runner(&op);
+    runner.emit(400, 10).await;
+    let mut rounds = 0;
+    loop {
+        let mut batches = Vec::new();
+        for _ in 0..4 {
+            let got = live_logs_support::receive_some(&bed).await;
+            if !got.is_empty() {
+                batches.push(got);
+            }
+        }
+        if batches.is_empty() {
+            break;
+        }
+        for b in batches.into_iter().rev() {
+            let resp = strato_log_fanout::handle(&bed.fanout, live_logs_support::sqs_event(&b)).await;
+            assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
+            live_logs_support::delete_all(&bed, &b).await;
+        }
+        rounds += 1;
+        assert!(rounds < 100, "the queue never drained");
+    }
+    while c.arrival.len() < 400 {
+        assert!(c.next(WAIT).await.is_some(), "have {} lines", c.arrival.len());
+    }
+    assert_eq!(
+        c.arrival,
+        (1..=400).collect::<Vec<_>>(),
+        "complete, once each, in order"
+    );
     bed.shutdown().await;
 }

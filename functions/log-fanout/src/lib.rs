@@ -9,6 +9,8 @@
 //!   order. Each post, throttling retries (backoff) included, has its own timeout, so a slow subscriber
 //!   holds up nobody else.
 //! - `GoneException` removes the connection and its subscriptions.
+//! - Order: the `logs` queue is FIFO grouped by operation, so one operation's batches are fanned out one at
+//!   a time, in order, however many invocations run (frames carry `seq`; clients keep lines by it).
 //! - Idempotence: a record fails (and is redelivered) only when its subscribers could not be read. A post
 //!   that still fails after retries is not retried through SQS: redelivering would re-post the batch to
 //!   every subscriber of the operation; the one client that missed it sees a gap in `seq` and re-subscribes
@@ -128,7 +130,8 @@ enum Delivery {
 }
 
 pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse, Report) {
-    // The logs queue is a standard one: records are handed back one by one, none held back for another.
+    // The logs queue is FIFO grouped by operation, and an operation's records succeed or fail together
+    // (one subscriber read): a failure hands back its operation's records and nothing of another's.
     let mut failures = BatchFailures::default();
     let mut report = Report::default();
     // Records grouped by operation, in batch order: one subscriber Query per operation.
@@ -236,10 +239,11 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
     (failures.into_response(), report)
 }
 
-/// Puts one operation's frames of a batch in delivery order: `end` last (a duplicate or reordered delivery
-/// must not put it before the lines it closes), and, since a standard queue may hand flushes out of order,
-/// the `log` frames by seq in the slots `log` frames hold, so consecutive ones merge and each subscriber
-/// gets them in order.
+/// Puts one operation's frames of a batch in delivery order: `end` last (a redelivered batch must not put
+/// it before the lines it closes), and the `log` frames by seq in the slots `log` frames hold, so
+/// consecutive ones merge and each subscriber gets them in order. The FIFO queue already hands one
+/// operation's frames over in send order, and to one invocation at a time; this keeps a redelivery (or a
+/// sender's flush racing the status function's frames) in order too.
 fn order_frames(frames: &mut Vec<LogFrame>) {
     frames.sort_by_key(|f| matches!(f, LogFrame::End { .. }));
     let seq = |f: &LogFrame| match f {

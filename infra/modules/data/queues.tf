@@ -4,15 +4,17 @@ locals {
   queues = {
     # Jobs for the dispatcher. FIFO grouped by cluster id: one cluster's jobs stay in order; senders set an
     # explicit deduplication id (operation + wake reason).
-    jobs = { fifo = true, visibility_timeout = 60, max_receive_count = 5 }
+    jobs = { fifo = true, high_throughput = false, visibility_timeout = 60, max_receive_count = 5 }
     # Runner events (steps, heartbeats, results) and ECS Task State Change events, for the status function.
-    events = { fifo = false, visibility_timeout = 60, max_receive_count = 5 }
-    # Live log batches from the runners, for log-fanout.
-    logs = { fifo = false, visibility_timeout = 30, max_receive_count = 3 }
+    events = { fifo = false, high_throughput = false, visibility_timeout = 60, max_receive_count = 5 }
+    # Live log frames from the runners and the status function, for log-fanout. FIFO grouped by operation
+    # (deduplication id from the frame): one operation's frames stay in order whatever the fan-out's
+    # concurrency. High-throughput mode: quotas per message group, not per queue.
+    logs = { fifo = true, high_throughput = true, visibility_timeout = 30, max_receive_count = 3 }
     # Tenant webhook notifications: one POST attempt per delivery, so maxReceiveCount is the number of
     # attempts. The last failed attempt is recorded on the operation and acknowledged; only a message that
     # could not be handled at all (bad body, the store down) reaches the DLQ.
-    webhooks = { fifo = false, visibility_timeout = 60, max_receive_count = 5 }
+    webhooks = { fifo = false, high_throughput = false, visibility_timeout = 60, max_receive_count = 5 }
   }
 }
 
@@ -30,6 +32,8 @@ resource "aws_sqs_queue" "this" {
 
   name                       = each.value.fifo ? "${var.prefix}-${each.key}.fifo" : "${var.prefix}-${each.key}"
   fifo_queue                 = each.value.fifo
+  deduplication_scope        = each.value.high_throughput ? "messageGroup" : null
+  fifo_throughput_limit      = each.value.high_throughput ? "perMessageGroupId" : null
   visibility_timeout_seconds = each.value.visibility_timeout
   sqs_managed_sse_enabled    = true
   redrive_policy = jsonencode({

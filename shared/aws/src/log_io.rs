@@ -7,7 +7,8 @@ use strato_domain::messages::{LogFrame, LogLine};
 
 use crate::error::Error;
 
-/// Sends one frame to the `logs` queue (the status function's `status`/`end` frames, the runner's batches).
+/// Sends one frame to the `logs` queue (the status function's `status`/`end` frames, the runner's batches):
+/// a FIFO queue grouped by operation (see [`LogFrame::dedup_id`]).
 pub async fn publish_frame(
     sqs: &aws_sdk_sqs::Client,
     queue_url: &str,
@@ -15,6 +16,8 @@ pub async fn publish_frame(
 ) -> Result<(), Error> {
     sqs.send_message()
         .queue_url(queue_url)
+        .message_group_id(frame.operation_id().as_str())
+        .message_deduplication_id(frame.dedup_id())
         .message_body(render("log frame", frame)?)
         .set_message_attributes(crate::telemetry::current_trace_attributes())
         .send()

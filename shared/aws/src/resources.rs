@@ -43,6 +43,9 @@ pub struct QueueDef {
     pub visibility_timeout_secs: u32,
     /// Deliveries before a message moves to the queue's DLQ.
     pub max_receive_count: u32,
+    /// FIFO high-throughput mode: deduplication and the throughput quota per message group rather than
+    /// per queue (SQS's 300 sends/s per queue would otherwise cap every operation's live logs together).
+    pub high_throughput: bool,
 }
 
 impl QueueDef {
@@ -181,18 +184,23 @@ pub const QUEUES: &[QueueDef] = &[
         fifo: true,
         visibility_timeout_secs: 60,
         max_receive_count: 5,
+        high_throughput: false,
     },
     QueueDef {
         logical: "events",
         fifo: false,
         visibility_timeout_secs: 60,
         max_receive_count: 5,
+        high_throughput: false,
     },
+    // FIFO grouped by operation: one operation's frames reach the fan-out in order however many
+    // invocations run, and a batch holds consecutive flushes to merge. High-throughput mode in infra/.
     QueueDef {
         logical: "logs",
-        fifo: false,
+        fifo: true,
         visibility_timeout_secs: 30,
         max_receive_count: 3,
+        high_throughput: true,
     },
     // Tenant webhook notifications, out of the state machine's path: one POST attempt per delivery, so
     // `max_receive_count` is the number of attempts; the last one records the failure on the operation.
@@ -201,6 +209,7 @@ pub const QUEUES: &[QueueDef] = &[
         fifo: false,
         visibility_timeout_secs: 60,
         max_receive_count: 5,
+        high_throughput: false,
     },
 ];
 
@@ -456,15 +465,18 @@ async fn create_queue(aws: &AwsClients, names: &Names, q: &QueueDef) -> Result<(
         .unwrap_or_default();
     let redrive =
         serde_json::json!({ "deadLetterTargetArn": arn, "maxReceiveCount": q.max_receive_count }).to_string();
-    fifo_attrs(aws.sqs.create_queue().queue_name(names.queue(q.logical)))
+    let mut req = fifo_attrs(aws.sqs.create_queue().queue_name(names.queue(q.logical)))
         .attributes(
             QueueAttributeName::VisibilityTimeout,
             q.visibility_timeout_secs.to_string(),
         )
-        .attributes(QueueAttributeName::RedrivePolicy, redrive)
-        .send()
-        .await
-        .map_err(|e| Error::aws("CreateQueue", e))?;
+        .attributes(QueueAttributeName::RedrivePolicy, redrive);
+    if q.high_throughput {
+        req = req
+            .attributes(QueueAttributeName::DeduplicationScope, "messageGroup")
+            .attributes(QueueAttributeName::FifoThroughputLimit, "perMessageGroupId");
+    }
+    req.send().await.map_err(|e| Error::aws("CreateQueue", e))?;
     Ok(())
 }
 
@@ -524,7 +536,8 @@ mod tests {
         assert_eq!(n.queue("jobs"), "strato-dev-jobs.fifo");
         assert_eq!(n.dlq("jobs"), "strato-dev-jobs-dlq.fifo");
         assert_eq!(n.queue("events"), "strato-dev-events");
-        assert_eq!(n.dlq("logs"), "strato-dev-logs-dlq");
+        assert_eq!(n.dlq("logs"), "strato-dev-logs-dlq.fifo");
+        assert_eq!(n.dlq("webhooks"), "strato-dev-webhooks-dlq");
         assert_eq!(n.bucket("state"), "strato-dev-state");
         assert!(Names::new("Strato").is_err());
         assert!(Names::new("x").is_err());

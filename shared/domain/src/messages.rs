@@ -223,6 +223,32 @@ impl LogFrame {
             | LogFrame::End { operation_id, .. } => operation_id,
         }
     }
+
+    /// The `logs` FIFO queue's deduplication id: the same frame sent twice within SQS's 5-minute window is
+    /// delivered once, while distinct frames never collide (a `log` frame by its seq range, a `status` frame
+    /// by its states and instant, `end` once per operation). The message group is the operation, so one
+    /// operation's frames reach the fan-out in the order they were sent, whatever its concurrency.
+    pub fn dedup_id(&self) -> String {
+        match self {
+            LogFrame::Log {
+                operation_id,
+                first_seq,
+                lines,
+                ..
+            } => format!("{operation_id}-log-{first_seq}-{}", lines.len()),
+            LogFrame::Status {
+                operation_id,
+                cluster_state,
+                operation_status,
+                at,
+                ..
+            } => format!(
+                "{operation_id}-status-{cluster_state:?}-{operation_status:?}-{}",
+                at.unix_timestamp_nanos()
+            ),
+            LogFrame::End { operation_id, .. } => format!("{operation_id}-end"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -288,5 +314,52 @@ mod tests {
         assert_eq!(v["at"], "2026-11-22T04:30:00.000000Z");
         assert_eq!(serde_json::from_value::<RunnerEvent>(v).unwrap(), e);
         assert_eq!(e.fencing_token(), 7);
+    }
+
+    #[test]
+    fn log_frames_deduplicate_by_content_not_by_operation() {
+        let op = OperationId::generate();
+        let line = |seq| LogLine {
+            seq,
+            ts: crate::ts::parse("2026-11-22T04:30:00Z").unwrap(),
+            stream: LogStream::Stdout,
+            step: "plan".into(),
+            text: "x".into(),
+        };
+        let log = |first_seq, n: u64| LogFrame::Log {
+            operation_id: op.clone(),
+            first_seq,
+            lines: (first_seq..first_seq + n).map(line).collect(),
+            skipped: None,
+        };
+        let status = |at: &str| LogFrame::Status {
+            operation_id: op.clone(),
+            cluster_id: ClusterId::generate(),
+            cluster_state: ClusterState::Provisioning,
+            operation_status: OperationStatus::Running,
+            step: None,
+            message: None,
+            at: crate::ts::parse(at).unwrap(),
+        };
+        // A resent frame is the same message; neighbours, a longer frame from the same seq, and a later
+        // status are not.
+        assert_eq!(log(1, 3).dedup_id(), log(1, 3).dedup_id());
+        let ids = [
+            log(1, 3).dedup_id(),
+            log(4, 3).dedup_id(),
+            log(1, 4).dedup_id(),
+            status("2026-11-22T04:30:00Z").dedup_id(),
+            status("2026-11-22T04:30:01Z").dedup_id(),
+            LogFrame::End {
+                operation_id: op.clone(),
+                final_status: OperationStatus::Succeeded,
+                last_seq: 6,
+            }
+            .dedup_id(),
+        ];
+        let unique: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "{ids:?}");
+        // SQS: at most 128 characters.
+        assert!(ids.iter().all(|i| i.len() <= 128 && i.is_ascii()), "{ids:?}");
     }
 }

@@ -99,6 +99,8 @@ pub fn check_tables(state: &State, names: &Names) {
 #[derive(Debug, PartialEq, Eq)]
 pub struct QueueShape {
     fifo: bool,
+    /// FIFO high-throughput mode (deduplication and throughput per message group).
+    high_throughput: bool,
     pub visibility_timeout: u64,
     /// (DLQ name, max receive count)
     redrive: Option<(String, u64)>,
@@ -123,6 +125,8 @@ pub fn declared_queues(state: &State) -> (BTreeMap<String, QueueShape>, BTreeMap
         });
         let shape = QueueShape {
             fifo: r.values["fifo_queue"] == true,
+            high_throughput: r.values["deduplication_scope"] == "messageGroup"
+                && r.values["fifo_throughput_limit"] == "perMessageGroupId",
             visibility_timeout: r.values["visibility_timeout_seconds"].as_u64().unwrap(),
             redrive,
         };
@@ -142,6 +146,7 @@ pub fn check_queues(state: &State, names: &Names) {
             names.queue(q.logical),
             QueueShape {
                 fifo: q.fifo,
+                high_throughput: q.high_throughput,
                 visibility_timeout: q.visibility_timeout_secs.into(),
                 redrive: Some((names.dlq(q.logical), q.max_receive_count.into())),
             },
@@ -151,6 +156,7 @@ pub fn check_queues(state: &State, names: &Names) {
             names.dlq(q.logical),
             QueueShape {
                 fifo: q.fifo,
+                high_throughput: false,
                 visibility_timeout: 30,
                 redrive: None,
             },

@@ -265,6 +265,57 @@ async fn pump_loop(
     }
 }
 
+/// Exactly the `n` messages on the logs queue (moto may hand them out over several receives).
+pub async fn receive_all(bed: &Bed, n: usize) -> Vec<aws_sdk_sqs::types::Message> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        let out = bed
+            .env
+            .aws
+            .sqs
+            .receive_message()
+            .queue_url(&bed.queues.logs)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .expect("receiving");
+        got.extend(out.messages.unwrap_or_default());
+    }
+    assert_eq!(got.len(), n);
+    got
+}
+
+/// One receive from the logs queue (whatever it hands out now, possibly nothing).
+pub async fn receive_some(bed: &Bed) -> Vec<aws_sdk_sqs::types::Message> {
+    bed.env
+        .aws
+        .sqs
+        .receive_message()
+        .queue_url(&bed.queues.logs)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .expect("receiving")
+        .messages
+        .unwrap_or_default()
+}
+
+/// Deletes a handled batch, as Lambda does after a response without failures.
+pub async fn delete_all(bed: &Bed, msgs: &[aws_sdk_sqs::types::Message]) {
+    for m in msgs {
+        bed.env
+            .aws
+            .sqs
+            .delete_message()
+            .queue_url(&bed.queues.logs)
+            .receipt_handle(m.receipt_handle().unwrap_or_default())
+            .send()
+            .await
+            .expect("deleting");
+    }
+}
+
 pub fn sqs_event(msgs: &[aws_sdk_sqs::types::Message]) -> SqsEvent {
     let records: Vec<Value> = msgs
         .iter()
