@@ -10,6 +10,7 @@ use strato_domain::ports::{
     Storage, Templates, Webhooks,
 };
 
+use strato_domain::messages::ControlEvent;
 use strato_domain::run_proof::RunProofKey;
 use strato_domain::telemetry::{self, fields};
 
@@ -110,6 +111,36 @@ const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
+/// `records` split by the operation they concern, each group in the batch's order (groups in the order of
+/// their first record). A record naming no operation (or unreadable here) is a group of its own.
+fn by_operation(records: Vec<SqsMessage>) -> Vec<Vec<SqsMessage>> {
+    let mut groups: Vec<Vec<SqsMessage>> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for record in records {
+        let key = record
+            .body
+            .as_deref()
+            .and_then(|body| match parse_body("", body).ok()? {
+                Incoming::Runner(ev, _) => Some(ev.operation_id().to_string()),
+                Incoming::Task(task) => task.operation_id().map(|id| id.to_string()),
+                Incoming::Control(
+                    ControlEvent::AgentReady { operation_id, .. }
+                    | ControlEvent::ConfigureDeadline { operation_id, .. },
+                ) => Some(operation_id.to_string()),
+                Incoming::Other(_) => None,
+            });
+        match key.and_then(|k| index.get(&k).copied().map(Ok).or(Some(Err(k)))) {
+            Some(Ok(i)) => groups[i].push(record),
+            Some(Err(k)) => {
+                index.insert(k, groups.len());
+                groups.push(vec![record]);
+            }
+            None => groups.push(vec![record]),
+        }
+    }
+    groups
+}
+
 /// The status function's dependencies, as ports.
 pub struct Status<'a, P: Ports> {
     pub store: &'a P::Store,
@@ -127,13 +158,24 @@ pub struct Status<'a, P: Ports> {
 impl<P: Ports> Status<'_, P> {
     /// Processes a batch; records that failed (or must wait) are reported in `batch_item_failures`. The
     /// events queue is a standard one, so no record is held back for another's failure.
+    ///
+    /// Each operation's records are handled in order, different operations' at the same time: a runner's
+    /// final report frees its tenant's slot, and behind up to nine other runners' heartbeats and steps it
+    /// left that slot idle for as long as they took (the queue never promised an order between
+    /// operations, and concurrent invocations already interleave them).
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
-        for_each_record(
-            &event.records,
-            |record| self.process(record),
-            |handle, secs| self.queues.retry_after(handle, secs),
-        )
-        .await
+        let groups = by_operation(event.records);
+        let answers = futures_util::future::join_all(groups.iter().map(|records| {
+            for_each_record(
+                records,
+                |record| self.process(record),
+                |handle, secs| self.queues.retry_after(handle, secs),
+            )
+        }))
+        .await;
+        let mut out = SqsBatchResponse::default();
+        out.batch_item_failures = answers.into_iter().flat_map(|a| a.batch_item_failures).collect();
+        out
     }
 
     async fn process(&self, record: &SqsMessage) -> Result<Outcome, StatusError> {

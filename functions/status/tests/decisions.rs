@@ -164,6 +164,11 @@ impl World {
 
     /// Delivers `bodies` in one batch, each with its receive count; the response.
     async fn deliver(&self, bodies: &[(String, u32)]) -> SqsBatchResponse {
+        self.status().handle(self.batch(bodies)).await
+    }
+
+    /// One batch of `bodies`, each with its receive count, as SQS hands it to the function.
+    fn batch(&self, bodies: &[(String, u32)]) -> SqsEvent {
         let mut event = SqsEvent::default();
         for (body, receives) in bodies {
             let n = self.delivered.get() + 1;
@@ -176,7 +181,7 @@ impl World {
                 .insert("ApproximateReceiveCount".into(), receives.to_string());
             event.records.push(r);
         }
-        self.status().handle(event).await
+        event
     }
 
     /// Delivers one record (first delivery unless `receives` says otherwise); whether it was acknowledged.
@@ -905,6 +910,97 @@ async fn the_report_wait_spans_several_visibility_timeouts_of_the_events_queue()
         "{wait:?}"
     );
     const { assert!(REPORT_WAIT_VISIBILITY_TIMEOUTS >= 2) };
+}
+
+// --- issue 19 (load): a final report is not held up by other operations' records of its batch --------------
+
+/// An archive whose look-up of a record naming `gated` (every record passes `unspill` first) stands for a
+/// slow record: it finishes only once `wait_for` no longer holds a tenant slot.
+struct Gate {
+    store: FakeStore,
+    tenant: TenantId,
+    gated: OperationId,
+    wait_for: OperationId,
+}
+
+impl strato_domain::ports::RunArchive for Gate {
+    async fn last_archived_seq(&self, _: &OperationId) -> Result<u64, strato_domain::ports::PortError> {
+        Ok(0)
+    }
+    async fn archive_complete(&self, _: &OperationId) -> Result<bool, strato_domain::ports::PortError> {
+        Ok(false)
+    }
+    async fn unspill(&self, body: &str) -> Result<Option<String>, strato_domain::ports::PortError> {
+        if body.contains(self.gated.as_str()) {
+            while self.store.slots(&self.tenant).contains(&self.wait_for) {
+                tokio::task::yield_now().await;
+            }
+        }
+        Ok(None)
+    }
+}
+
+struct GatedPorts;
+
+impl Ports for GatedPorts {
+    type Store = FakeStore;
+    type Templates = FakeTemplates;
+    type Jobs = FakeJobQueue;
+    type Queues = FakeStatusQueues;
+    type Archive = Gate;
+    type Webhooks = FakeWebhooks;
+    type Clock = FakeClock;
+}
+
+#[tokio::test]
+async fn a_final_report_hands_its_slot_on_while_another_operations_record_of_the_batch_is_still_handled() {
+    let w = world();
+    let (c1, c2, c3) = (
+        w.cluster_in("busy", ClusterState::Updating),
+        w.cluster_in("done", ClusterState::Updating),
+        w.cluster_in("next", ClusterState::Active),
+    );
+    let slow = w.start(&c1, OperationKind::Update).await;
+    let done = w.start(&c2, OperationKind::Update).await;
+    let waiting = w.parked(&c3, TENANT_LIMIT_REASON.to_owned());
+    let gate = Gate {
+        store: w.store.clone(),
+        tenant: w.tenant.clone(),
+        gated: slow.op.clone(),
+        wait_for: done.op.clone(),
+    };
+    let status: Status<'_, GatedPorts> = Status {
+        store: &w.store,
+        templates: &w.templates,
+        jobs: &w.jobs,
+        queues: &w.queues,
+        archive: &gate,
+        webhooks: &w.webhooks,
+        clock: &w.clock,
+        report_wait: ReportWait::EVENTS,
+        run_proofs: &w.proofs,
+    };
+    // The slow operation's heartbeat first, the other's final report behind it in the same batch.
+    let event = w.batch(&[
+        (heartbeat(&w, &slow, slow.token), 1),
+        (succeeded(&w, &done, done.token), 1),
+    ]);
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(5), status.handle(event))
+        .await
+        .expect("the final report waited for the record before it (the batch never ended)");
+    assert!(answer.batch_item_failures.is_empty(), "{answer:?}");
+    assert_eq!(w.op(&done.op).status, OperationStatus::Succeeded);
+    assert!(!w.store.slots(&w.tenant).contains(&done.op));
+    assert_eq!(
+        w.woken(),
+        vec![waiting.operation_id],
+        "the freed slot went to the waiter"
+    );
+    assert_eq!(
+        w.op(&slow.op).heartbeat_at,
+        Some(w.clock.now()),
+        "and the slow record was applied"
+    );
 }
 
 // --- issue 15, defect 1: templates with an agent never reach ACTIVE -----------------------------------------
