@@ -26,11 +26,11 @@ const STEP: &str = "prepare";
 
 /// Runs the `prepare` step (reported as one step): a prepared run, or why the operation cannot run.
 pub(super) async fn prepare(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
-    ctx.event_step(STEP, None).await;
+    ctx.event_step(STEP, None);
     let began = std::time::Instant::now();
     let r = prepare_steps(ctx).await;
     strato_domain::vitals::step_finished(ctx.op.kind, STEP, r.is_ok(), began.elapsed());
-    ctx.event_step(STEP, Some(r.is_ok())).await;
+    ctx.event_step(STEP, Some(r.is_ok()));
     r
 }
 
@@ -74,7 +74,7 @@ async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
         rendered,
         saved_plan_apply,
         initialized: Vec::new(),
-        debug_runs: BTreeMap::new(),
+        debug_runs: Default::default(),
         estimate: CostEstimate::empty(),
         state_s3,
         provider_dialect: ProviderDialect::Legacy,
