@@ -17,6 +17,7 @@ mod cleanup;
 mod failure;
 mod plan;
 mod prepare;
+mod priced;
 mod report;
 mod sealed;
 mod stages;

@@ -6,15 +6,14 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Map, Value};
-use strato_domain::ErrorCategory;
 use strato_domain::compose::ComposedStage;
 use strato_domain::cost::CostEstimate;
-use strato_domain::messages::{PlanSummary, RunnerEvent};
+use strato_domain::messages::PlanSummary;
 use strato_domain::model::{OperationKind, ResourceChange};
 use strato_domain::render::{ProviderDialect, state_key};
 
 use super::failure::Failure;
-use super::plan::{Outputs, drift_changes, estimate_plan, plan_summary, split_outputs};
+use super::plan::{Outputs, drift_changes, split_outputs};
 use super::{MAX_RETRIES, PreparedRun};
 use crate::engine::Outcome;
 use crate::workspace::{LOCK_FILE, PLAN_FILE};
@@ -240,18 +239,47 @@ impl PreparedRun<'_> {
     }
 
     async fn plan_and_apply_once(&mut self, stage: &str) -> Result<bool, Failure> {
-        let changes = self.plan(stage, false).await?.1;
+        if self.ctx.budget.is_some() {
+            // The plan's price decides whether anything is applied.
+            let changes = self.plan(stage, false).await?.1;
+            if !changes {
+                self.note(&self.step(stage, "apply"), "no changes; nothing to apply");
+                return Ok(false);
+            }
+            self.apply(stage).await?;
+            return Ok(true);
+        }
+        let changes = self.plan_command(stage, false).await?;
         if !changes {
+            let plan = self.show(stage).await?;
+            self.report_plan(stage, &plan);
             self.note(&self.step(stage, "apply"), "no changes; nothing to apply");
             return Ok(false);
         }
+        // Without a budget nothing waits for the plan's price: `show -json` (summary and estimate) reads the
+        // saved plan while it is applied. A plan that cannot be read then only loses its estimate.
+        let (shown, applied) = tokio::join!(self.show(stage), self.apply(stage));
+        match shown {
+            Ok(plan) => self.report_plan(stage, &plan),
+            Err(f) => self.note(
+                &f.step,
+                &format!(
+                    "the saved plan could not be read ({}); no estimate for this stage",
+                    f.what
+                ),
+            ),
+        }
+        applied?;
+        Ok(true)
+    }
+
+    async fn apply(&self, stage: &str) -> Result<(), Failure> {
         let mut args = vec!["apply", "-input=false", "-no-color", "-auto-approve"];
         if self.saved_plan_apply {
             args.push(PLAN_FILE);
         }
         let out = self.command(stage, "apply", &args, false, false).await?;
-        self.check(stage, "apply", &out, &[0])?;
-        Ok(true)
+        self.check(stage, "apply", &out, &[0])
     }
 
     /// After an apply, stores what the cloud now holds (`apply -refresh-only`), on engines that check drift
@@ -291,8 +319,18 @@ impl PreparedRun<'_> {
         outputs
     }
 
-    /// plan (-out, -detailed-exitcode) → show -json → PlanReady. Returns the plan JSON and whether it has changes.
+    /// plan (-out, -detailed-exitcode) → show -json → PlanReady → budget check. Returns the plan JSON and
+    /// whether it has changes.
     async fn plan(&mut self, stage: &str, drift: bool) -> Result<(Value, bool), Failure> {
+        let changes = self.plan_command(stage, drift).await?;
+        let plan = self.show(stage).await?;
+        self.report_plan(stage, &plan);
+        self.check_budget(stage)?;
+        Ok((plan, changes))
+    }
+
+    /// `plan -out -detailed-exitcode` (`-refresh-only` for a drift check): whether it has changes.
+    async fn plan_command(&self, stage: &str, drift: bool) -> Result<bool, Failure> {
         let mut args = vec!["plan", "-input=false", "-no-color", "-detailed-exitcode"];
         let out_arg = format!("-out={PLAN_FILE}");
         args.push(&out_arg);
@@ -301,7 +339,11 @@ impl PreparedRun<'_> {
         }
         let out = self.command(stage, "plan", &args, false, false).await?;
         self.check(stage, "plan", &out, &[0, 2])?;
-        let changes = out.code == Some(2);
+        Ok(out.code == Some(2))
+    }
+
+    /// The saved plan as JSON (`show -json`).
+    async fn show(&self, stage: &str) -> Result<Value, Failure> {
         let show = self
             .command(
                 stage,
@@ -312,60 +354,8 @@ impl PreparedRun<'_> {
             )
             .await?;
         self.check(stage, "show", &show, &[0])?;
-        let plan: Value = serde_json::from_str(strato_domain::render::strip_write_prefix(show.stdout.trim()))
-            .map_err(|e| {
-                Failure::internal(&self.step(stage, "show"), format!("show -json is not JSON: {e}"))
-            })?;
-        let summary = plan_summary(&plan);
-        let estimate = estimate_plan(&plan, &self.ctx.cluster.spec.region);
-        self.estimate.merge_stage(stage, &estimate);
-        self.note(
-            &self.step(stage, "plan"),
-            &format!(
-                "plan: {} to add, {} to change, {} to destroy",
-                summary.add, summary.change, summary.destroy
-            ),
-        );
-        self.plan_ready(stage, summary, estimate);
-        self.check_budget(stage)?;
-        Ok((plan, changes))
-    }
-
-    fn plan_ready(&self, stage: &str, summary: PlanSummary, estimate: CostEstimate) {
-        self.ctx.progress.send(RunnerEvent::PlanReady {
-            operation_id: self.ctx.op.operation_id.clone(),
-            fencing_token: self.ctx.cfg.fencing_token,
-            stage: stage.to_owned(),
-            summary,
-            estimate: Some(estimate),
-            at: strato_domain::ts::now(),
-        });
-    }
-
-    /// A create or update whose stages planned so far cost more than the tenant's monthly budget fails
-    /// before anything is applied.
-    fn check_budget(&self, stage: &str) -> Result<(), Failure> {
-        let Some(budget) = self.ctx.budget else {
-            return Ok(());
-        };
-        let over = matches!(self.ctx.op.kind, OperationKind::Create | OperationKind::Update)
-            && self.estimate.total_monthly > budget;
-        if !over {
-            return Ok(());
-        }
-        let mut f = Failure::new(
-            &self.step(stage, "plan"),
-            ErrorCategory::Quota,
-            format!(
-                "the plan's estimated cost is {:.2} USD/month, over the tenant's monthly budget of {budget:.2} USD; \
-                 nothing was applied",
-                self.estimate.total_monthly
-            ),
-        );
-        f.fix = "Choose smaller or fewer instances (PATCH the cluster's variables), or raise the tenant's \
-                 monthly budget, then retry."
-            .into();
-        Err(f)
+        serde_json::from_str(strato_domain::render::strip_write_prefix(show.stdout.trim()))
+            .map_err(|e| Failure::internal(&self.step(stage, "show"), format!("show -json is not JSON: {e}")))
     }
 
     async fn apply_all(&mut self) -> Result<ExecOutcome, Failure> {
