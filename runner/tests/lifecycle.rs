@@ -83,18 +83,23 @@ async fn create_update_delete_an_eks_cluster(engine: TestEngine) {
     assert_eq!(plans, [("network".to_owned(), 5), ("cluster".to_owned(), 2)]);
     support::assert_engine_used_cleanly(&bed, &job).await;
     assert!(events.iter().all(|e| e.fencing_token() == job.token));
+    // Issue 19 (runner overhead): without a budget, `show -json` reads the saved plan while it is applied,
+    // and `output -json` does not wait for the post-apply refresh.
+    let at = |started: bool, name: &str| {
+        events
+            .iter()
+            .find_map(|e| match e {
+                RunnerEvent::StepStarted { step, at, .. } if started && step == name => Some(*at),
+                RunnerEvent::StepFinished { step, at, .. } if !started && step == name => Some(*at),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no event of step {name}: {events:#?}"))
+    };
+    assert!(
+        at(true, "network/apply") < at(false, "network/show"),
+        "show -json runs while the plan is applied"
+    );
     if refreshes {
-        // Issue 19 (runner overhead): `output -json` does not wait for the post-apply refresh.
-        let at = |started: bool, name: &str| {
-            events
-                .iter()
-                .find_map(|e| match e {
-                    RunnerEvent::StepStarted { step, at, .. } if started && step == name => Some(*at),
-                    RunnerEvent::StepFinished { step, at, .. } if !started && step == name => Some(*at),
-                    _ => None,
-                })
-                .unwrap_or_else(|| panic!("no event of step {name}: {events:#?}"))
-        };
         assert!(
             at(true, "network/output") < at(false, "network/refresh"),
             "output -json runs while the state is refreshed"
