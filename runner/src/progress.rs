@@ -8,7 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::Reporter;
 
 enum Item {
-    Event(RunnerEvent),
+    Event(Box<RunnerEvent>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -26,7 +26,7 @@ impl Progress {
             while let Some(item) = rx.recv().await {
                 match item {
                     // Best effort, as before: a lost step or heartbeat event is logged, not fatal.
-                    Item::Event(ev) => reporter.progress(ev).await,
+                    Item::Event(ev) => reporter.progress(*ev).await,
                     Item::Flush(done) => {
                         let _ = done.send(());
                     }
@@ -41,7 +41,7 @@ impl Progress {
         if let RunnerEvent::StepStarted { step, .. } = &ev {
             tracing::Span::current().record(strato_domain::telemetry::fields::STEP, step.as_str());
         }
-        let _ = self.tx.send(Item::Event(ev));
+        let _ = self.tx.send(Item::Event(Box::new(ev)));
     }
 
     /// Waits until every event queued before this call was sent (or failed and was logged).

@@ -147,7 +147,7 @@ async fn runner_apply(e: &Engines<'_>, name: &str) -> Sample {
         wall: wall.as_secs_f64(),
         own_cpu: (self1.cpu - self0.cpu).as_secs_f64(),
         child_cpu: (kids1.cpu - kids0.cpu).as_secs_f64(),
-        parts: step_parts(&events, &op.operation_id.to_string(), began, ended),
+        parts: step_parts(&events, op.operation_id.as_str(), began, ended),
     }
 }
 
