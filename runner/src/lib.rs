@@ -13,6 +13,7 @@ pub mod credentials;
 pub mod engine;
 mod lifecycle;
 pub mod logs;
+pub mod progress;
 pub mod secrets;
 pub mod state_lock;
 pub mod trust;

@@ -15,6 +15,7 @@ strato_testbed::engine_matrix!(async an_estimate_plans_with_local_state_only_and
 strato_testbed::engine_matrix!(async outputs_larger_than_an_sqs_message_spill_to_the_artifacts_bucket);
 
 async fn create_update_delete_an_eks_cluster(engine: TestEngine) {
+    let refreshes = engine.is_modern();
     let bed = Bed::with_engine(engine).await;
     let spec = bed.spec("runner-eks", "lc-eks", json!({"tags": {"team": "platform"}}));
     let (cluster, job) = bed.create(spec.clone()).await;
@@ -82,6 +83,28 @@ async fn create_update_delete_an_eks_cluster(engine: TestEngine) {
     assert_eq!(plans, [("network".to_owned(), 5), ("cluster".to_owned(), 2)]);
     support::assert_engine_used_cleanly(&bed, &job).await;
     assert!(events.iter().all(|e| e.fencing_token() == job.token));
+    // Issue 19 (runner overhead): without a budget, `show -json` reads the saved plan while it is applied,
+    // and `output -json` does not wait for the post-apply refresh.
+    let at = |started: bool, name: &str| {
+        events
+            .iter()
+            .find_map(|e| match e {
+                RunnerEvent::StepStarted { step, at, .. } if started && step == name => Some(*at),
+                RunnerEvent::StepFinished { step, at, .. } if !started && step == name => Some(*at),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no event of step {name}: {events:#?}"))
+    };
+    assert!(
+        at(true, "network/apply") < at(false, "network/show"),
+        "show -json runs while the plan is applied"
+    );
+    if refreshes {
+        assert!(
+            at(true, "network/output") < at(false, "network/refresh"),
+            "output -json runs while the state is refreshed"
+        );
+    }
 
     // Sensitive output: in Secrets Manager only.
     let name = strato_runner::secrets::secret_name(&bed.env.names, &cluster.cluster_id);

@@ -17,6 +17,7 @@ mod cleanup;
 mod failure;
 mod plan;
 mod prepare;
+mod priced;
 mod report;
 mod sealed;
 mod stages;
@@ -41,6 +42,7 @@ use tokio::task::JoinHandle;
 use self::failure::Failure;
 use crate::engine::{Engine, StopReason, StopRx};
 use crate::logs::{LogHub, LogSinks, Redactor};
+use crate::progress::Progress;
 use crate::workspace::Workspace;
 use crate::{Clients, Config, Reporter, RunSummary, RunnerError};
 
@@ -56,6 +58,8 @@ struct RunContext {
     op: Operation,
     cluster: Cluster,
     reporter: Reporter,
+    /// Progress events, sent in order off the engine's path (see [`Progress`]).
+    progress: Progress,
     logs: LogHub,
     stop: StopRx,
     /// Fires on SIGTERM or at the end of the task's time limit: cleanup after a cancel or a stage timeout
@@ -107,7 +111,7 @@ struct PreparedRun<'r> {
     /// Stages initialized so far: a failed create cleans up these, in reverse.
     initialized: Vec<String>,
     /// Runs per step name, for debug-log object keys.
-    debug_runs: BTreeMap<String, u32>,
+    debug_runs: std::sync::Mutex<BTreeMap<String, u32>>,
     /// The estimates of the stages planned so far (checked against the tenant's budget before apply).
     estimate: CostEstimate,
     /// The platform's state bucket through the run's state session (`None`: a customer's bucket, or an
@@ -150,9 +154,10 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
     redactor.add(cfg.run_proof.expose_secret());
     let (hub, log_tasks) = LogHub::start(op.operation_id.clone(), sinks.clone(), redactor);
     let first_shipped = hub.first_shipped();
+    let progress = Progress::start(reporter.clone());
     let (stop_tx, stop_rx) = watch::channel(None);
     let (term_tx, term_rx) = watch::channel(None);
-    let background = spawn_background(&cfg, &clients, &reporter, &op, stop_tx, term_tx);
+    let background = spawn_background(&cfg, &clients, &progress, &op, stop_tx, term_tx);
 
     let budget = clients.store.monthly_budget(&op.tenant_id).await?;
     let ctx = RunContext {
@@ -161,6 +166,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         op,
         cluster,
         reporter,
+        progress,
         logs: hub,
         stop: stop_rx,
         term: term_rx,
@@ -178,6 +184,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         cfg,
         cluster,
         reporter,
+        progress,
         ..
     } = ctx;
     drop(hub);
@@ -200,6 +207,8 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
             engine_cpu: cpu_time(UsageWho::RUSAGE_CHILDREN),
         },
     );
+    // The final event comes after every progress event.
+    progress.flush().await;
     // Fencing: a run that lost its lock reports nothing (status would also reject it).
     if !holds_lock(&clients, &cluster, &op_id, cfg.fencing_token).await? {
         return Err(RunnerError::Fenced(cfg.fencing_token));
@@ -252,7 +261,7 @@ async fn holds_lock(
 fn spawn_background(
     cfg: &Config,
     clients: &Clients,
-    reporter: &Reporter,
+    progress: &Progress,
     op: &Operation,
     stop_tx: watch::Sender<Option<StopReason>>,
     term_tx: watch::Sender<Option<StopReason>>,
@@ -261,8 +270,9 @@ fn spawn_background(
     let term_tx = std::sync::Arc::new(term_tx);
     let mut out = Vec::new();
     {
-        let (reporter, store, every, op_id, stop_tx) = (
-            reporter.clone(),
+        let (progress, token, store, every, op_id, stop_tx) = (
+            progress.clone(),
+            cfg.fencing_token,
             clients.store.clone(),
             cfg.heartbeat,
             op.operation_id.clone(),
@@ -273,13 +283,11 @@ fn spawn_background(
             tick.tick().await;
             loop {
                 tick.tick().await;
-                reporter
-                    .progress(RunnerEvent::Heartbeat {
-                        operation_id: op_id.clone(),
-                        fencing_token: reporter.fencing_token,
-                        at: strato_domain::ts::now(),
-                    })
-                    .await;
+                progress.send(RunnerEvent::Heartbeat {
+                    operation_id: op_id.clone(),
+                    fencing_token: token,
+                    at: strato_domain::ts::now(),
+                });
                 if let Ok(Some(op)) = store.get_operation(&op_id).await
                     && op.cancel_requested
                 {
@@ -342,7 +350,7 @@ impl RunContext {
         self.logs.emit(LogStream::Strato, step, text);
     }
 
-    async fn event_step(&self, step: &str, ok: Option<bool>) {
+    fn event_step(&self, step: &str, ok: Option<bool>) {
         let (operation_id, fencing_token, at) = (
             self.op.operation_id.clone(),
             self.cfg.fencing_token,
@@ -363,7 +371,7 @@ impl RunContext {
                 at,
             },
         };
-        self.reporter.progress(ev).await;
+        self.progress.send(ev);
     }
 
     /// `Ok` while the cluster lock still holds this run's fencing token: checked before every write outside

@@ -26,15 +26,22 @@ const STEP: &str = "prepare";
 
 /// Runs the `prepare` step (reported as one step): a prepared run, or why the operation cannot run.
 pub(super) async fn prepare(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
-    ctx.event_step(STEP, None).await;
+    ctx.event_step(STEP, None);
     let began = std::time::Instant::now();
     let r = prepare_steps(ctx).await;
     strato_domain::vitals::step_finished(ctx.op.kind, STEP, r.is_ok(), began.elapsed());
-    ctx.event_step(STEP, Some(r.is_ok())).await;
+    ctx.event_step(STEP, Some(r.is_ok()));
     r
 }
 
 async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
+    // The version probe needs no credentials: it runs while the template, bundle and credentials are read.
+    let probe = Engine {
+        bin: ctx.cfg.terraform.clone(),
+        env: ctx.cfg.extra_engine_env.clone(),
+        grace: ctx.cfg.grace,
+    };
+    let version = crate::spawn(async move { engine_version(&probe).await });
     let sealed = ctx.op.spec.clone().unwrap_or_else(|| ctx.cluster.spec.clone());
     // Sensitive variables are sealed at rest (bound to this tenant and cluster); opened here, for rendering.
     let spec = strato_domain::sealed::open_spec(&ctx.keys(), &ctx.op.tenant_id, &ctx.op.cluster_id, &sealed)
@@ -54,7 +61,10 @@ async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
     .await
     .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
     ctx.note(STEP, &format!("credentials checked (account {account})"));
-    let (engine, version, saved_plan_apply) = start_engine(ctx, access.env).await?;
+    let version = version
+        .await
+        .map_err(|e| Failure::internal(STEP, format!("engine version probe: {e}")))?;
+    let (engine, version, saved_plan_apply) = start_engine(ctx, access.env, version)?;
     let mut state_s3 = None;
     if ctx.op.kind.has_cluster() {
         state_s3 = write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
@@ -74,7 +84,7 @@ async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
         rendered,
         saved_plan_apply,
         initialized: Vec::new(),
-        debug_runs: BTreeMap::new(),
+        debug_runs: Default::default(),
         estimate: CostEstimate::empty(),
         state_s3,
         provider_dialect: ProviderDialect::Legacy,
@@ -190,19 +200,18 @@ fn render_inputs(
     serde_json::from_str(&text).map_err(|e| Failure::internal(STEP, e))
 }
 
-/// The engine with its environment, its version, and whether it can apply a saved plan.
-async fn start_engine(
+/// The engine with its environment, its version (from the probe), and whether it can apply a saved plan.
+fn start_engine(
     ctx: &RunContext,
     env: Vec<(String, String)>,
+    probed: Result<(EngineVersion, String), String>,
 ) -> Result<(Engine, EngineVersion, bool), Failure> {
     let engine = Engine {
         bin: ctx.cfg.terraform.clone(),
         env,
         grace: ctx.cfg.grace,
     };
-    let (version, raw_version) = engine_version(&engine)
-        .await
-        .map_err(|e| Failure::internal(STEP, e))?;
+    let (version, raw_version) = probed.map_err(|e| Failure::internal(STEP, e))?;
     let saved_plan_apply = saved_plan_apply_works(&raw_version);
     if !saved_plan_apply {
         ctx.note(

@@ -6,15 +6,14 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Map, Value};
-use strato_domain::ErrorCategory;
 use strato_domain::compose::ComposedStage;
 use strato_domain::cost::CostEstimate;
-use strato_domain::messages::{PlanSummary, RunnerEvent};
+use strato_domain::messages::PlanSummary;
 use strato_domain::model::{OperationKind, ResourceChange};
 use strato_domain::render::{ProviderDialect, state_key};
 
 use super::failure::Failure;
-use super::plan::{Outputs, drift_changes, estimate_plan, plan_summary, split_outputs};
+use super::plan::{Outputs, drift_changes, split_outputs};
 use super::{MAX_RETRIES, PreparedRun};
 use crate::engine::Outcome;
 use crate::workspace::{LOCK_FILE, PLAN_FILE};
@@ -51,7 +50,7 @@ impl PreparedRun<'_> {
     /// Runs one engine command as a reported step; uploads its debug log. `cleanup` commands stop only on
     /// SIGTERM, not on a cancel or the time limit (they run because of those).
     pub(super) async fn command(
-        &mut self,
+        &self,
         stage: &str,
         step: &str,
         args: &[&str],
@@ -61,7 +60,7 @@ impl PreparedRun<'_> {
         let name = self.step(stage, step);
         let dir = self.ws.stage_dir(stage);
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        self.ctx.event_step(&name, None).await;
+        self.ctx.event_step(&name, None);
         let began = std::time::Instant::now();
         let mut stop = if cleanup {
             self.ctx.term.clone()
@@ -78,7 +77,7 @@ impl PreparedRun<'_> {
             Ok(o) => o,
             Err(e) => {
                 vitals::step_finished(self.ctx.op.kind, &name, false, took);
-                self.ctx.event_step(&name, Some(false)).await;
+                self.ctx.event_step(&name, Some(false));
                 return Err(Failure::internal(
                     &name,
                     format!("cannot run {}: {e}", self.engine.bin.display()),
@@ -93,7 +92,7 @@ impl PreparedRun<'_> {
                 _ => false,
             };
         vitals::step_finished(self.ctx.op.kind, &name, ok, took);
-        self.ctx.event_step(&name, Some(ok)).await;
+        self.ctx.event_step(&name, Some(ok));
         if !out.debug.is_empty() {
             self.upload_debug_log(&name, out.debug.clone()).await;
         }
@@ -102,16 +101,20 @@ impl PreparedRun<'_> {
 
     /// One object per run of a step: `plan`, then `plan.2` for a retry. Best effort. Redacted like the user
     /// log: the engine's trace can carry sensitive inputs (provider requests, variable values).
-    async fn upload_debug_log(&mut self, name: &str, debug: Vec<u8>) {
+    async fn upload_debug_log(&self, name: &str, debug: Vec<u8>) {
         let debug = self
             .ctx
             .logs
             .redactor
             .redact(&String::from_utf8_lossy(&debug))
             .into_bytes();
-        let n = self.debug_runs.entry(name.to_owned()).or_insert(0);
-        *n += 1;
-        let key_step = if *n == 1 {
+        let n = {
+            let mut runs = self.debug_runs.lock().unwrap_or_else(|p| p.into_inner());
+            let n = runs.entry(name.to_owned()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let key_step = if n == 1 {
             name.to_owned()
         } else {
             format!("{name}.{n}")
@@ -182,7 +185,7 @@ impl PreparedRun<'_> {
         Ok(())
     }
 
-    async fn outputs(&mut self, stage: &str, cleanup: bool) -> Result<(Outputs, Outputs), Failure> {
+    async fn outputs(&self, stage: &str, cleanup: bool) -> Result<(Outputs, Outputs), Failure> {
         let out = self
             .command(stage, "output", &["output", "-json"], true, cleanup)
             .await?;
@@ -204,8 +207,9 @@ impl PreparedRun<'_> {
             .build()
     }
 
-    /// plan → show → (apply), retried on transient failures with a fresh plan each time.
-    async fn plan_and_apply(&mut self, stage: &str) -> Result<(), Failure> {
+    /// plan → show → (apply), retried on transient failures with a fresh plan each time. Returns whether
+    /// anything was applied.
+    async fn plan_and_apply(&mut self, stage: &str) -> Result<bool, Failure> {
         let mut delays = self.retry_delays();
         loop {
             let f = match self.plan_and_apply_once(stage).await {
@@ -234,20 +238,48 @@ impl PreparedRun<'_> {
         }
     }
 
-    async fn plan_and_apply_once(&mut self, stage: &str) -> Result<(), Failure> {
-        let changes = self.plan(stage, false).await?.1;
-        if !changes {
-            self.note(&self.step(stage, "apply"), "no changes; nothing to apply");
-            return Ok(());
+    async fn plan_and_apply_once(&mut self, stage: &str) -> Result<bool, Failure> {
+        if self.ctx.budget.is_some() {
+            // The plan's price decides whether anything is applied.
+            let changes = self.plan(stage, false).await?.1;
+            if !changes {
+                self.note(&self.step(stage, "apply"), "no changes; nothing to apply");
+                return Ok(false);
+            }
+            self.apply(stage).await?;
+            return Ok(true);
         }
+        let changes = self.plan_command(stage, false).await?;
+        if !changes {
+            let plan = self.show(stage).await?;
+            self.report_plan(stage, &plan);
+            self.note(&self.step(stage, "apply"), "no changes; nothing to apply");
+            return Ok(false);
+        }
+        // Without a budget nothing waits for the plan's price: `show -json` (summary and estimate) reads the
+        // saved plan while it is applied. A plan that cannot be read then only loses its estimate.
+        let (shown, applied) = tokio::join!(self.show(stage), self.apply(stage));
+        match shown {
+            Ok(plan) => self.report_plan(stage, &plan),
+            Err(f) => self.note(
+                &f.step,
+                &format!(
+                    "the saved plan could not be read ({}); no estimate for this stage",
+                    f.what
+                ),
+            ),
+        }
+        applied?;
+        Ok(true)
+    }
+
+    async fn apply(&self, stage: &str) -> Result<(), Failure> {
         let mut args = vec!["apply", "-input=false", "-no-color", "-auto-approve"];
         if self.saved_plan_apply {
             args.push(PLAN_FILE);
         }
         let out = self.command(stage, "apply", &args, false, false).await?;
-        self.check(stage, "apply", &out, &[0])?;
-        self.refresh_state(stage).await;
-        Ok(())
+        self.check(stage, "apply", &out, &[0])
     }
 
     /// After an apply, stores what the cloud now holds (`apply -refresh-only`), on engines that check drift
@@ -255,7 +287,7 @@ impl PreparedRun<'_> {
     /// resources of the same apply changed it (a security group before its separate rules): the next drift
     /// check would report the apply's own work as changed outside Strato. Best effort: a failure only
     /// risks such a report, never the applied resources.
-    async fn refresh_state(&mut self, stage: &str) {
+    async fn refresh_state(&self, stage: &str) {
         if !self.version.supports_refresh_only() {
             return;
         }
@@ -279,8 +311,26 @@ impl PreparedRun<'_> {
         }
     }
 
-    /// plan (-out, -detailed-exitcode) → show -json → PlanReady. Returns the plan JSON and whether it has changes.
+    /// After an apply: `output -json` while the state is refreshed. Both only read the cloud or the state
+    /// the apply wrote (`output` takes no state lock), so neither waits for the other; the outputs are the
+    /// applied ones, as `output` right after `apply` gives them. Both have ended when this returns.
+    async fn outputs_and_refresh(&self, stage: &str) -> Result<(Outputs, Outputs), Failure> {
+        let (outputs, ()) = tokio::join!(self.outputs(stage, false), self.refresh_state(stage));
+        outputs
+    }
+
+    /// plan (-out, -detailed-exitcode) → show -json → PlanReady → budget check. Returns the plan JSON and
+    /// whether it has changes.
     async fn plan(&mut self, stage: &str, drift: bool) -> Result<(Value, bool), Failure> {
+        let changes = self.plan_command(stage, drift).await?;
+        let plan = self.show(stage).await?;
+        self.report_plan(stage, &plan);
+        self.check_budget(stage)?;
+        Ok((plan, changes))
+    }
+
+    /// `plan -out -detailed-exitcode` (`-refresh-only` for a drift check): whether it has changes.
+    async fn plan_command(&self, stage: &str, drift: bool) -> Result<bool, Failure> {
         let mut args = vec!["plan", "-input=false", "-no-color", "-detailed-exitcode"];
         let out_arg = format!("-out={PLAN_FILE}");
         args.push(&out_arg);
@@ -289,7 +339,11 @@ impl PreparedRun<'_> {
         }
         let out = self.command(stage, "plan", &args, false, false).await?;
         self.check(stage, "plan", &out, &[0, 2])?;
-        let changes = out.code == Some(2);
+        Ok(out.code == Some(2))
+    }
+
+    /// The saved plan as JSON (`show -json`).
+    async fn show(&self, stage: &str) -> Result<Value, Failure> {
         let show = self
             .command(
                 stage,
@@ -300,63 +354,8 @@ impl PreparedRun<'_> {
             )
             .await?;
         self.check(stage, "show", &show, &[0])?;
-        let plan: Value = serde_json::from_str(strato_domain::render::strip_write_prefix(show.stdout.trim()))
-            .map_err(|e| {
-                Failure::internal(&self.step(stage, "show"), format!("show -json is not JSON: {e}"))
-            })?;
-        let summary = plan_summary(&plan);
-        let estimate = estimate_plan(&plan, &self.ctx.cluster.spec.region);
-        self.estimate.merge_stage(stage, &estimate);
-        self.note(
-            &self.step(stage, "plan"),
-            &format!(
-                "plan: {} to add, {} to change, {} to destroy",
-                summary.add, summary.change, summary.destroy
-            ),
-        );
-        self.plan_ready(stage, summary, estimate).await;
-        self.check_budget(stage)?;
-        Ok((plan, changes))
-    }
-
-    async fn plan_ready(&self, stage: &str, summary: PlanSummary, estimate: CostEstimate) {
-        self.ctx
-            .reporter
-            .progress(RunnerEvent::PlanReady {
-                operation_id: self.ctx.op.operation_id.clone(),
-                fencing_token: self.ctx.cfg.fencing_token,
-                stage: stage.to_owned(),
-                summary,
-                estimate: Some(estimate),
-                at: strato_domain::ts::now(),
-            })
-            .await;
-    }
-
-    /// A create or update whose stages planned so far cost more than the tenant's monthly budget fails
-    /// before anything is applied.
-    fn check_budget(&self, stage: &str) -> Result<(), Failure> {
-        let Some(budget) = self.ctx.budget else {
-            return Ok(());
-        };
-        let over = matches!(self.ctx.op.kind, OperationKind::Create | OperationKind::Update)
-            && self.estimate.total_monthly > budget;
-        if !over {
-            return Ok(());
-        }
-        let mut f = Failure::new(
-            &self.step(stage, "plan"),
-            ErrorCategory::Quota,
-            format!(
-                "the plan's estimated cost is {:.2} USD/month, over the tenant's monthly budget of {budget:.2} USD; \
-                 nothing was applied",
-                self.estimate.total_monthly
-            ),
-        );
-        f.fix = "Choose smaller or fewer instances (PATCH the cluster's variables), or raise the tenant's \
-                 monthly budget, then retry."
-            .into();
-        Err(f)
+        serde_json::from_str(strato_domain::render::strip_write_prefix(show.stdout.trim()))
+            .map_err(|e| Failure::internal(&self.step(stage, "show"), format!("show -json is not JSON: {e}")))
     }
 
     async fn apply_all(&mut self) -> Result<ExecOutcome, Failure> {
@@ -366,8 +365,12 @@ impl PreparedRun<'_> {
         for stage in self.ws.stages.clone() {
             self.write_tfvars(&stage, &earlier)?;
             self.init(&stage.stage).await?;
-            self.plan_and_apply(&stage.stage).await?;
-            let (plain, sensitive) = self.outputs(&stage.stage, false).await?;
+            let applied = self.plan_and_apply(&stage.stage).await?;
+            let (plain, sensitive) = if applied {
+                self.outputs_and_refresh(&stage.stage).await?
+            } else {
+                self.outputs(&stage.stage, false).await?
+            };
             earlier.extend(plain.clone());
             earlier.extend(sensitive.clone());
             all_plain.extend(plain);
@@ -528,14 +531,14 @@ impl PreparedRun<'_> {
                 self.init(&stage.stage).await?;
                 self.plan(&stage.stage, false).await?;
             } else {
-                self.not_estimated(&stage.stage, &from_earlier).await;
+                self.not_estimated(&stage.stage, &from_earlier);
             }
         }
         Ok(ExecOutcome::nothing())
     }
 
     /// Reports a stage the estimate could not plan, and why.
-    async fn not_estimated(&mut self, stage: &str, from_earlier: &[String]) {
+    fn not_estimated(&mut self, stage: &str, from_earlier: &[String]) {
         let why = format!(
             "stage {stage} was not planned: its inputs {} are outputs of earlier stages, which exist only after \
              those are applied",
@@ -544,6 +547,6 @@ impl PreparedRun<'_> {
         self.note(&self.step(stage, "plan"), &why);
         let skipped = CostEstimate::not_planned(&format!("stage.{stage}"), &why);
         self.estimate.merge_stage(stage, &skipped);
-        self.plan_ready(stage, PlanSummary::default(), skipped).await;
+        self.plan_ready(stage, PlanSummary::default(), skipped);
     }
 }
