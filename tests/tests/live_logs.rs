@@ -567,13 +567,7 @@ async fn throttling_is_retried_and_a_slow_subscriber_delays_nobody() {
 #[tokio::test(flavor = "multi_thread")]
 async fn queued_flushes_go_out_in_few_full_frames_and_a_lone_flush_at_once() {
     let bed = Bed::with_pump(false).await;
-    let op = bed.operation("acme", None).await;
-    let mut c = bed.client("acme").await;
-    c.subscribe(&op, 1).await;
-    c.until(WAIT, |f| {
-        matches!(f, ServerFrame::Control(ControlFrame::Subscribed { .. }))
-    })
-    .await;
+    let (op, mut c) = bed.subscribed("acme").await;
     let mut runner = bed.runner(&op);
     let posts = || bed.api.stats().posts.load(std::sync::atomic::Ordering::Relaxed);
 
@@ -616,13 +610,7 @@ async fn queued_flushes_go_out_in_few_full_frames_and_a_lone_flush_at_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_fan_out_invocations_keep_an_operations_order() {
     let bed = Bed::with_pump(false).await;
-    let op = bed.operation("acme", None).await;
-    let mut c = bed.client("acme").await;
-    c.subscribe(&op, 1).await;
-    c.until(WAIT, |f| {
-        matches!(f, ServerFrame::Control(ControlFrame::Subscribed { .. }))
-    })
-    .await;
+    let (op, mut c) = bed.subscribed("acme").await;
     let mut runner = bed.runner(&op);
     runner.emit(400, 10).await;
     let mut rounds = 0;

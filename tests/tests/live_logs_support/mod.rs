@@ -189,6 +189,18 @@ impl Bed {
             .expect("connecting")
     }
 
+    /// A new operation of `tenant` and a client subscribed to it from seq 1 (its `subscribed` answer read).
+    pub async fn subscribed(&self, tenant: &str) -> (OperationId, Client) {
+        let op = self.operation(tenant, None).await;
+        let mut c = self.client(tenant).await;
+        c.subscribe(&op, 1).await;
+        c.until(Duration::from_secs(90), |f| {
+            matches!(f, ServerFrame::Control(ControlFrame::Subscribed { .. }))
+        })
+        .await;
+        (op, c)
+    }
+
     /// Items stored under a partition key of the connections table.
     pub async fn items_under(&self, pk: &str) -> usize {
         self.env
