@@ -251,156 +251,47 @@ impl Watched {
     }
 }
 
-/// Subscribes to an operation over the WebSocket API and follows it to its `end` frame, calling `on_line`
-/// for each new line in seq order and `on_status` for each status frame. Re-subscribes from the first
-/// missing seq when the stream has a gap at the end (at-least-once delivery, clients keep lines by seq).
-///
-/// Long because the subscribe / replay / gap-repair protocol is one state machine that reads best in one place.
+/// Follows an operation over the WebSocket API to its `end` frame with the `strato` CLI's follower
+/// (tickets from `client`, reconnects and gap repair by seq), calling `on_line` for each line in seq order
+/// and `on_status` for each status frame.
 pub async fn watch_operation(
+    client: &Client,
     ws_url: &str,
-    token: &str,
     operation_id: &str,
     timeout: Duration,
     mut on_line: impl FnMut(&LogLine),
     mut on_status: impl FnMut(&str, &str, Option<&str>),
 ) -> Result<Watched, DemoError> {
-    use futures_util::{SinkExt, StreamExt};
-    use strato_domain::logs::{ControlFrame, Reassembler, ServerFrame};
-    use strato_domain::messages::LogFrame;
-    use tokio_tungstenite::tungstenite::Message;
-
-    let deadline = Instant::now() + timeout;
+    use strato_cli::follow::{Event, Options, follow};
+    let api = strato_cli::api::Api::new(&client.base, client.token.clone())
+        .map_err(|e| DemoError::Failed(e.to_string()))?;
     let mut out = Watched::default();
-    let mut parts = Reassembler::default();
-    let mut printed = 0u64;
-    // Reconnects (from the first missing seq) after a gap or a dropped connection, until the deadline.
-    let mut last_problem = String::new();
-    for attempt in 0..20u32 {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt.min(10)))).await;
-            if Instant::now() >= deadline {
-                break;
-            }
+    let opts = Options {
+        timeout: Some(timeout),
+        ..Options::default()
+    };
+    let outcome = follow(&api, ws_url, operation_id, opts, |e| match e {
+        Event::Line(l) => {
+            on_line(l);
+            out.lines.insert(l.seq, l.clone());
         }
-        let url = format!("{ws_url}?token={token}");
-        let mut socket = match tokio_tungstenite::connect_async(url.as_str()).await {
-            Ok((s, _)) => s,
-            Err(e) => {
-                last_problem = format!("WebSocket connect to {ws_url}: {e}");
-                continue;
-            }
-        };
-        let from = out.lines.keys().copied().take_while({
-            let mut want = 1;
-            move |k| {
-                let ok = *k == want;
-                want += 1;
-                ok
-            }
-        });
-        let from_seq = from.last().unwrap_or(0) + 1;
-        let sub =
-            serde_json::json!({"action": "subscribe", "operation_id": operation_id, "from_seq": from_seq});
-        if let Err(e) = socket.send(Message::Text(sub.to_string().into())).await {
-            last_problem = format!("WebSocket send: {e}");
-            continue;
+        Event::Status {
+            cluster_state,
+            operation_status,
+            step,
+            message,
+        } => {
+            let m = message.or(step.map(|s| format!("step {s}")));
+            on_status(&cluster_state, &operation_status, m.as_deref());
+            out.states.push((cluster_state, operation_status, m));
         }
-        let mut ended = false;
-        while !ended {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let msg = match tokio::time::timeout(left, socket.next()).await {
-                Err(_) => {
-                    return Err(DemoError::Failed(format!(
-                        "operation {operation_id} did not end within {} s",
-                        timeout.as_secs()
-                    )));
-                }
-                Ok(None) => {
-                    last_problem = "the server closed the WebSocket".into();
-                    break;
-                }
-                Ok(Some(Err(e))) => {
-                    last_problem = format!("WebSocket: {e}");
-                    break;
-                }
-                Ok(Some(Ok(m))) => m,
-            };
-            let Message::Text(text) = msg else { continue };
-            let Ok(frame) = serde_json::from_str::<ServerFrame>(&text) else {
-                continue;
-            };
-            let mut new_lines = Vec::new();
-            match frame {
-                ServerFrame::Log(LogFrame::Log { lines, .. }) => new_lines = lines,
-                ServerFrame::Log(LogFrame::Status {
-                    cluster_state,
-                    operation_status,
-                    message,
-                    step,
-                    ..
-                }) => {
-                    let cs = cluster_state.as_str().to_owned();
-                    let os = serde_json::to_value(operation_status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default();
-                    let m = message.or(step.map(|s| format!("step {s}")));
-                    on_status(&cs, &os, m.as_deref());
-                    out.states.push((cs, os, m));
-                }
-                ServerFrame::Log(LogFrame::End {
-                    final_status,
-                    last_seq,
-                    ..
-                }) => {
-                    out.final_status = serde_json::to_value(final_status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned));
-                    out.last_seq = last_seq;
-                    ended = true;
-                }
-                ServerFrame::Control(c @ ControlFrame::LogBatch { .. }) => {
-                    new_lines = strato_domain::live_batch::batch_lines(&c).unwrap_or_default();
-                }
-                ServerFrame::Control(c @ ControlFrame::LogPart { .. }) => {
-                    if let Some(line) = parts.push(&c) {
-                        new_lines.push(line);
-                    }
-                }
-                ServerFrame::Control(ControlFrame::Error { message, fix, .. }) => {
-                    return Err(DemoError::Failed(format!("subscribe refused: {message} ({fix})")));
-                }
-                ServerFrame::Control(_) => {}
-            }
-            for l in new_lines {
-                out.lines.entry(l.seq).or_insert(l);
-            }
-            // Print in seq order, as far as there is no gap.
-            while let Some(l) = out.lines.get(&(printed + 1)) {
-                on_line(l);
-                printed += 1;
-            }
-        }
-        let _ = socket.close(None).await;
-        if ended && out.complete() {
-            while let Some(l) = out.lines.get(&(printed + 1)) {
-                on_line(l);
-                printed += 1;
-            }
-            return Ok(out);
-        }
-        // A gap (a line fanned out before the subscription existed): subscribe again from it.
-        if ended {
-            last_problem = format!(
-                "the log was incomplete: {} of {} lines",
-                out.lines.len(),
-                out.last_seq
-            );
-        }
-    }
-    Err(DemoError::Failed(format!(
-        "following {operation_id} over the WebSocket failed: {last_problem}"
-    )))
+        Event::Reconnecting { .. } => {}
+    })
+    .await
+    .map_err(|e| DemoError::Failed(format!("following {operation_id} over the WebSocket: {e}")))?;
+    out.final_status = outcome.final_status;
+    out.last_seq = outcome.last_seq;
+    Ok(out)
 }
 
 pub use crate::demo::{DemoOptions, demo};

@@ -57,15 +57,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     });
     let (cluster, op, _) = client.create_cluster(&spec).await?;
     println!("  cluster {cluster}\n  operation {op}\n  live Terraform log over WebSocket:");
-    let w = watch_operation(
-        &ws,
-        &client.ws_ticket().await?,
-        &op,
-        Duration::from_secs(900),
-        show,
-        state,
-    )
-    .await?;
+    let w = watch_operation(&client, &ws, &op, Duration::from_secs(900), show, state).await?;
     let done = client.wait_operation(&op, Duration::from_secs(180)).await?;
     if done["status"] != "succeeded" {
         return Err(DemoError::Failed(format!(
@@ -142,15 +134,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     if r.status != 202 || check.is_empty() {
         return Err(DemoError::Failed(format!("drift check refused: {}", r.text)));
     }
-    let w = watch_operation(
-        &ws,
-        &client.ws_ticket().await?,
-        &check,
-        Duration::from_secs(600),
-        show,
-        state,
-    )
-    .await?;
+    let w = watch_operation(&client, &ws, &check, Duration::from_secs(600), show, state).await?;
     let c = client.get(&format!("/v1/clusters/{cluster}")).await?;
     let drift = &c.body["drift"];
     if w.final_status.as_deref() != Some("succeeded") || drift["checked_at"].is_null() {
@@ -171,15 +155,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     if r.status != 202 || del.is_empty() {
         return Err(DemoError::Failed(format!("delete refused: {}", r.text)));
     }
-    let w = watch_operation(
-        &ws,
-        &client.ws_ticket().await?,
-        &del,
-        Duration::from_secs(900),
-        show,
-        state,
-    )
-    .await?;
+    let w = watch_operation(&client, &ws, &del, Duration::from_secs(900), show, state).await?;
     let c = client
         .wait_cluster_state(&cluster, &["DELETED", "FAILED"], Duration::from_secs(300))
         .await?;

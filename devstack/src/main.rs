@@ -240,6 +240,27 @@ fn write_env_file(path: &std::path::Path, stack: &Devstack) -> anyhow::Result<()
     Ok(())
 }
 
+/// The `devstack` profile of the `strato` CLI (endpoints and the demo tenant's token), so
+/// `strato --profile devstack …` works at once. Not fatal: the stack is useful without it.
+fn write_cli_profile(stack: &Devstack) {
+    let e = &stack.endpoints;
+    let profile = strato_cli::config::Profile {
+        endpoint: e.http_api.clone(),
+        ws_endpoint: e.websocket.clone(),
+    };
+    let written = strato_cli::config::config_dir().and_then(|dir| {
+        strato_cli::config::save_profile(&dir, "devstack", profile, Some(&stack.token("demo")), false)
+            .map(|()| dir)
+    });
+    match written {
+        Ok(dir) => println!(
+            "CLI profile 'devstack' written to {} — try: strato --profile devstack templates list\n",
+            dir.display()
+        ),
+        Err(e) => eprintln!("could not write the CLI profile 'devstack': {e}"),
+    }
+}
+
 fn banner(stack: &Devstack) {
     let e = &stack.endpoints;
     println!();
@@ -328,6 +349,7 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .context("starting devstack")?;
             banner(&stack);
+            write_cli_profile(&stack);
             if let Some(path) = &env_file {
                 write_env_file(path, &stack)?;
                 println!(

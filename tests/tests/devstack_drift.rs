@@ -194,9 +194,8 @@ impl T {
     /// Follows an operation over the WebSocket API to its end; the status frames' messages.
     async fn follow(&self, op: &str) -> Vec<String> {
         let ws = self.stack.endpoints.websocket.clone().unwrap();
-        // The WebSocket API takes tickets only (issue 16 finding 6), not API tokens.
-        let ticket = self.api.ws_ticket().await.unwrap();
-        let w = watch_operation(&ws, &ticket, op, OP_TIMEOUT, |_| {}, |_, _, _| {})
+        // The WebSocket API takes tickets only (issue 16 finding 6): the follower trades the token for one.
+        let w = watch_operation(&self.api, &ws, op, OP_TIMEOUT, |_| {}, |_, _, _| {})
             .await
             .unwrap_or_else(|e| panic!("following {op}: {e}"));
         w.states.into_iter().filter_map(|(_, _, m)| m).collect()

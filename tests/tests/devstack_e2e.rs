@@ -165,21 +165,19 @@ async fn devstack_create_runs_an_emulated_fargate_task_and_a_crashed_runner_fail
     // Over the WebSocket API with a ticket from the HTTP API (how a client in AWS connects): the owner
     // follows the operation to its end; another tenant's ticket is refused the same operation.
     let ws = stack.endpoints.websocket.clone().expect("WebSocket API");
-    let ticket = alice.ws_ticket().await.unwrap();
     let timeout = Duration::from_secs(60);
-    let w = watch_operation(&ws, &ticket, &op, timeout, |_| {}, |_, _, _| {})
+    let w = watch_operation(&alice, &ws, &op, timeout, |_| {}, |_, _, _| {})
         .await
         .expect("the owner follows the operation");
     assert_eq!(w.final_status.as_deref(), Some("failed"));
 
     // Another tenant sees none of it.
     let bob = anon.with_token(stack.token("tenant-b"));
-    let bob_ticket = bob.ws_ticket().await.unwrap();
-    let refused = watch_operation(&ws, &bob_ticket, &op, timeout, |_| {}, |_, _, _| {}).await;
+    let refused = watch_operation(&bob, &ws, &op, timeout, |_| {}, |_, _, _| {}).await;
     assert!(
         refused
             .as_ref()
-            .is_err_and(|e| e.to_string().contains("subscribe refused")),
+            .is_err_and(|e| e.to_string().contains("subscription refused")),
         "{:?}",
         refused.map(|w| w.final_status)
     );

@@ -54,13 +54,9 @@ pub async fn start(config: DevstackConfig) -> Devstack {
 /// there must be some (each operation these tests follow runs the engine).
 pub async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
     let ws = stack.endpoints.websocket.clone().expect("WebSocket API");
-    // The WebSocket API takes tickets only (issue 16 finding 6): trade the API token for one.
-    let ticket = strato_devstack::client::Client::new(&stack.endpoints.http_api)
-        .with_token(token)
-        .ws_ticket()
-        .await
-        .expect("a WebSocket ticket");
-    let w = watch_operation(&ws, &ticket, op, Duration::from_secs(600), |_| {}, |_, _, _| {})
+    // The WebSocket API takes tickets only (issue 16 finding 6): the follower trades the token for one.
+    let client = strato_devstack::client::Client::new(&stack.endpoints.http_api).with_token(token);
+    let w = watch_operation(&client, &ws, op, Duration::from_secs(600), |_| {}, |_, _, _| {})
         .await
         .expect("followed to its end");
     assert!(w.complete(), "every line 1..={} arrived", w.last_seq);

@@ -1,0 +1,200 @@
+//! Strato's HTTP API over reqwest. Every mutating request carries an `Idempotency-Key`, reused when the
+//! request is retried after a dropped connection or a 429/502/503/504, so a retry never queues a second
+//! operation. Answers are JSON values: the CLI prints what the API returns (`-o json` passes it through)
+//! and reads the few fields it acts on by their documented names.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::error::{CliError, Problem};
+
+const ATTEMPTS: u32 = 4;
+
+#[derive(Debug, Clone)]
+pub struct Api {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Api {
+    pub fn new(base: &str, token: Option<String>) -> Result<Self, CliError> {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("strato-cli/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| CliError::Usage(format!("cannot set up HTTPS: {e}")))?;
+        Ok(Self {
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            http,
+        })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Value, CliError> {
+        self.call(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        self.call(Method::PATCH, path, Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        self.call(Method::PUT, path, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Result<Value, CliError> {
+        self.call(Method::DELETE, path, None).await
+    }
+
+    /// A WebSocket ticket for live logs (`POST /v1/ws-tickets`): the WebSocket API takes tickets only.
+    pub async fn ws_ticket(&self) -> Result<String, CliError> {
+        let r = self
+            .post("/v1/ws-tickets", &Value::Object(Default::default()))
+            .await?;
+        r["token"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| unexpected("POST", "/v1/ws-tickets", 201, &r))
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, CliError> {
+        let url = format!("{}{path}", self.base);
+        let key = (method != Method::GET).then(|| uuid::Uuid::new_v4().to_string());
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut req = self.http.request(method.clone(), &url);
+            if let Some(t) = &self.token {
+                req = req.bearer_auth(t);
+            }
+            if let Some(k) = &key {
+                req = req.header("Idempotency-Key", k);
+            }
+            if let Some(b) = body {
+                req = req.json(b);
+            }
+            let resp = match req.send().await {
+                Ok(r) => r,
+                Err(e) if attempt < ATTEMPTS && (e.is_connect() || e.is_timeout() || e.is_request()) => {
+                    backoff(attempt).await;
+                    continue;
+                }
+                Err(source) => {
+                    return Err(CliError::Unreachable {
+                        method: method.to_string(),
+                        url,
+                        source,
+                    });
+                }
+            };
+            let status = resp.status();
+            if attempt < ATTEMPTS && retryable(status) {
+                backoff(attempt).await;
+                continue;
+            }
+            let text = resp.text().await.map_err(|source| CliError::Unreachable {
+                method: method.to_string(),
+                url: url.clone(),
+                source,
+            })?;
+            let value: Value = if text.trim().is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_str(&text).unwrap_or(Value::String(text.clone()))
+            };
+            if status.is_success() {
+                return Ok(value);
+            }
+            return Err(problem(status, &method, path, value));
+        }
+    }
+}
+
+fn retryable(s: StatusCode) -> bool {
+    matches!(s.as_u16(), 429 | 502 | 503 | 504)
+}
+
+async fn backoff(attempt: u32) {
+    tokio::time::sleep(Duration::from_millis(250 << attempt.min(4))).await;
+}
+
+/// A problem+json answer as [`CliError::Api`]; any other error body becomes a problem whose detail is the
+/// body, so the exit code still follows the status.
+fn problem(status: StatusCode, method: &Method, path: &str, body: Value) -> CliError {
+    let parsed = serde_json::from_value::<Problem>(body.clone())
+        .ok()
+        .filter(|p| !p.title.is_empty() || !p.detail.is_empty());
+    let mut p = parsed.unwrap_or_else(|| Problem {
+        kind: String::new(),
+        title: status.canonical_reason().unwrap_or("error").to_owned(),
+        status: status.as_u16(),
+        detail: match &body {
+            Value::String(s) => s.chars().take(500).collect(),
+            Value::Null => format!("{method} {path} answered {status} with no body"),
+            other => other.to_string(),
+        },
+        errors: Vec::new(),
+        request_id: None,
+    });
+    // The HTTP status decides the exit code, whatever the body repeats.
+    p.status = status.as_u16();
+    CliError::Api(Box::new(p))
+}
+
+pub(crate) fn unexpected(method: &str, path: &str, status: u16, body: &Value) -> CliError {
+    CliError::Unexpected {
+        method: method.to_owned(),
+        path: path.to_owned(),
+        status,
+        body: body.to_string(),
+    }
+}
+
+/// `s` as one URL path segment (ids and names are plain, but a user may type anything; `..` must not
+/// climb out of the resource either).
+pub fn seg(s: &str) -> String {
+    let dots_only = s.bytes().all(|b| b == b'.');
+    s.bytes()
+        .map(|b| match b {
+            b'.' if dots_only => "%2E".to_owned(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_non_json_error_body_still_gives_the_status_its_exit_code() {
+        let e = problem(
+            StatusCode::UNAUTHORIZED,
+            &Method::GET,
+            "/v1/clusters",
+            Value::String("Unauthorized".into()),
+        );
+        assert_eq!(e.exit_code(), crate::error::exit::AUTH);
+        assert!(e.render(false).contains("Unauthorized"));
+    }
+
+    #[test]
+    fn path_segments_are_escaped() {
+        assert_eq!(seg("cl-1"), "cl-1");
+        assert_eq!(seg("../x y"), "..%2Fx%20y");
+        assert_eq!(seg(".."), "%2E%2E");
+    }
+}

@@ -1,0 +1,296 @@
+//! The command line: one verb per API action (clap derive).
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::render::Format;
+
+const AFTER_HELP: &str = "\
+Getting started:
+  strato login --endpoint https://api.example.com --ws-endpoint wss://ws.example.com/live   (token on stdin)
+  strato templates show aws-eks-basic
+  strato clusters create demo --template aws-eks-basic --var node_count=2 --wait
+  strato logs <operation-id> -f
+Against devstack (`cargo run -p strato-devstack -- up` writes the profile): strato --profile devstack …
+
+Exit codes: 0 ok · 1 other · 2 usage (bad flags, no endpoint) · 3 auth (401/403) · 4 not found ·
+5 conflict (busy, wrong state, changed) · 6 validation (each field's problem is printed) ·
+7 server or network (5xx, 429, unreachable) · 8 the operation ended failed or cancelled.";
+
+#[derive(Debug, Parser)]
+#[command(name = "strato", version, about = "Strato from a terminal: clusters from templates, live logs, drift, state", after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Profile to use (default: the config file's default, else `default`).
+    #[arg(long, short = 'p', env = "STRATO_PROFILE", global = true)]
+    pub profile: Option<String>,
+    /// The HTTP API's URL, overriding the profile's.
+    #[arg(long, env = "STRATO_ENDPOINT", global = true)]
+    pub endpoint: Option<String>,
+    /// The WebSocket API's URL (live logs), overriding the profile's.
+    #[arg(long, env = "STRATO_WS_ENDPOINT", global = true)]
+    pub ws_endpoint: Option<String>,
+    /// Bearer token, overriding the profile's (prefer STRATO_TOKEN: flags show up in `ps`).
+    #[arg(long, env = "STRATO_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Output: a table for people, the API's JSON or YAML for scripts.
+    #[arg(long, short = 'o', value_enum, default_value = "table", global = true)]
+    pub output: Format,
+    /// No colour (also when NO_COLOR is set or stdout is not a terminal).
+    #[arg(long, global = true)]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Save an endpoint and token as a profile (token from --token, STRATO_TOKEN or stdin).
+    Login(Login),
+    /// The saved profiles.
+    Profiles,
+    /// The template catalog.
+    #[command(subcommand)]
+    Templates(Templates),
+    /// Create, inspect, change and delete clusters.
+    #[command(subcommand, alias = "cluster")]
+    Clusters(Clusters),
+    /// Operations: what a create, update, delete, drift check or estimate is doing.
+    #[command(subcommand, alias = "operation", alias = "ops")]
+    Operations(Operations),
+    /// An operation's log: the archive, then live with -f (never a missing or repeated line).
+    Logs(Logs),
+    /// Follow a cluster or an operation: state changes and the live log, to the end.
+    Watch(Watch),
+    /// Price a create without applying it (a plan-only run).
+    Estimate(Estimate),
+    /// Versions of a cluster's Terraform state, and restoring one.
+    #[command(subcommand, name = "state-versions")]
+    StateVersions(StateVersions),
+    /// Your tenant's drift webhook.
+    #[command(subcommand)]
+    Webhook(Webhook),
+    /// The external id and trust policy a target account's role needs.
+    TargetAccess,
+    /// Shell completions: `strato completions bash > /etc/bash_completion.d/strato`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// The endpoints come from the global `--endpoint` (required here) and `--ws-endpoint`.
+#[derive(Debug, Args)]
+pub struct Login {
+    /// Save without checking the token against the API.
+    #[arg(long)]
+    pub no_verify: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Templates {
+    /// Every published template at its latest version.
+    List,
+    /// A template's variables: type, default, limits, what is required.
+    Show {
+        name: String,
+        /// A published version (default: the latest).
+        #[arg(long)]
+        version: Option<String>,
+    },
+}
+
+/// How a command that starts an operation ends.
+#[derive(Debug, Args, Clone)]
+pub struct WaitArgs {
+    /// Stream the live log and state changes to the end; exit 0 only on success.
+    #[arg(long, short = 'w')]
+    pub wait: bool,
+    /// With --wait: give up after this many minutes.
+    #[arg(long, default_value_t = 120)]
+    pub timeout_minutes: u64,
+    /// With --wait: state changes and the summary only, no log lines.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct VarArgs {
+    /// A variable, typed by the template's schema: NAME=VALUE (lists `a,b` or JSON, maps `k=v,k2=v2` or
+    /// JSON). Repeatable; wins over --var-file.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// Variables from a JSON object (`.tfvars.json` too); `-` reads stdin. Repeatable.
+    #[arg(long = "var-file", value_name = "FILE")]
+    pub var_files: Vec<String>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SpecArgs {
+    /// The template, `NAME` (latest version) or `NAME@VERSION`.
+    #[arg(long, short = 't')]
+    pub template: String,
+    /// Cloud provider (default: the template's only provider).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Region (default: the template's default region for the provider).
+    #[arg(long)]
+    pub region: Option<String>,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// Deploy into your own account: the role Strato assumes (with `strato target-access`'s external id).
+    #[arg(long)]
+    pub target_role_arn: Option<String>,
+    /// With --target-role-arn: your state bucket and lock table, and the region of the target.
+    #[arg(long, requires = "target_role_arn")]
+    pub target_state_bucket: Option<String>,
+    #[arg(long, requires = "target_role_arn")]
+    pub target_lock_table: Option<String>,
+    #[arg(long, requires = "target_role_arn")]
+    pub target_region: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Clusters {
+    /// Your clusters, newest first.
+    List {
+        /// Only clusters in this state (e.g. ACTIVE, FAILED).
+        #[arg(long)]
+        state: Option<String>,
+        /// Every page, not only the first.
+        #[arg(long)]
+        all: bool,
+    },
+    /// One cluster: state, template, variables (sensitive ones masked), outputs, drift, last error.
+    Get { id: String },
+    /// Create a cluster from a template.
+    Create {
+        /// 3-40 characters of a-z, 0-9 and '-'.
+        name: String,
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Drift policy: notify or reconcile.
+        #[arg(long)]
+        drift_policy: Option<String>,
+        /// Hours between drift checks (1-168).
+        #[arg(long)]
+        drift_interval_hours: Option<u64>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Change variables or move to another template version.
+    Update {
+        id: String,
+        #[command(flatten)]
+        vars: VarArgs,
+        #[arg(long)]
+        template_version: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Destroy a cluster's resources and delete it.
+    Delete {
+        id: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Create a FAILED cluster again.
+    Retry {
+        id: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Queue a read-only drift check now.
+    DriftCheck {
+        id: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Show or change drift settings (no operation is started).
+    Drift {
+        id: String,
+        /// notify or reconcile.
+        #[arg(long)]
+        policy: Option<String>,
+        /// Hours between checks (1-168).
+        #[arg(long)]
+        interval_hours: Option<u64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Operations {
+    /// One operation: status, steps, error with its fix, notes, estimate.
+    Get { id: String },
+    /// A cluster's operations, oldest first.
+    List { cluster: String },
+    /// Cancel a queued operation, or ask a running one to stop.
+    Cancel { id: String },
+    /// The operation's life as ordered moments.
+    Timeline { id: String },
+}
+
+#[derive(Debug, Args)]
+pub struct Logs {
+    pub operation: String,
+    /// Keep following until the operation ends.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Start at this line.
+    #[arg(long, default_value_t = 1)]
+    pub from_seq: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct Watch {
+    /// A cluster (`cl-…`: its pending or latest operation) or an operation (`op-…`).
+    pub id: String,
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Estimate {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Wait for the price (default); --no-wait prints the operation only.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateVersions {
+    List {
+        cluster: String,
+    },
+    /// Make an earlier version current again (the replaced one is kept).
+    Restore {
+        cluster: String,
+        version: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Webhook {
+    /// Set the webhook: an https URL; the signing secret from --secret-file or stdin (never a flag).
+    Set {
+        url: String,
+        #[arg(long)]
+        secret_file: Option<String>,
+    },
+    Get,
+    Delete,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

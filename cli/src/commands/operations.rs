@@ -1,0 +1,405 @@
+//! `strato operations …`, `logs`, `watch`, and `--wait`: following an operation to its end.
+
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Value, json};
+use strato_domain::messages::{LogLine, LogStream};
+
+use crate::Ctx;
+use crate::api::seg;
+use crate::args::{self, Operations, WaitArgs};
+use crate::error::{CliError, DIM, RED};
+use crate::follow::{self, Event, Mode};
+use crate::render::{cell, user_error, when};
+
+pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
+    let out = &ctx.out;
+    match o {
+        Operations::Get { id } => {
+            let v = ctx.api.get(&format!("/v1/operations/{}", seg(&id))).await?;
+            if !out.raw(&v)? {
+                show_operation(ctx, &v);
+            }
+        }
+        Operations::List { cluster } => {
+            let v = ctx
+                .api
+                .get(&format!("/v1/clusters/{}/operations", seg(&cluster)))
+                .await?;
+            if out.raw(&v)? {
+                return Ok(());
+            }
+            let mut t = out.table(&["ID", "KIND", "STATUS", "STEP", "CREATED", "UPDATED"]);
+            for op in v["operations"].as_array().into_iter().flatten() {
+                t.add_row(vec![
+                    cell(&op["id"]),
+                    cell(&op["kind"]),
+                    out.state(op["status"].as_str().unwrap_or("?")),
+                    cell(&op["current_step"]),
+                    when(&op["created_at"]),
+                    when(&op["updated_at"]),
+                ]);
+            }
+            println!("{t}");
+        }
+        Operations::Cancel { id } => {
+            let v = ctx
+                .api
+                .post(&format!("/v1/operations/{}/cancel", seg(&id)), &json!({}))
+                .await?;
+            if !out.raw(&v)? {
+                let op = if v.get("operation").is_some() {
+                    &v["operation"]
+                } else {
+                    &v
+                };
+                let what = if op["status"] == json!("cancelled") {
+                    "cancelled"
+                } else {
+                    "cancel requested"
+                };
+                println!("{id}: {what}");
+            }
+        }
+        Operations::Timeline { id } => {
+            let v = ctx
+                .api
+                .get(&format!("/v1/operations/{}/timeline", seg(&id)))
+                .await?;
+            if out.raw(&v)? {
+                return Ok(());
+            }
+            let mut t = out.table(&["AT", "EVENT", "STEP", "DETAIL"]);
+            for m in v["entries"].as_array().into_iter().flatten() {
+                let mut event = cell(&m["event"]);
+                if let Some(ok) = m["ok"].as_bool() {
+                    event.push_str(if ok { " ✓" } else { " ✗" });
+                }
+                t.add_row(vec![when(&m["at"]), event, cell(&m["step"]), cell(&m["detail"])]);
+            }
+            println!("{t}");
+            if let Some(ms) = v["duration_ms"].as_u64() {
+                println!("{} {:.1} s", out.dim("duration"), ms as f64 / 1000.0);
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn show_operation(ctx: &Ctx, op: &Value) {
+    let out = &ctx.out;
+    out.fields(&[
+        ("id", cell(&op["id"])),
+        ("kind", cell(&op["kind"])),
+        ("status", out.state(op["status"].as_str().unwrap_or("?"))),
+        ("cluster", cell(&op["cluster_id"])),
+        ("step", cell(&op["current_step"])),
+        ("attempt", cell(&op["attempt"])),
+        ("requested by", cell(&op["requested_by"])),
+        ("created", when(&op["created_at"])),
+        ("updated", when(&op["updated_at"])),
+    ]);
+    if let Some(w) = op["wait_reason"].as_str() {
+        println!("{}  {w}", out.dim("waiting"));
+    }
+    for s in op["steps"].as_array().into_iter().flatten() {
+        let mark = match s["ok"].as_bool() {
+            Some(true) => out.paint("✓", crate::error::GREEN),
+            Some(false) => out.paint("✗", RED),
+            None => out.paint("…", crate::error::YELLOW),
+        };
+        println!(
+            "  {mark} {} {}",
+            cell(&s["name"]),
+            out.dim(&when(&s["started_at"]))
+        );
+    }
+    for line in user_error(out, &op["error"]) {
+        println!("{line}");
+    }
+    for n in op["notes"].as_array().into_iter().flatten() {
+        println!("{} {}", out.dim("note:"), cell(n));
+    }
+    print_estimate(ctx, &op["estimate"]);
+}
+
+pub(crate) fn print_estimate(ctx: &Ctx, e: &Value) {
+    if e.is_null() {
+        return;
+    }
+    let out = &ctx.out;
+    let mut t = out.table(&["RESOURCE", "MONTHLY"]);
+    for r in e["resources"].as_array().into_iter().flatten() {
+        let name = r["address"].as_str().or(r["resource"].as_str()).unwrap_or("?");
+        t.add_row(vec![name.to_owned(), cell(&r["monthly"])]);
+    }
+    println!("{t}");
+    println!(
+        "{} {:.2} {} per month (prices of {}, {})",
+        out.bold("estimate:"),
+        e["total_monthly"].as_f64().unwrap_or(0.0),
+        cell(&e["currency"]),
+        cell(&e["price_table_date"]),
+        cell(&e["price_table_source"])
+    );
+    if let Some(n) = e["not_estimated"].as_array().filter(|n| !n.is_empty()) {
+        println!(
+            "{} {}",
+            out.dim("not priced:"),
+            super::join(&Value::Array(n.clone()))
+        );
+    }
+}
+
+pub(crate) async fn logs(ctx: &Ctx, l: args::Logs) -> Result<(), CliError> {
+    let ws = ws_url(ctx)?;
+    let opts = follow::Options {
+        from_seq: l.from_seq,
+        mode: if l.follow { Mode::Follow } else { Mode::Snapshot },
+        ..Default::default()
+    };
+    let json_lines = ctx.out.machine();
+    let outcome = follow::follow(&ctx.api, ws, &l.operation, opts, |e| match e {
+        Event::Line(line) if json_lines => println!("{}", serde_json::to_string(line).unwrap_or_default()),
+        Event::Line(line) => println!("{}", format_line(ctx, line)),
+        Event::Reconnecting { from_seq, reason } => {
+            eprintln!(
+                "{}",
+                ctx.out
+                    .dim(&format!("reconnecting from line {from_seq}: {reason}"))
+            )
+        }
+        Event::Status { .. } => {}
+    })
+    .await?;
+    match outcome.final_status.as_deref() {
+        Some("succeeded") | None => Ok(()),
+        Some(status) => Err(CliError::OperationFailed {
+            id: l.operation,
+            status: status.to_owned(),
+        }),
+    }
+}
+
+pub(crate) async fn watch(ctx: &Ctx, w: args::Watch) -> Result<(), CliError> {
+    let op = if w.id.starts_with("cl-") {
+        // The cluster's newest operation: a create, update, delete or check that is running or just ended.
+        let ops = ctx
+            .api
+            .get(&format!("/v1/clusters/{}/operations", seg(&w.id)))
+            .await?;
+        let list = ops["operations"].as_array().cloned().unwrap_or_default();
+        let pick = list
+            .iter()
+            .rev()
+            .find(|o| !matches!(o["status"].as_str(), Some("succeeded" | "failed" | "cancelled")))
+            .or(list.last());
+        match pick.and_then(|o| o["id"].as_str()) {
+            Some(id) => id.to_owned(),
+            None => return Err(CliError::Usage(format!("{} has no operations to watch", w.id))),
+        }
+    } else {
+        w.id.clone()
+    };
+    let wait = WaitArgs {
+        wait: true,
+        timeout_minutes: 24 * 60,
+        quiet: w.quiet,
+    };
+    finish(ctx, &op, &wait).await
+}
+
+/// Follows `op` to its end (live log and state changes, or polling without a WebSocket endpoint), then
+/// prints a summary; an error unless it succeeded.
+pub(crate) async fn finish(ctx: &Ctx, op: &str, wait: &WaitArgs) -> Result<(), CliError> {
+    let started = Instant::now();
+    let out = ctx.out;
+    let spinner = out.interactive.then(|| {
+        let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or(ProgressStyle::default_spinner()),
+        );
+        pb.enable_steady_tick(Duration::from_millis(120));
+        pb.set_message(format!("{op} queued"));
+        pb
+    });
+    let say = |text: String| match &spinner {
+        Some(pb) => pb.suspend(|| println!("{text}")),
+        None if !out.machine() => println!("{text}"),
+        None => {}
+    };
+    let timeout = Duration::from_secs(wait.timeout_minutes.max(1) * 60);
+    let followed = match ctx.ws.as_deref() {
+        Some(ws) => {
+            let opts = follow::Options {
+                timeout: Some(timeout),
+                ..Default::default()
+            };
+            let r = follow::follow(&ctx.api, ws, op, opts, |e| match e {
+                Event::Line(line) => {
+                    if let Some(pb) = &spinner {
+                        pb.set_message(format!("{} · {}", line.step, op));
+                    }
+                    if !wait.quiet {
+                        say(format_line(ctx, line));
+                    }
+                }
+                Event::Status {
+                    cluster_state,
+                    operation_status,
+                    step,
+                    message,
+                } => {
+                    let detail = message.or(step.map(|s| format!("step {s}"))).unwrap_or_default();
+                    say(format!(
+                        "{} cluster {} · operation {} {}",
+                        out.bold("▸"),
+                        out.state(&cluster_state),
+                        out.state(&operation_status),
+                        out.dim(&detail)
+                    ));
+                }
+                Event::Reconnecting { from_seq, reason } => {
+                    say(out.dim(&format!("(reconnecting from line {from_seq}: {reason})")))
+                }
+            })
+            .await;
+            Some(r)
+        }
+        None => None,
+    };
+    if let Some(pb) = &spinner {
+        pb.finish_and_clear();
+    }
+    if followed.is_none() && !out.machine() {
+        eprintln!(
+            "{}",
+            out.dim("no WebSocket endpoint in the profile: polling, without the live log")
+        );
+    }
+    let final_op = match followed {
+        Some(Ok(_)) => ctx.api.get(&format!("/v1/operations/{}", seg(op))).await?,
+        Some(Err(e)) => return Err(e),
+        None => poll(ctx, op, timeout).await?,
+    };
+    summary(ctx, &final_op, started.elapsed()).await
+}
+
+async fn poll(ctx: &Ctx, op: &str, timeout: Duration) -> Result<Value, CliError> {
+    let deadline = Instant::now() + timeout;
+    let mut last = String::new();
+    loop {
+        let v = ctx.api.get(&format!("/v1/operations/{}", seg(op))).await?;
+        let status = v["status"].as_str().unwrap_or("?").to_owned();
+        if matches!(status.as_str(), "succeeded" | "failed" | "cancelled") {
+            return Ok(v);
+        }
+        let now = format!("{status} {}", cell(&v["current_step"]));
+        if now != last && !ctx.out.machine() {
+            println!("{} operation {now}", ctx.out.bold("▸"));
+            last = now;
+        }
+        if Instant::now() >= deadline {
+            return Err(CliError::Stream(format!(
+                "{op} did not end within {} min",
+                timeout.as_secs() / 60
+            )));
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+async fn summary(ctx: &Ctx, op: &Value, took: Duration) -> Result<(), CliError> {
+    let out = &ctx.out;
+    let status = op["status"].as_str().unwrap_or("?").to_owned();
+    let id = cell(&op["id"]);
+    if !out.raw(op)? {
+        println!(
+            "\n{} {} {} in {:.1} s",
+            out.bold(&cell(&op["kind"])),
+            out.state(&status),
+            out.dim(&id),
+            took.as_secs_f64()
+        );
+        for line in user_error(out, &op["error"]) {
+            println!("{line}");
+        }
+        if let Some(cluster) = op["cluster_id"].as_str() {
+            match ctx.api.get(&format!("/v1/clusters/{}", seg(cluster))).await {
+                Ok(c) => {
+                    println!(
+                        "cluster {cluster}: {}",
+                        out.state(c["state"].as_str().unwrap_or("?"))
+                    );
+                    for (k, v) in c["outputs"].as_object().into_iter().flatten() {
+                        println!("  {} = {}", k, cell(v));
+                    }
+                }
+                // A deleted cluster is gone: its operation's status says it all.
+                Err(CliError::Api(p)) if p.status == 404 => println!("cluster {cluster}: deleted"),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    if status == "succeeded" {
+        Ok(())
+    } else {
+        Err(CliError::OperationFailed { id, status })
+    }
+}
+
+fn ws_url(ctx: &Ctx) -> Result<&str, CliError> {
+    ctx.ws.as_deref().ok_or_else(|| {
+        CliError::Usage(
+            "live logs need the WebSocket endpoint: `strato login --ws-endpoint URL …` or STRATO_WS_ENDPOINT"
+                .into(),
+        )
+    })
+}
+
+/// `step │ text`, stderr lines red; the engine's own ANSI colours kept only when colour is on.
+fn format_line(ctx: &Ctx, l: &LogLine) -> String {
+    let text = if ctx.out.color {
+        l.text.clone()
+    } else {
+        strip_ansi(&l.text)
+    };
+    let text = match l.stream {
+        LogStream::Stderr => ctx.out.paint(&text, RED),
+        _ => text,
+    };
+    format!("{} {text}", ctx.out.paint(&format!("{:>14} │", l.step), DIM))
+}
+
+/// `text` without ANSI escape sequences (CSI `ESC [ … final-byte`).
+pub(crate) fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ansi_sequences_are_stripped_and_text_kept() {
+        assert_eq!(
+            super::strip_ansi("\x1b[1m\x1b[32mApply complete!\x1b[0m ok"),
+            "Apply complete! ok"
+        );
+        assert_eq!(super::strip_ansi("plain [x]"), "plain [x]");
+    }
+}
