@@ -73,9 +73,6 @@ impl Out {
         t.load_preset(UTF8_BORDERS_ONLY)
             .set_content_arrangement(ContentArrangement::Dynamic)
             .set_header(header.iter().map(|h| self.bold(h)));
-        if !self.color {
-            t.force_no_tty();
-        }
         t
     }
 
@@ -97,6 +94,18 @@ pub fn cell(v: &Value) -> String {
         Value::Number(n) => n.to_string(),
         other => other.to_string(),
     }
+}
+
+/// A value for a table or summary line, cut to `max` characters (certificates and kubeconfigs are long;
+/// `-o json` has them whole).
+pub fn clipped(v: &Value, max: usize) -> String {
+    let s = cell(v);
+    let n = s.chars().count();
+    if n <= max {
+        return s;
+    }
+    let head: String = s.chars().take(max.saturating_sub(20)).collect();
+    format!("{head}… ({n} chars; -o json shows all)")
 }
 
 /// `2026-11-25T08:01:02.123Z` → `2026-11-25 08:01:02`, for tables.
@@ -136,6 +145,10 @@ mod tests {
         assert_eq!(cell(&json!(null)), "-");
         assert_eq!(cell(&json!("x")), "x");
         assert_eq!(cell(&json!([1, 2])), "[1,2]");
+        let long = json!("x".repeat(500));
+        let c = clipped(&long, 80);
+        assert!(c.chars().count() < 120 && c.contains("500 chars"), "{c}");
+        assert_eq!(clipped(&json!("short"), 80), "short");
         assert_eq!(when(&json!("2026-11-25T08:01:02.123Z")), "2026-11-25 08:01:02");
     }
 

@@ -47,6 +47,18 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
         );
     };
 
+    let dim = {
+        use std::io::IsTerminal;
+        std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    };
+    let by_hand = |cmd: &str| match dim {
+        true => println!("  \x1b[2m$ strato --profile devstack {cmd}\x1b[0m"),
+        false => println!("  $ strato --profile devstack {cmd}"),
+    };
+    println!(
+        "Each step ends with the `strato` command that does it by hand (against `cargo run -p strato-devstack -- up`,\n\
+         which writes the devstack profile; install the CLI with `cargo install --path cli`).\n"
+    );
     println!("▶ 1/5 create cluster 'demo' from {template}@{version} (us-east-1, 2 × t3.medium)");
     let spec = serde_json::json!({
         "name": "demo",
@@ -101,6 +113,9 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     } else {
         return Err(DemoError::Failed("the create has no cost estimate".into()));
     }
+    by_hand(&format!(
+        "clusters create demo -t {template}@{version} --var node_count=2 --var node_instance_type=t3.medium --wait"
+    ));
 
     println!("▶ 2/5 wait for ACTIVE");
     let c = client
@@ -122,6 +137,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
         );
     }
     summary.push("cluster: ACTIVE with outputs".into());
+    by_hand(&format!("clusters get {cluster}"));
 
     println!("▶ 3/5 drift check (plan -refresh-only where the engine has it)");
     let r = client
@@ -148,6 +164,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
         drift["drifted"], drift["checked_at"]
     );
     summary.push(format!("drift check: drifted = {}", drift["drifted"]));
+    by_hand(&format!("clusters drift-check {cluster} --wait"));
 
     println!("▶ 4/5 delete");
     let r = client.delete(&format!("/v1/clusters/{cluster}")).await?;
@@ -166,12 +183,17 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
         )));
     }
     summary.push(format!("delete: DELETED, {} log lines received", w.last_seq));
+    by_hand(&format!(
+        "clusters delete {cluster} --wait   (and any time: strato logs {del} -f)"
+    ));
 
     println!("▶ 5/5 summary ({:.0} s)", t0.elapsed().as_secs_f64());
     for s in &summary {
         println!("  ✓ {s}");
     }
-    closing_figures(&client, &op).await
+    closing_figures(&client, &op).await?;
+    by_hand(&format!("operations timeline {op}"));
+    Ok(())
 }
 
 /// The create's timeline (`GET /v1/operations/{id}/timeline`) and the headline figures of the EMF metrics

@@ -89,7 +89,12 @@ enum Command {
         env_file: Option<PathBuf>,
     },
     /// Start the stack and walk a cluster through its life (create, logs, outputs, drift check, delete).
-    Demo,
+    /// The terminal shows the tour only; the components' logs go to a file (its path is printed).
+    Demo {
+        /// Show the components' logs inline too.
+        #[arg(long, short = 'v')]
+        verbose: bool,
+    },
     /// Publish the template catalog to a deployed Strato: the table and bucket named by --prefix, in the
     /// account and region of the AWS environment (or at AWS_ENDPOINT_URL). Nothing else is started.
     Publish,
@@ -261,6 +266,47 @@ fn write_cli_profile(stack: &Devstack) {
     }
 }
 
+/// Where the demo's component logs go: `target/strato-demo.log` in the workspace (next to the build), else
+/// the temporary directory.
+fn demo_log_file() -> anyhow::Result<(PathBuf, std::fs::File)> {
+    let dir = strato_devstack::stack::workspace_root().join("target");
+    let dir = if dir.is_dir() { dir } else { std::env::temp_dir() };
+    let path = dir.join("strato-demo.log");
+    let file = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    Ok((path, file))
+}
+
+/// Text logs to stderr (or to `file`, without colour), and spans to the stack's X-Ray daemon.
+fn init_tracing(file: Option<&std::fs::File>) -> anyhow::Result<()> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| "info,aws_config=warn,aws_smithy_runtime=warn,hyper=warn".into())
+    };
+    let text = match file {
+        Some(f) => {
+            let f = f.try_clone().context("the demo's log file")?;
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(f))
+                .with_filter(filter())
+                .boxed()
+        }
+        None => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_filter(filter())
+            .boxed(),
+    };
+    // The stack's X-Ray daemon: GET /traces/{operation_id}/xray serves what it received.
+    let xray = strato_devstack::xray::collector()
+        .and_then(|c| strato_aws::xray::XrayLayer::new(c.addr(), "devstack"))
+        .map(|l| l.with_filter(strato_aws::xray::filter()));
+    tracing_subscriber::registry().with(text).with(xray).init();
+    Ok(())
+}
+
 fn banner(stack: &Devstack) {
     let e = &stack.endpoints;
     println!();
@@ -308,23 +354,19 @@ fn banner(stack: &Devstack) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    {
-        use tracing_subscriber::Layer;
-        use tracing_subscriber::layer::SubscriberExt;
-        use tracing_subscriber::util::SubscriberInitExt;
-        let text = tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_filter(
-                tracing_subscriber::EnvFilter::try_from_default_env()
-                    .unwrap_or_else(|_| "info,aws_config=warn,aws_smithy_runtime=warn,hyper=warn".into()),
-            );
-        // The stack's X-Ray daemon: GET /traces/{operation_id}/xray serves what it received.
-        let xray = strato_devstack::xray::collector()
-            .and_then(|c| strato_aws::xray::XrayLayer::new(c.addr(), "devstack"))
-            .map(|l| l.with_filter(strato_aws::xray::filter()));
-        tracing_subscriber::registry().with(text).with(xray).init();
-    }
     let cli = Cli::parse();
+    // The demo's terminal is the tour; its components log to a file unless -v.
+    let log_file = match &cli.command {
+        Command::Demo { verbose: false } => Some(demo_log_file()?),
+        _ => None,
+    };
+    init_tracing(log_file.as_ref().map(|(_, f)| f))?;
+    if let Some((path, _)) = &log_file {
+        println!(
+            "Component logs (functions, runners, emulators): {}\n",
+            path.display()
+        );
+    }
     match cli.command {
         Command::Token { tenant, hours } => {
             let secret = cli
@@ -363,7 +405,7 @@ async fn main() -> anyhow::Result<()> {
             stack.shutdown(Duration::from_secs(10)).await;
             Ok(())
         }
-        Command::Demo => {
+        Command::Demo { .. } => {
             let config = config(&cli.opts)?;
             ensure_runner(&config)?;
             let stack = Devstack::start(config, Vec::new())

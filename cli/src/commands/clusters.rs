@@ -8,7 +8,7 @@ use crate::Ctx;
 use crate::api::seg;
 use crate::args::{self, Clusters, SpecArgs, WaitArgs};
 use crate::error::CliError;
-use crate::render::{cell, user_error, when};
+use crate::render::{cell, clipped, user_error, when};
 use crate::vars;
 
 pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
@@ -199,7 +199,7 @@ pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
         };
         let mut t = out.table(&[title, "VALUE"]);
         for (k, v) in m {
-            t.add_row(vec![k.clone(), cell(v)]);
+            t.add_row(vec![k.clone(), clipped(v, 100)]);
         }
         println!("{t}");
     }

@@ -196,9 +196,9 @@ fn allowed(var: &Value) -> String {
         var.get("min").filter(|v| !v.is_null()),
         var.get("max").filter(|v| !v.is_null()),
     ) {
-        (Some(lo), Some(hi)) => parts.push(format!("{}..{}", cell(lo), cell(hi))),
-        (Some(lo), None) => parts.push(format!(">= {}", cell(lo))),
-        (None, Some(hi)) => parts.push(format!("<= {}", cell(hi))),
+        (Some(lo), Some(hi)) => parts.push(format!("{}..{}", num(lo), num(hi))),
+        (Some(lo), None) => parts.push(format!(">= {}", num(lo))),
+        (None, Some(hi)) => parts.push(format!("<= {}", num(hi))),
         (None, None) => {}
     }
     if let Some(n) = var.get("max_length").filter(|v| !v.is_null()) {
@@ -217,6 +217,14 @@ fn allowed(var: &Value) -> String {
         parts.push(format!("a provider {c}"));
     }
     parts.join("; ")
+}
+
+/// A limit as the user would type it: `2`, not `2.0` (the schema carries limits as JSON numbers).
+fn num(v: &Value) -> String {
+    match v.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+        _ => cell(v),
+    }
 }
 
 fn rule(r: &Value) -> String {

@@ -11,7 +11,7 @@ use crate::api::seg;
 use crate::args::{self, Operations, WaitArgs};
 use crate::error::{CliError, DIM, RED};
 use crate::follow::{self, Event, Mode};
-use crate::render::{cell, user_error, when};
+use crate::render::{cell, clipped, user_error, when};
 
 pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
     let out = &ctx.out;
@@ -132,7 +132,10 @@ pub(crate) fn print_estimate(ctx: &Ctx, e: &Value) {
     let mut t = out.table(&["RESOURCE", "MONTHLY"]);
     for r in e["resources"].as_array().into_iter().flatten() {
         let name = r["address"].as_str().or(r["resource"].as_str()).unwrap_or("?");
-        t.add_row(vec![name.to_owned(), cell(&r["monthly"])]);
+        let monthly = r["monthly"]
+            .as_f64()
+            .map_or_else(|| cell(&r["monthly"]), |m| format!("{m:.2}"));
+        t.add_row(vec![name.to_owned(), monthly]);
     }
     println!("{t}");
     println!(
@@ -334,7 +337,7 @@ async fn summary(ctx: &Ctx, op: &Value, took: Duration) -> Result<(), CliError> 
                         out.state(c["state"].as_str().unwrap_or("?"))
                     );
                     for (k, v) in c["outputs"].as_object().into_iter().flatten() {
-                        println!("  {} = {}", k, cell(v));
+                        println!("  {} = {}", k, clipped(v, 100));
                     }
                 }
                 // A deleted cluster is gone: its operation's status says it all.

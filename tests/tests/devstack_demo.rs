@@ -1,0 +1,85 @@
+//! The README's main command as a user runs it: `strato-devstack demo`'s terminal is the tour (steps, live
+//! Terraform lines, states, estimate, outputs, drift, summary, and the `strato` command for each step),
+//! and the components' logs go to the file it names — inline only with `-v`.
+
+use std::process::Command;
+
+#[test]
+fn the_demo_terminal_shows_the_tour_and_the_components_log_to_a_file() {
+    let moto = strato_testbed::shared_moto().endpoint.clone();
+    let bin = strato_devstack::stack::sibling_binary("strato-devstack");
+    assert!(
+        bin.exists(),
+        "{} is missing: cargo build -p strato-devstack",
+        bin.display()
+    );
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(&bin)
+        .arg("demo")
+        // On the process's moto under a prefix of its own, on free ports: other tests run beside it.
+        .args([
+            "--aws-endpoint",
+            &moto,
+            "--http",
+            "127.0.0.1:0",
+            "--ws",
+            "127.0.0.1:0",
+        ])
+        .args(["--prefix", &format!("demo{:x}", std::process::id())])
+        .env("STRATO_CONFIG_DIR", work.path())
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the demo runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status.code()
+    );
+
+    for needle in [
+        "▶ 1/5 create",
+        "Apply complete!",
+        "◆ cluster ACTIVE, operation succeeded",
+        "cost estimate (before apply)",
+        "▶ 5/5 summary",
+        "$ strato --profile devstack clusters create demo -t aws-eks-basic",
+        "$ strato --profile devstack clusters drift-check",
+        "$ strato --profile devstack clusters delete",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} is not in the tour:\n{stdout}"
+        );
+    }
+    // No component's log line on the terminal: tracing's level column, the runners' targets.
+    for line in stdout.lines().chain(stderr.lines()) {
+        let component = [
+            " INFO ",
+            " WARN ",
+            " ERROR ",
+            " DEBUG ",
+            "strato_devstack::",
+            "runner:",
+        ]
+        .iter()
+        .any(|m| line.contains(m));
+        assert!(!component, "a component's log line on the terminal: {line}");
+    }
+    assert!(!stdout.contains('\x1b'), "NO_COLOR: no escape codes");
+
+    // …they are in the file the tour names.
+    let path = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Component logs (functions, runners, emulators): "))
+        .expect("the log file is named");
+    let log = std::fs::read_to_string(path.trim()).expect("the log file exists");
+    assert!(
+        log.contains(" INFO ") && log.contains("runner"),
+        "{} lines",
+        log.lines().count()
+    );
+    assert!(!log.contains('\x1b'), "a log file has no colour codes");
+}
