@@ -249,6 +249,8 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
     let o = strato(cfg, &[("STRATO_TOKEN", &bob)], None, &["clusters", "delete", &id]).await;
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
+    let o = strato(cfg, &[("STRATO_TOKEN", &bob)], None, &["logs", &create_op]).await;
+    assert_eq!(o.status.code(), Some(4), "another tenant's log: {}", show(&o));
 
     // Delete, and follow its live log through a connection that is cut mid-stream.
     let o = strato(cfg, &[], None, &["clusters", "delete", &id, "-o", "json"]).await;

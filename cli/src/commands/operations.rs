@@ -157,6 +157,8 @@ pub(crate) fn print_estimate(ctx: &Ctx, e: &Value) {
 
 pub(crate) async fn logs(ctx: &Ctx, l: args::Logs) -> Result<(), CliError> {
     let ws = ws_url(ctx)?;
+    // A missing (or another tenant's) operation is a 404 with its exit code, not a refused subscription.
+    ctx.api.get(&format!("/v1/operations/{}", seg(&l.operation))).await?;
     let opts = follow::Options {
         from_seq: l.from_seq,
         mode: if l.follow { Mode::Follow } else { Mode::Snapshot },
