@@ -32,6 +32,8 @@ pub struct Gateway {
     pub auth: Authenticator,
     /// Paths served without the JWT authorizer.
     pub public_paths: Vec<String>,
+    /// The web console, when built: every GET outside `/v1` (CloudFront's behaviour in AWS).
+    pub console: Option<Arc<crate::console::ConsoleSite>>,
 }
 
 impl Gateway {
@@ -53,6 +55,15 @@ impl Gateway {
             handler,
             auth,
             public_paths,
+            console: None,
+        }
+    }
+
+    /// The same gateway, serving the console too.
+    pub fn with_console(self, console: Option<crate::console::ConsoleSite>) -> Self {
+        Self {
+            console: console.map(Arc::new),
+            ..self
         }
     }
 
@@ -156,6 +167,11 @@ async fn serve(
     req: axum::extract::Request,
 ) -> axum::response::Response {
     let (parts, body) = req.into_parts();
+    if let Some(console) = &gw.console
+        && crate::console::ConsoleSite::claims(&parts.method, parts.uri.path())
+    {
+        return console.serve(parts.uri.path()).await;
+    }
     let body = match axum::body::to_bytes(body, MAX_PAYLOAD_BYTES).await {
         Ok(b) => b,
         Err(_) => {

@@ -16,6 +16,7 @@ pub mod auth;
 pub mod capture;
 pub mod chaos;
 pub mod client;
+pub mod console;
 pub mod demo;
 pub mod error;
 pub mod fargate;

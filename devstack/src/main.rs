@@ -73,6 +73,9 @@ struct Opts {
     /// Keep task working directories here (default: a temporary directory removed at exit).
     #[arg(long, env = "STRATO_DEVSTACK_WORK_DIR", global = true)]
     work_dir: Option<PathBuf>,
+    /// The built web console to serve at the HTTP address (default: console/dist of the workspace).
+    #[arg(long, env = "STRATO_CONSOLE_DIR", global = true)]
+    console_dir: Option<PathBuf>,
     /// Run on a deployment of infra/ applied into the emulator at --aws-endpoint: the file holds its
     /// `terraform output -json` (nothing is created; prefix and region come from it).
     #[arg(long, env = "STRATO_DEVSTACK_DEPLOYMENT", global = true)]
@@ -132,6 +135,9 @@ fn config(o: &Opts) -> anyhow::Result<DevstackConfig> {
         work_dir: o.work_dir.clone(),
         ..DevstackConfig::default()
     };
+    if let Some(dir) = &o.console_dir {
+        c.console_dir = Some(dir.clone());
+    }
     if let Some(t) = &o.templates {
         c.templates_root = Some(t.clone());
     }
@@ -332,6 +338,14 @@ fn banner(stack: &Devstack) {
         }
     );
     println!();
+    let console = e.http_api.clone() + "/";
+    match stack.console_served() {
+        true => println!(
+            "Web console (logs in as tenant 'demo'):\n  {console}#token={}\n",
+            stack.token("demo")
+        ),
+        false => println!("Web console: not built (cd console && npm ci && npm run build), then restart\n"),
+    }
     println!("Dev token for tenant 'demo' (valid 12 h):");
     println!("  {}", stack.token("demo"));
     println!();

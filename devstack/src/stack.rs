@@ -76,6 +76,9 @@ pub struct DevstackConfig {
     pub sweep_grace: Duration,
     /// Address of the WebSocket API (and its `@connections` management API).
     pub ws_addr: SocketAddr,
+    /// The built web console served at the HTTP API's address (`console/dist`; not served when it holds
+    /// no `index.html`, e.g. before `npm run build`).
+    pub console_dir: Option<PathBuf>,
     /// Faults to inject into every SQS delivery (the fault-injection test); `None` in normal use.
     pub chaos: Option<crate::chaos::Chaos>,
     /// Record every AWS call each function and runner makes ([`Devstack::aws_calls`], the IAM check).
@@ -137,6 +140,7 @@ impl Default for DevstackConfig {
             sweep_rate: Duration::from_secs(60),
             sweep_grace: Duration::from_secs(120),
             ws_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            console_dir: Some(workspace_root().join("console").join("dist")),
             chaos: None,
             record_aws_calls: false,
             deployment: None,
@@ -191,6 +195,7 @@ pub struct Devstack {
     /// The faults being injected (what was injected so far), when the config asked for them.
     pub chaos: Option<crate::chaos::ChaosState>,
     jwt_secret: String,
+    console_served: bool,
     stop_intake: watch::Sender<bool>,
     stop_fargate: watch::Sender<bool>,
     stop_consumers: watch::Sender<bool>,
@@ -255,7 +260,8 @@ impl Devstack {
         let (stop_intake, intake_rx) = watch::channel(false);
         let (stop_fargate, fargate_rx) = watch::channel(false);
         let (stop_consumers, consumers_rx) = watch::channel(false);
-        let (http_addr, mut intake_tasks) = serve_http_api(&config, &env, &registry, &intake_rx).await?;
+        let (http_addr, mut intake_tasks) =
+            serve_http_api(&config, &env, &registry, &intake_rx, &ws_url).await?;
         let mut consumer_tasks = Vec::new();
         for (logical, mapping) in &registry.sqs {
             let queue = crate::sqs::QueueRef::resolve(
@@ -298,7 +304,12 @@ impl Devstack {
             startup_ms = t0.elapsed().as_millis() as u64,
             "devstack is up"
         );
+        let console_served = config
+            .console_dir
+            .as_deref()
+            .is_some_and(|d| d.join("index.html").is_file());
         Ok(Self {
+            console_served,
             env,
             endpoints,
             fargate_stats,
@@ -335,6 +346,11 @@ impl Devstack {
     }
 
     /// The HS256 secret tokens are signed with (a dev secret: print it for the user, never log it).
+    /// Whether the web console is served at the HTTP API's address.
+    pub fn console_served(&self) -> bool {
+        self.console_served
+    }
+
     pub fn jwt_secret(&self) -> &str {
         &self.jwt_secret
     }

@@ -158,7 +158,9 @@ pub(crate) fn print_estimate(ctx: &Ctx, e: &Value) {
 pub(crate) async fn logs(ctx: &Ctx, l: args::Logs) -> Result<(), CliError> {
     let ws = ws_url(ctx)?;
     // A missing (or another tenant's) operation is a 404 with its exit code, not a refused subscription.
-    ctx.api.get(&format!("/v1/operations/{}", seg(&l.operation))).await?;
+    ctx.api
+        .get(&format!("/v1/operations/{}", seg(&l.operation)))
+        .await?;
     let opts = follow::Options {
         from_seq: l.from_seq,
         mode: if l.follow { Mode::Follow } else { Mode::Snapshot },
@@ -205,6 +207,8 @@ pub(crate) async fn watch(ctx: &Ctx, w: args::Watch) -> Result<(), CliError> {
             None => return Err(CliError::Usage(format!("{} has no operations to watch", w.id))),
         }
     } else {
+        // Not found (or another tenant's) is exit 4 here, not a refused subscription later.
+        ctx.api.get(&format!("/v1/operations/{}", seg(&w.id))).await?;
         w.id.clone()
     };
     let wait = WaitArgs {

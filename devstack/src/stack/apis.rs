@@ -62,6 +62,7 @@ pub(super) async fn serve_http_api(
     env: &StackEnv,
     registry: &Registry,
     intake: &watch::Receiver<bool>,
+    ws_url: &str,
 ) -> Result<(SocketAddr, Vec<tokio::task::JoinHandle<()>>), DevstackError> {
     let listener = tokio::net::TcpListener::bind(config.http_addr)
         .await
@@ -74,7 +75,13 @@ pub(super) async fn serve_http_api(
         .map_err(DevstackError::io("HTTP API address"))?;
     let mut tasks = Vec::new();
     if let Some(handler) = registry.http.clone() {
-        let router = Gateway::new(handler, env.auth.clone()).router();
+        let console = config
+            .console_dir
+            .as_deref()
+            .and_then(|dir| crate::console::ConsoleSite::new(dir, ws_url));
+        let router = Gateway::new(handler, env.auth.clone())
+            .with_console(console)
+            .router();
         let mut rx = intake.clone();
         tasks.push(tokio::spawn(async move {
             let serve = axum::serve(
