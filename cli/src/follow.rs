@@ -22,8 +22,8 @@ pub enum Event<'a> {
     Status {
         cluster_state: String,
         operation_status: String,
-        step: Option<String>,
-        message: Option<String>,
+        /// The frame's message, else the step it entered (`step apply`).
+        detail: Option<String>,
     },
     /// The connection dropped (or the log had a gap); reconnecting from `from_seq`.
     Reconnecting {
@@ -247,8 +247,7 @@ async fn session(
             }) => on_event(Event::Status {
                 cluster_state: cluster_state.as_str().to_owned(),
                 operation_status: wire_name(&operation_status),
-                step: step.map(|s| s.to_string()),
-                message,
+                detail: message.or(step.map(|s| format!("step {s}"))),
             }),
             ServerFrame::Log(LogFrame::End {
                 final_status,

@@ -278,12 +278,10 @@ pub async fn watch_operation(
         Event::Status {
             cluster_state,
             operation_status,
-            step,
-            message,
+            detail,
         } => {
-            let m = message.or(step.map(|s| format!("step {s}")));
-            on_status(&cluster_state, &operation_status, m.as_deref());
-            out.states.push((cluster_state, operation_status, m));
+            on_status(&cluster_state, &operation_status, detail.as_deref());
+            out.states.push((cluster_state, operation_status, detail));
         }
         Event::Reconnecting { .. } => {}
     })

@@ -258,10 +258,9 @@ pub(crate) async fn finish(ctx: &Ctx, op: &str, wait: &WaitArgs) -> Result<(), C
                 Event::Status {
                     cluster_state,
                     operation_status,
-                    step,
-                    message,
+                    detail,
                 } => {
-                    let detail = message.or(step.map(|s| format!("step {s}"))).unwrap_or_default();
+                    let detail = detail.unwrap_or_default();
                     say(format!(
                         "{} cluster {} · operation {} {}",
                         out.bold("▸"),
