@@ -55,7 +55,23 @@ pub fn random_secret() -> String {
 }
 
 /// Mints an HS256 token for `tenant` without an [`Authenticator`] (clients that only know the secret).
+/// What a dev token may do unless asked otherwise: everything (the tenant's owner). See the api's
+/// `scopes` module for what each scope allows.
+pub const DEV_SCOPE: &str = "clusters:read clusters:write admin";
+
 pub fn mint(secret: &[u8], tenant_claim: &str, tenant: &str, subject: &str, ttl: Duration) -> String {
+    mint_scoped(secret, tenant_claim, tenant, subject, ttl, DEV_SCOPE)
+}
+
+/// A token with the given scopes (space-separated), e.g. a viewer's `clusters:read`.
+pub fn mint_scoped(
+    secret: &[u8],
+    tenant_claim: &str,
+    tenant: &str,
+    subject: &str,
+    ttl: Duration,
+    scope: &str,
+) -> String {
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let mut claims = json!({
         "iss": ISSUER,
@@ -63,7 +79,7 @@ pub fn mint(secret: &[u8], tenant_claim: &str, tenant: &str, subject: &str, ttl:
         "sub": subject,
         "iat": now,
         "exp": now + ttl.as_secs() as i64,
-        "scope": "clusters:read clusters:write",
+        "scope": scope,
     });
     claims[tenant_claim] = tenant.into();
     // Encoding a JSON object with an HMAC key cannot fail.
@@ -130,6 +146,10 @@ impl Authenticator {
         mint(self.secret(), &self.tenant_claim, tenant, subject, ttl)
     }
 
+    pub fn mint_scoped(&self, tenant: &str, subject: &str, ttl: Duration, scope: &str) -> String {
+        mint_scoped(self.secret(), &self.tenant_claim, tenant, subject, ttl, scope)
+    }
+
     /// The claims of a valid token, as the authorizer would pass them on.
     pub fn verify(&self, token: &str) -> Result<BTreeMap<String, Value>, AuthError> {
         if let Some((_, t)) = self
@@ -141,6 +161,7 @@ impl Authenticator {
                 ("iss".into(), ISSUER.into()),
                 ("aud".into(), AUDIENCE.into()),
                 ("sub".into(), t.subject.clone().into()),
+                ("scope".into(), DEV_SCOPE.into()),
                 (self.tenant_claim.clone(), t.tenant.clone().into()),
             ]));
         }

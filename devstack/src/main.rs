@@ -106,6 +106,9 @@ enum Command {
         tenant: String,
         #[arg(long, default_value_t = 12)]
         hours: u64,
+        /// The token's scopes, space-separated: `clusters:read` (a viewer), `clusters:write`, `admin`.
+        #[arg(long, default_value = strato_devstack::auth::DEV_SCOPE)]
+        scope: String,
     },
 }
 
@@ -382,17 +385,18 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     match cli.command {
-        Command::Token { tenant, hours } => {
+        Command::Token { tenant, hours, scope } => {
             let secret = cli
                 .opts
                 .jwt_secret
                 .context("STRATO_JWT_SECRET (or --jwt-secret) must be the running stack's secret")?;
-            let token = strato_devstack::auth::mint(
+            let token = strato_devstack::auth::mint_scoped(
                 secret.as_bytes(),
                 &cli.opts.tenant_claim,
                 &tenant,
                 &format!("dev-{tenant}"),
                 Duration::from_secs(hours * 3600),
+                &scope,
             );
             println!("{token}");
             Ok(())

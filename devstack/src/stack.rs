@@ -362,6 +362,16 @@ impl Devstack {
             .mint(tenant, &format!("dev-{tenant}"), Duration::from_secs(12 * 3600))
     }
 
+    /// A token for `tenant` with only these scopes (space-separated), e.g. a viewer's `clusters:read`.
+    pub fn token_scoped(&self, tenant: &str, scope: &str) -> String {
+        self.env.auth.mint_scoped(
+            tenant,
+            &format!("dev-{tenant}"),
+            Duration::from_secs(12 * 3600),
+            scope,
+        )
+    }
+
     /// Stops in an order that leaves nothing behind: no new requests, jobs or schedules; then every runner
     /// (SIGTERM, grace, SIGKILL) with its STOPPED event; then the events those produce are applied by
     /// `status` (so cluster locks are released), up to `drain`; then the consumers; then moto.

@@ -14,6 +14,9 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 pub enum ApiError {
     #[error("unauthorized: {0}")]
     Unauthorized(String),
+    /// A valid token without the scope the route needs (roles within a tenant).
+    #[error("forbidden: the token lacks the '{}' scope", .need.as_str())]
+    Forbidden { need: crate::scopes::Scope },
     /// Also what a tenant gets for another tenant's resources: existence is not disclosed.
     #[error("not found: {0}")]
     NotFound(String),
@@ -69,6 +72,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -87,6 +91,7 @@ impl ApiError {
     fn slug_and_title(&self) -> (&'static str, &'static str) {
         match self {
             ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
+            ApiError::Forbidden { .. } => ("forbidden", "Forbidden"),
             ApiError::NotFound(_) => ("not-found", "Not found"),
             ApiError::MethodNotAllowed { .. } => ("method-not-allowed", "Method not allowed"),
             ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Request body too large"),
@@ -119,6 +124,20 @@ impl ApiError {
             | ApiError::Quota(d)
             | ApiError::PreconditionFailed(d)
             | ApiError::Gone(d) => (d, Vec::new()),
+            ApiError::Forbidden { need } => {
+                let need = need.as_str();
+                (
+                    format!(
+                        "this token lacks the '{need}' scope this request needs; ask your tenant's administrator \
+                         for a token that has it (or 'admin')"
+                    ),
+                    vec![FieldError {
+                        field: "scope".into(),
+                        problem: format!("'{need}' is missing"),
+                        allowed: format!("a token with the '{need}' scope, or 'admin'"),
+                    }],
+                )
+            }
             ApiError::MethodNotAllowed { allowed } => {
                 let list = allowed.join(", ");
                 let d = format!("this resource supports {list}");

@@ -18,6 +18,7 @@ mod operations;
 mod requests;
 mod router;
 mod schema;
+pub mod scopes;
 mod spec;
 mod state;
 mod target;
@@ -53,6 +54,9 @@ pub struct Config {
     pub names: Names,
     /// The JWT claim that holds the tenant id (`STRATO_TENANT_CLAIM`, default `tenant_id`).
     pub tenant_claim: String,
+    /// The JWT claim that holds the caller's scopes (`STRATO_SCOPE_CLAIM`, default `scope`; `scp` is read
+    /// when it is absent). See [`scopes`].
+    pub scope_claim: String,
     /// Largest accepted request body (`STRATO_MAX_BODY_BYTES`, default 64 KiB). Specs are small; anything
     /// bigger is a mistake or an attack, and is refused before it is parsed.
     pub max_body_bytes: usize,
@@ -84,6 +88,7 @@ impl Config {
         Ok(Self {
             names: env.names()?,
             tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
+            scope_claim: env.or("STRATO_SCOPE_CLAIM", "scope"),
             max_body_bytes: env.positive("STRATO_MAX_BODY_BYTES", Self::DEFAULT_MAX_BODY_BYTES as u64)?
                 as usize,
             agent_token_secret: env

@@ -327,6 +327,7 @@ fn error_description(status: u16) -> &'static str {
     match status {
         400 => "Malformed request: not JSON, a bad query parameter or Idempotency-Key",
         401 => "No valid token (the JWT authorizer, or the agent token)",
+        403 => "The token lacks the scope this route needs (`errors` names it)",
         404 => "No such resource, or not yours",
         409 => "The resource's state forbids this now; the detail says why",
         410 => "Too late: the registration deadline passed",
@@ -456,6 +457,9 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
     if route.endpoint != Health {
         errors.extend([401, 413, 500]);
     }
+    if crate::scopes::required(route.endpoint).is_some() {
+        errors.push(403);
+    }
     if keyed {
         errors.extend([400, 409, 422]);
     }
@@ -482,7 +486,10 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
         }
         op = op.response(status.to_string(), r.build());
     }
-    if !public {
+    if let Some(scope) = crate::scopes::required(route.endpoint) {
+        // The scope this route needs (a stronger one also does: `clusters:write` and `admin` include reads).
+        op = op.security(SecurityRequirement::new("jwt", [scope.as_str()]));
+    } else if !public {
         op = op.security(SecurityRequirement::new("jwt", Vec::<String>::new()));
     } else if route.endpoint != Health {
         op = op.security(SecurityRequirement::new("agent_token", Vec::<String>::new()));

@@ -126,12 +126,27 @@ impl FromRequestParts<AppState> for Caller {
             ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
         })?;
         tracing::Span::current().record(fields::TENANT_ID, tenant.as_str());
+        // Roles: the route's scope, before any handler (or the idempotency layer) runs.
+        if let Some(need) = route_of(parts).and_then(|r| crate::scopes::required(r.endpoint)) {
+            let granted = crate::scopes::granted(claims, &ctx.config.scope_claim);
+            if !crate::scopes::allows(&granted, need) {
+                return Err(ApiError::Forbidden { need });
+            }
+        }
         Ok(Caller {
             tenant,
             subject: claims.get("sub").cloned(),
             traceparent: parts.extensions.get::<Traceparent>().copied(),
         })
     }
+}
+
+/// The entry of [`ROUTES`] the router matched for this request.
+fn route_of(parts: &Parts) -> Option<&'static crate::Route> {
+    let matched = parts.extensions.get::<axum::extract::MatchedPath>()?;
+    ROUTES
+        .iter()
+        .find(|r| r.path == matched.as_str() && r.method == parts.method.as_str())
 }
 
 /// Refuses a body over `max_body_bytes` before anything reads it (413), and buffers it for the handler.

@@ -968,8 +968,12 @@ async fn state_versions_list_and_restore() {
     assert!(items.iter().all(|i| i["stage"] == "cluster"));
     assert_eq!(items.iter().filter(|i| i["is_latest"] == true).count(), 1);
 
-    let restore =
-        |v: &str| Req::load("retry-cluster").path(&format!("/v1/clusters/{cid}/state-versions/{v}/restore"));
+    let restore = |v: &str| {
+        // Restoring state is the tenant admin's (roles, issue 22).
+        Req::load("retry-cluster")
+            .path(&format!("/v1/clusters/{cid}/state-versions/{v}/restore"))
+            .scope(Some("admin"))
+    };
     // The create's dispatch would hold the lock: simulate an operation running on the cluster.
     let op: OperationId = create.parse().unwrap();
     let LockOutcome::Acquired { fencing_token } = api

@@ -169,6 +169,22 @@ impl Req {
         self
     }
 
+    /// The token's `scope` claim (`None`: no scope claim at all).
+    pub fn scope(mut self, scope: Option<&str>) -> Self {
+        let jwt = self
+            .0
+            .request_context
+            .authorizer
+            .as_mut()
+            .and_then(|a| a.jwt.as_mut())
+            .expect("event has JWT claims");
+        match scope {
+            Some(s) => jwt.claims.insert("scope".into(), s.into()),
+            None => jwt.claims.remove("scope"),
+        };
+        self
+    }
+
     pub fn without_claims(mut self) -> Self {
         self.0.request_context.authorizer = None;
         self

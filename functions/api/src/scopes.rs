@@ -1,0 +1,150 @@
+//! Roles within a tenant, as OAuth scopes in the token (issue 22): every tenant route needs one, checked when
+//! the caller is extracted, so no handler runs for a token that lacks it.
+//!
+//! | scope | allows |
+//! |---|---|
+//! | `clusters:read` | every read; WebSocket tickets (so live logs: a ticket is the only way to subscribe) |
+//! | `clusters:write` | create, update, delete, retry, drift check, cancel, estimate (and reads) |
+//! | `admin` | everything: also the tenant's webhook and restoring a state version |
+//!
+//! Scopes come from the claim `STRATO_SCOPE_CLAIM` (default `scope`, then `scp`), space- or comma-separated
+//! (API Gateway passes an array claim as `[a b]`). A granted scope matches by name or as the last path
+//! segment of a resource-server scope (`https://api.example.com/clusters:read`, Cognito's form).
+
+use std::collections::HashMap;
+
+use crate::Endpoint::{self, *};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    ClustersRead,
+    ClustersWrite,
+    Admin,
+}
+
+impl Scope {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scope::ClustersRead => "clusters:read",
+            Scope::ClustersWrite => "clusters:write",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// The scopes that grant this one (a stronger scope includes the weaker).
+    fn granted_by(self) -> &'static [Scope] {
+        match self {
+            Scope::ClustersRead => &[Scope::ClustersRead, Scope::ClustersWrite, Scope::Admin],
+            Scope::ClustersWrite => &[Scope::ClustersWrite, Scope::Admin],
+            Scope::Admin => &[Scope::Admin],
+        }
+    }
+}
+
+/// The scope a route needs; `None` for the public ones (liveness, the cluster agent's own token).
+pub const fn required(endpoint: Endpoint) -> Option<Scope> {
+    match endpoint {
+        Health | AgentRegister | AgentHeartbeat => None,
+        ListClusters
+        | GetCluster
+        | ListStateVersions
+        | ListClusterOperations
+        | GetOperation
+        | GetOperationTimeline
+        | GetWebhook
+        | GetTargetAccess
+        | CreateWsTicket
+        | ListTemplates
+        | GetTemplate => Some(Scope::ClustersRead),
+        CreateCluster | UpdateCluster | DeleteCluster | RetryCluster | DriftCheck | CancelOperation
+        | CreateEstimate => Some(Scope::ClustersWrite),
+        PutWebhook | DeleteWebhook | RestoreStateVersion => Some(Scope::Admin),
+    }
+}
+
+/// The scopes a token grants, from its claims.
+pub fn granted(claims: &HashMap<String, String>, claim: &str) -> Vec<String> {
+    let raw = claims
+        .get(claim)
+        .or_else(|| claims.get("scp"))
+        .map(String::as_str)
+        .unwrap_or("");
+    raw.trim_matches(|c| c == '[' || c == ']')
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .map(|s| s.trim_matches('"'))
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether `granted` includes `need` (or a scope that includes it).
+pub fn allows(granted: &[String], need: Scope) -> bool {
+    granted.iter().any(|g| {
+        let name = g.rsplit('/').next().unwrap_or(g);
+        need.granted_by().iter().any(|s| s.as_str() == name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(scope: &str) -> HashMap<String, String> {
+        HashMap::from([("scope".to_owned(), scope.to_owned())])
+    }
+
+    #[test]
+    fn stronger_scopes_include_weaker_ones_and_nothing_else() {
+        let viewer = granted(&claims("clusters:read"), "scope");
+        assert!(allows(&viewer, Scope::ClustersRead));
+        assert!(!allows(&viewer, Scope::ClustersWrite));
+        assert!(!allows(&viewer, Scope::Admin));
+        let writer = granted(&claims("clusters:write clusters:read"), "scope");
+        assert!(allows(&writer, Scope::ClustersWrite) && !allows(&writer, Scope::Admin));
+        let admin = granted(&claims("admin"), "scope");
+        assert!(
+            [Scope::ClustersRead, Scope::ClustersWrite, Scope::Admin]
+                .iter()
+                .all(|s| allows(&admin, *s))
+        );
+        assert!(!allows(&granted(&HashMap::new(), "scope"), Scope::ClustersRead));
+        // Look-alikes grant nothing.
+        assert!(!allows(
+            &granted(&claims("clusters:reader admin:no"), "scope"),
+            Scope::ClustersRead
+        ));
+    }
+
+    #[test]
+    fn claim_forms_api_gateway_and_identity_providers_use() {
+        let array = granted(&claims("[clusters:read admin]"), "scope");
+        assert_eq!(array, ["clusters:read", "admin"]);
+        let cognito = granted(&claims("https://api.example.com/clusters:write"), "scope");
+        assert!(allows(&cognito, Scope::ClustersWrite));
+        let scp = HashMap::from([("scp".to_owned(), "clusters:read,clusters:write".to_owned())]);
+        assert!(allows(&granted(&scp, "scope"), Scope::ClustersWrite));
+    }
+
+    #[test]
+    fn every_tenant_route_needs_a_scope() {
+        for r in crate::ROUTES {
+            let public = matches!(r.endpoint, Health | AgentRegister | AgentHeartbeat);
+            assert_eq!(required(r.endpoint).is_none(), public, "{} {}", r.method, r.path);
+            // Reads never need more than read; nothing that changes a cluster is open to a viewer.
+            if r.method == "GET" {
+                assert_eq!(
+                    required(r.endpoint),
+                    Some(Scope::ClustersRead).filter(|_| !public)
+                );
+            } else if !public && r.endpoint != CreateWsTicket {
+                assert_ne!(
+                    required(r.endpoint),
+                    Some(Scope::ClustersRead),
+                    "{} {}",
+                    r.method,
+                    r.path
+                );
+            }
+        }
+    }
+}
