@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -209,7 +210,9 @@ fn yes() -> bool {
 #[derive(Debug, Clone)]
 pub struct Template {
     pub manifest: Manifest,
-    patterns: BTreeMap<String, Regex>,
+    /// Shared by clones: a cloned `Regex` starts with an empty cache, so each request's copy of a cached
+    /// template rebuilt its matcher's lazy DFA before checking a value (issue 19).
+    patterns: Arc<BTreeMap<String, Regex>>,
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -365,7 +368,10 @@ impl Template {
                 }
             }
         }
-        let template = Template { manifest, patterns };
+        let template = Template {
+            manifest,
+            patterns: Arc::new(patterns),
+        };
         // Defaults must satisfy their own schema (catalog included), or every request relying on them fails.
         let catalogs = crate::catalog::Catalogs::builtin();
         let m = &template.manifest;
