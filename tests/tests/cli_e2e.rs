@@ -252,6 +252,24 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     let o = strato(cfg, &[("STRATO_TOKEN", &bob)], None, &["logs", &create_op]).await;
     assert_eq!(o.status.code(), Some(4), "another tenant's log: {}", show(&o));
 
+    // A viewer of the same tenant reads but cannot delete (exit 3, the missing scope named).
+    let viewer = stack.token_scoped("tenant-a", "clusters:read");
+    let o = strato(cfg, &[("STRATO_TOKEN", &viewer)], None, &["clusters", "get", &id]).await;
+    assert!(o.status.success(), "{}", show(&o));
+    let o = strato(
+        cfg,
+        &[("STRATO_TOKEN", &viewer)],
+        None,
+        &["clusters", "delete", &id],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("'clusters:write' is missing"),
+        "{}",
+        show(&o)
+    );
+
     // Delete, and follow its live log through a connection that is cut mid-stream.
     let o = strato(cfg, &[], None, &["clusters", "delete", &id, "-o", "json"]).await;
     assert!(o.status.success(), "{}", show(&o));
