@@ -113,7 +113,8 @@ function run(rec, cluster, steps, final) {
     status(rec, cluster);
     let k = 0;
     const iv = setInterval(() => {
-      const texts = Array.from({ length: 20 }, (_, j) => `${step.name}: \x1b[32m+\x1b[0m resource ${k * 20 + j} \x1b[1mcreating\x1b[0m…`);
+      const size = step.size ?? 20;
+      const texts = Array.from({ length: size }, (_, j) => `${step.name}: \x1b[32m+\x1b[0m resource ${k * size + j} \x1b[1mcreating\x1b[0m…`);
       emit(rec, step.name, texts);
       if (++k >= step.batches) {
         clearInterval(iv);
@@ -166,7 +167,7 @@ async function api(req, res, url) {
       drift: { drifted: false, changed_resources: [], policy: "notify", interval_hours: 6, checked_at: null }, version: 1, created_at: now(), updated_at: now() };
     clusters.set(c.id, { tenant, c });
     const rec = newOp(tenant, "create", c, spec);
-    run(rec, c, [{ name: "init", batches: 5, state: "PROVISIONING" }, { name: "plan", batches: 20 }, { name: "apply", batches: 60 }, { name: "configure", batches: 5, state: "CONFIGURING" }],
+    run(rec, c, [{ name: "init", batches: 5, state: "PROVISIONING" }, { name: "plan", batches: 20 }, b.name.startsWith("big") ? { name: "apply", batches: 100, size: 500 } : { name: "apply", batches: 60 }, { name: "configure", batches: 5, state: "CONFIGURING" }],
       () => { c.state = "ACTIVE"; c.outputs = { cluster_endpoint: "https://mock.eks.example", vpc_id: "vpc-123", kubeconfig: "(sensitive)" }; c.updated_at = now(); });
     return send(res, 202, { cluster: c, operation: rec.op });
   }

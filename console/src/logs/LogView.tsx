@@ -44,6 +44,7 @@ export function LogView({ store, rev, name, complete }: { store: LogStore; rev: 
   const [follow, setFollow] = useState(true);
   const [query, setQuery] = useState("");
   const [cur, setCur] = useState(0);
+  const autoTop = useRef(0);
   const search = useRef<{ q: string; upto: number; hits: number[] }>({ q: "", upto: 0, hits: [] });
   const lines = store.lines;
 
@@ -69,6 +70,7 @@ export function LogView({ store, rev, name, complete }: { store: LogStore; rev: 
     const el = box.current;
     if (follow && el) {
       el.scrollTop = el.scrollHeight;
+      autoTop.current = el.scrollTop;
       setScrollTop(el.scrollTop);
     }
   }, [rev, follow]);
@@ -88,8 +90,8 @@ export function LogView({ store, rev, name, complete }: { store: LogStore; rev: 
   const onScroll = () => {
     const el = box.current!;
     setScrollTop(el.scrollTop);
-    const atEnd = el.scrollTop + el.clientHeight >= el.scrollHeight - ROW;
-    if (!atEnd && follow) setFollow(false);
+    // Only a scroll up by the user pauses (growth of the log never moves scrollTop by itself).
+    if (follow && el.scrollTop < autoTop.current - 4) setFollow(false);
   };
 
   const download = () => {
