@@ -71,7 +71,7 @@ const browser = await chromium.launch({
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
 });
 try {
-  const ctxA = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const ctxA = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
   const page = await ctxA.newPage();
   const consoleErrors = [];
   page.on("pageerror", (e) => consoleErrors.push(e.message));
@@ -184,7 +184,7 @@ try {
   if (consoleErrors.length) fail(`page errors: ${consoleErrors.join("; ")}`);
 
   step("tenant B does not see it");
-  const ctxB = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const ctxB = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
   const pb = await ctxB.newPage();
   await pb.goto(`${base}/#token=${encodeURIComponent(TOKEN_B)}`);
   await heading(pb, /^Clusters$/);
@@ -194,7 +194,7 @@ try {
   await check(pb, "clusters-tenant-b");
 
   step("login page");
-  const pl = await (await browser.newContext()).newPage();
+  const pl = await (await browser.newContext({ bypassCSP: true })).newPage();
   await pl.goto(`${base}/clusters`);
   await heading(pl, /^Sign in/);
   await check(pl, "login");
