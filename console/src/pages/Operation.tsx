@@ -9,6 +9,13 @@ import { Link, PageTitle, ProblemBox, StateBadge, duration, usePoll, when } from
 import { EstimateView } from "./Estimate";
 
 const ENDED = ["succeeded", "failed", "cancelled"];
+const LIVE_LABEL: Record<string, string> = {
+  connecting: "Connecting to the live log…",
+  live: "Live",
+  reconnecting: "Reconnecting",
+  ended: "The log is complete",
+  failed: "The live log stopped",
+};
 
 async function ticket(): Promise<string> {
   const { data, error, response } = await api.POST("/v1/ws-tickets", {});
@@ -91,7 +98,7 @@ export function OperationPage({ id }: { id: string }) {
         <dt>Operation</dt><dd><code>{op.id}</code></dd>
         <dt>Requested</dt><dd>{when(op.created_at)}{op.requested_by ? ` by ${op.requested_by}` : ""}</dd>
         <dt>Attempt</dt><dd>{op.attempt}</dd>
-        {op.current_step ? <><dt>Current step</dt><dd>{op.current_step}</dd></> : null}
+        {op.current_step && !ENDED.includes(op.status) ? <><dt>Current step</dt><dd>{op.current_step}</dd></> : null}
         {op.wait_reason ? <><dt>Waiting</dt><dd>{op.wait_reason}</dd></> : null}
       </dl>
       {!ENDED.includes(op.status) ? (
@@ -109,7 +116,7 @@ export function OperationPage({ id }: { id: string }) {
       {op.estimate ? (<><h2>Cost estimate</h2><EstimateView e={op.estimate} /></>) : null}
       <h2>Log</h2>
       <p class="help" role="status">
-        {live.state === "live" ? "Live" : live.state}{live.detail ? `: ${live.detail}` : ""}
+        {LIVE_LABEL[live.state] ?? live.state}{live.detail ? `: ${live.detail}` : ""}
         {lastStatus?.message ? ` — ${lastStatus.message}` : ""}
         {store && store.pendingCount() ? ` — waiting for lines from seq ${store.next}` : ""}
       </p>
