@@ -13,6 +13,19 @@ function show(v: unknown): string {
   return typeof v === "string" ? v : JSON.stringify(v);
 }
 
+/** Long values (certificates, kubeconfigs) start folded. */
+export function Value({ v, label }: { v: string; label: string }) {
+  if (v.length <= 160) return <>{v}</>;
+  return (
+    <details>
+      <summary>
+        {v.slice(0, 60)}… <span class="sr-only">show all of {label}</span>({v.length} characters)
+      </summary>
+      {v}
+    </details>
+  );
+}
+
 export function ClusterPage({ id }: { id: string }) {
   const { data: c, error, reload, setData } = usePoll(
     async (signal) => {
@@ -98,7 +111,7 @@ export function ClusterPage({ id }: { id: string }) {
           <thead><tr><th scope="col">Name</th><th scope="col">Value</th></tr></thead>
           <tbody>
             {Object.entries(c.outputs).map(([k, v]) => (
-              <tr><td><code>{k}</code></td><td class="wrap">{show(v)}</td></tr>
+              <tr><td><code>{k}</code></td><td class="wrap"><Value v={show(v)} label={k} /></td></tr>
             ))}
           </tbody>
         </table>

@@ -132,10 +132,15 @@ export function UpdateVariables({ cluster: c, onQueued }: { cluster: Cluster; on
   if (!edit) {
     return (
       <div>
+        {Object.keys(current).length === 0 ? <p class="help">Every variable is at its default.</p> : null}
         <table class="list">
           <caption class="sr-only">Variables (sensitive values are masked)</caption>
           <thead><tr><th scope="col">Name</th><th scope="col">Value</th></tr></thead>
-          <tbody>{Object.entries(current).map(([k, v]) => <tr><td><code>{k}</code></td><td class="wrap">{typeof v === "string" ? v : JSON.stringify(v)}</td></tr>)}</tbody>
+          <tbody>{fields.map((f) => {
+            const set = f.name in current;
+            const v = set ? current[f.name] : f.default;
+            return <tr><td><code>{f.name}</code></td><td class="wrap">{v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v)}{set ? "" : " (default)"}</td></tr>;
+          })}</tbody>
         </table>
         <button type="button" class="secondary" disabled={!["ACTIVE", "FAILED"].includes(c.state)} onClick={() => setEdit(Object.fromEntries(fields.map((f) => [f.name, fromCurrent(f, current[f.name])])))}>
           Update variables
