@@ -142,7 +142,7 @@ export function UpdateVariables({ cluster: c, onQueued }: { cluster: Cluster; on
             return <tr><td><code>{f.name}</code></td><td class="wrap">{v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v)}{set ? "" : " (default)"}</td></tr>;
           })}</tbody>
         </table>
-        <button type="button" class="secondary" disabled={!["ACTIVE", "FAILED"].includes(c.state)} onClick={() => setEdit(Object.fromEntries(fields.map((f) => [f.name, fromCurrent(f, current[f.name])])))}>
+        <button type="button" class="secondary" disabled={c.state !== "ACTIVE"} onClick={() => setEdit(Object.fromEntries(fields.map((f) => [f.name, fromCurrent(f, current[f.name])])))}>
           Update variables
         </button>
       </div>
