@@ -53,7 +53,7 @@ async function heading(page, re, timeout = 30_000) {
 async function fieldErrors(page, input) {
   const ids = ((await input.getAttribute("aria-describedby")) ?? "").split(/\s+/).filter((x) => x.endsWith("-err"));
   if (!ids.length) return "";
-  return (await page.locator(`[id="${ids[0]}"]`).textContent()) ?? "";
+  return ((await page.locator(`[id="${ids[0]}"]`).innerText()) ?? "").replace(/\s*\n\s*/g, " | ");
 }
 
 async function waitFor(what, fn, timeout = LONG, every = 500) {
