@@ -3,7 +3,7 @@
 // next/previous, ANSI colours, download of the whole log as text.
 
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { parseAnsi } from "./ansi";
+import { parseAnsi, type Segment } from "./ansi";
 import { searchLines, type LogLine, type LogStore } from "./model";
 
 const ROW = 18; // px, matches .log-row in styles.css
@@ -14,8 +14,17 @@ function clock(ms: number): string {
   return `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}:${String(d.getUTCSeconds()).padStart(2, "0")}.${String(d.getUTCMilliseconds()).padStart(3, "0")}`;
 }
 
+// Parsed segments per line, so scrolling back over lines does not parse them again.
+const parsed = new WeakMap<LogLine, Segment[]>();
+
+function segmentsOf(line: LogLine): Segment[] {
+  let s = parsed.get(line);
+  if (!s) parsed.set(line, (s = parseAnsi(line.text)));
+  return s;
+}
+
 function Row({ line, current, top }: { line: LogLine; current: boolean; top: number }) {
-  const segs = parseAnsi(line.text);
+  const segs = segmentsOf(line);
   return (
     <div class={`log-row s-${line.stream}${current ? " current" : ""}`} style={{ top: `${top}px` }} data-seq={line.seq}>
       <span class="log-seq" aria-hidden="true">{line.seq}</span>
