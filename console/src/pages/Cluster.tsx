@@ -5,7 +5,7 @@ import { api, asProblem, idempotencyKey, problemText, type Cluster } from "../ap
 import { ConfirmDialog } from "../dialog";
 import { navigate } from "../router";
 import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
-import { OperationsList, StateVersions, UpdateVariables } from "./ClusterParts";
+import { DriftSettings, OperationsList, StateVersions, UpdateVariables } from "./ClusterParts";
 
 const BUSY = ["PENDING", "PROVISIONING", "CONFIGURING", "UPDATING", "DELETING"];
 
@@ -133,6 +133,8 @@ export function ClusterPage({ id }: { id: string }) {
           </tbody>
         </table>
       ) : null}
+
+      <DriftSettings key={c.version} cluster={c} onSaved={reload} />
 
       <h2>Variables</h2>
       <UpdateVariables cluster={c} onQueued={(opId) => navigate(`/operations/${encodeURIComponent(opId)}`)} />

@@ -198,3 +198,49 @@ export function UpdateVariables({ cluster: c, onQueued }: { cluster: Cluster; on
     </form>
   );
 }
+
+export function DriftSettings({ cluster: c, onSaved }: { cluster: Cluster; onSaved(): void }) {
+  const [policy, setPolicy] = useState<"notify" | "reconcile">(c.drift.policy);
+  const [hours, setHours] = useState(String(c.drift.interval_hours));
+  const [problem, setProblem] = useState<string | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const n = Number(hours);
+  const bad = !Number.isInteger(n) || n < 1 || n > 168 ? ["a whole number of hours, 1-168"] : [];
+  const changed = policy !== c.drift.policy || n !== c.drift.interval_hours;
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setProblem(null);
+    setSaved(null);
+    const { data, error, response } = await api.PATCH("/v1/clusters/{id}", {
+      params: { path: { id: c.id }, header: { "If-Match": `"${c.version}"`, "Idempotency-Key": idempotencyKey() } },
+      body: { drift: { policy, interval_hours: n } },
+    });
+    if (error || !data) setProblem(problemText(asProblem(error, response)));
+    else {
+      setSaved("Drift settings saved.");
+      onSaved();
+    }
+  };
+  return (
+    <form onSubmit={submit} noValidate aria-label="Drift settings" class="row-fields">
+      <div class="field">
+        <label for="d-policy">When drift is found</label>
+        <select id="d-policy" value={policy} onChange={(e) => setPolicy((e.target as HTMLSelectElement).value as "notify" | "reconcile")}>
+          <option value="notify">notify</option>
+          <option value="reconcile">reconcile (apply the spec again)</option>
+        </select>
+      </div>
+      <div class={`field${bad.length ? " invalid" : ""}`}>
+        <label for="d-hours">Hours between checks</label>
+        <input id="d-hours" type="number" min={1} max={168} step={1} value={hours} onInput={(e) => setHours((e.target as HTMLInputElement).value)}
+          aria-invalid={bad.length ? "true" : undefined} aria-describedby={bad.length ? "d-hours-err" : undefined} />
+        {bad.length ? <ul class="field-errors" id="d-hours-err"><li>{bad[0]}</li></ul> : null}
+      </div>
+      <div class="field">
+        <button type="submit" disabled={!changed || bad.length > 0}>Save drift settings</button>
+        {saved ? <p role="status">{saved}</p> : null}
+        <ProblemBox problem={problem} />
+      </div>
+    </form>
+  );
+}

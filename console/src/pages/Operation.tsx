@@ -112,6 +112,7 @@ export function OperationPage({ id }: { id: string }) {
         </div>
       ) : null}
       <Steps op={op} />
+      <Timeline id={op.id} ended={ENDED.includes(op.status)} />
       {op.notes.length ? <ul class="help">{op.notes.map((n) => <li>{n}</li>)}</ul> : null}
       {op.estimate ? (<><h2>Cost estimate</h2><EstimateView e={op.estimate} /></>) : null}
       <h2>Log</h2>
@@ -144,5 +145,29 @@ function Steps({ op }: { op: Operation }) {
         })}
       </ol>
     </>
+  );
+}
+
+function Timeline({ id, ended }: { id: string; ended: boolean }) {
+  const { data } = usePoll(async (signal) => {
+    const { data } = await api.GET("/v1/operations/{id}/timeline", { params: { path: { id } }, signal });
+    return data ?? null;
+  }, 3000, [id], !ended);
+  if (!data?.entries.length) return null;
+  return (
+    <details>
+      <summary>Timeline ({data.entries.length} moments, {duration(data.duration_ms)})</summary>
+      <ol class="steps">
+        {data.entries.map((e) => (
+          <li>
+            {when(e.at)} — <strong>{e.event.replace(/_/g, " ")}</strong>
+            {e.step ? ` ${e.step}` : ""}
+            {e.ok === false ? " (failed)" : ""}
+            {e.category ? ` [${e.category}]` : ""}
+            {e.detail ? `: ${e.detail}` : ""}
+          </li>
+        ))}
+      </ol>
+    </details>
   );
 }
