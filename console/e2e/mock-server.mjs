@@ -1,0 +1,252 @@
+// A small stand-in for devstack, to check the console's pages without the Rust stack: serves dist/ with
+// an SPA fallback, /console.json, the /v1 routes the console uses (in memory, per tenant = the JWT's
+// `tenant` or `sub` claim, unverified), and a WebSocket log stream that replays as `log` frames and sends
+// live lines as `log_batch` frames (with duplicates and a skipped range to exercise the repair).
+// Usage: node e2e/mock-server.mjs [httpPort=18090] [wsPort=18091]
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import { randomUUID } from "node:crypto";
+import { WebSocketServer } from "ws";
+
+const HTTP = Number(process.argv[2] ?? 18090);
+const WSP = Number(process.argv[3] ?? 18091);
+const DIST = new URL("../dist/", import.meta.url).pathname;
+const now = () => new Date().toISOString();
+
+const V = (type, description, extra = {}) => ({ type, description, required: false, sensitive: false, ...extra });
+const TEMPLATE = {
+  name: "aws-eks-basic", version: "1.0.0", versions: ["1.0.0"], verified_offline: true, providers: ["aws"],
+  description: "Amazon EKS cluster with one managed node group (mock)",
+  defaults: { aws: { region: "us-east-1", variables: { node_instance_type: "t3.medium" } } },
+  variables: {
+    node_count: V("integer", "Desired number of worker nodes", { min: 1, max: 100, default: 2 }),
+    min_nodes: V("integer", "Minimum nodes", { min: 1, max: 100, default: 1 }),
+    max_nodes: V("integer", "Maximum nodes", { min: 1, max: 100, default: 5 }),
+    kubernetes_version: V("string", "Kubernetes version", { enum: ["1.29", "1.30", "1.31"], default: "1.30" }),
+    node_instance_type: V("string", "EC2 instance type", { catalog: "instance_type", default: "t3.medium" }),
+    nat_gateway: V("bool", "One NAT gateway", { default: false }),
+    admin_cidrs: V("list(string)", "CIDRs allowed to reach the API", { pattern: "\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}/\\d{1,2}", default: [] }),
+    tags: V("map(string)", "Tags added to every resource", { max_length: 256, default: {} }),
+  },
+  rules: [{ left: "max_nodes", op: ">=", right: "min_nodes", message: "max_nodes must be at least min_nodes" }],
+};
+
+const clusters = new Map(); // id → { tenant, c }
+const ops = new Map(); // id → { tenant, op, lines: [], subs: Set<ws> }
+const webhooks = new Map();
+const tickets = new Map();
+
+function tenantOf(req) {
+  const m = /^Bearer (.+)$/i.exec(req.headers.authorization ?? "");
+  if (!m) return null;
+  try {
+    const p = JSON.parse(Buffer.from(m[1].split(".")[1], "base64url").toString());
+    return p.tenant ?? p.sub ?? null;
+  } catch { return null; }
+}
+
+function send(res, status, body, type = "application/json") {
+  res.writeHead(status, { "content-type": type });
+  res.end(typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body));
+}
+const problem = (res, status, title, detail, errors) =>
+  send(res, status, { type: `urn:strato:problem:${title.toLowerCase().replace(/[^a-z]+/g, "-")}`, title, status, detail, errors, request_id: randomUUID() }, "application/problem+json");
+
+function validate(b, needName) {
+  const errs = [];
+  if (needName || b.name != null) if (!/^[a-z][a-z0-9-]{1,38}[a-z0-9]$/.test(b.name ?? "")) errs.push({ field: "name", problem: "not a valid cluster name", allowed: "3-40 of a-z, 0-9, '-'" });
+  if (b.template?.name !== TEMPLATE.name) errs.push({ field: "template.name", problem: "no such template", allowed: TEMPLATE.name });
+  if (b.provider !== "aws") errs.push({ field: "provider", problem: "not offered by the template", allowed: "aws" });
+  if (!/^[a-z]{2}-[a-z]+-\d$/.test(b.region ?? "")) errs.push({ field: "region", problem: `'${b.region}' is not an aws region`, allowed: "e.g. us-east-1" });
+  const vars = b.variables ?? {};
+  for (const [k, v] of Object.entries(vars)) {
+    const s = TEMPLATE.variables[k];
+    if (!s) { errs.push({ field: `variables.${k}`, problem: "unknown variable", allowed: Object.keys(TEMPLATE.variables).join(", ") }); continue; }
+    if (s.type === "integer" && (!Number.isInteger(v) || v < s.min || v > s.max)) errs.push({ field: `variables.${k}`, problem: `${JSON.stringify(v)} is out of range`, allowed: `an integer ${s.min}..=${s.max}` });
+    if (s.enum && !s.enum.includes(v)) errs.push({ field: `variables.${k}`, problem: "not one of the values", allowed: s.enum.join(", ") });
+    if (s.type === "map(string)") for (const [mk, mv] of Object.entries(v ?? {})) if (String(mv).length > s.max_length) errs.push({ field: `variables.${k}.${mk}`, problem: "too long", allowed: `at most ${s.max_length} characters` });
+  }
+  const num = (n) => vars[n] ?? TEMPLATE.variables[n].default;
+  if (num("max_nodes") < num("min_nodes")) errs.push({ field: "variables.max_nodes", problem: "max_nodes must be at least min_nodes", allowed: `>= ${num("min_nodes")}` });
+  return errs;
+}
+
+function newOp(tenant, kind, cluster, spec) {
+  const op = { id: `op-${randomUUID()}`, kind, status: "queued", attempt: 0, steps: [], cancel_requested: false, notes: [], created_at: now(), updated_at: now(), cluster_id: cluster?.id ?? null, spec, requested_by: tenant };
+  const rec = { tenant, op, lines: [], subs: new Set() };
+  ops.set(op.id, rec);
+  return rec;
+}
+
+function broadcast(rec, frame) {
+  for (const ws of rec.subs) ws.send(JSON.stringify(frame));
+}
+
+function emit(rec, step, texts, stream = "stdout") {
+  const t0 = Date.now();
+  const first = rec.lines.length + 1;
+  const lines = texts.map((text, i) => ({ seq: first + i, ts: new Date(t0 + i).toISOString(), stream, step, text }));
+  rec.lines.push(...lines);
+  // Every 7th batch is "skipped" on the live path (the archive has it) to exercise gap repair; every 5th is sent twice.
+  const n = Math.floor(first / texts.length);
+  if (n % 7 === 3) return;
+  const frame = { type: "log_batch", operation_id: rec.op.id, first_seq: first, t0: new Date(t0).toISOString(), runs: [{ stream, step, dt_us: texts.map((_, i) => i * 1000), text: texts }] };
+  broadcast(rec, frame);
+  if (n % 5 === 1) broadcast(rec, frame);
+}
+
+function status(rec, cluster) {
+  broadcast(rec, { type: "status", operation_id: rec.op.id, cluster_id: cluster?.id, cluster_state: cluster?.state ?? "ACTIVE", operation_status: rec.op.status, step: rec.op.current_step ?? null });
+}
+
+function run(rec, cluster, steps, final) {
+  const op = rec.op;
+  let i = 0;
+  const tick = () => {
+    if (op.cancel_requested) { op.status = "cancelled"; finish(); return; }
+    if (i >= steps.length) { op.status = "succeeded"; final(); finish(); return; }
+    const step = steps[i++];
+    op.status = "running"; op.attempt = 1; op.current_step = step.name; op.updated_at = now();
+    op.steps.push({ name: step.name, started_at: now(), finished_at: null, ok: null });
+    if (cluster && step.state) cluster.state = step.state;
+    status(rec, cluster);
+    let k = 0;
+    const iv = setInterval(() => {
+      const size = step.size ?? 20;
+      const texts = Array.from({ length: size }, (_, j) => `${step.name}: \x1b[32m+\x1b[0m resource ${k * size + j} \x1b[1mcreating\x1b[0m…`);
+      emit(rec, step.name, texts);
+      if (++k >= step.batches) {
+        clearInterval(iv);
+        const s = op.steps[op.steps.length - 1];
+        s.finished_at = now(); s.ok = true;
+        setTimeout(tick, 100);
+      }
+    }, 60);
+  };
+  const finish = () => {
+    op.current_step = null; op.updated_at = now();
+    emit(rec, "strato", [`operation ${op.status}`], "strato");
+    status(rec, cluster);
+    broadcast(rec, { type: "end", operation_id: op.id, final_status: op.status, last_seq: rec.lines.length });
+  };
+  setTimeout(tick, 400);
+}
+
+const ESTIMATE = { currency: "USD", total_monthly: 146.72, price_table_date: "2026-11-01", price_table_source: "mock price table", not_estimated: ["aws_iam_role.node"],
+  resources: [{ address: "aws_eks_cluster.this", monthly: 73 }, { address: "aws_eks_node_group.default", monthly: 60.74 }, { address: "aws_ebs_volume.root", monthly: 12.98 }] };
+
+async function body(req) {
+  let s = "";
+  for await (const c of req) s += c;
+  try { return JSON.parse(s || "{}"); } catch { return null; }
+}
+
+async function api(req, res, url) {
+  const tenant = tenantOf(req);
+  if (!tenant) return problem(res, 401, "Unauthorized", "no valid bearer token");
+  const p = url.pathname, m = req.method;
+  let g;
+  const mine = (id) => { const r = clusters.get(id); return r && r.tenant === tenant ? r.c : null; };
+  if (p === "/v1/clusters" && m === "GET") {
+    const list = [...clusters.values()].filter((r) => r.tenant === tenant).map((r) => r.c).filter((c) => !url.searchParams.get("state") || c.state === url.searchParams.get("state"));
+    return send(res, 200, { clusters: list.reverse(), next: null });
+  }
+  if ((p === "/v1/clusters" || p === "/v1/estimates") && m === "POST") {
+    const b = await body(req);
+    if (!b) return problem(res, 400, "Bad Request", "not JSON");
+    const errs = validate(b, p === "/v1/clusters");
+    if (errs.length) return problem(res, 422, "Invalid request", `${errs.length} problem(s) with the request`, errs);
+    const spec = { name: b.name ?? "estimate", template: b.template, provider: b.provider, region: b.region, variables: b.variables ?? {} };
+    if (p === "/v1/estimates") {
+      const rec = newOp(tenant, "estimate", null, spec);
+      setTimeout(() => { rec.op.status = "succeeded"; rec.op.estimate = ESTIMATE; rec.op.updated_at = now(); }, 800);
+      return send(res, 202, { operation: rec.op });
+    }
+    const c = { id: `cl-${randomUUID()}`, name: b.name, state: "PENDING", template: b.template, provider: b.provider, region: b.region, variables: { ...b.variables }, outputs: {},
+      drift: { drifted: false, changed_resources: [], policy: "notify", interval_hours: 6, checked_at: null }, version: 1, created_at: now(), updated_at: now() };
+    clusters.set(c.id, { tenant, c });
+    const rec = newOp(tenant, "create", c, spec);
+    run(rec, c, [{ name: "init", batches: 5, state: "PROVISIONING" }, { name: "plan", batches: 20 }, b.name.startsWith("big") ? { name: "apply", batches: 100, size: 500 } : { name: "apply", batches: 60 }, { name: "configure", batches: 5, state: "CONFIGURING" }],
+      () => { c.state = "ACTIVE"; c.outputs = { cluster_endpoint: "https://mock.eks.example", vpc_id: "vpc-123", kubeconfig: "(sensitive)" }; c.updated_at = now(); });
+    return send(res, 202, { cluster: c, operation: rec.op });
+  }
+  if ((g = /^\/v1\/clusters\/([^/]+)$/.exec(p))) {
+    const c = mine(g[1]);
+    if (!c) return problem(res, 404, "Not Found", "no such cluster");
+    if (m === "GET") return send(res, 200, c);
+    if (m === "DELETE") {
+      c.state = "DELETING";
+      const rec = newOp(tenant, "delete", c, null);
+      run(rec, c, [{ name: "destroy", batches: 10 }], () => { c.state = "DELETED"; c.updated_at = now(); });
+      return send(res, 202, { cluster: c, operation: rec.op });
+    }
+  }
+  if ((g = /^\/v1\/clusters\/([^/]+)\/operations$/.exec(p))) {
+    if (!mine(g[1])) return problem(res, 404, "Not Found", "no such cluster");
+    return send(res, 200, { operations: [...ops.values()].filter((r) => r.op.cluster_id === g[1]).map((r) => r.op) });
+  }
+  if ((g = /^\/v1\/clusters\/([^/]+)\/state-versions$/.exec(p))) {
+    if (!mine(g[1])) return problem(res, 404, "Not Found", "no such cluster");
+    return send(res, 200, { items: [{ stage: "cluster", version_id: "v2", size: 2048, is_latest: true, last_modified: now() }, { stage: "cluster", version_id: "v1", size: 1024, is_latest: false, last_modified: now() }], restores: [] });
+  }
+  if ((g = /^\/v1\/operations\/([^/]+)(\/cancel)?$/.exec(p))) {
+    const rec = ops.get(g[1]);
+    if (!rec || rec.tenant !== tenant) return problem(res, 404, "Not Found", "no such operation");
+    if (g[2]) { rec.op.cancel_requested = true; return send(res, 202, { operation: rec.op }); }
+    return send(res, 200, rec.op);
+  }
+  if (p === "/v1/ws-tickets" && m === "POST") {
+    const token = randomUUID();
+    tickets.set(token, tenant);
+    return send(res, 201, { token, expires_at: new Date(Date.now() + 60000).toISOString(), use: "connect with ?token=" });
+  }
+  if (p === "/v1/templates") return send(res, 200, { templates: [{ name: TEMPLATE.name, version: TEMPLATE.version, versions: TEMPLATE.versions, description: TEMPLATE.description, providers: TEMPLATE.providers, verified_offline: true }] });
+  if (p === `/v1/templates/${TEMPLATE.name}`) return send(res, 200, TEMPLATE);
+  if (p === "/v1/webhook") {
+    if (m === "GET") return webhooks.has(tenant) ? send(res, 200, webhooks.get(tenant)) : problem(res, 404, "Not Found", "no webhook");
+    if (m === "DELETE") { webhooks.delete(tenant); return send(res, 200, { deleted: true }); }
+    if (m === "PUT") {
+      const b = await body(req);
+      const errs = [];
+      if (!/^https:\/\//.test(b?.url ?? "")) errs.push({ field: "url", problem: "not https", allowed: "https://…" });
+      if ((b?.secret ?? "").length < 16) errs.push({ field: "secret", problem: "too short", allowed: "at least 16 characters" });
+      if (errs.length) return problem(res, 422, "Invalid request", "bad webhook", errs);
+      webhooks.set(tenant, { url: new URL(b.url).origin, secret: "(sensitive)" });
+      return send(res, 200, webhooks.get(tenant));
+    }
+  }
+  return problem(res, 404, "Not Found", `no route ${m} ${p}`);
+}
+
+const MIME = { ".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".map": "application/json", ".svg": "image/svg+xml" };
+http.createServer(async (req, res) => {
+  const url = new URL(req.url, `http://${req.headers.host}`);
+  if (url.pathname.startsWith("/v1/")) return api(req, res, url);
+  if (url.pathname === "/console.json") return send(res, 200, { ws_endpoint: `ws://127.0.0.1:${WSP}/local`, auth: { kind: "token" } });
+  const file = path.join(DIST, path.normalize(url.pathname).replace(/^(\.\.[/\\])+/, ""));
+  const target = file.startsWith(DIST) && fs.existsSync(file) && fs.statSync(file).isFile() ? file : path.join(DIST, "index.html");
+  send(res, 200, fs.readFileSync(target), MIME[path.extname(target)] ?? "application/octet-stream");
+}).listen(HTTP, "127.0.0.1", () => console.log(`mock console on http://127.0.0.1:${HTTP}/ (ws ${WSP})`));
+
+const wss = new WebSocketServer({ port: WSP, host: "127.0.0.1" });
+wss.on("connection", (ws, req) => {
+  const token = new URL(req.url, "http://x").searchParams.get("token");
+  const tenant = tickets.get(token);
+  tickets.delete(token);
+  if (!tenant) { ws.close(1008, "bad ticket"); return; }
+  ws.on("message", (data) => {
+    let msg;
+    try { msg = JSON.parse(String(data)); } catch { return; }
+    if (msg.action !== "subscribe") return ws.send(JSON.stringify({ type: "error", message: "unknown action", fix: "send subscribe" }));
+    const rec = ops.get(msg.operation_id);
+    if (!rec || rec.tenant !== tenant) return ws.send(JSON.stringify({ type: "error", message: "no such operation", fix: "check the id" }));
+    const from = Math.max(1, msg.from_seq ?? 1);
+    rec.subs.add(ws);
+    ws.on("close", () => rec.subs.delete(ws));
+    const have = rec.lines.slice(from - 1);
+    for (let i = 0; i < have.length; i += 200) ws.send(JSON.stringify({ type: "log", operation_id: rec.op.id, first_seq: have[i].seq, lines: have.slice(i, i + 200) }));
+    ws.send(JSON.stringify({ type: "subscribed", operation_id: rec.op.id, from_seq: from, replayed_to: rec.lines.length }));
+    if (["succeeded", "failed", "cancelled"].includes(rec.op.status)) ws.send(JSON.stringify({ type: "end", operation_id: rec.op.id, final_status: rec.op.status, last_seq: rec.lines.length }));
+  });
+});

@@ -1,0 +1,208 @@
+// End-to-end check of the console against a running stack (devstack, or e2e/mock-server.mjs).
+// Env: CONSOLE_URL (e.g. http://127.0.0.1:18080), TOKEN_A and TOKEN_B (JWTs of two tenants),
+// CHROMIUM (default: `command -v chromium`), E2E_TIMEOUT_MS (per long wait; default 300000).
+// Flow: tenant A creates a cluster through the form (an invalid node_count first → the error beside the
+// field; fixed → the estimate; confirm), follows the live log to succeeded / ACTIVE, deletes it by typing
+// its name, sees it DELETED or gone; tenant B does not see it. axe-core runs on every page (serious or
+// critical violations fail the run); a screenshot of each page goes to e2e/artifacts/<page>.png.
+import { execSync } from "node:child_process";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import { chromium } from "playwright-core";
+
+const require = createRequire(import.meta.url);
+const AXE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+const ART = new URL("./artifacts/", import.meta.url).pathname;
+const { CONSOLE_URL, TOKEN_A, TOKEN_B } = process.env;
+const LONG = Number(process.env.E2E_TIMEOUT_MS ?? 300_000);
+
+function fail(msg) {
+  console.error(`e2e FAILED: ${msg}`);
+  process.exit(1);
+}
+if (!CONSOLE_URL || !TOKEN_A || !TOKEN_B) fail("set CONSOLE_URL, TOKEN_A and TOKEN_B");
+const base = CONSOLE_URL.replace(/\/$/, "");
+let exe = process.env.CHROMIUM;
+if (!exe) {
+  try { exe = execSync("command -v chromium || command -v chromium-browser", { shell: "/bin/sh" }).toString().trim(); } catch { /* below */ }
+}
+if (!exe) fail("no chromium found (set CHROMIUM)");
+fs.mkdirSync(ART, { recursive: true });
+
+const a11y = [];
+const step = (s) => console.log(`• ${s}`);
+
+async function check(page, name) {
+  await page.screenshot({ path: `${ART}${name}.png`, fullPage: true });
+  if (!(await page.evaluate(() => typeof window.axe !== "undefined"))) await page.addScriptTag({ content: AXE });
+  const r = await page.evaluate(async () => {
+    const res = await window.axe.run(document, { resultTypes: ["violations"] });
+    return res.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(" ")) }));
+  });
+  const bad = r.filter((v) => v.impact === "serious" || v.impact === "critical");
+  console.log(`  axe ${name}: ${r.length} violation(s), ${bad.length} serious/critical; screenshot ${name}.png`);
+  for (const v of r) console.log(`    ${v.impact} ${v.id} — ${v.help} (${v.nodes.join(", ")})`);
+  if (bad.length) a11y.push(...bad.map((v) => `${name}: ${v.impact} ${v.id} — ${v.help} at ${v.nodes.join(", ")}`));
+}
+
+async function heading(page, re, timeout = 30_000) {
+  await page.getByRole("heading", { level: 1, name: re }).waitFor({ timeout });
+}
+
+/** The text of the messages tied to an input (aria-describedby → `…-err`). */
+async function fieldErrors(page, input) {
+  const ids = ((await input.getAttribute("aria-describedby")) ?? "").split(/\s+/).filter((x) => x.endsWith("-err"));
+  if (!ids.length) return "";
+  return ((await page.locator(`[id="${ids[0]}"]`).innerText()) ?? "").replace(/\s*\n\s*/g, " | ");
+}
+
+async function waitFor(what, fn, timeout = LONG, every = 500) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    try { last = await fn(); if (last === true) return; } catch (e) { last = e.message; }
+    await new Promise((r) => setTimeout(r, every));
+  }
+  fail(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+const browser = await chromium.launch({
+  executablePath: exe,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+});
+try {
+  const ctxA = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+  const page = await ctxA.newPage();
+  const consoleErrors = [];
+  page.on("pageerror", (e) => consoleErrors.push(e.message));
+
+  step("tenant A opens the console with #token=");
+  await page.goto(`${base}/#token=${encodeURIComponent(TOKEN_A)}`);
+  await heading(page, /^Clusters$/);
+  if (page.url().includes("token=")) fail("the token stayed in the URL");
+  await page.getByText(/clusters?, refreshed|No clusters yet/).first().waitFor();
+  await check(page, "clusters");
+
+  step("create form for aws-eks-basic");
+  await page.getByRole("main").getByRole("link", { name: "New cluster" }).click();
+  await heading(page, /^New cluster$/);
+  await page.getByLabel("Template", { exact: true }).selectOption("aws-eks-basic");
+  const nodeCount = page.getByLabel("node_count", { exact: true });
+  await nodeCount.waitFor({ timeout: 30_000 });
+  const name = `e2e-${Date.now().toString(36)}`;
+  await page.getByLabel("Cluster name").fill(name);
+  const region = await page.getByLabel("Region", { exact: true }).inputValue();
+  if (!region) fail("the region has no default");
+  await page.getByLabel("Provider").selectOption("aws");
+
+  step("node_count = 500 → the error beside the field");
+  await nodeCount.fill("500");
+  await waitFor("the client-side error on node_count", async () => /100/.test(await fieldErrors(page, nodeCount)) || (await fieldErrors(page, nodeCount)), 10_000);
+  await page.getByRole("button", { name: /Estimate cost/ }).click();
+  await waitFor("the API's error (with allowed) on node_count", async () => /allowed/.test(await fieldErrors(page, nodeCount)) || (await fieldErrors(page, nodeCount)), 30_000);
+  if ((await nodeCount.getAttribute("aria-invalid")) !== "true") fail("node_count is not aria-invalid");
+  console.log(`  node_count errors: ${(await fieldErrors(page, nodeCount)).trim()}`);
+  await check(page, "create-errors");
+
+  step("fix it (2), estimate");
+  await nodeCount.fill("2");
+  await waitFor("node_count's error to clear", async () => (await fieldErrors(page, nodeCount)) === "" || (await fieldErrors(page, nodeCount)), 10_000);
+  await page.getByRole("button", { name: /Estimate cost|Estimate again/ }).click();
+  await page.getByRole("heading", { name: "Cost estimate" }).waitFor({ timeout: LONG });
+  const total = await page.locator(".estimate .total").textContent().catch(() => null);
+  const createBtn = page.getByRole("button", { name: `Create cluster ${name}` });
+  if (!total) {
+    const why = await page.locator(".estimate .problem").textContent().catch(() => "");
+    fail(`no estimate: ${why}`);
+  }
+  console.log(`  ${total.trim()}`);
+  await check(page, "create-estimate");
+
+  step("confirm the create → operation page with the live log");
+  await createBtn.click();
+  await page.waitForURL(/\/operations\//, { timeout: 30_000 });
+  await heading(page, /^Operation create/);
+  const log = page.getByRole("log");
+  const lineCount = async () => Number(/(\d+) lines/.exec((await log.getAttribute("aria-label")) ?? "")?.[1] ?? 0);
+  await waitFor("log lines to arrive", async () => (await lineCount()) > 0 || `${await lineCount()} lines`, LONG);
+  const firstCount = await lineCount();
+  await check(page, "operation");
+  const opStatus = page.getByTestId("op-status");
+  const clState = page.getByTestId("cluster-state");
+  await waitFor("the operation to succeed and the cluster to be ACTIVE", async () => {
+    const s = (await opStatus.textContent())?.trim();
+    if (s === "failed" || s === "cancelled") {
+      const err = await page.locator(".problem").first().textContent().catch(() => "");
+      fail(`the create ${s}: ${err}`);
+    }
+    const c = (await clState.textContent())?.trim();
+    return (s === "succeeded" && c === "ACTIVE") || `${s}/${c}`;
+  }, LONG, 1000);
+  const endCount = await lineCount();
+  console.log(`  log: ${firstCount} lines when first seen, ${endCount} at the end`);
+  if (endCount <= firstCount) console.log("  (the log did not grow while watched: the operation may have been fast)");
+  await page.getByRole("button", { name: "Pause" }).or(page.getByRole("button", { name: "Follow" })).first().waitFor();
+  await page.getByLabel("Search log").fill("apply");
+  await check(page, "operation-done");
+
+  step("cluster page, delete by typing the name");
+  await page.getByRole("main").getByRole("link", { name }).first().click();
+  await heading(page, new RegExp(`^Cluster ${name}$`));
+  await page.getByRole("heading", { name: "Outputs" }).waitFor();
+  await check(page, "cluster");
+  await page.getByRole("button", { name: "Delete cluster" }).click();
+  const dlg = page.getByRole("dialog");
+  await dlg.waitFor();
+  const confirmBtn = dlg.getByRole("button", { name: "Delete cluster" });
+  if (await confirmBtn.isEnabled()) fail("delete is enabled before the name is typed");
+  await dlg.getByLabel(/to confirm/).fill(name);
+  await check(page, "cluster-delete-dialog");
+  await confirmBtn.click();
+  await page.waitForURL(/\/operations\//, { timeout: 30_000 });
+  await heading(page, /^Operation delete/);
+  await waitFor("the delete to succeed", async () => {
+    const s = (await opStatus.textContent())?.trim();
+    if (s === "failed" || s === "cancelled") fail(`the delete ${s}`);
+    return s === "succeeded" || s;
+  }, LONG, 1000);
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Clusters" }).click();
+  await heading(page, /^Clusters$/);
+  await waitFor("the cluster to be DELETED or gone", async () => {
+    const row = page.getByRole("row").filter({ has: page.getByRole("link", { name, exact: true }) });
+    if ((await row.count()) === 0) return true;
+    const t = (await row.first().textContent()) ?? "";
+    return t.includes("DELETED") || t;
+  }, 60_000, 1000);
+  await check(page, "clusters-after-delete");
+
+  step("webhook page");
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Webhook" }).click();
+  await heading(page, /^Webhook$/);
+  await page.getByLabel("Signing secret").waitFor();
+  if ((await page.getByLabel("Signing secret").getAttribute("type")) !== "password") fail("the webhook secret is not a password input");
+  await check(page, "webhook");
+  if (consoleErrors.length) fail(`page errors: ${consoleErrors.join("; ")}`);
+
+  step("tenant B does not see it");
+  const ctxB = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+  const pb = await ctxB.newPage();
+  await pb.goto(`${base}/#token=${encodeURIComponent(TOKEN_B)}`);
+  await heading(pb, /^Clusters$/);
+  await pb.getByText(/clusters?, refreshed|No clusters yet/).first().waitFor();
+  await new Promise((r) => setTimeout(r, 1000));
+  if ((await pb.getByRole("link", { name, exact: true }).count()) > 0) fail(`tenant B sees ${name}`);
+  await check(pb, "clusters-tenant-b");
+
+  step("login page");
+  const pl = await (await browser.newContext({ bypassCSP: true })).newPage();
+  await pl.goto(`${base}/clusters`);
+  await heading(pl, /^Sign in/);
+  await check(pl, "login");
+
+  if (a11y.length) fail(`accessibility (serious/critical):\n  ${a11y.join("\n  ")}`);
+  console.log(`e2e passed (cluster ${name}); screenshots in ${ART}`);
+} catch (e) {
+  fail(e?.stack ?? String(e));
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,85 @@
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import "./styles.css";
+import { loadConfig, getConfig } from "./config";
+import { currentToken, oidcCallback, onTokenChange, setToken, signOut, takeFragmentToken, tokenClaims } from "./auth";
+import { navigate, useRoute } from "./router";
+import { Link } from "./ui";
+import { ClustersPage } from "./pages/Clusters";
+import { ClusterPage } from "./pages/Cluster";
+import { CreatePage } from "./pages/Create";
+import { OperationPage } from "./pages/Operation";
+import { WebhookPage } from "./pages/Webhook";
+import { LoginPage } from "./pages/Login";
+
+function App() {
+  const route = useRoute();
+  const [token, setTok] = useState(currentToken());
+  const [why, setWhy] = useState<string | undefined>();
+  useEffect(
+    () =>
+      onTokenChange((t, w) => {
+        setTok(t);
+        setWhy(w);
+        if (!t && location.pathname !== "/login") navigate(`/login?next=${encodeURIComponent(location.pathname)}`, true);
+      }),
+    [],
+  );
+  if (!token || route.page === "login") return <LoginPage reason={why} />;
+  const sub = tokenClaims(token).sub;
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <span class="brand">Strato</span>
+        <nav aria-label="Main">
+          <ul>
+            <li><Link href="/clusters">Clusters</Link></li>
+            <li><Link href="/clusters/new">New cluster</Link></li>
+            <li><Link href="/webhook">Webhook</Link></li>
+          </ul>
+        </nav>
+        <span class="who">{sub ? `Signed in as ${sub}` : "Signed in"}</span>
+        <button type="button" class="secondary" onClick={() => signOut()}>
+          Sign out
+        </button>
+      </header>
+      <main id="main">
+        {route.page === "clusters" && <ClustersPage />}
+        {route.page === "cluster" && <ClusterPage key={route.id} id={route.id} />}
+        {route.page === "create" && <CreatePage />}
+        {route.page === "operation" && <OperationPage key={route.id} id={route.id} />}
+        {route.page === "webhook" && <WebhookPage />}
+        {route.page === "notfound" && (
+          <p>
+            No such page. <Link href="/clusters">Go to your clusters</Link>.
+          </p>
+        )}
+      </main>
+    </>
+  );
+}
+
+async function start() {
+  const fragment = takeFragmentToken();
+  const cfg = await loadConfig();
+  const root = document.getElementById("app")!;
+  if (fragment) setToken(fragment);
+  else if (cfg.auth.kind === "oidc") {
+    try {
+      const back = await oidcCallback(cfg.auth);
+      if (back) history.replaceState(null, "", back);
+    } catch (e) {
+      root.textContent = `Sign-in failed: ${(e as Error).message}`;
+    }
+  }
+  if (!currentToken() && location.pathname !== "/login") {
+    history.replaceState(null, "", `/login?next=${encodeURIComponent(location.pathname)}`);
+  }
+  void getConfig;
+  render(<App />, root);
+}
+
+void start();

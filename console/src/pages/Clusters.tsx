@@ -1,0 +1,109 @@
+import { useState } from "preact/hooks";
+import { api, asProblem, type Cluster, type ClusterState } from "../api/client";
+import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+
+const STATES: ClusterState[] = ["PENDING", "PROVISIONING", "CONFIGURING", "ACTIVE", "UPDATING", "DELETING", "DELETED", "FAILED"];
+
+export function ClustersPage() {
+  const [state, setState] = useState<ClusterState | "">("");
+  const [more, setMore] = useState<Cluster[]>([]);
+  const [next, setNext] = useState<string | null>(null);
+  const { data, error } = usePoll(
+    async (signal) => {
+      const { data, error, response } = await api.GET("/v1/clusters", {
+        params: { query: { limit: 50, ...(state ? { state } : {}) } },
+        signal,
+      });
+      if (error || !data) throw asProblem(error, response);
+      return data;
+    },
+    3000,
+    [state],
+  );
+  const first = data?.clusters ?? [];
+  const seen = new Set(first.map((c) => c.id));
+  const rows = [...first, ...more.filter((c) => !seen.has(c.id))];
+  const cursor = more.length ? next : (data?.next ?? null);
+  const loadMore = async () => {
+    if (!cursor) return;
+    const { data: page } = await api.GET("/v1/clusters", { params: { query: { limit: 50, next: cursor, ...(state ? { state } : {}) } } });
+    if (page) {
+      setMore((m) => [...m, ...page.clusters]);
+      setNext(page.next ?? null);
+    }
+  };
+  return (
+    <section>
+      <PageTitle>Clusters</PageTitle>
+      <div class="toolbar">
+        <Link href="/clusters/new" class="button">
+          New cluster
+        </Link>
+        <label>
+          State{" "}
+          <select
+            value={state}
+            onChange={(e) => {
+              setState((e.target as HTMLSelectElement).value as ClusterState | "");
+              setMore([]);
+            }}
+          >
+            <option value="">All</option>
+            {STATES.map((s) => (
+              <option value={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+        <span class="help" aria-live="polite">
+          {data ? `${rows.length} cluster${rows.length === 1 ? "" : "s"}, refreshed every 3 s` : "Loading…"}
+        </span>
+      </div>
+      <ProblemBox problem={error} label="Could not list clusters" />
+      {data && rows.length === 0 ? (
+        <p>
+          No clusters yet. <Link href="/clusters/new">Create one</Link>.
+        </p>
+      ) : null}
+      {rows.length ? (
+        <table class="list">
+          <caption class="sr-only">Your clusters, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">State</th>
+              <th scope="col">Template</th>
+              <th scope="col">Provider / region</th>
+              <th scope="col">Drift</th>
+              <th scope="col">Updated</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((c) => (
+              <tr key={c.id}>
+                <td>
+                  <Link href={`/clusters/${encodeURIComponent(c.id)}`}>{c.name}</Link>
+                </td>
+                <td>
+                  <StateBadge state={c.state} />
+                </td>
+                <td>
+                  {c.template.name}@{c.template.version}
+                </td>
+                <td>
+                  {c.provider} / {c.region}
+                </td>
+                <td>{c.drift.drifted ? <span class="badge badge-drift">Drifted</span> : c.drift.checked_at ? "In sync" : "Not checked"}</td>
+                <td>{when(c.updated_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {cursor ? (
+        <button type="button" class="secondary" onClick={loadMore}>
+          Load more
+        </button>
+      ) : null}
+    </section>
+  );
+}

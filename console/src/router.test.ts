@@ -1,0 +1,15 @@
+import { describe, expect, it } from "vitest";
+import { parseRoute } from "./router";
+
+describe("parseRoute", () => {
+  it("maps paths to pages", () => {
+    expect(parseRoute("/")).toEqual({ page: "clusters" });
+    expect(parseRoute("/clusters/")).toEqual({ page: "clusters" });
+    expect(parseRoute("/clusters/new")).toEqual({ page: "create" });
+    expect(parseRoute("/clusters/cl-1")).toEqual({ page: "cluster", id: "cl-1" });
+    expect(parseRoute("/operations/op-%2F1")).toEqual({ page: "operation", id: "op-/1" });
+    expect(parseRoute("/webhook")).toEqual({ page: "webhook" });
+    expect(parseRoute("/login")).toEqual({ page: "login" });
+    expect(parseRoute("/nope/x")).toEqual({ page: "notfound" });
+  });
+});

@@ -1,0 +1,54 @@
+// History routing (devstack falls back to index.html for non-/v1 paths).
+
+import { useEffect, useState } from "preact/hooks";
+
+export type Route =
+  | { page: "clusters" }
+  | { page: "cluster"; id: string }
+  | { page: "create" }
+  | { page: "operation"; id: string }
+  | { page: "webhook" }
+  | { page: "login" }
+  | { page: "notfound" };
+
+export function parseRoute(path: string): Route {
+  const p = path.replace(/\/+$/, "") || "/";
+  let m: RegExpExecArray | null;
+  if (p === "/" || p === "/clusters") return { page: "clusters" };
+  if (p === "/clusters/new") return { page: "create" };
+  if ((m = /^\/clusters\/([^/]+)$/.exec(p))) return { page: "cluster", id: decodeURIComponent(m[1]) };
+  if ((m = /^\/operations\/([^/]+)$/.exec(p))) return { page: "operation", id: decodeURIComponent(m[1]) };
+  if (p === "/webhook") return { page: "webhook" };
+  if (p === "/login") return { page: "login" };
+  return { page: "notfound" };
+}
+
+const subs = new Set<() => void>();
+
+export function navigate(to: string, replace = false): void {
+  if (replace) history.replaceState(null, "", to);
+  else history.pushState(null, "", to);
+  subs.forEach((s) => s());
+}
+
+export function useRoute(): Route {
+  const [path, setPath] = useState(location.pathname);
+  useEffect(() => {
+    const on = () => setPath(location.pathname);
+    subs.add(on);
+    addEventListener("popstate", on);
+    return () => {
+      subs.delete(on);
+      removeEventListener("popstate", on);
+    };
+  }, []);
+  return parseRoute(path);
+}
+
+/** Click handler for in-app links: plain clicks navigate without a reload. */
+export function linkClick(e: MouseEvent): void {
+  const a = (e.currentTarget as HTMLAnchorElement) ?? null;
+  if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  e.preventDefault();
+  navigate(a.getAttribute("href") ?? "/");
+}
