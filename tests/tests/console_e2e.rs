@@ -1,0 +1,101 @@
+//! The web console (`console/`) in the README's test command: its build (type-checked against the API's
+//! OpenAPI spec), its unit tests (Vitest), and the browser end-to-end run (`console/e2e/run.mjs`: Debian's
+//! Chromium driven by playwright-core) against a devstack serving the freshly built console.
+//!
+//! Node and npm must be on the machine (they are on every machine of this kind); `npm ci` installs the
+//! locked packages. Chromium is a Debian package `.ci/run` installs; without it the browser run prints a
+//! loud `SKIPPED` line and the build and unit tests still run.
+
+mod devstack_support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn console_dir() -> PathBuf {
+    devstack_support::workspace().join("console")
+}
+
+fn npm(args: &[&str]) {
+    let dir = console_dir();
+    let out = Command::new("npm")
+        .args(args)
+        .current_dir(&dir)
+        .env("CI", "1")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "npm {args:?} in {}: {e} (Node 20 + npm are needed)",
+                dir.display()
+            )
+        });
+    assert!(
+        out.status.success(),
+        "npm {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `npm ci` once per process (both tests need it), serialized against each other.
+fn installed() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if !console_dir().join("node_modules/.package-lock.json").is_file() {
+            npm(&["ci", "--no-audit", "--no-fund"]);
+        }
+        npm(&["run", "build"]);
+    });
+}
+
+#[test]
+fn the_console_builds_against_the_api_spec_and_its_unit_tests_pass() {
+    installed();
+    npm(&["test"]);
+    assert!(console_dir().join("dist/index.html").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tenant_creates_watches_and_deletes_a_cluster_in_the_browser() {
+    let Some(chromium) = ["chromium", "chromium-browser"].iter().find_map(|c| which(c)) else {
+        eprintln!(
+            "SKIPPED console_e2e::browser: no chromium on PATH (apt-get install chromium chromium-driver)"
+        );
+        return;
+    };
+    tokio::task::spawn_blocking(installed).await.unwrap();
+    let config = strato_devstack::DevstackConfig {
+        console_dir: Some(console_dir().join("dist")),
+        ..devstack_support::config("console").await
+    };
+    let stack = devstack_support::start(config).await;
+    assert!(stack.console_served(), "devstack serves the built console");
+    let artifacts = console_dir().join("e2e/artifacts");
+    let out = tokio::process::Command::new("node")
+        .arg("e2e/run.mjs")
+        .current_dir(console_dir())
+        .env("CONSOLE_URL", format!("{}/", stack.endpoints.http_api))
+        .env("TOKEN_A", stack.token("console-a"))
+        .env("TOKEN_B", stack.token("console-b"))
+        .env("CHROMIUM", &chromium)
+        .output()
+        .await
+        .expect("node runs the browser test");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    stack.shutdown(std::time::Duration::from_secs(5)).await;
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{stdout}\n{stderr}"
+    );
+    println!("{stdout}\nscreenshots: {}", artifacts.display());
+}
+
+fn which(cmd: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| PathBuf::from(d).join(cmd))
+        .find(|p| p.is_file())
+}
