@@ -17,7 +17,7 @@ locals {
   api_origin = "http-api"
 
   api_host    = regex("^https://([^/]+)$", var.http_api_endpoint)[0]
-  ws_host     = regex("^wss://([^/]+)", var.websocket_url)[0]
+  ws_host     = regex("^[a-z]+://([^/]+)", var.websocket_url)[0]
   issuer_host = regex("^https://([^/]+)", var.oidc_issuer)[0]
 
   # The console's own scripts and styles only; the API on the same origin, the WebSocket API and the identity

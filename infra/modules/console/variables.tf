@@ -28,7 +28,8 @@ variable "websocket_url" {
   type        = string
 
   validation {
-    condition     = can(regex("^wss://[^/]+", var.websocket_url))
+    # wss:// in AWS; moto reports its WebSocket APIs' endpoints as https://. The CSP allows wss://<host>.
+    condition     = can(regex("^(wss|https)://[^/]+", var.websocket_url))
     error_message = "websocket_url must start with wss://<host>."
   }
 }
