@@ -131,3 +131,18 @@ module "observability" {
   runner_start_failures_threshold = var.runner_start_failures_threshold
   saved_query                     = var.logs_saved_query
 }
+
+module "console" {
+  source = "../modules/console"
+  count  = var.console.enabled ? 1 : 0
+
+  prefix               = var.prefix
+  dist_dir             = var.console.dist_dir
+  http_api_endpoint    = module.api.http_api_url
+  websocket_url        = module.api.websocket_url
+  oidc_issuer          = var.jwt_issuer
+  oidc_client_id       = coalesce(var.console.oidc_client_id, var.jwt_audience[0])
+  connect_src_extra    = var.console.connect_src_extra
+  price_class          = var.console.price_class
+  force_destroy_bucket = true
+}

@@ -96,3 +96,8 @@ output "operation_query" {
   description = "The saved Logs Insights query \"everything about operation X\"."
   value       = module.observability.operation_query
 }
+
+output "console_url" {
+  description = "The web console (CloudFront; the HTTP API also answers there at /v1/*). Null when the console is off."
+  value       = var.console.enabled ? module.console[0].url : null
+}

@@ -284,3 +284,24 @@ variable "logs_saved_query" {
   type        = bool
   default     = true
 }
+
+# ---- web console (modules/console) -----------------------------------------------------------------------
+
+variable "console" {
+  description = <<-EOT
+    The web console on CloudFront (console at /, the HTTP API at /v1/*, one origin). Off unless enabled: it needs
+    a built console (`cd console && npm ci && npm run build`) and the plan refuses a dist_dir without index.html.
+    Users log in at jwt_issuer (the JWT authorizer's issuer, so the API accepts the console's tokens) as the
+    client oidc_client_id (null: jwt_audience[0]; its tokens must carry one of jwt_audience as aud/client_id).
+    dist_dir is relative to this directory, like lambda_zip_dir.
+  EOT
+  type = object({
+    enabled           = optional(bool, false)
+    dist_dir          = optional(string, "../../console/dist")
+    oidc_client_id    = optional(string)
+    connect_src_extra = optional(list(string), [])
+    price_class       = optional(string, "PriceClass_100")
+  })
+  default  = {}
+  nullable = false
+}

@@ -12,7 +12,11 @@
 //!   JSON-equal `redrive_policy` on a queue is tolerated;
 //! - no `RedriveAllowPolicy` attribute: the data module sets none;
 //! - no Logs query definitions: the override sets `logs_saved_query = false`, and the saved query is
-//!   checked on a plan of it alone.
+//!   checked on a plan of it alone;
+//! - no CloudFront response headers policies or functions, and the data checks want exactly Strato's
+//!   buckets: the web console stays off (`console`'s default); the example's console is planned on the
+//!   applied deployment with a placeholder build, and that plan checked (infra_support/console.rs): its
+//!   origins and console.json are this deployment's API and WebSocket endpoints, issuer and audience.
 //!
 //! Anything else the second plan would change fails the test.
 
@@ -271,6 +275,55 @@ fn check_outputs_contract(outputs: &Value, aws_endpoint: &str) {
     ] {
         non_empty_str(&outputs[k], k);
     }
+}
+
+/// The example's console switched on (a placeholder build, never committed) and planned alone on the applied
+/// deployment: wired to this deployment's HTTP API, WebSocket API, JWT issuer and first audience.
+fn console_planned_on_the_deployment(
+    run: &dyn Fn(&[&str], &[i32]) -> std::process::Output,
+    example: &Path,
+    outputs: &serde_json::Map<String, Value>,
+) {
+    let dist = example.join("console-dist");
+    infra_support::console::placeholder_dist(&dist);
+    std::fs::write(
+        example.join("console.tfvars.json"),
+        serde_json::json!({"console": {"enabled": true, "dist_dir": dist.display().to_string()}}).to_string(),
+    )
+    .unwrap();
+    run(
+        &[
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-var-file=test.tfvars.json",
+            "-var-file=console.tfvars.json",
+            "-target=module.console",
+            "-out=console.plan",
+        ],
+        &[0],
+    );
+    let plan: Value = serde_json::from_slice(&run(&["show", "-json", "console.plan"], &[0]).stdout).unwrap();
+    let vars = sample_variables(
+        Path::new("."),
+        &Network {
+            subnets: vec![],
+            security_groups: vec![],
+        },
+    );
+    let s = |v: &Value| v.as_str().unwrap_or_else(|| panic!("a string: {v}")).to_owned();
+    let (http_api, ws_url) = (s(&outputs["http_api_url"]), s(&outputs["websocket_url"]));
+    let (issuer, client_id) = (s(&vars["jwt_issuer"]), s(&vars["jwt_audience"][0]));
+    infra_support::console::check_plan(
+        &plan,
+        &infra_support::console::Expect {
+            prefix: PREFIX,
+            http_api: &http_api,
+            ws_url: &ws_url,
+            issuer: &issuer,
+            client_id: &client_id,
+        },
+    );
 }
 
 /// The second plan's changes other than no-ops, minus moto's known read-back artifacts (module docs); the
@@ -558,6 +611,13 @@ async fn infra_applies_into_moto_and_destroys_cleanly() {
         .iter()
         .map(|(k, v)| (k.clone(), v["value"].clone()))
         .collect();
+    // A null output is left out of `terraform output -json`.
+    assert_eq!(
+        outputs.get("console_url").unwrap_or(&Value::Null),
+        &Value::Null,
+        "the console is off unless enabled"
+    );
+    console_planned_on_the_deployment(&run, &example, &outputs);
     on_applied(&Value::Object(outputs), &moto.endpoint).await;
 
     run(

@@ -54,3 +54,67 @@ fn infra_validates_with_the_modern_engine() {
         "the mirror's provider was installed:\n{init}"
     );
 }
+
+/// The console module on a plan (infra_support/console.rs: why not applied), with a placeholder dist: its
+/// bucket, files, console.json, headers policy, OAC origin, /v1/* behaviour and SPA function; and a dist
+/// without index.html refused at plan time.
+#[test]
+fn console_module_plans_its_cdn_contract() {
+    let Some(engine) = strato_testbed::modern_engine_or_skip("console_module_plans_its_cdn_contract") else {
+        return;
+    };
+    let dir = infra_copy();
+    let root = dir.path().join("console_plan");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("main.tf"), infra_support::console::root()).unwrap();
+    let dist = dir.path().join("dist");
+    infra_support::console::placeholder_dist(&dist);
+    // No AWS call is made: dummy credentials, no endpoint, and nothing outside this machine.
+    let env = [("AWS_EC2_METADATA_DISABLED", "true")];
+    tf(
+        engine,
+        &root,
+        &["init", "-backend=false", "-input=false", "-no-color"],
+        &env,
+        &[0],
+    );
+    let dist_var = format!("-var=dist_dir={}", dist.display());
+    tf(
+        engine,
+        &root,
+        &[
+            "plan",
+            "-input=false",
+            "-no-color",
+            &dist_var,
+            "-out=console.plan",
+        ],
+        &env,
+        &[0],
+    );
+    let show = tf(engine, &root, &["show", "-json", "console.plan"], &env, &[0]);
+    let plan: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    infra_support::console::check_plan(&plan, &infra_support::console::FIXED);
+
+    let empty = dir.path().join("no-build");
+    std::fs::create_dir_all(&empty).unwrap();
+    let refused = tf(
+        engine,
+        &root,
+        &[
+            "plan",
+            "-input=false",
+            "-no-color",
+            &format!("-var=dist_dir={}", empty.display()),
+        ],
+        &env,
+        &[1],
+    );
+    // Diagnostics are wrapped at 78 columns: compare with whitespace collapsed.
+    let text = String::from_utf8_lossy(&refused.stderr);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("build the console first (cd console && npm ci && npm run build)"),
+        "a dist without index.html is refused with the way to build it:\n{text}"
+    );
+}

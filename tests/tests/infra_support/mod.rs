@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use strato_testbed::ModernEngine;
 
 pub mod checks;
+pub mod console;
 pub mod data_checks;
 pub mod iam;
 pub mod observability;
