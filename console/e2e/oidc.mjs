@@ -178,7 +178,9 @@ const problem = (res, status, title, detail) => {
   res.writeHead(status, { "content-type": "application/problem+json" });
   res.end(JSON.stringify({ type: `urn:strato:problem:${title.toLowerCase()}`, title, status, detail }));
 };
+let strictCsp = false; // true: devstack's policy unchanged (connect-src 'self' ws: wss:)
 function csp() {
+  if (strictCsp) return "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
   // devstack's policy (devstack/src/console.rs), with the issuer added to connect-src: the browser fetches
   // the discovery document and the token endpoint itself, so whatever serves an OIDC console must allow it.
   return `default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss: ${issuer}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`;
@@ -338,7 +340,26 @@ async function main() {
       await ctx.close();
     }
     op.mode = "ok";
-    const unexpected = consoleErrors.filter((e) => !/401|400|Failed to load resource/.test(e));
+
+    // 5. Served with devstack's CSP unchanged (connect-src without the issuer): the browser may not fetch
+    //    the discovery document; the sign-in page says so instead of doing nothing.
+    step("negative: the page's CSP does not allow the issuer");
+    {
+      strictCsp = true;
+      const authBefore = op.authorizations.length;
+      const { ctx, page } = await newPage();
+      await signInPage(page, consoleOrigin);
+      await page.getByRole("button", { name: "Sign in with your identity provider" }).click();
+      const alert = page.getByRole("alert");
+      await alert.waitFor({ timeout: 15_000 });
+      const text = (await alert.innerText()).trim();
+      ok(/could not reach the identity provider/.test(text) && text.includes(issuer), `strict CSP: readable error "${text}"`);
+      ok(new URL(page.url()).pathname === "/login" && op.authorizations.length === authBefore, "strict CSP: still on the sign-in page, no authorization request");
+      await page.screenshot({ path: `${ART}oidc-strict-csp.png`, fullPage: true });
+      await ctx.close();
+      strictCsp = false;
+    }
+    const unexpected = consoleErrors.filter((e) => !/401|400|Failed to load resource|Content Security Policy/.test(e));
     ok(unexpected.length === 0, `no unexpected console errors ${unexpected.length ? JSON.stringify(unexpected) : ""}`);
   } finally {
     await browser.close();

@@ -66,7 +66,15 @@ export async function pkceChallenge(verifier: string): Promise<string> {
 }
 
 async function discovery(issuer: string): Promise<{ authorization_endpoint: string; token_endpoint: string }> {
-  const r = await fetch(`${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`);
+  let r: Response;
+  try {
+    r = await fetch(`${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`);
+  } catch (e) {
+    // A network error, a missing CORS header or the page's CSP (connect-src) look the same from here.
+    throw new Error(
+      `could not reach the identity provider ${issuer} (${(e as Error).message}); it must answer with CORS headers and be allowed by the page's connect-src`,
+    );
+  }
   if (!r.ok) throw new Error(`the issuer's discovery document answered HTTP ${r.status}`);
   const d = (await r.json()) as { issuer?: string; authorization_endpoint: string; token_endpoint: string };
   checkDiscovery(issuer, d);
