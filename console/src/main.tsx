@@ -2,7 +2,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import "./styles.css";
 import { loadConfig, getConfig } from "./config";
-import { currentToken, oidcCallback, onTokenChange, setToken, signOut, takeFragmentToken, tokenClaims } from "./auth";
+import { currentToken, oidcCallback, SignInError, onTokenChange, setToken, signOut, takeFragmentToken, tokenClaims } from "./auth";
 import { navigate, useRoute } from "./router";
 import { Link } from "./ui";
 import { ClustersPage } from "./pages/Clusters";
@@ -12,20 +12,22 @@ import { OperationPage } from "./pages/Operation";
 import { WebhookPage } from "./pages/Webhook";
 import { LoginPage } from "./pages/Login";
 
-function App() {
+function App({ signInError }: { signInError?: string }) {
   const route = useRoute();
   const [token, setTok] = useState(currentToken());
   const [why, setWhy] = useState<string | undefined>();
+  const [failed, setFailed] = useState(signInError);
   useEffect(
     () =>
       onTokenChange((t, w) => {
         setTok(t);
         setWhy(w);
+        setFailed(undefined);
         if (!t && location.pathname !== "/login") navigate(`/login?next=${encodeURIComponent(location.pathname)}`, true);
       }),
     [],
   );
-  if (!token || route.page === "login") return <LoginPage reason={why} />;
+  if (!token || route.page === "login") return <LoginPage reason={why} error={failed} />;
   const sub = tokenClaims(token).sub;
   return (
     <>
@@ -66,20 +68,23 @@ async function start() {
   const fragment = takeFragmentToken();
   const cfg = await loadConfig();
   const root = document.getElementById("app")!;
+  let signInError: string | undefined;
   if (fragment) setToken(fragment);
   else if (cfg.auth.kind === "oidc") {
     try {
       const back = await oidcCallback(cfg.auth);
       if (back) history.replaceState(null, "", back);
     } catch (e) {
-      root.textContent = `Sign-in failed: ${(e as Error).message}`;
+      // Shown on the sign-in page (role="alert"), which keeps where the user was going.
+      signInError = `Sign-in failed: ${(e as Error).message}`;
+      if (e instanceof SignInError) history.replaceState(null, "", e.returnTo);
     }
   }
   if (!currentToken() && location.pathname !== "/login") {
     history.replaceState(null, "", `/login?next=${encodeURIComponent(location.pathname)}`);
   }
   void getConfig;
-  render(<App />, root);
+  render(<App signInError={signInError} />, root);
 }
 
 void start();

@@ -9,7 +9,7 @@ function nextPath(): string {
   return n && n.startsWith("/") && !n.startsWith("//") && n !== "/login" ? n : "/clusters";
 }
 
-export function LoginPage({ reason }: { reason?: string }) {
+export function LoginPage({ reason, error }: { reason?: string; error?: string }) {
   const cfg = getConfig();
   const [tok, setTok] = useState("");
   const [err, setErr] = useState<string | null>(null);
@@ -27,6 +27,7 @@ export function LoginPage({ reason }: { reason?: string }) {
     <main id="main" class="login">
       <PageTitle>Sign in to Strato</PageTitle>
       {reason ? <p role="status">{reason}</p> : null}
+      <ProblemBox problem={error ?? null} />
       {cfg.auth.kind === "oidc" ? (
         <p>
           <button
