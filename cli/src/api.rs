@@ -5,12 +5,13 @@
 
 use std::time::Duration;
 
+use backon::{ExponentialBuilder, Retryable};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 use crate::error::{CliError, Problem};
 
-const ATTEMPTS: u32 = 4;
+const ATTEMPTS: usize = 4;
 
 #[derive(Debug, Clone)]
 pub struct Api {
@@ -70,64 +71,64 @@ impl Api {
     }
 
     async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, CliError> {
-        let url = format!("{}{path}", self.base);
+        // One key for every attempt: a retried create is the same request to the API.
         let key = (method != Method::GET).then(|| uuid::Uuid::new_v4().to_string());
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let mut req = self.http.request(method.clone(), &url);
-            if let Some(t) = &self.token {
-                req = req.bearer_auth(t);
-            }
-            if let Some(k) = &key {
-                req = req.header("Idempotency-Key", k);
-            }
-            if let Some(b) = body {
-                req = req.json(b);
-            }
-            let resp = match req.send().await {
-                Ok(r) => r,
-                Err(e) if attempt < ATTEMPTS && (e.is_connect() || e.is_timeout() || e.is_request()) => {
-                    backoff(attempt).await;
-                    continue;
-                }
-                Err(source) => {
-                    return Err(CliError::Unreachable {
-                        method: method.to_string(),
-                        url,
-                        source,
-                    });
-                }
-            };
-            let status = resp.status();
-            if attempt < ATTEMPTS && retryable(status) {
-                backoff(attempt).await;
-                continue;
-            }
-            let text = resp.text().await.map_err(|source| CliError::Unreachable {
-                method: method.to_string(),
-                url: url.clone(),
-                source,
-            })?;
-            let value: Value = if text.trim().is_empty() {
-                Value::Null
-            } else {
-                serde_json::from_str(&text).unwrap_or(Value::String(text.clone()))
-            };
-            if status.is_success() {
-                return Ok(value);
-            }
-            return Err(problem(status, &method, path, value));
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(500))
+            .with_max_times(ATTEMPTS - 1);
+        (|| self.attempt(&method, path, body, key.as_deref()))
+            .retry(backoff)
+            .when(transient)
+            .await
+    }
+
+    async fn attempt(
+        &self,
+        method: &Method,
+        path: &str,
+        body: Option<&Value>,
+        key: Option<&str>,
+    ) -> Result<Value, CliError> {
+        let url = format!("{}{path}", self.base);
+        let unreachable = |source| CliError::Unreachable {
+            method: method.to_string(),
+            url: url.clone(),
+            source,
+        };
+        let mut req = self.http.request(method.clone(), &url);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
         }
+        if let Some(k) = key {
+            req = req.header("Idempotency-Key", k);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.map_err(unreachable)?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(unreachable)?;
+        let value: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text.clone()))
+        };
+        if status.is_success() {
+            return Ok(value);
+        }
+        Err(problem(status, method, path, value))
     }
 }
 
-fn retryable(s: StatusCode) -> bool {
-    matches!(s.as_u16(), 429 | 502 | 503 | 504)
-}
-
-async fn backoff(attempt: u32) {
-    tokio::time::sleep(Duration::from_millis(250 << attempt.min(4))).await;
+/// Worth another attempt: the request never got an answer, or the answer says "later" (429, 502–504).
+fn transient(e: &CliError) -> bool {
+    match e {
+        CliError::Unreachable { source, .. } => {
+            source.is_connect() || source.is_timeout() || source.is_request()
+        }
+        CliError::Api(p) => matches!(p.status, 429 | 502 | 503 | 504),
+        _ => false,
+    }
 }
 
 /// A problem+json answer as [`CliError::Api`]; any other error body becomes a problem whose detail is the
