@@ -135,12 +135,14 @@ mod tests {
 
     #[tokio::test]
     async fn files_routes_and_escapes() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("index.html"), "<html>app</html>").unwrap();
-        std::fs::create_dir(dir.path().join("assets")).unwrap();
-        std::fs::write(dir.path().join("assets/app-1.js"), "x").unwrap();
-        std::fs::write(dir.path().parent().unwrap().join("secret.txt"), "no").ok();
-        let site = ConsoleSite::new(dir.path(), "ws://127.0.0.1:1/local").unwrap();
+        // dist inside a directory of the test's own, with a file beside it that must never be served.
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("dist");
+        std::fs::create_dir_all(dir.join("assets")).unwrap();
+        std::fs::write(dir.join("index.html"), "<html>app</html>").unwrap();
+        std::fs::write(dir.join("assets/app-1.js"), "x").unwrap();
+        std::fs::write(root.path().join("secret.txt"), "no").unwrap();
+        let site = ConsoleSite::new(&dir, "ws://127.0.0.1:1/local").unwrap();
         let body = |r: Response| async move {
             let status = r.status();
             let ct = r
@@ -176,6 +178,6 @@ mod tests {
         assert!(ConsoleSite::claims(&axum::http::Method::GET, "/"));
         assert!(!ConsoleSite::claims(&axum::http::Method::GET, "/v1/clusters"));
         assert!(!ConsoleSite::claims(&axum::http::Method::POST, "/"));
-        assert!(ConsoleSite::new(dir.path().join("nothing").as_path(), "ws://x").is_none());
+        assert!(ConsoleSite::new(&root.path().join("nothing"), "ws://x").is_none());
     }
 }
