@@ -131,16 +131,6 @@ impl Client {
         Ok((cluster, op, r))
     }
 
-    /// A WebSocket ticket (`POST /v1/ws-tickets`, expecting 201): the token to connect with, as a client in
-    /// AWS gets one.
-    pub async fn ws_ticket(&self) -> Result<String, ClientError> {
-        let r = self
-            .post("/v1/ws-tickets", &Value::Object(Default::default()))
-            .await?;
-        expect(&r, Method::POST, "/v1/ws-tickets", 201)?;
-        Ok(r.body["token"].as_str().unwrap_or_default().to_owned())
-    }
-
     /// `GET /v1/operations/{id}/timeline`, expecting 200; [`timeline_lines`] formats it for a terminal.
     pub async fn operation_timeline(&self, operation_id: &str) -> Result<Timeline, ClientError> {
         let path = format!("/v1/operations/{operation_id}/timeline");
