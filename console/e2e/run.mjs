@@ -173,6 +173,17 @@ try {
     const t = (await row.first().textContent()) ?? "";
     return t.includes("DELETED") || t;
   }, 60_000, 1000);
+  {
+    // The list names the cluster's last operation: the delete, succeeded, linking to it.
+    const row = page.getByRole("row").filter({ has: page.getByRole("link", { name, exact: true }) });
+    if ((await row.count()) > 0) {
+      await waitFor("the row's last operation to be the succeeded delete", async () => {
+        const link = row.first().getByRole("link", { name: /^delete operation op-/ });
+        const t = (await row.first().textContent()) ?? "";
+        return ((await link.count()) === 1 && t.includes("succeeded")) || t;
+      }, 30_000, 1000);
+    }
+  }
   await check(page, "clusters-after-delete");
 
   step("webhook page");

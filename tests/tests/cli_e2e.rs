@@ -230,6 +230,20 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     let o = strato(cfg, &[], None, &["operations", "list", &id, "-o", "json"]).await;
     let ops: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
     let create_op = ops["operations"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(cluster["last_operation"]["id"], create_op.as_str(), "{cluster}");
+    assert_eq!(cluster["last_operation"]["status"], "succeeded", "{cluster}");
+    // The table names it too.
+    let o = strato(cfg, &[], None, &["clusters", "list"]).await;
+    let row = text(&o.stdout)
+        .lines()
+        .find(|l| l.contains("cli-demo"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no row: {}", show(&o)));
+    assert!(
+        row.contains(&format!("create succeeded ({create_op})")),
+        "{}",
+        show(&o)
+    );
 
     // The create's log again (the archive): exactly the lines --wait printed, in the same order.
     let o = strato(cfg, &[], None, &["logs", &create_op, "-f", "-o", "json"]).await;

@@ -146,7 +146,15 @@ async fn list(ctx: &Ctx, state: Option<String>, all: bool) -> Result<(), CliErro
         return Ok(());
     }
     let out = &ctx.out;
-    let mut t = out.table(&["ID", "NAME", "STATE", "TEMPLATE", "REGION", "UPDATED"]);
+    let mut t = out.table(&[
+        "ID",
+        "NAME",
+        "STATE",
+        "TEMPLATE",
+        "REGION",
+        "LAST OPERATION",
+        "UPDATED",
+    ]);
     for c in &clusters {
         t.add_row(vec![
             cell(&c["id"]),
@@ -158,6 +166,7 @@ async fn list(ctx: &Ctx, state: Option<String>, all: bool) -> Result<(), CliErro
                 cell(&c["template"]["version"])
             ),
             cell(&c["region"]),
+            last_operation(&c["last_operation"]),
             when(&c["updated_at"]),
         ]);
     }
@@ -166,6 +175,19 @@ async fn list(ctx: &Ctx, state: Option<String>, all: bool) -> Result<(), CliErro
         eprintln!("{}", out.dim("more clusters: --all lists every page"));
     }
     Ok(())
+}
+
+/// `delete succeeded (op-…)`, or `-` for none.
+fn last_operation(op: &Value) -> String {
+    if op.is_null() {
+        return "-".into();
+    }
+    format!(
+        "{} {} ({})",
+        cell(&op["kind"]),
+        cell(&op["status"]),
+        cell(&op["id"])
+    )
 }
 
 pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
@@ -186,6 +208,7 @@ pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
             "provider",
             format!("{} {}", cell(&c["provider"]), cell(&c["region"])),
         ),
+        ("last operation", last_operation(&c["last_operation"])),
         ("created", when(&c["created_at"])),
         ("updated", when(&c["updated_at"])),
         ("version", cell(&c["version"])),

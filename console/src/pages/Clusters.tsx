@@ -73,6 +73,7 @@ export function ClustersPage() {
               <th scope="col">State</th>
               <th scope="col">Template</th>
               <th scope="col">Provider / region</th>
+              <th scope="col">Last operation</th>
               <th scope="col">Drift</th>
               <th scope="col">Updated</th>
             </tr>
@@ -91,6 +92,18 @@ export function ClustersPage() {
                 </td>
                 <td>
                   {c.provider} / {c.region}
+                </td>
+                <td>
+                  {c.last_operation ? (
+                    <>
+                      <Link href={`/operations/${encodeURIComponent(c.last_operation.id)}`} aria-label={`${c.last_operation.kind} operation ${c.last_operation.id}`}>
+                        {c.last_operation.kind}
+                      </Link>{" "}
+                      <StateBadge state={c.last_operation.status} /> <span class="help">{when(c.last_operation.updated_at)}</span>
+                    </>
+                  ) : (
+                    "—"
+                  )}
                 </td>
                 <td>{c.drift.drifted ? <span class="badge badge-drift">Drifted</span> : c.drift.checked_at ? "In sync" : "Not checked"}</td>
                 <td>{when(c.updated_at)}</td>

@@ -8,7 +8,7 @@ use strato_domain::model::{Cluster, ClusterState};
 use crate::decide::{IfMatch, Started, Updated};
 use crate::requests::{SpecBody, UpdateBody};
 use crate::views::{self, TemplateCache, sensitive_of};
-use crate::views::{Accepted, ClusterPage, ClusterView};
+use crate::views::{Accepted, ClusterPage, ClusterView, LastOperationView};
 use crate::{ApiError, Caller, Ctx, Reply};
 
 pub(crate) const DEFAULT_PAGE: i32 = 20;
@@ -25,7 +25,7 @@ fn accepted(s: Started) -> Reply<Accepted> {
     let version = s.cluster.version;
     Reply::accepted(
         Accepted {
-            cluster: views::cluster(&s.cluster, Some(&sensitive)),
+            cluster: views::cluster(&s.cluster, Some(&sensitive), Some((&s.operation).into())),
             operation: views::operation(&s.operation, Some(&sensitive)),
         },
         location,
@@ -86,11 +86,22 @@ pub(crate) async fn list(
         .store
         .list_clusters(&caller.tenant, state, limit, after.as_ref())
         .await?;
+    // One BatchGetItem for the page's last operations (a page is at most 100, BatchGetItem's limit).
+    let ids: Vec<_> = clusters
+        .iter()
+        .filter_map(|c| c.pending_operation.clone())
+        .collect();
+    let briefs = if ids.is_empty() {
+        Default::default()
+    } else {
+        ctx.store.operation_briefs(&ids).await?
+    };
     let mut cache = TemplateCache::new(&ctx.store);
     let mut out = Vec::with_capacity(clusters.len());
     for c in &clusters {
         let sensitive = cache.sensitive(&c.spec).await?;
-        out.push(views::cluster(c, sensitive.as_ref()));
+        let last = c.pending_operation.as_ref().and_then(|id| briefs.get(id));
+        out.push(views::cluster(c, sensitive.as_ref(), last.map(Into::into)));
     }
     Ok(Reply::ok(ClusterPage {
         clusters: out,
@@ -101,7 +112,17 @@ pub(crate) async fn list(
 pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<ClusterView>, ApiError> {
     let c = load(ctx, caller, id).await?;
     let sensitive = TemplateCache::new(&ctx.store).sensitive(&c.spec).await?;
-    Ok(Reply::ok(views::cluster(&c, sensitive.as_ref())).with_etag(c.version))
+    let last = last_operation(ctx, &c).await?;
+    Ok(Reply::ok(views::cluster(&c, sensitive.as_ref(), last)).with_etag(c.version))
+}
+
+/// The cluster's newest operation, as its views show it.
+async fn last_operation(ctx: &Ctx, c: &Cluster) -> Result<Option<LastOperationView>, ApiError> {
+    let Some(id) = &c.pending_operation else {
+        return Ok(None);
+    };
+    let briefs = ctx.store.operation_briefs(std::slice::from_ref(id)).await?;
+    Ok(briefs.get(id).map(Into::into))
 }
 
 /// 200 with the cluster for a change of settings alone, else 202 with the update operation; `If-Match`
@@ -119,9 +140,12 @@ pub(crate) async fn update(
         operation,
     } = ctx.api().update_if(caller, id, body, if_match).await?;
     Ok(match operation {
-        None => Reply::ok(views::cluster(&cluster, Some(&sensitive_of(&template))))
-            .with_etag(cluster.version)
-            .into_response(),
+        None => {
+            let last = last_operation(ctx, &cluster).await?;
+            Reply::ok(views::cluster(&cluster, Some(&sensitive_of(&template)), last))
+                .with_etag(cluster.version)
+                .into_response()
+        }
         Some(operation) => accepted(Started {
             cluster,
             operation,

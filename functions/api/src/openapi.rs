@@ -24,6 +24,7 @@ use crate::{
     error::Problem,
     error::FieldErrorView,
     views::ClusterView,
+    views::LastOperationView,
     schema::ClusterState,
     views::OperationView,
     timeline::Timeline,

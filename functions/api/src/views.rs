@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use strato_aws::store::Store;
+use strato_aws::store::{OperationBrief, Store};
 use strato_domain::cost::CostEstimate;
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, DriftPolicy, Operation,
@@ -185,6 +185,8 @@ pub(crate) struct ClusterView {
     pub drift: DriftView,
     #[schema(value_type = Option<schema::UserErrorSchema>)]
     pub last_error: Option<strato_domain::UserError>,
+    /// The newest operation queued on the cluster (by a tenant or by Strato itself).
+    pub last_operation: Option<LastOperationView>,
     /// Optimistic-concurrency version.
     pub version: u64,
     #[schema(value_type = schema::Timestamp)]
@@ -193,7 +195,51 @@ pub(crate) struct ClusterView {
     pub updated_at: String,
 }
 
-pub(crate) fn cluster(c: &Cluster, sensitive: Option<&BTreeSet<String>>) -> ClusterView {
+/// Which operation a cluster last had queued, what it does and where it is.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = LastOperation)]
+pub(crate) struct LastOperationView {
+    /// `op-` and a UUIDv7.
+    pub id: String,
+    #[schema(value_type = schema::OperationKind)]
+    pub kind: OperationKind,
+    #[schema(value_type = schema::OperationStatus)]
+    pub status: OperationStatus,
+    #[schema(value_type = schema::Timestamp)]
+    pub created_at: String,
+    #[schema(value_type = schema::Timestamp)]
+    pub updated_at: String,
+}
+
+impl From<&OperationBrief> for LastOperationView {
+    fn from(b: &OperationBrief) -> Self {
+        Self {
+            id: b.operation_id.to_string(),
+            kind: b.kind,
+            status: b.status,
+            created_at: ts::format(b.created_at),
+            updated_at: ts::format(b.updated_at),
+        }
+    }
+}
+
+impl From<&Operation> for LastOperationView {
+    fn from(op: &Operation) -> Self {
+        Self {
+            id: op.operation_id.to_string(),
+            kind: op.kind,
+            status: op.status,
+            created_at: ts::format(op.created_at),
+            updated_at: ts::format(op.updated_at),
+        }
+    }
+}
+
+pub(crate) fn cluster(
+    c: &Cluster,
+    sensitive: Option<&BTreeSet<String>>,
+    last_operation: Option<LastOperationView>,
+) -> ClusterView {
     ClusterView {
         id: c.cluster_id.to_string(),
         name: c.spec.name.to_string(),
@@ -212,6 +258,7 @@ pub(crate) fn cluster(c: &Cluster, sensitive: Option<&BTreeSet<String>>) -> Clus
             interval_hours: c.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS) / 3600,
         },
         last_error: c.last_error.clone(),
+        last_operation,
         version: c.version,
         created_at: ts::format(c.created_at),
         updated_at: ts::format(c.updated_at),

@@ -30,6 +30,7 @@ use crate::resources::Names;
 pub use clusters::CreateRejected;
 pub use idempotency::{IdempotentResponse, Reservation};
 pub use locks::LockOutcome;
+pub use operations::OperationBrief;
 pub use templates::StoredTemplate;
 pub(crate) use tenants::QuotaBound;
 pub use tenants::Quotas;

@@ -2,15 +2,18 @@
 //! dispatcher and the sweeper read; it is absent once an operation is terminal, so the index holds only
 //! open ones.
 
-use aws_sdk_dynamodb::types::{Put, Update};
-use time::Duration;
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{KeysAndAttributes, Put, Update};
+use serde::Deserialize;
+use time::{Duration, OffsetDateTime};
 
 use super::write::{tx_put, tx_update};
 use super::{Item, Store, fetch, from_item, n, query_all, s, to_item};
 use crate::error::Error;
 use crate::store::{CreateRejected, QuotaBound, Quotas};
 use strato_domain::ids::{ClusterId, OperationId};
-use strato_domain::model::{Cluster, Operation};
+use strato_domain::model::{Cluster, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::OpenStatus;
 use strato_domain::ts;
 
@@ -190,4 +193,74 @@ impl Store {
             .expression_attribute_values(":s", s(open_status));
         query_all("operation", q).await
     }
+
+    /// The kind and status of each of `ids` (at most 100: one BatchGetItem, unprocessed keys asked again),
+    /// read consistently and projected so a page of clusters does not load whole operations. Missing ids
+    /// are absent from the answer.
+    pub async fn operation_briefs(
+        &self,
+        ids: &[OperationId],
+    ) -> Result<HashMap<OperationId, OperationBrief>, Error> {
+        let mut out = HashMap::with_capacity(ids.len());
+        let mut keys: Vec<Item> = ids
+            .iter()
+            .map(|id| HashMap::from([("operation_id".to_owned(), s(id.as_str()))]))
+            .collect();
+        keys.sort_by(|a, b| a["operation_id"].as_s().ok().cmp(&b["operation_id"].as_s().ok()));
+        keys.dedup();
+        for attempt in 0..6u32 {
+            if keys.is_empty() {
+                break;
+            }
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
+            }
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut keys)))
+                .consistent_read(true)
+                .projection_expression("operation_id, kind, #s, created_at, updated_at")
+                .expression_attribute_names("#s", "status")
+                .build()
+                .map_err(|e| Error::aws("BatchGetItem", e))?;
+            let answer = self
+                .ddb
+                .batch_get_item()
+                .request_items(&self.operations, request)
+                .send()
+                .await
+                .map_err(|e| Error::aws("BatchGetItem", e))?;
+            for item in answer
+                .responses
+                .and_then(|mut r| r.remove(&self.operations))
+                .unwrap_or_default()
+            {
+                let brief: OperationBrief = from_item("operation", item)?;
+                out.insert(brief.operation_id.clone(), brief);
+            }
+            keys = answer
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(&self.operations))
+                .map(|k| k.keys)
+                .unwrap_or_default();
+        }
+        if !keys.is_empty() {
+            return Err(Error::Aws {
+                operation: "BatchGetItem",
+                source: format!("{} keys stayed unprocessed", keys.len()).into(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// What a listing shows of an operation: which one, what it does and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct OperationBrief {
+    pub operation_id: OperationId,
+    pub kind: OperationKind,
+    pub status: OperationStatus,
+    #[serde(with = "strato_domain::ts")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "strato_domain::ts")]
+    pub updated_at: OffsetDateTime,
 }
