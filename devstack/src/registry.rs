@@ -150,6 +150,7 @@ impl Registry {
                 names: env.names.clone(),
                 runner: env.runner_settings.clone(),
                 run_proofs: env.run_proofs.clone(),
+                audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
             }
         };
         let dispatcher = Arc::new(
