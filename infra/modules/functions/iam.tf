@@ -197,6 +197,7 @@ locals {
     ])
 
     status = concat(local.store, [
+      local.audit_append,
       local.resolve_queues,
       {
         Sid      = "ConsumeEvents"

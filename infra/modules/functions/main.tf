@@ -56,9 +56,9 @@ locals {
       # Each runner is started with a proof of its run made with this key; status checks it on every event.
       STRATO_RUN_PROOF_SECRET_ARN = var.secrets.run_proof_arn
     })
-    status = {
+    status = merge(local.audit_env, {
       STRATO_RUN_PROOF_SECRET_ARN = var.secrets.run_proof_arn
-    }
+    })
     ws = merge(
       {
         STRATO_JWT_SECRET_ARN         = var.secrets.ws_jwt_arn

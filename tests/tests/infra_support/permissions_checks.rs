@@ -132,7 +132,7 @@ pub fn check_permissions(state: &State, names: &Names, fns: &BTreeMap<String, Fu
                 "{function} may not {action} on the audit log"
             );
         }
-        let appends = ["api", "dispatcher", "scheduler"].contains(&function.as_str());
+        let appends = ["api", "dispatcher", "scheduler", "status"].contains(&function.as_str());
         assert_eq!(
             allows(policy, "dynamodb:PutItem", &audit),
             appends,
