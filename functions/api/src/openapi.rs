@@ -109,7 +109,7 @@ tenant's operation answers 404, like a missing one.";
 
 /// What the audit log holds and how long.
 const AUDIT_DESCRIPTION: &str = "Every mutating call (refused ones too, with their status) and every action \
-Strato takes on its own (`strato:dispatcher`, `strato:scheduler`), append-only: no API or function can \
+Strato takes on its own (`strato:dispatcher`, `strato:scheduler`, `strato:status`), append-only: no API or function can \
 change or delete an entry. Entries expire after the deployment's retention (default 365 days).";
 
 /// The table of every endpoint's answers: long because it is one arm per endpoint, kept together so the
