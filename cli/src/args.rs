@@ -76,6 +76,8 @@ pub enum Command {
     Webhook(Webhook),
     /// The external id and trust policy a target account's role needs.
     TargetAccess,
+    /// Your tenant's audit log, newest first: who did what, to which cluster, and how it ended (admin).
+    Audit(Audit),
     /// Shell completions: `strato completions bash > /etc/bash_completion.d/strato`.
     Completions {
         #[arg(value_enum)]
@@ -251,6 +253,22 @@ pub struct Watch {
     pub id: String,
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Audit {
+    /// Only entries about this cluster (its id).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Only entries since an RFC 3339 time or a duration back from now (15m, 24h, 7d).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only entries of this principal (a token's sub, or strato:<function>).
+    #[arg(long)]
+    pub actor: Option<String>,
+    /// At most this many entries.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
 }
 
 #[derive(Debug, Args)]

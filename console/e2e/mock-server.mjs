@@ -196,6 +196,14 @@ async function api(req, res, url) {
     if (g[2]) { rec.op.cancel_requested = true; return send(res, 202, { operation: rec.op }); }
     return send(res, 200, rec.op);
   }
+  if (p === "/v1/audit" && m === "GET") {
+    // What the real API records for these calls, derived from the operations (newest first, one page).
+    const entries = [...ops.values()].filter((r) => r.tenant === tenant && r.op.kind !== "estimate").reverse().map((r) => ({
+      time: r.op.created_at, actor: "mock-user", action: `cluster.${r.op.kind}`, cluster_id: r.op.cluster_id,
+      operation_id: r.op.id, request_id: null, outcome: "succeeded", status: 202, detail: null,
+    }));
+    return send(res, 200, { entries, next: null });
+  }
   if (p === "/v1/ws-tickets" && m === "POST") {
     const token = randomUUID();
     tickets.set(token, tenant);

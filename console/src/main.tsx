@@ -10,6 +10,7 @@ import { ClusterPage } from "./pages/Cluster";
 import { CreatePage } from "./pages/Create";
 import { OperationPage } from "./pages/Operation";
 import { WebhookPage } from "./pages/Webhook";
+import { AuditPage } from "./pages/Audit";
 import { LoginPage } from "./pages/Login";
 
 function App({ signInError }: { signInError?: string }) {
@@ -41,6 +42,7 @@ function App({ signInError }: { signInError?: string }) {
             <li><Link href="/clusters">Clusters</Link></li>
             <li><Link href="/clusters/new">New cluster</Link></li>
             <li><Link href="/webhook">Webhook</Link></li>
+            <li><Link href="/audit">Audit log</Link></li>
           </ul>
         </nav>
         <span class="who">{sub ? `Signed in as ${sub}` : "Signed in"}</span>
@@ -54,6 +56,7 @@ function App({ signInError }: { signInError?: string }) {
         {route.page === "create" && <CreatePage />}
         {route.page === "operation" && <OperationPage key={route.id} id={route.id} />}
         {route.page === "webhook" && <WebhookPage />}
+        {route.page === "audit" && <AuditPage />}
         {route.page === "notfound" && (
           <p>
             No such page. <Link href="/clusters">Go to your clusters</Link>.

@@ -8,6 +8,7 @@ export type Route =
   | { page: "create" }
   | { page: "operation"; id: string }
   | { page: "webhook" }
+  | { page: "audit" }
   | { page: "login" }
   | { page: "notfound" };
 
@@ -19,6 +20,7 @@ export function parseRoute(path: string): Route {
   if ((m = /^\/clusters\/([^/]+)$/.exec(p))) return { page: "cluster", id: decodeURIComponent(m[1]) };
   if ((m = /^\/operations\/([^/]+)$/.exec(p))) return { page: "operation", id: decodeURIComponent(m[1]) };
   if (p === "/webhook") return { page: "webhook" };
+  if (p === "/audit") return { page: "audit" };
   if (p === "/login") return { page: "login" };
   return { page: "notfound" };
 }

@@ -150,6 +150,7 @@ impl Registry {
                 names: env.names.clone(),
                 runner: env.runner_settings.clone(),
                 run_proofs: env.run_proofs.clone(),
+                audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
             }
         };
         let dispatcher = Arc::new(
@@ -177,6 +178,7 @@ impl Registry {
             strato_status::Config {
                 names: env.names.clone(),
                 run_proofs: env.run_proofs.clone(),
+                audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
             }
         };
         let webhooks_config = if from_deployment {

@@ -207,6 +207,10 @@ async fn every_api_sample_is_answered_2xx_against_the_catalog_devstack_publishes
     // Into the tenant's own account (the target sample): accepted like the first.
     w.ok("create-cluster-target", None).await;
 
+    // The audit log (an admin's read) holds the walk's calls.
+    let audit = w.ok("list-audit", None).await;
+    assert!(audit.to_string().contains("cluster.delete"), "{audit}");
+
     for name in AGENT_SAMPLES {
         let (status, body) = w.send(name, None).await;
         assert_eq!(status, 401, "{name} with a placeholder agent token: {body}");

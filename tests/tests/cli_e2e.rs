@@ -323,5 +323,46 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     let op: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(op["status"], "succeeded", "{op}");
 
+    // The audit log (an admin's read): the create and the delete, the viewer's refused delete, the runner
+    // starts Strato made on its own; another tenant's log has none of it; a viewer may not read it.
+    let o = strato(cfg, &[], None, &["audit", "--cluster", &id, "-o", "json"]).await;
+    assert!(o.status.success(), "{}", show(&o));
+    let log: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let entries = log["entries"].as_array().unwrap();
+    let has = |action: &str, actor: &str, status: Option<u64>| {
+        entries.iter().any(|e| {
+            e["action"] == action
+                && e["actor"] == actor
+                && status.is_none_or(|s| e["status"] == s)
+                && e["cluster_id"] == id.as_str()
+        })
+    };
+    assert!(has("cluster.create", "dev-tenant-a", Some(202)), "{log}");
+    assert!(
+        has("cluster.delete", "dev-tenant-a", Some(403)),
+        "the viewer's: {log}"
+    );
+    assert!(has("cluster.delete", "dev-tenant-a", Some(202)), "{log}");
+    assert!(has("operation.dispatch", "strato:dispatcher", None), "{log}");
+    let o = strato(cfg, &[], None, &["audit", "--since", "1h"]).await;
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(
+        text(&o.stdout).contains("REQUEST ID") && text(&o.stdout).contains("refused 403"),
+        "{}",
+        show(&o)
+    );
+    let o = strato(cfg, &[("STRATO_TOKEN", &bob)], None, &["audit", "-o", "json"]).await;
+    let theirs: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        theirs["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["actor"] == "dev-tenant-b"),
+        "only tenant-b's own (refused) calls: {theirs}"
+    );
+    let o = strato(cfg, &[("STRATO_TOKEN", &viewer)], None, &["audit"]).await;
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+
     stack.shutdown(std::time::Duration::from_secs(5)).await;
 }

@@ -94,6 +94,7 @@ impl Bed {
             strato_status::Config {
                 names: w.env.names.clone(),
                 run_proofs: support::run_proofs(),
+                audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
             },
             &w.env.aws,
         )

@@ -1,6 +1,7 @@
 //! One function per verb. Each reads what it needs from the API and prints it for people (tables) or
 //! passes the API's answer through (`-o json|yaml`).
 
+mod audit;
 mod clusters;
 mod operations;
 
@@ -25,6 +26,7 @@ pub(crate) async fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError
         Command::Watch(w) => operations::watch(ctx, w).await,
         Command::StateVersions(s) => state_versions(ctx, s).await,
         Command::Webhook(w) => webhook(ctx, w).await,
+        Command::Audit(a) => audit::run(ctx, a).await,
         Command::TargetAccess => {
             let v = ctx.api.get("/v1/tenant/target-access").await?;
             if !ctx.out.raw(&v)? {

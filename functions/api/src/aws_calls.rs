@@ -56,6 +56,11 @@ pub const AWS_CALLS: &[AwsCall] = &[
             keys: "tenants/*-md5",
         },
     ),
+    // The audit log: every mutating call appends an entry; GET /v1/audit queries the table or an index.
+    call("dynamodb:PutItem", Table("audit")),
+    call("dynamodb:Query", Table("audit")),
+    call("dynamodb:Query", Index("audit", "by_cluster")),
+    call("dynamodb:Query", Index("audit", "by_actor")),
     // Sensitive variables and the tenant's external id are sealed with data keys (strato_domain::sealed);
     // the external id is opened to show it; a restore copies SSE-KMS state objects.
     call("kms:GenerateDataKey", DataKey),

@@ -255,3 +255,11 @@ pub(crate) async fn agent_heartbeat(
 ) -> Answer<agent::AgentReportView> {
     agent::handle(&ctx, &headers, &body, false).await
 }
+
+pub(crate) async fn list_audit(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    Q(q): Q<crate::audit::AuditParams>,
+) -> Answer<crate::audit::AuditPageView> {
+    crate::audit::list(&ctx, &caller, &q).await
+}

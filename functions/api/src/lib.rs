@@ -6,6 +6,7 @@ mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
 mod agent;
+mod audit;
 mod clusters;
 pub mod decide;
 mod drift;
@@ -69,6 +70,8 @@ pub struct Config {
     /// The runner's task role (`STRATO_RUNNER_ROLE_ARN`): the principal tenants' target roles must trust,
     /// shown in `GET /v1/tenant/target-access`.
     pub runner_role_arn: Option<String>,
+    /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365; DynamoDB TTL removes them).
+    pub audit_retention_days: u64,
     /// Where tenants' webhooks may point (`PUT /v1/webhook`): https to public addresses, unless devstack's
     /// own switches (`STRATO_DEVSTACK_ONLY_ALLOW_*_WEBHOOKS`) allow its local receivers.
     pub egress: strato_domain::webhook::Egress,
@@ -103,6 +106,7 @@ impl Config {
                 }),
             egress,
             runner_role_arn: env.optional("STRATO_RUNNER_ROLE_ARN"),
+            audit_retention_days: strato_aws::ports::DynamoAuditLog::retention_days(&env)?,
         })
     }
 }
@@ -116,6 +120,8 @@ pub struct Ctx {
     /// Strato's KMS key (by its alias), which seals sensitive values before they are stored.
     pub keys: KmsKeys,
     pub queues: QueueUrls,
+    /// The append-only audit log (`GET /v1/audit`; every mutating call appends to it).
+    pub audit: strato_aws::ports::DynamoAuditLog,
     pub config: Config,
 }
 
@@ -128,6 +134,11 @@ impl Ctx {
             s3: aws.s3.clone(),
             keys: KmsKeys::new(&aws.kms, &config.names),
             queues,
+            audit: strato_aws::ports::DynamoAuditLog::new(
+                aws.dynamodb.clone(),
+                &config.names,
+                config.audit_retention_days,
+            ),
             config,
         })
     }
@@ -174,6 +185,7 @@ pub enum Endpoint {
     GetTemplate,
     AgentRegister,
     AgentHeartbeat,
+    ListAudit,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -235,6 +247,7 @@ pub const ROUTES: &[Route] = &[
     // Authenticated by the cluster agent's token, not by a tenant JWT.
     route("POST", "/v1/agent/register", Endpoint::AgentRegister),
     route("POST", "/v1/agent/heartbeat", Endpoint::AgentHeartbeat),
+    route("GET", "/v1/audit", Endpoint::ListAudit),
 ];
 
 #[cfg(test)]

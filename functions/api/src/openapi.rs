@@ -50,6 +50,8 @@ use crate::{
     requests::WebhookBody,
     requests::AgentBody,
     GatewayUnauthorized,
+    crate::audit::AuditEntryView,
+    crate::audit::AuditPageView,
 )))]
 struct Schemas;
 
@@ -105,6 +107,11 @@ waits), dispatched and runner_started (the latest attempt), each step's start an
 heartbeat while open, notes the control plane recorded, and the end with its error category. A moment that \
 was not recorded (e.g. an operation cancelled before dispatch has no dispatched) is absent. Another \
 tenant's operation answers 404, like a missing one.";
+
+/// What the audit log holds and how long.
+const AUDIT_DESCRIPTION: &str = "Every mutating call (refused ones too, with their status) and every action \
+Strato takes on its own (`strato:dispatcher`, `strato:scheduler`, `strato:status`), append-only: no API or function can \
+change or delete an entry. Entries expire after the deployment's retention (default 365 days).";
 
 /// The table of every endpoint's answers: long because it is one arm per endpoint, kept together so the
 /// whole contract reads in one place.
@@ -268,6 +275,35 @@ fn endpoint_doc(e: Endpoint) -> Doc {
             &[(200, "AgentReport", "Registered")],
             &[400, 409, 410],
         ),
+        ListAudit => Doc {
+            query: &[
+                ("cluster", "Only entries about this cluster"),
+                (
+                    "since",
+                    "Only entries at or after this time: RFC 3339, or a duration back from now (15m, 24h, 7d)",
+                ),
+                (
+                    "actor",
+                    "Only entries of this principal (a token's `sub`, or `strato:<function>`)",
+                ),
+                ("limit", "Page size, 1-100 (default 100)"),
+                (
+                    "next",
+                    "The `next` of the previous page; absent or empty: the first page",
+                ),
+            ],
+            description: Some(AUDIT_DESCRIPTION),
+            ..doc(
+                "Read your tenant's audit log, newest first",
+                None,
+                &[(
+                    200,
+                    "AuditPage",
+                    "A page (it may hold fewer than `limit` entries and still have a `next`)",
+                )],
+                &[400, 422],
+            )
+        },
         AgentHeartbeat => doc(
             "A cluster agent's heartbeat (agent token)",
             Some("AgentReportRequest"),

@@ -144,9 +144,12 @@ impl FromRequestParts<AppState> for Caller {
 /// The entry of [`ROUTES`] the router matched for this request.
 fn route_of(parts: &Parts) -> Option<&'static crate::Route> {
     let matched = parts.extensions.get::<axum::extract::MatchedPath>()?;
-    ROUTES
-        .iter()
-        .find(|r| r.path == matched.as_str() && r.method == parts.method.as_str())
+    route_for(parts.method.as_str(), matched.as_str())
+}
+
+/// The entry of [`ROUTES`] for a method and a matched path template.
+pub(crate) fn route_for(method: &str, matched: &str) -> Option<&'static crate::Route> {
+    ROUTES.iter().find(|r| r.path == matched && r.method == method)
 }
 
 /// Refuses a body over `max_body_bytes` before anything reads it (413), and buffers it for the handler.
@@ -246,6 +249,9 @@ pub fn router(ctx: Ctx) -> Router {
         // Authenticated by the cluster agent's token, not by a tenant JWT.
         .route("/v1/agent/register", l(post(h::agent_register)))
         .route("/v1/agent/heartbeat", l(post(h::agent_heartbeat)))
+        .route("/v1/audit", l(get(h::list_audit)))
+        // Every route above: audited ones (crate::audit::action) get their entry after the answer.
+        .route_layer(middleware::from_fn_with_state(s.clone(), crate::audit::record))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // `limit_body` enforces the configured limit; axum's own (2 MB) would answer in plain text.

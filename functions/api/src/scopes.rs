@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `clusters:read` | every read; WebSocket tickets (so live logs: a ticket is the only way to subscribe) |
 //! | `clusters:write` | create, update, delete, retry, drift check, cancel, estimate (and reads) |
-//! | `admin` | everything: also the tenant's webhook and restoring a state version |
+//! | `admin` | everything: also the tenant's webhook, restoring a state version and reading the audit log |
 //!
 //! Scopes come from the claim `STRATO_SCOPE_CLAIM` (default `scope`, then `scp`), space- or comma-separated
 //! (API Gateway passes an array claim as `[a b]`). A granted scope matches by name or as the last path
@@ -58,7 +58,7 @@ pub const fn required(endpoint: Endpoint) -> Option<Scope> {
         | GetTemplate => Some(Scope::ClustersRead),
         CreateCluster | UpdateCluster | DeleteCluster | RetryCluster | DriftCheck | CancelOperation
         | CreateEstimate => Some(Scope::ClustersWrite),
-        PutWebhook | DeleteWebhook | RestoreStateVersion => Some(Scope::Admin),
+        PutWebhook | DeleteWebhook | RestoreStateVersion | ListAudit => Some(Scope::Admin),
     }
 }
 
@@ -130,8 +130,11 @@ mod tests {
         for r in crate::ROUTES {
             let public = matches!(r.endpoint, Health | AgentRegister | AgentHeartbeat);
             assert_eq!(required(r.endpoint).is_none(), public, "{} {}", r.method, r.path);
-            // Reads never need more than read; nothing that changes a cluster is open to a viewer.
-            if r.method == "GET" {
+            // Reads never need more than read (but the audit log, an admin's); nothing that changes a
+            // cluster is open to a viewer.
+            if r.endpoint == ListAudit {
+                assert_eq!(required(r.endpoint), Some(Scope::Admin));
+            } else if r.method == "GET" {
                 assert_eq!(
                     required(r.endpoint),
                     Some(Scope::ClustersRead).filter(|_| !public)

@@ -193,6 +193,8 @@ async fn every_route_answers_as_the_document_says() {
         &api.call(Req::load("agent-heartbeat")).await,
     );
 
+    check(Method::GET, "/v1/audit", &api.call(Req::load("list-audit")).await);
+
     let all: BTreeSet<(String, String)> = ROUTES
         .iter()
         .map(|r| (r.method.to_owned(), r.path.to_owned()))

@@ -43,4 +43,6 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("ecs:DescribeTasks", RunnerCluster),
     // The run-proof key, by reference, read once at cold start (strato_aws::secret_env).
     call("secretsmanager:GetSecretValue", Secret("run-proof-secret")),
+    // The audit log: what this function does on its own (principal `strato:<function>`), appended only.
+    call("dynamodb:PutItem", Table("audit")),
 ];

@@ -5,6 +5,7 @@
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use strato_aws::batch::{for_each_record, receive_count};
 use strato_aws::telemetry::current_trace;
+use strato_domain::audit::{self, AuditEntry, AuditLog};
 use strato_domain::coordination::{
     ClusterFate, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, end_operation, release_and_wake,
     update_cluster, update_operation, update_operation_from,
@@ -22,13 +23,15 @@ use crate::DispatchError;
 
 /// The dispatcher's dependencies, as ports.
 #[derive(Debug, Clone, Copy)]
-pub struct Dispatcher<'a, S, Q, L, C> {
+pub struct Dispatcher<'a, S, Q, L, C, A> {
     /// Operations, clusters, cluster locks, tenant slots.
     pub store: &'a S,
     /// `jobs.fifo`: wake-ups of waiting operations, and backoff of the record being handled.
     pub jobs: &'a Q,
     pub launcher: &'a L,
     pub clock: &'a C,
+    /// Where each start (or failure to start) of a runner is recorded, as `strato:dispatcher`.
+    pub audit: &'a A,
     /// Deliveries a job gets before the queue moves it to its DLQ: a runner that still cannot start on
     /// the last one fails its operation instead.
     pub max_receives: u32,
@@ -97,12 +100,13 @@ fn refusal_error(op: &Operation, refusal: &str) -> UserError {
     UserError::new(ErrorCategory::InvalidConfiguration, "dispatch", what).with_fix(fix)
 }
 
-impl<S, Q, L, C> Dispatcher<'_, S, Q, L, C>
+impl<S, Q, L, C, A> Dispatcher<'_, S, Q, L, C, A>
 where
     S: Storage,
     Q: JobQueue,
     L: TaskLauncher,
     C: Clock,
+    A: AuditLog,
 {
     /// Processes a batch. Records that must be retried are reported in `batch_item_failures`; on this FIFO
     /// queue a failed record also fails the later records of its message group unprocessed, so one
@@ -180,12 +184,14 @@ where
                         format!("the runner could not be started after {receive_count} attempts: {reason}");
                     let err = UserError::new(ErrorCategory::Transient, "dispatch", what);
                     self.fail(&op, err, true).await?;
+                    self.record(&op, audit::Outcome::Failed, reason).await;
                     return Ok(Outcome::Ack);
                 }
                 Err(LaunchFailure::Fatal(reason)) => {
                     let what = format!("the runner could not be started: {reason}");
                     let err = UserError::new(ErrorCategory::Internal, "dispatch", what);
                     self.fail(&op, err, true).await?;
+                    self.record(&op, audit::Outcome::Failed, reason).await;
                     return Ok(Outcome::Ack);
                 }
             },
@@ -208,7 +214,25 @@ where
         // A cancel flagged from here on is the runner's to notice (it polls within one heartbeat).
         tracing::info!(operation_id = %op.operation_id, %task_arn, fencing_token = token, "runner started");
         vitals::dispatched(&op, self.clock.now());
+        let started = format!("runner task {task_arn} started (fencing token {token})");
+        self.record(&op, audit::Outcome::Succeeded, started).await;
         Ok(Outcome::Ack)
+    }
+
+    /// The audit entry of a dispatch (never fails the dispatch: see `audit::record`).
+    async fn record(&self, op: &Operation, outcome: audit::Outcome, detail: String) {
+        let cluster = (op.kind != OperationKind::Estimate).then(|| op.cluster_id.clone());
+        let entry = AuditEntry::system(
+            "dispatcher",
+            op.tenant_id.clone(),
+            self.clock.now(),
+            "operation.dispatch",
+            outcome,
+        )
+        .on_cluster(cluster)
+        .on_operation(Some(op.operation_id.clone()))
+        .with_detail(detail);
+        audit::record(self.audit, entry).await;
     }
 
     /// The common case in one write ([`Claims::claim`](strato_domain::ports::Claims::claim)): a queued

@@ -24,7 +24,7 @@ pub use decide::{Dispatcher, Outcome, backoff_secs};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
-use strato_aws::ports::{EcsLauncher, SqsJobQueue};
+use strato_aws::ports::{DynamoAuditLog, EcsLauncher, SqsJobQueue};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
 use strato_aws::store::Store;
@@ -61,6 +61,8 @@ pub struct Config {
     pub runner: RunnerSettings,
     /// Signs each run's proof (`STRATO_RUN_PROOF_SECRET`, shared with status only).
     pub run_proofs: RunProofKey,
+    /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365).
+    pub audit_retention_days: u64,
 }
 
 impl Config {
@@ -82,6 +84,7 @@ impl Config {
                 assign_public_ip: env.flag("STRATO_RUNNER_ASSIGN_PUBLIC_IP", false)?,
             },
             run_proofs: env.run_proof_key()?,
+            audit_retention_days: DynamoAuditLog::retention_days(&env)?,
         })
     }
 }
@@ -94,6 +97,7 @@ pub struct Ctx {
     pub sqs: aws_sdk_sqs::Client,
     pub ecs: aws_sdk_ecs::Client,
     pub queues: QueueUrls,
+    pub audit: DynamoAuditLog,
 }
 
 impl Ctx {
@@ -105,6 +109,7 @@ impl Ctx {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
             store: Store::new(aws.dynamodb.clone(), &config.names),
+            audit: DynamoAuditLog::new(aws.dynamodb.clone(), &config.names, config.audit_retention_days),
             sqs: aws.sqs.clone(),
             ecs,
             queues,
@@ -129,6 +134,7 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Disp
         jobs: &jobs,
         launcher: &launcher,
         clock: &SystemClock,
+        audit: &ctx.audit,
         max_receives: resources::queue("jobs").max_receive_count,
     };
     Ok(dispatcher.handle(event).await)

@@ -6,7 +6,7 @@ use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use strato_dispatcher::{DispatchError, Dispatcher, LOCK_LEASE, Outcome};
 use strato_domain::coordination::{TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_domain::error::ErrorCategory;
-use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeLauncher, FakeStore};
+use strato_domain::fakes::{FakeAuditLog, FakeClock, FakeJobQueue, FakeLauncher, FakeStore};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{
@@ -25,6 +25,7 @@ struct World {
     store: FakeStore,
     jobs: FakeJobQueue,
     launcher: FakeLauncher,
+    audit: FakeAuditLog,
     tenant: TenantId,
 }
 
@@ -34,18 +35,20 @@ fn world() -> World {
         store: FakeStore::new(clock.clone()),
         jobs: FakeJobQueue::new(clock.clone()),
         launcher: FakeLauncher::default(),
+        audit: FakeAuditLog::default(),
         clock,
         tenant: "acme".parse().unwrap(),
     }
 }
 
 impl World {
-    fn dispatcher(&self) -> Dispatcher<'_, FakeStore, FakeJobQueue, FakeLauncher, FakeClock> {
+    fn dispatcher(&self) -> Dispatcher<'_, FakeStore, FakeJobQueue, FakeLauncher, FakeClock, FakeAuditLog> {
         Dispatcher {
             store: &self.store,
             jobs: &self.jobs,
             launcher: &self.launcher,
             clock: &self.clock,
+            audit: &self.audit,
             max_receives: MAX_RECEIVES,
         }
     }
@@ -160,6 +163,15 @@ async fn a_claim_takes_lock_and_slot_moves_the_cluster_and_launches_once() {
     assert_eq!(w.dispatch(&op, 2).await, Outcome::Ack);
     assert_eq!(w.launcher.launch_calls(), 1);
     assert_eq!(w.stored(&op).attempt, 1);
+    // One audit entry, for the one start.
+    let entries = w.audit.entries();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].principal, "strato:dispatcher");
+    assert_eq!(entries[0].action, "operation.dispatch");
+    assert_eq!(entries[0].outcome, strato_domain::audit::Outcome::Succeeded);
+    assert_eq!(entries[0].cluster_id.as_ref(), Some(&cluster));
+    assert_eq!(entries[0].operation_id.as_ref(), Some(&op.operation_id));
+    assert_eq!(entries[0].tenant_id, w.tenant);
 }
 
 #[tokio::test]
@@ -335,6 +347,21 @@ async fn a_launch_still_throttled_on_the_last_delivery_fails_the_operation() {
     assert_eq!(w.cluster(&cluster).state(), ClusterState::Failed);
     assert_eq!(w.store.lock_holder(&cluster), None);
     assert!(w.store.slots(&w.tenant).is_empty());
+    let entries = w.audit.entries();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].outcome, strato_domain::audit::Outcome::Failed);
+    assert_eq!(entries[0].detail.as_deref(), Some("RESOURCE:MEMORY"));
+}
+
+#[tokio::test]
+async fn a_failed_audit_write_does_not_stop_the_dispatch() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.op(&cluster, OperationKind::Create);
+    w.audit.fail_appends(true);
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    assert_eq!(w.stored(&op).status, OperationStatus::Dispatched);
+    assert!(w.audit.entries().is_empty());
 }
 
 #[tokio::test]

@@ -53,4 +53,6 @@ pub const AWS_CALLS: &[AwsCall] = &[
     // Whether a runner task still runs.
     call("ecs:DescribeTasks", RunnerCluster),
     call("ecs:ListTasks", RunnerCluster),
+    // The audit log: what this function does on its own (principal `strato:<function>`), appended only.
+    call("dynamodb:PutItem", Table("audit")),
 ];

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use strato_domain::audit::{self, AuditEntry, AuditLog};
 use strato_domain::coordination::{release_and_wake, update_operation};
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
 use strato_domain::ids::ClusterId;
@@ -58,7 +59,7 @@ impl Report {
 
 /// The scheduler's dependencies, as ports, and its settings.
 #[derive(Debug, Clone, Copy)]
-pub struct Scheduler<'a, S, Q, T, E, L> {
+pub struct Scheduler<'a, S, Q, T, E, L, A> {
     /// Operations, clusters, cluster locks, tenant slots.
     pub store: &'a S,
     /// `jobs.fifo`: new drift checks, re-enqueued and woken operations.
@@ -69,6 +70,8 @@ pub struct Scheduler<'a, S, Q, T, E, L> {
     pub events: &'a E,
     /// Terraform's state locks.
     pub state_locks: &'a L,
+    /// What the scheduler does on its own is recorded here, as `strato:scheduler`.
+    pub audit: &'a A,
     /// At most this many clusters are looked at per drift run; the rest are next run's.
     pub drift_batch: i32,
     /// A queued operation untouched for this long was not dispatched (the create/enqueue gap).
@@ -103,14 +106,30 @@ fn sweep_wake(op: &Operation) -> String {
     format!("sweep-{}", op.updated_at.unix_timestamp())
 }
 
-impl<S, Q, T, E, L> Scheduler<'_, S, Q, T, E, L>
+impl<S, Q, T, E, L, A> Scheduler<'_, S, Q, T, E, L, A>
 where
     S: Operations + Clusters + ClusterLocks + TenantSlots + Intake,
     Q: JobQueue,
     T: TaskStatus,
     E: TaskEventSink,
     L: StateLocks,
+    A: AuditLog,
 {
+    /// One audit entry of `strato:scheduler` about `op` (never fails the sweep: see `audit::record`).
+    async fn record(&self, op: &Operation, action: &str, detail: String, now: OffsetDateTime) {
+        let entry = AuditEntry::system(
+            "scheduler",
+            op.tenant_id.clone(),
+            now,
+            action,
+            audit::Outcome::Succeeded,
+        )
+        .on_cluster((op.kind != OperationKind::Estimate).then(|| op.cluster_id.clone()))
+        .on_operation(Some(op.operation_id.clone()))
+        .with_detail(detail);
+        audit::record(self.audit, entry).await;
+    }
+
     /// ACTIVE clusters whose next check is due get one `drift-check` operation each — never a second while
     /// one is pending, none while the cluster is busy (looked at again [`BUSY_RETRY`] later).
     pub async fn drift(&self, now: OffsetDateTime) -> Result<Report, PortError> {
@@ -174,6 +193,8 @@ where
                 .instrument(span.clone())
                 .await?;
             span.in_scope(|| tracing::info!("drift check queued"));
+            self.record(&op, "drift.schedule", "scheduled drift check queued".into(), now)
+                .await;
             report.drift_checks_queued += 1;
         }
         Ok(report)
@@ -189,7 +210,7 @@ where
         vitals::oldest_open_operation(oldest, now);
         report.oldest_open_secs = oldest.map_or(0, |t| (now - t).whole_seconds().max(0) as u64);
         report.tf_locks_released = self.release_orphaned_state_locks(now).await?;
-        report.slots_released = self.release_leaked_slots().await?;
+        report.slots_released = self.release_leaked_slots(now).await?;
         Ok(report)
     }
 
@@ -199,7 +220,7 @@ where
     /// A finished holder is handed off in full (its lock too, with its own token, and the tenant's next
     /// waiter woken); a missing one has only its slot to give back, and the tenant's waiters are woken by
     /// the next hand-off or [`Self::wake_orphaned_waiters`].
-    async fn release_leaked_slots(&self) -> Result<u32, PortError> {
+    async fn release_leaked_slots(&self, now: OffsetDateTime) -> Result<u32, PortError> {
         let store = self.store;
         let mut released = 0;
         for (tenant, holders) in store.all_slot_holders().await? {
@@ -214,6 +235,8 @@ where
                         span.in_scope(|| {
                             tracing::warn!("released a tenant slot its finished operation still held")
                         });
+                        let detail = "released the lock and tenant slot its finished operation still held";
+                        self.record(&op, "lock.release", detail.into(), now).await;
                     }
                     None => {
                         store.release_slot(&tenant, &id).await?;
@@ -237,6 +260,13 @@ where
                 self.jobs
                     .enqueue(&JobMessage::from(&op), &sweep_wake(&op))
                     .await?;
+                self.record(
+                    &op,
+                    "operation.requeue",
+                    "queued but never dispatched; enqueued again".into(),
+                    now,
+                )
+                .await;
                 report.requeued += 1;
             }
         }
@@ -259,6 +289,9 @@ where
                     Some(h) if !h.status.is_terminal() => false,
                     _ => {
                         store.release_lock(&op.cluster_id, &owner, token).await?;
+                        let detail =
+                            format!("released the cluster lock {owner} (finished or gone) still held");
+                        self.record(&op, "lock.release", detail, now).await;
                         true
                     }
                 },
@@ -317,7 +350,9 @@ where
                         None,
                     ),
                 };
-                self.report_stopped(&op, &arn, reason, exit_code, now).await?;
+                self.report_stopped(&op, &arn, reason.clone(), exit_code, now)
+                    .await?;
+                self.record(&op, "operation.report_stopped", reason, now).await;
                 report.stale_runners_reported += 1;
             }
         }
@@ -429,6 +464,7 @@ where
                 true
             })
             .await?;
+            self.record(last, "state_lock.release", note.clone(), now).await;
         }
         Ok(Some(note))
     }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
-use strato_aws::ports::{DynamoStateLocks, EcsTaskStatus, SqsJobQueue, SqsTaskEvents};
+use strato_aws::ports::{DynamoAuditLog, DynamoStateLocks, EcsTaskStatus, SqsJobQueue, SqsTaskEvents};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
@@ -55,6 +55,8 @@ pub struct Config {
     pub queued_grace: Duration,
     /// A runner silent for this long is checked against ECS.
     pub heartbeat_stale: Duration,
+    /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365).
+    pub audit_retention_days: u64,
 }
 
 impl Config {
@@ -72,6 +74,7 @@ impl Config {
             drift_batch: env.positive("STRATO_DRIFT_BATCH", 50)?.min(i32::MAX as u64) as i32,
             queued_grace: secs("STRATO_SWEEP_GRACE_SECS")?,
             heartbeat_stale: secs("STRATO_HEARTBEAT_STALE_SECS")?,
+            audit_retention_days: DynamoAuditLog::retention_days(&env)?,
         })
     }
 }
@@ -84,6 +87,7 @@ pub struct Ctx {
     pub ecs: aws_sdk_ecs::Client,
     pub queues: QueueUrls,
     pub connections: strato_aws::connections::Connections,
+    pub audit: DynamoAuditLog,
 }
 
 impl Ctx {
@@ -96,6 +100,7 @@ impl Ctx {
         Ok(Self {
             store: Store::new(aws.dynamodb.clone(), &config.names),
             ddb: aws.dynamodb.clone(),
+            audit: DynamoAuditLog::new(aws.dynamodb.clone(), &config.names, config.audit_retention_days),
             sqs: aws.sqs.clone(),
             ecs,
             queues,
@@ -146,6 +151,7 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
         tasks: &tasks,
         events: &events,
         state_locks: &state_locks,
+        audit: &ctx.audit,
         drift_batch: ctx.config.drift_batch,
         queued_grace: ctx.config.queued_grace,
         heartbeat_stale: ctx.config.heartbeat_stale,

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use strato_domain::coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_domain::fakes::{
-    FakeClock, FakeJobQueue, FakeLauncher, FakeStateLocks, FakeStore, FakeTaskEvents,
+    FakeAuditLog, FakeClock, FakeJobQueue, FakeLauncher, FakeStateLocks, FakeStore, FakeTaskEvents,
 };
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::ControlEvent;
@@ -27,6 +27,7 @@ struct World {
     tasks: FakeLauncher,
     events: FakeTaskEvents,
     state_locks: FakeStateLocks,
+    audit: FakeAuditLog,
     tenant: TenantId,
 }
 
@@ -38,12 +39,14 @@ fn world() -> World {
         tasks: FakeLauncher::default(),
         events: FakeTaskEvents::default(),
         state_locks: FakeStateLocks::default(),
+        audit: FakeAuditLog::default(),
         clock,
         tenant: "acme".parse().unwrap(),
     }
 }
 
-type FakeScheduler<'a> = Scheduler<'a, FakeStore, FakeJobQueue, FakeLauncher, FakeTaskEvents, FakeStateLocks>;
+type FakeScheduler<'a> =
+    Scheduler<'a, FakeStore, FakeJobQueue, FakeLauncher, FakeTaskEvents, FakeStateLocks, FakeAuditLog>;
 
 impl World {
     fn scheduler(&self) -> FakeScheduler<'_> {
@@ -53,6 +56,7 @@ impl World {
             tasks: &self.tasks,
             events: &self.events,
             state_locks: &self.state_locks,
+            audit: &self.audit,
             drift_batch: 50,
             queued_grace: GRACE,
             heartbeat_stale: STALE,
@@ -207,6 +211,13 @@ async fn a_due_active_cluster_gets_one_drift_check_and_its_next_check_is_claimed
     // An overlapping run at the same time finds nothing due.
     assert_eq!(w.drift().await, Report::default());
     assert_eq!(w.jobs.sent().len(), 1);
+    // On record once, as the scheduler's.
+    let entries = w.audit.entries();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].principal, "strato:scheduler");
+    assert_eq!(entries[0].action, "drift.schedule");
+    assert_eq!(entries[0].cluster_id.as_ref(), Some(&due));
+    assert_eq!(entries[0].operation_id.as_ref(), Some(&checks[0].operation_id));
 }
 
 #[tokio::test]
@@ -367,6 +378,21 @@ async fn a_parked_operation_whose_lock_holder_is_gone_is_woken_with_the_lock_fre
     let sent = w.jobs.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].job.operation_id, waiter.operation_id);
+    // The release is on record, with what was released, under the waiter's cluster.
+    let entries = w.audit.entries();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(
+        (entries[0].principal.as_str(), entries[0].action.as_str()),
+        ("strato:scheduler", "lock.release")
+    );
+    assert_eq!(entries[0].cluster_id.as_ref(), Some(&cluster));
+    assert!(
+        entries[0]
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains(holder.operation_id.as_str())
+    );
     // The next holder's token is larger.
     let next = w.hold_lock(&cluster, &waiter.operation_id).await;
     assert!(next > token);
@@ -580,6 +606,15 @@ async fn terraform_state_locks_of_dead_runners_are_released_once_no_operation_is
     // Idempotent: a second sweep finds nothing to do.
     assert_eq!(w.sweep().await.tf_locks_released, 0);
     assert_eq!(w.stored(&last).notes.len(), 1);
+    let released: Vec<_> = w
+        .audit
+        .entries()
+        .into_iter()
+        .filter(|e| e.action == "state_lock.release")
+        .collect();
+    assert_eq!(released.len(), 1, "{released:?}");
+    assert_eq!(released[0].cluster_id.as_ref(), Some(&idle));
+    assert!(released[0].detail.as_deref().unwrap().contains(&orphan.lock_id));
 }
 
 /// Issue 15, defect 3: slots whose release was lost (a crash between ending an operation and handing off, or

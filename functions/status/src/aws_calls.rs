@@ -45,4 +45,6 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("kms:Decrypt", DataKey),
     // The run-proof key, by reference, read once at cold start (strato_aws::secret_env).
     call("secretsmanager:GetSecretValue", Secret("run-proof-secret")),
+    // The audit log: a drift reconcile it queues (principal `strato:status`), appended only.
+    call("dynamodb:PutItem", Table("audit")),
 ];

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::Env;
-use strato_aws::ports::{S3RunArchive, SqsJobQueue, SqsStatusQueues, SqsWebhooks};
+use strato_aws::ports::{DynamoAuditLog, S3RunArchive, SqsJobQueue, SqsStatusQueues, SqsWebhooks};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
@@ -20,6 +20,8 @@ pub struct Config {
     pub names: Names,
     /// Checks runner events' run proofs (`STRATO_RUN_PROOF_SECRET`, the dispatcher's key).
     pub run_proofs: RunProofKey,
+    /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365).
+    pub audit_retention_days: u64,
 }
 
 impl Config {
@@ -32,6 +34,7 @@ impl Config {
         Ok(Self {
             names: env.names()?,
             run_proofs: env.run_proof_key()?,
+            audit_retention_days: DynamoAuditLog::retention_days(&env)?,
         })
     }
 }
@@ -43,6 +46,7 @@ pub struct Ctx {
     pub sqs: aws_sdk_sqs::Client,
     pub s3: aws_sdk_s3::Client,
     pub queues: QueueUrls,
+    pub audit: DynamoAuditLog,
 }
 
 impl Ctx {
@@ -50,6 +54,7 @@ impl Ctx {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
             store: Store::new(aws.dynamodb.clone(), &config.names),
+            audit: DynamoAuditLog::new(aws.dynamodb.clone(), &config.names, config.audit_retention_days),
             sqs: aws.sqs.clone(),
             s3: aws.s3.clone(),
             queues,
@@ -70,6 +75,7 @@ impl<'a> Ports for AwsPorts<'a> {
     type Archive = S3RunArchive<'a>;
     type Webhooks = SqsWebhooks<'a>;
     type Clock = SystemClock;
+    type Audit = DynamoAuditLog;
 }
 
 /// Processes a batch on the AWS adapters (see [`Status::handle`]).
@@ -101,6 +107,7 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         archive: &archive,
         webhooks: &webhooks,
         clock: &SystemClock,
+        audit: &ctx.audit,
         report_wait: ReportWait::EVENTS,
         run_proofs: &ctx.config.run_proofs,
     };

@@ -34,6 +34,8 @@ pub trait Ports {
     type Archive: RunArchive;
     type Webhooks: Webhooks;
     type Clock: Clock;
+    /// The audit log: a drift reconcile is recorded as `strato:status`.
+    type Audit: strato_domain::audit::AuditLog;
 }
 
 /// How long an exit-0 STOPPED event waits for the runner's final report before concluding it was lost.
@@ -150,6 +152,7 @@ pub struct Status<'a, P: Ports> {
     pub archive: &'a P::Archive,
     pub webhooks: &'a P::Webhooks,
     pub clock: &'a P::Clock,
+    pub audit: &'a P::Audit,
     pub report_wait: ReportWait,
     /// Checks that a runner event comes from its own run ([`strato_domain::run_proof`]).
     pub run_proofs: &'a RunProofKey,

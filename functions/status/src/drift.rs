@@ -1,6 +1,7 @@
 //! Drift results: recorded on the cluster, described to subscribers, and acted on by the cluster's policy
 //! (`reconcile` queues an update, `notify` queues a notification for the tenant's webhook).
 
+use strato_domain::audit::{self, AuditEntry};
 use strato_domain::coordination::{submit, update_operation};
 use strato_domain::ids::OperationId;
 use strato_domain::messages::WebhookMessage;
@@ -84,6 +85,17 @@ pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Res
         return Ok(());
     }
     tracing::info!(cluster_id = %c.cluster_id, operation_id = %op.operation_id, "drift: reconcile update queued");
+    let entry = AuditEntry::system(
+        "status",
+        c.tenant_id.clone(),
+        ctx.clock.now(),
+        "drift.reconcile",
+        audit::Outcome::Succeeded,
+    )
+    .on_cluster(Some(c.cluster_id.clone()))
+    .on_operation(Some(op.operation_id.clone()))
+    .with_detail("drift found; an update applying the cluster's spec again was queued");
+    audit::record(ctx.audit, entry).await;
     Ok(())
 }
 

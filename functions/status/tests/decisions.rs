@@ -9,7 +9,8 @@ use strato_domain::coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange, TaskStateChangeEvent};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::fakes::{
-    FakeClock, FakeJobQueue, FakeRunArchive, FakeStatusQueues, FakeStore, FakeTemplates, FakeWebhooks,
+    FakeAuditLog, FakeClock, FakeJobQueue, FakeRunArchive, FakeStatusQueues, FakeStore, FakeTemplates,
+    FakeWebhooks,
 };
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::{ControlEvent, RunnerEvent};
@@ -36,6 +37,7 @@ impl Ports for FakePorts {
     type Archive = FakeRunArchive;
     type Webhooks = FakeWebhooks;
     type Clock = FakeClock;
+    type Audit = FakeAuditLog;
 }
 
 struct World {
@@ -46,6 +48,7 @@ struct World {
     queues: FakeStatusQueues,
     archive: FakeRunArchive,
     webhooks: FakeWebhooks,
+    audit: FakeAuditLog,
     tenant: TenantId,
     proofs: RunProofKey,
     /// Records delivered so far (message ids stay unique).
@@ -69,6 +72,7 @@ fn world() -> World {
         queues: FakeStatusQueues::default(),
         archive: FakeRunArchive::default(),
         webhooks: FakeWebhooks::default(),
+        audit: FakeAuditLog::default(),
         clock,
         tenant: "acme".parse().unwrap(),
         proofs: proofs(),
@@ -86,6 +90,7 @@ impl World {
             archive: &self.archive,
             webhooks: &self.webhooks,
             clock: &self.clock,
+            audit: &self.audit,
             report_wait: ReportWait::EVENTS,
             run_proofs: &self.proofs,
         }
@@ -528,6 +533,13 @@ async fn drift_under_reconcile_submits_one_update_within_the_quota() {
         vec![updates[0].operation_id.clone()],
         "recorded, then queued"
     );
+    let entries = w.audit.entries();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(
+        (entries[0].principal.as_str(), entries[0].action.as_str()),
+        ("strato:status", "drift.reconcile")
+    );
+    assert_eq!(entries[0].operation_id.as_ref(), Some(&updates[0].operation_id));
 
     // A tenant at its open-operation quota gets no reconcile: nothing recorded, nothing queued.
     let w = world();
@@ -548,6 +560,7 @@ async fn drift_under_reconcile_submits_one_update_within_the_quota() {
             .all(|o| o.kind != OperationKind::Update)
     );
     assert!(w.woken().is_empty());
+    assert!(w.audit.entries().is_empty(), "nothing queued, nothing on record");
 }
 
 #[tokio::test]
@@ -950,6 +963,7 @@ impl Ports for GatedPorts {
     type Archive = Gate;
     type Webhooks = FakeWebhooks;
     type Clock = FakeClock;
+    type Audit = FakeAuditLog;
 }
 
 #[tokio::test]
@@ -977,6 +991,7 @@ async fn a_final_report_hands_its_slot_on_while_another_operations_record_of_the
         archive: &gate,
         webhooks: &w.webhooks,
         clock: &w.clock,
+        audit: &w.audit,
         report_wait: ReportWait::EVENTS,
         run_proofs: &w.proofs,
     };

@@ -41,6 +41,17 @@ locals {
     templates = { hash_key = "name", range_key = "version", indexes = {}, ttl = null }
     # Tenant quotas, counters and budgets.
     tenants = { hash_key = "tenant_id", range_key = null, indexes = {}, ttl = null }
+    # The audit log, append-only: functions may PutItem (and the api Query), nothing may update or delete
+    # (infra/modules/functions/iam.tf). entry_id = time#uuid; the indexes serve ?cluster= and ?actor=.
+    audit = {
+      hash_key  = "tenant_id"
+      range_key = "entry_id"
+      indexes = {
+        by_cluster = { hash_key = "cluster_key", range_key = "entry_id" }
+        by_actor   = { hash_key = "actor_key", range_key = "entry_id" }
+      }
+      ttl = "expires_at"
+    }
   }
 
   # Every key attribute of a table and its indexes (DynamoDB refuses definitions of anything else).

@@ -43,6 +43,21 @@ locals {
     },
   ]
 
+  # The audit log is append-only: a conditional PutItem of new entries, never UpdateItem or DeleteItem
+  # (retention is the table's TTL). Only the api reads it (GET /v1/audit).
+  audit_append = {
+    Sid      = "AuditAppend"
+    Effect   = "Allow"
+    Action   = ["dynamodb:PutItem"]
+    Resource = var.tables["audit"].arn
+  }
+  audit_read = {
+    Sid      = "AuditRead"
+    Effect   = "Allow"
+    Action   = ["dynamodb:Query"]
+    Resource = local.table_resources["audit"]
+  }
+
   manage_connections = {
     Sid      = "PostToConnections"
     Effect   = "Allow"
@@ -80,6 +95,8 @@ locals {
 
   function_statements = {
     api = concat(local.store, [
+      local.audit_append,
+      local.audit_read,
       {
         # Seals sensitive variables and issues tenants' external ids (GenerateDataKey), opens the external id
         # it shows (Decrypt); state restores copy SSE-KMS objects (both).
@@ -133,6 +150,7 @@ locals {
     ])
 
     dispatcher = concat(local.store, [
+      local.audit_append,
       local.resolve_queues,
       {
         Sid      = "ConsumeJobs"
@@ -179,6 +197,7 @@ locals {
     ])
 
     status = concat(local.store, [
+      local.audit_append,
       local.resolve_queues,
       {
         Sid      = "ConsumeEvents"
@@ -258,6 +277,7 @@ locals {
     ]
 
     scheduler = concat(local.store, [
+      local.audit_append,
       local.resolve_queues,
       {
         Sid      = "SendJobsAndEvents"

@@ -30,8 +30,11 @@ locals {
     STRATO_JWT_ISSUER   = var.ws_ticket_issuer
     STRATO_JWT_AUDIENCE = var.ws_ticket_audience
   } : {}
+  # The functions that append to the audit log set its entries' expiry (DynamoDB TTL).
+  audit_env = { STRATO_AUDIT_RETENTION_DAYS = tostring(var.audit_retention_days) }
   function_env = {
     api = merge(
+      local.audit_env,
       {
         STRATO_TENANT_CLAIM = var.tenant_claim
         # WebSocket tickets (POST /v1/ws-tickets) are signed with what the ws function checks.
@@ -43,7 +46,7 @@ locals {
       # Unset when off: templates with a cluster agent are then refused with a clear error.
       local.agent_enabled ? { STRATO_AGENT_TOKEN_SECRET_ARN = var.secrets.agent_token_arn } : {},
     )
-    dispatcher = {
+    dispatcher = merge(local.audit_env, {
       STRATO_RUNNER_CLUSTER          = var.runner.cluster_arn
       STRATO_RUNNER_TASK_DEFINITION  = var.runner.task_definition_arn
       STRATO_RUNNER_CONTAINER        = var.runner.container
@@ -52,10 +55,10 @@ locals {
       STRATO_RUNNER_ASSIGN_PUBLIC_IP = var.runner.assign_public_ip ? "true" : "false"
       # Each runner is started with a proof of its run made with this key; status checks it on every event.
       STRATO_RUN_PROOF_SECRET_ARN = var.secrets.run_proof_arn
-    }
-    status = {
+    })
+    status = merge(local.audit_env, {
       STRATO_RUN_PROOF_SECRET_ARN = var.secrets.run_proof_arn
-    }
+    })
     ws = merge(
       {
         STRATO_JWT_SECRET_ARN         = var.secrets.ws_jwt_arn
@@ -67,12 +70,12 @@ locals {
     "log-fanout" = {
       STRATO_WS_MANAGEMENT_ENDPOINT = var.ws.management_endpoint
     }
-    scheduler = {
+    scheduler = merge(local.audit_env, {
       STRATO_RUNNER_CLUSTER       = var.runner.cluster_arn
       STRATO_DRIFT_BATCH          = tostring(var.drift_batch)
       STRATO_SWEEP_GRACE_SECS     = tostring(var.sweep_grace_secs)
       STRATO_HEARTBEAT_STALE_SECS = tostring(var.heartbeat_stale_secs)
-    }
+    })
     webhooks = {}
   }
 }

@@ -123,3 +123,9 @@ variable "heartbeat_stale_secs" {
   type        = number
   default     = 120
 }
+
+variable "audit_retention_days" {
+  description = "Days an audit log entry is kept before DynamoDB's TTL removes it (STRATO_AUDIT_RETENTION_DAYS)."
+  type        = number
+  default     = 365
+}

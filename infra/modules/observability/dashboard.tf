@@ -48,6 +48,7 @@ locals {
       [local.namespace, "LogLinesShipped", { stat = "Sum" }],
       [local.namespace, "LogLinesSkipped", { stat = "Sum" }],
     ]],
+    ["Audit entries not recorded", [[local.namespace, "AuditWriteFailures", { stat = "Sum" }]]],
     ["Log fan-out latency (ms)", [
       [local.namespace, "LogFanoutLatency", { stat = "Average" }],
       [local.namespace, "LogFanoutLatency", { stat = "p90" }],

@@ -175,6 +175,26 @@ pub const TABLES: &[TableDef] = &[
         indexes: &[],
         ttl: None,
     },
+    // The audit log, append-only (IAM grants PutItem and Query only). `entry_id` = time#uuid sorts by time;
+    // the indexes' keys are `tenant#cluster` and `tenant#principal`, so each filter is a Query of one tenant.
+    TableDef {
+        logical: "audit",
+        pk: "tenant_id",
+        sk: Some("entry_id"),
+        indexes: &[
+            IndexDef {
+                name: "by_cluster",
+                pk: "cluster_key",
+                sk: Some("entry_id"),
+            },
+            IndexDef {
+                name: "by_actor",
+                pk: "actor_key",
+                sk: Some("entry_id"),
+            },
+        ],
+        ttl: Some("expires_at"),
+    },
 ];
 
 pub const QUEUES: &[QueueDef] = &[

@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod artifacts;
+pub mod audit;
 pub mod bundle;
 pub mod catalog;
 pub mod catalog_check;

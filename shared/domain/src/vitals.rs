@@ -34,6 +34,8 @@ pub const LOG_LINES_SKIPPED: &str = "LogLinesSkipped";
 pub const LOG_FANOUT_LATENCY: &str = "LogFanoutLatency";
 pub const WEBHOOK_DELIVERIES: &str = "WebhookDeliveries";
 pub const DRIFT_FOUND: &str = "DriftFound";
+/// Audit entries that could not be written (the action itself went on; see `audit::record`).
+pub const AUDIT_WRITE_FAILURES: &str = "AuditWriteFailures";
 pub const OPERATIONS_ACTIVE: &str = "OperationsActive";
 /// Seconds since the oldest open (queued, parked, dispatched or running) operation was requested; 0 when
 /// none is open. The stuck-operation alarm reads it.
@@ -57,7 +59,7 @@ const TIMINGS: [&str; 11] = [
     RUNNER_OVERHEAD_CPU,
     ENGINE_CPU,
 ];
-const COUNTS: [&str; 10] = [
+const COUNTS: [&str; 11] = [
     OPERATIONS_ENDED,
     OPERATION_OUTCOMES,
     OPERATION_FAILURES,
@@ -68,6 +70,7 @@ const COUNTS: [&str; 10] = [
     LOG_LINES_SKIPPED,
     WEBHOOK_DELIVERIES,
     DRIFT_FOUND,
+    AUDIT_WRITE_FAILURES,
 ];
 
 /// Every metric name the code emits (what infra/'s dashboard may chart, and must).

@@ -130,6 +130,7 @@ impl World {
                 assign_public_ip: false,
             },
             run_proofs: run_proofs(),
+            audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
         };
         let dispatcher = Ctx::new(config.clone(), &env.aws, ecs.clone()).await.unwrap();
         let queues = dispatcher.queues.clone();

@@ -115,6 +115,35 @@ pub fn check_permissions(state: &State, names: &Names, fns: &BTreeMap<String, Fu
         !allows(&policies["webhooks"], "dynamodb:PutItem", &w.table("tenants")),
         "the webhooks function only reads tenants"
     );
+    // The audit log is append-only: no function may change or remove an entry; the functions that record
+    // actions only put, and only the api reads (GET /v1/audit).
+    let audit = w.table("audit");
+    for (function, policy) in &policies {
+        for action in [
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:BatchWriteItem",
+            "dynamodb:PartiQLUpdate",
+            "dynamodb:PartiQLDelete",
+            "dynamodb:DeleteTable",
+        ] {
+            assert!(
+                !allows(policy, action, &audit),
+                "{function} may not {action} on the audit log"
+            );
+        }
+        let appends = ["api", "dispatcher", "scheduler", "status"].contains(&function.as_str());
+        assert_eq!(
+            allows(policy, "dynamodb:PutItem", &audit),
+            appends,
+            "{function} PutItem on the audit log"
+        );
+        assert_eq!(
+            allows(policy, "dynamodb:Query", &audit),
+            function == "api",
+            "{function} Query of the audit log"
+        );
+    }
     // Terraform's lock table: the runner's engine locks states; of the functions only the api writes there,
     // and only the state digests a restore puts back (`<state bucket>/tenants/*-md5`), nothing else.
     let state_bucket = names.bucket("state");

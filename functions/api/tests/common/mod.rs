@@ -185,6 +185,19 @@ impl Req {
         self
     }
 
+    /// The token's `sub` claim (the principal the audit log records).
+    pub fn sub(mut self, sub: &str) -> Self {
+        let jwt = self
+            .0
+            .request_context
+            .authorizer
+            .as_mut()
+            .and_then(|a| a.jwt.as_mut())
+            .expect("event has JWT claims");
+        jwt.claims.insert("sub".into(), sub.into());
+        self
+    }
+
     pub fn without_claims(mut self) -> Self {
         self.0.request_context.authorizer = None;
         self

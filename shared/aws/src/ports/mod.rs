@@ -7,6 +7,7 @@
 //! notifications; [`S3StateArchive`] lists and restores the versions of
 //! clusters' states. Adapters borrow their clients and settings, so a handler builds them per call for free.
 
+mod audit;
 mod ecs;
 mod keys;
 mod state;
@@ -14,6 +15,7 @@ mod status;
 mod sweep;
 mod webhooks;
 
+pub use audit::{DEFAULT_RETENTION_DAYS as AUDIT_RETENTION_DAYS, DynamoAuditLog};
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
 pub use keys::KmsKeys;
 pub use state::{S3StateArchive, state_prefix};

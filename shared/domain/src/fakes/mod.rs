@@ -3,6 +3,7 @@
 //! judged against the time given, fencing tokens that only grow, bounded slot sets, FIFO deduplication,
 //! RunTask's client token — and let a test look at what was sent and launched, and script failures.
 
+mod audit;
 mod claim;
 mod intake;
 mod scheduler;
@@ -10,6 +11,7 @@ mod state;
 mod status;
 
 pub use crate::sealed::FakeKeys;
+pub use audit::FakeAuditLog;
 pub use intake::FakeTemplates;
 pub use scheduler::{FakeStateLocks, FakeTaskEvents};
 pub use state::FakeStateArchive;
