@@ -19,7 +19,7 @@ use strato_domain::model::{
 };
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
 use strato_domain::run_proof::{PROOF_FIELD, RunProofKey, proven_body};
-use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, Webhook};
+use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, Envelope, EventType, Webhook, event_id};
 use strato_status::{
     FINAL_REPORT_GRACE_RECEIVES, LOST_REPORT, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status,
 };
@@ -569,9 +569,12 @@ async fn drift_under_notify_queues_the_webhook_notification_with_a_stable_delive
     assert_eq!(queued.len(), 1);
     assert_eq!(queued[0].event, DRIFT_DETECTED);
     assert_eq!(queued[0].tenant_id, w.tenant);
-    assert_eq!(queued[0].operation_id, run.op);
-    assert_eq!(queued[0].delivery_id, run.op.as_str(), "a stable delivery id");
-    let event: DriftEvent = serde_json::from_value(queued[0].payload.clone()).unwrap();
+    assert_eq!(queued[0].operation_id.as_ref(), Some(&run.op));
+    let id = event_id(EventType::DriftDetected, run.op.as_str());
+    assert_eq!(queued[0].delivery_id, id, "a stable delivery id");
+    let envelope: Envelope = serde_json::from_value(queued[0].payload.clone()).unwrap();
+    assert_eq!(envelope.kind, DRIFT_DETECTED);
+    let event: DriftEvent = serde_json::from_value(envelope.data).unwrap();
     assert_eq!(event.changed_resources[0].address, "aws_security_group.nodes");
     let op = w.op(&run.op);
     assert_eq!(op.status, OperationStatus::Succeeded);
@@ -617,7 +620,10 @@ async fn a_drift_notification_that_could_not_be_queued_is_queued_by_the_redelive
     assert!(w.deliver_one(drift_found(&w, &run), 2).await);
     let queued = w.webhooks.queued();
     assert_eq!(queued.len(), 1, "queued at least once");
-    assert_eq!(queued[0].delivery_id, run.op.as_str());
+    assert_eq!(
+        queued[0].delivery_id,
+        event_id(EventType::DriftDetected, run.op.as_str())
+    );
 }
 
 /// Only the final report's redelivery re-queues a notification: the task's STOPPED event, which in devstack

@@ -128,6 +128,14 @@ pub trait Clusters: Send + Sync {
         now: OffsetDateTime,
         limit: i32,
     ) -> impl Future<Output = Result<Vec<Cluster>, PortError>> + Send;
+
+    /// Clusters with an expiry at or before `before`, soonest first, at most `limit` (the sparse
+    /// `by_expiry` index: clusters without an expiry or being deleted are not in it).
+    fn clusters_expiring_before(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> impl Future<Output = Result<Vec<Cluster>, PortError>> + Send;
 }
 
 /// Why new work could not be recorded: a rule the tenant can act on, not a fault.

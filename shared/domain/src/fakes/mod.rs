@@ -337,8 +337,31 @@ impl Clusters for FakeStore {
         }
         cluster.version += 1;
         cluster.updated_at = self.clock.now();
+        // As the store keeps the sparse expiry index's key.
+        cluster.expiry_bucket = crate::expiry::index_bucket(cluster);
         s.clusters.insert(key, cluster.clone());
         Ok(())
+    }
+
+    async fn clusters_expiring_before(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, PortError> {
+        let s = lock(&self.state);
+        // As the sparse index holds them: those with the bucket set, by expiry time.
+        let mut due: Vec<(OffsetDateTime, Cluster)> = s
+            .clusters
+            .values()
+            .filter(|c| c.expiry_bucket.is_some())
+            .filter_map(|c| c.expires_at.filter(|at| *at <= before).map(|at| (at, c.clone())))
+            .collect();
+        due.sort_by_key(|(at, _)| *at);
+        Ok(due
+            .into_iter()
+            .take(limit.max(0) as usize)
+            .map(|(_, c)| c)
+            .collect())
     }
 
     async fn clusters_due_for_drift(
