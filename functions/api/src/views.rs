@@ -187,6 +187,9 @@ pub(crate) struct ClusterView {
     pub last_error: Option<strato_domain::UserError>,
     /// Optimistic-concurrency version.
     pub version: u64,
+    /// When the scheduler deletes the cluster on its own; null: never. Extend or clear it with a PATCH.
+    #[schema(value_type = Option<schema::Timestamp>)]
+    pub expires_at: Option<String>,
     #[schema(value_type = schema::Timestamp)]
     pub created_at: String,
     #[schema(value_type = schema::Timestamp)]
@@ -213,6 +216,7 @@ pub(crate) fn cluster(c: &Cluster, sensitive: Option<&BTreeSet<String>>) -> Clus
         },
         last_error: c.last_error.clone(),
         version: c.version,
+        expires_at: c.expires_at.map(ts::format),
         created_at: ts::format(c.created_at),
         updated_at: ts::format(c.updated_at),
     }

@@ -178,6 +178,14 @@ pub trait Intake: Send + Sync {
     ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
 }
 
+/// Per-tenant cluster lifetime limit ([`crate::expiry`]).
+pub trait TenantLifetimes: Send + Sync {
+    /// The tenant's own maximum lifetime of a cluster, in hours (tenant item attribute `max_ttl_hours`);
+    /// `None` when it has none (the platform default, if any, applies).
+    fn max_ttl_hours(&self, tenant: &TenantId)
+    -> impl Future<Output = Result<Option<u64>, PortError>> + Send;
+}
+
 /// The published templates (immutable once published).
 pub trait Templates: Send + Sync {
     /// The template version; `None` when it is not published.

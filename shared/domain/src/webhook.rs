@@ -27,7 +27,7 @@ mod events;
 mod signature;
 use crate::model::{DriftPolicy, ResourceChange};
 pub use egress::{ALLOW_HTTP_ENV, ALLOW_LOOPBACK_ENV, ALLOWED, Egress, forbidden_kind};
-pub use events::{Envelope, EventType, event_id, parse_event_list};
+pub use events::{ClusterStateEvent, Envelope, EventType, OperationEvent, event_id, parse_event_list};
 pub use signature::{SignatureError, sign, verify};
 
 /// The Standard Webhooks headers.

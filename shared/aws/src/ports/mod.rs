@@ -67,6 +67,12 @@ impl Operations for Store {
     }
 }
 
+impl strato_domain::ports::TenantLifetimes for Store {
+    async fn max_ttl_hours(&self, tenant: &TenantId) -> Result<Option<u64>, PortError> {
+        Ok(self.tenant_max_ttl_hours(tenant).await?)
+    }
+}
+
 impl Clusters for Store {
     async fn load_cluster(&self, tenant: &TenantId, id: &ClusterId) -> Result<Option<Cluster>, PortError> {
         Ok(self.get_cluster(tenant, id).await?)

@@ -86,6 +86,8 @@ struct StoreState {
     limits: HashMap<TenantId, u32>,
     /// `(max clusters, max open operations)` of tenants given their own.
     quotas: HashMap<TenantId, (u32, u32)>,
+    /// Tenants' own maximum cluster lifetimes (hours).
+    max_ttl: HashMap<TenantId, u64>,
     /// Saves still to lose as if another writer got there first.
     injected_conflicts: usize,
     /// The operations as the cluster index last showed them, while the index lags ([`FakeStore::lag_index`]).
@@ -169,6 +171,11 @@ impl FakeStore {
         lock(&self.state)
             .quotas
             .insert(tenant.clone(), (max_clusters, max_open_operations));
+    }
+
+    /// The tenant's maximum cluster lifetime (`max_ttl_hours`).
+    pub fn set_max_ttl_hours(&self, tenant: &TenantId, hours: u64) {
+        lock(&self.state).max_ttl.insert(tenant.clone(), hours);
     }
 
     /// Every cluster stored, of every tenant.
@@ -314,6 +321,12 @@ impl Operations for FakeStore {
         }
         s.operations.insert(op.operation_id.clone(), op.clone());
         Ok(Ok(()))
+    }
+}
+
+impl crate::ports::TenantLifetimes for FakeStore {
+    async fn max_ttl_hours(&self, tenant: &TenantId) -> Result<Option<u64>, PortError> {
+        Ok(lock(&self.state).max_ttl.get(tenant).copied())
     }
 }
 

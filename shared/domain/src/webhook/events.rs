@@ -108,6 +108,48 @@ pub fn event_id(kind: EventType, subject: &str) -> String {
     format!("evt_{}", hex::encode(&h[..16]))
 }
 
+/// The `data` of `operation.started`, `operation.succeeded` and `operation.failed` (a cancelled
+/// operation is `operation.failed` with status `cancelled`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationEvent {
+    pub tenant_id: crate::ids::TenantId,
+    pub cluster_id: crate::ids::ClusterId,
+    pub operation_id: crate::ids::OperationId,
+    pub kind: crate::model::OperationKind,
+    pub status: crate::model::OperationStatus,
+    /// Who asked for it (`strato:scheduler` for an expiry delete or a drift check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+    /// Why it failed, as the operation says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl OperationEvent {
+    pub fn of(op: &crate::model::Operation) -> Self {
+        Self {
+            tenant_id: op.tenant_id.clone(),
+            cluster_id: op.cluster_id.clone(),
+            operation_id: op.operation_id.clone(),
+            kind: op.kind,
+            status: op.status,
+            requested_by: op.requested_by.clone(),
+            error: op.error.as_ref().map(|e| e.to_string()),
+        }
+    }
+}
+
+/// The `data` of `cluster.state_changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterStateEvent {
+    pub tenant_id: crate::ids::TenantId,
+    pub cluster_id: crate::ids::ClusterId,
+    pub cluster_name: String,
+    pub state: crate::model::ClusterState,
+    /// The operation whose end moved it.
+    pub operation_id: crate::ids::OperationId,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
