@@ -71,7 +71,7 @@ pub enum Command {
     /// Versions of a cluster's Terraform state, and restoring one.
     #[command(subcommand, name = "state-versions")]
     StateVersions(StateVersions),
-    /// Your tenant's drift webhook.
+    /// Your tenant's webhook for lifecycle events.
     #[command(subcommand)]
     Webhook(Webhook),
     /// The external id and trust policy a target account's role needs.
@@ -180,15 +180,19 @@ pub enum Clusters {
         #[arg(long)]
         drift_interval_hours: Option<u64>,
         #[command(flatten)]
+        expiry: ExpiryArgs,
+        #[command(flatten)]
         wait: WaitArgs,
     },
-    /// Change variables or move to another template version.
+    /// Change variables, move to another template version, or change the cluster's expiry.
     Update {
         id: String,
         #[command(flatten)]
         vars: VarArgs,
         #[arg(long)]
         template_version: Option<String>,
+        #[command(flatten)]
+        expiry: ExpiryArgs,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -274,13 +278,48 @@ pub enum StateVersions {
     },
 }
 
+/// When the scheduler deletes the cluster on its own.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExpiryArgs {
+    /// An RFC 3339 time (e.g. 2026-12-01T18:00:00Z); on update, `never` clears it.
+    #[arg(long, conflicts_with = "ttl_hours")]
+    pub expires_at: Option<String>,
+    /// Hours from now.
+    #[arg(long)]
+    pub ttl_hours: Option<u64>,
+}
+
+impl ExpiryArgs {
+    /// The request members these flags ask for (`never` is `"expires_at": null`).
+    pub fn members(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let mut out = Vec::new();
+        if let Some(at) = &self.expires_at {
+            let v = if at.eq_ignore_ascii_case("never") {
+                serde_json::Value::Null
+            } else {
+                serde_json::Value::String(at.clone())
+            };
+            out.push(("expires_at", v));
+        }
+        if let Some(h) = self.ttl_hours {
+            out.push(("ttl_hours", serde_json::json!(h)));
+        }
+        out
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Webhook {
     /// Set the webhook: an https URL; the signing secret from --secret-file or stdin (never a flag).
+    /// Signed as Standard Webhooks: a plain secret's key is its bytes (`whsec_` + base64 of it for a library).
     Set {
         url: String,
         #[arg(long)]
         secret_file: Option<String>,
+        /// Only these event types, comma-separated (default: all), e.g.
+        /// operation.failed,cluster.expiring.
+        #[arg(long, value_delimiter = ',')]
+        events: Vec<String>,
     },
     Get,
     Delete,

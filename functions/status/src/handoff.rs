@@ -114,10 +114,11 @@ async fn after_end<P: Ports>(
     }
     announce(ctx, done, cluster, None, message).await;
     end_stream(ctx, done).await;
-    crate::lifecycle::ended(ctx, done, cluster).await;
     if let Some(c) = notify {
         drift::notify_webhook(ctx, done, c).await?;
     }
+    // Lifecycle events last: their send failing does not fail the record (see `lifecycle`).
+    crate::lifecycle::ended(ctx, done, cluster).await;
     Ok(())
 }
 
