@@ -19,6 +19,9 @@ pub const DEFAULT_EXPIRY_NOTICE_HOURS: u64 = 24;
 /// being deleted.
 pub const EXPIRY_BUCKET: &str = "expiring";
 
+/// The largest `ttl_hours` taken: a hundred years.
+pub const MAX_TTL_HOURS: u64 = 24 * 365 * 100;
+
 /// What a request asks of a cluster's expiry, as read from its body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExpiryRequest {
@@ -60,7 +63,9 @@ pub fn resolve(
     max_ttl_hours: Option<u64>,
     creating: bool,
 ) -> Result<ExpiryChange, ExpiryError> {
-    let max = max_ttl_hours.map(|h| now + Duration::hours(h.min(i64::MAX as u64 / 3600) as i64));
+    // Hours far beyond any real lifetime would overflow the date: capped (a limit that large is none).
+    let hours = |h: u64| now.checked_add(Duration::hours(h.min(MAX_TTL_HOURS) as i64));
+    let max = max_ttl_hours.and_then(hours);
     let beyond = |field, at: OffsetDateTime| match (max, max_ttl_hours) {
         (Some(m), Some(h)) if at > m => Err(err(
             field,
@@ -74,8 +79,12 @@ pub fn resolve(
     match (req.expires_at, req.ttl_hours) {
         (Some(_), Some(_)) => Err(err("ttl_hours", "give expires_at or ttl_hours, not both")),
         (None, Some(0)) => Err(err("ttl_hours", "must be at least 1")),
+        (None, Some(h)) if h > MAX_TTL_HOURS => Err(err(
+            "ttl_hours",
+            format!("must be at most {MAX_TTL_HOURS} (a hundred years)"),
+        )),
         (None, Some(h)) => {
-            let at = now + Duration::hours(h.min(i64::MAX as u64 / 3600) as i64);
+            let at = hours(h).ok_or_else(|| err("ttl_hours", "is too far in the future"))?;
             beyond("ttl_hours", at)?;
             Ok(ExpiryChange::Set(at))
         }

@@ -56,6 +56,16 @@ fn a_request_sets_extends_or_clears_expiry_within_the_tenant_maximum() {
     );
     assert_eq!(field(req(None, Some(0)), None, true), "ttl_hours");
     assert_eq!(
+        field(req(None, Some(u64::MAX)), None, true),
+        "ttl_hours",
+        "no overflow"
+    );
+    assert_eq!(
+        resolve(req(None, Some(5)), n, Some(u64::MAX), true),
+        Ok(ExpiryChange::Set(n + Duration::hours(5))),
+        "a huge maximum is as good as none"
+    );
+    assert_eq!(
         field(req(Some(Some(n - Duration::seconds(1))), None), None, true),
         "expires_at"
     );
