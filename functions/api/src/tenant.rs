@@ -95,8 +95,11 @@ pub(crate) async fn put_webhook(
                 if matches!(e, WebhookError::Url(_) | WebhookError::Forbidden(_)) {
                     errors.push(ApiError::field("url", e.to_string(), ALLOWED));
                 }
-                // A whsec_ secret that does not decode to enough bytes.
-                if e == WebhookError::ShortSecret && secret.is_some() {
+                // A whsec_ secret long enough in characters whose key does not decode to enough bytes.
+                let counted = secret
+                    .as_ref()
+                    .is_some_and(|s| s.chars().count() >= MIN_SECRET_LEN);
+                if e == WebhookError::ShortSecret && counted {
                     errors.push(ApiError::field("secret", e.to_string(), &secret_rule));
                 }
                 None

@@ -99,7 +99,7 @@ async fn create_takes_expires_at_or_ttl_hours_and_names_what_is_wrong() {
     );
     let at = ts::format(now + Duration::hours(5));
     let s = api
-        .create(&caller(), create_body("at", json!({"expires_at": at})))
+        .create(&caller(), create_body("at-five", json!({"expires_at": at})))
         .await
         .unwrap();
     assert_eq!(s.cluster.expires_at.map(ts::format), Some(at.clone()));
@@ -109,7 +109,8 @@ async fn create_takes_expires_at_or_ttl_hours_and_names_what_is_wrong() {
         .unwrap();
     assert_eq!(s.cluster.expires_at, None, "no maximum: no expiry");
 
-    let bad = |extra| api.create(&caller(), create_body("bad", extra));
+    let who = caller();
+    let bad = |extra| api.create(&who, create_body("bad", extra));
     assert_eq!(
         fields(bad(json!({"ttl_hours": 2, "expires_at": at})).await.unwrap_err()),
         ["ttl_hours"]
