@@ -441,7 +441,10 @@ async fn a_slow_receiver_no_longer_holds_up_the_status_batch() {
     assert_eq!(queued.records.len(), 1, "the delivery is queued");
     let msg: strato_domain::messages::WebhookMessage =
         serde_json::from_str(queued.records[0].body.as_deref().unwrap()).unwrap();
-    assert_eq!(msg.delivery_id, check.as_str());
+    assert_eq!(
+        msg.delivery_id,
+        webhook::event_id(webhook::EventType::DriftDetected, check.as_str())
+    );
     assert_eq!(msg.event, webhook::DRIFT_DETECTED);
 
     // The webhooks function gives the receiver one attempt of 2 s, then hands the record back.
