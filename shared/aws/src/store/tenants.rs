@@ -156,7 +156,7 @@ impl Store {
         };
         // The subscription: comma-separated event types; absent (or one no longer known): every event.
         let events = text(&item, "webhook_events")
-            .and_then(|list| strato_domain::webhook::parse_event_list(&list).ok());
+            .and_then(|list| strato_domain::webhook::parse_event_list(list).ok());
         match Webhook::new(url.clone(), secret.clone()) {
             Ok(w) => Ok(Some(w.with_events(events))),
             Err(e) => {
