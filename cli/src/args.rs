@@ -332,4 +332,45 @@ mod tests {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
     }
+
+    #[test]
+    fn expiry_flags_become_request_members() {
+        use clap::Parser;
+        use serde_json::json;
+        let never = super::ExpiryArgs {
+            expires_at: Some("never".into()),
+            ttl_hours: None,
+        };
+        assert_eq!(never.members(), vec![("expires_at", serde_json::Value::Null)]);
+        let ttl = super::ExpiryArgs {
+            expires_at: None,
+            ttl_hours: Some(4),
+        };
+        assert_eq!(ttl.members(), vec![("ttl_hours", json!(4))]);
+        let both = [
+            "strato",
+            "clusters",
+            "update",
+            "cl-1",
+            "--expires-at",
+            "2026-12-01T00:00:00Z",
+            "--ttl-hours",
+            "2",
+        ];
+        assert!(super::Cli::try_parse_from(both).is_err(), "one or the other");
+        let events = [
+            "strato",
+            "webhook",
+            "set",
+            "https://h.example.com",
+            "--events",
+            "operation.failed,cluster.expiring",
+        ];
+        match super::Cli::try_parse_from(events).unwrap().command {
+            super::Command::Webhook(super::Webhook::Set { events, .. }) => {
+                assert_eq!(events, ["operation.failed", "cluster.expiring"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
