@@ -71,7 +71,7 @@ pub enum Command {
     /// Versions of a cluster's Terraform state, and restoring one.
     #[command(subcommand, name = "state-versions")]
     StateVersions(StateVersions),
-    /// Your tenant's drift webhook.
+    /// Your tenant's webhook for lifecycle events.
     #[command(subcommand)]
     Webhook(Webhook),
     /// The external id and trust policy a target account's role needs.
@@ -182,15 +182,19 @@ pub enum Clusters {
         #[arg(long)]
         drift_interval_hours: Option<u64>,
         #[command(flatten)]
+        expiry: ExpiryArgs,
+        #[command(flatten)]
         wait: WaitArgs,
     },
-    /// Change variables or move to another template version.
+    /// Change variables, move to another template version, or change the cluster's expiry.
     Update {
         id: String,
         #[command(flatten)]
         vars: VarArgs,
         #[arg(long)]
         template_version: Option<String>,
+        #[command(flatten)]
+        expiry: ExpiryArgs,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -292,13 +296,48 @@ pub enum StateVersions {
     },
 }
 
+/// When the scheduler deletes the cluster on its own.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExpiryArgs {
+    /// An RFC 3339 time (e.g. 2026-12-01T18:00:00Z); on update, `never` clears it.
+    #[arg(long, conflicts_with = "ttl_hours")]
+    pub expires_at: Option<String>,
+    /// Hours from now.
+    #[arg(long)]
+    pub ttl_hours: Option<u64>,
+}
+
+impl ExpiryArgs {
+    /// The request members these flags ask for (`never` is `"expires_at": null`).
+    pub fn members(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let mut out = Vec::new();
+        if let Some(at) = &self.expires_at {
+            let v = if at.eq_ignore_ascii_case("never") {
+                serde_json::Value::Null
+            } else {
+                serde_json::Value::String(at.clone())
+            };
+            out.push(("expires_at", v));
+        }
+        if let Some(h) = self.ttl_hours {
+            out.push(("ttl_hours", serde_json::json!(h)));
+        }
+        out
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Webhook {
     /// Set the webhook: an https URL; the signing secret from --secret-file or stdin (never a flag).
+    /// Signed as Standard Webhooks: a plain secret's key is its bytes (`whsec_` + base64 of it for a library).
     Set {
         url: String,
         #[arg(long)]
         secret_file: Option<String>,
+        /// Only these event types, comma-separated (default: all), e.g.
+        /// operation.failed,cluster.expiring.
+        #[arg(long, value_delimiter = ',')]
+        events: Vec<String>,
     },
     Get,
     Delete,
@@ -310,5 +349,46 @@ mod tests {
     fn the_command_line_is_consistent() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn expiry_flags_become_request_members() {
+        use clap::Parser;
+        use serde_json::json;
+        let never = super::ExpiryArgs {
+            expires_at: Some("never".into()),
+            ttl_hours: None,
+        };
+        assert_eq!(never.members(), vec![("expires_at", serde_json::Value::Null)]);
+        let ttl = super::ExpiryArgs {
+            expires_at: None,
+            ttl_hours: Some(4),
+        };
+        assert_eq!(ttl.members(), vec![("ttl_hours", json!(4))]);
+        let both = [
+            "strato",
+            "clusters",
+            "update",
+            "cl-1",
+            "--expires-at",
+            "2026-12-01T00:00:00Z",
+            "--ttl-hours",
+            "2",
+        ];
+        assert!(super::Cli::try_parse_from(both).is_err(), "one or the other");
+        let events = [
+            "strato",
+            "webhook",
+            "set",
+            "https://h.example.com",
+            "--events",
+            "operation.failed,cluster.expiring",
+        ];
+        match super::Cli::try_parse_from(events).unwrap().command {
+            super::Command::Webhook(super::Webhook::Set { events, .. }) => {
+                assert_eq!(events, ["operation.failed", "cluster.expiring"]);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

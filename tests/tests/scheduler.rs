@@ -425,3 +425,82 @@ fn sample_ticks_parse() {
         assert_eq!(tick.task, task);
     }
 }
+
+/// Expiry through the sparse `by_expiry` index on moto: a cluster past its expiry gets one delete (the
+/// next sweep finds it open and queues none), one near it a signed-for `cluster.expiring` on the webhooks
+/// queue when the tenant's webhook subscribes to it, and a cluster without expiry is not in the index.
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_deletes_due_clusters_once_and_announces_near_ones() {
+    use strato_domain::expiry::ExpiryChange;
+    use strato_domain::webhook::{EventType, Webhook};
+    let b = Bed::new().await;
+    let doomed = b.active("doomed").await;
+    let soon = b.active("soon").await;
+    let forever = b.active("forever").await;
+    for (c, minutes) in [(&doomed, 30), (&soon, 60 * 5)] {
+        let mut c = b.w.cluster(c).await;
+        ExpiryChange::Set(ts::now() + Duration::minutes(minutes)).apply(&mut c);
+        b.w.store.save_cluster(&mut c).await.unwrap();
+    }
+    let tenant = doomed.tenant_id.clone();
+    let hook = Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0")
+        .unwrap()
+        .with_events(Some(vec![EventType::ClusterExpiring]));
+    b.w.store.set_tenant_webhook(&tenant, Some(&hook)).await.unwrap();
+    assert_eq!(
+        b.w.store.tenant_webhook(&tenant).await.unwrap(),
+        Some(hook),
+        "the subscription is stored"
+    );
+
+    let report = b.run(Task::Sweep, later(60)).await;
+    assert_eq!(report.expiry_deletes_queued, 1, "{report:?}");
+    assert_eq!(report.expiry_notices_sent, 1, "{report:?}");
+    let ops = b.w.store.list_operations(&doomed.cluster_id).await.unwrap();
+    let deletes = Bed::ops_of_kind(&ops, OperationKind::Delete);
+    assert_eq!(deletes.len(), 1);
+    assert_eq!(
+        deletes[0].requested_by.as_deref(),
+        Some(strato_scheduler::SCHEDULER)
+    );
+    let jobs = b.w.take_jobs().await;
+    assert!(
+        jobs.records.iter().any(|r| r
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .contains(deletes[0].operation_id.as_str())),
+        "the delete's job is sent"
+    );
+    let sent =
+        b.w.env
+            .aws
+            .sqs
+            .receive_message()
+            .queue_url(&b.w.queues.webhooks)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+    let bodies: Vec<&str> = sent.messages().iter().filter_map(|m| m.body()).collect();
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    assert!(bodies[0].contains("cluster.expiring") && bodies[0].contains(soon.cluster_id.as_str()));
+
+    // The next sweep: the delete is open, the notice was sent for this expiry time.
+    let report = b.run(Task::Sweep, later(61)).await;
+    assert_eq!(
+        (
+            report.expiry_deletes_queued,
+            report.expiry_notices_sent,
+            report.expiry_postponed_busy
+        ),
+        (0, 0, 1),
+        "{report:?}"
+    );
+    let ops = b.w.store.list_operations(&doomed.cluster_id).await.unwrap();
+    assert_eq!(Bed::ops_of_kind(&ops, OperationKind::Delete).len(), 1);
+    let ops = b.w.store.list_operations(&forever.cluster_id).await.unwrap();
+    assert!(Bed::ops_of_kind(&ops, OperationKind::Delete).is_empty());
+    assert_eq!(b.w.cluster(&forever).await.expiry_bucket, None);
+}

@@ -158,7 +158,11 @@ impl Bed {
     }
 
     async fn set_webhook(&self, url: &str) {
-        let hook = Webhook::new(url, SECRET).unwrap();
+        // Drift only: these tests are about the drift notification (the lifecycle events of the same
+        // check are filtered out by the subscription, which this also exercises).
+        let hook = Webhook::new(url, SECRET)
+            .unwrap()
+            .with_events(Some(vec![webhook::EventType::DriftDetected]));
         self.w
             .store
             .set_tenant_webhook(&"acme".parse().unwrap(), Some(&hook))
@@ -240,10 +244,18 @@ async fn drift_under_notify_calls_the_tenants_webhook_signed() {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
     };
-    // What a tenant's receiver does: verify the signature over the raw body, refuse stale timestamps.
-    let sig = h(webhook::SIGNATURE_HEADER);
+    // What a tenant's receiver does (Standard Webhooks): verify the signature over id, timestamp and the
+    // raw body, refuse stale timestamps.
+    let (id, ts, sig) = (
+        h(webhook::ID_HEADER),
+        h(webhook::TIMESTAMP_HEADER),
+        h(webhook::SIGNATURE_HEADER),
+    );
+    let key = webhook::signing_key(SECRET).unwrap();
     let t = webhook::verify(
-        SECRET.as_bytes(),
+        &key,
+        id,
+        ts,
         sig,
         &call.body,
         call.at,
@@ -251,10 +263,12 @@ async fn drift_under_notify_calls_the_tenants_webhook_signed() {
     )
     .unwrap_or_else(|e| panic!("signature {sig}: {e}"));
     assert!((call.at.unix_timestamp() - t).abs() <= 5);
-    assert!(webhook::verify(b"not-the-secret-at-all", sig, &call.body, call.at, 300).is_err());
+    assert!(webhook::verify(b"not-the-secret-at-all", id, ts, sig, &call.body, call.at, 300).is_err());
     assert!(
         webhook::verify(
-            SECRET.as_bytes(),
+            &key,
+            id,
+            ts,
             sig,
             &call.body,
             call.at + time::Duration::minutes(10),
@@ -263,12 +277,15 @@ async fn drift_under_notify_calls_the_tenants_webhook_signed() {
         .is_err(),
         "a replay later is refused"
     );
-    assert_eq!(h(webhook::EVENT_HEADER), webhook::DRIFT_DETECTED);
-    assert_eq!(h(webhook::DELIVERY_HEADER), check.as_str());
+    assert_eq!(
+        id,
+        webhook::event_id(webhook::EventType::DriftDetected, check.as_str())
+    );
     assert_eq!(h("content-type"), "application/json");
 
-    let event: DriftEvent = serde_json::from_slice(&call.body).unwrap();
-    assert_eq!(event.kind, webhook::DRIFT_DETECTED);
+    let envelope: webhook::Envelope = serde_json::from_slice(&call.body).unwrap();
+    assert_eq!(envelope.kind, webhook::DRIFT_DETECTED);
+    let event: DriftEvent = serde_json::from_value(envelope.data).unwrap();
     assert_eq!(event.cluster_id, c.cluster_id);
     assert_eq!(event.cluster_name, c.spec.name.to_string());
     assert_eq!(event.operation_id, check);
@@ -324,12 +341,15 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     let calls = flaky.calls();
     assert_eq!(calls.len(), 2);
     for call in &calls {
-        let sig = call.headers[webhook::SIGNATURE_HEADER].to_str().unwrap();
-        webhook::verify(SECRET.as_bytes(), sig, &call.body, call.at, 300).unwrap();
+        let h = |k: &str| call.headers[k].to_str().unwrap();
+        let key = webhook::signing_key(SECRET).unwrap();
+        let id = h(webhook::ID_HEADER);
+        let (ts, sig) = (h(webhook::TIMESTAMP_HEADER), h(webhook::SIGNATURE_HEADER));
+        webhook::verify(&key, id, ts, sig, &call.body, call.at, 300).unwrap();
         assert_eq!(
-            call.headers[webhook::DELIVERY_HEADER],
-            check.as_str(),
-            "the same delivery id"
+            id,
+            webhook::event_id(webhook::EventType::DriftDetected, check.as_str()),
+            "the same event id"
         );
     }
     let notes = b.w.op(&check).await.notes;
@@ -422,7 +442,10 @@ async fn a_slow_receiver_no_longer_holds_up_the_status_batch() {
     assert_eq!(queued.records.len(), 1, "the delivery is queued");
     let msg: strato_domain::messages::WebhookMessage =
         serde_json::from_str(queued.records[0].body.as_deref().unwrap()).unwrap();
-    assert_eq!(msg.delivery_id, check.as_str());
+    assert_eq!(
+        msg.delivery_id,
+        webhook::event_id(webhook::EventType::DriftDetected, check.as_str())
+    );
     assert_eq!(msg.event, webhook::DRIFT_DETECTED);
 
     // The webhooks function gives the receiver one attempt of 2 s, then hands the record back.

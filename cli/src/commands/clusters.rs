@@ -26,10 +26,14 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             spec,
             drift_policy,
             drift_interval_hours,
+            expiry,
             wait,
         } => {
             let mut body = spec_body(ctx, &spec).await?;
             body.insert("name".into(), json!(name));
+            for (k, v) in expiry.members() {
+                body.insert(k.into(), v);
+            }
             if drift_policy.is_some() || drift_interval_hours.is_some() {
                 body.insert(
                     "drift".into(),
@@ -43,6 +47,7 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             id,
             vars,
             template_version,
+            expiry,
             wait,
         } => {
             let path = format!("/v1/clusters/{}", seg(&id));
@@ -61,12 +66,24 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             if let Some(v) = template_version {
                 body.insert("template_version".into(), json!(v));
             }
+            let spec_change = !body.is_empty();
+            for (k, v) in expiry.members() {
+                body.insert(k.into(), v);
+            }
             if body.is_empty() {
                 return Err(CliError::Usage(
-                    "nothing to change: give --var, --var-file or --template-version".into(),
+                    "nothing to change: give --var, --var-file, --template-version, --expires-at or --ttl-hours"
+                        .into(),
                 ));
             }
             let v = ctx.api.patch(&path, &Value::Object(body)).await?;
+            if !spec_change {
+                // An expiry alone changes the cluster, no operation (200 with the cluster).
+                if !ctx.out.raw(&v)? {
+                    show_cluster(ctx, &v);
+                }
+                return Ok(());
+            }
             accepted(ctx, &v, "update", &wait).await
         }
         Clusters::Delete { id, wait } => {
@@ -154,6 +171,7 @@ async fn list(ctx: &Ctx, state: Option<String>, all: bool) -> Result<(), CliErro
         "REGION",
         "LAST OPERATION",
         "UPDATED",
+        "EXPIRES",
     ]);
     for c in &clusters {
         t.add_row(vec![
@@ -168,6 +186,7 @@ async fn list(ctx: &Ctx, state: Option<String>, all: bool) -> Result<(), CliErro
             cell(&c["region"]),
             last_operation(&c["last_operation"]),
             when(&c["updated_at"]),
+            expires(&c["expires_at"]),
         ]);
     }
     println!("{t}");
@@ -188,6 +207,11 @@ fn last_operation(op: &Value) -> String {
         cell(&op["status"]),
         cell(&op["id"])
     )
+}
+
+/// A cluster's expiry as shown: `never` when it has none.
+fn expires(v: &Value) -> String {
+    if v.is_null() { "never".into() } else { when(v) }
 }
 
 pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
@@ -211,6 +235,7 @@ pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
         ("last operation", last_operation(&c["last_operation"])),
         ("created", when(&c["created_at"])),
         ("updated", when(&c["updated_at"])),
+        ("expires", expires(&c["expires_at"])),
         ("version", cell(&c["version"])),
     ]);
     for line in user_error(out, &c["last_error"]) {

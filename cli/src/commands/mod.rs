@@ -300,7 +300,11 @@ async fn webhook(ctx: &Ctx, w: args::Webhook) -> Result<(), CliError> {
     let v = match w {
         args::Webhook::Get => ctx.api.get("/v1/webhook").await?,
         args::Webhook::Delete => ctx.api.delete("/v1/webhook").await?,
-        args::Webhook::Set { url, secret_file } => {
+        args::Webhook::Set {
+            url,
+            secret_file,
+            events,
+        } => {
             // A secret never travels in a flag (shell history, `ps`).
             let secret = match secret_file {
                 Some(f) => {
@@ -319,14 +323,31 @@ async fn webhook(ctx: &Ctx, w: args::Webhook) -> Result<(), CliError> {
                     ));
                 }
             };
-            ctx.api
-                .put("/v1/webhook", &json!({"url": url, "secret": secret.trim()}))
-                .await?
+            let mut body = json!({"url": url, "secret": secret.trim()});
+            let events: Vec<&str> = events
+                .iter()
+                .map(|e| e.trim())
+                .filter(|e| !e.is_empty())
+                .collect();
+            if !events.is_empty() {
+                body["events"] = json!(events);
+            }
+            ctx.api.put("/v1/webhook", &body).await?
         }
     };
     if !out.raw(&v)? {
         match v.get("url") {
-            Some(u) => out.fields(&[("url", cell(u)), ("secret", cell(&v["secret"]))]),
+            Some(u) => {
+                let events = match v["events"].as_array() {
+                    Some(list) => list.iter().map(cell).collect::<Vec<_>>().join(","),
+                    None => "all".into(),
+                };
+                out.fields(&[
+                    ("url", cell(u)),
+                    ("secret", cell(&v["secret"])),
+                    ("events", events),
+                ])
+            }
             None => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),
         }
     }

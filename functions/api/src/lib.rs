@@ -12,6 +12,7 @@ pub mod decide;
 mod drift;
 pub mod error;
 mod estimates;
+mod expiry;
 mod handlers;
 mod idempotency;
 mod openapi;
@@ -75,6 +76,9 @@ pub struct Config {
     /// Where tenants' webhooks may point (`PUT /v1/webhook`): https to public addresses, unless devstack's
     /// own switches (`STRATO_DEVSTACK_ONLY_ALLOW_*_WEBHOOKS`) allow its local receivers.
     pub egress: strato_domain::webhook::Egress,
+    /// The longest a cluster may live, in hours, for tenants without their own `max_ttl_hours`
+    /// (`STRATO_MAX_TTL_HOURS`; unset: unlimited).
+    pub default_max_ttl_hours: Option<u64>,
 }
 
 impl Config {
@@ -107,6 +111,9 @@ impl Config {
             egress,
             runner_role_arn: env.optional("STRATO_RUNNER_ROLE_ARN"),
             audit_retention_days: strato_aws::ports::DynamoAuditLog::retention_days(&env)?,
+            default_max_ttl_hours: env
+                .parsed::<u64>(strato_domain::expiry::MAX_TTL_ENV, "a whole number of hours")?
+                .filter(|h| *h > 0),
         })
     }
 }
@@ -155,6 +162,7 @@ impl Ctx {
             clock: SystemClock,
             agent_token_secret: self.config.agent_token_secret.as_ref().map(|s| s.expose_secret()),
             keys: &self.keys,
+            default_max_ttl_hours: self.config.default_max_ttl_hours,
         }
     }
 }

@@ -217,6 +217,15 @@ pub struct SpecBody {
     #[serde(default)]
     #[schema(value_type = Option<DriftBody>)]
     pub(crate) drift: Field<DriftBody>,
+    /// Create only: when the cluster is deleted on its own (RFC 3339, to come); or `ttl_hours`. At most
+    /// your tenant's maximum lifetime, which is also the default when the tenant has one.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub(crate) expires_at: Field<String>,
+    /// Create only: hours from now until the cluster is deleted on its own (instead of `expires_at`).
+    #[serde(default)]
+    #[schema(value_type = Option<u64>, minimum = 1)]
+    pub(crate) ttl_hours: Field<u64>,
     #[serde(flatten)]
     #[schema(ignore)]
     pub(crate) other: BTreeMap<String, Value>,
@@ -253,6 +262,15 @@ pub struct UpdateBody {
     #[serde(default)]
     #[schema(value_type = Option<DriftBody>)]
     pub(crate) drift: Field<DriftBody>,
+    /// A new expiry (RFC 3339, to come) to extend or shorten the cluster's life; null clears it (refused
+    /// when your tenant has a maximum lifetime). Or `ttl_hours`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime, nullable)]
+    pub(crate) expires_at: Field<String>,
+    /// Hours from now until the cluster is deleted on its own (instead of `expires_at`).
+    #[serde(default)]
+    #[schema(value_type = Option<u64>, minimum = 1)]
+    pub(crate) ttl_hours: Field<u64>,
     #[serde(flatten)]
     #[schema(ignore)]
     pub(crate) other: BTreeMap<String, Value>,
@@ -266,10 +284,18 @@ pub(crate) struct WebhookBody {
     #[serde(default)]
     #[schema(value_type = String, required = true, pattern = "^https://")]
     pub url: Field<String>,
-    /// The signing secret, at least 16 characters; never shown again.
+    /// The signing secret, at least 16 characters, or `whsec_` and the base64 of at least 16 bytes (the
+    /// Standard Webhooks form); never shown again. A plain secret is used as its bytes: give your receiver's
+    /// library `whsec_` + base64(secret).
     #[serde(default)]
     #[schema(value_type = String, required = true, write_only, min_length = 16)]
     pub secret: Field<String>,
+    /// The event types to receive (`operation.started`, `operation.succeeded`, `operation.failed`,
+    /// `operation.awaiting_approval`, `cluster.state_changed`, `drift.detected`, `cluster.expiring`);
+    /// absent, null or empty: all of them.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub events: Field<Vec<String>>,
     #[serde(flatten)]
     #[schema(ignore)]
     pub other: BTreeMap<String, Value>,

@@ -37,7 +37,8 @@ pub(crate) enum SpecName {
 }
 
 const SPEC_FIELDS: &str = "name, template, provider, region, variables, target";
-const CREATE_FIELDS: &str = "name, template, provider, region, variables, target, drift";
+const CREATE_FIELDS: &str =
+    "name, template, provider, region, variables, target, drift, expires_at, ttl_hours";
 const TEMPLATE_SHAPE: &str = "{\"name\": …, \"version\": …}";
 
 /// `variables`: absent or null is none; anything but an object is reported.
@@ -161,6 +162,15 @@ pub(crate) fn parse_spec(body: SpecBody, name: SpecName, errors: &mut Vec<FieldE
     unknown(&body.other, "", "is not a field of this request", known, errors);
     if !is_create && !matches!(body.drift, Field::Missing) {
         errors.push(ApiError::field("drift", "is not a field of this request", known));
+    }
+    // A create's expiry is read by the create itself (it needs the tenant's maximum).
+    for (name, absent) in [
+        ("expires_at", matches!(body.expires_at, Field::Missing)),
+        ("ttl_hours", matches!(body.ttl_hours, Field::Missing)),
+    ] {
+        if !is_create && !absent {
+            errors.push(ApiError::field(name, "is not a field of this request", known));
+        }
     }
     let name_rule = "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'";
     let name = match (name, body.name) {

@@ -1,8 +1,8 @@
-//! The calling tenant's own settings: the webhook drift notifications go to (`/v1/webhook`).
+//! The calling tenant's own settings: the webhook lifecycle events go to (`/v1/webhook`).
 
-use strato_domain::webhook::{ALLOWED, MIN_SECRET_LEN, Webhook, WebhookError};
+use strato_domain::webhook::{ALLOWED, EventType, MIN_SECRET_LEN, Webhook, WebhookError};
 
-use crate::requests::{WebhookBody, unknown};
+use crate::requests::{Field, WebhookBody, unknown};
 use crate::views::Deleted;
 use crate::{ApiError, Caller, Ctx, Reply};
 
@@ -13,6 +13,8 @@ pub(crate) struct WebhookView {
     pub url: String,
     /// Always `(sensitive)`.
     pub secret: &'static str,
+    /// The event types sent; null: all of them.
+    pub events: Option<Vec<String>>,
 }
 
 const SET_IT: &str = "PUT /v1/webhook with {\"url\": \"https://…\", \"secret\": \"…\"} sets one";
@@ -22,6 +24,9 @@ fn view(w: &Webhook) -> WebhookView {
     WebhookView {
         url: w.display_url(),
         secret: crate::views::MASK,
+        events: w
+            .events()
+            .map(|e| e.iter().map(|t| t.as_str().to_owned()).collect()),
     }
 }
 
@@ -42,9 +47,29 @@ pub(crate) async fn put_webhook(
         &body.other,
         "",
         "is not a field of this request",
-        "url, secret",
+        "url, secret, events",
         &mut errors,
     );
+    let names = EventType::names().join(", ");
+    let events = match body.events {
+        Field::Missing | Field::Null => None,
+        Field::Ok(list) => {
+            let mut types = Vec::new();
+            for (i, name) in list.iter().enumerate() {
+                match EventType::parse(name) {
+                    Ok(t) => types.push(t),
+                    Err(e) => errors.push(ApiError::field(&format!("events[{i}]"), e.to_string(), &names)),
+                }
+            }
+            types.sort();
+            types.dedup();
+            Some(types)
+        }
+        Field::Bad(_) => {
+            errors.push(ApiError::field("events", "must be a list of event types", &names));
+            None
+        }
+    };
     let url = body.url.required("url", ALLOWED, &mut errors);
     let secret_rule = format!("a random string of at least {MIN_SECRET_LEN} characters");
     let secret = body.secret.required("secret", &secret_rule, &mut errors);
@@ -70,11 +95,18 @@ pub(crate) async fn put_webhook(
                 if matches!(e, WebhookError::Url(_) | WebhookError::Forbidden(_)) {
                     errors.push(ApiError::field("url", e.to_string(), ALLOWED));
                 }
+                // A whsec_ secret long enough in characters whose key does not decode to enough bytes.
+                let counted = secret
+                    .as_ref()
+                    .is_some_and(|s| s.chars().count() >= MIN_SECRET_LEN);
+                if e == WebhookError::ShortSecret && counted {
+                    errors.push(ApiError::field("secret", e.to_string(), &secret_rule));
+                }
                 None
             }
         }
     });
-    match hook {
+    match hook.map(|w| w.with_events(events)) {
         Some(w) if errors.is_empty() => {
             ctx.store.set_tenant_webhook(&caller.tenant, Some(&w)).await?;
             Ok(Reply::ok(view(&w)))

@@ -189,6 +189,9 @@ pub(crate) struct ClusterView {
     pub last_operation: Option<LastOperationView>,
     /// Optimistic-concurrency version.
     pub version: u64,
+    /// When the scheduler deletes the cluster on its own; null: never. Extend or clear it with a PATCH.
+    #[schema(value_type = Option<schema::Timestamp>)]
+    pub expires_at: Option<String>,
     #[schema(value_type = schema::Timestamp)]
     pub created_at: String,
     #[schema(value_type = schema::Timestamp)]
@@ -260,6 +263,7 @@ pub(crate) fn cluster(
         last_error: c.last_error.clone(),
         last_operation,
         version: c.version,
+        expires_at: c.expires_at.map(ts::format),
         created_at: ts::format(c.created_at),
         updated_at: ts::format(c.updated_at),
     }

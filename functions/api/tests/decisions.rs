@@ -51,6 +51,7 @@ impl World {
             jobs: self.jobs.clone(),
             clock: self.clock.clone(),
             agent_token_secret: None,
+            default_max_ttl_hours: None,
             keys: &self.keys,
         }
     }

@@ -34,6 +34,9 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:Scan", Table("locks")),
     call("sqs:SendMessage", Queue("jobs")),
     call("sqs:SendMessage", Queue("events")),
+    // Expiry: clusters due (the sparse by_expiry index, never a Scan); their cluster.expiring events.
+    call("dynamodb:Query", Index("clusters", "by_expiry")),
+    call("sqs:SendMessage", Queue("webhooks")),
     // WebSocket connections past API Gateway's 2 h limit, with their subscriptions.
     call("dynamodb:Query", Index("connections", "by_expiry")),
     call("dynamodb:Query", Table("connections")),

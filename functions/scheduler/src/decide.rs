@@ -43,6 +43,12 @@ pub struct Report {
     /// Configure deadlines past due (plus the grace) whose create still waits: their timer was lost.
     pub deadlines_resent: u32,
     pub connections_removed: u32,
+    /// Expired clusters whose delete was queued.
+    pub expiry_deletes_queued: u32,
+    /// Expired clusters left for the next run: an operation open, mid-change, or a lost race.
+    pub expiry_postponed_busy: u32,
+    /// `cluster.expiring` events queued.
+    pub expiry_notices_sent: u32,
     /// Age of the oldest open operation the sweep saw, in seconds (0: none open).
     pub oldest_open_secs: u64,
     /// The sweep's running minimum of open operations' creation times, folded into `oldest_open_secs`.

@@ -12,6 +12,9 @@
 //!   a running task is never touched, however old its heartbeat. WebSocket connections past API Gateway's
 //!   2 h limit are removed with their subscriptions (found through an index, not a Scan).
 //!
+//!   Then cluster expiry ([`Expirer`]): due clusters get a `delete`, clusters near their expiry a
+//!   `cluster.expiring` event (the sparse `by_expiry` index, a Query).
+//!
 //! The decisions ([`Scheduler`]) take their dependencies through the domain's ports; [`handle`] runs them on
 //! the AWS adapters (DynamoDB store, `jobs.fifo`, ECS, the events queue, Terraform's lock table), the fast
 //! tests on the in-memory fakes. The connection sweep has no decision in it and runs on its adapter here.
@@ -20,14 +23,18 @@ mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
 mod decide;
+mod expiry;
 
 pub use decide::{BUSY_RETRY, Report, SCHEDULER, Scheduler, jitter};
+pub use expiry::{DELETE_RETRY, Expirer};
 
 use serde::{Deserialize, Serialize};
 
 use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
-use strato_aws::ports::{DynamoAuditLog, DynamoStateLocks, EcsTaskStatus, SqsJobQueue, SqsTaskEvents};
+use strato_aws::ports::{
+    DynamoAuditLog, DynamoStateLocks, EcsTaskStatus, SqsJobQueue, SqsTaskEvents, SqsWebhooks,
+};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
@@ -57,6 +64,8 @@ pub struct Config {
     pub heartbeat_stale: Duration,
     /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365).
     pub audit_retention_days: u64,
+    /// How long before a cluster expires its `cluster.expiring` event is sent.
+    pub expiry_notice: Duration,
 }
 
 impl Config {
@@ -75,6 +84,13 @@ impl Config {
             queued_grace: secs("STRATO_SWEEP_GRACE_SECS")?,
             heartbeat_stale: secs("STRATO_HEARTBEAT_STALE_SECS")?,
             audit_retention_days: DynamoAuditLog::retention_days(&env)?,
+            expiry_notice: Duration::hours(
+                env.positive(
+                    strato_domain::expiry::EXPIRY_NOTICE_ENV,
+                    strato_domain::expiry::DEFAULT_EXPIRY_NOTICE_HOURS,
+                )?
+                .min(24 * 365) as i64,
+            ),
         })
     }
 }
@@ -161,6 +177,19 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
         Task::Sweep => {
             let mut report = scheduler.sweep(now).await?;
             report.connections_removed = remove_expired_connections(ctx, now).await?;
+            let webhooks = SqsWebhooks {
+                store: &ctx.store,
+                sqs: &ctx.sqs,
+                url: &ctx.queues.webhooks,
+            };
+            let expirer = Expirer {
+                store: &ctx.store,
+                jobs: &jobs,
+                webhooks: &webhooks,
+                notice: ctx.config.expiry_notice,
+                batch: ctx.config.drift_batch,
+            };
+            expirer.run(now, &mut report).await?;
             report
         }
     };
@@ -177,6 +206,9 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
         slots_released = r.slots_released,
         deadlines_resent = r.deadlines_resent,
         connections_removed = r.connections_removed,
+        expiry_deletes_queued = r.expiry_deletes_queued,
+        expiry_postponed_busy = r.expiry_postponed_busy,
+        expiry_notices_sent = r.expiry_notices_sent,
         "scheduler run"
     );
     Ok(report)
@@ -233,6 +265,9 @@ mod tests {
         let c = Config::from_lookup(env(&[])).unwrap();
         assert_eq!(c.drift_batch, 50);
         assert_eq!(c.queued_grace, Duration::seconds(120));
+        assert_eq!(c.expiry_notice, Duration::hours(24));
+        let c = Config::from_lookup(env(&[("STRATO_EXPIRY_NOTICE_HOURS", "2")])).unwrap();
+        assert_eq!(c.expiry_notice, Duration::hours(2));
         let err = Config::from_lookup(env(&[("STRATO_SWEEP_GRACE_SECS", "soon")])).unwrap_err();
         assert!(err.to_string().contains("STRATO_SWEEP_GRACE_SECS"), "{err}");
     }

@@ -9,7 +9,9 @@ use strato_domain::model::{
     Cluster, DriftInfo, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
 };
 use strato_domain::ports::{Clock, Clusters, Operations, Webhooks};
-use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, delivery_tag, has_delivery_note};
+use strato_domain::webhook::{
+    DRIFT_DETECTED, DriftEvent, EventType, delivery_tag, event_id, has_delivery_note,
+};
 use time::OffsetDateTime;
 
 use crate::StatusError;
@@ -99,26 +101,27 @@ pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Res
     Ok(())
 }
 
-/// The notification a `notify` policy sends for drift check `op` on `c`. Its delivery id is the check's id:
-/// one `drift.detected` per check, the same on every attempt and duplicate.
+/// The notification a `notify` policy sends for drift check `op` on `c`. Its event id derives from the
+/// check's id: one `drift.detected` per check, the same on every attempt and duplicate.
 pub(crate) fn drift_notification(op: &Operation, c: &Cluster) -> Result<WebhookMessage, serde_json::Error> {
+    let checked_at = c.drift.checked_at.unwrap_or(op.updated_at);
     let event = DriftEvent {
-        kind: DRIFT_DETECTED.into(),
         tenant_id: c.tenant_id.clone(),
         cluster_id: c.cluster_id.clone(),
         cluster_name: c.spec.name.to_string(),
         operation_id: op.operation_id.clone(),
-        checked_at: c.drift.checked_at.unwrap_or(op.updated_at),
+        checked_at,
         policy: c.drift_policy,
         changed_resources: c.drift.changed_resources.clone(),
     };
-    Ok(WebhookMessage {
-        tenant_id: c.tenant_id.clone(),
-        operation_id: op.operation_id.clone(),
-        event: DRIFT_DETECTED.into(),
-        delivery_id: op.operation_id.to_string(),
-        payload: serde_json::to_value(&event)?,
-    })
+    WebhookMessage::event(
+        c.tenant_id.clone(),
+        Some(op.operation_id.clone()),
+        EventType::DriftDetected,
+        op.operation_id.as_str(),
+        checked_at,
+        serde_json::to_value(&event)?,
+    )
 }
 
 /// `notify` policy: when the tenant has a webhook, queues the notification on the `webhooks` queue and
@@ -131,7 +134,12 @@ pub(crate) async fn notify_webhook<P: Ports>(
     op: &Operation,
     c: &Cluster,
 ) -> Result<(), StatusError> {
-    if ctx.webhooks.webhook_of(&c.tenant_id).await?.is_none() {
+    if !ctx
+        .webhooks
+        .webhook_of(&c.tenant_id)
+        .await?
+        .is_some_and(|h| h.wants(DRIFT_DETECTED))
+    {
         return Ok(());
     }
     let msg = drift_notification(op, c).map_err(|source| StatusError::Render {
@@ -162,7 +170,10 @@ pub(crate) async fn notify_webhook<P: Ports>(
 pub(crate) async fn requeue_unsent<P: Ports>(ctx: &Status<'_, P>, op: &Operation) -> Result<(), StatusError> {
     if op.kind != OperationKind::DriftCheck
         || op.status != OperationStatus::Succeeded
-        || has_delivery_note(&op.notes, op.operation_id.as_str())
+        || has_delivery_note(
+            &op.notes,
+            &event_id(EventType::DriftDetected, op.operation_id.as_str()),
+        )
     {
         return Ok(());
     }

@@ -117,6 +117,8 @@ async fn after_end<P: Ports>(
     if let Some(c) = notify {
         drift::notify_webhook(ctx, done, c).await?;
     }
+    // Lifecycle events last: their send failing does not fail the record (see `lifecycle`).
+    crate::lifecycle::ended(ctx, done, cluster).await;
     Ok(())
 }
 

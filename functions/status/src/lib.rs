@@ -35,6 +35,7 @@ mod fencing;
 mod frames;
 mod handoff;
 mod incoming;
+mod lifecycle;
 mod runner_events;
 mod task_change;
 

@@ -144,11 +144,16 @@ async fn save_progress<P: Ports>(
     {
         tracing::warn!(operation_id = %op.operation_id, "heartbeat from a runner whose lock is gone");
     }
+    let was_running = op.status == OperationStatus::Running;
     if !apply_progress(op, ev) {
         return Ok(true);
     }
     match ctx.store.store_operation(op, false).await {
         Ok(()) => {
+            // Only the write that moved it to running: a later event finds it running already.
+            if !was_running && op.status == OperationStatus::Running {
+                crate::lifecycle::started(ctx, op).await;
+            }
             if let RunnerEvent::StepStarted { step, .. } = ev {
                 announce(ctx, op, None, Some(step.clone()), None).await;
             }

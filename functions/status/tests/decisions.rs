@@ -20,7 +20,7 @@ use strato_domain::model::{
 };
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
 use strato_domain::run_proof::{PROOF_FIELD, RunProofKey, proven_body};
-use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, Webhook};
+use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, Envelope, EventType, Webhook, event_id};
 use strato_status::{
     FINAL_REPORT_GRACE_RECEIVES, LOST_REPORT, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status,
 };
@@ -214,6 +214,15 @@ impl World {
 }
 
 /// The key the dispatcher (here: the tests) made the runs' proofs with.
+/// The `drift.detected` messages queued (the lifecycle events are beside them).
+fn drift_events(w: &World) -> Vec<strato_domain::messages::WebhookMessage> {
+    w.webhooks
+        .queued()
+        .into_iter()
+        .filter(|m| m.event == DRIFT_DETECTED)
+        .collect()
+}
+
 fn proofs() -> RunProofKey {
     RunProofKey::new(b"status-decision-tests-run-proof-key!".to_vec()).unwrap()
 }
@@ -578,13 +587,16 @@ async fn drift_under_notify_queues_the_webhook_notification_with_a_stable_delive
     assert!(w.deliver_one(drift_found(&w, &run), 1).await);
 
     // Queued for the webhooks function, not called here (issue 15 defect 7).
-    let queued = w.webhooks.queued();
+    let queued = drift_events(&w);
     assert_eq!(queued.len(), 1);
     assert_eq!(queued[0].event, DRIFT_DETECTED);
     assert_eq!(queued[0].tenant_id, w.tenant);
-    assert_eq!(queued[0].operation_id, run.op);
-    assert_eq!(queued[0].delivery_id, run.op.as_str(), "a stable delivery id");
-    let event: DriftEvent = serde_json::from_value(queued[0].payload.clone()).unwrap();
+    assert_eq!(queued[0].operation_id.as_ref(), Some(&run.op));
+    let id = event_id(EventType::DriftDetected, run.op.as_str());
+    assert_eq!(queued[0].delivery_id, id, "a stable delivery id");
+    let envelope: Envelope = serde_json::from_value(queued[0].payload.clone()).unwrap();
+    assert_eq!(envelope.kind, DRIFT_DETECTED);
+    let event: DriftEvent = serde_json::from_value(envelope.data).unwrap();
     assert_eq!(event.changed_resources[0].address, "aws_security_group.nodes");
     let op = w.op(&run.op);
     assert_eq!(op.status, OperationStatus::Succeeded);
@@ -598,7 +610,7 @@ async fn drift_under_notify_queues_the_webhook_notification_with_a_stable_delive
 
     // A duplicate of the result queues nothing more: the end was applied once, and its note says queued.
     assert!(w.deliver_one(drift_found(&w, &run), 2).await);
-    assert_eq!(w.webhooks.queued().len(), 1);
+    assert_eq!(drift_events(&w).len(), 1);
     assert_eq!(w.op(&run.op).notes.len(), 1);
 }
 
@@ -628,9 +640,12 @@ async fn a_drift_notification_that_could_not_be_queued_is_queued_by_the_redelive
     assert!(!w.holds_anything(&c, &run), "and handed off");
 
     assert!(w.deliver_one(drift_found(&w, &run), 2).await);
-    let queued = w.webhooks.queued();
+    let queued = drift_events(&w);
     assert_eq!(queued.len(), 1, "queued at least once");
-    assert_eq!(queued[0].delivery_id, run.op.as_str());
+    assert_eq!(
+        queued[0].delivery_id,
+        event_id(EventType::DriftDetected, run.op.as_str())
+    );
 }
 
 /// Only the final report's redelivery re-queues a notification: the task's STOPPED event, which in devstack
@@ -654,11 +669,73 @@ async fn a_stop_event_never_queues_a_drift_notification_a_second_time() {
 
     assert!(w.deliver_one(stopped(&run, Some(0)), 1).await);
     assert!(
-        w.webhooks.queued().is_empty(),
+        drift_events(&w).is_empty(),
         "the stop is not the notification's owner"
     );
     assert!(w.deliver_one(drift_found(&w, &run), 2).await);
-    assert_eq!(w.webhooks.queued().len(), 1);
+    assert_eq!(drift_events(&w).len(), 1);
+}
+
+#[tokio::test]
+async fn a_run_queues_started_succeeded_and_state_changed_once_each() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Provisioning);
+    w.webhooks.set(
+        &w.tenant,
+        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
+    );
+    let run = w.start(&c, OperationKind::Create).await;
+    // As the dispatcher leaves it: the runner's first event makes it running.
+    let mut op = w.op(&run.op);
+    op.status = OperationStatus::Dispatched;
+    w.store.put_operation(op);
+    assert!(w.deliver_one(step(&w, &run, "plan", None), 1).await);
+    assert!(w.deliver_one(heartbeat(&w, &run, run.token), 1).await);
+    assert!(w.deliver_one(succeeded(&w, &run, run.token), 1).await);
+    // Duplicates change nothing and queue nothing more.
+    assert!(w.deliver_one(step(&w, &run, "plan", None), 2).await);
+    assert!(w.deliver_one(succeeded(&w, &run, run.token), 2).await);
+
+    let queued = w.webhooks.queued();
+    let kinds: Vec<&str> = queued.iter().map(|m| m.event.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "operation.started",
+            "operation.succeeded",
+            "cluster.state_changed"
+        ]
+    );
+    assert!(queued.iter().all(|m| m.operation_id.as_ref() == Some(&run.op)));
+    assert_eq!(
+        queued[0].delivery_id,
+        event_id(EventType::OperationStarted, run.op.as_str())
+    );
+    let state: Envelope = serde_json::from_value(queued[2].payload.clone()).unwrap();
+    assert_eq!(state.kind, "cluster.state_changed");
+    assert_eq!(state.data["state"], "ACTIVE");
+    assert_eq!(state.data["cluster_id"], c.as_str());
+}
+
+#[tokio::test]
+async fn a_failed_run_queues_operation_failed_to_a_webhook_that_wants_only_that() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Provisioning);
+    w.webhooks.set(
+        &w.tenant,
+        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0")
+            .unwrap()
+            .with_events(Some(vec![EventType::OperationFailed])),
+    );
+    let run = w.start(&c, OperationKind::Create).await;
+    assert!(w.deliver_one(step(&w, &run, "plan", None), 1).await);
+    assert!(w.deliver_one(failed(&w, &run), 1).await);
+    let queued = w.webhooks.queued();
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    let body: Envelope = serde_json::from_value(queued[0].payload.clone()).unwrap();
+    assert_eq!(body.kind, "operation.failed");
+    assert_eq!(body.data["status"], "failed");
+    assert!(body.data["error"].as_str().is_some_and(|e| !e.is_empty()));
 }
 
 #[tokio::test]

@@ -25,7 +25,7 @@ pub trait Receivers: Send + Sync {
         tenant: &TenantId,
     ) -> impl Future<Output = Result<Option<Webhook>, PortError>> + Send;
 
-    /// One signed POST of `body` (`event`, `delivery_id`) to `hook`.
+    /// One POST of `body` (event type `event`, event id `delivery_id`) to `hook`, signed.
     fn post(
         &self,
         hook: &Webhook,
@@ -80,11 +80,13 @@ where
         let msg: WebhookMessage =
             serde_json::from_str(body).map_err(|source| WebhooksError::BadBody { message_id, source })?;
         let span = tracing::Span::current();
-        strato_domain::telemetry::record(
-            &span,
-            strato_domain::telemetry::fields::OPERATION_ID,
-            msg.operation_id.as_str(),
-        );
+        if let Some(id) = &msg.operation_id {
+            strato_domain::telemetry::record(
+                &span,
+                strato_domain::telemetry::fields::OPERATION_ID,
+                id.as_str(),
+            );
+        }
         strato_domain::telemetry::record(
             &span,
             strato_domain::telemetry::fields::TENANT_ID,
@@ -94,20 +96,28 @@ where
     }
 
     /// Delivery number `attempt` of `msg`: skipped when its note says it is done (a duplicate message),
-    /// else one POST whose outcome replaces the delivery's note.
+    /// else, if the tenant's webhook subscribes to
+    /// the event, one POST whose outcome replaces the delivery's note (when the event has an operation).
     pub async fn deliver(&self, msg: &WebhookMessage, attempt: u32) -> Result<Outcome, WebhooksError> {
-        let id = &msg.operation_id;
-        let Some(op) = self.store.load_operation(id).await? else {
-            tracing::warn!(operation_id = %id, delivery = %msg.delivery_id, "operation gone; webhook dropped");
-            return Ok(Outcome::Ack);
-        };
-        if note_state(&op.notes, &msg.delivery_id) == Some(NoteState::Final) {
-            return Ok(Outcome::Ack);
+        let op_id = msg.operation_id.as_ref();
+        if let Some(id) = op_id {
+            let Some(op) = self.store.load_operation(id).await? else {
+                tracing::warn!(operation_id = %id, delivery = %msg.delivery_id, "operation gone; webhook dropped");
+                return Ok(Outcome::Ack);
+            };
+            if note_state(&op.notes, &msg.delivery_id) == Some(NoteState::Final) {
+                return Ok(Outcome::Ack);
+            }
         }
         let Some(hook) = self.receivers.webhook_of(&msg.tenant_id).await? else {
-            tracing::info!(operation_id = %id, tenant_id = %msg.tenant_id, "tenant has no webhook; nothing sent");
+            tracing::info!(delivery = %msg.delivery_id, tenant_id = %msg.tenant_id, "tenant has no webhook; nothing sent");
             return Ok(Outcome::Ack);
         };
+        // The subscription may have changed since the event was queued: it decides now.
+        if !hook.wants(&msg.event) {
+            tracing::info!(delivery = %msg.delivery_id, event = %msg.event, "webhook does not subscribe to the event; nothing sent");
+            return Ok(Outcome::Ack);
+        }
         let body = serde_json::to_vec(&msg.payload).map_err(|source| WebhooksError::Render { source })?;
         let outcome = self
             .receivers
@@ -115,13 +125,13 @@ where
             .await;
         let (last, next) = match &outcome {
             Attempt::Delivered { .. } => {
-                tracing::info!(operation_id = %id, to = %hook.display_url(), attempt, "webhook delivered");
+                tracing::info!(delivery = %msg.delivery_id, to = %hook.display_url(), attempt, "webhook delivered");
                 strato_domain::vitals::webhook_delivery("delivered");
                 (true, Outcome::Ack)
             }
             Attempt::Failed { retryable, error, .. } => {
                 let last = !retryable || attempt >= self.max_attempts;
-                tracing::warn!(operation_id = %id, to = %hook.display_url(), attempt, last, %error,
+                tracing::warn!(delivery = %msg.delivery_id, to = %hook.display_url(), attempt, last, %error,
                     "webhook attempt failed");
                 strato_domain::vitals::webhook_delivery(if last { "failed" } else { "retrying" });
                 let next = if last {
@@ -143,11 +153,13 @@ where
             self.clock.now(),
         );
         // A failure to record is an error: the message comes back and the note is written then (a
-        // delivered notification may then be posted again; receivers deduplicate on the delivery id).
-        update_operation(self.store, id, |o| {
-            set_note(&mut o.notes, &msg.delivery_id, line.clone())
-        })
-        .await?;
+        // delivered notification may then be posted again; receivers deduplicate on the event id).
+        if let Some(id) = op_id {
+            update_operation(self.store, id, |o| {
+                set_note(&mut o.notes, &msg.delivery_id, line.clone())
+            })
+            .await?;
+        }
         Ok(next)
     }
 }

@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use strato_domain::webhook::{
-    DELIVERY_HEADER, EVENT_HEADER, Egress, SIGNATURE_HEADER, Webhook, delivery_tag,
-};
+use strato_domain::webhook::{Egress, ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, Webhook, delivery_tag};
 
 use crate::WebhooksError;
 use time::OffsetDateTime;
@@ -93,13 +91,14 @@ impl Resolve for GuardedResolver {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Posts `body` to `hook` once, signed, as `event` with delivery id `delivery_id`, if `egress` lets the
-/// call go there (a webhook stored before the guard existed is checked here too).
+/// Posts `body` to `hook` once, signed the Standard Webhooks way with event id `delivery_id`, if `egress`
+/// lets the call go there (a webhook stored before the guard existed is checked here too). `event` is
+/// only for the caller's logs: the type is in the body.
 pub async fn post(
     http: &reqwest::Client,
     egress: Egress,
     hook: &Webhook,
-    event: &str,
+    _event: &str,
     delivery_id: &str,
     body: &[u8],
     timeout: Duration,
@@ -117,9 +116,9 @@ pub async fn post(
         .post(hook.url())
         .timeout(timeout)
         .header("content-type", "application/json")
-        .header(EVENT_HEADER, event)
-        .header(DELIVERY_HEADER, delivery_id)
-        .header(SIGNATURE_HEADER, hook.sign(t, body))
+        .header(ID_HEADER, delivery_id)
+        .header(TIMESTAMP_HEADER, t.to_string())
+        .header(SIGNATURE_HEADER, hook.sign(delivery_id, t, body))
         .body(body.to_vec())
         .send()
         .await;

@@ -4,7 +4,7 @@
 //! the operation. Delivering here, not in the status function, keeps a slow receiver out of the state
 //! machine's path (issue 15 defect 7): it can hold up only its own record.
 //!
-//! At least once, with a stable delivery id: the id is fixed in the message (`X-Strato-Delivery`), so a
+//! At least once, with a stable event id: the id is fixed in the message (`webhook-id`), so a
 //! retry or a duplicate message carries the same one and receivers deduplicate on it. One attempt per
 //! delivery of the message with a short timeout, no redirects followed; a failure that may pass (no answer,
 //! 408, 429, 5xx) hands the record back with a growing back-off, others and the last attempt are final. The

@@ -11,7 +11,7 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::WebhookMessage;
 use strato_domain::model::{Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, PortError};
-use strato_domain::webhook::{DRIFT_DETECTED, Webhook};
+use strato_domain::webhook::{DRIFT_DETECTED, EventType, Webhook};
 use strato_webhooks::{Attempt, Deliveries, Outcome, Receivers, backoff_secs};
 
 /// One POST as the fake receiver saw it.
@@ -108,17 +108,19 @@ impl World {
         );
         op.status = OperationStatus::Succeeded;
         self.store.put_operation(op.clone());
-        WebhookMessage {
-            tenant_id: self.tenant.clone(),
-            operation_id: op.operation_id.clone(),
-            event: DRIFT_DETECTED.into(),
-            delivery_id: op.operation_id.to_string(),
-            payload: json!({"type": DRIFT_DETECTED}),
-        }
+        WebhookMessage::event(
+            self.tenant.clone(),
+            Some(op.operation_id.clone()),
+            EventType::DriftDetected,
+            op.operation_id.as_str(),
+            self.clock.now(),
+            json!({"cluster_id": "cl-1"}),
+        )
+        .unwrap()
     }
 
-    fn notes(&self, op: &OperationId) -> Vec<String> {
-        self.store.operation(op).unwrap().notes
+    fn notes(&self, op: &Option<OperationId>) -> Vec<String> {
+        self.store.operation(op.as_ref().unwrap()).unwrap().notes
     }
 
     fn posts(&self) -> Vec<Post> {
@@ -260,9 +262,39 @@ async fn no_webhook_or_no_operation_sends_and_notes_nothing() {
     assert!(w.notes(&msg.operation_id).is_empty());
 
     let mut gone = msg.clone();
-    gone.operation_id = OperationId::generate();
+    gone.operation_id = Some(OperationId::generate());
     assert_eq!(w.deliveries().deliver(&gone, 1).await.unwrap(), Outcome::Ack);
     assert!(w.posts().is_empty());
+}
+
+#[tokio::test]
+async fn a_webhook_gets_only_the_events_it_subscribes_to() {
+    let w = World::new();
+    let msg = w.notification();
+    let hook = w.receivers.hooks.lock().unwrap()[&w.tenant].clone();
+    w.receivers.hooks.lock().unwrap().insert(
+        w.tenant.clone(),
+        hook.with_events(Some(vec![EventType::ClusterExpiring])),
+    );
+    assert_eq!(w.deliveries().deliver(&msg, 1).await.unwrap(), Outcome::Ack);
+    assert!(w.posts().is_empty(), "drift.detected is not subscribed");
+    assert!(w.notes(&msg.operation_id).is_empty());
+
+    // An event no operation caused (cluster.expiring) is posted, with nothing to note it on.
+    let expiring = WebhookMessage::event(
+        w.tenant.clone(),
+        None,
+        EventType::ClusterExpiring,
+        "cl-1/2026-11-23T00:00:00Z",
+        w.clock.now(),
+        json!({"cluster_id": "cl-1"}),
+    )
+    .unwrap();
+    assert_eq!(w.deliveries().deliver(&expiring, 1).await.unwrap(), Outcome::Ack);
+    let posts = w.posts();
+    assert_eq!(posts.len(), 1);
+    assert_eq!(posts[0].event, "cluster.expiring");
+    assert_eq!(posts[0].delivery_id, expiring.delivery_id);
 }
 
 #[tokio::test]

@@ -2,7 +2,8 @@
 # applied tables with it). All keys are strings; on-demand billing; point-in-time recovery on.
 locals {
   tables = {
-    # Clusters per tenant; by_state drives drift checks, by_cluster_id serves ECS events and the agent API.
+    # Clusters per tenant; by_state drives drift checks, by_cluster_id serves ECS events and the agent API,
+    # by_expiry (sparse) finds clusters due to expire.
     clusters = {
       hash_key  = "tenant_id"
       range_key = "cluster_id"
@@ -10,6 +11,7 @@ locals {
         by_state       = { hash_key = "state", range_key = "next_drift_check_at" }
         by_cluster_id  = { hash_key = "cluster_id", range_key = null }
         by_agent_token = { hash_key = "agent_token_hash", range_key = null }
+        by_expiry      = { hash_key = "expiry_bucket", range_key = "expires_at" }
       }
       ttl = null
     }

@@ -280,10 +280,11 @@ locals {
       local.audit_append,
       local.resolve_queues,
       {
+        # Jobs and events; webhooks: the cluster.expiring events of clusters near their expiry.
         Sid      = "SendJobsAndEvents"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [local.queue_arn["jobs"], local.queue_arn["events"]]
+        Resource = [local.queue_arn["jobs"], local.queue_arn["events"], local.queue_arn["webhooks"]]
       },
       {
         # WebSocket connections past API Gateway's 2 h limit, with their subscriptions (by_expiry index).

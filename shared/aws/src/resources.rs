@@ -102,6 +102,13 @@ pub const TABLES: &[TableDef] = &[
                 pk: "agent_token_hash",
                 sk: None,
             },
+            // Expiry: sparse (`expiry_bucket` is set only on clusters with an expiry that are not being
+            // deleted), ordered by expiry time, so the scheduler finds due clusters with a Query.
+            IndexDef {
+                name: "by_expiry",
+                pk: "expiry_bucket",
+                sk: Some("expires_at"),
+            },
         ],
         ttl: None,
     },

@@ -14,6 +14,7 @@ pub mod coordination;
 pub mod cost;
 pub mod ecs_event;
 pub mod error;
+pub mod expiry;
 #[cfg(feature = "fakes")]
 pub mod fakes;
 pub mod ids;

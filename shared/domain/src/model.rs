@@ -246,6 +246,16 @@ pub struct Cluster {
     /// check) without trusting the eventually consistent index of a cluster's operations.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub pending_operation: Option<OperationId>,
+    /// When the scheduler deletes the cluster on its own ([`crate::expiry`]); `None`: never.
+    #[serde(with = "crate::ts::option", default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<OffsetDateTime>,
+    /// The expiry time the `cluster.expiring` notice was sent for: once per expiry time (extending it
+    /// makes a new notice due).
+    #[serde(with = "crate::ts::option", default, skip_serializing_if = "Option::is_none")]
+    pub expiry_notified_for: Option<OffsetDateTime>,
+    /// Partition key of the sparse `by_expiry` index ([`crate::expiry::index_bucket`]); the store sets it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expiry_bucket: Option<String>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -273,6 +283,9 @@ impl Cluster {
             agent_last_seen: None,
             configuring_deadline: None,
             pending_operation: None,
+            expires_at: None,
+            expiry_notified_for: None,
+            expiry_bucket: None,
             created_at: now,
             updated_at: now,
         }

@@ -128,6 +128,14 @@ pub trait Clusters: Send + Sync {
         now: OffsetDateTime,
         limit: i32,
     ) -> impl Future<Output = Result<Vec<Cluster>, PortError>> + Send;
+
+    /// Clusters with an expiry at or before `before`, soonest first, at most `limit` (the sparse
+    /// `by_expiry` index: clusters without an expiry or being deleted are not in it).
+    fn clusters_expiring_before(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> impl Future<Output = Result<Vec<Cluster>, PortError>> + Send;
 }
 
 /// Why new work could not be recorded: a rule the tenant can act on, not a fault.
@@ -168,6 +176,14 @@ pub trait Intake: Send + Sync {
         cluster: &mut Cluster,
         op: &Operation,
     ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
+}
+
+/// Per-tenant cluster lifetime limit ([`crate::expiry`]).
+pub trait TenantLifetimes: Send + Sync {
+    /// The tenant's own maximum lifetime of a cluster, in hours (tenant item attribute `max_ttl_hours`);
+    /// `None` when it has none (the platform default, if any, applies).
+    fn max_ttl_hours(&self, tenant: &TenantId)
+    -> impl Future<Output = Result<Option<u64>, PortError>> + Send;
 }
 
 /// The published templates (immutable once published).

@@ -1,47 +1,65 @@
-//! Tenant webhooks: where a tenant is told about drift, and how each call is signed — the contract a
-//! receiver verifies.
+//! Tenant webhooks: where a tenant is told about lifecycle events, and how each call is signed — the
+//! contract a receiver verifies. Calls follow the Standard Webhooks specification
+//! (<https://www.standardwebhooks.com>), so any of its libraries verifies them:
 //!
-//! A call is `POST <url>` with a JSON body and
-//! `X-Strato-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>` (the scheme Stripe and
-//! others use). The receiver recomputes the HMAC over the raw body with its copy of the secret, compares in
-//! constant time, and refuses timestamps older than a few minutes, so a captured request cannot be replayed
-//! later. `X-Strato-Delivery` (the operation id) is the same on every retry: receivers deduplicate on it.
+//! - `webhook-id`: the event's id, deterministic (the same on every retry and duplicate; receivers
+//!   deduplicate on it);
+//! - `webhook-timestamp`: unix seconds of this attempt (each attempt is signed afresh);
+//! - `webhook-signature`: `v1,<base64(HMAC-SHA256(key, "<id>.<timestamp>.<body>"))>`;
+//! - body: `{"type": "...", "timestamp": "...", "data": {...}}` ([`Envelope`]).
+//!
+//! The key: a secret given as `whsec_<base64>` (the spec's form) is the base64-decoded bytes; any other
+//! secret (every secret set before Standard Webhooks, at least 16 characters) is its UTF-8 bytes as they
+//! are — the same key as `whsec_` + base64(secret), which is what a receiver's library is given.
 
 use secrecy::{ExposeSecret, SecretString};
 use std::fmt;
 
-use hmac::{Hmac, KeyInit, Mac};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 use time::OffsetDateTime;
 
 use crate::ids::{ClusterId, OperationId, TenantId};
 
 mod egress;
+mod events;
+mod signature;
 use crate::model::{DriftPolicy, ResourceChange};
 pub use egress::{ALLOW_HTTP_ENV, ALLOW_LOOPBACK_ENV, ALLOWED, Egress, forbidden_kind};
+pub use events::{ClusterStateEvent, Envelope, EventType, OperationEvent, event_id, parse_event_list};
+pub use signature::{SignatureError, sign, verify};
 
-pub const SIGNATURE_HEADER: &str = "X-Strato-Signature";
-pub const EVENT_HEADER: &str = "X-Strato-Event";
-pub const DELIVERY_HEADER: &str = "X-Strato-Delivery";
+/// The Standard Webhooks headers.
+pub const ID_HEADER: &str = "webhook-id";
+pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
+pub const SIGNATURE_HEADER: &str = "webhook-signature";
 
 /// How far a signature's timestamp may be from the receiver's clock ([`verify`]'s usual tolerance).
 pub const DEFAULT_TOLERANCE_SECS: i64 = 300;
 
-/// Shortest secret accepted: an HMAC key a caller could guess protects nothing.
+/// Shortest secret accepted (characters of a plain secret, bytes of a `whsec_` key): an HMAC key a caller
+/// could guess protects nothing.
 pub const MIN_SECRET_LEN: usize = 16;
 
-/// A tenant's webhook: where to call and the secret calls are signed with. The secret is never printed
-/// (`Debug` hides it, `secrecy` wipes it on drop) and never logged.
+/// The prefix of a secret in the Standard Webhooks form.
+pub const WHSEC_PREFIX: &str = "whsec_";
+
+/// A tenant's webhook: where to call, the secret calls are signed with, and which events it wants. The
+/// secret is never printed (`Debug` hides it, `secrecy` wipes it on drop) and never logged.
 #[derive(Clone)]
 pub struct Webhook {
     url: String,
     secret: SecretString,
+    /// `None`: every event.
+    events: Option<Vec<EventType>>,
 }
 
 impl PartialEq for Webhook {
     fn eq(&self, other: &Self) -> bool {
-        self.url == other.url && self.secret.expose_secret() == other.secret.expose_secret()
+        self.url == other.url
+            && self.secret.expose_secret() == other.secret.expose_secret()
+            && self.events == other.events
     }
 }
 
@@ -52,6 +70,7 @@ impl fmt::Debug for Webhook {
         f.debug_struct("Webhook")
             .field("url", &redacted_url(&self.url))
             .field("secret", &"(hidden)")
+            .field("events", &self.events)
             .finish()
     }
 }
@@ -60,11 +79,23 @@ impl fmt::Debug for Webhook {
 pub enum WebhookError {
     #[error("webhook url '{0}' must start with https:// (or http:// for a local receiver) and name a host")]
     Url(String),
-    #[error("webhook secret must be at least {MIN_SECRET_LEN} characters")]
+    #[error(
+        "webhook secret must be at least {MIN_SECRET_LEN} characters (or whsec_ and the base64 of at least {MIN_SECRET_LEN} bytes)"
+    )]
     ShortSecret,
     /// The URL points where Strato does not call ([`Egress`]): what is wrong with it, no secret in it.
     #[error("{0}")]
     Forbidden(String),
+    #[error("unknown webhook event type '{0}'; known: {known}", known = EventType::names().join(", "))]
+    UnknownEvent(String),
+}
+
+/// The HMAC key of `secret` (see the module doc); `None` when a `whsec_` secret is not base64.
+pub fn signing_key(secret: &str) -> Option<Vec<u8>> {
+    match secret.strip_prefix(WHSEC_PREFIX) {
+        Some(b64) => B64.decode(b64).ok(),
+        None => Some(secret.as_bytes().to_vec()),
+    }
 }
 
 impl Webhook {
@@ -79,13 +110,24 @@ impl Webhook {
             return Err(WebhookError::Url(redacted_url(&url)));
         }
         // Characters, as the spec's `minLength` counts them (a byte count let 8 two-byte characters pass).
-        if secret.chars().count() < MIN_SECRET_LEN {
+        let long_enough = match secret.strip_prefix(WHSEC_PREFIX) {
+            Some(_) => signing_key(&secret).is_some_and(|k| k.len() >= MIN_SECRET_LEN),
+            None => secret.chars().count() >= MIN_SECRET_LEN,
+        };
+        if !long_enough {
             return Err(WebhookError::ShortSecret);
         }
         Ok(Self {
             url,
             secret: secret.into(),
+            events: None,
         })
+    }
+
+    /// Only these events are sent (`None` or an empty list: all of them).
+    pub fn with_events(mut self, events: Option<Vec<EventType>>) -> Self {
+        self.events = events.filter(|e| !e.is_empty());
+        self
     }
 
     pub fn url(&self) -> &str {
@@ -101,9 +143,25 @@ impl Webhook {
         self.secret.expose_secret()
     }
 
-    /// The signature header for `body` sent at `timestamp` (unix seconds).
-    pub fn sign(&self, timestamp: i64, body: &[u8]) -> String {
-        signature_header(self.secret.expose_secret().as_bytes(), timestamp, body)
+    /// The events this webhook subscribed to (`None`: all).
+    pub fn events(&self) -> Option<&[EventType]> {
+        self.events.as_deref()
+    }
+
+    /// Whether an event named `event` is sent to this webhook. A name no type has (a message queued by a
+    /// newer version) is sent only to webhooks that take everything.
+    pub fn wants(&self, event: &str) -> bool {
+        match &self.events {
+            None => true,
+            Some(list) => list.iter().any(|e| e.as_str() == event),
+        }
+    }
+
+    /// The `webhook-signature` of event `id` with `body`, sent at `timestamp` (unix seconds).
+    pub fn sign(&self, id: &str, timestamp: i64, body: &[u8]) -> String {
+        // `new` checked that the key decodes.
+        let key = signing_key(self.secret.expose_secret()).unwrap_or_default();
+        sign(&key, id, timestamp, body)
     }
 }
 
@@ -119,76 +177,8 @@ fn redacted_url(url: &str) -> String {
     }
 }
 
-fn mac(secret: &[u8], timestamp: i64, body: &[u8]) -> Hmac<Sha256> {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(timestamp.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    mac
-}
-
-/// `t=<timestamp>,v1=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`.
-pub fn signature_header(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
-    let sig = hex::encode(mac(secret, timestamp, body).finalize().into_bytes());
-    format!("t={timestamp},v1={sig}")
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SignatureError {
-    #[error("the signature header is not 't=<unix seconds>,v1=<hex>'")]
-    Malformed,
-    #[error(
-        "the signature's timestamp is {age_secs} s away from now (tolerance {tolerance_secs} s): a replay?"
-    )]
-    Expired { age_secs: i64, tolerance_secs: i64 },
-    #[error("no v1 signature matches the body")]
-    Mismatch,
-}
-
-/// Checks a received call: the header's timestamp is within `tolerance_secs` of `now` and one of its `v1`
-/// signatures is the HMAC of `"<t>.<body>"` (compared in constant time). Returns the timestamp.
-pub fn verify(
-    secret: &[u8],
-    header: &str,
-    body: &[u8],
-    now: OffsetDateTime,
-    tolerance_secs: i64,
-) -> Result<i64, SignatureError> {
-    let mut timestamp = None;
-    let mut signatures = Vec::new();
-    for part in header.split(',') {
-        match part.trim().split_once('=') {
-            Some(("t", v)) => timestamp = Some(v.parse::<i64>().map_err(|_| SignatureError::Malformed)?),
-            Some(("v1", v)) => signatures.push(hex::decode(v).map_err(|_| SignatureError::Malformed)?),
-            // Other schemes (a future v2) are ignored, as receivers of such headers usually do.
-            Some(_) => {}
-            None => return Err(SignatureError::Malformed),
-        }
-    }
-    let t = timestamp.ok_or(SignatureError::Malformed)?;
-    if signatures.is_empty() {
-        return Err(SignatureError::Malformed);
-    }
-    let age = (now.unix_timestamp() - t).abs();
-    if age > tolerance_secs {
-        return Err(SignatureError::Expired {
-            age_secs: age,
-            tolerance_secs,
-        });
-    }
-    let expected = mac(secret, t, body);
-    if signatures
-        .iter()
-        .any(|s| expected.clone().verify_slice(s).is_ok())
-    {
-        Ok(t)
-    } else {
-        Err(SignatureError::Mismatch)
-    }
-}
-
 /// The tag that ends the one note an operation keeps per webhook delivery (queued, each attempt, the
-/// outcome): the status function adds it when it queues the delivery, the webhooks function replaces it.
+/// outcome): the emitter adds it when it queues the delivery, the webhooks function replaces it.
 pub fn delivery_tag(delivery_id: &str) -> String {
     format!("[delivery {delivery_id}]")
 }
@@ -199,19 +189,16 @@ pub fn has_delivery_note(notes: &[String], delivery_id: &str) -> bool {
     notes.iter().any(|n| n.ends_with(&tag))
 }
 
-/// `X-Strato-Event` of a drift notification.
+/// The type of a drift notification.
 pub const DRIFT_DETECTED: &str = "drift.detected";
 
-/// The body of a drift notification.
+/// The `data` of a `drift.detected` event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriftEvent {
-    /// Always [`DRIFT_DETECTED`].
-    #[serde(rename = "type")]
-    pub kind: String,
     pub tenant_id: TenantId,
     pub cluster_id: ClusterId,
     pub cluster_name: String,
-    /// The drift check that found it (also `X-Strato-Delivery`).
+    /// The drift check that found it.
     pub operation_id: OperationId,
     #[serde(with = "crate::ts")]
     pub checked_at: OffsetDateTime,
@@ -227,47 +214,6 @@ mod tests {
     const SECRET: &str = "whsec-0123456789abcdef";
 
     #[test]
-    fn a_signature_verifies_and_any_change_breaks_it() {
-        let hook = Webhook::new("https://hooks.example.com/strato?token=abc", SECRET).unwrap();
-        let now = OffsetDateTime::now_utc();
-        let t = now.unix_timestamp();
-        let body = br#"{"type":"drift.detected"}"#;
-        let header = hook.sign(t, body);
-        assert!(header.starts_with(&format!("t={t},v1=")), "{header}");
-        assert_eq!(
-            verify(SECRET.as_bytes(), &header, body, now, DEFAULT_TOLERANCE_SECS),
-            Ok(t)
-        );
-        // Another body, another secret, another timestamp under the same signature: all refused.
-        assert_eq!(
-            verify(SECRET.as_bytes(), &header, b"{}", now, 300),
-            Err(SignatureError::Mismatch)
-        );
-        assert_eq!(
-            verify(b"another-secret-0000", &header, body, now, 300),
-            Err(SignatureError::Mismatch)
-        );
-        let forged = header.replace(&format!("t={t}"), &format!("t={}", t + 1));
-        assert_eq!(
-            verify(SECRET.as_bytes(), &forged, body, now, 300),
-            Err(SignatureError::Mismatch)
-        );
-        // A replay ten minutes later is refused even though the signature is genuine.
-        let later = now + time::Duration::minutes(10);
-        assert!(matches!(
-            verify(SECRET.as_bytes(), &header, body, later, 300),
-            Err(SignatureError::Expired { age_secs: 600, .. })
-        ));
-        for bad in ["", "v1=00", "t=x,v1=00", "t=1", "t=1,v1=zz", "garbage"] {
-            assert_eq!(
-                verify(SECRET.as_bytes(), bad, body, now, 300),
-                Err(SignatureError::Malformed),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
     fn the_sample_call_is_a_drift_event() {
         let path = format!(
             "{}/../../events/webhook/drift-detected.json",
@@ -275,14 +221,59 @@ mod tests {
         );
         let sample: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let event: DriftEvent = serde_json::from_value(sample["body"].clone()).unwrap();
-        assert_eq!(event.kind, DRIFT_DETECTED);
-        assert_eq!(sample["headers"]["x-strato-event"], DRIFT_DETECTED);
+        // The body exactly as posted (the signature covers these bytes).
+        let raw = sample["raw_body"].as_str().unwrap();
+        let envelope: Envelope = serde_json::from_str(raw).unwrap();
+        assert_eq!(serde_json::to_value(&envelope).unwrap(), sample["body"]);
+        assert_eq!(envelope.kind, DRIFT_DETECTED);
+        let event: DriftEvent = serde_json::from_value(envelope.data.clone()).unwrap();
+        let h = |k: &str| sample["headers"][k].as_str().unwrap().to_owned();
         assert_eq!(
-            sample["headers"]["x-strato-delivery"],
-            event.operation_id.as_str()
+            h(ID_HEADER),
+            event_id(EventType::DriftDetected, event.operation_id.as_str())
         );
-        assert_eq!(serde_json::to_value(&event).unwrap(), sample["body"]);
+        // The sample's signature is genuine (its secret is in the sample).
+        let t: i64 = h(TIMESTAMP_HEADER).parse().unwrap();
+        let key = signing_key(sample["secret"].as_str().unwrap()).unwrap();
+        let now = OffsetDateTime::from_unix_timestamp(t).unwrap();
+        let sig = verify(
+            &key,
+            &h(ID_HEADER),
+            &h(TIMESTAMP_HEADER),
+            &h(SIGNATURE_HEADER),
+            raw.as_bytes(),
+            now,
+            DEFAULT_TOLERANCE_SECS,
+        );
+        assert_eq!(sig, Ok(t));
+    }
+
+    #[test]
+    fn plain_and_whsec_secrets_map_to_the_same_key() {
+        let plain = Webhook::new("https://h.example.com", SECRET).unwrap();
+        let whsec = format!("{WHSEC_PREFIX}{}", B64.encode(SECRET));
+        let std_form = Webhook::new("https://h.example.com", whsec).unwrap();
+        assert_eq!(plain.sign("evt_1", 5, b"{}"), std_form.sign("evt_1", 5, b"{}"));
+        // A whsec_ key must decode and be long enough.
+        for bad in ["whsec_***notbase64***", "whsec_c2hvcnQ="] {
+            assert_eq!(
+                Webhook::new("https://h.example.com", bad).unwrap_err(),
+                WebhookError::ShortSecret,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_subscription_gets_only_its_events() {
+        let all = Webhook::new("https://h.example.com", SECRET).unwrap();
+        assert!(all.wants("cluster.expiring") && all.wants("some.future.type"));
+        let some = all
+            .clone()
+            .with_events(Some(vec![EventType::OperationFailed, EventType::ClusterExpiring]));
+        assert!(some.wants("operation.failed") && some.wants("cluster.expiring"));
+        assert!(!some.wants("operation.succeeded") && !some.wants("some.future.type"));
+        assert_eq!(all.clone().with_events(Some(vec![])), all, "an empty list is all");
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! its spec as a create does.
 
 use strato_domain::agent;
+use strato_domain::expiry::ExpiryChange;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind};
-use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
+use strato_domain::ports::{
+    Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates, TenantLifetimes,
+};
 use strato_domain::sealed::Keys;
 use strato_domain::template::{Template, is_template_version};
 
@@ -30,6 +33,7 @@ struct Change<'a> {
     patch: &'a std::collections::BTreeMap<String, serde_json::Value>,
     version: Option<&'a str>,
     drift: &'a DriftSettings,
+    expiry: ExpiryChange,
 }
 
 /// The name an estimate's plan uses when the request gives none (cloud resource names in the plan derive
@@ -38,7 +42,7 @@ pub(crate) const ESTIMATE_NAME: &str = "estimate";
 
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
-    S: Storage + Intake,
+    S: Storage + Intake + TenantLifetimes,
     T: Templates,
     Q: JobQueue,
     C: Clock,
@@ -46,10 +50,25 @@ where
 {
     /// A new cluster: the spec is validated before anything is written; then the cluster, its create
     /// operation, its name reservation and the tenant's counters are written together, and the job is sent.
-    pub async fn create(&self, caller: &Caller, body: SpecBody) -> Result<Started, ApiError> {
-        let (validated, template, drift) = read_spec(self.templates, body, SpecName::Required).await?;
-        let mut spec = validated.spec().clone();
+    pub async fn create(&self, caller: &Caller, mut body: SpecBody) -> Result<Started, ApiError> {
+        let mut errors = Vec::new();
+        let expires_at = std::mem::take(&mut body.expires_at);
+        let expiry = crate::expiry::parse(expires_at, std::mem::take(&mut body.ttl_hours), &mut errors);
+        let (validated, template, drift) = match read_spec(self.templates, body, SpecName::Required).await {
+            // Every problem at once: the spec's and the expiry's.
+            Err(ApiError::Invalid { errors: mut e, .. }) => {
+                e.extend(errors);
+                return Err(sorted(e));
+            }
+            other => other?,
+        };
+        if !errors.is_empty() {
+            return Err(sorted(errors));
+        }
         let now = self.clock.now();
+        let max = self.max_ttl_hours(caller).await?;
+        let expiry = crate::expiry::change(expiry, now, max, true)?;
+        let mut spec = validated.spec().clone();
         let cluster_id = ClusterId::generate();
         self.seal(&caller.tenant, &cluster_id, &template, &mut spec)
             .await?;
@@ -69,6 +88,7 @@ where
         let mut cluster = Cluster::new(caller.tenant.clone(), cluster_id, spec.clone(), now);
         cluster.agent_token_hash = agent_token_hash;
         drift.apply(&mut cluster);
+        expiry.apply(&mut cluster);
         let mut op = Operation::new(
             caller.tenant.clone(),
             cluster.cluster_id.clone(),
@@ -116,7 +136,7 @@ where
     ) -> Result<Updated, ApiError> {
         let c = self.load_cluster(caller, id).await?;
         let mut errors = Vec::new();
-        let known = "variables, template_version, drift";
+        let known = "variables, template_version, drift, expires_at, ttl_hours";
         unknown(
             &body.other,
             "",
@@ -126,6 +146,7 @@ where
         );
         let patch = spec::variables(body.variables, &mut errors);
         let drift = drift::parse(body.drift, &mut errors);
+        let expiry = crate::expiry::parse(body.expires_at, body.ttl_hours, &mut errors);
         let version = body
             .template_version
             .optional(
@@ -138,20 +159,28 @@ where
                 let allowed = spec::TEMPLATE_VERSION;
                 spec::checked(v, "template_version", is_template_version, allowed, &mut errors)
             });
-        if patch.is_empty() && version.is_none() && drift.is_empty() && errors.is_empty() {
+        let asked_expiry = crate::expiry::asked(&expiry);
+        if patch.is_empty() && version.is_none() && drift.is_empty() && !asked_expiry && errors.is_empty() {
             errors.push(ApiError::field(
                 "variables",
                 "the request changes nothing",
-                "variables to change, a template_version and/or drift settings",
+                "variables to change, a template_version, drift settings and/or an expiry",
             ));
         }
         if !errors.is_empty() {
             return Err(sorted(errors));
         }
+        let expiry = if asked_expiry {
+            let max = self.max_ttl_hours(caller).await?;
+            crate::expiry::change(expiry, self.clock.now(), max, false)?
+        } else {
+            ExpiryChange::Keep
+        };
         let change = Change {
             patch: &patch,
             version: version.as_deref(),
             drift: &drift,
+            expiry,
         };
         let change = &change;
         let mut first = Some(c);
@@ -186,7 +215,7 @@ where
     ) -> Result<Attempt<Updated>, ApiError> {
         if change.patch.is_empty() && change.version.is_none() {
             // Settings only: recorded on the cluster, nothing for Terraform to do.
-            return self.update_settings(c, change.drift).await;
+            return self.update_settings(c, change.drift, change.expiry).await;
         }
         let open = self.open_operations(&c).await?;
         if let Some(why) = refuse_new_operation(&c, &open, "updated") {
@@ -213,7 +242,8 @@ where
         let t = self.template_for(&spec.template, "template_version").await?;
         let validated = check(&spec, &t)?;
         let mut c = c;
-        if change.drift.apply(&mut c) && self.save_settings(&mut c).await?.is_none() {
+        let changed = change.drift.apply(&mut c) | change.expiry.apply(&mut c);
+        if changed && self.save_settings(&mut c).await?.is_none() {
             return Ok(Attempt::Conflict);
         }
         let mut op = Operation::new(
@@ -240,6 +270,7 @@ where
         &self,
         mut c: Cluster,
         drift: &DriftSettings,
+        expiry: ExpiryChange,
     ) -> Result<Attempt<Updated>, ApiError> {
         if c.state() == ClusterState::Deleted {
             return Err(ApiError::Conflict(format!(
@@ -247,7 +278,8 @@ where
                 c.cluster_id
             )));
         }
-        if drift.apply(&mut c) && self.save_settings(&mut c).await?.is_none() {
+        let changed = drift.apply(&mut c) | expiry.apply(&mut c);
+        if changed && self.save_settings(&mut c).await?.is_none() {
             return Ok(Attempt::Conflict);
         }
         let template = self.template_for(&c.spec.template, "template").await?;
@@ -256,6 +288,12 @@ where
             template,
             operation: None,
         }))
+    }
+
+    /// The caller's tenant maximum cluster lifetime (hours): its own, else the platform default.
+    async fn max_ttl_hours(&self, caller: &Caller) -> Result<Option<u64>, ApiError> {
+        let own = self.store.max_ttl_hours(&caller.tenant).await?;
+        Ok(own.or(self.default_max_ttl_hours))
     }
 
     /// Saves settings under the version read; `None` when the cluster changed meanwhile (the control plane

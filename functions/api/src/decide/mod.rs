@@ -38,6 +38,8 @@ pub struct Api<'a, S, T, Q, C, K> {
     pub agent_token_secret: Option<&'a [u8]>,
     /// Strato's KMS key: sensitive variables are sealed with it before any item is written.
     pub keys: &'a K,
+    /// The tenant maximum of a cluster's lifetime (hours) where the tenant sets none; `None`: unlimited.
+    pub default_max_ttl_hours: Option<u64>,
 }
 
 /// A recorded operation (new, or the open one a repeated drift check answers with), its cluster, and the

@@ -37,6 +37,7 @@ impl World {
             jobs: FakeJobQueue::new(self.clock.clone()),
             clock: self.clock.clone(),
             agent_token_secret: None,
+            default_max_ttl_hours: None,
             keys: &self.keys,
         }
     }

@@ -69,6 +69,12 @@ impl Operations for Store {
     }
 }
 
+impl strato_domain::ports::TenantLifetimes for Store {
+    async fn max_ttl_hours(&self, tenant: &TenantId) -> Result<Option<u64>, PortError> {
+        Ok(self.tenant_max_ttl_hours(tenant).await?)
+    }
+}
+
 impl Clusters for Store {
     async fn load_cluster(&self, tenant: &TenantId, id: &ClusterId) -> Result<Option<Cluster>, PortError> {
         Ok(self.get_cluster(tenant, id).await?)
@@ -84,6 +90,14 @@ impl Clusters for Store {
         limit: i32,
     ) -> Result<Vec<Cluster>, PortError> {
         Ok(Store::clusters_due_for_drift(self, now, limit).await?)
+    }
+
+    async fn clusters_expiring_before(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, PortError> {
+        Ok(Store::clusters_expiring_before(self, before, limit).await?)
     }
 }
 

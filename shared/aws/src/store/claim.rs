@@ -11,7 +11,7 @@ use super::operations::next_updated_at;
 use super::write::{tx_put, tx_update};
 use super::{Quotas, Store, n, s};
 use crate::error::Error;
-use strato_domain::model::Operation;
+use strato_domain::model::{ClusterState, Operation};
 use strato_domain::ports::{Claim, ClaimLost, ClusterStep};
 use strato_domain::ts;
 
@@ -152,6 +152,10 @@ impl Store {
                 let names: Vec<String> = (0..from.len()).map(|i| format!(":f{i}")).collect();
                 // As `save_cluster` writes a cluster that is not ACTIVE: no next drift check.
                 let mut remove = "REMOVE next_drift_check_at".to_owned();
+                // A cluster being deleted leaves the sparse expiry index (strato_domain::expiry).
+                if matches!(to, ClusterState::Deleting | ClusterState::Deleted) {
+                    remove.push_str(", expiry_bucket");
+                }
                 if clear_error {
                     remove.push_str(", last_error");
                 }

@@ -186,6 +186,7 @@ impl Store {
             }),
             _ => None,
         };
+        cluster.expiry_bucket = strato_domain::expiry::index_bucket(cluster);
         let put = self
             .ddb
             .put_item()
@@ -239,6 +240,32 @@ impl Store {
             .expression_attribute_names("#s", "state")
             .expression_attribute_values(":active", s(ClusterState::Active.as_str()))
             .expression_attribute_values(":now", s(ts::format(now)))
+            .limit(limit)
+            .send()
+            .await
+            .map_err(|e| Error::aws("Query", e))?;
+        page.items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| from_item::<Cluster>("cluster", i))
+            .collect()
+    }
+
+    /// Clusters whose expiry is at or before `before`, soonest first (the sparse `by_expiry` index: a
+    /// Query, never a Scan), at most `limit`.
+    pub async fn clusters_expiring_before(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, Error> {
+        let page = self
+            .ddb
+            .query()
+            .table_name(&self.clusters)
+            .index_name("by_expiry")
+            .key_condition_expression("expiry_bucket = :b AND expires_at <= :before")
+            .expression_attribute_values(":b", s(strato_domain::expiry::EXPIRY_BUCKET))
+            .expression_attribute_values(":before", s(ts::format(before)))
             .limit(limit)
             .send()
             .await

@@ -128,12 +128,25 @@ impl Store {
         Ok(())
     }
 
-    /// The tenant's webhook (tenant item attributes `webhook_url`, `webhook_secret`), if it set one. A stored
+    /// The tenant's maximum cluster lifetime in hours (tenant item attribute `max_ttl_hours`, set by an
+    /// operator like the quotas), if it has one.
+    pub async fn tenant_max_ttl_hours(&self, tenant: &TenantId) -> Result<Option<u64>, Error> {
+        let get = self
+            .get(&self.tenants, &Self::tenant_key(tenant))
+            .projection_expression("max_ttl_hours");
+        Ok(fetch(get)
+            .await?
+            .and_then(|item| num::<u64>(&item, "max_ttl_hours"))
+            .filter(|h| *h > 0))
+    }
+
+    /// The tenant's webhook (tenant item attributes `webhook_url`, `webhook_secret`, `webhook_events`), if it
+    /// set one. A stored
     /// value that is no longer acceptable (e.g. a secret shorter than the minimum) counts as none.
     pub async fn tenant_webhook(&self, tenant: &TenantId) -> Result<Option<Webhook>, Error> {
         let get = self
             .get(&self.tenants, &Self::tenant_key(tenant))
-            .projection_expression("webhook_url, webhook_secret")
+            .projection_expression("webhook_url, webhook_secret, webhook_events")
             .consistent_read(true);
         let Some(item) = fetch(get).await? else {
             return Ok(None);
@@ -141,8 +154,11 @@ impl Store {
         let (Some(url), Some(secret)) = (text(&item, "webhook_url"), text(&item, "webhook_secret")) else {
             return Ok(None);
         };
+        // The subscription: comma-separated event types; absent (or one no longer known): every event.
+        let events = text(&item, "webhook_events")
+            .and_then(|list| strato_domain::webhook::parse_event_list(list).ok());
         match Webhook::new(url.clone(), secret.clone()) {
-            Ok(w) => Ok(Some(w)),
+            Ok(w) => Ok(Some(w.with_events(events))),
             Err(e) => {
                 tracing::warn!(tenant_id = %tenant, error = %e, "stored tenant webhook is unusable; ignored");
                 Ok(None)
@@ -153,11 +169,20 @@ impl Store {
     pub async fn set_tenant_webhook(&self, tenant: &TenantId, hook: Option<&Webhook>) -> Result<(), Error> {
         let q = self.update_tenant(tenant);
         let q = match hook {
-            Some(w) => q
-                .update_expression("SET webhook_url = :u, webhook_secret = :s")
-                .expression_attribute_values(":u", s(w.url()))
-                .expression_attribute_values(":s", s(w.secret())),
-            None => q.update_expression("REMOVE webhook_url, webhook_secret"),
+            Some(w) => match w.events() {
+                Some(events) => q
+                    .update_expression("SET webhook_url = :u, webhook_secret = :s, webhook_events = :e")
+                    .expression_attribute_values(
+                        ":e",
+                        s(events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(",")),
+                    ),
+                None => {
+                    q.update_expression("SET webhook_url = :u, webhook_secret = :s REMOVE webhook_events")
+                }
+            }
+            .expression_attribute_values(":u", s(w.url()))
+            .expression_attribute_values(":s", s(w.secret())),
+            None => q.update_expression("REMOVE webhook_url, webhook_secret, webhook_events"),
         };
         q.send().await.map_err(|e| Error::aws("UpdateItem", e))?;
         Ok(())

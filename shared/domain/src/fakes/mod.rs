@@ -88,6 +88,8 @@ struct StoreState {
     limits: HashMap<TenantId, u32>,
     /// `(max clusters, max open operations)` of tenants given their own.
     quotas: HashMap<TenantId, (u32, u32)>,
+    /// Tenants' own maximum cluster lifetimes (hours).
+    max_ttl: HashMap<TenantId, u64>,
     /// Saves still to lose as if another writer got there first.
     injected_conflicts: usize,
     /// The operations as the cluster index last showed them, while the index lags ([`FakeStore::lag_index`]).
@@ -171,6 +173,11 @@ impl FakeStore {
         lock(&self.state)
             .quotas
             .insert(tenant.clone(), (max_clusters, max_open_operations));
+    }
+
+    /// The tenant's maximum cluster lifetime (`max_ttl_hours`).
+    pub fn set_max_ttl_hours(&self, tenant: &TenantId, hours: u64) {
+        lock(&self.state).max_ttl.insert(tenant.clone(), hours);
     }
 
     /// Every cluster stored, of every tenant.
@@ -319,6 +326,12 @@ impl Operations for FakeStore {
     }
 }
 
+impl crate::ports::TenantLifetimes for FakeStore {
+    async fn max_ttl_hours(&self, tenant: &TenantId) -> Result<Option<u64>, PortError> {
+        Ok(lock(&self.state).max_ttl.get(tenant).copied())
+    }
+}
+
 impl Clusters for FakeStore {
     async fn load_cluster(&self, tenant: &TenantId, id: &ClusterId) -> Result<Option<Cluster>, PortError> {
         Ok(lock(&self.state)
@@ -339,8 +352,31 @@ impl Clusters for FakeStore {
         }
         cluster.version += 1;
         cluster.updated_at = self.clock.now();
+        // As the store keeps the sparse expiry index's key.
+        cluster.expiry_bucket = crate::expiry::index_bucket(cluster);
         s.clusters.insert(key, cluster.clone());
         Ok(())
+    }
+
+    async fn clusters_expiring_before(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, PortError> {
+        let s = lock(&self.state);
+        // As the sparse index holds them: those with the bucket set, by expiry time.
+        let mut due: Vec<(OffsetDateTime, Cluster)> = s
+            .clusters
+            .values()
+            .filter(|c| c.expiry_bucket.is_some())
+            .filter_map(|c| c.expires_at.filter(|at| *at <= before).map(|at| (at, c.clone())))
+            .collect();
+        due.sort_by_key(|(at, _)| *at);
+        Ok(due
+            .into_iter()
+            .take(limit.max(0) as usize)
+            .map(|(_, c)| c)
+            .collect())
     }
 
     async fn clusters_due_for_drift(
