@@ -19,12 +19,10 @@
 mod devstack_support;
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode};
 use devstack_support::fixtures;
+use devstack_support::receiver::Receiver;
 use serde_json::{Value, json};
 use strato_aws::coordination::update_cluster;
 use strato_aws::state_lock;
@@ -57,60 +55,15 @@ async fn start() -> Devstack {
     .await
 }
 
-/// The tenant's webhook receiver: records every call and answers 204.
-struct Receiver {
-    url: String,
-    calls: Arc<Mutex<Vec<(HeaderMap, Bytes, time::OffsetDateTime)>>>,
-}
-
-impl Receiver {
-    async fn start() -> Self {
-        let calls: Arc<Mutex<Vec<_>>> = Arc::default();
-        let seen = calls.clone();
-        let app = axum::Router::new().route(
-            "/strato",
-            axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-                let seen = seen.clone();
-                async move {
-                    seen.lock()
-                        .unwrap()
-                        .push((headers, body, time::OffsetDateTime::now_utc()));
-                    StatusCode::NO_CONTENT
-                }
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self {
-            url: format!("http://{addr}/strato"),
-            calls,
-        }
-    }
-
-    /// The verified drift events received so far (a bad signature on any call fails the test; the
-    /// lifecycle events beside them are left out).
-    fn events(&self) -> Vec<DriftEvent> {
-        let key = webhook::signing_key(SECRET).unwrap();
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|(h, body, at)| {
-                let h = |k: &str| h[k].to_str().unwrap();
-                let (id, ts, sig) = (
-                    h(webhook::ID_HEADER),
-                    h(webhook::TIMESTAMP_HEADER),
-                    h(webhook::SIGNATURE_HEADER),
-                );
-                webhook::verify(&key, id, ts, sig, body, *at, webhook::DEFAULT_TOLERANCE_SECS)
-                    .unwrap_or_else(|e| panic!("webhook signature {sig}: {e}"));
-                let envelope: webhook::Envelope = serde_json::from_slice(body).unwrap();
-                (envelope.kind == webhook::DRIFT_DETECTED)
-                    .then(|| serde_json::from_value(envelope.data).unwrap())
-            })
-            .collect()
-    }
+/// The verified drift events `receiver` got so far (a bad signature on any call fails the test; the
+/// lifecycle events beside them are left out).
+fn drift_events(receiver: &Receiver) -> Vec<DriftEvent> {
+    receiver
+        .deliveries(SECRET)
+        .into_iter()
+        .filter(|d| d.envelope.kind == webhook::DRIFT_DETECTED)
+        .map(|d| serde_json::from_value(d.envelope.data).unwrap())
+        .collect()
 }
 
 struct T {
@@ -306,10 +259,10 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
     // The tenant's webhook got it, signed (verified in `events`), once. It is called after the end frame,
     // so it may land a moment after the stream ended.
     let start = Instant::now();
-    while receiver.events().is_empty() && start.elapsed() < Duration::from_secs(30) {
+    while drift_events(&receiver).is_empty() && start.elapsed() < Duration::from_secs(30) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let events = receiver.events();
+    let events = drift_events(&receiver);
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].cluster_id.as_str(), x);
     assert_eq!(events[0].operation_id.as_str(), x_check);
@@ -343,7 +296,7 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
         "no false positive from the node-group quirk: {ec}"
     );
     assert!(ec["drift"]["checked_at"].is_string(), "{ec}");
-    assert_eq!(receiver.events().len(), 1, "a clean check calls no webhook");
+    assert_eq!(drift_events(&receiver).len(), 1, "a clean check calls no webhook");
     t.say(&format!("(a)+(c) done after {:?}", t0.elapsed()));
 
     // ---- (b) reconcile: a security-group rule added out of band is removed by a reconcile update ----
@@ -386,7 +339,7 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
     let xc = t.cluster(&x).await;
     assert_eq!(xc["drift"]["drifted"], false, "repaired: {xc}");
     assert_eq!(
-        receiver.events().len(),
+        drift_events(&receiver).len(),
         1,
         "reconcile repairs instead of notifying"
     );

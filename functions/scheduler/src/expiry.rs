@@ -9,6 +9,7 @@
 //! next run with the same event id (receivers deduplicate on it).
 
 use serde_json::json;
+use strato_domain::audit::{self, AuditEntry, AuditLog};
 use strato_domain::expiry::{self, ExpiringEvent, ExpiryAction};
 use strato_domain::messages::{JobMessage, WebhookMessage};
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind};
@@ -24,21 +25,24 @@ pub const DELETE_RETRY: Duration = Duration::hours(1);
 
 /// The expiry run's dependencies, as ports, and its settings.
 #[derive(Debug, Clone, Copy)]
-pub struct Expirer<'a, S, Q, W> {
+pub struct Expirer<'a, S, Q, W, A> {
     pub store: &'a S,
     pub jobs: &'a Q,
     pub webhooks: &'a W,
+    /// Each expiry delete is recorded here, as `strato:scheduler`.
+    pub audit: &'a A,
     /// How long before its expiry a cluster's `cluster.expiring` is sent.
     pub notice: Duration,
     /// At most this many clusters per run; the rest are the next run's.
     pub batch: i32,
 }
 
-impl<S, Q, W> Expirer<'_, S, Q, W>
+impl<S, Q, W, A> Expirer<'_, S, Q, W, A>
 where
     S: Operations + Clusters + Intake,
     Q: JobQueue,
     W: Webhooks,
+    A: AuditLog,
 {
     /// One run at `now`; counts go to `report`.
     pub async fn run(&self, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
@@ -103,6 +107,17 @@ where
         // The first enqueue of a new operation; the sweeper re-sends it if this one is lost.
         self.jobs.enqueue(&JobMessage::from(&op), "0").await?;
         tracing::info!(cluster_id = %claimed.cluster_id, operation_id = %op.operation_id, %expired_at, "expired cluster: delete queued");
+        let entry = AuditEntry::system(
+            "scheduler",
+            op.tenant_id.clone(),
+            now,
+            "cluster.expire",
+            audit::Outcome::Succeeded,
+        )
+        .on_cluster(Some(op.cluster_id.clone()))
+        .on_operation(Some(op.operation_id.clone()))
+        .with_detail(format!("expired at {expired_at}; delete queued"));
+        audit::record(self.audit, entry).await;
         report.expiry_deletes_queued += 1;
         Ok(())
     }

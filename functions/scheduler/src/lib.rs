@@ -186,6 +186,7 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
                 store: &ctx.store,
                 jobs: &jobs,
                 webhooks: &webhooks,
+                audit: &ctx.audit,
                 notice: ctx.config.expiry_notice,
                 batch: ctx.config.drift_batch,
             };

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use strato_domain::expiry::{ExpiringEvent, ExpiryChange};
-use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeStore, FakeWebhooks};
+use strato_domain::fakes::{FakeAuditLog, FakeClock, FakeJobQueue, FakeStore, FakeWebhooks};
 use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
@@ -22,6 +22,7 @@ struct World {
     store: FakeStore,
     jobs: FakeJobQueue,
     webhooks: FakeWebhooks,
+    audit: FakeAuditLog,
     tenant: TenantId,
 }
 
@@ -31,6 +32,7 @@ fn world() -> World {
         store: FakeStore::new(clock.clone()),
         jobs: FakeJobQueue::new(clock.clone()),
         webhooks: FakeWebhooks::default(),
+        audit: FakeAuditLog::default(),
         clock,
         tenant: "acme".parse().unwrap(),
     };
@@ -52,6 +54,7 @@ impl World {
             store: &self.store,
             jobs: &self.jobs,
             webhooks: &self.webhooks,
+            audit: &self.audit,
             notice: NOTICE,
             batch: 50,
         };
@@ -111,6 +114,13 @@ async fn a_due_cluster_gets_one_delete_by_the_scheduler() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].job.operation_id, d.operation_id);
     assert!(w.deletes(&later).is_empty());
+    // On record, as the scheduler's.
+    let entries = w.audit.entries();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].principal, "strato:scheduler");
+    assert_eq!(entries[0].action, "cluster.expire");
+    assert_eq!(entries[0].cluster_id.as_ref(), Some(&due));
+    assert_eq!(entries[0].operation_id.as_ref(), Some(&d.operation_id));
 
     // The next run finds the delete open: nothing more queued.
     let r = w.run().await;

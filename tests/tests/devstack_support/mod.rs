@@ -1,6 +1,8 @@
 //! What the devstack end-to-end tests share: a stack on the process's moto under a fresh resource prefix.
 #![allow(dead_code)] // each test file uses a different subset
 
+pub mod receiver;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
