@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `clusters:read` | every read; WebSocket tickets (so live logs: a ticket is the only way to subscribe) |
 //! | `clusters:write` | create, update, delete, retry, drift check, cancel, estimate (and reads) |
-//! | `admin` | everything: also the tenant's webhook and restoring a state version |
+//! | `admin` | everything: also the tenant's webhook, its policies and restoring a state version |
 //!
 //! Scopes come from the claim `STRATO_SCOPE_CLAIM` (default `scope`, then `scp`), space- or comma-separated
 //! (API Gateway passes an array claim as `[a b]`). A granted scope matches by name or as the last path
@@ -59,6 +59,7 @@ pub const fn required(endpoint: Endpoint) -> Option<Scope> {
         CreateCluster | UpdateCluster | DeleteCluster | RetryCluster | DriftCheck | CancelOperation
         | CreateEstimate => Some(Scope::ClustersWrite),
         PutWebhook | DeleteWebhook | RestoreStateVersion => Some(Scope::Admin),
+        ListPolicies | GetPolicy | PutPolicy | DeletePolicy => Some(Scope::Admin),
     }
 }
 

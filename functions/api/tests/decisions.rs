@@ -52,6 +52,7 @@ impl World {
             clock: self.clock.clone(),
             agent_token_secret: None,
             keys: &self.keys,
+            policies: None,
         }
     }
 

@@ -20,7 +20,7 @@ use regorus::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-mod input;
+pub mod input;
 pub use input::{PlanInput, RequestInput};
 
 /// The largest accepted policy source: policies are a few rules; more is a mistake.

@@ -5,6 +5,7 @@
 
 mod clusters;
 mod operations;
+mod policy;
 mod state;
 
 pub use clusters::Updated;
@@ -38,6 +39,8 @@ pub struct Api<'a, S, T, Q, C, K> {
     pub agent_token_secret: Option<&'a [u8]>,
     /// Strato's KMS key: sensitive variables are sealed with it before any item is written.
     pub keys: &'a K,
+    /// The platform's and the tenant's policies, checked on create, update and delete; `None`: none.
+    pub policies: Option<&'a strato_policy::PolicySet>,
 }
 
 /// A recorded operation (new, or the open one a repeated drift check answers with), its cluster, and the

@@ -38,6 +38,7 @@ impl World {
             clock: self.clock.clone(),
             agent_token_secret: None,
             keys: &self.keys,
+            policies: None,
         }
     }
 
