@@ -263,6 +263,11 @@ impl PolicySet {
         &self.version
     }
 
+    /// Whether any policy applies at `stage`.
+    pub fn has(&self, stage: Stage) -> bool {
+        self.policies.iter().any(|p| p.stage == stage)
+    }
+
     /// Evaluates every policy of `stage` on `input`. A policy that fails to evaluate (a runtime error, over its
     /// time limit) denies: a broken guard must not let everything through.
     pub fn evaluate(&self, stage: Stage, input: &serde_json::Value) -> Verdict {
