@@ -150,16 +150,21 @@ async fn a_policy_that_does_not_compile_is_refused_naming_source() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn policies_need_the_admin_scope() {
+async fn changing_policies_needs_the_admin_scope_and_reading_them_does_not() {
     let api = Api::new().await;
     let r = api
         .call(put("max-nodes", MAX_NODES).scope(Some("clusters:write clusters:read")))
         .await;
     r.problem(403);
     let r = api
-        .call(admin(Method::GET, "/v1/policies").scope(Some("clusters:read")))
+        .call(admin(Method::DELETE, "/v1/policies/max-nodes").scope(Some("clusters:write")))
         .await;
     r.problem(403);
+    // Reading them is for everyone whose requests they check.
+    let r = api
+        .call(admin(Method::GET, "/v1/policies").scope(Some("clusters:read")))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
 }
 
 #[tokio::test(flavor = "multi_thread")]
