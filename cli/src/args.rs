@@ -74,6 +74,9 @@ pub enum Command {
     /// Your tenant's webhook for lifecycle events.
     #[command(subcommand)]
     Webhook(Webhook),
+    /// Your tenant's policies (Rego), checked on requests and plans; the platform's are listed too (admin).
+    #[command(subcommand, alias = "policy")]
+    Policies(Policies),
     /// The external id and trust policy a target account's role needs.
     TargetAccess,
     /// Your tenant's audit log, newest first: who did what, to which cluster, and how it ended (admin).
@@ -341,6 +344,25 @@ pub enum Webhook {
     },
     Get,
     Delete,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Policies {
+    /// Every policy checked on your requests and plans, and the set's version.
+    List,
+    /// One of your policies' Rego source.
+    Get {
+        name: String,
+    },
+    /// Create or replace a policy from a .rego file (compile-checked by the API).
+    Put {
+        name: String,
+        #[arg(long)]
+        file: String,
+    },
+    Delete {
+        name: String,
+    },
 }
 
 #[cfg(test)]

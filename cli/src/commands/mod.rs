@@ -27,6 +27,7 @@ pub(crate) async fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError
         Command::StateVersions(s) => state_versions(ctx, s).await,
         Command::Webhook(w) => webhook(ctx, w).await,
         Command::Audit(a) => audit::run(ctx, a).await,
+        Command::Policies(p) => policies(ctx, p).await,
         Command::TargetAccess => {
             let v = ctx.api.get("/v1/tenant/target-access").await?;
             if !ctx.out.raw(&v)? {
@@ -350,6 +351,42 @@ async fn webhook(ctx: &Ctx, w: args::Webhook) -> Result<(), CliError> {
             }
             None => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),
         }
+    }
+    Ok(())
+}
+
+/// Policy names are `[a-z0-9-]` (the API refuses others), so they go in the path as they are.
+async fn policies(ctx: &Ctx, p: args::Policies) -> Result<(), CliError> {
+    let out = &ctx.out;
+    let v = match p {
+        args::Policies::List => ctx.api.get("/v1/policies").await?,
+        args::Policies::Get { name } => ctx.api.get(&format!("/v1/policies/{name}")).await?,
+        args::Policies::Delete { name } => ctx.api.delete(&format!("/v1/policies/{name}")).await?,
+        args::Policies::Put { name, file } => {
+            let source =
+                std::fs::read_to_string(&file).map_err(|e| CliError::io(std::path::Path::new(&file), e))?;
+            ctx.api
+                .put(&format!("/v1/policies/{name}"), &json!({ "source": source }))
+                .await?
+        }
+    };
+    if out.raw(&v)? {
+        return Ok(());
+    }
+    if let Some(list) = v["policies"].as_array() {
+        println!("version {}", v["version"].as_str().unwrap_or(""));
+        for p in list {
+            println!(
+                "{:<9} {:<8} {}",
+                p["owner"].as_str().unwrap_or(""),
+                p["stage"].as_str().unwrap_or(""),
+                p["name"].as_str().unwrap_or("")
+            );
+        }
+    } else if let Some(src) = v["source"].as_str() {
+        print!("{src}");
+    } else {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     }
     Ok(())
 }

@@ -15,7 +15,8 @@ pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
 
 pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: SpecBody) -> Result<Reply<Accepted>, ApiError> {
-    Ok(accepted(ctx.api().create(caller, body).await?))
+    let policies = crate::policies::load(ctx, caller).await?;
+    Ok(accepted(ctx.api_with(&policies).create(caller, body).await?))
 }
 
 /// 202 with the cluster and its operation, and where to follow the operation.
@@ -138,7 +139,10 @@ pub(crate) async fn update(
         cluster,
         template,
         operation,
-    } = ctx.api().update_if(caller, id, body, if_match).await?;
+    } = ctx
+        .api_with(&crate::policies::load(ctx, caller).await?)
+        .update_if(caller, id, body, if_match)
+        .await?;
     Ok(match operation {
         None => {
             let last = last_operation(ctx, &cluster).await?;
@@ -156,7 +160,8 @@ pub(crate) async fn update(
 }
 
 pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
-    Ok(accepted(ctx.api().delete(caller, id).await?))
+    let policies = crate::policies::load(ctx, caller).await?;
+    Ok(accepted(ctx.api_with(&policies).delete(caller, id).await?))
 }
 
 pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {

@@ -32,6 +32,12 @@ pub enum ApiError {
     Invalid { detail: String, errors: Vec<FieldError> },
     #[error("idempotency key reused with a different request")]
     IdempotencyMismatch,
+    /// The request's policies (platform and tenant) deny it; nothing was written.
+    #[error("denied by policy {version}: {} rule(s)", .deny.len())]
+    PolicyDenied {
+        deny: Vec<strato_policy::Finding>,
+        version: String,
+    },
     /// The resource's current state forbids the request; `detail` says why and what to do.
     #[error("conflict: {0}")]
     Conflict(String),
@@ -77,7 +83,9 @@ impl ApiError {
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
-            ApiError::Invalid { .. } | ApiError::IdempotencyMismatch => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Invalid { .. } | ApiError::IdempotencyMismatch | ApiError::PolicyDenied { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             // A lost optimistic-concurrency race: the client may simply try again.
             ApiError::Store(strato_aws::Error::Conflict(_)) => StatusCode::CONFLICT,
@@ -98,6 +106,7 @@ impl ApiError {
             ApiError::BadRequest { .. } => ("bad-request", "Malformed request"),
             ApiError::Invalid { .. } => ("validation", "Invalid request"),
             ApiError::IdempotencyMismatch => ("idempotency-key-reused", "Idempotency key reused"),
+            ApiError::PolicyDenied { .. } => ("policy-denied", "Denied by policy"),
             ApiError::Conflict(_) | ApiError::Store(strato_aws::Error::Conflict(_)) => {
                 ("conflict", "Conflict")
             }
@@ -151,6 +160,22 @@ impl ApiError {
             ApiError::BadRequest { detail, errors } | ApiError::Invalid { detail, errors } => {
                 (detail, errors)
             }
+            // One entry per denying rule, named by its policy; the detail says what/step/fix.
+            ApiError::PolicyDenied { deny, version } => (
+                format!(
+                    "what: the request is denied by {} policy rule(s) and nothing was written; step: policy \
+                     (policy version {version}); fix: change the request so every rule in errors allows it, or \
+                     ask your tenant's administrator about the policy (GET /v1/policies)",
+                    deny.len()
+                ),
+                deny.into_iter()
+                    .map(|f| FieldError {
+                        field: "policy".into(),
+                        problem: f.to_string(),
+                        allowed: "a request every platform and tenant policy allows".into(),
+                    })
+                    .collect(),
+            ),
             ApiError::IdempotencyMismatch => (
                 "this Idempotency-Key was already used with a different method, path or body; \
                  use a new key for a different request"

@@ -16,7 +16,8 @@ use crate::views::{
     Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
 };
 use crate::{
-    ApiError, agent, clusters, estimates, operations, state, target_access, templates, tenant, tickets,
+    ApiError, agent, clusters, estimates, operations, policies, state, target_access, templates, tenant,
+    tickets,
 };
 use axum::response::Response;
 
@@ -214,6 +215,38 @@ pub(crate) async fn put_webhook(
 
 pub(crate) async fn delete_webhook(State(ctx): State<AppState>, caller: Caller) -> Answer<Deleted> {
     tenant::delete_webhook(&ctx, &caller).await
+}
+
+pub(crate) async fn list_policies(
+    State(ctx): State<AppState>,
+    caller: Caller,
+) -> Answer<policies::PolicyListView> {
+    policies::list(&ctx, &caller).await
+}
+
+pub(crate) async fn get_policy(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(name): P<String>,
+) -> Answer<policies::PolicyView> {
+    policies::get(&ctx, &caller, &name).await
+}
+
+pub(crate) async fn put_policy(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(name): P<String>,
+    JsonBody(body): JsonBody<policies::PolicyBody>,
+) -> Answer<policies::PolicyView> {
+    policies::put(&ctx, &caller, &name, body).await
+}
+
+pub(crate) async fn delete_policy(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(name): P<String>,
+) -> Answer<Deleted> {
+    policies::delete(&ctx, &caller, &name).await
 }
 
 pub(crate) async fn create_ws_ticket(

@@ -17,6 +17,7 @@ mod handlers;
 mod idempotency;
 mod openapi;
 mod operations;
+mod policies;
 mod requests;
 mod router;
 mod schema;
@@ -163,6 +164,18 @@ impl Ctx {
             agent_token_secret: self.config.agent_token_secret.as_ref().map(|s| s.expose_secret()),
             keys: &self.keys,
             default_max_ttl_hours: self.config.default_max_ttl_hours,
+            policies: None,
+        }
+    }
+
+    /// The decisions, checking requests against `policies` (see [`policies::load`]).
+    pub(crate) fn api_with<'a>(
+        &'a self,
+        policies: &'a strato_policy::PolicySet,
+    ) -> decide::Api<'a, Store, Store, SqsJobQueue<'a>, SystemClock, KmsKeys> {
+        decide::Api {
+            policies: Some(policies),
+            ..self.api()
         }
     }
 }
@@ -187,6 +200,10 @@ pub enum Endpoint {
     GetWebhook,
     PutWebhook,
     DeleteWebhook,
+    ListPolicies,
+    GetPolicy,
+    PutPolicy,
+    DeletePolicy,
     GetTargetAccess,
     CreateWsTicket,
     ListTemplates,
@@ -248,6 +265,10 @@ pub const ROUTES: &[Route] = &[
     route("GET", "/v1/webhook", Endpoint::GetWebhook),
     route("PUT", "/v1/webhook", Endpoint::PutWebhook),
     route("DELETE", "/v1/webhook", Endpoint::DeleteWebhook),
+    route("GET", "/v1/policies", Endpoint::ListPolicies),
+    route("GET", "/v1/policies/{name}", Endpoint::GetPolicy),
+    route("PUT", "/v1/policies/{name}", Endpoint::PutPolicy),
+    route("DELETE", "/v1/policies/{name}", Endpoint::DeletePolicy),
     route("GET", "/v1/tenant/target-access", Endpoint::GetTargetAccess),
     route("POST", "/v1/ws-tickets", Endpoint::CreateWsTicket),
     route("GET", "/v1/templates", Endpoint::ListTemplates),

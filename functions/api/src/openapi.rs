@@ -16,7 +16,8 @@ use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, RefOr, Required};
 use crate::Endpoint::{self, *};
 use crate::error::PROBLEM_JSON;
 use crate::{
-    ROUTES, agent, error, requests, schema, state, target_access, templates, tenant, tickets, timeline, views,
+    ROUTES, agent, error, policies, requests, schema, state, target_access, templates, tenant, tickets,
+    timeline, views,
 };
 
 #[derive(OpenApi)]
@@ -39,6 +40,9 @@ use crate::{
     state::StateVersions,
     state::RestoreView,
     tenant::WebhookView,
+    policies::PolicyView,
+    policies::PolicyListView,
+    policies::PolicyBody,
     target_access::TargetAccessView,
     tickets::TicketView,
     templates::TemplateList,
@@ -112,6 +116,13 @@ tenant's operation answers 404, like a missing one.";
 const AUDIT_DESCRIPTION: &str = "Every mutating call (refused ones too, with their status) and every action \
 Strato takes on its own (`strato:dispatcher`, `strato:scheduler`, `strato:status`), append-only: no API or function can \
 change or delete an entry. Entries expire after the deployment's retention (default 365 days).";
+
+/// What a policy is and where it applies.
+const POLICY_DESCRIPTION: &str = "Rego v1, evaluated in-process. `package strato.request` policies are \
+checked on every create, update and delete before anything is written (a `deny` answers 422 listing each \
+message); `package strato.plan` policies are checked by the runner on the plan and its estimate before apply \
+(a `deny` fails the operation at step `policy`). `warn` messages become notes. A source that does not compile \
+answers 422 naming `source`.";
 
 /// The table of every endpoint's answers: long because it is one arm per endpoint, kept together so the
 /// whole contract reads in one place.
@@ -248,6 +259,33 @@ fn endpoint_doc(e: Endpoint) -> Doc {
             &[(200, "Deleted", "Removed")],
             &[400, 404, 409, 422],
         ),
+        ListPolicies => doc(
+            "List the policies your requests and plans are checked against (platform and yours)",
+            None,
+            &[(200, "PolicyList", "The policies and their version")],
+            &[],
+        ),
+        GetPolicy => doc(
+            "Read one of your policies",
+            None,
+            &[(200, "Policy", "The policy")],
+            &[404],
+        ),
+        PutPolicy => Doc {
+            description: Some(POLICY_DESCRIPTION),
+            ..doc(
+                "Create or replace one of your policies (compile-checked)",
+                Some("PolicyRequest"),
+                &[(200, "Policy", "Stored")],
+                &[400, 422],
+            )
+        },
+        DeletePolicy => doc(
+            "Remove one of your policies",
+            None,
+            &[(200, "Deleted", "Removed")],
+            &[400, 404, 409, 422],
+        ),
         CreateWsTicket => doc(
             "Get a WebSocket ticket",
             None,
@@ -357,6 +395,7 @@ pub(crate) fn idempotent(e: Endpoint) -> bool {
             | CancelOperation
             | CreateEstimate
             | DeleteWebhook
+            | DeletePolicy
     )
 }
 

@@ -241,6 +241,13 @@ pub fn router(ctx: Ctx) -> Router {
                 .merge(l(put(h::put_webhook)))
                 .merge(m(delete(h::delete_webhook))),
         )
+        .route("/v1/policies", l(get(h::list_policies)))
+        .route(
+            "/v1/policies/{name}",
+            l(get(h::get_policy))
+                .merge(l(put(h::put_policy)))
+                .merge(m(delete(h::delete_policy))),
+        )
         .route("/v1/tenant/target-access", l(get(h::get_target_access)))
         // A ticket is not kept for replay: the stored answer would be a credential, and a new one is harmless.
         .route("/v1/ws-tickets", l(post(h::create_ws_ticket)))

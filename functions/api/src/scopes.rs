@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `clusters:read` | every read; WebSocket tickets (so live logs: a ticket is the only way to subscribe) |
 //! | `clusters:write` | create, update, delete, retry, drift check, cancel, estimate (and reads) |
-//! | `admin` | everything: also the tenant's webhook, restoring a state version and reading the audit log |
+//! | `admin` | everything: also the tenant's webhook, changing its policies, restoring a state version and reading the audit log |
 //!
 //! Scopes come from the claim `STRATO_SCOPE_CLAIM` (default `scope`, then `scp`), space- or comma-separated
 //! (API Gateway passes an array claim as `[a b]`). A granted scope matches by name or as the last path
@@ -55,10 +55,14 @@ pub const fn required(endpoint: Endpoint) -> Option<Scope> {
         | GetTargetAccess
         | CreateWsTicket
         | ListTemplates
-        | GetTemplate => Some(Scope::ClustersRead),
+        | GetTemplate
+        | ListPolicies
+        | GetPolicy => Some(Scope::ClustersRead),
         CreateCluster | UpdateCluster | DeleteCluster | RetryCluster | DriftCheck | CancelOperation
         | CreateEstimate => Some(Scope::ClustersWrite),
         PutWebhook | DeleteWebhook | RestoreStateVersion | ListAudit => Some(Scope::Admin),
+        // Anyone may read the policies their requests are checked against; only an admin changes them.
+        PutPolicy | DeletePolicy => Some(Scope::Admin),
     }
 }
 

@@ -304,6 +304,8 @@ pub(crate) struct OperationView {
     /// The JWT subject that asked for it.
     pub requested_by: Option<String>,
     pub notes: Vec<String>,
+    /// The version of the policy set the request was checked against (`sha256:…`).
+    pub policy_version: Option<String>,
     pub spec: Option<SpecView>,
     #[schema(value_type = schema::Timestamp)]
     pub created_at: String,
@@ -336,6 +338,7 @@ pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) ->
         wait_reason: op.wait_reason.clone(),
         requested_by: op.requested_by.clone(),
         notes: op.notes.clone(),
+        policy_version: op.policy_version.clone(),
         spec: op.spec.as_ref().map(|s| spec_view(s, sensitive)),
         created_at: ts::format(op.created_at),
         updated_at: ts::format(op.updated_at),

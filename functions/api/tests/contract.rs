@@ -153,6 +153,22 @@ async fn every_route_answers_as_the_document_says() {
         "/v1/webhook",
         &api.call(Req::load("delete-webhook")).await,
     );
+    let policy = |m: Method, path: &str| Req::load("put-webhook").method(m).path(path);
+    let rego = json!({"source": "package strato.request\n\ndeny contains \"never\" if false\n"});
+    let r = api
+        .call(policy(Method::PUT, "/v1/policies/sample").body(&rego))
+        .await;
+    check(Method::PUT, "/v1/policies/{name}", &r);
+    let r = api.call(policy(Method::GET, "/v1/policies").raw_body("")).await;
+    check(Method::GET, "/v1/policies", &r);
+    let r = api
+        .call(policy(Method::GET, "/v1/policies/sample").raw_body(""))
+        .await;
+    check(Method::GET, "/v1/policies/{name}", &r);
+    let r = api
+        .call(policy(Method::DELETE, "/v1/policies/sample").raw_body(""))
+        .await;
+    check(Method::DELETE, "/v1/policies/{name}", &r);
     check(
         Method::GET,
         "/v1/tenant/target-access",

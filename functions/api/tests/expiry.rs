@@ -44,6 +44,7 @@ impl World {
             agent_token_secret: None,
             default_max_ttl_hours: self.default_max,
             keys: &self.keys,
+            policies: None,
         }
     }
 }

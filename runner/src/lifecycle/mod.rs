@@ -67,6 +67,9 @@ struct RunContext {
     term: StopRx,
     /// The tenant's monthly budget (USD), if set.
     budget: Option<f64>,
+    /// The platform's and the tenant's policies (the plan's are checked before apply); why not, if they do
+    /// not compile.
+    policies: Result<strato_policy::PolicySet, String>,
     /// Wall time spent in engine commands (the rest of the run is the runner's overhead).
     engine_time: EngineTime,
 }
@@ -160,6 +163,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
     let background = spawn_background(&cfg, &clients, &progress, &op, stop_tx, term_tx);
 
     let budget = clients.store.monthly_budget(&op.tenant_id).await?;
+    let policies = priced::load_policies(&clients, &op).await?;
     let ctx = RunContext {
         cfg,
         clients,
@@ -171,6 +175,7 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         stop: stop_rx,
         term: term_rx,
         budget,
+        policies,
         engine_time: EngineTime::default(),
     };
     // The workspace is removed only after the final event was sent: deleting it (with its plugin cache) must

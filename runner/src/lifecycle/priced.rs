@@ -1,11 +1,12 @@
 //! What a plan costs and says: its summary and estimate reported (`PlanReady`), and the tenant's budget
-//! checked before anything is applied.
+//! checked before anything is applied, and so are the plan policies (policy as code).
 
 use serde_json::Value;
 use strato_domain::ErrorCategory;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{PlanSummary, RunnerEvent};
 use strato_domain::model::OperationKind;
+use strato_policy::{PlanInput, Policy, PolicySet, Stage, input};
 
 use super::PreparedRun;
 use super::failure::Failure;
@@ -61,6 +62,105 @@ impl PreparedRun<'_> {
         f.fix = "Choose smaller or fewer instances (PATCH the cluster's variables), or raise the tenant's \
                  monthly budget, then retry."
             .into();
+        Err(f)
+    }
+}
+
+/// The platform's and the tenant's policies, read where the api keeps them (the tenant item). A set that
+/// does not compile (a stored policy a newer Rego engine refuses) fails the run at step `policy`, before
+/// anything is applied.
+pub(super) async fn load_policies(
+    clients: &crate::Clients,
+    op: &strato_domain::model::Operation,
+) -> Result<Result<PolicySet, String>, crate::RunnerError> {
+    let tenant: Vec<Policy> = clients
+        .store
+        .tenant_policies(&op.tenant_id)
+        .await?
+        .into_iter()
+        .map(|(name, source)| Policy::tenant(&name, source))
+        .collect();
+    Ok(PolicySet::with_platform(&tenant).map_err(|e| e.to_string()))
+}
+
+impl PreparedRun<'_> {
+    /// Whether apply must wait for the plan JSON: a budget to compare its price with, or plan policies.
+    pub(super) fn plan_gates_apply(&self) -> bool {
+        self.ctx.budget.is_some() || self.ctx.policies.as_ref().map_or(true, |p| p.has(Stage::Plan))
+    }
+
+    /// The plan policies on a create's or update's plan and the estimate so far: a deny fails the run at
+    /// step `policy` with every rule's message, before anything of the stage is applied; warnings are noted.
+    pub(super) fn check_policies(&self, stage: &str, plan: &Value) -> Result<(), Failure> {
+        if !matches!(self.ctx.op.kind, OperationKind::Create | OperationKind::Update) {
+            return Ok(());
+        }
+        let step = self.step(stage, "policy");
+        self.ctx.event_step(&step, None);
+        let verdict = match &self.ctx.policies {
+            Ok(set) => {
+                let c = &self.ctx.cluster;
+                let input = PlanInput {
+                    action: if self.ctx.op.kind == OperationKind::Create {
+                        "create"
+                    } else {
+                        "update"
+                    }
+                    .into(),
+                    tenant: c.tenant_id.to_string(),
+                    cluster: input::ClusterRef {
+                        id: Some(c.cluster_id.to_string()),
+                        name: c.spec.name.to_string(),
+                    },
+                    template: input::TemplateRef {
+                        name: c.spec.template.name.clone(),
+                        version: c.spec.template.version.clone(),
+                    },
+                    region: c.spec.region.clone(),
+                    plan: plan.clone(),
+                    estimate: serde_json::to_value(&self.estimate).ok(),
+                };
+                set.evaluate(Stage::Plan, &input.to_value())
+            }
+            Err(why) => {
+                self.ctx.event_step(&step, Some(false));
+                let mut f = Failure::new(&step, ErrorCategory::InvalidConfiguration, why.clone());
+                f.fix = "Correct or delete the policy named (PUT or DELETE /v1/policies/{name}), then retry."
+                    .into();
+                return Err(f);
+            }
+        };
+        for w in &verdict.warn {
+            self.note(&step, &format!("policy warning: {w}"));
+        }
+        self.note(
+            &step,
+            &format!(
+                "policy {}: {} denied, {} warning(s)",
+                verdict.version,
+                verdict.deny.len(),
+                verdict.warn.len()
+            ),
+        );
+        self.ctx.event_step(&step, Some(!verdict.denied()));
+        if !verdict.denied() {
+            return Ok(());
+        }
+        let rules: Vec<String> = verdict.deny.iter().map(ToString::to_string).collect();
+        let mut f = Failure::new(
+            &step,
+            ErrorCategory::InvalidConfiguration,
+            format!(
+                "the plan is denied by {} policy rule(s) (policy version {}); nothing was applied: {}",
+                rules.len(),
+                verdict.version,
+                rules.join("; ")
+            ),
+        );
+        f.fix =
+            "Change the cluster's variables so the plan complies (PATCH the cluster), or ask your tenant's \
+                 administrator about the policy (GET /v1/policies); then retry."
+                .into();
         Err(f)
     }
 }

@@ -239,8 +239,8 @@ impl PreparedRun<'_> {
     }
 
     async fn plan_and_apply_once(&mut self, stage: &str) -> Result<bool, Failure> {
-        if self.ctx.budget.is_some() {
-            // The plan's price decides whether anything is applied.
+        if self.plan_gates_apply() {
+            // The plan's price or its policies decide whether anything is applied.
             let changes = self.plan(stage, false).await?.1;
             if !changes {
                 self.note(&self.step(stage, "apply"), "no changes; nothing to apply");
@@ -256,7 +256,7 @@ impl PreparedRun<'_> {
             self.note(&self.step(stage, "apply"), "no changes; nothing to apply");
             return Ok(false);
         }
-        // Without a budget nothing waits for the plan's price: `show -json` (summary and estimate) reads the
+        // Without a budget or plan policies nothing waits for the plan: `show -json` (summary and estimate) reads the
         // saved plan while it is applied. A plan that cannot be read then only loses its estimate.
         let (shown, applied) = tokio::join!(self.show(stage), self.apply(stage));
         match shown {
@@ -326,6 +326,7 @@ impl PreparedRun<'_> {
         let plan = self.show(stage).await?;
         self.report_plan(stage, &plan);
         self.check_budget(stage)?;
+        self.check_policies(stage, &plan)?;
         Ok((plan, changes))
     }
 

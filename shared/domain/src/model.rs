@@ -425,6 +425,9 @@ pub struct Operation {
     /// state lock a dead runner left), for the record.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The version (a hash) of the policy set its request was checked against (policy as code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<String>,
     /// Cost estimate of the saved plan(s), attached before apply.
     #[serde(default)]
     pub estimate: Option<crate::cost::CostEstimate>,
@@ -461,6 +464,7 @@ impl Operation {
             stale_events: 0,
             requested_by: None,
             notes: Vec::new(),
+            policy_version: None,
             estimate: None,
             traceparent: Some(crate::telemetry::Traceparent::new_root()),
             created_at: now,

@@ -69,6 +69,7 @@ where
         let max = self.max_ttl_hours(caller).await?;
         let expiry = crate::expiry::change(expiry, now, max, true)?;
         let mut spec = validated.spec().clone();
+        let allowed = self.check_policies(caller, "create", None, &spec)?;
         let cluster_id = ClusterId::generate();
         self.seal(&caller.tenant, &cluster_id, &template, &mut spec)
             .await?;
@@ -98,6 +99,7 @@ where
         cluster.pending_operation = Some(op.operation_id.clone());
         op.spec = Some(spec);
         op.requested_by = caller.subject.clone();
+        allowed.record(&mut op);
         caller.joins(&mut op);
         match self.store.create_cluster(&cluster, &op).await? {
             Ok(()) => {}
@@ -241,6 +243,7 @@ where
         }
         let t = self.template_for(&spec.template, "template_version").await?;
         let validated = check(&spec, &t)?;
+        let allowed = self.check_policies(caller, "update", Some(&c.cluster_id), validated.spec())?;
         let mut c = c;
         let changed = change.drift.apply(&mut c) | change.expiry.apply(&mut c);
         if changed && self.save_settings(&mut c).await?.is_none() {
@@ -255,6 +258,7 @@ where
         let mut spec = validated.spec().clone();
         self.seal(&caller.tenant, &c.cluster_id, &t, &mut spec).await?;
         op.spec = Some(spec);
+        allowed.record(&mut op);
         Ok(match self.start(caller, c, op, t).await? {
             Attempt::Done(s) => Attempt::Done(Updated {
                 cluster: s.cluster,
@@ -333,6 +337,7 @@ where
                 // destroyed either: say so now rather than fail in the runner.
                 let t = self.template_for(&c.spec.template, "template").await?;
                 let validated = check(&c.spec, &t)?;
+                let allowed = self.check_policies(caller, "delete", Some(&c.cluster_id), validated.spec())?;
                 let mut op = Operation::new(
                     caller.tenant.clone(),
                     c.cluster_id.clone(),
@@ -340,6 +345,7 @@ where
                     self.clock.now(),
                 );
                 op.spec = Some(validated.spec().clone());
+                allowed.record(&mut op);
                 self.start(caller, c, op, t).await
             },
         )

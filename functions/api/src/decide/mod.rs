@@ -5,6 +5,7 @@
 
 mod clusters;
 mod operations;
+mod policy;
 mod state;
 
 pub use clusters::Updated;
@@ -40,6 +41,8 @@ pub struct Api<'a, S, T, Q, C, K> {
     pub keys: &'a K,
     /// The tenant maximum of a cluster's lifetime (hours) where the tenant sets none; `None`: unlimited.
     pub default_max_ttl_hours: Option<u64>,
+    /// The platform's and the tenant's policies, checked on create, update and delete; `None`: none.
+    pub policies: Option<&'a strato_policy::PolicySet>,
 }
 
 /// A recorded operation (new, or the open one a repeated drift check answers with), its cluster, and the

@@ -39,6 +39,7 @@ impl World {
             agent_token_secret: None,
             default_max_ttl_hours: None,
             keys: &self.keys,
+            policies: None,
         }
     }
 

@@ -9,6 +9,7 @@ mod clusters;
 mod idempotency;
 mod locks;
 mod operations;
+mod policies;
 mod templates;
 mod tenants;
 mod terraform;

@@ -1,0 +1,74 @@
+//! Request policies (policy as code, issue 22): the platform's and the tenant's `strato.request` rules on a
+//! create, update or delete, evaluated after the request validated and before anything is written. A deny
+//! is a 422 naming each rule; warnings become the operation's notes; the policy set's version is recorded
+//! on the operation.
+
+use strato_domain::ids::ClusterId;
+use strato_domain::model::{ClusterSpec, Operation};
+use strato_policy::{RequestInput, Stage, input};
+
+use super::Api;
+use crate::{ApiError, Caller};
+
+/// What the request's policies allowed, to record on its operation.
+#[derive(Debug, Default)]
+pub(crate) struct Allowed {
+    version: Option<String>,
+    warnings: Vec<String>,
+}
+
+impl Allowed {
+    pub(crate) fn record(self, op: &mut Operation) {
+        op.policy_version = self.version;
+        op.notes
+            .extend(self.warnings.into_iter().map(|w| format!("policy warning: {w}")));
+    }
+}
+
+impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K> {
+    /// Evaluates the request policies on `spec` (the spec as it would be applied). Without a policy set
+    /// (decision tests on fakes) everything is allowed.
+    pub(crate) fn check_policies(
+        &self,
+        caller: &Caller,
+        action: &str,
+        cluster: Option<&ClusterId>,
+        spec: &ClusterSpec,
+    ) -> Result<Allowed, ApiError> {
+        let Some(set) = self.policies else {
+            return Ok(Allowed::default());
+        };
+        let input = RequestInput {
+            action: action.to_owned(),
+            tenant: caller.tenant.to_string(),
+            principal: caller.subject.clone(),
+            cluster: input::ClusterRef {
+                id: cluster.map(ToString::to_string),
+                name: spec.name.to_string(),
+            },
+            template: input::TemplateRef {
+                name: spec.template.name.clone(),
+                version: spec.template.version.clone(),
+            },
+            provider: serde_json::to_value(spec.provider)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            region: spec.region.clone(),
+            variables: spec.variables.clone(),
+            ..RequestInput::default()
+        }
+        .derive();
+        let verdict = set.evaluate(Stage::Request, &input.to_value());
+        if verdict.denied() {
+            return Err(ApiError::PolicyDenied {
+                deny: verdict.deny,
+                version: verdict.version,
+            });
+        }
+        Ok(Allowed {
+            version: Some(verdict.version),
+            warnings: verdict.warn.iter().map(ToString::to_string).collect(),
+        })
+    }
+}
