@@ -38,6 +38,8 @@ pub(crate) const fn action(e: Endpoint) -> Option<&'static str> {
         CancelOperation => "operation.cancel",
         PutWebhook => "webhook.put",
         DeleteWebhook => "webhook.delete",
+        PutPolicy => "policy.put",
+        DeletePolicy => "policy.delete",
         _ => return None,
     })
 }

@@ -30,6 +30,9 @@ pub const MAX_TENANT_POLICIES: usize = 50;
 /// How long one policy may run on one input: a runaway comprehension must not hold a Lambda.
 const EVAL_LIMIT: Duration = Duration::from_millis(500);
 
+/// Stack of the thread policies are evaluated on (reserved address space; only what is used is committed).
+pub const EVAL_STACK: usize = 64 * 1024 * 1024;
+
 /// Where a policy applies, from its package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -270,7 +273,30 @@ impl PolicySet {
 
     /// Evaluates every policy of `stage` on `input`. A policy that fails to evaluate (a runtime error, over its
     /// time limit) denies: a broken guard must not let everything through.
+    ///
+    /// The interpreter recurses with the depth of the input (a plan's JSON is deep): it runs on a thread of
+    /// its own with [`EVAL_STACK`] bytes of stack, as async runtimes' worker threads have 2 MiB, which a large
+    /// plan overflowed in a debug build (an abort, not an error).
     pub fn evaluate(&self, stage: Stage, input: &serde_json::Value) -> Verdict {
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("strato-policy".into())
+                .stack_size(EVAL_STACK)
+                .spawn_scoped(s, || self.evaluate_here(stage, input))
+                .map_err(|e| e.to_string())
+                .and_then(|h| h.join().map_err(|_| "the evaluator panicked".to_owned()))
+        })
+        .unwrap_or_else(|e| Verdict {
+            version: self.version.clone(),
+            deny: vec![Finding {
+                policy: "strato".into(),
+                message: format!("the policies could not be evaluated: {e}"),
+            }],
+            ..Verdict::default()
+        })
+    }
+
+    fn evaluate_here(&self, stage: Stage, input: &serde_json::Value) -> Verdict {
         let mut verdict = Verdict {
             version: self.version.clone(),
             ..Verdict::default()

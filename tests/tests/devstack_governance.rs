@@ -1,8 +1,12 @@
-//! Cluster expiry and lifecycle notifications end to end through devstack (issue 22): a cluster created to
-//! expire a minute later is built, told about (`cluster.expiring`), deleted by the scheduler on time (the
-//! sweep, and so expiry, runs every 2 s here), and every step reaches the tenant's webhook signed the
-//! Standard Webhooks way (verified here); the audit log names the scheduler as the one who deleted it.
-//! Everything is asked and observed through the public API, as a tenant would.
+//! Governance end to end through devstack (issue 22), asked and observed through the public API as a tenant
+//! would (one stack per test):
+//!
+//! - expiry and notifications: a cluster created to expire a minute later is built, told about
+//!   (`cluster.expiring`), deleted by the scheduler on time (the sweep, and so expiry, runs every 2 s here),
+//!   and every step reaches the tenant's webhook signed the Standard Webhooks way (verified here); the audit
+//!   log names the scheduler as the one who deleted it;
+//! - policy as code: a tenant's request policy answers 422 before anything is written, and its plan policy
+//!   fails a create at step `policy` before anything is applied; the audit log shows the refusal.
 
 mod devstack_support;
 
@@ -21,19 +25,28 @@ const TENANT: &str = "expiring";
 const SECRET: &str = "whsec_c3RyYXRvLWV4cGlyeS1lMmUta2V5LTAwMDE=";
 const LIFETIME: time::Duration = time::Duration::seconds(75);
 
-async fn start() -> Devstack {
+async fn start(tag: &str) -> Devstack {
     let fixtures = fixtures();
     devstack_support::start(DevstackConfig {
         extra_templates: vec![(fixtures.join("vpc-sg"), fixtures)],
         sweep_rate: Duration::from_secs(2),
         sweep_grace: Duration::from_secs(3),
-        ..devstack_support::config("ex").await
+        ..devstack_support::config(tag).await
     })
     .await
 }
 
+fn vpc_sg(name: &str, team: &str) -> Value {
+    json!({
+        "name": name,
+        "template": {"name": "fixture-vpc-sg", "version": "0.1.0"},
+        "provider": "aws", "region": "us-east-1",
+        "variables": {"tags": {"team": team}},
+    })
+}
+
 fn say(what: &str) {
-    eprintln!("[devstack_expiry] {what}");
+    eprintln!("[devstack_governance] {what}");
 }
 
 /// The deliveries of event `kind` about operation `op`.
@@ -46,7 +59,7 @@ fn about_op<'a>(all: &'a [Delivery], kind: &str, op: &str) -> Vec<&'a Delivery> 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expiring_cluster_is_deleted_on_time_and_its_events_arrive_signed() {
     let t0 = Instant::now();
-    let stack = start().await;
+    let stack = start("ex").await;
     let api = Client::new(&stack.endpoints.http_api).with_token(stack.token(TENANT));
     let receiver = Receiver::start().await;
 
@@ -63,16 +76,9 @@ async fn an_expiring_cluster_is_deleted_on_time_and_its_events_arrive_signed() {
 
     // A cluster that is to live 75 s.
     let expires_at = ts::now() + LIFETIME;
-    let (cluster, create, answer) = api
-        .create_cluster(&json!({
-            "name": "short-lived",
-            "template": {"name": "fixture-vpc-sg", "version": "0.1.0"},
-            "provider": "aws", "region": "us-east-1",
-            "variables": {"tags": {"team": "platform"}},
-            "expires_at": ts::format(expires_at),
-        }))
-        .await
-        .unwrap();
+    let mut body = vpc_sg("short-lived", "platform");
+    body["expires_at"] = json!(ts::format(expires_at));
+    let (cluster, create, answer) = api.create_cluster(&body).await.unwrap();
     let shown = answer.body["cluster"]["expires_at"]
         .as_str()
         .expect("expires_at shown");
@@ -172,4 +178,118 @@ async fn an_expiring_cluster_is_deleted_on_time_and_its_events_arrive_signed() {
     assert!(has("strato:scheduler", "cluster.expire"), "{}", audit.text);
     assert!(has("strato:dispatcher", "operation.dispatch"), "{}", audit.text);
     say(&format!("done in {:?}", t0.elapsed()));
+}
+
+const NO_SHADOW_IT: &str = r#"package strato.request
+
+deny contains msg if {
+	input.action == "create"
+	input.tags.team == "shadow-it"
+	msg := "clusters for team shadow-it need a platform review first"
+}
+"#;
+
+const NO_SECURITY_GROUPS: &str = r#"package strato.plan
+
+deny contains msg if {
+	some rc in input.plan.resource_changes
+	rc.type == "aws_security_group"
+	"create" in rc.change.actions
+	msg := sprintf("%s: security groups are managed centrally", [rc.address])
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn policies_refuse_a_request_before_any_write_and_a_plan_before_apply() {
+    let stack = start("po").await;
+    let api = Client::new(&stack.endpoints.http_api).with_token(stack.token(TENANT));
+    let put = |name: &str, source: &str| {
+        let api = api.clone();
+        let (path, body) = (format!("/v1/policies/{name}"), json!({"source": source}));
+        async move {
+            api.request(reqwest::Method::PUT, &path, Some(&body))
+                .await
+                .unwrap()
+        }
+    };
+
+    // A request policy: the create is refused with 422 naming the rule, and nothing is written.
+    let r = put("no-shadow-it", NO_SHADOW_IT).await;
+    assert!(r.status == 200 || r.status == 201, "{}", r.text);
+    let r = api
+        .post("/v1/clusters", &vpc_sg("rogue", "shadow-it"))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.text.contains("platform review first"), "{}", r.text);
+    assert!(r.text.contains("policy"), "the step is named: {}", r.text);
+    let list = api.get("/v1/clusters").await.unwrap();
+    assert_eq!(
+        list.body["clusters"],
+        json!([]),
+        "nothing was written: {}",
+        list.text
+    );
+    say("request policy: 422, nothing written");
+
+    // A plan policy: the create runs, its plan is refused at step `policy`, nothing is applied.
+    let r = put("no-security-groups", NO_SECURITY_GROUPS).await;
+    assert!(r.status == 200 || r.status == 201, "{}", r.text);
+    let (cluster, create, answer) = api.create_cluster(&vpc_sg("guarded", "platform")).await.unwrap();
+    let version = answer.body["operation"]["policy_version"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        version.starts_with("sha256:"),
+        "the policy version is recorded: {}",
+        answer.text
+    );
+    let done = api
+        .wait_operation(&create, Duration::from_secs(240))
+        .await
+        .unwrap();
+    assert_eq!(done["status"], "failed", "{done}");
+    let error = &done["error"];
+    assert!(
+        error["step"].as_str().is_some_and(|s| s.ends_with("policy")),
+        "{done}"
+    );
+    assert!(
+        error["what"]
+            .as_str()
+            .is_some_and(|w| w.contains("security groups are managed centrally")),
+        "{done}"
+    );
+    let steps: Vec<&str> = done["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert!(
+        !steps.iter().any(|s| s.contains("apply")),
+        "nothing applied: {steps:?}"
+    );
+    let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap();
+    assert_eq!(c.body["state"], "FAILED", "{}", c.text);
+    assert_eq!(c.body["outputs"], json!({}), "{}", c.text);
+    say("plan policy: failed at step policy, nothing applied");
+
+    // The audit log has the refusal and the policy changes.
+    let audit = api.get("/v1/audit").await.unwrap();
+    assert_eq!(audit.status, 200, "{}", audit.text);
+    let entries = audit.body["entries"].as_array().cloned().unwrap_or_default();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["action"] == "cluster.create" && e["outcome"] == "refused" && e["status"] == 422),
+        "{}",
+        audit.text
+    );
+    let puts = entries
+        .iter()
+        .filter(|e| e["action"] == "policy.put" && e["outcome"] == "succeeded")
+        .count();
+    assert_eq!(puts, 2, "{}", audit.text);
 }
