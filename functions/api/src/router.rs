@@ -107,16 +107,8 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, ctx: &AppState) -> Result<Self, ApiError> {
-        let claims = match parts.extensions.get::<RequestContext>() {
-            Some(RequestContext::ApiGatewayV2(rc)) => rc
-                .authorizer
-                .as_ref()
-                .and_then(|a| a.jwt.as_ref())
-                .map(|j| &j.claims),
-            _ => None,
-        };
-        let claims =
-            claims.ok_or_else(|| ApiError::Unauthorized("the request carries no JWT claims".into()))?;
+        let claims = crate::audit::claims(&parts.extensions)
+            .ok_or_else(|| ApiError::Unauthorized("the request carries no JWT claims".into()))?;
         let claim = &ctx.config.tenant_claim;
         let raw = claims
             .get(claim)
