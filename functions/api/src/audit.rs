@@ -250,20 +250,7 @@ pub(crate) fn parse(p: &AuditParams, now: time::OffsetDateTime) -> Result<AuditQ
         }
         Some(a.to_owned())
     });
-    let limit = match p.limit.as_deref() {
-        None | Some("") => MAX_PAGE,
-        Some(l) => match l.parse::<u32>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => {
-                errors.push(ApiError::field(
-                    "limit",
-                    "is not a page size",
-                    format!("a whole number from 1 to {MAX_PAGE}"),
-                ));
-                MAX_PAGE
-            }
-        },
-    };
+    let limit = crate::clusters::page_limit(p.limit.as_deref(), MAX_PAGE, MAX_PAGE, &mut errors);
     let after = p.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
         let id = uncursor(n);
         if id.is_none() {

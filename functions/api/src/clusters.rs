@@ -10,9 +10,28 @@ use crate::requests::{SpecBody, UpdateBody};
 use crate::views::{self, TemplateCache, sensitive_of};
 use crate::views::{Accepted, ClusterPage, ClusterView, LastOperationView};
 use crate::{ApiError, Caller, Ctx, Reply};
+use strato_domain::validate::FieldError;
 
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
+
+/// `?limit=`: absent (or empty) is `default`; anything but a whole number from 1 to `max` is a field error.
+pub(crate) fn page_limit(raw: Option<&str>, default: u32, max: u32, errors: &mut Vec<FieldError>) -> u32 {
+    match raw.filter(|l| !l.is_empty()) {
+        None => default,
+        Some(l) => match l.parse::<u32>() {
+            Ok(n) if (1..=max).contains(&n) => n,
+            _ => {
+                errors.push(ApiError::field(
+                    "limit",
+                    "is not a page size",
+                    format!("a whole number from 1 to {max}"),
+                ));
+                default
+            }
+        },
+    }
+}
 
 pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: SpecBody) -> Result<Reply<Accepted>, ApiError> {
     let policies = crate::policies::load(ctx, caller).await?;
@@ -51,20 +70,12 @@ pub(crate) async fn list(
             .map_err(|_| errors.push(ApiError::field("state", "is not a cluster state", &states)))
             .ok()
     });
-    let limit = match q.limit.as_deref() {
-        None => DEFAULT_PAGE,
-        Some(l) => match l.parse::<i32>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => {
-                errors.push(ApiError::field(
-                    "limit",
-                    "is not a page size",
-                    format!("a whole number from 1 to {MAX_PAGE}"),
-                ));
-                DEFAULT_PAGE
-            }
-        },
-    };
+    let limit = page_limit(
+        q.limit.as_deref(),
+        DEFAULT_PAGE as u32,
+        MAX_PAGE as u32,
+        &mut errors,
+    ) as i32;
     // `?next=` empty is the first page, as no `next` at all (the spec says so).
     let after = q.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
         n.parse::<ClusterId>()
