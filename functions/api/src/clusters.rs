@@ -146,12 +146,13 @@ pub(crate) async fn update(
     body: UpdateBody,
     if_match: Option<&IfMatch>,
 ) -> Result<Response, ApiError> {
+    let policies = crate::policies::load(ctx, caller).await?;
     let Updated {
         cluster,
         template,
         operation,
     } = ctx
-        .api_with(&crate::policies::load(ctx, caller).await?)
+        .api_with(&policies)
         .update_if(caller, id, body, if_match)
         .await?;
     Ok(match operation {

@@ -86,8 +86,8 @@ async fn stored(ctx: &Ctx, caller: &Caller) -> Result<Vec<Policy>, ApiError> {
 
 /// The platform's and the tenant's policies, compiled, for a create, update or delete. A stored policy that
 /// no longer compiles (it was checked when it was stored: a Rego engine upgrade) is the tenant's to fix.
-pub(crate) async fn load(ctx: &Ctx, caller: &Caller) -> Result<PolicySet, ApiError> {
-    PolicySet::with_platform(&stored(ctx, caller).await?).map_err(|e| {
+pub(crate) async fn load(ctx: &Ctx, caller: &Caller) -> Result<std::sync::Arc<PolicySet>, ApiError> {
+    PolicySet::cached_with_platform(&stored(ctx, caller).await?).map_err(|e| {
         ApiError::invalid(vec![ApiError::field(
             "policy",
             e.to_string(),

@@ -13,7 +13,9 @@
 //! Platform policies ship with the catalog (`templates/policies/*.rego`, compiled in: see [`platform`]);
 //! tenants add theirs through the API (`PUT /v1/policies/{name}`), compile-checked with [`check`].
 
+use std::collections::HashMap;
 use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use regorus::Engine;
@@ -29,6 +31,9 @@ pub const MAX_SOURCE_BYTES: usize = 32 * 1024;
 pub const MAX_TENANT_POLICIES: usize = 50;
 /// How long one policy may run on one input: a runaway comprehension must not hold a Lambda.
 const EVAL_LIMIT: Duration = Duration::from_millis(500);
+
+/// Compiled policy sets a process keeps ([`PolicySet::cached_with_platform`]).
+pub const CACHED_SETS: usize = 256;
 
 /// Stack of the thread policies are evaluated on (reserved address space; only what is used is committed).
 pub const EVAL_STACK: usize = 64 * 1024 * 1024;
@@ -258,6 +263,28 @@ impl PolicySet {
         let mut all = platform();
         all.extend_from_slice(tenant);
         Self::compile(&all)
+    }
+
+    /// [`with_platform`](Self::with_platform), compiled once per process for each distinct set (keyed by its
+    /// version, a hash of every name and source): a warm api compiles a tenant's policies on the first request
+    /// after they change, not on every request. At most [`CACHED_SETS`] are kept; past that it starts afresh.
+    pub fn cached_with_platform(tenant: &[Policy]) -> Result<Arc<Self>, PolicyError> {
+        static CACHE: OnceLock<Mutex<HashMap<String, Arc<PolicySet>>>> = OnceLock::new();
+        let mut all = platform();
+        all.extend_from_slice(tenant);
+        let key = version(&all);
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(set) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(set);
+        }
+        let set = Arc::new(Self::compile(&all)?);
+        if let Ok(mut c) = cache.lock() {
+            if c.len() >= CACHED_SETS {
+                c.clear();
+            }
+            c.insert(key, set.clone());
+        }
+        Ok(set)
     }
 
     /// `sha256:` and 16 hex digits of a hash of every policy's name and source, in name order: the same set

@@ -321,3 +321,33 @@ fn names_are_checked() {
         assert!(check_name(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_set_is_compiled_once_per_process_until_it_changes() {
+    let tenant = |msg: &str| {
+        vec![Policy::tenant(
+            "cache-probe",
+            format!(
+                "package strato.request\n\ndeny contains \"{msg}\" if {{ input.region == \"mars-1\" }}\n"
+            ),
+        )]
+    };
+    let a = PolicySet::cached_with_platform(&tenant("first")).unwrap();
+    let again = PolicySet::cached_with_platform(&tenant("first")).unwrap();
+    assert!(Arc::ptr_eq(&a, &again), "the same set is not compiled twice");
+    let b = PolicySet::cached_with_platform(&tenant("second")).unwrap();
+    assert!(!Arc::ptr_eq(&a, &b));
+    assert_ne!(a.version(), b.version());
+    // Each answers with its own source.
+    let input = request("mars-1", 3, json!({"owner": "x"}));
+    let denied = |s: &PolicySet| -> Vec<String> {
+        s.evaluate(Stage::Request, &input)
+            .deny
+            .into_iter()
+            .filter(|f| f.policy.ends_with("cache-probe"))
+            .map(|f| f.message)
+            .collect()
+    };
+    assert_eq!(denied(&a), ["first"]);
+    assert_eq!(denied(&b), ["second"]);
+}
