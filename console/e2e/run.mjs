@@ -150,6 +150,16 @@ try {
   await heading(page, new RegExp(`^Cluster ${name}$`));
   await page.getByRole("heading", { name: "Outputs" }).waitFor();
   await check(page, "cluster");
+
+  step("cluster expiry");
+  await page.getByText("Never deleted automatically.").waitFor();
+  await page.getByLabel("Delete after (hours from now)").fill("48");
+  await page.getByRole("button", { name: "Set expiry" }).click();
+  await page.getByText(/Deleted automatically at .*\(in (4[78] h|2 days)/).waitFor({ timeout: 15_000 });
+  await check(page, "cluster-expiry");
+  await page.getByRole("button", { name: "Never expire" }).click();
+  await page.getByText("Never deleted automatically.").waitFor({ timeout: 15_000 });
+
   await page.getByRole("button", { name: "Delete cluster" }).click();
   const dlg = page.getByRole("dialog");
   await dlg.waitFor();

@@ -6,6 +6,7 @@ import { ConfirmDialog } from "../dialog";
 import { navigate } from "../router";
 import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
 import { DriftSettings, OperationsList, StateVersions, UpdateVariables } from "./ClusterParts";
+import { ExpirySettings } from "./Expiry";
 
 const BUSY = ["PENDING", "PROVISIONING", "CONFIGURING", "UPDATING", "DELETING"];
 
@@ -135,6 +136,9 @@ export function ClusterPage({ id }: { id: string }) {
       ) : null}
 
       <DriftSettings key={c.version} cluster={c} onSaved={reload} />
+
+      <h2>Expiry</h2>
+      <ExpirySettings key={`x-${c.version}`} cluster={c} onSaved={reload} />
 
       <h2>Variables</h2>
       <UpdateVariables cluster={c} onQueued={(opId) => navigate(`/operations/${encodeURIComponent(opId)}`)} />

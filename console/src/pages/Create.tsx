@@ -9,6 +9,7 @@ import {
   type FieldError, type RawValue,
 } from "../form/schema";
 import { FieldMessages, VariableField, describedBy } from "../form/Fields";
+import { validateTtl } from "../form/lifetime";
 import { navigate } from "../router";
 import { PageTitle, ProblemBox, usePoll } from "../ui";
 import { EstimateView } from "./Estimate";
@@ -80,6 +81,8 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const rules = useMemo(() => asRules(t.rules), [t]);
   const [name, setName] = useState("");
   const [region, setRegion] = useState(t.defaults[provider]?.region ?? "");
+  // Optional lifetime: the scheduler deletes the cluster once it is over (the tenant may cap it).
+  const [ttl, setTtl] = useState("");
   const [values, setValues] = useState<Record<string, RawValue>>(() => Object.fromEntries(fields.map((f) => [f.name, initialValue(f)])));
   const [touched, setTouched] = useState<Set<string>>(new Set());
   const [apiErrs, setApiErrs] = useState<Record<string, FieldError[]>>({});
@@ -97,11 +100,13 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const variables = buildVariables(fields, values);
   const body = { name, template: { name: t.name, version: t.version }, provider, region, variables };
   const bodyJson = JSON.stringify(body);
+  // The lifetime does not change the estimate, but a create with another one is another request.
+  const createJson = JSON.stringify({ ...body, ttl });
   const ruleErrs = checkRules(rules, fields, values);
-  const clientErrs: Record<string, string[]> = { name: validateName(name), region: region ? [] : ["required"] };
+  const clientErrs: Record<string, string[]> = { name: validateName(name), region: region ? [] : ["required"], ttl_hours: validateTtl(ttl) };
   for (const f of fields) clientErrs[f.path] = [...validateField(f, values[f.name]), ...(ruleErrs[f.path] ?? [])];
   const shown = (p: string) => (touched.has(p) ? clientErrs[p] ?? [] : []);
-  const paths = ["name", "provider", "region", "template", ...fields.map((f) => f.path)];
+  const paths = ["name", "provider", "region", "template", "ttl_hours", "expires_at", ...fields.map((f) => f.path)];
 
   const showApiErrors = (p: Problem) => {
     const { byPath, unmatched } = mapFieldErrors(p.errors, paths);
@@ -138,8 +143,9 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const create = async () => {
     setCreating(true);
     setProblem(null);
-    if (idem.current?.body !== bodyJson) idem.current = { body: bodyJson, key: idempotencyKey() };
-    const { data, error, response } = await api.POST("/v1/clusters", { body, params: { header: { "Idempotency-Key": idem.current.key } } });
+    if (idem.current?.body !== createJson) idem.current = { body: createJson, key: idempotencyKey() };
+    const lifetime = ttl.trim() ? { ttl_hours: Number(ttl) } : {};
+    const { data, error, response } = await api.POST("/v1/clusters", { body: { ...body, ...lifetime }, params: { header: { "Idempotency-Key": idem.current.key } } });
     setCreating(false);
     if (error || !data) return showApiErrors(asProblem(error, response));
     navigate(`/operations/${encodeURIComponent(data.operation.id)}`);
@@ -182,6 +188,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
         <FieldMessages id="c-provider" problems={[]} apiErrors={apiErrs["provider"] ?? []} />
       </div>
       {top("region", "Region", region, setRegion, `A region of ${provider}${t.defaults[provider]?.region ? ` (default ${t.defaults[provider]?.region})` : ""}.`)}
+      {top("ttl_hours", "Delete after (hours, optional)", ttl, setTtl, "Leave empty to keep the cluster until you delete it (unless your tenant sets a maximum lifetime); Strato deletes it once this many hours have passed and notifies your webhook a day before.", { required: false, inputMode: "numeric" })}
       <fieldset>
         <legend>Variables of {t.name}@{t.version}</legend>
         {fields.map((f) => (

@@ -108,6 +108,32 @@ pub fn preferred_engine() -> Result<TestEngine, String> {
     })
 }
 
+/// Stack of the thread an async matrix test runs on: the runner's lifecycle, awaited directly by a test, is
+/// a deep future in a debug build, and it overflowed libtest's 2 MiB test thread (an abort, in CI).
+pub const TEST_STACK: usize = 32 * 1024 * 1024;
+
+/// Runs an async test body under a multi-threaded runtime on a thread of its own with [`TEST_STACK`] bytes
+/// of stack (named after the test, so a panic names it); the body's panic is the test's.
+pub fn run_async<F: std::future::Future<Output = ()>>(name: &str, body: impl FnOnce() -> F + Send) {
+    std::thread::scope(|s| {
+        let joined = std::thread::Builder::new()
+            .name(name.to_owned())
+            .stack_size(TEST_STACK)
+            .spawn_scoped(s, move || {
+                tokio::runtime::Builder::new_multi_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a tokio runtime")
+                    .block_on(body())
+            })
+            .expect("a test thread")
+            .join();
+        if let Err(panic) = joined {
+            std::panic::resume_unwind(panic);
+        }
+    });
+}
+
 /// Wall time of one matrix test, printed (`cargo test -- --nocapture` shows it) for CI's timing table.
 pub fn report_time(test: &str, started: std::time::Instant) {
     eprintln!("ENGINE-MATRIX {test}: {:.1}s", started.elapsed().as_secs_f64());
@@ -127,11 +153,14 @@ macro_rules! engine_matrix {
     // the modern engine (keeps the test command's wall time in check on 2 cores).
     (async $name:ident, tf015_only) => {
         mod $name {
-            #[tokio::test(flavor = "multi_thread")]
-            async fn tf015() {
-                let t = std::time::Instant::now();
-                super::$name($crate::TestEngine::tf015()).await;
-                $crate::report_time(concat!(stringify!($name), "::tf015"), t);
+            #[test]
+            fn tf015() {
+                let name = concat!(stringify!($name), "::tf015");
+                $crate::run_async(name, || async {
+                    let t = std::time::Instant::now();
+                    super::$name($crate::TestEngine::tf015()).await;
+                    $crate::report_time(name, t);
+                });
             }
         }
     };
@@ -143,21 +172,26 @@ macro_rules! engine_matrix {
     };
     (async $name:ident => $body:ident) => {
         mod $name {
-            #[tokio::test(flavor = "multi_thread")]
-            async fn tf015() {
-                let t = std::time::Instant::now();
-                super::$body($crate::TestEngine::tf015()).await;
-                $crate::report_time(concat!(stringify!($name), "::tf015"), t);
+            #[test]
+            fn tf015() {
+                let name = concat!(stringify!($name), "::tf015");
+                $crate::run_async(name, || async {
+                    let t = std::time::Instant::now();
+                    super::$body($crate::TestEngine::tf015()).await;
+                    $crate::report_time(name, t);
+                });
             }
-            #[tokio::test(flavor = "multi_thread")]
-            async fn modern() {
+            #[test]
+            fn modern() {
                 let name = concat!(stringify!($name), "::modern");
                 let Some(engine) = $crate::TestEngine::modern_or_skip(name) else {
                     return;
                 };
-                let t = std::time::Instant::now();
-                super::$body(engine).await;
-                $crate::report_time(name, t);
+                $crate::run_async(name, || async {
+                    let t = std::time::Instant::now();
+                    super::$body(engine).await;
+                    $crate::report_time(name, t);
+                });
             }
         }
     };

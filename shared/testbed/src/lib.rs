@@ -6,7 +6,7 @@ mod install;
 mod modern;
 mod moto;
 
-pub use engines::{TestEngine, preferred_engine, report_time};
+pub use engines::{TEST_STACK, TestEngine, preferred_engine, report_time, run_async};
 pub use install::{SCHEMATHESIS_VERSION, Tools, ToolsError, schemathesis, tools, tools_dir};
 pub use modern::{ModernEngine, modern_engine, modern_engine_at, modern_engine_or_skip};
 pub use moto::{MotoServer, TestEnv, shared_moto};
