@@ -302,8 +302,8 @@ impl PolicySet {
     /// time limit) denies: a broken guard must not let everything through.
     ///
     /// The interpreter recurses with the depth of the input (a plan's JSON is deep): it runs on a thread of
-    /// its own with [`EVAL_STACK`] bytes of stack, as async runtimes' worker threads have 2 MiB, which a large
-    /// plan overflowed in a debug build (an abort, not an error).
+    /// its own with [`EVAL_STACK`] bytes of stack, as async runtimes' worker threads have 2 MiB and an
+    /// overflow is an abort, not an error.
     pub fn evaluate(&self, stage: Stage, input: &serde_json::Value) -> Verdict {
         std::thread::scope(|s| {
             std::thread::Builder::new()
