@@ -16,6 +16,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:PutItem", Table("operations")),
     call("dynamodb:Query", Index("operations", "by_cluster")),
     call("dynamodb:Query", Index("operations", "open")),
+    // The clusters list's last operations: one BatchGetItem per page.
+    call("dynamodb:BatchGetItem", Table("operations")),
     call("dynamodb:GetItem", Table("locks")),
     call("dynamodb:PutItem", Table("locks")),
     call("dynamodb:UpdateItem", Table("locks")),
