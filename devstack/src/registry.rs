@@ -179,6 +179,7 @@ impl Registry {
                 names: env.names.clone(),
                 run_proofs: env.run_proofs.clone(),
                 audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
+                approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
             }
         };
         let webhooks_config = if from_deployment {

@@ -36,6 +36,8 @@ pub(crate) const fn action(e: Endpoint) -> Option<&'static str> {
         DriftCheck => "cluster.drift_check",
         RestoreStateVersion => "state.restore",
         CancelOperation => "operation.cancel",
+        ApproveOperation => "operation.approve",
+        RejectOperation => "operation.reject",
         PutWebhook => "webhook.put",
         DeleteWebhook => "webhook.delete",
         PutPolicy => "policy.put",

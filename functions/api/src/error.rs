@@ -17,6 +17,9 @@ pub enum ApiError {
     /// A valid token without the scope the route needs (roles within a tenant).
     #[error("forbidden: the token lacks the '{}' scope", .need.as_str())]
     Forbidden { need: crate::scopes::Scope },
+    /// Separation of duties: the requester of an operation may not approve it.
+    #[error("forbidden: {0}")]
+    SelfApproval(String),
     /// Also what a tenant gets for another tenant's resources: existence is not disclosed.
     #[error("not found: {0}")]
     NotFound(String),
@@ -78,7 +81,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::Forbidden { .. } | ApiError::SelfApproval(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -100,6 +103,7 @@ impl ApiError {
         match self {
             ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
             ApiError::Forbidden { .. } => ("forbidden", "Forbidden"),
+            ApiError::SelfApproval(_) => ("self-approval", "Approver is the requester"),
             ApiError::NotFound(_) => ("not-found", "Not found"),
             ApiError::MethodNotAllowed { .. } => ("method-not-allowed", "Method not allowed"),
             ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Request body too large"),
@@ -132,7 +136,8 @@ impl ApiError {
             | ApiError::Conflict(d)
             | ApiError::Quota(d)
             | ApiError::PreconditionFailed(d)
-            | ApiError::Gone(d) => (d, Vec::new()),
+            | ApiError::Gone(d)
+            | ApiError::SelfApproval(d) => (d, Vec::new()),
             ApiError::Forbidden { need } => {
                 let need = need.as_str();
                 (

@@ -186,6 +186,40 @@ pub(crate) async fn cancel_operation(
     operations::cancel(&ctx, &caller, &id).await
 }
 
+pub(crate) async fn approve_operation(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+    body: Bytes,
+) -> Answer<OperationView> {
+    let body = crate::requests::DecisionBody::from_bytes(&body)?;
+    operations::decide(
+        &ctx,
+        &caller,
+        &id,
+        strato_domain::approval::Verdict::Approved,
+        body,
+    )
+    .await
+}
+
+pub(crate) async fn reject_operation(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+    body: Bytes,
+) -> Answer<OperationView> {
+    let body = crate::requests::DecisionBody::from_bytes(&body)?;
+    operations::decide(
+        &ctx,
+        &caller,
+        &id,
+        strato_domain::approval::Verdict::Rejected,
+        body,
+    )
+    .await
+}
+
 pub(crate) async fn create_estimate(
     State(ctx): State<AppState>,
     caller: Caller,

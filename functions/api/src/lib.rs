@@ -6,6 +6,7 @@ mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
 mod agent;
+mod approval;
 mod audit;
 mod clusters;
 pub mod decide;
@@ -80,6 +81,9 @@ pub struct Config {
     /// The longest a cluster may live, in hours, for tenants without their own `max_ttl_hours`
     /// (`STRATO_MAX_TTL_HOURS`; unset: unlimited).
     pub default_max_ttl_hours: Option<u64>,
+    /// Separation of duties for plan approvals (`STRATO_APPROVAL_SEPARATION`, default `true`): the
+    /// requester of an operation cannot approve it.
+    pub approval_separation: bool,
 }
 
 impl Config {
@@ -115,6 +119,7 @@ impl Config {
             default_max_ttl_hours: env
                 .parsed::<u64>(strato_domain::expiry::MAX_TTL_ENV, "a whole number of hours")?
                 .filter(|h| *h > 0),
+            approval_separation: env.flag("STRATO_APPROVAL_SEPARATION", true)?,
         })
     }
 }
@@ -164,6 +169,7 @@ impl Ctx {
             agent_token_secret: self.config.agent_token_secret.as_ref().map(|s| s.expose_secret()),
             keys: &self.keys,
             default_max_ttl_hours: self.config.default_max_ttl_hours,
+            approval_separation: self.config.approval_separation,
             policies: None,
         }
     }
@@ -196,6 +202,8 @@ pub enum Endpoint {
     GetOperation,
     GetOperationTimeline,
     CancelOperation,
+    ApproveOperation,
+    RejectOperation,
     CreateEstimate,
     GetWebhook,
     PutWebhook,
@@ -261,6 +269,8 @@ pub const ROUTES: &[Route] = &[
         Endpoint::GetOperationTimeline,
     ),
     route("POST", "/v1/operations/{id}/cancel", Endpoint::CancelOperation),
+    route("POST", "/v1/operations/{id}/approve", Endpoint::ApproveOperation),
+    route("POST", "/v1/operations/{id}/reject", Endpoint::RejectOperation),
     route("POST", "/v1/estimates", Endpoint::CreateEstimate),
     route("GET", "/v1/webhook", Endpoint::GetWebhook),
     route("PUT", "/v1/webhook", Endpoint::PutWebhook),

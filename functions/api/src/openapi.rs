@@ -52,7 +52,12 @@ use crate::{
     requests::EstimateBody,
     requests::UpdateBody,
     requests::WebhookBody,
+    requests::DecisionBody,
     requests::AgentBody,
+    crate::approval::ApprovalView,
+    crate::approval::DecisionView,
+    crate::approval::PlannedChangeView,
+    crate::approval::PlanSummaryView,
     GatewayUnauthorized,
     crate::audit::AuditEntryView,
     crate::audit::AuditPageView,
@@ -111,6 +116,14 @@ waits), dispatched and runner_started (the latest attempt), each step's start an
 heartbeat while open, notes the control plane recorded, and the end with its error category. A moment that \
 was not recorded (e.g. an operation cancelled before dispatch has no dispatched) is absent. Another \
 tenant's operation answers 404, like a missing one.";
+
+/// How an approval works, so approvers know what they approve.
+const APPROVE_DESCRIPTION: &str = "Only for an operation in `awaiting_approval` (its `approval` shows the \
+plan: resources to add, change and destroy by address, and the estimate). A new runner applies exactly the \
+approved plan, verified by its SHA-256; if the cluster's state changed since the plan, it plans again and the \
+operation waits for approval again. Needs the `operations:approve` scope; unless the deployment turns \
+separation of duties off, the operation's requester cannot approve it (403 `self-approval`). An expired \
+request answers 409.";
 
 /// What the audit log holds and how long.
 const AUDIT_DESCRIPTION: &str = "Every mutating call (refused ones too, with their status) and every action \
@@ -227,6 +240,25 @@ fn endpoint_doc(e: Endpoint) -> Doc {
                     "Cancel requested; the runner stops at a safe point",
                 ),
             ],
+            &[400, 404, 409, 422],
+        ),
+        ApproveOperation => Doc {
+            description: Some(APPROVE_DESCRIPTION),
+            ..doc(
+                "Approve an operation's plan",
+                Some("DecisionRequest"),
+                &[(202, "Operation", "Approved; a runner applies exactly that plan")],
+                &[400, 403, 404, 409, 422],
+            )
+        },
+        RejectOperation => doc(
+            "Reject an operation's plan",
+            Some("DecisionRequest"),
+            &[(
+                202,
+                "Operation",
+                "Rejected; the operation ends cancelled, nothing applied",
+            )],
             &[400, 404, 409, 422],
         ),
         CreateEstimate => doc(
@@ -369,7 +401,14 @@ fn links(from: Endpoint, schema: &str) -> Vec<(String, Endpoint, &'static str, &
         .map(|t| (format!("{t:?}"), t, "id", id))
     };
     let by_operation = |id: &'static str| {
-        [GetOperation, GetOperationTimeline, CancelOperation].map(|t| (format!("{t:?}"), t, "id", id))
+        [
+            GetOperation,
+            GetOperationTimeline,
+            CancelOperation,
+            ApproveOperation,
+            RejectOperation,
+        ]
+        .map(|t| (format!("{t:?}"), t, "id", id))
     };
     match (from, schema) {
         (_, "Accepted") => by_cluster(CLUSTER_ID)
@@ -393,6 +432,8 @@ pub(crate) fn idempotent(e: Endpoint) -> bool {
             | DriftCheck
             | RestoreStateVersion
             | CancelOperation
+            | ApproveOperation
+            | RejectOperation
             | CreateEstimate
             | DeleteWebhook
             | DeletePolicy

@@ -1,4 +1,4 @@
-//! Operation routes: list a cluster's operations, read one (or its timeline), cancel one.
+//! Operation routes: list a cluster's operations, read one (or its timeline), cancel, approve or reject one.
 
 use strato_domain::model::Operation;
 
@@ -49,6 +49,22 @@ pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Op
 
 pub(crate) async fn timeline(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Timeline>, ApiError> {
     Ok(Reply::ok(ctx.api().timeline(caller, id).await?))
+}
+
+/// An approver's decision on an operation awaiting approval: recorded, and the dispatcher acts on it (202).
+pub(crate) async fn decide(
+    ctx: &Ctx,
+    caller: &Caller,
+    id: &str,
+    verdict: strato_domain::approval::Verdict,
+    body: crate::requests::DecisionBody,
+) -> Result<Reply<OperationView>, ApiError> {
+    let op = ctx
+        .api()
+        .decide_approval(caller, id, verdict, body.comment)
+        .await?;
+    let location = format!("/v1/operations/{}", op.operation_id);
+    Ok(Reply::accepted(view(ctx, &op).await?, location))
 }
 
 /// Queued (or parked) operations never reached a runner and are cancelled on the spot (200). Dispatched

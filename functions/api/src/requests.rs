@@ -226,6 +226,12 @@ pub struct SpecBody {
     #[serde(default)]
     #[schema(value_type = Option<u64>, minimum = 1)]
     pub(crate) ttl_hours: Field<u64>,
+    /// Create only: `required` makes every create and update of the cluster wait after its plan for an
+    /// approver (`operations:approve`); `auto` applies at once. Absent: the template's, else the tenant's
+    /// default, else `auto`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "required")]
+    pub(crate) approval: Field<strato_domain::approval::ApprovalMode>,
     #[serde(flatten)]
     #[schema(ignore)]
     pub(crate) other: BTreeMap<String, Value>,
@@ -271,6 +277,11 @@ pub struct UpdateBody {
     #[serde(default)]
     #[schema(value_type = Option<u64>, minimum = 1)]
     pub(crate) ttl_hours: Field<u64>,
+    /// `auto` or `required` (see the create); null: the template's, else the tenant's default. Changing it
+    /// alone runs nothing; it applies to operations asked for afterwards.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, nullable, example = "required")]
+    pub(crate) approval: Field<strato_domain::approval::ApprovalMode>,
     #[serde(flatten)]
     #[schema(ignore)]
     pub(crate) other: BTreeMap<String, Value>,
@@ -344,5 +355,25 @@ mod tests {
         assert_eq!(b.other.keys().collect::<Vec<_>>(), ["extra"]);
         let b: DriftBody = read(br#"{"interval_hours": null}"#).unwrap();
         assert!(matches!(b.interval_hours, Field::Null));
+    }
+}
+
+/// `POST /v1/operations/{id}/approve` and `/reject`: an optional body.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = DecisionRequest)]
+pub(crate) struct DecisionBody {
+    /// Why, for the record (at most 1,000 characters); shown on the operation and in the audit log.
+    #[serde(default)]
+    pub comment: Option<String>,
+}
+
+impl DecisionBody {
+    /// An empty body is no comment; anything else must be this object.
+    pub(crate) fn from_bytes(body: &[u8]) -> Result<Self, crate::ApiError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self::default());
+        }
+        read(body)
     }
 }

@@ -94,6 +94,12 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// Who the caller is, for records: the token's subject (`anonymous` without one, as devstack's local
+    /// tokens may be).
+    pub fn principal(&self) -> &str {
+        self.subject.as_deref().unwrap_or("anonymous")
+    }
+
     /// `op`, created by this request, joins its trace; its ids go on the request's log span.
     pub fn joins(&self, op: &mut strato_domain::model::Operation) {
         if let Some(tp) = self.traceparent {
@@ -226,6 +232,8 @@ pub fn router(ctx: Ctx) -> Router {
         .route("/v1/operations/{id}", l(get(h::get_operation)))
         .route("/v1/operations/{id}/timeline", l(get(h::get_operation_timeline)))
         .route("/v1/operations/{id}/cancel", m(post(h::cancel_operation)))
+        .route("/v1/operations/{id}/approve", m(post(h::approve_operation)))
+        .route("/v1/operations/{id}/reject", m(post(h::reject_operation)))
         .route("/v1/estimates", m(post(h::create_estimate)))
         .route(
             "/v1/webhook",

@@ -90,12 +90,19 @@ enum_schema!(
     {
         use strato_domain::model::OperationStatus as S;
         let listed = |s: S| match s {
-            S::Queued | S::Dispatched | S::Running | S::Succeeded | S::Failed | S::Cancelled => wire(s),
+            S::Queued
+            | S::Dispatched
+            | S::Running
+            | S::AwaitingApproval
+            | S::Succeeded
+            | S::Failed
+            | S::Cancelled => wire(s),
         };
         [
             S::Queued,
             S::Dispatched,
             S::Running,
+            S::AwaitingApproval,
             S::Succeeded,
             S::Failed,
             S::Cancelled,

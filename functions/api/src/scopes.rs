@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `clusters:read` | every read; WebSocket tickets (so live logs: a ticket is the only way to subscribe) |
 //! | `clusters:write` | create, update, delete, retry, drift check, cancel, estimate (and reads) |
+//! | `operations:approve` | approve or reject an operation awaiting approval (and reads) |
 //! | `admin` | everything: also the tenant's webhook, changing its policies, restoring a state version and reading the audit log |
 //!
 //! Scopes come from the claim `STRATO_SCOPE_CLAIM` (default `scope`, then `scp`), space- or comma-separated
@@ -19,6 +20,7 @@ use crate::Endpoint::{self, *};
 pub enum Scope {
     ClustersRead,
     ClustersWrite,
+    OperationsApprove,
     Admin,
 }
 
@@ -27,6 +29,7 @@ impl Scope {
         match self {
             Scope::ClustersRead => "clusters:read",
             Scope::ClustersWrite => "clusters:write",
+            Scope::OperationsApprove => "operations:approve",
             Scope::Admin => "admin",
         }
     }
@@ -34,7 +37,14 @@ impl Scope {
     /// The scopes that grant this one (a stronger scope includes the weaker).
     fn granted_by(self) -> &'static [Scope] {
         match self {
-            Scope::ClustersRead => &[Scope::ClustersRead, Scope::ClustersWrite, Scope::Admin],
+            Scope::ClustersRead => &[
+                Scope::ClustersRead,
+                Scope::ClustersWrite,
+                Scope::OperationsApprove,
+                Scope::Admin,
+            ],
+            // Approving is not writing: a writer cannot approve, an approver cannot write.
+            Scope::OperationsApprove => &[Scope::OperationsApprove, Scope::Admin],
             Scope::ClustersWrite => &[Scope::ClustersWrite, Scope::Admin],
             Scope::Admin => &[Scope::Admin],
         }
@@ -60,6 +70,7 @@ pub const fn required(endpoint: Endpoint) -> Option<Scope> {
         | GetPolicy => Some(Scope::ClustersRead),
         CreateCluster | UpdateCluster | DeleteCluster | RetryCluster | DriftCheck | CancelOperation
         | CreateEstimate => Some(Scope::ClustersWrite),
+        ApproveOperation | RejectOperation => Some(Scope::OperationsApprove),
         PutWebhook | DeleteWebhook | RestoreStateVersion | ListAudit => Some(Scope::Admin),
         // Anyone may read the policies their requests are checked against; only an admin changes them.
         PutPolicy | DeletePolicy => Some(Scope::Admin),

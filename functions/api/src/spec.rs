@@ -38,7 +38,7 @@ pub(crate) enum SpecName {
 
 const SPEC_FIELDS: &str = "name, template, provider, region, variables, target";
 const CREATE_FIELDS: &str =
-    "name, template, provider, region, variables, target, drift, expires_at, ttl_hours";
+    "name, template, provider, region, variables, target, drift, expires_at, ttl_hours, approval";
 const TEMPLATE_SHAPE: &str = "{\"name\": …, \"version\": …}";
 
 /// `variables`: absent or null is none; anything but an object is reported.
@@ -163,10 +163,11 @@ pub(crate) fn parse_spec(body: SpecBody, name: SpecName, errors: &mut Vec<FieldE
     if !is_create && !matches!(body.drift, Field::Missing) {
         errors.push(ApiError::field("drift", "is not a field of this request", known));
     }
-    // A create's expiry is read by the create itself (it needs the tenant's maximum).
+    // A create's expiry (it needs the tenant's maximum) and approval mode are read by the create itself.
     for (name, absent) in [
         ("expires_at", matches!(body.expires_at, Field::Missing)),
         ("ttl_hours", matches!(body.ttl_hours, Field::Missing)),
+        ("approval", matches!(body.approval, Field::Missing)),
     ] {
         if !is_create && !absent {
             errors.push(ApiError::field(name, "is not a field of this request", known));

@@ -192,6 +192,10 @@ pub(crate) struct ClusterView {
     /// When the scheduler deletes the cluster on its own; null: never. Extend or clear it with a PATCH.
     #[schema(value_type = Option<schema::Timestamp>)]
     pub expires_at: Option<String>,
+    /// The cluster's own approval mode (`auto` or `required`); null: its template's, else the tenant's
+    /// default, else `auto`.
+    #[schema(value_type = Option<String>, example = "required")]
+    pub approval: Option<strato_domain::approval::ApprovalMode>,
     #[schema(value_type = schema::Timestamp)]
     pub created_at: String,
     #[schema(value_type = schema::Timestamp)]
@@ -264,6 +268,7 @@ pub(crate) fn cluster(
         last_operation,
         version: c.version,
         expires_at: c.expires_at.map(ts::format),
+        approval: c.approval,
         created_at: ts::format(c.created_at),
         updated_at: ts::format(c.updated_at),
     }
@@ -306,6 +311,10 @@ pub(crate) struct OperationView {
     pub notes: Vec<String>,
     /// The version of the policy set the request was checked against (`sha256:…`).
     pub policy_version: Option<String>,
+    /// Whether its plan waits for an approver before anything is applied.
+    pub approval_required: bool,
+    /// The plan it waits (or waited) with, and the decision; null until a plan needed approval.
+    pub approval: Option<crate::approval::ApprovalView>,
     pub spec: Option<SpecView>,
     #[schema(value_type = schema::Timestamp)]
     pub created_at: String,
@@ -339,6 +348,8 @@ pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) ->
         requested_by: op.requested_by.clone(),
         notes: op.notes.clone(),
         policy_version: op.policy_version.clone(),
+        approval_required: op.approval_required,
+        approval: op.approval.as_ref().map(crate::approval::approval),
         spec: op.spec.as_ref().map(|s| spec_view(s, sensitive)),
         created_at: ts::format(op.created_at),
         updated_at: ts::format(op.updated_at),

@@ -43,6 +43,7 @@ impl World {
             clock: self.clock.clone(),
             agent_token_secret: None,
             default_max_ttl_hours: self.default_max,
+            approval_separation: true,
             keys: &self.keys,
             policies: None,
         }

@@ -22,6 +22,8 @@ pub struct Config {
     pub run_proofs: RunProofKey,
     /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365).
     pub audit_retention_days: u64,
+    /// How long an approval request waits (`STRATO_APPROVAL_TTL_HOURS`, default 72).
+    pub approval_ttl: time::Duration,
 }
 
 impl Config {
@@ -35,6 +37,12 @@ impl Config {
             names: env.names()?,
             run_proofs: env.run_proof_key()?,
             audit_retention_days: DynamoAuditLog::retention_days(&env)?,
+            approval_ttl: env
+                .parsed::<u32>("STRATO_APPROVAL_TTL_HOURS", "a whole number of hours")?
+                .filter(|h| *h > 0)
+                .map_or(strato_domain::approval::DEFAULT_APPROVAL_TTL, |h| {
+                    time::Duration::hours(i64::from(h))
+                }),
         })
     }
 }
@@ -109,6 +117,7 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         clock: &SystemClock,
         audit: &ctx.audit,
         report_wait: ReportWait::EVENTS,
+        approval_ttl: ctx.config.approval_ttl,
         run_proofs: &ctx.config.run_proofs,
     };
     Ok(status.handle(event).await)

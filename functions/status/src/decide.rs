@@ -154,6 +154,8 @@ pub struct Status<'a, P: Ports> {
     pub clock: &'a P::Clock,
     pub audit: &'a P::Audit,
     pub report_wait: ReportWait,
+    /// How long an approval request waits before it expires (`STRATO_APPROVAL_TTL_HOURS`, default 72).
+    pub approval_ttl: time::Duration,
     /// Checks that a runner event comes from its own run ([`strato_domain::run_proof`]).
     pub run_proofs: &'a RunProofKey,
 }

@@ -27,6 +27,7 @@ mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
 mod agent;
+mod approval;
 mod cluster_end;
 mod config;
 mod decide;

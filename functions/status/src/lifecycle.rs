@@ -17,7 +17,7 @@ use strato_domain::webhook::{ClusterStateEvent, EventType, OperationEvent};
 use crate::decide::{Ports, Status};
 
 /// Queues event `kind` about `subject` for `op`'s tenant, if its webhook wants it.
-async fn emit<P: Ports>(
+pub(crate) async fn emit<P: Ports>(
     ctx: &Status<'_, P>,
     op: &Operation,
     kind: EventType,
@@ -62,7 +62,8 @@ pub(crate) fn operation_event(status: OperationStatus) -> Option<EventType> {
         OperationStatus::Running => Some(EventType::OperationStarted),
         OperationStatus::Succeeded => Some(EventType::OperationSucceeded),
         OperationStatus::Failed | OperationStatus::Cancelled => Some(EventType::OperationFailed),
-        OperationStatus::Queued | OperationStatus::Dispatched => None,
+        // Emitted with its plan's round (see `approval`), not from the status alone.
+        OperationStatus::Queued | OperationStatus::Dispatched | OperationStatus::AwaitingApproval => None,
     }
 }
 

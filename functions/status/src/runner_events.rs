@@ -31,6 +31,8 @@ pub(crate) enum RunnerDecision {
     End(Final),
     /// A step, heartbeat or plan-ready for a running operation.
     Progress,
+    /// The runner saved a plan that needs an approver, and ended.
+    Await(Box<strato_domain::approval::SavedPlan>),
 }
 
 /// How a final report ends an operation; `None` for progress.
@@ -60,6 +62,13 @@ pub(crate) fn decide(op: &Operation, fence: Fence, ev: &RunnerEvent) -> RunnerDe
         return RunnerDecision::Stale;
     }
     let fin = final_of(ev);
+    if let RunnerEvent::AwaitingApproval { plan, .. } = ev {
+        return if op.status.is_terminal() {
+            RunnerDecision::DuplicateFinal
+        } else {
+            RunnerDecision::Await(Box::new(plan.clone()))
+        };
+    }
     if op.status.is_terminal() {
         return match fin {
             Some(_) => RunnerDecision::DuplicateFinal,
@@ -98,6 +107,11 @@ pub async fn apply_runner_event<P: Ports>(ctx: &Status<'_, P>, ev: &RunnerEvent)
                 }
                 RunnerDecision::LateProgress => {}
                 RunnerDecision::End(fin) => end(ctx, op, fin).await?,
+                RunnerDecision::Await(plan) => {
+                    if !crate::approval::await_approval(ctx, op, &plan).await? {
+                        return Ok(Attempt::Conflict);
+                    }
+                }
                 RunnerDecision::Progress => {
                     if !save_progress(ctx, &mut op, ev).await? {
                         return Ok(Attempt::Conflict);
@@ -130,7 +144,9 @@ async fn save_progress<P: Ports>(
     op: &mut Operation,
     ev: &RunnerEvent,
 ) -> Result<bool, StatusError> {
+    // A late heartbeat of the run that planned must not shorten the lease an approval request stretched.
     if let RunnerEvent::Heartbeat { fencing_token, .. } = ev
+        && op.status != OperationStatus::AwaitingApproval
         && !ctx
             .store
             .renew_lock(
@@ -240,6 +256,7 @@ fn event_at(ev: &RunnerEvent) -> time::OffsetDateTime {
         | RunnerEvent::StepFinished { at, .. }
         | RunnerEvent::Heartbeat { at, .. }
         | RunnerEvent::PlanReady { at, .. }
+        | RunnerEvent::AwaitingApproval { at, .. }
         | RunnerEvent::Succeeded { at, .. }
         | RunnerEvent::Failed { at, .. }
         | RunnerEvent::Cancelled { at, .. } => *at,

@@ -43,6 +43,8 @@ pub(crate) enum StopDecision {
     /// The runner's report arrived and the create now waits for its cluster agent: the runner was done, so
     /// its stop (whatever its exit code) changes nothing; the agent or the configure deadline ends the create.
     AwaitingAgent,
+    /// The task that planned for an approval request ended, as it should: changes nothing.
+    PlannedForApproval,
     /// The runner reached its end, so its final report is in flight: look again after this many seconds.
     AwaitReport(i32),
     /// The runner stopped without a final report: the operation fails with this error.
@@ -68,6 +70,13 @@ pub(crate) fn decide_stop(
     }
     if op.awaiting_agent() {
         return StopDecision::AwaitingAgent;
+    }
+    if op
+        .approval
+        .as_ref()
+        .is_some_and(|a| a.task_arn.as_deref() == Some(task.task_arn.as_str()))
+    {
+        return StopDecision::PlannedForApproval;
     }
     let runner = task.runner();
     let exit_code = runner.and_then(|c| c.exit_code);
@@ -210,6 +219,10 @@ pub(crate) async fn apply_task_change<P: Ports>(
             }
             StopDecision::AwaitingAgent => {
                 tracing::info!(operation_id = %id, task_arn = %task.task_arn, "runner stopped after its report; the create waits for its agent");
+                Outcome::Ack
+            }
+            StopDecision::PlannedForApproval => {
+                tracing::info!(operation_id = %id, task_arn = %task.task_arn, "the planning runner stopped; the operation awaits approval");
                 Outcome::Ack
             }
             StopDecision::AwaitReport(secs) => Outcome::RetryAfter(secs),

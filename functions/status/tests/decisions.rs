@@ -92,6 +92,7 @@ impl World {
             clock: &self.clock,
             audit: &self.audit,
             report_wait: ReportWait::EVENTS,
+            approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
             run_proofs: &self.proofs,
         }
     }
@@ -1070,6 +1071,7 @@ async fn a_final_report_hands_its_slot_on_while_another_operations_record_of_the
         clock: &w.clock,
         audit: &w.audit,
         report_wait: ReportWait::EVENTS,
+        approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
         run_proofs: &w.proofs,
     };
     // The slow operation's heartbeat first, the other's final report behind it in the same batch.

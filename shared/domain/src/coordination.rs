@@ -298,7 +298,7 @@ where
         store.forget_lock(&op.cluster_id, &op.operation_id).await?;
         None
     };
-    let next_for_tenant = next_tenant_waiter(store, op).await?;
+    let next_for_tenant = next_tenant_waiter(store, op, true).await?;
 
     let wake = format!("after-{}", op.operation_id);
     for next in [next_on_cluster, next_for_tenant].into_iter().flatten() {
@@ -313,11 +313,37 @@ where
     Ok(out)
 }
 
-/// The operation of `op`'s tenant waiting longest for a slot whose cluster is free. One whose cluster is
+/// An operation whose runner stopped without it ending (it awaits approval) gives its tenant slot back and
+/// wakes the tenant's next waiter; it keeps its cluster lock. `wake` makes the wake-up's deduplication id.
+pub async fn release_slot_and_wake<S, Q>(
+    store: &S,
+    jobs: &Q,
+    op: &Operation,
+    wake: &str,
+) -> Result<Option<OperationId>, PortError>
+where
+    S: Operations + ClusterLocks + TenantSlots,
+    Q: JobQueue,
+{
+    store.release_slot(&op.tenant_id, &op.operation_id).await?;
+    let Some(next) = next_tenant_waiter(store, op, false).await? else {
+        return Ok(None);
+    };
+    jobs.enqueue(&JobMessage::from(&next), wake).await?;
+    tracing::info!(woken_operation_id = %next.operation_id, operation_id = %op.operation_id, "re-enqueued a waiting operation");
+    Ok(Some(next.operation_id))
+}
+
+/// The operation of `op`'s tenant waiting longest for a slot whose cluster is free (`op`'s own counts as
+/// free when `own_cluster_freed`). One whose cluster is
 /// busy is passed over: woken, it would only park on the lock and leave the freed slot idle while the
 /// tenant's other waiters sleep on (its cluster's own hand-off wakes it later, as it wakes every queued
 /// operation of the cluster).
-async fn next_tenant_waiter<S>(store: &S, op: &Operation) -> Result<Option<Operation>, PortError>
+async fn next_tenant_waiter<S>(
+    store: &S,
+    op: &Operation,
+    own_cluster_freed: bool,
+) -> Result<Option<Operation>, PortError>
 where
     S: Operations + ClusterLocks,
 {
@@ -335,7 +361,7 @@ where
     for candidate in waiting {
         // The releasing operation's own cluster is free by now (or about to be, for a caller that frees it
         // after this read); any other cluster is asked.
-        let free = candidate.cluster_id == op.cluster_id
+        let free = (own_cluster_freed && candidate.cluster_id == op.cluster_id)
             || match store.lock_owner(&candidate.cluster_id).await? {
                 None => true,
                 Some((owner, _)) => owner == candidate.operation_id,

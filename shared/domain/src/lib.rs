@@ -4,6 +4,7 @@
 //! hand-off rules written against them. Pure: no AWS SDK, no I/O beyond reading template files.
 
 pub mod agent;
+pub mod approval;
 pub mod artifacts;
 pub mod audit;
 pub mod bundle;

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use crate::approval::SavedPlan;
 use crate::cost::CostEstimate;
 use crate::error::UserError;
 use crate::ids::{ClusterId, OperationId, TenantId};
@@ -72,6 +73,15 @@ pub enum RunnerEvent {
         #[serde(with = "crate::ts")]
         at: OffsetDateTime,
     },
+    /// The run planned a change that needs an approver: the plan is saved, the runner ends here (a final
+    /// report, though the operation stays open).
+    AwaitingApproval {
+        operation_id: OperationId,
+        fencing_token: u64,
+        plan: SavedPlan,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
     Succeeded {
         operation_id: OperationId,
         fencing_token: u64,
@@ -112,6 +122,7 @@ impl RunnerEvent {
             RunnerEvent::StepFinished { .. } => "step_finished",
             RunnerEvent::Heartbeat { .. } => "heartbeat",
             RunnerEvent::PlanReady { .. } => "plan_ready",
+            RunnerEvent::AwaitingApproval { .. } => "awaiting_approval",
             RunnerEvent::Succeeded { .. } => "succeeded",
             RunnerEvent::Failed { .. } => "failed",
             RunnerEvent::Cancelled { .. } => "cancelled",
@@ -124,6 +135,7 @@ impl RunnerEvent {
             | RunnerEvent::StepFinished { operation_id, .. }
             | RunnerEvent::Heartbeat { operation_id, .. }
             | RunnerEvent::PlanReady { operation_id, .. }
+            | RunnerEvent::AwaitingApproval { operation_id, .. }
             | RunnerEvent::Succeeded { operation_id, .. }
             | RunnerEvent::Failed { operation_id, .. }
             | RunnerEvent::Cancelled { operation_id, .. } => operation_id,
@@ -136,6 +148,7 @@ impl RunnerEvent {
             | RunnerEvent::StepFinished { fencing_token, .. }
             | RunnerEvent::Heartbeat { fencing_token, .. }
             | RunnerEvent::PlanReady { fencing_token, .. }
+            | RunnerEvent::AwaitingApproval { fencing_token, .. }
             | RunnerEvent::Succeeded { fencing_token, .. }
             | RunnerEvent::Failed { fencing_token, .. }
             | RunnerEvent::Cancelled { fencing_token, .. } => *fencing_token,
@@ -144,7 +157,7 @@ impl RunnerEvent {
 }
 
 /// Counts of planned resource actions (a replace counts as one add and one destroy, as Terraform says).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct PlanSummary {
     pub add: u32,
     pub change: u32,

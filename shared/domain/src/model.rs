@@ -256,6 +256,9 @@ pub struct Cluster {
     /// Partition key of the sparse `by_expiry` index ([`crate::expiry::index_bucket`]); the store sets it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expiry_bucket: Option<String>,
+    /// Whether its creates and updates wait for an approver; `None`: its template's or tenant's default.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub approval: Option<crate::approval::ApprovalMode>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -286,6 +289,7 @@ impl Cluster {
             expires_at: None,
             expiry_notified_for: None,
             expiry_bucket: None,
+            approval: None,
             created_at: now,
             updated_at: now,
         }
@@ -358,6 +362,8 @@ pub enum OperationStatus {
     Queued,
     Dispatched,
     Running,
+    /// Planned; waits for an approver (see [`crate::approval`]). No runner runs.
+    AwaitingApproval,
     Succeeded,
     Failed,
     Cancelled,
@@ -431,6 +437,12 @@ pub struct Operation {
     /// Cost estimate of the saved plan(s), attached before apply.
     #[serde(default)]
     pub estimate: Option<crate::cost::CostEstimate>,
+    /// Whether its plan waits for an approver before it is applied (the mode resolved when it was asked for).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approval_required: bool,
+    /// The approval request of its plan, and the decision once taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::approval::Approval>,
     /// The trace all its jobs, runs and events join (its creator's); absent on older operations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<crate::telemetry::Traceparent>,
@@ -466,6 +478,8 @@ impl Operation {
             notes: Vec::new(),
             policy_version: None,
             estimate: None,
+            approval_required: false,
+            approval: None,
             traceparent: Some(crate::telemetry::Traceparent::new_root()),
             created_at: now,
             updated_at: now,

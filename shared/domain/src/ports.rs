@@ -77,6 +77,8 @@ pub enum OpenStatus {
     Waiting,
     Dispatched,
     Running,
+    /// Planned, waiting for an approver's decision (or its expiry).
+    AwaitingApproval,
 }
 
 impl OpenStatus {
@@ -87,6 +89,7 @@ impl OpenStatus {
             OperationStatus::Queued => Some(Self::Queued),
             OperationStatus::Dispatched => Some(Self::Dispatched),
             OperationStatus::Running => Some(Self::Running),
+            OperationStatus::AwaitingApproval => Some(Self::AwaitingApproval),
             _ => None,
         }
     }
@@ -98,6 +101,7 @@ impl OpenStatus {
             Self::Waiting => "waiting",
             Self::Dispatched => "dispatched",
             Self::Running => "running",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 }
@@ -178,12 +182,20 @@ pub trait Intake: Send + Sync {
     ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
 }
 
-/// Per-tenant cluster lifetime limit ([`crate::expiry`]).
-pub trait TenantLifetimes: Send + Sync {
-    /// The tenant's own maximum lifetime of a cluster, in hours (tenant item attribute `max_ttl_hours`);
-    /// `None` when it has none (the platform default, if any, applies).
-    fn max_ttl_hours(&self, tenant: &TenantId)
-    -> impl Future<Output = Result<Option<u64>, PortError>> + Send;
+/// What an operator set on a tenant item that requests are held to, read in one item read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TenantRules {
+    /// The tenant's own maximum lifetime of a cluster, in hours (`max_ttl_hours`); `None`: the platform
+    /// default, if any ([`crate::expiry`]).
+    pub max_ttl_hours: Option<u64>,
+    /// The tenant's default approval mode (`approval`) for clusters and templates that set none
+    /// ([`crate::approval`]).
+    pub approval: Option<crate::approval::ApprovalMode>,
+}
+
+/// Per-tenant rules: lifetime limit and approval default.
+pub trait TenantSettings: Send + Sync {
+    fn tenant_rules(&self, tenant: &TenantId) -> impl Future<Output = Result<TenantRules, PortError>> + Send;
 }
 
 /// The published templates (immutable once published).

@@ -181,6 +181,10 @@ pub struct Manifest {
     /// Outputs that must be present after apply for a template without an agent to count as ready.
     #[serde(default)]
     pub required_outputs: Vec<String>,
+    /// Whether clusters of this template wait for an approver after each plan (`"required"`), unless a
+    /// cluster says otherwise; absent: the tenant's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::approval::ApprovalMode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

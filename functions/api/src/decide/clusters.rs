@@ -2,11 +2,12 @@
 //! its spec as a create does.
 
 use strato_domain::agent;
+use strato_domain::approval::ApprovalMode;
 use strato_domain::expiry::ExpiryChange;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind};
 use strato_domain::ports::{
-    Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates, TenantLifetimes,
+    Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates, TenantSettings,
 };
 use strato_domain::sealed::Keys;
 use strato_domain::template::{Template, is_template_version};
@@ -34,6 +35,19 @@ struct Change<'a> {
     version: Option<&'a str>,
     drift: &'a DriftSettings,
     expiry: ExpiryChange,
+    /// `Some(None)`: back to the template's or tenant's default.
+    approval: Option<Option<ApprovalMode>>,
+}
+
+/// Applies an approval-mode change; true when something changed.
+fn apply_approval(c: &mut Cluster, change: Option<Option<ApprovalMode>>) -> bool {
+    match change {
+        Some(m) if c.approval != m => {
+            c.approval = m;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// The name an estimate's plan uses when the request gives none (cloud resource names in the plan derive
@@ -42,7 +56,7 @@ pub(crate) const ESTIMATE_NAME: &str = "estimate";
 
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
-    S: Storage + Intake + TenantLifetimes,
+    S: Storage + Intake + TenantSettings,
     T: Templates,
     Q: JobQueue,
     C: Clock,
@@ -54,6 +68,7 @@ where
         let mut errors = Vec::new();
         let expires_at = std::mem::take(&mut body.expires_at);
         let expiry = crate::expiry::parse(expires_at, std::mem::take(&mut body.ttl_hours), &mut errors);
+        let approval = crate::approval::parse(std::mem::take(&mut body.approval), &mut errors).flatten();
         let (validated, template, drift) = match read_spec(self.templates, body, SpecName::Required).await {
             // Every problem at once: the spec's and the expiry's.
             Err(ApiError::Invalid { errors: mut e, .. }) => {
@@ -66,7 +81,9 @@ where
             return Err(sorted(errors));
         }
         let now = self.clock.now();
-        let max = self.max_ttl_hours(caller).await?;
+        // One read of the tenant item for both its lifetime maximum and its approval default.
+        let rules = self.store.tenant_rules(&caller.tenant).await?;
+        let max = rules.max_ttl_hours.or(self.default_max_ttl_hours);
         let expiry = crate::expiry::change(expiry, now, max, true)?;
         let mut spec = validated.spec().clone();
         let allowed = self.check_policies(caller, "create", None, &spec)?;
@@ -90,6 +107,7 @@ where
         cluster.agent_token_hash = agent_token_hash;
         drift.apply(&mut cluster);
         expiry.apply(&mut cluster);
+        cluster.approval = approval;
         let mut op = Operation::new(
             caller.tenant.clone(),
             cluster.cluster_id.clone(),
@@ -99,6 +117,8 @@ where
         cluster.pending_operation = Some(op.operation_id.clone());
         op.spec = Some(spec);
         op.requested_by = caller.subject.clone();
+        op.approval_required = ApprovalMode::resolve(approval, template.manifest.approval, rules.approval)
+            == ApprovalMode::Required;
         allowed.record(&mut op);
         caller.joins(&mut op);
         match self.store.create_cluster(&cluster, &op).await? {
@@ -138,7 +158,7 @@ where
     ) -> Result<Updated, ApiError> {
         let c = self.load_cluster(caller, id).await?;
         let mut errors = Vec::new();
-        let known = "variables, template_version, drift, expires_at, ttl_hours";
+        let known = "variables, template_version, drift, expires_at, ttl_hours, approval";
         unknown(
             &body.other,
             "",
@@ -149,6 +169,7 @@ where
         let patch = spec::variables(body.variables, &mut errors);
         let drift = drift::parse(body.drift, &mut errors);
         let expiry = crate::expiry::parse(body.expires_at, body.ttl_hours, &mut errors);
+        let approval = crate::approval::parse(body.approval, &mut errors);
         let version = body
             .template_version
             .optional(
@@ -162,11 +183,12 @@ where
                 spec::checked(v, "template_version", is_template_version, allowed, &mut errors)
             });
         let asked_expiry = crate::expiry::asked(&expiry);
-        if patch.is_empty() && version.is_none() && drift.is_empty() && !asked_expiry && errors.is_empty() {
+        let nothing = patch.is_empty() && version.is_none() && drift.is_empty() && approval.is_none();
+        if nothing && !asked_expiry && errors.is_empty() {
             errors.push(ApiError::field(
                 "variables",
                 "the request changes nothing",
-                "variables to change, a template_version, drift settings and/or an expiry",
+                "variables to change, a template_version, drift settings, an expiry and/or an approval mode",
             ));
         }
         if !errors.is_empty() {
@@ -183,6 +205,7 @@ where
             version: version.as_deref(),
             drift: &drift,
             expiry,
+            approval,
         };
         let change = &change;
         let mut first = Some(c);
@@ -217,7 +240,7 @@ where
     ) -> Result<Attempt<Updated>, ApiError> {
         if change.patch.is_empty() && change.version.is_none() {
             // Settings only: recorded on the cluster, nothing for Terraform to do.
-            return self.update_settings(c, change.drift, change.expiry).await;
+            return self.update_settings(c, change).await;
         }
         let open = self.open_operations(&c).await?;
         if let Some(why) = refuse_new_operation(&c, &open, "updated") {
@@ -245,7 +268,9 @@ where
         let validated = check(&spec, &t)?;
         let allowed = self.check_policies(caller, "update", Some(&c.cluster_id), validated.spec())?;
         let mut c = c;
-        let changed = change.drift.apply(&mut c) | change.expiry.apply(&mut c);
+        let changed = change.drift.apply(&mut c)
+            | change.expiry.apply(&mut c)
+            | apply_approval(&mut c, change.approval);
         if changed && self.save_settings(&mut c).await?.is_none() {
             return Ok(Attempt::Conflict);
         }
@@ -273,8 +298,7 @@ where
     async fn update_settings(
         &self,
         mut c: Cluster,
-        drift: &DriftSettings,
-        expiry: ExpiryChange,
+        change: &Change<'_>,
     ) -> Result<Attempt<Updated>, ApiError> {
         if c.state() == ClusterState::Deleted {
             return Err(ApiError::Conflict(format!(
@@ -282,7 +306,9 @@ where
                 c.cluster_id
             )));
         }
-        let changed = drift.apply(&mut c) | expiry.apply(&mut c);
+        let changed = change.drift.apply(&mut c)
+            | change.expiry.apply(&mut c)
+            | apply_approval(&mut c, change.approval);
         if changed && self.save_settings(&mut c).await?.is_none() {
             return Ok(Attempt::Conflict);
         }
@@ -296,7 +322,7 @@ where
 
     /// The caller's tenant maximum cluster lifetime (hours): its own, else the platform default.
     async fn max_ttl_hours(&self, caller: &Caller) -> Result<Option<u64>, ApiError> {
-        let own = self.store.max_ttl_hours(&caller.tenant).await?;
+        let own = self.store.tenant_rules(&caller.tenant).await?.max_ttl_hours;
         Ok(own.or(self.default_max_ttl_hours))
     }
 

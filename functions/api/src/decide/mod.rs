@@ -3,6 +3,7 @@
 //! and sends. The handlers run them on the AWS adapters (`Ctx::api`); the fast tests (`tests/decisions.rs`)
 //! on the in-memory fakes. Decisions answer with domain records; the handlers turn those into views.
 
+mod approvals;
 mod clusters;
 mod operations;
 mod policy;
@@ -12,11 +13,13 @@ pub use clusters::Updated;
 pub use operations::Cancelled;
 pub use state::{RESTORE_LEASE, stage_of};
 
+use strato_domain::approval::ApprovalMode;
 use strato_domain::catalog::Catalogs;
 use strato_domain::coordination::{ATTEMPTS, Attempt};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef};
+use strato_domain::ports::TenantSettings;
 use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
 use strato_domain::sealed::{self, Keys};
 use strato_domain::template::{Template, is_template_name, is_template_version};
@@ -43,6 +46,9 @@ pub struct Api<'a, S, T, Q, C, K> {
     pub default_max_ttl_hours: Option<u64>,
     /// The platform's and the tenant's policies, checked on create, update and delete; `None`: none.
     pub policies: Option<&'a strato_policy::PolicySet>,
+    /// Separation of duties: the requester of an operation cannot approve it (`STRATO_APPROVAL_SEPARATION`,
+    /// on unless `false`).
+    pub approval_separation: bool,
 }
 
 /// A recorded operation (new, or the open one a repeated drift check answers with), its cluster, and the
@@ -103,7 +109,7 @@ fn check(spec: &ClusterSpec, t: &Template) -> Result<ValidatedSpec, ApiError> {
 
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
-    S: Storage + Intake,
+    S: Storage + Intake + TenantSettings,
     T: Templates,
     Q: JobQueue,
     C: Clock,
@@ -209,6 +215,16 @@ where
     /// Records `op` on `c` against the tenant's quota, marking it the cluster's pending operation in the
     /// same write (conditioned on the cluster's version as read), and queues its job. `Conflict` when the
     /// cluster changed since it was read: the caller decides again on a fresh read.
+    /// Whether `c`'s creates and updates wait for approval: its own mode, else `t`'s, else the tenant's
+    /// default (the tenant item is read only when neither says).
+    async fn approval_required(&self, caller: &Caller, c: &Cluster, t: &Template) -> Result<bool, ApiError> {
+        let tenant = match c.approval.or(t.manifest.approval) {
+            Some(_) => None,
+            None => self.store.tenant_rules(&caller.tenant).await?.approval,
+        };
+        Ok(ApprovalMode::resolve(c.approval, t.manifest.approval, tenant) == ApprovalMode::Required)
+    }
+
     async fn start(
         &self,
         caller: &Caller,
@@ -217,6 +233,9 @@ where
         template: Template,
     ) -> Result<Attempt<Started>, ApiError> {
         op.requested_by = caller.subject.clone();
+        if matches!(op.kind, OperationKind::Create | OperationKind::Update) {
+            op.approval_required = self.approval_required(caller, &c, &template).await?;
+        }
         caller.joins(&mut op);
         match self.store.add_operation_on(&mut c, &op).await {
             Ok(Ok(())) => {}

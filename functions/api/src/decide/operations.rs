@@ -2,6 +2,7 @@
 
 use strato_domain::coordination::{ClusterFate, Ended, end_operation, update_operation_from};
 use strato_domain::model::{Operation, OperationKind, OperationStatus};
+use strato_domain::ports::TenantSettings;
 use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates};
 use strato_domain::{ErrorCategory, UserError};
 
@@ -20,7 +21,7 @@ pub enum Cancelled {
 
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
-    S: Storage + Intake,
+    S: Storage + Intake + TenantSettings,
     T: Templates,
     Q: JobQueue,
     C: Clock,
@@ -68,6 +69,13 @@ where
                 }
             }
             OperationStatus::Dispatched | OperationStatus::Running => self.request_cancel(op).await,
+            // No runner to stop: the cancel is the decision, and the dispatcher ends it (202).
+            OperationStatus::AwaitingApproval => {
+                let op = self
+                    .decide_approval(caller, id, strato_domain::approval::Verdict::Cancelled, None)
+                    .await?;
+                Ok(Cancelled::Requested(op))
+            }
             OperationStatus::Succeeded | OperationStatus::Failed | OperationStatus::Cancelled => {
                 Err(already_ended(&op))
             }

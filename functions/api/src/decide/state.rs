@@ -4,6 +4,7 @@
 use strato_domain::coordination::{release_lock_and_wake, update_cluster};
 use strato_domain::ids::OperationId;
 use strato_domain::model::{Cluster, StateRestore};
+use strato_domain::ports::TenantSettings;
 use strato_domain::ports::{
     Clock, Intake, JobQueue, LockOutcome, StateArchive, StateVersion, Storage, Templates,
 };
@@ -24,7 +25,7 @@ pub fn stage_of(key: &str) -> &str {
 
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
-    S: Storage + Intake,
+    S: Storage + Intake + TenantSettings,
     T: Templates,
     Q: JobQueue,
     C: Clock,

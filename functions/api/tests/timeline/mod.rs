@@ -38,6 +38,7 @@ impl World {
             clock: self.clock.clone(),
             agent_token_secret: None,
             default_max_ttl_hours: None,
+            approval_separation: true,
             keys: &self.keys,
             policies: None,
         }

@@ -69,9 +69,9 @@ impl Operations for Store {
     }
 }
 
-impl strato_domain::ports::TenantLifetimes for Store {
-    async fn max_ttl_hours(&self, tenant: &TenantId) -> Result<Option<u64>, PortError> {
-        Ok(self.tenant_max_ttl_hours(tenant).await?)
+impl strato_domain::ports::TenantSettings for Store {
+    async fn tenant_rules(&self, tenant: &TenantId) -> Result<strato_domain::ports::TenantRules, PortError> {
+        Ok(Store::tenant_rules(self, tenant).await?)
     }
 }
 

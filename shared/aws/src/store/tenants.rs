@@ -9,6 +9,7 @@ use super::{Store, fetch, n, num, s, text};
 use crate::error::Error;
 use crate::store::CreateRejected;
 use strato_domain::ids::TenantId;
+use strato_domain::ports::TenantRules;
 use strato_domain::sealed::Envelope;
 use strato_domain::webhook::Webhook;
 
@@ -128,16 +129,21 @@ impl Store {
         Ok(())
     }
 
-    /// The tenant's maximum cluster lifetime in hours (tenant item attribute `max_ttl_hours`, set by an
-    /// operator like the quotas), if it has one.
-    pub async fn tenant_max_ttl_hours(&self, tenant: &TenantId) -> Result<Option<u64>, Error> {
+    /// The rules an operator set on the tenant item like the quotas: the maximum cluster lifetime in hours
+    /// (`max_ttl_hours`) and the default approval mode (`approval`: `auto` or `required`; anything else
+    /// counts as unset).
+    pub async fn tenant_rules(&self, tenant: &TenantId) -> Result<TenantRules, Error> {
         let get = self
             .get(&self.tenants, &Self::tenant_key(tenant))
-            .projection_expression("max_ttl_hours");
-        Ok(fetch(get)
-            .await?
-            .and_then(|item| num::<u64>(&item, "max_ttl_hours"))
-            .filter(|h| *h > 0))
+            .projection_expression("max_ttl_hours, approval");
+        let Some(item) = fetch(get).await? else {
+            return Ok(TenantRules::default());
+        };
+        Ok(TenantRules {
+            max_ttl_hours: num::<u64>(&item, "max_ttl_hours").filter(|h| *h > 0),
+            approval: text(&item, "approval")
+                .and_then(|a| serde_json::from_value(serde_json::Value::String(a.clone())).ok()),
+        })
     }
 
     /// The tenant's webhook (tenant item attributes `webhook_url`, `webhook_secret`, `webhook_events`), if it

@@ -90,6 +90,7 @@ struct StoreState {
     quotas: HashMap<TenantId, (u32, u32)>,
     /// Tenants' own maximum cluster lifetimes (hours).
     max_ttl: HashMap<TenantId, u64>,
+    approval: HashMap<TenantId, crate::approval::ApprovalMode>,
     /// Saves still to lose as if another writer got there first.
     injected_conflicts: usize,
     /// The operations as the cluster index last showed them, while the index lags ([`FakeStore::lag_index`]).
@@ -178,6 +179,11 @@ impl FakeStore {
     /// The tenant's maximum cluster lifetime (`max_ttl_hours`).
     pub fn set_max_ttl_hours(&self, tenant: &TenantId, hours: u64) {
         lock(&self.state).max_ttl.insert(tenant.clone(), hours);
+    }
+
+    /// The tenant's default approval mode (`approval`).
+    pub fn set_approval_default(&self, tenant: &TenantId, mode: crate::approval::ApprovalMode) {
+        lock(&self.state).approval.insert(tenant.clone(), mode);
     }
 
     /// Every cluster stored, of every tenant.
@@ -326,9 +332,13 @@ impl Operations for FakeStore {
     }
 }
 
-impl crate::ports::TenantLifetimes for FakeStore {
-    async fn max_ttl_hours(&self, tenant: &TenantId) -> Result<Option<u64>, PortError> {
-        Ok(lock(&self.state).max_ttl.get(tenant).copied())
+impl crate::ports::TenantSettings for FakeStore {
+    async fn tenant_rules(&self, tenant: &TenantId) -> Result<crate::ports::TenantRules, PortError> {
+        let s = lock(&self.state);
+        Ok(crate::ports::TenantRules {
+            max_ttl_hours: s.max_ttl.get(tenant).copied(),
+            approval: s.approval.get(tenant).copied(),
+        })
     }
 }
 
