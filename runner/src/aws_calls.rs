@@ -26,6 +26,9 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("s3:PutObject", Object("artifacts", "logs/*")),
     call("s3:PutObject", Object("artifacts", "debug/*")),
     call("s3:PutObject", Object("artifacts", "events/*")),
+    // Plans saved (sealed) for approval, and fetched by the run that applies the approved one.
+    call("s3:PutObject", Object("artifacts", "plans/*")),
+    call("s3:GetObject", Object("artifacts", "plans/*")),
     // Sensitive outputs, under the deployment's own path.
     call("secretsmanager:CreateSecret", Secret("clusters/*")),
     call("secretsmanager:PutSecretValue", Secret("clusters/*")),

@@ -140,6 +140,15 @@ where
             .load_operation(&job.operation_id)
             .await?
             .ok_or_else(|| DispatchError::UnknownOperation(job.operation_id.to_string()))?;
+        // An approval's decision: apply the approved plan in a new run, or end the operation.
+        let op = if op.status == OperationStatus::AwaitingApproval {
+            match self.act_on_decision(op).await? {
+                Some(op) => op,
+                None => return Ok(Outcome::Ack),
+            }
+        } else {
+            op
+        };
         // A finished operation may still hold what an earlier delivery took for it (that delivery died after
         // taking the slot, then the operation was ended where nobody knew): hand off again. Idempotent — the
         // lock is released only with the operation's own token, the wake-up is deduplicated by the queue.
@@ -170,6 +179,9 @@ where
         } else {
             None
         };
+        // The task that planned for an approval may still be stopping: it is not this run's.
+        let planned_by = op.approval.as_ref().and_then(|a| a.task_arn.as_deref());
+        let found = found.filter(|arn| Some(arn.as_str()) != planned_by);
         let task_arn = match found {
             Some(arn) => arn,
             None => match self.launcher.launch(&op, token, current_trace().as_ref()).await {

@@ -17,6 +17,7 @@
 mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
+mod approval;
 mod decide;
 
 pub use decide::{Dispatcher, Outcome, backoff_secs};

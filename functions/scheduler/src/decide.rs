@@ -49,6 +49,10 @@ pub struct Report {
     pub expiry_postponed_busy: u32,
     /// `cluster.expiring` events queued.
     pub expiry_notices_sent: u32,
+    /// Approval requests nobody answered in time, decided `expired`.
+    pub approvals_expired: u32,
+    /// Decided approval requests whose job was sent again (the first send was lost).
+    pub decisions_resent: u32,
     /// Age of the oldest open operation the sweep saw, in seconds (0: none open).
     pub oldest_open_secs: u64,
     /// The sweep's running minimum of open operations' creation times, folded into `oldest_open_secs`.
@@ -122,7 +126,7 @@ where
     A: AuditLog,
 {
     /// One audit entry of `strato:scheduler` about `op` (never fails the sweep: see `audit::record`).
-    async fn record(&self, op: &Operation, action: &str, detail: String, now: OffsetDateTime) {
+    pub(crate) async fn record(&self, op: &Operation, action: &str, detail: String, now: OffsetDateTime) {
         let entry = AuditEntry::system(
             "scheduler",
             op.tenant_id.clone(),
@@ -212,6 +216,7 @@ where
         self.requeue_undispatched(now, &mut report).await?;
         self.wake_orphaned_waiters(now, &mut report).await?;
         self.report_dead_runners(now, &mut report).await?;
+        self.settle_approvals(now, &mut report).await?;
         let oldest = report.oldest_open.take();
         vitals::oldest_open_operation(oldest, now);
         report.oldest_open_secs = oldest.map_or(0, |t| (now - t).whole_seconds().max(0) as u64);

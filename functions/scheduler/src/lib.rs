@@ -22,6 +22,7 @@
 mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
+mod approvals;
 mod decide;
 mod expiry;
 

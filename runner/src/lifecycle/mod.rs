@@ -13,6 +13,7 @@
 //! and sends the final event while the cluster lock still holds the run's fencing token.
 
 mod access;
+mod approval;
 mod cleanup;
 mod failure;
 mod plan;

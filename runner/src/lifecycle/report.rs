@@ -24,6 +24,15 @@ impl PreparedRun<'_> {
 impl RunContext {
     /// The `succeeded` event: outputs, drift, and the estimate when any stage was priced.
     fn succeeded_event(&self, done: ExecOutcome, estimate: &CostEstimate) -> RunnerEvent {
+        if let Some(plan) = done.awaiting {
+            self.note("done", "waiting for approval; this run ends here");
+            return RunnerEvent::AwaitingApproval {
+                operation_id: self.op.operation_id.clone(),
+                fencing_token: self.cfg.fencing_token,
+                plan: *plan,
+                at: strato_domain::ts::now(),
+            };
+        }
         self.note("done", "operation succeeded");
         RunnerEvent::Succeeded {
             operation_id: self.op.operation_id.clone(),

@@ -6,12 +6,14 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Map, Value};
+use strato_domain::approval::SavedPlan;
 use strato_domain::compose::ComposedStage;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::PlanSummary;
 use strato_domain::model::{OperationKind, ResourceChange};
 use strato_domain::render::{ProviderDialect, state_key};
 
+use super::approval::Gate;
 use super::failure::Failure;
 use super::plan::{Outputs, drift_changes, split_outputs};
 use super::{MAX_RETRIES, PreparedRun};
@@ -24,6 +26,8 @@ use strato_domain::vitals;
 pub(super) struct ExecOutcome {
     pub(super) outputs: Map<String, Value>,
     pub(super) drift: Option<Vec<ResourceChange>>,
+    /// A plan saved for approval: the run ends with it, the operation waits.
+    pub(super) awaiting: Option<Box<SavedPlan>>,
 }
 
 impl ExecOutcome {
@@ -31,6 +35,7 @@ impl ExecOutcome {
         Self {
             outputs: Map::new(),
             drift: None,
+            awaiting: None,
         }
     }
 }
@@ -273,7 +278,7 @@ impl PreparedRun<'_> {
         Ok(true)
     }
 
-    async fn apply(&self, stage: &str) -> Result<(), Failure> {
+    pub(super) async fn apply(&self, stage: &str) -> Result<(), Failure> {
         let mut args = vec!["apply", "-input=false", "-no-color", "-auto-approve"];
         if self.saved_plan_apply {
             args.push(PLAN_FILE);
@@ -321,7 +326,7 @@ impl PreparedRun<'_> {
 
     /// plan (-out, -detailed-exitcode) → show -json → PlanReady → budget check. Returns the plan JSON and
     /// whether it has changes.
-    async fn plan(&mut self, stage: &str, drift: bool) -> Result<(Value, bool), Failure> {
+    pub(super) async fn plan(&mut self, stage: &str, drift: bool) -> Result<(Value, bool), Failure> {
         let changes = self.plan_command(stage, drift).await?;
         let plan = self.show(stage).await?;
         self.report_plan(stage, &plan);
@@ -363,10 +368,35 @@ impl PreparedRun<'_> {
         let mut all_plain = Map::new();
         let mut all_sensitive = Map::new();
         let mut earlier = Map::new();
-        for stage in self.ws.stages.clone() {
+        let stages = self.ws.stages.clone();
+        // With approvals, stages before the approved one were applied (or unchanged) by earlier runs.
+        let approved = self.ctx.op.approved_plan().cloned();
+        let approved_at = approved
+            .as_ref()
+            .and_then(|p| stages.iter().position(|s| s.stage == p.stage));
+        for (i, stage) in stages.into_iter().enumerate() {
             self.write_tfvars(&stage, &earlier)?;
             self.init(&stage.stage).await?;
-            let applied = self.plan_and_apply(&stage.stage).await?;
+            let gate = if !self.ctx.op.approval_required {
+                None
+            } else if approved_at.is_some_and(|a| i < a) {
+                Some(Gate::Unchanged)
+            } else if let (Some(p), true) = (&approved, approved_at == Some(i)) {
+                Some(self.apply_approved(&stage.stage, p).await?)
+            } else {
+                Some(self.plan_for_approval(&stage.stage).await?)
+            };
+            let applied = match gate {
+                None => self.plan_and_apply(&stage.stage).await?,
+                Some(Gate::Unchanged) => false,
+                Some(Gate::Applied) => true,
+                Some(Gate::Awaiting(plan)) => {
+                    return Ok(ExecOutcome {
+                        awaiting: Some(plan),
+                        ..ExecOutcome::nothing()
+                    });
+                }
+            };
             let (plain, sensitive) = if applied {
                 self.outputs_and_refresh(&stage.stage).await?
             } else {
@@ -383,6 +413,7 @@ impl PreparedRun<'_> {
         Ok(ExecOutcome {
             outputs: all_plain,
             drift: None,
+            awaiting: None,
         })
     }
 
@@ -511,6 +542,7 @@ impl PreparedRun<'_> {
         Ok(ExecOutcome {
             outputs: Map::new(),
             drift: drift.then_some(changes),
+            awaiting: None,
         })
     }
 

@@ -1,6 +1,6 @@
 //! Object keys in the `artifacts` bucket. One place, so the runner (writer) and the ws function (replay) can
-//! never disagree. Saved plans are never stored there: a plan file holds every input, sensitive ones
-//! included, and the prior state.
+//! never disagree. A saved plan holds every input, sensitive ones included, and the prior state: it is
+//! stored only for an approval request, and only sealed ([`plan_key`]).
 //!
 //! Log archive: the runner writes the user-visible log as JSON Lines chunks, one object per chunk, named by
 //! the first and last sequence number they hold (zero-padded so lexical order = numeric order). A replay
@@ -37,6 +37,11 @@ pub fn log_complete_key(op: &OperationId) -> String {
 /// The engine's debug log (`[TRACE]`/`[DEBUG]`/... lines) for one step; never shown to users.
 pub fn debug_log_key(op: &OperationId, step: &str) -> String {
     format!("debug/{op}/{}.log", step.replace('/', "__"))
+}
+
+/// A plan saved for approval, sealed with Strato's key (an envelope as JSON), named by its checksum.
+pub fn plan_key(op: &OperationId, stage: &str, sha256: &str) -> String {
+    format!("plans/{op}/{}/{sha256}.sealed", stage.replace('/', "__"))
 }
 
 /// Where a runner event too large for an SQS message is stored whole (see `strato_aws::spill`).
