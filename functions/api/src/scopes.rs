@@ -131,6 +131,18 @@ mod tests {
     }
 
     #[test]
+    fn approving_is_its_own_scope_neither_writers_have_nor_it_grants_writing() {
+        let writer = granted(&claims("clusters:write"), "scope");
+        assert!(!allows(&writer, Scope::OperationsApprove));
+        let approver = granted(&claims("operations:approve"), "scope");
+        assert!(allows(&approver, Scope::OperationsApprove) && allows(&approver, Scope::ClustersRead));
+        assert!(!allows(&approver, Scope::ClustersWrite));
+        assert!(allows(&granted(&claims("admin"), "scope"), Scope::OperationsApprove));
+        assert_eq!(required(ApproveOperation), Some(Scope::OperationsApprove));
+        assert_eq!(required(RejectOperation), Some(Scope::OperationsApprove));
+    }
+
+    #[test]
     fn claim_forms_api_gateway_and_identity_providers_use() {
         let array = granted(&claims("[clusters:read admin]"), "scope");
         assert_eq!(array, ["clusters:read", "admin"]);

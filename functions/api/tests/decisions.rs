@@ -4,6 +4,9 @@
 // `GET /v1/operations/{id}/timeline` (in the fast tier with the other decisions).
 mod timeline;
 
+// Plan approvals: decisions, separation of duties, the approval mode.
+mod approvals;
+
 use serde_json::{Value, json};
 use strato_api::decide::IfMatch;
 use strato_api::decide::{Api, Cancelled, Started, Updated};

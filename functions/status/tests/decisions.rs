@@ -26,6 +26,9 @@ use strato_status::{
 };
 use time::Duration;
 
+// Plan approvals: a run that ends awaiting approval.
+mod approvals;
+
 /// The fakes, as the status function's ports.
 struct FakePorts;
 
