@@ -154,10 +154,10 @@ export function ApprovalMode({ cluster: c, onSaved }: { cluster: Cluster; onSave
         </div>
         <div class="field">
           <button type="submit" disabled={!changed}>Save approval mode</button>
-          {saved ? <p role="status">{saved}</p> : null}
-          <ProblemBox problem={problem} />
         </div>
       </form>
+      {saved ? <p role="status">{saved}</p> : null}
+      <ProblemBox problem={problem} />
     </div>
   );
 }
