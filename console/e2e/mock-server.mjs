@@ -1,7 +1,11 @@
 // A small stand-in for devstack, to check the console's pages without the Rust stack: serves dist/ with
 // an SPA fallback, /console.json, the /v1 routes the console uses (in memory, per tenant = the JWT's
 // `tenant` or `sub` claim, unverified), and a WebSocket log stream that replays as `log` frames and sends
-// live lines as `log_batch` frames (with duplicates and a skipped range to exercise the repair).
+// live lines as `log_batch` frames (with duplicates and a skipped range to exercise the repair). Plan
+// approvals: a cluster created (or PATCHed) with `approval: "required"` has its create/update wait after
+// the plan step in `awaiting_approval` until approved (then it applies) or rejected/cancelled (it ends
+// cancelled); approve/reject need the `operations:approve` (or `admin`) scope when the token has a `scope`
+// claim, and the requester (`sub`) cannot decide on its own operation (403 `self-approval`).
 // Usage: node e2e/mock-server.mjs [httpPort=18090] [wsPort=18091]
 import http from "node:http";
 import fs from "node:fs";
@@ -37,21 +41,22 @@ const ops = new Map(); // id → { tenant, op, lines: [], subs: Set<ws> }
 const webhooks = new Map();
 const tickets = new Map();
 
-function tenantOf(req) {
+function claimsOf(req) {
   const m = /^Bearer (.+)$/i.exec(req.headers.authorization ?? "");
   if (!m) return null;
-  try {
-    const p = JSON.parse(Buffer.from(m[1].split(".")[1], "base64url").toString());
-    return p.tenant ?? p.sub ?? null;
-  } catch { return null; }
+  try { return JSON.parse(Buffer.from(m[1].split(".")[1], "base64url").toString()); } catch { return null; }
 }
+const tenantOf = (req) => { const p = claimsOf(req); return p ? p.tenant ?? p.sub ?? null : null; };
+// No `scope` claim: everything (the mock's old tokens).
+const hasScope = (req, s) => { const p = claimsOf(req); return !p?.scope || p.scope.split(/[ ,]+/).some((x) => x === s || x === "admin"); };
 
 function send(res, status, body, type = "application/json") {
   res.writeHead(status, { "content-type": type });
   res.end(typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body));
 }
-const problem = (res, status, title, detail, errors) =>
-  send(res, status, { type: `urn:strato:problem:${title.toLowerCase().replace(/[^a-z]+/g, "-")}`, title, status, detail, errors, request_id: randomUUID() }, "application/problem+json");
+const problemAs = (res, status, slug, title, detail, errors) =>
+  send(res, status, { type: `urn:strato:problem:${slug}`, title, status, detail, errors, request_id: randomUUID() }, "application/problem+json");
+const problem = (res, status, title, detail, errors) => problemAs(res, status, title.toLowerCase().replace(/[^a-z]+/g, "-"), title, detail, errors);
 
 function validate(b, needName) {
   const errs = [];
@@ -72,8 +77,9 @@ function validate(b, needName) {
   return errs;
 }
 
-function newOp(tenant, kind, cluster, spec) {
-  const op = { id: `op-${randomUUID()}`, kind, status: "queued", attempt: 0, steps: [], cancel_requested: false, notes: [], created_at: now(), updated_at: now(), cluster_id: cluster?.id ?? null, spec, requested_by: tenant };
+function newOp(tenant, kind, cluster, spec, by = tenant) {
+  const approval_required = (kind === "create" || kind === "update") && cluster?.approval === "required";
+  const op = { id: `op-${randomUUID()}`, kind, status: "queued", attempt: 0, steps: [], cancel_requested: false, notes: [], created_at: now(), updated_at: now(), cluster_id: cluster?.id ?? null, spec, requested_by: by, approval_required, approval: null };
   const rec = { tenant, op, lines: [], subs: new Set() };
   ops.set(op.id, rec);
   return rec;
@@ -100,11 +106,30 @@ function status(rec, cluster) {
   broadcast(rec, { type: "status", operation_id: rec.op.id, cluster_id: cluster?.id, cluster_state: cluster?.state ?? "ACTIVE", operation_status: rec.op.status, step: rec.op.current_step ?? null });
 }
 
+// The plan an approval shows: 3 to add (one of them a replace), 1 to change, 1 to destroy.
+const CHANGES = [
+  { address: "aws_eks_cluster.this", actions: ["create"] },
+  { address: "aws_eks_node_group.default", actions: ["create"] },
+  { address: "aws_security_group.nodes", actions: ["delete", "create"] },
+  { address: "aws_iam_role.node", actions: ["update"] },
+];
+
 function run(rec, cluster, steps, final) {
   const op = rec.op;
   let i = 0;
   const tick = () => {
     if (op.cancel_requested) { op.status = "cancelled"; finish(); return; }
+    if (op.approval_required && !op.approval && steps[i - 1]?.name === "plan") {
+      // Planned: wait for a decision (decide() resumes or ends it).
+      op.status = "awaiting_approval"; op.current_step = null; op.updated_at = now();
+      op.approval = { stage: "cluster", round: 1, summary: { add: 3, change: 1, destroy: 1 }, changes: CHANGES,
+        plan_sha256: randomUUID().replace(/-/g, "").repeat(2), requested_at: now(), expires_at: new Date(Date.now() + 24 * 3600e3).toISOString(), decision: null };
+      emit(rec, "strato", ["plan saved; waiting for an approver"], "strato");
+      status(rec, cluster);
+      rec.resume = tick;
+      rec.end = () => { op.status = "cancelled"; finish(); };
+      return;
+    }
     if (i >= steps.length) { op.status = "succeeded"; final(); finish(); return; }
     const step = steps[i++];
     op.status = "running"; op.attempt = 1; op.current_step = step.name; op.updated_at = now();
@@ -127,10 +152,27 @@ function run(rec, cluster, steps, final) {
   const finish = () => {
     op.current_step = null; op.updated_at = now();
     emit(rec, "strato", [`operation ${op.status}`], "strato");
+    if (op.status === "cancelled" && cluster && op.kind === "create") cluster.state = "FAILED";
+    if (op.status === "cancelled" && cluster && op.kind === "update") cluster.state = "ACTIVE";
     status(rec, cluster);
     broadcast(rec, { type: "end", operation_id: op.id, final_status: op.status, last_seq: rec.lines.length });
   };
   setTimeout(tick, 400);
+}
+
+// approve / reject / cancel of an operation awaiting approval: records the decision, then applies or ends it.
+function decide(rec, verdict, by, comment) {
+  const op = rec.op;
+  op.approval.decision = { verdict, by, at: now(), comment: comment ?? null };
+  op.updated_at = now();
+  if (verdict === "approved") { op.status = "dispatched"; const go = rec.resume; rec.resume = rec.end = null; setTimeout(go, 300); }
+  else { const end = rec.end; rec.resume = rec.end = null; end(); }
+}
+
+// The newest operation of a cluster, as the API's `last_operation`.
+function withLast(c) {
+  const last = [...ops.values()].filter((r) => r.op.cluster_id === c.id && r.op.kind !== "estimate").pop()?.op;
+  return { ...c, last_operation: last ? { id: last.id, kind: last.kind, status: last.status, created_at: last.created_at, updated_at: last.updated_at } : null };
 }
 
 const ESTIMATE = { currency: "USD", total_monthly: 146.72, price_table_date: "2026-11-01", price_table_source: "mock price table", not_estimated: ["aws_iam_role.node"],
@@ -145,17 +187,19 @@ async function body(req) {
 async function api(req, res, url) {
   const tenant = tenantOf(req);
   if (!tenant) return problem(res, 401, "Unauthorized", "no valid bearer token");
+  const principal = claimsOf(req).sub ?? tenant;
   const p = url.pathname, m = req.method;
   let g;
   const mine = (id) => { const r = clusters.get(id); return r && r.tenant === tenant ? r.c : null; };
   if (p === "/v1/clusters" && m === "GET") {
-    const list = [...clusters.values()].filter((r) => r.tenant === tenant).map((r) => r.c).filter((c) => !url.searchParams.get("state") || c.state === url.searchParams.get("state"));
+    const list = [...clusters.values()].filter((r) => r.tenant === tenant).map((r) => r.c).filter((c) => !url.searchParams.get("state") || c.state === url.searchParams.get("state")).map(withLast);
     return send(res, 200, { clusters: list.reverse(), next: null });
   }
   if ((p === "/v1/clusters" || p === "/v1/estimates") && m === "POST") {
     const b = await body(req);
     if (!b) return problem(res, 400, "Bad Request", "not JSON");
     const errs = validate(b, p === "/v1/clusters");
+    if (b.approval != null && !["auto", "required"].includes(b.approval)) errs.push({ field: "approval", problem: `'${b.approval}' is not an approval mode`, allowed: "auto, required" });
     if (errs.length) return problem(res, 422, "Invalid request", `${errs.length} problem(s) with the request`, errs);
     const spec = { name: b.name ?? "estimate", template: b.template, provider: b.provider, region: b.region, variables: b.variables ?? {} };
     if (p === "/v1/estimates") {
@@ -164,22 +208,41 @@ async function api(req, res, url) {
       return send(res, 202, { operation: rec.op });
     }
     const c = { id: `cl-${randomUUID()}`, name: b.name, state: "PENDING", template: b.template, provider: b.provider, region: b.region, variables: { ...b.variables }, outputs: {},
-      drift: { drifted: false, changed_resources: [], policy: "notify", interval_hours: 6, checked_at: null }, version: 1, created_at: now(), updated_at: now() };
+      drift: { drifted: false, changed_resources: [], policy: "notify", interval_hours: 6, checked_at: null }, version: 1, created_at: now(), updated_at: now(),
+      approval: b.approval ?? null, expires_at: b.ttl_hours ? new Date(Date.now() + b.ttl_hours * 3600e3).toISOString() : null };
     clusters.set(c.id, { tenant, c });
-    const rec = newOp(tenant, "create", c, spec);
+    const rec = newOp(tenant, "create", c, spec, principal);
     run(rec, c, [{ name: "init", batches: 5, state: "PROVISIONING" }, { name: "plan", batches: 20 }, b.name.startsWith("big") ? { name: "apply", batches: 100, size: 500 } : { name: "apply", batches: 60 }, { name: "configure", batches: 5, state: "CONFIGURING" }],
       () => { c.state = "ACTIVE"; c.outputs = { cluster_endpoint: "https://mock.eks.example", vpc_id: "vpc-123", kubeconfig: "(sensitive)" }; c.updated_at = now(); });
-    return send(res, 202, { cluster: c, operation: rec.op });
+    return send(res, 202, { cluster: withLast(c), operation: rec.op });
   }
   if ((g = /^\/v1\/clusters\/([^/]+)$/.exec(p))) {
     const c = mine(g[1]);
     if (!c) return problem(res, 404, "Not Found", "no such cluster");
-    if (m === "GET") return send(res, 200, c);
+    if (m === "GET") return send(res, 200, withLast(c));
+    if (m === "PATCH") {
+      const b = await body(req);
+      if (!b || !Object.keys(b).length) return problem(res, 400, "Bad Request", "a JSON object with at least one member");
+      const im = req.headers["if-match"];
+      if (im && im !== "*" && im !== `"${c.version}"`) return problemAs(res, 412, "precondition-failed", "Precondition failed", `the cluster is at version ${c.version}`);
+      if ("approval" in b && b.approval !== null && !["auto", "required"].includes(b.approval)) return problem(res, 422, "Invalid request", "bad approval", [{ field: "approval", problem: "not an approval mode", allowed: "auto, required, null" }]);
+      if ("approval" in b) c.approval = b.approval;
+      if (b.ttl_hours) c.expires_at = new Date(Date.now() + b.ttl_hours * 3600e3).toISOString();
+      if ("expires_at" in b) c.expires_at = b.expires_at;
+      if (b.drift) c.drift = { ...c.drift, ...b.drift };
+      c.version += 1; c.updated_at = now();
+      if (!b.variables && !b.template_version) return send(res, 200, withLast(c));
+      Object.assign(c.variables, b.variables ?? {});
+      c.state = "UPDATING";
+      const rec = newOp(tenant, "update", c, { name: c.name, template: c.template, provider: c.provider, region: c.region, variables: c.variables }, principal);
+      run(rec, c, [{ name: "plan", batches: 5 }, { name: "apply", batches: 10 }], () => { c.state = "ACTIVE"; c.updated_at = now(); });
+      return send(res, 202, { cluster: withLast(c), operation: rec.op });
+    }
     if (m === "DELETE") {
       c.state = "DELETING";
-      const rec = newOp(tenant, "delete", c, null);
+      const rec = newOp(tenant, "delete", c, null, principal);
       run(rec, c, [{ name: "destroy", batches: 10 }], () => { c.state = "DELETED"; c.updated_at = now(); });
-      return send(res, 202, { cluster: c, operation: rec.op });
+      return send(res, 202, { cluster: withLast(c), operation: rec.op });
     }
   }
   if ((g = /^\/v1\/clusters\/([^/]+)\/operations$/.exec(p))) {
@@ -190,11 +253,27 @@ async function api(req, res, url) {
     if (!mine(g[1])) return problem(res, 404, "Not Found", "no such cluster");
     return send(res, 200, { items: [{ stage: "cluster", version_id: "v2", size: 2048, is_latest: true, last_modified: now() }, { stage: "cluster", version_id: "v1", size: 1024, is_latest: false, last_modified: now() }], restores: [] });
   }
-  if ((g = /^\/v1\/operations\/([^/]+)(\/cancel)?$/.exec(p))) {
+  if ((g = /^\/v1\/operations\/([^/]+)(\/cancel|\/approve|\/reject)?$/.exec(p))) {
     const rec = ops.get(g[1]);
     if (!rec || rec.tenant !== tenant) return problem(res, 404, "Not Found", "no such operation");
-    if (g[2]) { rec.op.cancel_requested = true; return send(res, 202, { operation: rec.op }); }
-    return send(res, 200, rec.op);
+    const op = rec.op;
+    if (g[2] === "/cancel") {
+      if (op.status === "awaiting_approval" && !op.approval.decision) { decide(rec, "cancelled", principal, null); return send(res, 202, op); }
+      op.cancel_requested = true;
+      return send(res, 202, op);
+    }
+    if (g[2]) {
+      if (!hasScope(req, "operations:approve")) return problemAs(res, 403, "forbidden", "Forbidden", "this route needs the scope operations:approve", [{ field: "scope", problem: "missing", allowed: "operations:approve" }]);
+      const b = await body(req);
+      if (!b) return problem(res, 400, "Bad Request", "not JSON");
+      if ((b.comment ?? "").length > 1000) return problem(res, 422, "Invalid request", "1 problem(s) with the request", [{ field: "comment", problem: "is longer than 1000 characters", allowed: "at most 1000 characters" }]);
+      if (op.status !== "awaiting_approval") return problemAs(res, 409, "conflict", "Conflict", `operation ${op.id} is not awaiting approval (it is ${op.status})`);
+      if (op.approval.decision) return problemAs(res, 409, "conflict", "Conflict", `operation ${op.id} was already ${op.approval.decision.verdict}`);
+      if (op.requested_by === principal) return problemAs(res, 403, "self-approval", "Approver is the requester", `${principal} requested operation ${op.id}: separation of duties is on (STRATO_APPROVAL_SEPARATION); ask another principal with the operations:approve scope`);
+      decide(rec, g[2] === "/approve" ? "approved" : "rejected", principal, b.comment);
+      return send(res, 202, op);
+    }
+    return send(res, 200, op);
   }
   if (p === "/v1/audit" && m === "GET") {
     // What the real API records for these calls, derived from the operations (newest first, one page).

@@ -5,6 +5,10 @@
 // field; fixed → the estimate; confirm), follows the live log to succeeded / ACTIVE, deletes it by typing
 // its name, sees it DELETED or gone; tenant B does not see it. axe-core runs on every page (serious or
 // critical violations fail the run); a screenshot of each page goes to e2e/artifacts/<page>.png.
+// With TOKEN_APPROVER (another principal of tenant A with the operations:approve scope), the create asks
+// for approval: the operation waits with its plan (summary, changes), A's own approve is refused
+// (self-approval), the clusters list marks the cluster, the approver approves with a comment, the create
+// goes on; then the cluster page's approval mode is changed to auto and back to the default.
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import { createRequire } from "node:module";
@@ -13,7 +17,7 @@ import { chromium } from "playwright-core";
 const require = createRequire(import.meta.url);
 const AXE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 const ART = new URL("./artifacts/", import.meta.url).pathname;
-const { CONSOLE_URL, TOKEN_A, TOKEN_B } = process.env;
+const { CONSOLE_URL, TOKEN_A, TOKEN_B, TOKEN_APPROVER } = process.env;
 const LONG = Number(process.env.E2E_TIMEOUT_MS ?? 300_000);
 
 function fail(msg) {
@@ -94,6 +98,10 @@ try {
   const region = await page.getByLabel("Region", { exact: true }).inputValue();
   if (!region) fail("the region has no default");
   await page.getByLabel("Provider").selectOption("aws");
+  if (TOKEN_APPROVER) {
+    step("approval required for this cluster");
+    await page.getByTestId("create-approval").selectOption("required");
+  } else console.log("  (no TOKEN_APPROVER: the approval steps are skipped)");
 
   step("node_count = 500 → the error beside the field");
   await nodeCount.fill("500");
@@ -129,6 +137,58 @@ try {
   await check(page, "operation");
   const opStatus = page.getByTestId("op-status");
   const clState = page.getByTestId("cluster-state");
+  if (TOKEN_APPROVER) {
+    step("the create waits with its plan; A's own approve is refused (self-approval)");
+    const opPath = new URL(page.url()).pathname;
+    await waitFor("the create to await approval", async () => {
+      const s = (await opStatus.textContent())?.trim();
+      if (s === "failed" || s === "cancelled" || s === "succeeded") fail(`the create ${s} instead of awaiting approval`);
+      return s === "awaiting approval" || s;
+    }, LONG, 1000);
+    await page.getByTestId("approval").waitFor();
+    const summary = ((await page.getByTestId("approval-summary").textContent()) ?? "").trim();
+    if (!/\d+ to add, \d+ to change, \d+ to destroy/.test(summary)) fail(`approval summary: ${summary}`);
+    const changes = await page.getByTestId("approval-changes").getByRole("row").count();
+    if (changes < 2) fail(`the plan's changes table has ${changes} row(s)`);
+    console.log(`  ${summary}; ${changes - 1} resource(s) listed`);
+    await check(page, "operation-approval");
+    await page.getByTestId("approval-comment").fill("approving my own change");
+    await page.getByTestId("approve").click();
+    const refused = page.getByTestId("approval-error");
+    await refused.waitFor({ timeout: 15_000 });
+    const why = ((await refused.textContent()) ?? "").trim();
+    if (!/separation of duties/.test(why)) fail(`self-approval not explained: ${why}`);
+    console.log(`  refused: ${why.slice(0, 120)}…`);
+    if ((await opStatus.textContent())?.trim() !== "awaiting approval") fail("the operation moved after a refused approve");
+
+    step("the clusters list marks the cluster; the mark opens the operation");
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Clusters" }).click();
+    await heading(page, /^Clusters$/);
+    const row = page.getByRole("row").filter({ has: page.getByRole("link", { name, exact: true }) });
+    await row.getByTestId("awaiting-approval").waitFor({ timeout: 15_000 });
+    await check(page, "clusters-awaiting");
+    await row.getByTestId("awaiting-approval").click();
+    await page.waitForURL((u) => u.pathname === opPath, { timeout: 15_000 });
+    await heading(page, /^Operation create/);
+
+    step("an approver of tenant A approves it with a comment");
+    const ctxP = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+    const pp = await ctxP.newPage();
+    pp.on("pageerror", (e) => consoleErrors.push(`approver: ${e.message}`));
+    await pp.goto(`${base}${opPath}#token=${encodeURIComponent(TOKEN_APPROVER)}`);
+    await heading(pp, /^Operation create/);
+    await pp.getByTestId("approval-comment").fill("plan checked by e2e");
+    await pp.getByTestId("approve").click();
+    const decision = pp.getByTestId("approval-decision");
+    await decision.waitFor({ timeout: 30_000 });
+    const d = ((await decision.textContent()) ?? "").trim();
+    if (!/^Approved by/.test(d) || !d.includes("plan checked by e2e")) fail(`decision: ${d}`);
+    console.log(`  ${d}`);
+    if (await pp.getByTestId("approve").count()) fail("approve is still offered after the decision");
+    await check(pp, "operation-approved");
+    await ctxP.close();
+    await page.getByTestId("approval-decision").waitFor({ timeout: 30_000 });
+  }
   await waitFor("the operation to succeed and the cluster to be ACTIVE", async () => {
     const s = (await opStatus.textContent())?.trim();
     if (s === "failed" || s === "cancelled") {
@@ -150,6 +210,19 @@ try {
   await heading(page, new RegExp(`^Cluster ${name}$`));
   await page.getByRole("heading", { name: "Outputs" }).waitFor();
   await check(page, "cluster");
+
+  if (TOKEN_APPROVER) {
+    step("cluster approval mode: required → auto → default");
+    const mode = page.getByTestId("approval-mode");
+    const current = page.getByTestId("approval-mode-current");
+    await waitFor("the mode to be required", async () => ((await current.textContent()) ?? "").trim() === "required" || (await current.textContent()), 15_000);
+    for (const [pick, shown] of [["auto", "auto"], ["", "default (template/tenant)"]]) {
+      await mode.getByLabel("Approval of plans").selectOption(pick);
+      await mode.getByRole("button", { name: "Save approval mode" }).click();
+      await waitFor(`the mode to be ${shown}`, async () => ((await current.textContent()) ?? "").trim() === shown || (await current.textContent()), 15_000);
+    }
+    await check(page, "cluster-approval");
+  }
 
   step("cluster expiry");
   await page.getByText("Never deleted automatically.").waitFor();

@@ -4,17 +4,18 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { linkClick } from "./router";
 import { problemText, type Problem } from "./api/client";
+import { statusLabel } from "./approval";
 
-export function Link(props: { href: string; children: ComponentChildren; class?: string; "aria-label"?: string }) {
+export function Link(props: { href: string; children: ComponentChildren; class?: string; "aria-label"?: string; "data-testid"?: string }) {
   return (
-    <a href={props.href} class={props.class} aria-label={props["aria-label"]} onClick={linkClick}>
+    <a href={props.href} class={props.class} aria-label={props["aria-label"]} data-testid={props["data-testid"]} onClick={linkClick}>
       {props.children}
     </a>
   );
 }
 
 export function StateBadge({ state }: { state: string }) {
-  return <span class={`badge badge-${state.toLowerCase()}`}>{state}</span>;
+  return <span class={`badge badge-${state.toLowerCase()}`}>{statusLabel(state)}</span>;
 }
 
 export function ProblemBox({ problem, label }: { problem: Problem | string | null; label?: string }) {

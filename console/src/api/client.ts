@@ -4,6 +4,7 @@
 import createClient, { type Middleware } from "openapi-fetch";
 import type { components, paths } from "./schema";
 import { currentToken, signOut } from "../auth";
+import { isEnded } from "../approval";
 
 export type Schemas = components["schemas"];
 export type Cluster = Schemas["Cluster"];
@@ -54,7 +55,7 @@ export async function waitOperation(id: string, signal: AbortSignal, everyMs = 1
   for (;;) {
     const { data, error, response } = await api.GET("/v1/operations/{id}", { params: { path: { id } }, signal });
     if (error || !data) throw new Error(problemText(asProblem(error, response)));
-    if (["succeeded", "failed", "cancelled"].includes(data.status)) return data;
+    if (isEnded(data.status)) return data;
     await new Promise((r) => setTimeout(r, everyMs));
     if (signal.aborted) throw new Error("stopped");
   }

@@ -1,4 +1,4 @@
-// One cluster: state, error, outputs, drift, operations, state versions, update, retry, delete.
+// One cluster: state, error, outputs, drift, approval mode, operations, state versions, update, retry, delete.
 
 import { useState } from "preact/hooks";
 import { api, asProblem, idempotencyKey, problemText, type Cluster } from "../api/client";
@@ -6,6 +6,7 @@ import { ConfirmDialog } from "../dialog";
 import { navigate } from "../router";
 import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
 import { DriftSettings, OperationsList, StateVersions, UpdateVariables } from "./ClusterParts";
+import { ApprovalMode, AwaitingApproval } from "./Approval";
 import { ExpirySettings } from "./Expiry";
 
 const BUSY = ["PENDING", "PROVISIONING", "CONFIGURING", "UPDATING", "DELETING"];
@@ -67,8 +68,11 @@ export function ClusterPage({ id }: { id: string }) {
     <section>
       <PageTitle>Cluster {c.name}</PageTitle>
       <p>
-        <StateBadge state={c.state} /> <span class="help">{c.id}</span>
+        <StateBadge state={c.state} /> <AwaitingApproval last={c.last_operation} /> <span class="help">{c.id}</span>
       </p>
+      {c.last_operation?.status === "awaiting_approval" ? (
+        <p class="help">Its {c.last_operation.kind} operation waits with its plan for an approver; open it to see the plan and decide.</p>
+      ) : null}
       <dl class="facts">
         <dt>Template</dt><dd>{c.template.name}@{c.template.version}</dd>
         <dt>Provider / region</dt><dd>{c.provider} / {c.region}</dd>
@@ -136,6 +140,9 @@ export function ClusterPage({ id }: { id: string }) {
       ) : null}
 
       <DriftSettings key={c.version} cluster={c} onSaved={reload} />
+
+      <h2>Approval</h2>
+      <ApprovalMode cluster={c} onSaved={reload} />
 
       <h2>Expiry</h2>
       <ExpirySettings key={`x-${c.version}`} cluster={c} onSaved={reload} />

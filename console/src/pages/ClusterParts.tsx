@@ -3,6 +3,7 @@
 
 import { useMemo, useState } from "preact/hooks";
 import { api, asProblem, idempotencyKey, problemText, type Cluster, type Problem } from "../api/client";
+import { isEnded } from "../approval";
 import { ConfirmDialog } from "../dialog";
 import { VariableField } from "../form/Fields";
 import {
@@ -30,7 +31,7 @@ export function OperationsList({ clusterId }: { clusterId: string }) {
             <td>{o.kind}</td>
             <td><StateBadge state={o.status} /></td>
             <td>{when(o.created_at)}</td>
-            <td>{["succeeded", "failed", "cancelled"].includes(o.status) ? duration(Date.parse(o.updated_at) - Date.parse(o.created_at)) : "—"}</td>
+            <td>{isEnded(o.status) ? duration(Date.parse(o.updated_at) - Date.parse(o.created_at)) : "—"}</td>
           </tr>
         ))}
       </tbody>

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, asProblem, type Cluster, type ClusterState } from "../api/client";
 import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+import { AwaitingApproval } from "./Approval";
 
 const STATES: ClusterState[] = ["PENDING", "PROVISIONING", "CONFIGURING", "ACTIVE", "UPDATING", "DELETING", "DELETED", "FAILED"];
 
@@ -85,7 +86,7 @@ export function ClustersPage() {
                   <Link href={`/clusters/${encodeURIComponent(c.id)}`}>{c.name}</Link>
                 </td>
                 <td>
-                  <StateBadge state={c.state} />
+                  <StateBadge state={c.state} /> <AwaitingApproval last={c.last_operation} />
                 </td>
                 <td>
                   {c.template.name}@{c.template.version}

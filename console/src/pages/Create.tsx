@@ -10,6 +10,7 @@ import {
 } from "../form/schema";
 import { FieldMessages, VariableField, describedBy } from "../form/Fields";
 import { validateTtl } from "../form/lifetime";
+import { createApproval, type ApprovalChoice } from "../approval";
 import { navigate } from "../router";
 import { PageTitle, ProblemBox, usePoll } from "../ui";
 import { EstimateView } from "./Estimate";
@@ -83,6 +84,8 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const [region, setRegion] = useState(t.defaults[provider]?.region ?? "");
   // Optional lifetime: the scheduler deletes the cluster once it is over (the tenant may cap it).
   const [ttl, setTtl] = useState("");
+  // Optional approval mode: "" leaves it to the template's, else the tenant's default.
+  const [approval, setApproval] = useState<ApprovalChoice>("");
   const [values, setValues] = useState<Record<string, RawValue>>(() => Object.fromEntries(fields.map((f) => [f.name, initialValue(f)])));
   const [touched, setTouched] = useState<Set<string>>(new Set());
   const [apiErrs, setApiErrs] = useState<Record<string, FieldError[]>>({});
@@ -100,13 +103,13 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const variables = buildVariables(fields, values);
   const body = { name, template: { name: t.name, version: t.version }, provider, region, variables };
   const bodyJson = JSON.stringify(body);
-  // The lifetime does not change the estimate, but a create with another one is another request.
-  const createJson = JSON.stringify({ ...body, ttl });
+  // The lifetime and approval do not change the estimate, but a create with another one is another request.
+  const createJson = JSON.stringify({ ...body, ttl, approval });
   const ruleErrs = checkRules(rules, fields, values);
   const clientErrs: Record<string, string[]> = { name: validateName(name), region: region ? [] : ["required"], ttl_hours: validateTtl(ttl) };
   for (const f of fields) clientErrs[f.path] = [...validateField(f, values[f.name]), ...(ruleErrs[f.path] ?? [])];
   const shown = (p: string) => (touched.has(p) ? clientErrs[p] ?? [] : []);
-  const paths = ["name", "provider", "region", "template", "ttl_hours", "expires_at", ...fields.map((f) => f.path)];
+  const paths = ["name", "provider", "region", "template", "ttl_hours", "expires_at", "approval", ...fields.map((f) => f.path)];
 
   const showApiErrors = (p: Problem) => {
     const { byPath, unmatched } = mapFieldErrors(p.errors, paths);
@@ -145,7 +148,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
     setProblem(null);
     if (idem.current?.body !== createJson) idem.current = { body: createJson, key: idempotencyKey() };
     const lifetime = ttl.trim() ? { ttl_hours: Number(ttl) } : {};
-    const { data, error, response } = await api.POST("/v1/clusters", { body: { ...body, ...lifetime }, params: { header: { "Idempotency-Key": idem.current.key } } });
+    const { data, error, response } = await api.POST("/v1/clusters", { body: { ...body, ...lifetime, ...createApproval(approval) }, params: { header: { "Idempotency-Key": idem.current.key } } });
     setCreating(false);
     if (error || !data) return showApiErrors(asProblem(error, response));
     navigate(`/operations/${encodeURIComponent(data.operation.id)}`);
@@ -189,6 +192,16 @@ function CreateForm({ t }: { t: TemplateDetail }) {
       </div>
       {top("region", "Region", region, setRegion, `A region of ${provider}${t.defaults[provider]?.region ? ` (default ${t.defaults[provider]?.region})` : ""}.`)}
       {top("ttl_hours", "Delete after (hours, optional)", ttl, setTtl, "Leave empty to keep the cluster until you delete it (unless your tenant sets a maximum lifetime); Strato deletes it once this many hours have passed and notifies your webhook a day before.", { required: false, inputMode: "numeric" })}
+      <div class={`field${apiErrs["approval"]?.length ? " invalid" : ""}`}>
+        <label for="c-approval">Approval of plans</label>
+        <select id="c-approval" data-testid="create-approval" value={approval} aria-describedby={describedBy("c-approval", true, !!apiErrs["approval"]?.length)}
+          onChange={(e) => { setApproval((e.target as HTMLSelectElement).value as ApprovalChoice); clearApi("approval"); }}>
+          <option value="">template/tenant default</option>
+          <option value="required">required: an approver approves each plan first</option>
+          <option value="auto">auto: apply at once</option>
+        </select>
+        <FieldMessages id="c-approval" description="With required, the create and every update wait after their plan (nothing applied) until someone with the operations:approve scope approves it." problems={[]} apiErrors={apiErrs["approval"] ?? []} />
+      </div>
       <fieldset>
         <legend>Variables of {t.name}@{t.version}</legend>
         {fields.map((f) => (

@@ -1,14 +1,17 @@
-// One operation: status, steps with durations, error (what/step/fix), cancel, estimate, live log.
+// One operation: status, steps with durations, error (what/step/fix), approval (approve/reject while it
+// waits), cancel, estimate, live log.
 
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, asProblem, idempotencyKey, problemText, type Operation } from "../api/client";
+import { ENDED } from "../approval";
 import { getConfig } from "../config";
 import { Follower } from "../logs/follow";
 import { LogView } from "../logs/LogView";
 import { Link, PageTitle, ProblemBox, StateBadge, duration, usePoll, when } from "../ui";
+import { ApprovalSection } from "./Approval";
 import { EstimateView } from "./Estimate";
 
-const ENDED = ["succeeded", "failed", "cancelled"];
+// ENDED (../approval): succeeded, failed, cancelled — not awaiting_approval, which waits for an approver.
 const LIVE_LABEL: Record<string, string> = {
   connecting: "Connecting to the live log…",
   live: "Live",
@@ -105,6 +108,7 @@ export function OperationPage({ id }: { id: string }) {
         <p><button type="button" class="danger" disabled={op.cancel_requested} onClick={cancel}>Cancel operation</button></p>
       ) : null}
       <ProblemBox problem={cancelErr} />
+      <ApprovalSection op={op} onDecided={reload} />
       {op.error ? (
         <div class="problem" role="alert">
           <strong>{op.error.what}</strong> (step <code>{op.error.step}</code>, {op.error.category}{op.error.retryable ? ", retryable" : ""})<br />
@@ -119,6 +123,7 @@ export function OperationPage({ id }: { id: string }) {
       <p class="help" role="status">
         {LIVE_LABEL[live.state] ?? live.state}{live.detail ? `: ${live.detail}` : ""}
         {lastStatus?.message ? ` — ${lastStatus.message}` : ""}
+        {op.status === "awaiting_approval" ? " — no runner runs while the plan waits for approval" : ""}
         {store && store.pendingCount() ? ` — waiting for lines from seq ${store.next}` : ""}
       </p>
       {store ? <LogView store={store} rev={rev} name={op.id} complete={store.complete()} /> : null}
