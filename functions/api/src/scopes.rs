@@ -137,7 +137,10 @@ mod tests {
         let approver = granted(&claims("operations:approve"), "scope");
         assert!(allows(&approver, Scope::OperationsApprove) && allows(&approver, Scope::ClustersRead));
         assert!(!allows(&approver, Scope::ClustersWrite));
-        assert!(allows(&granted(&claims("admin"), "scope"), Scope::OperationsApprove));
+        assert!(allows(
+            &granted(&claims("admin"), "scope"),
+            Scope::OperationsApprove
+        ));
         assert_eq!(required(ApproveOperation), Some(Scope::OperationsApprove));
         assert_eq!(required(RejectOperation), Some(Scope::OperationsApprove));
     }

@@ -731,3 +731,110 @@ async fn a_token_the_clock_cannot_beat_falls_back_to_incrementing_the_stored_one
         "the stored token, incremented"
     );
 }
+
+/// An operation of `kind` that holds `cluster`'s lock and waits for approval after its planning task
+/// `task` ended (the slot given back, as status leaves it), with `verdict` decided if any.
+async fn awaiting(
+    w: &World,
+    cluster: &ClusterId,
+    kind: OperationKind,
+    verdict: Option<strato_domain::approval::Verdict>,
+) -> (Operation, u64) {
+    use strato_domain::approval::{Approval, Decision, SavedPlan};
+    let mut op = w.op(cluster, kind);
+    let token = w.hold_lock(cluster, &op.operation_id).await;
+    op.status = OperationStatus::AwaitingApproval;
+    op.approval_required = true;
+    op.fencing_token = Some(token);
+    op.task_arn = Some("arn:aws:ecs:us-east-1:000000000000:task/fake/planning".into());
+    op.attempt = 1;
+    let plan = SavedPlan {
+        stage: "main".into(),
+        summary: Default::default(),
+        changes: Vec::new(),
+        plan_key: "plans/k".into(),
+        plan_sha256: "ab".repeat(32),
+        state: None,
+    };
+    let mut a = Approval::request(plan, None, w.clock.now(), Duration::hours(72));
+    a.task_arn = op.task_arn.clone();
+    a.decision = verdict.map(|verdict| Decision {
+        verdict,
+        by: "lead-2".into(),
+        at: w.clock.now(),
+        comment: Some("not today".into()),
+    });
+    op.approval = Some(a);
+    w.store.put_operation(op.clone());
+    (op, token)
+}
+
+#[tokio::test]
+async fn an_approved_operation_gets_a_new_runner_under_the_lock_it_kept() {
+    use strato_domain::approval::Verdict;
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Updating);
+    let (undecided, _) = awaiting(&w, &cluster, OperationKind::Update, None).await;
+    assert_eq!(w.dispatch(&undecided, 1).await, Outcome::Ack);
+    assert_eq!(w.launcher.launch_calls(), 0, "no decision, nothing to do");
+
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Updating);
+    let (op, token) = awaiting(&w, &cluster, OperationKind::Update, Some(Verdict::Approved)).await;
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    let tasks = w.launcher.tasks();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].fencing_token, token, "the same lock, the same token");
+    let started = w.stored(&op);
+    assert_eq!(started.status, OperationStatus::Dispatched);
+    assert_eq!(started.attempt, 2);
+    assert_eq!(started.task_arn.as_deref(), Some(tasks[0].task_id.as_str()));
+    assert_eq!(started.approved_plan().map(|p| p.stage.as_str()), Some("main"));
+    assert_eq!(w.store.slots(&w.tenant), std::slice::from_ref(&op.operation_id));
+    assert_eq!(w.cluster(&cluster).state(), ClusterState::Updating);
+}
+
+#[tokio::test]
+async fn a_rejected_update_ends_cancelled_its_cluster_active_again_and_the_lock_handed_on() {
+    use strato_domain::approval::Verdict;
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Updating);
+    let (op, _) = awaiting(&w, &cluster, OperationKind::Update, Some(Verdict::Rejected)).await;
+    let next = w.op(&cluster, OperationKind::Update);
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    let ended = w.stored(&op);
+    assert_eq!(ended.status, OperationStatus::Cancelled);
+    let err = ended.error.unwrap();
+    assert_eq!(
+        (err.category, err.step.as_str()),
+        (ErrorCategory::Cancelled, "approval")
+    );
+    assert!(
+        err.what.contains("rejected by lead-2") && err.what.contains("not today"),
+        "{}",
+        err.what
+    );
+    assert_eq!(w.cluster(&cluster).state(), ClusterState::Active);
+    assert_eq!(w.launcher.launch_calls(), 0);
+    assert_eq!(w.store.lock_holder(&cluster), None);
+    assert!(
+        w.jobs
+            .sent()
+            .iter()
+            .any(|s| s.job.operation_id == next.operation_id),
+        "the waiter is woken"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_create_ends_cancelled_and_its_cluster_failed() {
+    use strato_domain::approval::Verdict;
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Provisioning);
+    let (op, _) = awaiting(&w, &cluster, OperationKind::Create, Some(Verdict::Expired)).await;
+    assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
+    assert_eq!(w.stored(&op).status, OperationStatus::Cancelled);
+    let c = w.cluster(&cluster);
+    assert_eq!(c.state(), ClusterState::Failed);
+    assert!(c.last_error.unwrap().what.contains("expired"));
+}

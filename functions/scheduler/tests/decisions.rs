@@ -695,3 +695,50 @@ async fn agent_handshake_a_lost_configure_deadline_is_sent_again_by_the_sweep() 
         }]
     );
 }
+
+/// An update that planned `age` ago and waits for approval until `expires_in` from now.
+fn awaiting_approval(w: &World, cluster: &ClusterId, age: Duration, expires_in: Duration) -> Operation {
+    use strato_domain::approval::{Approval, SavedPlan};
+    w.op(cluster, OperationKind::Update, age, |o| {
+        o.status = OperationStatus::AwaitingApproval;
+        o.approval_required = true;
+        let plan = SavedPlan {
+            stage: "main".into(),
+            summary: Default::default(),
+            changes: Vec::new(),
+            plan_key: "plans/k".into(),
+            plan_sha256: "ab".repeat(32),
+            state: None,
+        };
+        let mut a = Approval::request(plan, None, w.now() - age, age + expires_in);
+        a.expires_at = w.now() + expires_in;
+        o.approval = Some(a);
+    })
+}
+
+#[tokio::test]
+async fn an_approval_request_nobody_answered_expires_and_its_job_goes_to_the_dispatcher() {
+    use strato_domain::approval::Verdict;
+    let w = world();
+    let c = w.cluster("prod", ClusterState::Updating, None);
+    let due = awaiting_approval(&w, &c, Duration::hours(80), Duration::minutes(-1));
+    let other = w.cluster("staging", ClusterState::Updating, None);
+    let waiting = awaiting_approval(&w, &other, Duration::hours(1), Duration::hours(71));
+
+    let report = w.sweep().await;
+    assert_eq!(report.approvals_expired, 1);
+    let expired = w.stored(&due);
+    let d = expired.approval.as_ref().unwrap().decision.as_ref().unwrap();
+    assert_eq!((d.verdict, d.by.as_str()), (Verdict::Expired, SCHEDULER));
+    let sent = w.jobs.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].job.operation_id, due.operation_id);
+    assert!(w.stored(&waiting).awaits_decision(), "one not yet due waits on");
+    assert!(w.audit.entries().iter().any(|e| e.action == "approval.expire"));
+
+    // The next sweep does not decide twice; a decision whose job was lost is sent again after the grace.
+    w.clock.advance(GRACE + Duration::seconds(1));
+    let report = w.sweep().await;
+    assert_eq!((report.approvals_expired, report.decisions_resent), (0, 1));
+    assert_eq!(w.jobs.sent().len(), 2);
+}

@@ -4,8 +4,8 @@
 use super::*;
 use strato_domain::approval::{Approval, ApprovalMode, SavedPlan, Verdict};
 use strato_domain::messages::PlanSummary;
-use strato_domain::ports::Clock;
 use strato_domain::model::ResourceChange;
+use strato_domain::ports::Clock;
 
 fn approver(subject: &str) -> Caller {
     Caller {
@@ -55,7 +55,12 @@ async fn another_principal_approves_and_the_decision_is_recorded_and_its_job_sen
     let id = s.operation.operation_id.to_string();
     let op = w
         .api()
-        .decide_approval(&approver("lead-2"), &id, Verdict::Approved, Some("looks right".into()))
+        .decide_approval(
+            &approver("lead-2"),
+            &id,
+            Verdict::Approved,
+            Some("looks right".into()),
+        )
         .await
         .unwrap();
     let stored = w.store.operation(&s.operation.operation_id).unwrap();
@@ -91,7 +96,12 @@ async fn the_requester_cannot_approve_their_own_but_may_reject_it() {
     let (problem, _) = e.problem();
     assert!(problem.kind.ends_with("self-approval"), "{problem:?}");
     assert!(problem.detail.contains("another principal"), "{problem:?}");
-    assert!(w.store.operation(&s.operation.operation_id).unwrap().awaits_decision());
+    assert!(
+        w.store
+            .operation(&s.operation.operation_id)
+            .unwrap()
+            .awaits_decision()
+    );
     w.api()
         .decide_approval(&caller(), &id, Verdict::Rejected, None)
         .await
@@ -108,9 +118,14 @@ async fn with_separation_off_the_requester_may_approve() {
         approval_separation: false,
         ..w.api()
     };
-    api.decide_approval(&caller(), s.operation.operation_id.as_str(), Verdict::Approved, None)
-        .await
-        .unwrap();
+    api.decide_approval(
+        &caller(),
+        s.operation.operation_id.as_str(),
+        Verdict::Approved,
+        None,
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -119,7 +134,12 @@ async fn only_an_operation_awaiting_approval_takes_a_decision_and_an_expired_one
     let s = w.create("prod-eu").await;
     let e = w
         .api()
-        .decide_approval(&approver("lead-2"), s.operation.operation_id.as_str(), Verdict::Approved, None)
+        .decide_approval(
+            &approver("lead-2"),
+            s.operation.operation_id.as_str(),
+            Verdict::Approved,
+            None,
+        )
         .await
         .unwrap_err();
     assert!(conflict(e).contains("not awaiting approval"));
@@ -128,14 +148,24 @@ async fn only_an_operation_awaiting_approval_takes_a_decision_and_an_expired_one
     w.clock.advance(time::Duration::hours(3));
     let e = w
         .api()
-        .decide_approval(&approver("lead-2"), s.operation.operation_id.as_str(), Verdict::Approved, None)
+        .decide_approval(
+            &approver("lead-2"),
+            s.operation.operation_id.as_str(),
+            Verdict::Approved,
+            None,
+        )
         .await
         .unwrap_err();
     assert!(conflict(e).contains("expired"));
     let long = "x".repeat(1_001);
     let e = w
         .api()
-        .decide_approval(&approver("lead-2"), s.operation.operation_id.as_str(), Verdict::Rejected, Some(long))
+        .decide_approval(
+            &approver("lead-2"),
+            s.operation.operation_id.as_str(),
+            Verdict::Rejected,
+            Some(long),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.status().as_u16(), 422);
@@ -167,7 +197,12 @@ async fn the_approval_mode_is_the_clusters_else_the_tenants_default() {
         .await
         .unwrap();
     assert_eq!(s.cluster.approval, Some(ApprovalMode::Required));
-    assert!(w.store.operation(&s.operation.operation_id).unwrap().approval_required);
+    assert!(
+        w.store
+            .operation(&s.operation.operation_id)
+            .unwrap()
+            .approval_required
+    );
 
     // No mode on the cluster or its template: the tenant's default decides.
     let tenant = TENANT.parse().unwrap();
@@ -202,7 +237,10 @@ async fn a_patch_of_the_approval_mode_alone_runs_nothing_and_later_updates_follo
         .unwrap();
     assert!(u.operation.is_none());
     assert_eq!(w.jobs.sent().len(), sent, "a setting alone queues nothing");
-    assert_eq!(w.store.cluster(&s.cluster.cluster_id).unwrap().approval, Some(ApprovalMode::Required));
+    assert_eq!(
+        w.store.cluster(&s.cluster.cluster_id).unwrap().approval,
+        Some(ApprovalMode::Required)
+    );
     let u = w
         .api()
         .update(&caller(), &id, patch(json!({"variables": {"node_count": 4}})))

@@ -51,9 +51,16 @@ async fn an_awaiting_approval_report_parks_the_operation_with_its_plan_holding_o
     let approval = op.approval.as_ref().unwrap();
     assert_eq!(approval.plan, saved_plan());
     assert_eq!(approval.round, 1);
-    assert_eq!(approval.expires_at, w.clock.now() + strato_domain::approval::DEFAULT_APPROVAL_TTL);
+    assert_eq!(
+        approval.expires_at,
+        w.clock.now() + strato_domain::approval::DEFAULT_APPROVAL_TTL
+    );
     assert_eq!(approval.task_arn.as_deref(), Some(run.task.as_str()));
-    assert_eq!(w.cluster(&c).state(), ClusterState::Updating, "the cluster stays where it was");
+    assert_eq!(
+        w.cluster(&c).state(),
+        ClusterState::Updating,
+        "the cluster stays where it was"
+    );
 
     // The slot is given back and the tenant's waiter woken; the lock is kept.
     assert!(!w.store.slots(&w.tenant).contains(&run.op));
@@ -67,12 +74,20 @@ async fn an_awaiting_approval_report_parks_the_operation_with_its_plan_holding_o
         .acquire_lock(&c, &intruder.operation_id, LOCK_LEASE, w.clock.now())
         .await
         .unwrap();
-    assert_eq!(took, LockOutcome::Held { owner: run.op.clone() });
+    assert_eq!(
+        took,
+        LockOutcome::Held {
+            owner: run.op.clone()
+        }
+    );
 
     // A redelivered report and a late heartbeat change nothing; the planning task's stop fails nothing.
     assert!(w.deliver_one(awaiting_approval(&w, &run), 2).await);
     assert!(w.deliver_one(heartbeat(&w, &run, run.token), 1).await);
-    assert!(w.deliver_one(stopped(&run, Some(0)), FINAL_REPORT_GRACE_RECEIVES).await);
+    assert!(
+        w.deliver_one(stopped(&run, Some(0)), FINAL_REPORT_GRACE_RECEIVES)
+            .await
+    );
     let after = w.op(&run.op);
     assert_eq!(after.status, OperationStatus::AwaitingApproval);
     assert_eq!(after.approval.as_ref().unwrap().round, 1);
@@ -80,11 +95,18 @@ async fn an_awaiting_approval_report_parks_the_operation_with_its_plan_holding_o
 
     let events: Vec<String> = w.webhooks.queued().into_iter().map(|m| m.event).collect();
     assert_eq!(
-        events.iter().filter(|e| *e == "operation.awaiting_approval").count(),
+        events
+            .iter()
+            .filter(|e| *e == "operation.awaiting_approval")
+            .count(),
         1,
         "{events:?}"
     );
-    assert!(!events.iter().any(|e| e == "operation.failed" || e == "operation.succeeded"));
+    assert!(
+        !events
+            .iter()
+            .any(|e| e == "operation.failed" || e == "operation.succeeded")
+    );
     assert!(
         w.audit
             .entries()
