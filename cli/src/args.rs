@@ -14,7 +14,7 @@ Against devstack (`cargo run -p strato-devstack -- up` writes the profile): stra
 
 Exit codes: 0 ok · 1 other · 2 usage (bad flags, no endpoint) · 3 auth (401/403) · 4 not found ·
 5 conflict (busy, wrong state, changed) · 6 validation (each field's problem is printed) ·
-7 server or network (5xx, 429, unreachable) · 8 the operation ended failed or cancelled.";
+7 server or network (5xx, 429, unreachable) · 8 the operation ended failed or cancelled · 9 it awaits approval.";
 
 #[derive(Debug, Parser)]
 #[command(name = "strato", version, about = "Strato from a terminal: clusters from templates, live logs, drift, state", after_help = AFTER_HELP)]
@@ -185,7 +185,7 @@ pub enum Clusters {
         #[arg(long)]
         drift_interval_hours: Option<u64>,
         #[command(flatten)]
-        expiry: ExpiryArgs,
+        expiry: LifecycleArgs,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -197,7 +197,7 @@ pub enum Clusters {
         #[arg(long)]
         template_version: Option<String>,
         #[command(flatten)]
-        expiry: ExpiryArgs,
+        expiry: LifecycleArgs,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -239,6 +239,19 @@ pub enum Operations {
     List { cluster: String },
     /// Cancel a queued operation, or ask a running one to stop.
     Cancel { id: String },
+    /// Approve the plan an operation waits with (needs `operations:approve`); a new run applies exactly it.
+    Approve {
+        id: String,
+        /// Why, for the record.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// Reject the plan an operation waits with: it ends cancelled, nothing of it applied.
+    Reject {
+        id: String,
+        #[arg(long)]
+        comment: Option<String>,
+    },
     /// The operation's life as ordered moments.
     Timeline { id: String },
 }
@@ -301,16 +314,20 @@ pub enum StateVersions {
 
 /// When the scheduler deletes the cluster on its own.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct ExpiryArgs {
+pub struct LifecycleArgs {
     /// An RFC 3339 time (e.g. 2026-12-01T18:00:00Z); on update, `never` clears it.
     #[arg(long, conflicts_with = "ttl_hours")]
     pub expires_at: Option<String>,
     /// Hours from now.
     #[arg(long)]
     pub ttl_hours: Option<u64>,
+    /// `required`: creates and updates wait after their plan for an approver; `auto`: applied at once;
+    /// `default`: the template's or tenant's default.
+    #[arg(long, value_parser = ["auto", "required", "default"])]
+    pub approval: Option<String>,
 }
 
-impl ExpiryArgs {
+impl LifecycleArgs {
     /// The request members these flags ask for (`never` is `"expires_at": null`).
     pub fn members(&self) -> Vec<(&'static str, serde_json::Value)> {
         let mut out = Vec::new();
@@ -324,6 +341,11 @@ impl ExpiryArgs {
         }
         if let Some(h) = self.ttl_hours {
             out.push(("ttl_hours", serde_json::json!(h)));
+        }
+        match self.approval.as_deref() {
+            Some("default") => out.push(("approval", serde_json::Value::Null)),
+            Some(mode) => out.push(("approval", serde_json::json!(mode))),
+            None => {}
         }
         out
     }
@@ -377,16 +399,33 @@ mod tests {
     fn expiry_flags_become_request_members() {
         use clap::Parser;
         use serde_json::json;
-        let never = super::ExpiryArgs {
+        let never = super::LifecycleArgs {
             expires_at: Some("never".into()),
             ttl_hours: None,
+            approval: None,
         };
         assert_eq!(never.members(), vec![("expires_at", serde_json::Value::Null)]);
-        let ttl = super::ExpiryArgs {
+        let ttl = super::LifecycleArgs {
             expires_at: None,
             ttl_hours: Some(4),
+            approval: None,
         };
         assert_eq!(ttl.members(), vec![("ttl_hours", json!(4))]);
+        let modes = |m: &str| {
+            super::LifecycleArgs {
+                expires_at: None,
+                ttl_hours: None,
+                approval: Some(m.into()),
+            }
+            .members()
+        };
+        assert_eq!(modes("required"), vec![("approval", json!("required"))]);
+        assert_eq!(modes("default"), vec![("approval", serde_json::Value::Null)]);
+        let bad = ["strato", "clusters", "update", "cl-1", "--approval", "sometimes"];
+        assert!(
+            super::Cli::try_parse_from(bad).is_err(),
+            "only auto, required or default"
+        );
         let both = [
             "strato",
             "clusters",

@@ -24,6 +24,8 @@ pub mod exit {
     pub const SERVER: u8 = 7;
     /// `--wait`, `watch`, `logs -f`: the operation ended failed or cancelled.
     pub const OPERATION_FAILED: u8 = 8;
+    /// `--wait`, `watch`, `logs -f`: the operation waits for an approver (`strato operations approve`).
+    pub const AWAITING_APPROVAL: u8 = 9;
 }
 
 /// An RFC 9457 problem document, as Strato's API answers every 4xx/5xx (`Problem` in its OpenAPI).
@@ -75,6 +77,9 @@ pub enum CliError {
     /// The followed operation ended without succeeding; its own error was already printed.
     #[error("operation {id} ended {status}")]
     OperationFailed { id: String, status: String },
+    /// The followed operation stopped after its plan to wait for an approver.
+    #[error("operation {0} awaits approval: strato operations approve {0} (or reject)")]
+    AwaitingApproval(String),
 }
 
 impl CliError {
@@ -98,6 +103,7 @@ impl CliError {
                 _ => exit::SERVER,
             },
             Self::OperationFailed { .. } => exit::OPERATION_FAILED,
+            Self::AwaitingApproval(_) => exit::AWAITING_APPROVAL,
         }
     }
 

@@ -43,7 +43,8 @@ pub enum Mode {
 /// What the stream delivered.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// The `end` frame's status (`succeeded`, `failed`, `cancelled`), if the operation ended.
+    /// The `end` frame's status (`succeeded`, `failed`, `cancelled`), if the operation ended, or
+    /// `awaiting_approval` when it stopped to wait for an approver.
     pub final_status: Option<String>,
     pub last_seq: u64,
     /// Lines handed on (1..=delivered, no gaps).
@@ -244,11 +245,21 @@ async fn session(
                 step,
                 message,
                 ..
-            }) => on_event(Event::Status {
-                cluster_state: cluster_state.as_str().to_owned(),
-                operation_status: wire_name(&operation_status),
-                detail: message.or(step.map(|s| format!("step {s}"))),
-            }),
+            }) => {
+                let status = wire_name(&operation_status);
+                let waits = status == "awaiting_approval";
+                on_event(Event::Status {
+                    cluster_state: cluster_state.as_str().to_owned(),
+                    operation_status: status.clone(),
+                    detail: message.or(step.map(|s| format!("step {s}"))),
+                });
+                // The run ended without the operation: nothing more comes until someone decides.
+                if waits {
+                    st.out.final_status = Some(status);
+                    let _ = socket.close(None).await;
+                    return Ok(Session::Ended);
+                }
+            }
             ServerFrame::Log(LogFrame::End {
                 final_status,
                 last_seq,

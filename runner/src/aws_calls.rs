@@ -23,6 +23,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("sqs:SendMessage", Queue("logs")),
     call("s3:GetObject", Object("templates", "bundles/*")),
     // Log archives, debug logs, final events too large for SQS.
+    // A later run of an operation continues its log after the last archived line.
+    call("s3:ListBucket", Bucket("artifacts")),
     call("s3:PutObject", Object("artifacts", "logs/*")),
     call("s3:PutObject", Object("artifacts", "debug/*")),
     call("s3:PutObject", Object("artifacts", "events/*")),

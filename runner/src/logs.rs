@@ -206,6 +206,14 @@ impl LogHub {
         }
     }
 
+    /// Numbers this run's lines after `last`, the last line an earlier run of the operation archived (the
+    /// run that applies an approved plan continues the log of the run that planned). Call before any line.
+    pub fn continue_after(&self, last: u64) {
+        if let Ok(mut i) = self.inner.lock() {
+            i.next_seq = i.next_seq.max(last + 1);
+        }
+    }
+
     /// Lines emitted so far (the last sequence number).
     pub fn last_seq(&self) -> u64 {
         self.inner.lock().map(|i| i.next_seq - 1).unwrap_or(0)
@@ -227,8 +235,22 @@ impl LogTasks {
     /// Waits for both paths to drain (the hub and all its clones must be dropped first), then writes the
     /// completion marker. Returns the last sequence number archived.
     pub async fn finish(self, sinks: &LogSinks, op: &OperationId) -> Result<u64, String> {
+        self.finish_marked(sinks, op, true).await
+    }
+
+    /// [`Self::finish`], writing the completion marker only when `complete`: a run that ends with its
+    /// operation still open (awaiting approval) leaves the log open for the run that continues it.
+    pub async fn finish_marked(
+        self,
+        sinks: &LogSinks,
+        op: &OperationId,
+        complete: bool,
+    ) -> Result<u64, String> {
         let _ = self.live.await;
         let last = self.archive.await.map_err(|e| e.to_string())??;
+        if !complete {
+            return Ok(last);
+        }
         put(
             &sinks.s3,
             &sinks.artifacts_bucket,
@@ -238,6 +260,26 @@ impl LogTasks {
         .await?;
         Ok(last)
     }
+}
+
+/// The last sequence number the operation's log archive holds (0: none), from its chunks' names.
+pub async fn archived_last_seq(s3: &S3, bucket: &str, op: &OperationId) -> Result<u64, String> {
+    let mut last = 0;
+    let mut pages = s3
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(artifacts::log_prefix(op))
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| strato_aws::Error::aws("ListObjectsV2", e).to_string())?;
+        for o in page.contents() {
+            if let Some((_, l)) = o.key().and_then(artifacts::parse_log_chunk_key) {
+                last = last.max(l);
+            }
+        }
+    }
+    Ok(last)
 }
 
 /// One object, retried with backoff (about 10 s in all: the SDK retries throttling itself, this covers

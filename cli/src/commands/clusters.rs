@@ -72,13 +72,13 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             }
             if body.is_empty() {
                 return Err(CliError::Usage(
-                    "nothing to change: give --var, --var-file, --template-version, --expires-at or --ttl-hours"
+                    "nothing to change: give --var, --var-file, --template-version, --expires-at, --ttl-hours or --approval"
                         .into(),
                 ));
             }
             let v = ctx.api.patch(&path, &Value::Object(body)).await?;
             if !spec_change {
-                // An expiry alone changes the cluster, no operation (200 with the cluster).
+                // An expiry or approval mode alone changes the cluster, no operation (200 with the cluster).
                 if !ctx.out.raw(&v)? {
                     show_cluster(ctx, &v);
                 }
@@ -236,6 +236,13 @@ pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
         ("created", when(&c["created_at"])),
         ("updated", when(&c["updated_at"])),
         ("expires", expires(&c["expires_at"])),
+        (
+            "approval",
+            c["approval"]
+                .as_str()
+                .unwrap_or("default (template or tenant)")
+                .to_owned(),
+        ),
         ("version", cell(&c["version"])),
     ]);
     for line in user_error(out, &c["last_error"]) {

@@ -62,6 +62,20 @@ pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
                 println!("{id}: {what}");
             }
         }
+        Operations::Approve { id, comment } => {
+            decide(
+                ctx,
+                &id,
+                "approve",
+                comment,
+                "approved: a new run applies exactly this plan",
+            )
+            .await?
+        }
+        Operations::Reject { id, comment } => {
+            let done = "rejected: the operation ends cancelled, nothing of the plan applied";
+            decide(ctx, &id, "reject", comment, done).await?
+        }
         Operations::Timeline { id } => {
             let v = ctx
                 .api
@@ -85,6 +99,79 @@ pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// `approve` or `reject` with an optional comment; prints `done` on success.
+async fn decide(
+    ctx: &Ctx,
+    id: &str,
+    verb: &str,
+    comment: Option<String>,
+    done: &str,
+) -> Result<(), CliError> {
+    let body = comment.map_or_else(|| json!({}), |c| json!({ "comment": c }));
+    let v = ctx
+        .api
+        .post(&format!("/v1/operations/{}/{verb}", seg(id)), &body)
+        .await?;
+    if !ctx.out.raw(&v)? {
+        println!("{id}: {done}");
+    }
+    Ok(())
+}
+
+/// The plan an operation waits (or waited) with and the decision on it.
+fn show_approval(ctx: &Ctx, id: &Value, a: &Value) {
+    if a.is_null() {
+        return;
+    }
+    let out = &ctx.out;
+    let s = &a["summary"];
+    println!(
+        "{} round {} of stage {}: {} to add, {} to change, {} to destroy (plan sha256 {})",
+        out.bold("approval:"),
+        cell(&a["round"]),
+        cell(&a["stage"]),
+        cell(&s["add"]),
+        cell(&s["change"]),
+        cell(&s["destroy"]),
+        cell(&a["plan_sha256"])
+    );
+    let mut t = out.table(&["RESOURCE", "ACTION"]);
+    for c in a["changes"].as_array().into_iter().flatten() {
+        let actions: Vec<&str> = c["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let action = if actions == ["delete", "create"] || actions == ["create", "delete"] {
+            "replace".to_owned()
+        } else {
+            actions.join(",")
+        };
+        t.add_row(vec![cell(&c["address"]), action]);
+    }
+    println!("{t}");
+    match a["decision"].as_object() {
+        Some(d) => println!(
+            "{} {} by {} at {}{}",
+            out.dim("decision:"),
+            d.get("verdict").map(cell).unwrap_or_default(),
+            d.get("by").map(cell).unwrap_or_default(),
+            d.get("at").map(when).unwrap_or_default(),
+            d.get("comment")
+                .and_then(Value::as_str)
+                .map(|c| format!(" — {c}"))
+                .unwrap_or_default()
+        ),
+        None => println!(
+            "{} until {}: strato operations approve|reject {}",
+            out.dim("waiting for an approver"),
+            when(&a["expires_at"]),
+            cell(id)
+        ),
+    }
 }
 
 pub(crate) fn show_operation(ctx: &Ctx, op: &Value) {
@@ -122,6 +209,7 @@ pub(crate) fn show_operation(ctx: &Ctx, op: &Value) {
         println!("{} {}", out.dim("note:"), cell(n));
     }
     print_estimate(ctx, &op["estimate"]);
+    show_approval(ctx, &op["id"], &op["approval"]);
 }
 
 pub(crate) fn print_estimate(ctx: &Ctx, e: &Value) {
@@ -182,6 +270,7 @@ pub(crate) async fn logs(ctx: &Ctx, l: args::Logs) -> Result<(), CliError> {
     .await?;
     match outcome.final_status.as_deref() {
         Some("succeeded") | None => Ok(()),
+        Some("awaiting_approval") => Err(CliError::AwaitingApproval(l.operation)),
         Some(status) => Err(CliError::OperationFailed {
             id: l.operation,
             status: status.to_owned(),
@@ -301,7 +390,10 @@ async fn poll(ctx: &Ctx, op: &str, timeout: Duration) -> Result<Value, CliError>
     loop {
         let v = ctx.api.get(&format!("/v1/operations/{}", seg(op))).await?;
         let status = v["status"].as_str().unwrap_or("?").to_owned();
-        if matches!(status.as_str(), "succeeded" | "failed" | "cancelled") {
+        if matches!(
+            status.as_str(),
+            "succeeded" | "failed" | "cancelled" | "awaiting_approval"
+        ) {
             return Ok(v);
         }
         let now = format!("{status} {}", cell(&v["current_step"]));
@@ -350,6 +442,12 @@ async fn summary(ctx: &Ctx, op: &Value, took: Duration) -> Result<(), CliError> 
                 Err(e) => return Err(e),
             }
         }
+    }
+    if status == "awaiting_approval" {
+        if !out.machine() {
+            show_approval(ctx, &op["id"], &op["approval"]);
+        }
+        return Err(CliError::AwaitingApproval(id));
     }
     if status == "succeeded" {
         Ok(())

@@ -157,6 +157,13 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
     let redactor = Redactor::default();
     redactor.add(cfg.run_proof.expose_secret());
     let (hub, log_tasks) = LogHub::start(op.operation_id.clone(), sinks.clone(), redactor);
+    // A later run of the operation (the apply of an approved plan, a re-dispatch) continues its log.
+    if op.attempt > 1 {
+        match crate::logs::archived_last_seq(&sinks.s3, &sinks.artifacts_bucket, &op.operation_id).await {
+            Ok(last) => hub.continue_after(last),
+            Err(e) => tracing::warn!(error = %e, "earlier runs' log unreadable; numbering from 1"),
+        }
+    }
     let first_shipped = hub.first_shipped();
     let progress = Progress::start(reporter.clone());
     let (stop_tx, stop_rx) = watch::channel(None);
@@ -194,7 +201,9 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
         ..
     } = ctx;
     drop(hub);
-    let last_log_seq = match log_tasks.finish(&sinks, &op_id).await {
+    // An operation that waits for approval is not over: its log stays open.
+    let complete = !matches!(final_event, RunnerEvent::AwaitingApproval { .. });
+    let last_log_seq = match log_tasks.finish_marked(&sinks, &op_id, complete).await {
         Ok(n) => n,
         Err(e) => {
             tracing::error!(error = %e, "log archive incomplete");
