@@ -63,23 +63,37 @@ async fn a_tenant_creates_watches_and_deletes_a_cluster_in_the_browser() {
         return;
     };
     tokio::task::spawn_blocking(installed).await.unwrap();
-    let config = strato_devstack::DevstackConfig {
+    let mut config = strato_devstack::DevstackConfig {
         console_dir: Some(console_dir().join("dist")),
         ..devstack_support::config("console").await
     };
+    // Approving a plan applies the saved plan, which the bed's 0.15.0-rc2 cannot: the approval steps need
+    // the modern engine.
+    let modern = strato_testbed::modern_engine_or_skip("console_e2e::browser approval steps");
+    if let Some(m) = modern {
+        config.engine = Some(strato_testbed::TestEngine::modern(m));
+    }
     let stack = devstack_support::start(config).await;
     assert!(stack.console_served(), "devstack serves the built console");
     let artifacts = console_dir().join("e2e/artifacts");
-    let out = tokio::process::Command::new("node")
-        .arg("e2e/run.mjs")
+    let mut node = tokio::process::Command::new("node");
+    node.arg("e2e/run.mjs")
         .current_dir(console_dir())
         .env("CONSOLE_URL", format!("{}/", stack.endpoints.http_api))
         .env("TOKEN_A", stack.token("console-a"))
         .env("TOKEN_B", stack.token("console-b"))
-        .env("CHROMIUM", &chromium)
-        .output()
-        .await
-        .expect("node runs the browser test");
+        .env("CHROMIUM", &chromium);
+    if modern.is_some() {
+        // Another principal of tenant A who may only approve (A's own token is its requester's).
+        let approver = stack.env.auth.mint_scoped(
+            "console-a",
+            "console-approver",
+            std::time::Duration::from_secs(3600),
+            "operations:approve",
+        );
+        node.env("TOKEN_APPROVER", approver);
+    }
+    let out = node.output().await.expect("node runs the browser test");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
