@@ -3,11 +3,12 @@
 //! heartbeats for it now), and gives its tenant slot back (no runner runs); the tenant's webhook hears
 //! `operation.awaiting_approval`, subscribers get a status frame, and the request is audited.
 
-use strato_domain::approval::{Approval, SavedPlan};
+use strato_domain::approval::{Approval, Decision, SavedPlan, Verdict};
 use strato_domain::audit::{self, AuditEntry};
 use strato_domain::coordination::release_slot_and_wake;
+use strato_domain::messages::JobMessage;
 use strato_domain::model::{Operation, OperationStatus};
-use strato_domain::ports::{Clock, LeaseRenewal, Operations, PortError};
+use strato_domain::ports::{Clock, JobQueue, LeaseRenewal, Operations, PortError};
 use strato_domain::webhook::{EventType, OperationEvent};
 use time::Duration;
 
@@ -37,6 +38,16 @@ pub(crate) async fn await_approval<P: Ports>(
     let now = ctx.clock.now();
     let mut request = Approval::request(plan.clone(), op.approval.as_ref(), now, ctx.approval_ttl);
     request.task_arn = op.task_arn.clone();
+    // A cancel asked for while the plan ran found no safe point to stop at before the report: it is the
+    // decision.
+    if op.cancel_requested {
+        request.decision = Some(Decision {
+            verdict: Verdict::Cancelled,
+            by: "strato:status".into(),
+            at: now,
+            comment: Some("a cancel was requested while the plan ran".into()),
+        });
+    }
     op.status = OperationStatus::AwaitingApproval;
     op.approval = Some(request);
     op.wait_reason = None;
@@ -62,6 +73,12 @@ pub(crate) async fn await_approval<P: Ports>(
     }
     let wake = format!("await-{}-{}", op.operation_id, op.attempt);
     release_slot_and_wake(ctx.store, ctx.jobs, &op, &wake).await?;
+    if let Some(a) = op.approval.as_ref().filter(|a| a.decision.is_some()) {
+        // Decided already (the cancel above): the dispatcher ends it.
+        let job = JobMessage::from(&op);
+        ctx.jobs.enqueue(&job, &format!("decision-{}", a.round)).await?;
+        return Ok(true);
+    }
     tracing::info!(operation_id = %op.operation_id, stage = %plan.stage, "awaiting approval");
     let s = &plan.summary;
     let message = format!(

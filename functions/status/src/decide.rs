@@ -7,7 +7,7 @@ use strato_aws::batch::{for_each_record, receive_count};
 use strato_aws::resources::{QUEUES, QueueDef};
 use strato_domain::ports::{
     Clock, EventsQueue, FrameSink, JobQueue, LeaseRenewal, NameReservations, RunArchive, SlotHolders,
-    Storage, Templates, Webhooks,
+    Storage, Templates, TenantSettings, Webhooks,
 };
 
 use strato_domain::messages::ControlEvent;
@@ -23,7 +23,7 @@ pub use strato_aws::batch::Outcome;
 /// The types of the status function's ports, named once so every decision reads `Status<'_, P>`.
 pub trait Ports {
     /// Operations, clusters, cluster locks (and their leases), tenant slots, name reservations.
-    type Store: Storage + LeaseRenewal + SlotHolders + NameReservations;
+    type Store: Storage + LeaseRenewal + SlotHolders + NameReservations + TenantSettings;
     /// The template catalog (what a finished create must prove).
     type Templates: Templates;
     /// `jobs.fifo`: wake-ups, and updates a drift check queues.

@@ -1,6 +1,7 @@
 //! Drift results: recorded on the cluster, described to subscribers, and acted on by the cluster's policy
 //! (`reconcile` queues an update, `notify` queues a notification for the tenant's webhook).
 
+use strato_domain::approval::ApprovalMode;
 use strato_domain::audit::{self, AuditEntry};
 use strato_domain::coordination::{submit, update_operation};
 use strato_domain::ids::OperationId;
@@ -8,7 +9,7 @@ use strato_domain::messages::WebhookMessage;
 use strato_domain::model::{
     Cluster, DriftInfo, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
 };
-use strato_domain::ports::{Clock, Clusters, Operations, Webhooks};
+use strato_domain::ports::{Clock, Clusters, Operations, Templates, TenantSettings, Webhooks};
 use strato_domain::webhook::{
     DRIFT_DETECTED, DriftEvent, EventType, delivery_tag, event_id, has_delivery_note,
 };
@@ -82,6 +83,17 @@ pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Res
     );
     op.spec = Some(c.spec.clone());
     op.requested_by = Some("strato:drift-reconcile".into());
+    // A reconcile changes infrastructure like any update: it waits for approval where an update would.
+    let template = ctx
+        .templates
+        .template(&c.spec.template.name, &c.spec.template.version)
+        .await?
+        .and_then(|t| t.manifest.approval);
+    let tenant = match c.approval.or(template) {
+        Some(_) => None,
+        None => ctx.store.tenant_rules(&c.tenant_id).await?.approval,
+    };
+    op.approval_required = ApprovalMode::resolve(c.approval, template, tenant) == ApprovalMode::Required;
     if let Err(rejected) = submit(ctx.store, ctx.jobs, &op).await? {
         tracing::warn!(cluster_id = %c.cluster_id, ?rejected, "reconcile update not queued: tenant quota");
         return Ok(());

@@ -130,3 +130,46 @@ async fn a_report_from_a_stale_token_does_not_park_the_operation() {
     assert_eq!(op.approval, None);
     assert_eq!(op.stale_events, 1);
 }
+
+#[tokio::test]
+async fn a_cancel_asked_for_while_the_plan_ran_is_the_decision() {
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Updating);
+    let run = w.start(&c, OperationKind::Update).await;
+    let mut op = w.op(&run.op);
+    op.cancel_requested = true;
+    w.store.put_operation(op);
+    assert!(w.deliver_one(awaiting_approval(&w, &run), 1).await);
+    let op = w.op(&run.op);
+    let decision = op.approval.as_ref().unwrap().decision.as_ref().unwrap();
+    assert_eq!(decision.verdict, strato_domain::approval::Verdict::Cancelled);
+    let jobs = w.jobs.sent();
+    let decided = jobs
+        .iter()
+        .find(|j| j.job.operation_id == run.op)
+        .expect("its job goes to the dispatcher");
+    assert!(decided.deduplication_id.ends_with("decision-1"), "{decided:?}");
+}
+
+#[tokio::test]
+async fn a_drift_reconcile_of_a_cluster_that_needs_approval_waits_for_it_too() {
+    use strato_domain::approval::ApprovalMode;
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Reconcile;
+    w.store.put_cluster(cluster);
+    w.store.set_approval_default(&w.tenant, ApprovalMode::Required);
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
+    let update = w
+        .store
+        .operations_of(&c)
+        .into_iter()
+        .find(|o| o.kind == OperationKind::Update)
+        .expect("a reconcile update");
+    assert!(
+        update.approval_required,
+        "the tenant's default applies to Strato's own updates"
+    );
+}
