@@ -189,6 +189,7 @@ pub(crate) fn apply_progress(op: &mut Operation, ev: &RunnerEvent) -> bool {
         op.status,
         op.estimate.clone(),
         op.started_at,
+        op.notes.len(),
     );
     match ev {
         RunnerEvent::StepStarted { step, at, .. } => match op.steps.iter_mut().find(|s| &s.name == step) {
@@ -225,6 +226,24 @@ pub(crate) fn apply_progress(op: &mut Operation, ev: &RunnerEvent) -> bool {
             .estimate
             .get_or_insert_with(CostEstimate::empty)
             .merge_stage(stage, estimate),
+        RunnerEvent::PolicyChecked {
+            stage,
+            version,
+            warnings,
+            ..
+        } => {
+            let mut add = vec![format!("plan of stage {stage} checked against policy {version}")];
+            add.extend(
+                warnings
+                    .iter()
+                    .map(|w| format!("plan policy warning ({stage}): {w}")),
+            );
+            for note in add {
+                if !op.notes.contains(&note) {
+                    op.notes.push(note);
+                }
+            }
+        }
         _ => {}
     }
     op.steps.sort_by_key(|s| s.started_at);
@@ -246,6 +265,7 @@ pub(crate) fn apply_progress(op: &mut Operation, ev: &RunnerEvent) -> bool {
             op.status,
             op.estimate.clone(),
             op.started_at,
+            op.notes.len(),
         )
 }
 
@@ -257,6 +277,7 @@ fn event_at(ev: &RunnerEvent) -> time::OffsetDateTime {
         | RunnerEvent::Heartbeat { at, .. }
         | RunnerEvent::PlanReady { at, .. }
         | RunnerEvent::AwaitingApproval { at, .. }
+        | RunnerEvent::PolicyChecked { at, .. }
         | RunnerEvent::Succeeded { at, .. }
         | RunnerEvent::Failed { at, .. }
         | RunnerEvent::Cancelled { at, .. } => *at,
@@ -359,6 +380,29 @@ mod tests {
             at: at("2026-11-22T04:44:30Z"),
         };
         assert_eq!(decide_fenced(&op, &step), RunnerDecision::LateProgress);
+    }
+
+    #[test]
+    fn plan_policy_warnings_become_notes_once_with_the_policy_version() {
+        let (mut op, _) = running(OperationKind::Update, ClusterState::Updating);
+        let ev = RunnerEvent::PolicyChecked {
+            operation_id: op.operation_id.clone(),
+            fencing_token: 1,
+            stage: "cluster".into(),
+            version: "sha256:0123456789abcdef".into(),
+            warnings: vec!["platform/tags: tag 'owner' is missing".into()],
+            at: at("2026-11-22T04:33:00Z"),
+        };
+        assert!(apply_progress(&mut op, &ev));
+        assert_eq!(
+            op.notes,
+            [
+                "plan of stage cluster checked against policy sha256:0123456789abcdef",
+                "plan policy warning (cluster): platform/tags: tag 'owner' is missing"
+            ]
+        );
+        assert!(!apply_progress(&mut op, &ev), "a duplicate adds nothing");
+        assert_eq!(op.notes.len(), 2);
     }
 
     #[test]

@@ -144,6 +144,14 @@ impl PreparedRun<'_> {
         );
         self.ctx.event_step(&step, Some(!verdict.denied()));
         if !verdict.denied() {
+            self.ctx.progress.send(RunnerEvent::PolicyChecked {
+                operation_id: self.ctx.op.operation_id.clone(),
+                fencing_token: self.ctx.cfg.fencing_token,
+                stage: stage.to_owned(),
+                version: verdict.version.clone(),
+                warnings: verdict.warn.iter().map(ToString::to_string).collect(),
+                at: strato_domain::ts::now(),
+            });
             return Ok(());
         }
         let rules: Vec<String> = verdict.deny.iter().map(ToString::to_string).collect();

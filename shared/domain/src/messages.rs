@@ -73,6 +73,18 @@ pub enum RunnerEvent {
         #[serde(with = "crate::ts")]
         at: OffsetDateTime,
     },
+    /// A stage's plan passed its plan policies (a deny fails the run instead): the policy set's version and
+    /// the warnings, which become notes on the operation.
+    PolicyChecked {
+        operation_id: OperationId,
+        fencing_token: u64,
+        stage: String,
+        version: String,
+        #[serde(default)]
+        warnings: Vec<String>,
+        #[serde(with = "crate::ts")]
+        at: OffsetDateTime,
+    },
     /// The run planned a change that needs an approver: the plan is saved, the runner ends here (a final
     /// report, though the operation stays open).
     AwaitingApproval {
@@ -123,6 +135,7 @@ impl RunnerEvent {
             RunnerEvent::Heartbeat { .. } => "heartbeat",
             RunnerEvent::PlanReady { .. } => "plan_ready",
             RunnerEvent::AwaitingApproval { .. } => "awaiting_approval",
+            RunnerEvent::PolicyChecked { .. } => "policy_checked",
             RunnerEvent::Succeeded { .. } => "succeeded",
             RunnerEvent::Failed { .. } => "failed",
             RunnerEvent::Cancelled { .. } => "cancelled",
@@ -136,6 +149,7 @@ impl RunnerEvent {
             | RunnerEvent::Heartbeat { operation_id, .. }
             | RunnerEvent::PlanReady { operation_id, .. }
             | RunnerEvent::AwaitingApproval { operation_id, .. }
+            | RunnerEvent::PolicyChecked { operation_id, .. }
             | RunnerEvent::Succeeded { operation_id, .. }
             | RunnerEvent::Failed { operation_id, .. }
             | RunnerEvent::Cancelled { operation_id, .. } => operation_id,
@@ -149,6 +163,7 @@ impl RunnerEvent {
             | RunnerEvent::Heartbeat { fencing_token, .. }
             | RunnerEvent::PlanReady { fencing_token, .. }
             | RunnerEvent::AwaitingApproval { fencing_token, .. }
+            | RunnerEvent::PolicyChecked { fencing_token, .. }
             | RunnerEvent::Succeeded { fencing_token, .. }
             | RunnerEvent::Failed { fencing_token, .. }
             | RunnerEvent::Cancelled { fencing_token, .. } => *fencing_token,
