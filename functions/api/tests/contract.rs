@@ -127,6 +127,63 @@ async fn every_route_answers_as_the_document_says() {
         ))
         .await;
     check(Method::POST, "/v1/operations/{id}/cancel", &r);
+
+    // Another check, parked as a planned operation awaiting approval: approved (202, with its plan and the
+    // decision), then a rejection is too late (409).
+    let r = api
+        .call(call(
+            "drift-check",
+            Method::POST,
+            &format!("{cluster}/drift-check"),
+        ))
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    let waiting: strato_domain::ids::OperationId =
+        r.body["operation"]["id"].as_str().unwrap().parse().unwrap();
+    let mut op = api.ctx.store.get_operation(&waiting).await.unwrap().unwrap();
+    op.status = strato_domain::model::OperationStatus::AwaitingApproval;
+    op.approval = Some(strato_domain::approval::Approval::request(
+        strato_domain::approval::SavedPlan {
+            stage: "main".into(),
+            summary: strato_domain::messages::PlanSummary {
+                add: 1,
+                change: 0,
+                destroy: 0,
+            },
+            changes: vec![strato_domain::model::ResourceChange {
+                address: "aws_vpc.this".into(),
+                actions: vec!["create".into()],
+            }],
+            plan_key: "plans/x/main/ab.sealed".into(),
+            plan_sha256: "ab".repeat(32),
+            state: None,
+        },
+        None,
+        strato_domain::ts::now(),
+        time::Duration::hours(1),
+    ));
+    api.ctx.store.save_operation(&mut op, false).await.unwrap();
+    let decide = |verb: &str| {
+        call(
+            "cancel-operation",
+            Method::POST,
+            &format!("/v1/operations/{waiting}/{verb}"),
+        )
+        .scope(Some("operations:approve"))
+        .sub("lead-approver")
+        .body(&json!({"comment": "contract"}))
+    };
+    let r = api.call(decide("approve")).await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    assert_eq!(
+        r.body["approval"]["decision"]["verdict"], "approved",
+        "{:?}",
+        r.body
+    );
+    check(Method::POST, "/v1/operations/{id}/approve", &r);
+    let r = api.call(decide("reject")).await;
+    assert_eq!(r.status, 409, "{:?}", r.body);
+    check(Method::POST, "/v1/operations/{id}/reject", &r);
     check(
         Method::DELETE,
         "/v1/clusters/{id}",
