@@ -9,6 +9,8 @@ use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use strato_domain::approval::Verdict;
+
 use crate::decide::IfMatch;
 use crate::requests::{JsonBody, SpecBody, UpdateBody, WebhookBody};
 use crate::router::{AppState, Caller, Reply};
@@ -192,15 +194,7 @@ pub(crate) async fn approve_operation(
     P(id): P<String>,
     body: Bytes,
 ) -> Answer<OperationView> {
-    let body = crate::requests::DecisionBody::from_bytes(&body)?;
-    operations::decide(
-        &ctx,
-        &caller,
-        &id,
-        strato_domain::approval::Verdict::Approved,
-        body,
-    )
-    .await
+    operations::decide(&ctx, &caller, &id, Verdict::Approved, &body).await
 }
 
 pub(crate) async fn reject_operation(
@@ -209,15 +203,7 @@ pub(crate) async fn reject_operation(
     P(id): P<String>,
     body: Bytes,
 ) -> Answer<OperationView> {
-    let body = crate::requests::DecisionBody::from_bytes(&body)?;
-    operations::decide(
-        &ctx,
-        &caller,
-        &id,
-        strato_domain::approval::Verdict::Rejected,
-        body,
-    )
-    .await
+    operations::decide(&ctx, &caller, &id, Verdict::Rejected, &body).await
 }
 
 pub(crate) async fn create_estimate(

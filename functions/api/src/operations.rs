@@ -57,8 +57,9 @@ pub(crate) async fn decide(
     caller: &Caller,
     id: &str,
     verdict: strato_domain::approval::Verdict,
-    body: crate::requests::DecisionBody,
+    body: &[u8],
 ) -> Result<Reply<OperationView>, ApiError> {
+    let body = crate::requests::DecisionBody::from_bytes(body)?;
     let op = ctx
         .api()
         .decide_approval(caller, id, verdict, body.comment)

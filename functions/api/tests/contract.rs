@@ -143,21 +143,7 @@ async fn every_route_answers_as_the_document_says() {
     let mut op = api.ctx.store.get_operation(&waiting).await.unwrap().unwrap();
     op.status = strato_domain::model::OperationStatus::AwaitingApproval;
     op.approval = Some(strato_domain::approval::Approval::request(
-        strato_domain::approval::SavedPlan {
-            stage: "main".into(),
-            summary: strato_domain::messages::PlanSummary {
-                add: 1,
-                change: 0,
-                destroy: 0,
-            },
-            changes: vec![strato_domain::model::ResourceChange {
-                address: "aws_vpc.this".into(),
-                actions: vec!["create".into()],
-            }],
-            plan_key: "plans/x/main/ab.sealed".into(),
-            plan_sha256: "ab".repeat(32),
-            state: None,
-        },
+        strato_domain::fakes::saved_plan(),
         None,
         strato_domain::ts::now(),
         time::Duration::hours(1),

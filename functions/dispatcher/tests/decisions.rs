@@ -740,7 +740,7 @@ async fn awaiting(
     kind: OperationKind,
     verdict: Option<strato_domain::approval::Verdict>,
 ) -> (Operation, u64) {
-    use strato_domain::approval::{Approval, Decision, SavedPlan};
+    use strato_domain::approval::{Approval, Decision};
     let mut op = w.op(cluster, kind);
     let token = w.hold_lock(cluster, &op.operation_id).await;
     op.status = OperationStatus::AwaitingApproval;
@@ -748,14 +748,7 @@ async fn awaiting(
     op.fencing_token = Some(token);
     op.task_arn = Some("arn:aws:ecs:us-east-1:000000000000:task/fake/planning".into());
     op.attempt = 1;
-    let plan = SavedPlan {
-        stage: "main".into(),
-        summary: Default::default(),
-        changes: Vec::new(),
-        plan_key: "plans/k".into(),
-        plan_sha256: "ab".repeat(32),
-        state: None,
-    };
+    let plan = strato_domain::fakes::saved_plan();
     let mut a = Approval::request(plan, None, w.clock.now(), Duration::hours(72));
     a.task_arn = op.task_arn.clone();
     a.decision = verdict.map(|verdict| Decision {

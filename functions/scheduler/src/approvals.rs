@@ -14,7 +14,7 @@ use strato_domain::ports::{
 use strato_domain::vitals;
 use time::OffsetDateTime;
 
-use crate::decide::{Report, SCHEDULER, Scheduler};
+use crate::decide::{Report, SCHEDULER, Scheduler, sweep_wake};
 
 impl<S, Q, T, E, L, A> Scheduler<'_, S, Q, T, E, L, A>
 where
@@ -65,12 +65,8 @@ where
                 report.approvals_expired += 1;
             } else if decided && op.updated_at + self.queued_grace <= now {
                 // Still awaiting though decided a while ago: the decision's job was lost.
-                let round = request.round;
                 self.jobs
-                    .enqueue(
-                        &JobMessage::from(&op),
-                        &format!("decision-{round}-{}", now.unix_timestamp()),
-                    )
+                    .enqueue(&JobMessage::from(&op), &sweep_wake(&op))
                     .await?;
                 report.decisions_resent += 1;
             }

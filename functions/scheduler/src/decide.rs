@@ -112,7 +112,7 @@ fn item_span(op: &Operation) -> tracing::Span {
 
 /// The deduplication suffix of a sweep's re-enqueue: it changes only when the operation does, so repeated
 /// sweeps of an unchanged operation do not pile up jobs.
-fn sweep_wake(op: &Operation) -> String {
+pub(crate) fn sweep_wake(op: &Operation) -> String {
     format!("sweep-{}", op.updated_at.unix_timestamp())
 }
 

@@ -698,18 +698,11 @@ async fn agent_handshake_a_lost_configure_deadline_is_sent_again_by_the_sweep() 
 
 /// An update that planned `age` ago and waits for approval until `expires_in` from now.
 fn awaiting_approval(w: &World, cluster: &ClusterId, age: Duration, expires_in: Duration) -> Operation {
-    use strato_domain::approval::{Approval, SavedPlan};
+    use strato_domain::approval::Approval;
     w.op(cluster, OperationKind::Update, age, |o| {
         o.status = OperationStatus::AwaitingApproval;
         o.approval_required = true;
-        let plan = SavedPlan {
-            stage: "main".into(),
-            summary: Default::default(),
-            changes: Vec::new(),
-            plan_key: "plans/k".into(),
-            plan_sha256: "ab".repeat(32),
-            state: None,
-        };
+        let plan = strato_domain::fakes::saved_plan();
         let mut a = Approval::request(plan, None, w.now() - age, age + expires_in);
         a.expires_at = w.now() + expires_in;
         o.approval = Some(a);

@@ -9,12 +9,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use strato_domain::ErrorCategory;
 use strato_domain::approval::{SavedPlan, StateStamp};
-use strato_domain::model::ResourceChange;
 use strato_domain::sealed::{self, Envelope};
 
 use super::PreparedRun;
 use super::failure::Failure;
-use super::plan::plan_summary;
+use super::plan::{plan_summary, planned_changes};
 use crate::workspace::PLAN_FILE;
 
 /// What became of a stage of an operation that needs approval.
@@ -25,27 +24,6 @@ pub(super) enum Gate {
     Applied,
     /// The plan is saved; the run ends and waits for an approver.
     Awaiting(Box<SavedPlan>),
-}
-
-/// The resources a plan adds, changes or destroys (no-ops and reads left out), by address.
-pub(super) fn planned_changes(plan: &Value) -> Vec<ResourceChange> {
-    plan["resource_changes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|rc| {
-            let actions: Vec<String> = rc["change"]["actions"]
-                .as_array()?
-                .iter()
-                .filter_map(|a| a.as_str().map(str::to_owned))
-                .collect();
-            let changed = actions.iter().any(|a| a != "no-op" && a != "read");
-            changed.then(|| ResourceChange {
-                address: rc["address"].as_str().unwrap_or_default().to_owned(),
-                actions,
-            })
-        })
-        .collect()
 }
 
 /// The lineage and serial of `terraform state pull`'s output; `None` for an empty state (a first create).

@@ -39,21 +39,30 @@ pub fn drift_changes(plan: &Value) -> Vec<ResourceChange> {
         .and_then(Value::as_array)
         .filter(|a| !a.is_empty())
         .or_else(|| plan["resource_changes"].as_array());
-    list.into_iter()
-        .flatten()
-        .filter_map(|rc| {
-            let actions: Vec<String> = rc["change"]["actions"]
-                .as_array()?
-                .iter()
-                .filter_map(|a| a.as_str().map(str::to_owned))
-                .collect();
-            let changed = actions.iter().any(|a| a != "no-op" && a != "read");
-            changed.then(|| ResourceChange {
-                address: rc["address"].as_str().unwrap_or_default().to_owned(),
-                actions,
-            })
+    changed_resources(list.into_iter().flatten())
+}
+
+/// The resources a plan adds, changes or destroys (no-ops and reads left out), by address: what an
+/// approver is shown.
+pub(super) fn planned_changes(plan: &Value) -> Vec<ResourceChange> {
+    changed_resources(plan["resource_changes"].as_array().into_iter().flatten())
+}
+
+/// Entries of `resource_changes` / `resource_drift` whose actions change something, by address.
+fn changed_resources<'a>(list: impl Iterator<Item = &'a Value>) -> Vec<ResourceChange> {
+    list.filter_map(|rc| {
+        let actions: Vec<String> = rc["change"]["actions"]
+            .as_array()?
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        let changed = actions.iter().any(|a| a != "no-op" && a != "read");
+        changed.then(|| ResourceChange {
+            address: rc["address"].as_str().unwrap_or_default().to_owned(),
+            actions,
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// Output name → value.

@@ -2,9 +2,8 @@
 //! approval mode is resolved on create and PATCH.
 
 use super::*;
-use strato_domain::approval::{Approval, ApprovalMode, SavedPlan, Verdict};
-use strato_domain::messages::PlanSummary;
-use strato_domain::model::ResourceChange;
+use strato_domain::approval::{Approval, ApprovalMode, Verdict};
+use strato_domain::fakes::saved_plan;
 use strato_domain::ports::Clock;
 
 fn approver(subject: &str) -> Caller {
@@ -14,31 +13,13 @@ fn approver(subject: &str) -> Caller {
     }
 }
 
-fn plan() -> SavedPlan {
-    SavedPlan {
-        stage: "main".into(),
-        summary: PlanSummary {
-            add: 2,
-            change: 0,
-            destroy: 0,
-        },
-        changes: vec![ResourceChange {
-            address: "aws_vpc.this".into(),
-            actions: vec!["create".into()],
-        }],
-        plan_key: "plans/x/main/ab.sealed".into(),
-        plan_sha256: "ab".repeat(32),
-        state: None,
-    }
-}
-
 /// A create (requested by `user-7f3a`) that planned and now waits for an approver.
 async fn awaiting(w: &World) -> Started {
     let mut s = w.create("prod-eu").await;
     s.operation.status = OperationStatus::AwaitingApproval;
     s.operation.approval_required = true;
     s.operation.approval = Some(Approval::request(
-        plan(),
+        saved_plan(),
         None,
         w.clock.now(),
         time::Duration::hours(2),
@@ -67,7 +48,7 @@ async fn another_principal_approves_and_the_decision_is_recorded_and_its_job_sen
     let d = stored.approval.as_ref().unwrap().decision.as_ref().unwrap();
     assert_eq!((d.verdict, d.by.as_str()), (Verdict::Approved, "lead-2"));
     assert_eq!(d.comment.as_deref(), Some("looks right"));
-    assert_eq!(op.approved_plan(), Some(&plan()));
+    assert_eq!(op.approved_plan(), Some(&saved_plan()));
     // The dispatcher acts on it: one job, deduplicated per round.
     let sent = w.jobs.sent();
     assert_eq!(sent.len(), before + 1);

@@ -2,26 +2,7 @@
 //! frees its slot, tells the tenant once; the planning task's stop changes nothing.
 
 use super::*;
-use strato_domain::approval::SavedPlan;
-use strato_domain::messages::PlanSummary;
-
-fn saved_plan() -> SavedPlan {
-    SavedPlan {
-        stage: "main".into(),
-        summary: PlanSummary {
-            add: 3,
-            change: 1,
-            destroy: 0,
-        },
-        changes: vec![ResourceChange {
-            address: "aws_eks_cluster.this".into(),
-            actions: vec!["create".into()],
-        }],
-        plan_key: "plans/op/main/ab.sealed".into(),
-        plan_sha256: "ab".repeat(32),
-        state: None,
-    }
-}
+use strato_domain::fakes::saved_plan;
 
 fn awaiting_approval(w: &World, run: &Run) -> String {
     runner(RunnerEvent::AwaitingApproval {
