@@ -1,0 +1,305 @@
+//! One real request to every route, against moto, and each answer checked against the generated OpenAPI
+//! document: its status must be documented for the route, its content type documented for that status, and
+//! its body valid against that response's schema (JSON Schema 2020-12, `$ref`s into the document's
+//! components).
+
+use crate::common;
+
+use std::collections::BTreeSet;
+
+use crate::conformance;
+
+use common::{Api, Req, Resp, call_with};
+use conformance::{conforms, spec};
+use lambda_http::http::Method;
+use serde_json::json;
+use strato_api::{Config, Ctx, ROUTES, service};
+use strato_domain::model::ClusterState;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_route_answers_as_the_document_says() {
+    let api = Api::new().await;
+    let spec = spec();
+    let mut covered = BTreeSet::new();
+    let mut check = |method: Method, template: &str, r: &Resp| {
+        covered.insert(conforms(&spec, method.as_str(), template, r));
+    };
+    let call = |name: &str, method: Method, path: &str| Req::load(name).method(method).path(path);
+
+    check(
+        Method::GET,
+        "/healthz",
+        &api.call(call("healthz", Method::GET, "/healthz")).await,
+    );
+    let r = api.call(Req::load("create-cluster")).await;
+    check(Method::POST, "/v1/clusters", &r);
+    let cid = r.body["cluster"]["id"].as_str().unwrap().to_owned();
+    let oid = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let cluster = format!("/v1/clusters/{cid}");
+    check(
+        Method::GET,
+        "/v1/clusters",
+        &api.call(Req::load("list-clusters").query("")).await,
+    );
+    let r = api.call(call("get-cluster", Method::GET, &cluster)).await;
+    check(Method::GET, "/v1/clusters/{id}", &r);
+    let r = api
+        .call(
+            call("update-cluster-drift", Method::PATCH, &cluster)
+                .body(&json!({"drift": {"policy": "reconcile"}})),
+        )
+        .await;
+    check(Method::PATCH, "/v1/clusters/{id}", &r);
+    // A PENDING cluster cannot be retried (409 problem).
+    let r = api
+        .call(call("retry-cluster", Method::POST, &format!("{cluster}/retry")))
+        .await;
+    check(Method::POST, "/v1/clusters/{id}/retry", &r);
+    let r = api
+        .call(call(
+            "get-cluster",
+            Method::GET,
+            &format!("{cluster}/state-versions"),
+        ))
+        .await;
+    check(Method::GET, "/v1/clusters/{id}/state-versions", &r);
+    let r = api
+        .call(call(
+            "retry-cluster",
+            Method::POST,
+            &format!("{cluster}/state-versions/v-nope/restore"),
+        ))
+        .await;
+    check(
+        Method::POST,
+        "/v1/clusters/{id}/state-versions/{version}/restore",
+        &r,
+    );
+    let r = api
+        .call(call(
+            "list-cluster-operations",
+            Method::GET,
+            &format!("{cluster}/operations"),
+        ))
+        .await;
+    check(Method::GET, "/v1/clusters/{id}/operations", &r);
+    let operation = format!("/v1/operations/{oid}");
+    check(
+        Method::GET,
+        "/v1/operations/{id}",
+        &api.call(call("get-operation", Method::GET, &operation)).await,
+    );
+    let r = api
+        .call(call(
+            "get-operation-timeline",
+            Method::GET,
+            &format!("{operation}/timeline"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["entries"][0]["event"], "queued");
+    check(Method::GET, "/v1/operations/{id}/timeline", &r);
+
+    // An ACTIVE cluster: a drift check, then a delete, are queued (202).
+    let mut c = api
+        .ctx
+        .store
+        .get_cluster(&common::TENANT.parse().unwrap(), &cid.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    c = c.in_state(ClusterState::Active);
+    api.ctx.store.save_cluster(&mut c).await.unwrap();
+    let r = api
+        .call(call(
+            "drift-check",
+            Method::POST,
+            &format!("{cluster}/drift-check"),
+        ))
+        .await;
+    check(Method::POST, "/v1/clusters/{id}/drift-check", &r);
+    let check_op = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let r = api
+        .call(call(
+            "cancel-operation",
+            Method::POST,
+            &format!("/v1/operations/{check_op}/cancel"),
+        ))
+        .await;
+    check(Method::POST, "/v1/operations/{id}/cancel", &r);
+
+    // Another check, parked as a planned operation awaiting approval: approved (202, with its plan and the
+    // decision), then a rejection is too late (409).
+    let r = api
+        .call(call(
+            "drift-check",
+            Method::POST,
+            &format!("{cluster}/drift-check"),
+        ))
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    let waiting: strato_domain::ids::OperationId =
+        r.body["operation"]["id"].as_str().unwrap().parse().unwrap();
+    let mut op = api.ctx.store.get_operation(&waiting).await.unwrap().unwrap();
+    op.status = strato_domain::model::OperationStatus::AwaitingApproval;
+    op.approval = Some(strato_domain::approval::Approval::request(
+        strato_domain::fakes::saved_plan(),
+        None,
+        strato_domain::ts::now(),
+        time::Duration::hours(1),
+    ));
+    api.ctx.store.save_operation(&mut op, false).await.unwrap();
+    let decide = |verb: &str| {
+        call(
+            "cancel-operation",
+            Method::POST,
+            &format!("/v1/operations/{waiting}/{verb}"),
+        )
+        .scope(Some("operations:approve"))
+        .sub("lead-approver")
+        .body(&json!({"comment": "contract"}))
+    };
+    let r = api.call(decide("approve")).await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    assert_eq!(
+        r.body["approval"]["decision"]["verdict"], "approved",
+        "{:?}",
+        r.body
+    );
+    check(Method::POST, "/v1/operations/{id}/approve", &r);
+    let r = api.call(decide("reject")).await;
+    assert_eq!(r.status, 409, "{:?}", r.body);
+    check(Method::POST, "/v1/operations/{id}/reject", &r);
+    check(
+        Method::DELETE,
+        "/v1/clusters/{id}",
+        &api.call(call("delete-cluster", Method::DELETE, &cluster)).await,
+    );
+
+    check(
+        Method::POST,
+        "/v1/estimates",
+        &api.call(Req::load("create-estimate")).await,
+    );
+    check(
+        Method::GET,
+        "/v1/webhook",
+        &api.call(Req::load("get-webhook")).await,
+    );
+    check(
+        Method::PUT,
+        "/v1/webhook",
+        &api.call(Req::load("put-webhook")).await,
+    );
+    check(
+        Method::DELETE,
+        "/v1/webhook",
+        &api.call(Req::load("delete-webhook")).await,
+    );
+    let policy = |m: Method, path: &str| Req::load("put-webhook").method(m).path(path);
+    let rego = json!({"source": "package strato.request\n\ndeny contains \"never\" if false\n"});
+    let r = api
+        .call(policy(Method::PUT, "/v1/policies/sample").body(&rego))
+        .await;
+    check(Method::PUT, "/v1/policies/{name}", &r);
+    let r = api.call(policy(Method::GET, "/v1/policies").raw_body("")).await;
+    check(Method::GET, "/v1/policies", &r);
+    let r = api
+        .call(policy(Method::GET, "/v1/policies/sample").raw_body(""))
+        .await;
+    check(Method::GET, "/v1/policies/{name}", &r);
+    let r = api
+        .call(policy(Method::DELETE, "/v1/policies/sample").raw_body(""))
+        .await;
+    check(Method::DELETE, "/v1/policies/{name}", &r);
+    check(
+        Method::GET,
+        "/v1/tenant/target-access",
+        &api.call(Req::load("get-target-access")).await,
+    );
+    check(
+        Method::GET,
+        "/v1/templates",
+        &api.call(Req::load("list-templates")).await,
+    );
+    let r = api
+        .call(call("get-template", Method::GET, "/v1/templates/api-test").query(""))
+        .await;
+    check(Method::GET, "/v1/templates/{name}", &r);
+    // Tickets need the ws function's signing secret.
+    let prefix = api.env.names.prefix().to_owned();
+    let config = Config::from_lookup(|k| match k {
+        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+        "STRATO_JWT_SECRET" => Some("contract-secret-0123456789abcdef0123".into()),
+        _ => None,
+    })
+    .unwrap();
+    let ticketing = Ctx::new(&api.env.aws, config).await.unwrap();
+    check(
+        Method::POST,
+        "/v1/ws-tickets",
+        &call_with(&service(ticketing), Req::load("create-ws-ticket")).await,
+    );
+    // No cluster has this agent token (401 problem).
+    check(
+        Method::POST,
+        "/v1/agent/register",
+        &api.call(Req::load("agent-register")).await,
+    );
+    check(
+        Method::POST,
+        "/v1/agent/heartbeat",
+        &api.call(Req::load("agent-heartbeat")).await,
+    );
+
+    check(Method::GET, "/v1/audit", &api.call(Req::load("list-audit")).await);
+
+    let all: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|r| (r.method.to_owned(), r.path.to_owned()))
+        .collect();
+    assert_eq!(covered, all, "every route is exercised");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn problems_conform_too() {
+    let api = Api::new().await;
+    let spec = spec();
+    // Field errors (422), malformed JSON (400), no token (401), unknown id (404), a body over the limit (413).
+    let r = api
+        .call(Req::load("create-cluster").body(&json!({"name": 1, "template": "x", "extra": true})))
+        .await;
+    assert_eq!(r.status, 422);
+    assert_eq!(r.fields(), ["extra", "name", "provider", "region", "template"]);
+    conforms(&spec, "POST", "/v1/clusters", &r);
+    let r = api.call(Req::load("create-cluster").raw_body("{")).await;
+    assert_eq!(r.status, 400);
+    conforms(&spec, "POST", "/v1/clusters", &r);
+    let r = api.call(Req::load("list-clusters").without_claims()).await;
+    assert_eq!(r.status, 401);
+    conforms(&spec, "GET", "/v1/clusters", &r);
+    let r = api
+        .call(Req::load("get-operation").path("/v1/operations/op-nope"))
+        .await;
+    assert_eq!(r.status, 404);
+    conforms(&spec, "GET", "/v1/operations/{id}", &r);
+    let r = api
+        .call(Req::load("get-operation-timeline").path("/v1/operations/op-nope/timeline"))
+        .await;
+    assert_eq!(r.status, 404);
+    conforms(&spec, "GET", "/v1/operations/{id}/timeline", &r);
+    let big = json!({"name": "x".repeat(70 * 1024)});
+    let r = api.call(Req::load("put-webhook").body(&big)).await;
+    assert_eq!(r.status, 413);
+    conforms(&spec, "PUT", "/v1/webhook", &r);
+    let r = api
+        .call(Req::load("put-webhook").body(&json!({"url": 5, "secret": null, "x": 1})))
+        .await;
+    assert_eq!(r.fields(), ["x", "url", "secret"]);
+    conforms(&spec, "PUT", "/v1/webhook", &r);
+    let r = api
+        .call(Req::load("create-cluster").header("idempotency-key", ""))
+        .await;
+    assert_eq!(r.status, 400);
+    conforms(&spec, "POST", "/v1/clusters", &r);
+}

@@ -1,0 +1,19 @@
+//! The api's handler driven with API Gateway events against moto (one server for the binary, each test its
+//! own resources): routes, roles, audit, sealed values, estimates, policies, the contract and hardening.
+
+#[allow(dead_code)] // each module uses a different part
+mod common;
+#[allow(dead_code)] // each module uses a different part
+mod conformance;
+
+mod agent;
+mod api;
+mod audit;
+mod contract;
+mod estimates;
+mod hardening;
+mod policies;
+mod roles;
+mod sealed;
+mod settings;
+mod views;

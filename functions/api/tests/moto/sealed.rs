@@ -1,0 +1,114 @@
+//! Sensitive variables at rest, against moto (its KMS and DynamoDB): sealed before any item is written,
+//! opened only with the item's own identity, kept as they are by a PATCH that does not change them, and never
+//! accepted sealed from a caller.
+
+use crate::common;
+
+use common::{Api, Req, TENANT};
+use lambda_http::http::StatusCode;
+use serde_json::{Value, json};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::model::ClusterSpec;
+use strato_domain::sealed::{self, as_sealed};
+
+const PASSWORD: &str = "hunter2-but-longer";
+
+/// Every item of a table as DynamoDB returns it: what is at rest.
+async fn raw_items(api: &Api, logical: &str) -> String {
+    let out = api
+        .env
+        .aws
+        .dynamodb
+        .scan()
+        .table_name(api.env.names.table(logical))
+        .send()
+        .await
+        .unwrap();
+    format!("{:?}", out.items())
+}
+
+async fn op_spec(api: &Api, oid: &str) -> ClusterSpec {
+    api.ctx
+        .store
+        .get_operation(&oid.parse::<OperationId>().unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+        .spec
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sensitive_variables_are_sealed_at_rest_and_open_only_where_they_belong() {
+    let api = Api::new().await;
+    let (cid, oid) = api.create(TENANT, "prod-eu").await;
+    for table in ["clusters", "operations"] {
+        let raw = raw_items(&api, table).await;
+        assert!(
+            !raw.contains(PASSWORD),
+            "{table} holds the password in the clear: {raw}"
+        );
+        assert!(raw.contains(sealed::SEALED_MEMBER), "{table}: {raw}");
+        assert!(
+            raw.contains("ops@acme.example"),
+            "non-sensitive values stay readable: {raw}"
+        );
+    }
+    let tenant: TenantId = TENANT.parse().unwrap();
+    let cluster: ClusterId = cid.parse().unwrap();
+    let spec = op_spec(&api, &oid).await;
+    let opened = sealed::open_spec(&api.ctx.keys, &tenant, &cluster, &spec)
+        .await
+        .unwrap();
+    assert_eq!(opened.variables["db_password"], json!(PASSWORD));
+
+    // The same ciphertext in another tenant's (or another cluster's) item does not open.
+    let globex: TenantId = "globex".parse().unwrap();
+    assert!(
+        sealed::open_spec(&api.ctx.keys, &globex, &cluster, &spec)
+            .await
+            .is_err()
+    );
+    assert!(
+        sealed::open_spec(&api.ctx.keys, &tenant, &ClusterId::generate(), &spec)
+            .await
+            .is_err()
+    );
+
+    // A PATCH that leaves the password alone keeps its ciphertext.
+    let before = as_sealed(&spec.variables["db_password"]).unwrap();
+    let path = format!("/v1/clusters/{cid}");
+    let r = api.call(Req::load("update-cluster").path(&path)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
+    let patched = op_spec(&api, r.body["operation"]["id"].as_str().unwrap()).await;
+    assert_eq!(as_sealed(&patched.variables["db_password"]).unwrap(), before);
+    assert_eq!(patched.variables["node_count"], json!(4));
+
+    // One that changes it seals the new value.
+    let body = json!({"variables": {"db_password": "correct-horse-battery"}});
+    let r = api
+        .call(Req::load("update-cluster").path(&path).body(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
+    assert!(!r.text.contains("correct-horse"), "{}", r.text);
+    let patched = op_spec(&api, r.body["operation"]["id"].as_str().unwrap()).await;
+    let opened = sealed::open_spec(&api.ctx.keys, &tenant, &cluster, &patched)
+        .await
+        .unwrap();
+    assert_eq!(opened.variables["db_password"], json!("correct-horse-battery"));
+    assert!(!raw_items(&api, "operations").await.contains("correct-horse"));
+
+    // A sealed value is Strato's to write: one sent by a caller (copied from elsewhere) is refused.
+    let copied: Value = spec.variables["db_password"].clone();
+    let body = json!({"variables": {"db_password": copied}});
+    let r = api
+        .call(Req::load("update-cluster").path(&path).body(&body))
+        .await;
+    r.problem(422);
+    assert_eq!(r.fields(), ["variables.db_password"], "{}", r.text);
+    let mut create = Api::create_req("other").body_value();
+    create["variables"]["db_password"] = copied;
+    let r = api.call(Req::load("create-cluster").body(&create)).await;
+    r.problem(422);
+    assert_eq!(r.fields(), ["variables.db_password"], "{}", r.text);
+}

@@ -1,0 +1,16 @@
+//! Tests that run a real Terraform engine (the PyPI bed's 0.15, and the modern engine where the machine
+//! has one): the catalog applied into moto, cost from real plans, infra/ checked and applied, the bed itself.
+
+#[allow(dead_code)] // each module uses a different part
+mod catalog_common;
+#[allow(dead_code)] // each module uses a different part
+mod infra_support;
+#[allow(dead_code)] // each module uses a different part
+mod deployment_run;
+
+mod catalog_apply;
+mod catalog_publish;
+mod cost_plan;
+mod infra_apply;
+mod infra_check;
+mod terraform_bed;
