@@ -1,6 +1,6 @@
 //! The `strato` binary itself, without a server: help that teaches, exit codes for usage errors, completions.
 //! (Being an integration test of this crate also makes `cargo test --workspace` build the binary that the
-//! end-to-end tests in `tests/tests/cli_e2e.rs` run.)
+//! end-to-end tests in `tests/tests/devstack/cli_e2e.rs` run.)
 
 use std::process::Command;
 

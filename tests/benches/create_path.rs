@@ -6,7 +6,7 @@
 //! (moto runs in its own process, so its time is not included). Run with
 //! `cargo bench -p strato-tests --bench create_path` (release) — `-- N` sets the number of creates.
 
-#[path = "../tests/flow_support/mod.rs"]
+#[path = "../tests/moto/flow_support/mod.rs"]
 mod support;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! The AWS calls each function's code makes, as IAM sees them: an action on a resource named logically (the
 //! tables, queues and buckets of [`crate::resources`], the runner's ECS task definition and cluster, the
 //! WebSocket API's connections…). Each function crate keeps its list beside its code (`AWS_CALLS`);
-//! `tests/tests/infra_apply.rs` evaluates each function's IAM policy in `infra/` against that list, and the
+//! `tests/tests/engine/infra_apply.rs` evaluates each function's IAM policy in `infra/` against that list, and the
 //! devstack flow test records the calls the code really makes ([`recorder::CallRecorder`]) and checks each
 //! is on the list. So a call without a grant fails CI twice: the code is checked against the list, the list
 //! against `infra/`.

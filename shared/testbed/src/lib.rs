@@ -5,6 +5,7 @@ mod engines;
 mod install;
 mod modern;
 mod moto;
+mod moto_run;
 
 pub use engines::{TEST_STACK, TestEngine, preferred_engine, report_time, run_async};
 pub use install::{SCHEMATHESIS_VERSION, Tools, ToolsError, schemathesis, tools, tools_dir};

@@ -1,5 +1,8 @@
 //! Private moto servers. A test process gets one server (shared by its tests, each with uniquely named
-//! resources); the server exits when the process does.
+//! resources); the server exits when the process does. Under cargo-nextest, which runs every test in a
+//! process of its own, one server serves the whole run instead: the first test to need it starts it, the
+//! others find it by the run's id, and it exits when the nextest process does (starting moto costs about
+//! two seconds of CPU, paid once per run instead of once per test).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -15,9 +18,8 @@ use strato_aws::resources::{self, Names};
 pub struct MotoServer {
     pub endpoint: String,
     pub port: u16,
-    child: Child,
-    // Held open for the server's lifetime; closing it stops the server.
-    _stdin: ChildStdin,
+    /// The server this process started and owns; `None` for a server shared by a nextest run.
+    owned: Option<(Child, ChildStdin)>,
 }
 
 impl MotoServer {
@@ -57,8 +59,8 @@ impl MotoServer {
                 return Ok(Self {
                     endpoint,
                     port,
-                    child,
-                    _stdin: stdin,
+                    // Holding stdin open keeps the server; closing it (this process ending) stops it.
+                    owned: Some((child, stdin)),
                 });
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -68,19 +70,36 @@ impl MotoServer {
     }
 }
 
-impl Drop for MotoServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl MotoServer {
+    /// A server started by another process of the same nextest run.
+    pub(crate) fn shared(port: u16) -> Self {
+        Self {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            port,
+            owned: None,
+        }
     }
 }
 
-/// The process-wide server, started on first use.
+impl Drop for MotoServer {
+    fn drop(&mut self) {
+        if let Some((child, _)) = &mut self.owned {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The process-wide server, started on first use; under cargo-nextest the run-wide one.
 pub fn shared_moto() -> &'static MotoServer {
     static MOTO: OnceLock<MotoServer> = OnceLock::new();
     MOTO.get_or_init(|| {
         let tools = tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
-        MotoServer::start(tools).unwrap_or_else(|e| panic!("{e}"))
+        let server = match std::env::var("NEXTEST_RUN_ID") {
+            Ok(run) if !run.is_empty() => crate::moto_run::shared_by_run(tools, &run),
+            _ => MotoServer::start(tools),
+        };
+        server.unwrap_or_else(|e| panic!("{e}"))
     })
 }
 

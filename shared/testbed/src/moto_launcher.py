@@ -1,5 +1,7 @@
 # Starts moto on a free port, prints it, and serves until stdin closes: when the owning process exits
-# (even by a crash), its end of the pipe closes and the server goes with it.
+# (even by a crash), its end of the pipe closes and the server goes with it. With STRATO_MOTO_WATCH_PID set
+# (one server for a whole nextest run) it serves until that process is gone instead.
+import os
 import sys
 import threading
 import time
@@ -98,7 +100,21 @@ server = ThreadedMotoServer(ip_address="127.0.0.1", port=int(sys.argv[1]) if len
 server.start()
 host, port = server.get_host_and_port()
 print(f"PORT {port}", flush=True)
+watched = os.environ.get("STRATO_MOTO_WATCH_PID")
 try:
-    sys.stdin.read()
+    if watched:
+        # Shared by a nextest run: detached from the test that started it, it serves until the nextest
+        # process is gone. Its stdout (the starter's pipe) is closed once the port is read.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        while True:
+            try:
+                os.kill(int(watched), 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                pass
+            time.sleep(1)
+    else:
+        sys.stdin.read()
 finally:
     server.stop()

@@ -15,9 +15,9 @@
 //! An example, not a bench: `cargo bench` holds the target directory's lock while it runs. It builds the
 //! release runner first (`cargo build --release -p strato-runner`) and runs that one, never a debug binary.
 
-#[path = "../../tests/devstack_support/mod.rs"]
+#[path = "../../tests/devstack/devstack_support/mod.rs"]
 mod devstack_support;
-#[path = "../../tests/load_support/mod.rs"]
+#[path = "../../tests/devstack/load_support/mod.rs"]
 mod load_support;
 mod probe;
 mod report;

@@ -13,7 +13,7 @@
 //! `--pace fixed` ships every `--flush-ms` as the runner did before adaptive batching; the default is the
 //! runner's policy (`strato_domain::live_batch::frame_due`).
 
-#[path = "../../tests/live_logs_support/mod.rs"]
+#[path = "../../tests/moto/live_logs_support/mod.rs"]
 mod live_logs_support;
 mod report;
 

@@ -4,7 +4,7 @@
 //! a cluster's life; samples naming a cluster or operation get the id of the one this walk made (their ids are
 //! placeholders, as in the README). The agent samples are the exception: their bearer is the per-cluster
 //! token only the runner hands to the cluster's agent, so a placeholder is answered 401
-//! (functions/api/tests/agent.rs covers them with real tokens).
+//! (functions/api/tests/moto/agent.rs covers them with real tokens).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

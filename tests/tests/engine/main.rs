@@ -4,9 +4,9 @@
 #[allow(dead_code)] // each module uses a different part
 mod catalog_common;
 #[allow(dead_code)] // each module uses a different part
-mod infra_support;
-#[allow(dead_code)] // each module uses a different part
 mod deployment_run;
+#[allow(dead_code)] // each module uses a different part
+mod infra_support;
 
 mod catalog_apply;
 mod catalog_publish;

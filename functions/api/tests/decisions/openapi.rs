@@ -1,5 +1,5 @@
 //! `openapi.yaml` is the document generated from the API's types and route table, checked in; it documents
-//! exactly the router's routes. Regenerate it with `STRATO_BLESS=1 cargo test -p strato-api --test openapi`.
+//! exactly the router's routes. Regenerate it with `STRATO_BLESS=1 cargo test -p strato-api --test decisions openapi`.
 
 use std::collections::BTreeSet;
 
@@ -22,7 +22,7 @@ fn the_checked_in_document_is_the_generated_one() {
     assert!(
         checked_in == generated,
         "functions/api/openapi.yaml is not the document the code generates; regenerate it with\n  \
-         STRATO_BLESS=1 cargo test -p strato-api --test openapi\nand review the diff"
+         STRATO_BLESS=1 cargo test -p strato-api --test decisions openapi\nand review the diff"
     );
 }
 

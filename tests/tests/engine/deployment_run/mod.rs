@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use strato_devstack::DevstackConfig;
 use strato_devstack::client::Client;
 
-#[path = "../devstack_support/mod.rs"]
+#[path = "../../devstack/devstack_support/mod.rs"]
 mod devstack_support;
 
 /// create → ACTIVE → delete → DELETED of an `aws-eks-basic` cluster on the deployment `outputs`
