@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Deserialize;
 use strato_domain::validate::FieldError;
 
-/// Exit codes (README "Using Strato"; `strato --help` repeats them).
+/// Exit codes (cli/README.md, Usage; `strato --help` repeats them).
 pub mod exit {
     pub const OK: u8 = 0;
     /// Anything not classified below (a local file unreadable, a broken terminal).
