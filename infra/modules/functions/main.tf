@@ -19,7 +19,7 @@ locals {
   agent_enabled = var.secrets.agent_token_arn != null
   check_claims  = var.ws_ticket_issuer != null
 
-  # Environment exactly as each function's `Config::from_lookup` reads it (README "Configuration"); the
+  # Environment exactly as each function's `Config::from_lookup` reads it (docs/configuration.md); the
   # infra_apply test feeds the applied maps to those functions. Secrets appear only as `NAME_ARN` references,
   # resolved by the function at cold start (strato_aws::secret_env).
   common_env = {

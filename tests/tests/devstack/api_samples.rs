@@ -2,7 +2,7 @@
 //! devstack's Lambda Runtime API emulator (what `cargo lambda invoke` talks to), on a store holding the
 //! template catalog exactly as devstack publishes it. Every sample is answered 2xx or 3xx, in a walk through
 //! a cluster's life; samples naming a cluster or operation get the id of the one this walk made (their ids are
-//! placeholders, as in the README). The agent samples are the exception: their bearer is the per-cluster
+//! placeholders, as functions/api/README.md says). The agent samples are the exception: their bearer is the per-cluster
 //! token only the runner hands to the cluster's agent, so a placeholder is answered 401
 //! (functions/api/tests/moto/agent.rs covers them with real tokens).
 

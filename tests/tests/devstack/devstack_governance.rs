@@ -77,7 +77,7 @@ async fn an_expiring_cluster_is_deleted_on_time_and_its_events_arrive_signed() {
 
     // A cluster that is to live 75 s.
     let expires_at = ts::now() + LIFETIME;
-    // An EKS cluster from the catalog (the vpc-sg fixture cannot be destroyed: README › Known gaps).
+    // An EKS cluster from the catalog (the vpc-sg fixture cannot be destroyed: docs/known-gaps.md › Templates).
     let body = json!({
         "name": "short-lived",
         "template": {"name": "aws-eks-basic", "version": "1.0.0"},
@@ -322,7 +322,7 @@ async fn wait_status(api: &Client, op: &str, status: &str, timeout: Duration) ->
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approved_plan_is_applied_exactly_and_a_rejected_one_leaves_the_cluster_as_it_was() {
-    // Applying a saved plan needs a released engine: the bed's 0.15.0-rc2 cannot (README › Known gaps).
+    // Applying a saved plan needs a released engine: the bed's 0.15.0-rc2 cannot (docs/known-gaps.md › Governance).
     let Some(modern) = strato_testbed::modern_engine_or_skip("devstack_governance::approvals") else {
         return;
     };

@@ -94,7 +94,7 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints(engine: TestEngin
     );
 
     // Update: open the API to an admin network (one security-group rule added). An update that touches the
-    // EKS node group would never finish against moto (README "Known gaps"); this one changes nothing else.
+    // EKS node group would never finish against moto (docs/known-gaps.md › moto); this one changes nothing else.
     let r = api
         .patch(
             &format!("/v1/clusters/{cluster}"),

@@ -1,5 +1,5 @@
 //! Load through devstack's HTTP API: N clusters (`STRATO_LOAD_CLUSTERS`, default 20; the figure is
-//! 100, see README "Performance" and `examples/bench_load`) from 5 tenants at once, each tenant allowed 3
+//! 100, see docs/performance.md "Load" and `examples/bench_load`) from 5 tenants at once, each tenant allowed 3
 //! concurrent operations, with a one-resource template and the real runner and engine. All must reach
 //! ACTIVE, no tenant may ever have more than 3 runners at a time (measured from the emulated Fargate's task
 //! records, not from Strato's own bookkeeping), and nothing may be lost: one runner per operation, every
