@@ -23,11 +23,12 @@ pub enum StopReason {
 
 pub type StopRx = watch::Receiver<Option<StopReason>>;
 
-/// How the engine is run: binary and its environment (credentials, region, mirror config…). The engine
-/// inherits only [`inherited`] variables of the runner's environment: never the runner's own credentials
-/// (`AWS_*`, the task role's container-credentials URI), its run proof or its secrets (`STRATO_*`).
+/// The engine as a process ([`crate::ports::Engine`] on the real binary): binary and its environment
+/// (credentials, region, mirror config…). The engine inherits only [`inherited`] variables of the runner's
+/// environment: never the runner's own credentials (`AWS_*`, the task role's container-credentials URI), its
+/// run proof or its secrets (`STRATO_*`).
 #[derive(Debug, Clone)]
-pub struct Engine {
+pub struct ProcessEngine {
     pub bin: PathBuf,
     pub env: Vec<(String, String)>,
     pub grace: Duration,
@@ -115,7 +116,7 @@ async fn read_lines<R: AsyncRead + Unpin>(mut r: BufReader<R>, mut each: impl Fn
     }
 }
 
-impl Engine {
+impl ProcessEngine {
     pub fn command(&self, dir: &Path, args: &[String]) -> Command {
         let mut cmd = Command::new(&self.bin);
         cmd.args(args)
@@ -224,7 +225,34 @@ impl Engine {
     }
 }
 
-async fn wait_stop(stop: &mut StopRx) -> StopReason {
+impl crate::ports::Engine for ProcessEngine {
+    fn with_env(&self, env: Vec<(String, String)>) -> Self {
+        Self { env, ..self.clone() }
+    }
+
+    async fn version_text(&self) -> std::io::Result<String> {
+        let out = self
+            .command(&std::env::temp_dir(), &["version".into(), "-json".into()])
+            .output()
+            .await?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    async fn run(
+        &self,
+        dir: &Path,
+        args: &[String],
+        step: &str,
+        capture_stdout: bool,
+        logs: &LogHub,
+        stop: &mut StopRx,
+    ) -> std::io::Result<Outcome> {
+        ProcessEngine::run(self, dir, args, step, capture_stdout, logs, stop).await
+    }
+}
+
+/// Waits until `stop` holds a reason (at once if it already does); never, once nobody can send one.
+pub async fn wait_stop(stop: &mut StopRx) -> StopReason {
     loop {
         if let Some(r) = *stop.borrow_and_update() {
             return r;
@@ -251,7 +279,7 @@ mod tests {
         // `cargo test` gives this process CARGO_* variables; the child must not see them, nor anything else
         // outside the allowlist, only its own environment and the basics.
         assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
-        let engine = Engine {
+        let engine = ProcessEngine {
             bin: "env".into(),
             env: vec![("AWS_ACCESS_KEY_ID".into(), "ASIA-ENGINE-SESSION".into())],
             grace: Duration::from_secs(1),

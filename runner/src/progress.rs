@@ -5,7 +5,7 @@
 use strato_domain::messages::RunnerEvent;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::Reporter;
+use crate::ports::Reporter;
 
 enum Item {
     Event(Box<RunnerEvent>),
@@ -20,13 +20,21 @@ pub struct Progress {
 
 impl Progress {
     /// Starts the sender task for `reporter`'s operation.
-    pub fn start(reporter: Reporter) -> Self {
+    pub fn start(reporter: impl Reporter) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<Item>();
         crate::spawn(async move {
             while let Some(item) = rx.recv().await {
                 match item {
-                    // Best effort, as before: a lost step or heartbeat event is logged, not fatal.
-                    Item::Event(ev) => reporter.progress(*ev).await,
+                    // Best effort: a lost step or heartbeat event is logged, not fatal.
+                    Item::Event(ev) => {
+                        if let RunnerEvent::StepStarted { step, .. } = &*ev {
+                            tracing::Span::current()
+                                .record(strato_domain::telemetry::fields::STEP, step.as_str());
+                        }
+                        if let Err(e) = reporter.send(&ev).await {
+                            tracing::warn!(error = %e, "progress event not sent");
+                        }
+                    }
                     Item::Flush(done) => {
                         let _ = done.send(());
                     }
