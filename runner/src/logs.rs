@@ -462,34 +462,4 @@ async fn put_chunk(sinks: &impl Artifacts, op: &OperationId, chunk: &[LogLine]) 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn debug_lines_and_their_continuations_stay_out_of_the_user_stream() {
-        assert!(is_debug_line("[INFO] Terraform version: 0.15.0 rc2"));
-        assert!(is_debug_line(
-            "2026-11-22T04:55:01.123Z [DEBUG] provider.terraform-provider-aws_v3.39.0_x5: x"
-        ));
-        assert!(is_debug_line("2021-05-01T10:00:00.000+0200 [TRACE] x"));
-        assert!(!is_debug_line("aws_vpc.this: Creating..."));
-        let mut s = StderrSplitter::default();
-        assert!(!s.is_debug("Some early message"));
-        assert!(s.is_debug("[TRACE] graph:"));
-        assert!(s.is_debug("  var.region - *terraform.NodeRootVariable"));
-        assert!(s.is_debug(""));
-        assert!(!s.is_debug("Error: Error creating VPC: InvalidParameterValue"));
-        assert!(!s.is_debug("\tstatus code: 400"));
-        assert!(s.is_debug("[DEBUG] more"));
-    }
-
-    #[test]
-    fn redaction_replaces_secrets_longest_first() {
-        let r = Redactor::default();
-        r.add("hunter2-secret");
-        r.add("hunter2");
-        r.add("ab");
-        let out = r.redact("pw=hunter2-secret and hunter2, ab");
-        assert_eq!(out, "pw=(sensitive value) and (sensitive value), ab");
-    }
-}
+mod tests;

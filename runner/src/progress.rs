@@ -60,3 +60,70 @@ impl Progress {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use strato_domain::ids::OperationId;
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::RunnerError;
+
+    /// An events queue that answers only once the gate is open, and records what it was sent.
+    #[derive(Clone)]
+    struct Gated {
+        open: watch::Receiver<bool>,
+        sent: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Reporter for Gated {
+        async fn send(&self, ev: &RunnerEvent) -> Result<(), RunnerError> {
+            let _ = self.open.clone().wait_for(|o| *o).await;
+            if let RunnerEvent::StepStarted { step, .. } = ev {
+                self.sent.lock().unwrap().push(step.clone());
+            }
+            Ok(())
+        }
+
+        async fn send_final(&self, _: &RunnerEvent) -> Result<(), RunnerError> {
+            unreachable!("progress sends no final event")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_step_never_waits_for_the_queue_and_a_flush_waits_for_every_earlier_event_in_order() {
+        let (gate, open) = watch::channel(false);
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let progress = Progress::start(Gated {
+            open,
+            sent: sent.clone(),
+        });
+        let op = OperationId::generate();
+        for i in 0..25 {
+            // Returns at once although the queue does not answer.
+            progress.send(RunnerEvent::StepStarted {
+                operation_id: op.clone(),
+                fencing_token: 1,
+                step: format!("step-{i}"),
+                at: strato_domain::ts::now(),
+            });
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), progress.flush())
+                .await
+                .is_err(),
+            "a flush waits for the events before it"
+        );
+        gate.send_replace(true);
+        progress.flush().await;
+        let want: Vec<String> = (0..25).map(|i| format!("step-{i}")).collect();
+        assert_eq!(
+            *sent.lock().unwrap(),
+            want,
+            "every event sent, in the order queued"
+        );
+    }
+}

@@ -295,3 +295,72 @@ async fn a_state_lock_left_by_a_finished_run_is_released_and_noted() {
         bed.log()
     );
 }
+
+#[tokio::test]
+async fn a_run_waits_while_the_state_lock_may_be_held_and_releases_it_once_its_run_ended() {
+    let mut bed = Bed::new(OperationKind::Update, "net").await;
+    // Polled every 500 ms.
+    bed.cfg.state_lock_wait = std::time::Duration::from_secs(5);
+    let earlier = running_operation(&bed);
+    let (table, lock_id) = bed.state_lock("main");
+    bed.cloud.hold_lock(&table, &lock_id, LOCK_INFO);
+    applies(&bed.engine, "main", &vpc_plan(), &outputs(&[]));
+    let store = bed.store.store.clone();
+    let ender = tokio::spawn(async move {
+        // The earlier run's task stopped and status failed it, while this run waits.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let mut op = store.operation(&earlier.operation_id).unwrap();
+        op.status = OperationStatus::Failed;
+        store.put_operation(op);
+    });
+    bed.run_to_success().await;
+    ender.await.unwrap();
+    bed.engine.assert_done();
+    assert!(bed.cloud.held(&table).is_empty());
+    assert!(bed.logged("waiting up to 5s for them to end"), "{:#?}", bed.log());
+    assert!(bed.logged("released Terraform state lock"));
+}
+
+#[tokio::test]
+async fn a_drift_check_keeps_no_plan_and_no_artifact_or_event_holds_a_sensitive_input() {
+    const SECRET: &str = "drift-s3cret-password-value";
+    let mut bed = Bed::new(OperationKind::DriftCheck, "net").await;
+    let (keys, tenant, cluster) = (
+        bed.keys.clone(),
+        bed.op.tenant_id.clone(),
+        bed.op.cluster_id.clone(),
+    );
+    let mut variables = std::collections::BTreeMap::new();
+    variables.insert("db_password".to_owned(), json!(SECRET));
+    sealed::seal_variables(&keys, &tenant, &cluster, |k| k == "db_password", &mut variables)
+        .await
+        .unwrap();
+    bed.edit_op(|op| op.spec.as_mut().unwrap().variables = variables);
+    bed.engine
+        .expect(Cmd::Init, Reply::ok())
+        .expect(
+            Cmd::Plan,
+            Reply::changes(SECRET.as_bytes())
+                .stdout(&format!("~ password = {SECRET}"))
+                .debug(&format!("[DEBUG] request body password={SECRET}")),
+        )
+        .expect(Cmd::Show, Reply::json(&vpc_plan()))
+        .expect(Cmd::Output, Reply::json(&outputs(&[])));
+    bed.run_to_final().await;
+    bed.engine.assert_done();
+    let keys = bed.sinks.keys();
+    assert!(keys.iter().any(|k| k.starts_with("debug/")), "{keys:?}");
+    assert!(
+        !keys.iter().any(|k| k.starts_with("plans/")),
+        "no saved plan is kept: {keys:?}"
+    );
+    for key in &keys {
+        let body = bed.sinks.object(key).unwrap();
+        assert!(!String::from_utf8_lossy(&body).contains(SECRET), "{key} holds it");
+    }
+    assert!(
+        !serde_json::to_string(&bed.reporter.all())
+            .unwrap()
+            .contains(SECRET)
+    );
+}
