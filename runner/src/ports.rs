@@ -58,7 +58,9 @@ pub struct RunPorts<P: Ports> {
 
 /// The control plane's records a run reads: its operation (and cancel request), its cluster and the
 /// cluster's other operations, the cluster lock (fencing), the tenant's budget, policies and external id,
-/// and the template catalog. A run never writes them: its events do, through the status function.
+/// and the template catalog. A run never writes them: its events do, through the status function. (The
+/// domain's `Operations` and `ClusterLocks` ports carry the writes the other functions make; the fake of this
+/// one wraps the domain's `FakeStore`.)
 pub trait RunStore: Clone + Send + Sync + 'static {
     /// The operation, read consistently (a cancel request must be seen).
     fn operation(

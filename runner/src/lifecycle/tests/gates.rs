@@ -61,7 +61,7 @@ async fn a_plan_within_the_budget_is_applied() {
     let bed = Bed::new(OperationKind::Update, "net").await;
     bed.store.set_monthly_budget(&bed.op.tenant_id, 100.0);
     applies(&bed.engine, "main", &eks_plan(), &outputs(&[]));
-    let _ = bed.run_to_final().await;
+    bed.run_to_success().await;
     bed.engine.assert_done();
     // Budget and policies decide before anything is applied: the plan JSON is read first.
     let order = bed.engine.commands();
