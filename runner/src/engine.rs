@@ -23,11 +23,12 @@ pub enum StopReason {
 
 pub type StopRx = watch::Receiver<Option<StopReason>>;
 
-/// How the engine is run: binary and its environment (credentials, region, mirror config…). The engine
-/// inherits only [`inherited`] variables of the runner's environment: never the runner's own credentials
-/// (`AWS_*`, the task role's container-credentials URI), its run proof or its secrets (`STRATO_*`).
+/// The engine as a process ([`crate::ports::Engine`] on the real binary): binary and its environment
+/// (credentials, region, mirror config…). The engine inherits only [`inherited`] variables of the runner's
+/// environment: never the runner's own credentials (`AWS_*`, the task role's container-credentials URI), its
+/// run proof or its secrets (`STRATO_*`).
 #[derive(Debug, Clone)]
-pub struct Engine {
+pub struct ProcessEngine {
     pub bin: PathBuf,
     pub env: Vec<(String, String)>,
     pub grace: Duration,
@@ -115,7 +116,7 @@ async fn read_lines<R: AsyncRead + Unpin>(mut r: BufReader<R>, mut each: impl Fn
     }
 }
 
-impl Engine {
+impl ProcessEngine {
     pub fn command(&self, dir: &Path, args: &[String]) -> Command {
         let mut cmd = Command::new(&self.bin);
         cmd.args(args)
@@ -224,7 +225,34 @@ impl Engine {
     }
 }
 
-async fn wait_stop(stop: &mut StopRx) -> StopReason {
+impl crate::ports::Engine for ProcessEngine {
+    fn with_env(&self, env: Vec<(String, String)>) -> Self {
+        Self { env, ..self.clone() }
+    }
+
+    async fn version_text(&self) -> std::io::Result<String> {
+        let out = self
+            .command(&std::env::temp_dir(), &["version".into(), "-json".into()])
+            .output()
+            .await?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    async fn run(
+        &self,
+        dir: &Path,
+        args: &[String],
+        step: &str,
+        capture_stdout: bool,
+        logs: &LogHub,
+        stop: &mut StopRx,
+    ) -> std::io::Result<Outcome> {
+        ProcessEngine::run(self, dir, args, step, capture_stdout, logs, stop).await
+    }
+}
+
+/// Waits until `stop` holds a reason (at once if it already does); never, once nobody can send one.
+pub async fn wait_stop(stop: &mut StopRx) -> StopReason {
     loop {
         if let Some(r) = *stop.borrow_and_update() {
             return r;
@@ -239,6 +267,127 @@ async fn wait_stop(stop: &mut StopRx) -> StopReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fakes::FakeSinks;
+    use crate::logs::Redactor;
+    use strato_domain::ids::OperationId;
+
+    /// `sh -c script` as the engine, its lines going to a hub on the fakes.
+    async fn run_sh(
+        script: &str,
+        capture: bool,
+        grace: Duration,
+        stop_after: Option<(Duration, StopReason)>,
+    ) -> (Outcome, Vec<strato_domain::messages::LogLine>, Duration) {
+        let sinks = FakeSinks::default();
+        let op = OperationId::generate();
+        let (hub, tasks) = LogHub::start(op.clone(), sinks.clone(), Redactor::default());
+        hub.redactor.add("s3cret-value");
+        let engine = ProcessEngine {
+            bin: "sh".into(),
+            env: Vec::new(),
+            grace,
+        };
+        let (tx, mut rx) = watch::channel(None);
+        if let Some((after, reason)) = stop_after {
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                tx.send_replace(Some(reason));
+            });
+        }
+        let began = std::time::Instant::now();
+        let args = ["-c".to_owned(), script.to_owned()];
+        let out = engine
+            .run(&std::env::temp_dir(), &args, "apply", capture, &hub, &mut rx)
+            .await
+            .unwrap();
+        let took = began.elapsed();
+        drop(hub);
+        tasks.finish(&sinks, &op).await.unwrap();
+        (out, sinks.archived_lines(), took)
+    }
+
+    #[tokio::test]
+    async fn user_lines_are_logged_and_redacted_debug_lines_kept_apart_and_captured_stdout_not_logged() {
+        let script = "echo 'plan: 1 to add (s3cret-value)'; echo '[DEBUG] provider request s3cret-value' >&2; \
+                      echo '  body continues' >&2; echo 'Error: boom' >&2; exit 1";
+        let (out, lines, _) = run_sh(script, false, Duration::from_secs(5), None).await;
+        assert_eq!(out.code, Some(1));
+        assert!(out.stopped.is_none());
+        let texts: Vec<(&LogStream, &str)> = lines.iter().map(|l| (&l.stream, l.text.as_str())).collect();
+        assert_eq!(
+            texts,
+            [
+                (&LogStream::Stdout, "plan: 1 to add ((sensitive value))"),
+                (&LogStream::Stderr, "Error: boom")
+            ]
+        );
+        assert!(out.user_text.contains("Error: boom") && !out.user_text.contains("s3cret"));
+        let debug = String::from_utf8(out.debug).unwrap();
+        assert!(
+            debug.contains("[DEBUG] provider request (sensitive value)"),
+            "{debug}"
+        );
+        assert!(
+            debug.contains("body continues"),
+            "a debug line's continuation stays with it"
+        );
+
+        let (out, lines, _) = run_sh("echo '{\"a\": 1}'", true, Duration::from_secs(5), None).await;
+        assert_eq!(out.stdout.trim(), "{\"a\": 1}");
+        assert!(lines.is_empty(), "captured output is not logged");
+    }
+
+    #[tokio::test]
+    async fn a_stop_interrupts_the_engine_which_ends_gracefully() {
+        // Terraform on SIGINT: stops, writes its state, releases its lock, exits.
+        let script = "trap 'echo interrupted; exit 3' INT; echo started; while true; do sleep 0.05; done";
+        let stop = (Duration::from_millis(300), StopReason::Cancelled);
+        let (out, lines, took) = run_sh(script, false, Duration::from_secs(30), Some(stop)).await;
+        assert_eq!(out.stopped, Some(StopReason::Cancelled));
+        assert_eq!(out.code, Some(3), "it ended on its own, not killed");
+        assert!(out.user_text.contains("interrupted"));
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        assert!(lines.iter().any(|l| {
+            l.stream == LogStream::Strato
+                && l.text
+                    .starts_with("stopping the engine (Cancelled): interrupt sent, waiting up to 30s")
+        }));
+    }
+
+    #[tokio::test]
+    async fn an_engine_that_ignores_the_interrupt_is_killed_after_the_grace_period() {
+        let script = "trap '' INT; while true; do sleep 0.05; done";
+        let stop = (Duration::from_millis(100), StopReason::TimedOut);
+        let (out, lines, took) = run_sh(script, false, Duration::from_millis(300), Some(stop)).await;
+        assert_eq!(out.stopped, Some(StopReason::TimedOut));
+        assert_eq!(out.code, None, "killed by a signal");
+        assert!(
+            took >= Duration::from_millis(400),
+            "the grace period was given: {took:?}"
+        );
+        assert!(lines.iter().any(|l| {
+            l.text
+                .contains("did not stop within the grace period; killing it")
+        }));
+    }
+
+    #[tokio::test]
+    async fn a_stop_that_already_fired_runs_nothing() {
+        let engine = ProcessEngine {
+            bin: "/nonexistent/engine".into(),
+            env: Vec::new(),
+            grace: Duration::from_secs(1),
+        };
+        let sinks = FakeSinks::default();
+        let (hub, _tasks) = LogHub::start(OperationId::generate(), sinks, Redactor::default());
+        let (_tx, mut rx) = watch::channel(Some(StopReason::Terminated));
+        let out = engine
+            .run(&std::env::temp_dir(), &[], "plan", false, &hub, &mut rx)
+            .await
+            .expect("nothing was spawned");
+        assert_eq!(out.stopped, Some(StopReason::Terminated));
+        assert_eq!(out.code, None);
+    }
 
     #[test]
     fn the_runner_process_is_made_non_dumpable() {
@@ -251,7 +400,7 @@ mod tests {
         // `cargo test` gives this process CARGO_* variables; the child must not see them, nor anything else
         // outside the allowlist, only its own environment and the basics.
         assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
-        let engine = Engine {
+        let engine = ProcessEngine {
             bin: "env".into(),
             env: vec![("AWS_ACCESS_KEY_ID".into(), "ASIA-ENGINE-SESSION".into())],
             grace: Duration::from_secs(1),

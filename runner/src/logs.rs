@@ -8,8 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use aws_sdk_s3::Client as S3;
-use aws_sdk_sqs::Client as Sqs;
 use backon::{ExponentialBuilder, Retryable};
 use regex::Regex;
 use strato_domain::artifacts;
@@ -18,6 +16,10 @@ use strato_domain::live_batch;
 use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+use crate::RunnerError;
+pub use crate::aws::LogSinks;
+use crate::ports::{Artifacts, LiveLog};
 
 /// Largest live frame (packed bytes of its lines, `live_batch::packed_len`: one `log_batch` frame when fanned
 /// out) and the wait before a frame is sent when the stream is slow (`live_batch::frame_due`).
@@ -28,6 +30,13 @@ pub const LIVE_CAPACITY: usize = 4096;
 /// Archive chunk limits.
 const CHUNK_LINES: usize = 2000;
 const CHUNK_WAIT: Duration = Duration::from_secs(2);
+/// First retry delay of an archive upload (then doubling, about 10 s in all); the unit tests' fakes fail
+/// on purpose and need not wait that long.
+const PUT_FIRST_RETRY: Duration = if cfg!(test) {
+    Duration::from_millis(1)
+} else {
+    Duration::from_millis(200)
+};
 
 /// Replaces sensitive values in user-visible text.
 #[derive(Debug, Default, Clone)]
@@ -134,25 +143,16 @@ pub struct LogTasks {
     archive: JoinHandle<Result<u64, String>>,
 }
 
-/// Where the hub sends things.
-#[derive(Clone)]
-pub struct LogSinks {
-    pub sqs: Sqs,
-    pub logs_url: String,
-    pub s3: S3,
-    pub artifacts_bucket: String,
-    /// The run's trace context, as the `traceparent` attribute of every live log batch.
-    pub traceparent: Option<strato_domain::telemetry::Traceparent>,
-}
-
 impl LogHub {
-    pub fn start(op: OperationId, sinks: LogSinks, redactor: Redactor) -> (Self, LogTasks) {
+    /// A hub shipping to `sinks`: the live queue and the archive in the artifacts bucket (on AWS,
+    /// [`LogSinks`]).
+    pub fn start<S: LiveLog + Artifacts>(op: OperationId, sinks: S, redactor: Redactor) -> (Self, LogTasks) {
         Self::start_with_capacity(op, sinks, redactor, LIVE_CAPACITY)
     }
 
-    pub fn start_with_capacity(
+    pub fn start_with_capacity<S: LiveLog + Artifacts>(
         op: OperationId,
-        sinks: LogSinks,
+        sinks: S,
         redactor: Redactor,
         capacity: usize,
     ) -> (Self, LogTasks) {
@@ -234,7 +234,7 @@ impl LogHub {
 impl LogTasks {
     /// Waits for both paths to drain (the hub and all its clones must be dropped first), then writes the
     /// completion marker. Returns the last sequence number archived.
-    pub async fn finish(self, sinks: &LogSinks, op: &OperationId) -> Result<u64, String> {
+    pub async fn finish(self, sinks: &impl Artifacts, op: &OperationId) -> Result<u64, String> {
         self.finish_marked(sinks, op, true).await
     }
 
@@ -242,7 +242,7 @@ impl LogTasks {
     /// operation still open (awaiting approval) leaves the log open for the run that continues it.
     pub async fn finish_marked(
         self,
-        sinks: &LogSinks,
+        sinks: &impl Artifacts,
         op: &OperationId,
         complete: bool,
     ) -> Result<u64, String> {
@@ -252,8 +252,7 @@ impl LogTasks {
             return Ok(last);
         }
         put(
-            &sinks.s3,
-            &sinks.artifacts_bucket,
+            sinks,
             &artifacts::log_complete_key(op),
             last.to_string().into_bytes(),
         )
@@ -263,43 +262,25 @@ impl LogTasks {
 }
 
 /// The last sequence number the operation's log archive holds (0: none), from its chunks' names.
-pub async fn archived_last_seq(s3: &S3, bucket: &str, op: &OperationId) -> Result<u64, String> {
-    let mut last = 0;
-    let mut pages = s3
-        .list_objects_v2()
-        .bucket(bucket)
-        .prefix(artifacts::log_prefix(op))
-        .into_paginator()
-        .send();
-    while let Some(page) = pages.next().await {
-        let page = page.map_err(|e| strato_aws::Error::aws("ListObjectsV2", e).to_string())?;
-        for o in page.contents() {
-            if let Some((_, l)) = o.key().and_then(artifacts::parse_log_chunk_key) {
-                last = last.max(l);
-            }
-        }
-    }
-    Ok(last)
+pub async fn archived_last_seq(sinks: &impl Artifacts, op: &OperationId) -> Result<u64, RunnerError> {
+    let keys = sinks.list(&artifacts::log_prefix(op)).await?;
+    Ok(keys
+        .iter()
+        .filter_map(|k| artifacts::parse_log_chunk_key(k))
+        .map(|(_, last)| last)
+        .max()
+        .unwrap_or(0))
 }
 
 /// One object, retried with backoff (about 10 s in all: the SDK retries throttling itself, this covers
 /// short outages and errors it does not retry).
-async fn put(s3: &S3, bucket: &str, key: &str, body: Vec<u8>) -> Result<(), String> {
-    let attempt = || async {
-        s3.put_object()
-            .bucket(bucket)
-            .key(key)
-            .body(body.clone().into())
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| strato_aws::Error::aws("PutObject", e).to_string())
-    };
+async fn put(sinks: &impl Artifacts, key: &str, body: Vec<u8>) -> Result<(), String> {
+    let attempt = || async { sinks.put(key, body.clone()).await.map_err(|e| e.to_string()) };
     attempt
         .retry(
             ExponentialBuilder::default()
-                .with_min_delay(Duration::from_millis(200))
-                .with_max_delay(Duration::from_secs(4))
+                .with_min_delay(PUT_FIRST_RETRY)
+                .with_max_delay(PUT_FIRST_RETRY * 20)
                 .with_max_times(5)
                 .with_jitter(),
         )
@@ -309,18 +290,17 @@ async fn put(s3: &S3, bucket: &str, key: &str, body: Vec<u8>) -> Result<(), Stri
 
 /// Uploads one step's debug log.
 pub async fn upload_debug(
-    s3: &S3,
-    bucket: &str,
+    sinks: &impl Artifacts,
     op: &OperationId,
     step: &str,
     body: Vec<u8>,
 ) -> Result<(), String> {
-    put(s3, bucket, &artifacts::debug_log_key(op, step), body).await
+    put(sinks, &artifacts::debug_log_key(op, step), body).await
 }
 
 async fn ship_live(
     op: OperationId,
-    sinks: LogSinks,
+    sinks: impl LiveLog,
     mut rx: mpsc::Receiver<LogLine>,
     first_shipped: Arc<OnceLock<Instant>>,
 ) {
@@ -374,24 +354,8 @@ async fn ship_live(
             continue;
         };
         // Live delivery is best effort: the archive is the record, so a failed send is only logged.
-        if let Err(e) = sinks
-            .sqs
-            .send_message()
-            .queue_url(&sinks.logs_url)
-            .message_group_id(op.as_str())
-            .message_deduplication_id(frame.dedup_id())
-            .message_body(body)
-            .set_message_attributes(sinks.traceparent.as_ref().map(|tp| {
-                [(
-                    strato_domain::telemetry::TRACEPARENT_ATTRIBUTE.to_owned(),
-                    strato_aws::telemetry::trace_attribute(tp),
-                )]
-                .into()
-            }))
-            .send()
-            .await
-        {
-            tracing::warn!(error = %strato_aws::Error::aws("SendMessage", e), "live log frame dropped");
+        if let Err(e) = sinks.send_frame(&frame, body).await {
+            tracing::warn!(error = %e, "live log frame dropped");
             // Not delivered live: skipped like lines the shipper could not keep up with.
             strato_domain::vitals::log_lines(0, count);
         } else {
@@ -414,7 +378,7 @@ pub struct ArchiveGap {
 /// gap, so a replay shows where lines are missing and why. Returns the last sequence number archived.
 async fn write_archive(
     op: OperationId,
-    sinks: LogSinks,
+    sinks: impl Artifacts,
     mut rx: mpsc::UnboundedReceiver<LogLine>,
 ) -> Result<u64, String> {
     let mut last_seq = 0;
@@ -485,7 +449,7 @@ pub fn gap_note(gaps: &[ArchiveGap]) -> String {
     )
 }
 
-async fn put_chunk(sinks: &LogSinks, op: &OperationId, chunk: &[LogLine]) -> Result<(), String> {
+async fn put_chunk(sinks: &impl Artifacts, op: &OperationId, chunk: &[LogLine]) -> Result<(), String> {
     let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
     let mut body = Vec::new();
     for l in chunk {
@@ -494,44 +458,8 @@ async fn put_chunk(sinks: &LogSinks, op: &OperationId, chunk: &[LogLine]) -> Res
             body.push(b'\n');
         }
     }
-    put(
-        &sinks.s3,
-        &sinks.artifacts_bucket,
-        &artifacts::log_chunk_key(op, first, last),
-        body,
-    )
-    .await
+    put(sinks, &artifacts::log_chunk_key(op, first, last), body).await
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn debug_lines_and_their_continuations_stay_out_of_the_user_stream() {
-        assert!(is_debug_line("[INFO] Terraform version: 0.15.0 rc2"));
-        assert!(is_debug_line(
-            "2026-11-22T04:55:01.123Z [DEBUG] provider.terraform-provider-aws_v3.39.0_x5: x"
-        ));
-        assert!(is_debug_line("2021-05-01T10:00:00.000+0200 [TRACE] x"));
-        assert!(!is_debug_line("aws_vpc.this: Creating..."));
-        let mut s = StderrSplitter::default();
-        assert!(!s.is_debug("Some early message"));
-        assert!(s.is_debug("[TRACE] graph:"));
-        assert!(s.is_debug("  var.region - *terraform.NodeRootVariable"));
-        assert!(s.is_debug(""));
-        assert!(!s.is_debug("Error: Error creating VPC: InvalidParameterValue"));
-        assert!(!s.is_debug("\tstatus code: 400"));
-        assert!(s.is_debug("[DEBUG] more"));
-    }
-
-    #[test]
-    fn redaction_replaces_secrets_longest_first() {
-        let r = Redactor::default();
-        r.add("hunter2-secret");
-        r.add("hunter2");
-        r.add("ab");
-        let out = r.redact("pw=hunter2-secret and hunter2, ab");
-        assert_eq!(out, "pw=(sensitive value) and (sensitive value), ab");
-    }
-}
+mod tests;

@@ -6,7 +6,7 @@ use strato_aws::calls::recorder::{CALL_LOG_ENV, CallRecorder};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::ENV_OPERATION_ID;
 use strato_domain::telemetry::{self, ENV_CLUSTER_ID, ENV_TENANT_ID, ENV_TRACEPARENT, Traceparent, fields};
-use strato_runner::{Clients, Config, run_operation};
+use strato_runner::{Clients, Config, aws, run_with};
 use tracing::Instrument;
 
 #[tokio::main]
@@ -79,7 +79,9 @@ async fn run(me: Traceparent) -> std::process::ExitCode {
                 .build(),
         );
     }
-    let result = run_operation(cfg, clients).await;
+    // The run on its AWS adapters, the engine process and the task's SIGTERM.
+    let ports = aws::adapters(&cfg, clients);
+    let result = run_with(cfg, ports).await;
     emf.flush();
     match result {
         Ok(summary) => {

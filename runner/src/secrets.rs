@@ -11,7 +11,11 @@ pub fn secret_name(names: &Names, cluster: &ClusterId) -> String {
 }
 
 /// Creates the cluster's secret or stores a new version of it.
-pub async fn store_outputs(client: &Client, name: &str, values: &Map<String, Value>) -> Result<(), String> {
+pub async fn store_outputs(
+    client: &Client,
+    name: &str,
+    values: &Map<String, Value>,
+) -> Result<(), strato_aws::Error> {
     let body = Value::Object(values.clone()).to_string();
     match client
         .create_secret()
@@ -33,14 +37,17 @@ pub async fn store_outputs(client: &Client, name: &str, values: &Map<String, Val
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| strato_aws::Error::aws("PutSecretValue", e).to_string())
+                .map_err(|e| strato_aws::Error::aws("PutSecretValue", e))
         }
-        Err(e) => Err(strato_aws::Error::aws("CreateSecret", e).to_string()),
+        Err(e) => Err(strato_aws::Error::aws("CreateSecret", e)),
     }
 }
 
 /// Reads the cluster's sensitive outputs (`None` when it has none).
-pub async fn read_outputs(client: &Client, name: &str) -> Result<Option<Map<String, Value>>, String> {
+pub async fn read_outputs(
+    client: &Client,
+    name: &str,
+) -> Result<Option<Map<String, Value>>, strato_aws::Error> {
     match client.get_secret_value().secret_id(name).send().await {
         Ok(out) => Ok(out
             .secret_string()
@@ -51,12 +58,12 @@ pub async fn read_outputs(client: &Client, name: &str) -> Result<Option<Map<Stri
         {
             Ok(None)
         }
-        Err(e) => Err(strato_aws::Error::aws("GetSecretValue", e).to_string()),
+        Err(e) => Err(strato_aws::Error::aws("GetSecretValue", e)),
     }
 }
 
 /// Removes the secret when the cluster is destroyed; absent is fine.
-pub async fn delete_outputs(client: &Client, name: &str) -> Result<(), String> {
+pub async fn delete_outputs(client: &Client, name: &str) -> Result<(), strato_aws::Error> {
     match client
         .delete_secret()
         .secret_id(name)
@@ -71,6 +78,6 @@ pub async fn delete_outputs(client: &Client, name: &str) -> Result<(), String> {
         {
             Ok(())
         }
-        Err(e) => Err(strato_aws::Error::aws("DeleteSecret", e).to_string()),
+        Err(e) => Err(strato_aws::Error::aws("DeleteSecret", e)),
     }
 }

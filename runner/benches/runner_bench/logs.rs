@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use strato_aws::queues::QueueUrls;
 use strato_domain::ids::OperationId;
-use strato_runner::engine::Engine;
+use strato_runner::engine::ProcessEngine;
 use strato_runner::logs::{LogHub, LogSinks, Redactor};
 use strato_testbed::TestEnv;
 
@@ -36,7 +36,7 @@ pub async fn log_throughput(env: &TestEnv, lines: u64) {
     };
     let op = OperationId::generate();
     let (hub, tasks) = LogHub::start(op.clone(), sinks.clone(), Redactor::default());
-    let engine = Engine {
+    let engine = ProcessEngine {
         bin: "sh".into(),
         env: Vec::new(),
         grace: Duration::from_secs(5),

@@ -17,8 +17,9 @@ use strato_domain::run_access::{StateScope, engine_session_policy, partition, st
 
 use super::RunContext;
 use super::failure::Failure;
-use crate::credentials::{self, EngineCredentials};
-use crate::trust::{self, SdkSts};
+use crate::credentials::EngineCredentials;
+use crate::ports::{Cloud, Ports};
+use crate::trust::{self, AssumeFailure, Sts};
 use crate::workspace::Workspace;
 
 const STEP: &str = "prepare";
@@ -29,22 +30,14 @@ pub(super) struct EngineAccess<'s> {
     pub(super) env: Vec<(String, String)>,
     pub(super) target: Option<(&'s TargetAccount, EngineCredentials)>,
     pub(super) provider: EngineCredentials,
-    pub(super) sts_endpoint: Option<String>,
 }
 
-fn sts_endpoint(ctx: &RunContext) -> Option<String> {
-    ctx.cfg
-        .sts_endpoint
-        .clone()
-        .or_else(|| ctx.cfg.provider_endpoint.clone())
-}
-
-fn session_name(ctx: &RunContext) -> String {
+fn session_name<P: Ports>(ctx: &RunContext<P>) -> String {
     format!("strato-{}", ctx.op.operation_id)
 }
 
 /// Credentials never reach a log line or a message.
-fn redact(ctx: &RunContext, c: &EngineCredentials) {
+fn redact<P: Ports>(ctx: &RunContext<P>, c: &EngineCredentials) {
     ctx.logs.redactor.add(c.secret_access_key.expose_secret());
     if let Some(t) = &c.session_token {
         ctx.logs.redactor.add(t.expose_secret());
@@ -61,9 +54,25 @@ fn own_role_failure(what: &str, role: &str, e: String) -> Failure {
     f
 }
 
+/// A tenant's target role through the [`Cloud`], for [`trust::assume_checked`].
+struct TargetRole<'a, C> {
+    cloud: &'a C,
+    role_arn: &'a str,
+    region: &'a str,
+    session: &'a str,
+}
+
+impl<C: Cloud> Sts for TargetRole<'_, C> {
+    async fn assume(&self, external_id: Option<&str>) -> Result<EngineCredentials, AssumeFailure> {
+        self.cloud
+            .assume_target_role(self.role_arn, self.region, self.session, external_id)
+            .await
+    }
+}
+
 /// The engine's environment: region, configured extras, a plugin cache, and the providers' credentials.
-pub(super) async fn engine_access<'s>(
-    ctx: &RunContext,
+pub(super) async fn engine_access<'s, P: Ports>(
+    ctx: &RunContext<P>,
     spec: &'s ClusterSpec,
     ws: &Workspace,
 ) -> Result<EngineAccess<'s>, Failure> {
@@ -77,8 +86,7 @@ pub(super) async fn engine_access<'s>(
         let _ = std::fs::create_dir_all(&cache);
         env.push(("TF_PLUGIN_CACHE_DIR".to_owned(), cache.display().to_string()));
     }
-    let sts_endpoint = sts_endpoint(ctx);
-    let base = &ctx.clients.aws.config;
+    let cloud = &ctx.ports.cloud;
     let (provider, target) = match &spec.target {
         Some(t) => {
             let external_id = super::sealed::tenant_external_id(ctx, STEP).await?;
@@ -86,13 +94,11 @@ pub(super) async fn engine_access<'s>(
             ctx.logs.redactor.add(external_id.expose());
             let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
             let session = session_name(ctx);
-            let sts = SdkSts {
-                base,
-                endpoint: sts_endpoint.as_deref(),
-                region: &region,
+            let sts = TargetRole {
+                cloud,
                 role_arn: &t.role_arn,
-                session_name: &session,
-                timeout: ctx.cfg.preflight_timeout,
+                region: &region,
+                session: &session,
             };
             let probe = !ctx.cfg.unsafe_skip_external_id_probe;
             let c = trust::assume_checked(
@@ -109,18 +115,10 @@ pub(super) async fn engine_access<'s>(
         None => {
             let role = &ctx.cfg.engine_role_arn;
             let policy = engine_session_policy(partition(&spec.region), ctx.cfg.names.prefix());
-            let c = credentials::assume_role(
-                base,
-                sts_endpoint.as_deref(),
-                &spec.region,
-                role,
-                None,
-                Some(&policy.to_string()),
-                &session_name(ctx),
-                ctx.cfg.preflight_timeout,
-            )
-            .await
-            .map_err(|e| own_role_failure("assuming the engine role", role, e))?;
+            let c = cloud
+                .assume_own_role(role, &spec.region, &policy.to_string(), &session_name(ctx))
+                .await
+                .map_err(|e| own_role_failure("assuming the engine role", role, e))?;
             (c, None)
         }
     };
@@ -130,68 +128,58 @@ pub(super) async fn engine_access<'s>(
         env,
         target,
         provider,
-        sts_endpoint,
     })
 }
 
 /// Where the stages' state lives: the customer's bucket (created with versioning + encryption if missing)
 /// or the platform's, with the credentials the backend and the runner's lock checks use there.
-pub(super) struct StateLocation {
+pub(super) struct StateLocation<S> {
     pub(super) bucket: String,
     pub(super) lock_table: String,
     pub(super) region: String,
-    /// Reaches the lock table with the state's credentials.
-    pub(super) lock_ddb: aws_sdk_dynamodb::Client,
+    /// The lock table (and for the platform's bucket, the bucket) with the state's credentials.
+    pub(super) backend: S,
     /// For the backend block; `None`: the engine's environment (the target account's).
     pub(super) credentials: Option<BackendCredentials>,
     /// The platform's bucket (not a customer's).
     pub(super) platform: bool,
-    /// S3 on the platform's bucket with the state session (retiring the state after a delete).
-    pub(super) platform_s3: Option<aws_sdk_s3::Client>,
 }
 
-pub(super) async fn state_location(
-    ctx: &RunContext,
+pub(super) type StateOf<P> = StateLocation<<<P as Ports>::Cloud as Cloud>::State>;
+
+pub(super) async fn state_location<P: Ports>(
+    ctx: &RunContext<P>,
     spec: &ClusterSpec,
     target: Option<&(&TargetAccount, EngineCredentials)>,
-) -> Result<StateLocation, Failure> {
-    let base = &ctx.clients.aws.config;
+) -> Result<StateOf<P>, Failure> {
     let customer = target.and_then(|(t, c)| Some((*t, c, t.state_bucket.clone()?)));
     let Some((t, c, bucket)) = customer else {
         return platform_state(ctx, spec).await;
     };
     let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
     let lock_table = t.lock_table.clone().unwrap_or_else(|| format!("{bucket}-locks"));
-    let lock_ddb = ensure_customer_state(
-        base,
-        ctx.cfg.provider_endpoint.as_deref(),
-        &region,
-        c,
-        &bucket,
-        &lock_table,
-    )
-    .await
-    .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
+    let backend = ctx
+        .ports
+        .cloud
+        .customer_state(&region, c, &bucket, &lock_table)
+        .await
+        .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
     Ok(StateLocation {
         bucket,
         lock_table,
         region,
-        lock_ddb,
+        backend,
         credentials: None,
         platform: false,
-        platform_s3: None,
     })
 }
 
 /// The platform's state bucket through a state-role session scoped to this cluster's state.
-async fn platform_state(ctx: &RunContext, spec: &ClusterSpec) -> Result<StateLocation, Failure> {
-    let base = &ctx.clients.aws.config;
+async fn platform_state<P: Ports>(ctx: &RunContext<P>, spec: &ClusterSpec) -> Result<StateOf<P>, Failure> {
+    let cloud = &ctx.ports.cloud;
     let bucket = ctx.cfg.names.bucket("state");
     let lock_table = ctx.cfg.names.table("tf-locks");
-    let region = base
-        .region()
-        .map(|r| r.to_string())
-        .unwrap_or_else(|| spec.region.clone());
+    let region = cloud.home_region().unwrap_or_else(|| spec.region.clone());
     let scope = StateScope {
         partition: partition(&region),
         bucket: &bucket,
@@ -200,97 +188,22 @@ async fn platform_state(ctx: &RunContext, spec: &ClusterSpec) -> Result<StateLoc
         cluster: &ctx.cluster.cluster_id,
     };
     let role = &ctx.cfg.state_role_arn;
-    let c = credentials::assume_role(
-        base,
-        sts_endpoint(ctx).as_deref(),
-        &region,
-        role,
-        None,
-        Some(&state_session_policy(&scope).to_string()),
-        &session_name(ctx),
-        ctx.cfg.preflight_timeout,
-    )
-    .await
-    .map_err(|e| own_role_failure("assuming the state role", role, e))?;
+    let c = cloud
+        .assume_own_role(
+            role,
+            &region,
+            &state_session_policy(&scope).to_string(),
+            &session_name(ctx),
+        )
+        .await
+        .map_err(|e| own_role_failure("assuming the state role", role, e))?;
     redact(ctx, &c);
-    let lock_ddb = aws_sdk_dynamodb::Client::from_conf(
-        aws_sdk_dynamodb::config::Builder::from(base)
-            .credentials_provider(c.provider())
-            .build(),
-    );
-    let s3 = aws_sdk_s3::Client::from_conf(
-        aws_sdk_s3::config::Builder::from(base)
-            .force_path_style(base.endpoint_url().is_some())
-            .credentials_provider(c.provider())
-            .build(),
-    );
     Ok(StateLocation {
+        backend: cloud.platform_state(&c),
         bucket,
         lock_table,
         region,
-        lock_ddb,
         credentials: Some(c.backend()),
         platform: true,
-        platform_s3: Some(s3),
     })
-}
-
-/// The customer's state bucket (versioned, encrypted) and lock table, created with the target account's
-/// credentials if missing.
-async fn ensure_customer_state(
-    base: &aws_config::SdkConfig,
-    endpoint: Option<&str>,
-    region: &str,
-    creds: &EngineCredentials,
-    bucket: &str,
-    lock_table: &str,
-) -> Result<aws_sdk_dynamodb::Client, String> {
-    let mut b = base
-        .to_builder()
-        .region(aws_config::Region::new(region.to_owned()))
-        .credentials_provider(creds.provider());
-    if let Some(ep) = endpoint {
-        b = b.endpoint_url(ep);
-    }
-    let aws = strato_aws::aws::AwsClients::from_config(b.build());
-    strato_aws::resources::create_bucket(&aws, bucket, true)
-        .await
-        .map_err(|e| format!("customer state bucket {bucket}: {e}"))?;
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    };
-    let res = aws
-        .dynamodb
-        .create_table()
-        .table_name(lock_table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("LockID")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(|e| e.to_string())?,
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("LockID")
-                .key_type(KeyType::Hash)
-                .build()
-                .map_err(|e| e.to_string())?,
-        )
-        .send()
-        .await;
-    match res {
-        Ok(_) => Ok(aws.dynamodb),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|s| s.is_resource_in_use_exception()) =>
-        {
-            Ok(aws.dynamodb)
-        }
-        Err(e) => Err(format!(
-            "customer lock table {lock_table}: {}",
-            strato_aws::Error::aws("CreateTable", e)
-        )),
-    }
 }

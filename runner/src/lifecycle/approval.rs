@@ -14,6 +14,7 @@ use strato_domain::sealed::{self, Envelope};
 use super::PreparedRun;
 use super::failure::Failure;
 use super::plan::{plan_summary, planned_changes};
+use crate::ports::{Artifacts, Ports};
 use crate::workspace::PLAN_FILE;
 
 /// What became of a stage of an operation that needs approval.
@@ -46,7 +47,7 @@ pub(super) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-impl PreparedRun<'_> {
+impl<P: Ports> PreparedRun<'_, P> {
     /// The associated data binding a sealed plan to its tenant, operation and stage.
     fn plan_aad(&self, stage: &str) -> String {
         let op = &self.ctx.op;
@@ -82,23 +83,18 @@ impl PreparedRun<'_> {
             .map_err(|e| Failure::internal(&step, format!("reading the saved plan: {e}")))?;
         let sha = sha256_hex(&bytes);
         let state = self.pull_state_stamp(stage).await?;
-        let env = sealed::seal(&self.ctx.keys(), &self.plan_aad(stage), &bytes)
+        let env = sealed::seal(self.ctx.keys(), &self.plan_aad(stage), &bytes)
             .await
             .map_err(|e| Failure::internal(&step, format!("sealing the plan: {e}")))?;
         let key = strato_domain::artifacts::plan_key(&self.ctx.op.operation_id, stage, &sha);
         self.ctx.fenced("save the plan").await?;
         let body = serde_json::to_vec(&env).map_err(|e| Failure::internal(&step, e))?;
         self.ctx
-            .clients
-            .aws
-            .s3
-            .put_object()
-            .bucket(self.ctx.cfg.names.bucket("artifacts"))
-            .key(&key)
-            .body(body.into())
-            .send()
+            .ports
+            .sinks
+            .put(&key, body)
             .await
-            .map_err(|e| Failure::internal(&step, strato_aws::Error::aws("PutObject", e)))?;
+            .map_err(|e| Failure::internal(&step, e))?;
         let summary = plan_summary(&plan);
         self.note(
             &step,
@@ -139,27 +135,17 @@ impl PreparedRun<'_> {
             );
             return self.plan_for_approval(stage).await;
         }
-        let got = self
+        let body = self
             .ctx
-            .clients
-            .aws
-            .s3
-            .get_object()
-            .bucket(self.ctx.cfg.names.bucket("artifacts"))
-            .key(&approved.plan_key)
-            .send()
+            .ports
+            .sinks
+            .get(&approved.plan_key)
             .await
-            .map_err(|e| Failure::internal(&step, strato_aws::Error::aws("GetObject", e)))?;
-        let body = got
-            .body
-            .collect()
-            .await
-            .map_err(|e| Failure::internal(&step, format!("reading the approved plan: {e}")))?
-            .into_bytes();
+            .map_err(|e| Failure::internal(&step, format!("reading the approved plan: {e}")))?;
         let env: Envelope = serde_json::from_slice(&body).map_err(|e| {
             Failure::internal(&step, format!("the approved plan is not a sealed envelope: {e}"))
         })?;
-        let plain = sealed::open(&self.ctx.keys(), &env, &self.plan_aad(stage))
+        let plain = sealed::open(self.ctx.keys(), &env, &self.plan_aad(stage))
             .await
             .map_err(|e| Failure::internal(&step, format!("opening the approved plan: {e}")))?;
         use secrecy::ExposeSecret;

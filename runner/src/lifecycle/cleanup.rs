@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use super::failure::Failure;
 use super::{CLEANUP_ATTEMPTS, PreparedRun};
 use crate::engine::StopReason;
+use crate::ports::{Engine, Ports};
 
 /// What a cleanup achieved.
 struct Cleaned {
@@ -17,7 +18,7 @@ struct Cleaned {
     last_error: Option<String>,
 }
 
-impl PreparedRun<'_> {
+impl<P: Ports> PreparedRun<'_, P> {
     /// A failed create (not one stopped by SIGTERM or at the end of the time limit: no time is left) that
     /// initialized a stage is cleaned up, under the same heartbeats, SIGTERM handling and time limit as
     /// the stages; the failure then names what was destroyed, or — category `cleanup_failed` — what is

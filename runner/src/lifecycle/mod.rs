@@ -8,9 +8,11 @@
 //! - `cleanup`: after a failed create, destroy what it created.
 //! - `report`: the run's one final event.
 //!
-//! [`RunContext`] is what a run knows before it is prepared (the operation, cluster, clients, log hub, stop
+//! [`RunContext`] is what a run knows before it is prepared (the operation, cluster, ports, log hub, stop
 //! signals) and keeps to its end; this module builds it, runs the parts above, then finishes the log archive
 //! and sends the final event while the cluster lock still holds the run's fencing token.
+//!
+//! Everything here is written against the [ports](crate::ports); `tests/` runs it on the fakes.
 
 mod access;
 mod approval;
@@ -22,6 +24,8 @@ mod priced;
 mod report;
 mod sealed;
 mod stages;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,11 +45,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use self::failure::Failure;
-use crate::engine::{Engine, StopReason, StopRx};
-use crate::logs::{LogHub, LogSinks, Redactor};
+use crate::engine::{StopReason, StopRx, wait_stop};
+use crate::logs::{LogHub, Redactor};
+use crate::ports::{Cloud, Ports, Reporter, RunPorts, RunStore, TaskSignals};
 use crate::progress::Progress;
 use crate::workspace::Workspace;
-use crate::{Clients, Config, Reporter, RunSummary, RunnerError};
+use crate::{Clients, Config, RunSummary, RunnerError};
 
 /// Transient failures of plan/apply are retried at most this many times.
 pub const MAX_RETRIES: usize = 5;
@@ -53,12 +58,11 @@ pub const MAX_RETRIES: usize = 5;
 pub const CLEANUP_ATTEMPTS: usize = 3;
 
 /// What a run knows before it is prepared, and keeps to its end.
-struct RunContext {
+struct RunContext<P: Ports> {
     cfg: Config,
-    clients: Clients,
+    ports: RunPorts<P>,
     op: Operation,
     cluster: Cluster,
-    reporter: Reporter,
     /// Progress events, sent in order off the engine's path (see [`Progress`]).
     progress: Progress,
     logs: LogHub,
@@ -103,9 +107,10 @@ fn cpu_time(who: UsageWho) -> Duration {
 
 /// A prepared run: built only by [`prepare::prepare`], it owns the engine and the workspace every stage
 /// needs, and records what the stages did (for cleanup and the final event).
-struct PreparedRun<'r> {
-    ctx: &'r RunContext,
-    engine: Engine,
+struct PreparedRun<'r, P: Ports> {
+    ctx: &'r RunContext<P>,
+    /// The engine with the run's environment (credentials).
+    engine: P::Engine,
     version: EngineVersion,
     ws: Workspace,
     /// The rendered inputs (template and managed variables), by name.
@@ -120,17 +125,24 @@ struct PreparedRun<'r> {
     estimate: CostEstimate,
     /// The platform's state bucket through the run's state session (`None`: a customer's bucket, or an
     /// estimate without state).
-    state_s3: Option<aws_sdk_s3::Client>,
+    platform_state: Option<<P::Cloud as Cloud>::State>,
     /// The settings dialect the emulator's provider files are written in (emulator mode only).
     provider_dialect: strato_domain::render::ProviderDialect,
 }
 
-/// Runs the operation named by `cfg` to its final event. `Ok` only when the final event was sent.
+/// Runs the operation named by `cfg` to its final event on AWS (see [`crate::aws::adapters`]). `Ok` only
+/// when the final event was sent.
 pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, RunnerError> {
+    let ports = crate::aws::adapters(&cfg, clients);
+    run_with(cfg, ports).await
+}
+
+/// Runs the operation named by `cfg` to its final event on `ports`. `Ok` only when the final event was sent.
+pub async fn run_with<P: Ports>(cfg: Config, ports: RunPorts<P>) -> Result<RunSummary, RunnerError> {
     let began = std::time::Instant::now();
-    let op = clients
+    let op = ports
         .store
-        .get_operation(&cfg.operation_id)
+        .operation(&cfg.operation_id)
         .await?
         .ok_or_else(|| RunnerError::OperationNotFound(cfg.operation_id.clone()))?;
     strato_domain::telemetry::record_operation(&tracing::Span::current(), &op);
@@ -138,46 +150,30 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
     if op.task_arn.is_some() {
         vitals::runner_started(op.kind, op.updated_at, strato_domain::ts::now());
     }
-    let cluster = load_cluster(&clients, &op).await?;
-    let reporter = Reporter {
-        sqs: clients.aws.sqs.clone(),
-        events_url: clients.queues.events.clone(),
-        operation_id: op.operation_id.clone(),
-        fencing_token: cfg.fencing_token,
-        proof: cfg.run_proof.clone(),
-        traceparent: cfg.traceparent,
-    };
-    let sinks = LogSinks {
-        sqs: clients.aws.sqs.clone(),
-        logs_url: clients.queues.logs.clone(),
-        s3: clients.aws.s3.clone(),
-        artifacts_bucket: cfg.names.bucket("artifacts"),
-        traceparent: cfg.traceparent,
-    };
+    let cluster = load_cluster(&ports.store, &op).await?;
     let redactor = Redactor::default();
     redactor.add(cfg.run_proof.expose_secret());
-    let (hub, log_tasks) = LogHub::start(op.operation_id.clone(), sinks.clone(), redactor);
+    let (hub, log_tasks) = LogHub::start(op.operation_id.clone(), ports.sinks.clone(), redactor);
     // A later run of the operation (the apply of an approved plan, a re-dispatch) continues its log.
     if op.attempt > 1 {
-        match crate::logs::archived_last_seq(&sinks.s3, &sinks.artifacts_bucket, &op.operation_id).await {
+        match crate::logs::archived_last_seq(&ports.sinks, &op.operation_id).await {
             Ok(last) => hub.continue_after(last),
             Err(e) => tracing::warn!(error = %e, "earlier runs' log unreadable; numbering from 1"),
         }
     }
     let first_shipped = hub.first_shipped();
-    let progress = Progress::start(reporter.clone());
+    let progress = Progress::start(ports.reporter.clone());
     let (stop_tx, stop_rx) = watch::channel(None);
     let (term_tx, term_rx) = watch::channel(None);
-    let background = spawn_background(&cfg, &clients, &progress, &op, stop_tx, term_tx);
+    let background = spawn_background(&cfg, &ports, &progress, &op, stop_tx, term_tx);
 
-    let budget = clients.store.monthly_budget(&op.tenant_id).await?;
-    let policies = priced::load_policies(&clients, &op).await?;
+    let budget = ports.store.monthly_budget(&op.tenant_id).await?;
+    let policies = priced::load_policies(&ports.store, &op).await?;
     let ctx = RunContext {
         cfg,
-        clients,
+        ports,
         op,
         cluster,
-        reporter,
         progress,
         logs: hub,
         stop: stop_rx,
@@ -193,17 +189,16 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
     let engine_wall = ctx.engine_time.total();
     let RunContext {
         logs: hub,
-        clients,
+        ports,
         cfg,
         cluster,
-        reporter,
         progress,
         ..
     } = ctx;
     drop(hub);
     // An operation that waits for approval is not over: its log stays open.
     let complete = !matches!(final_event, RunnerEvent::AwaitingApproval { .. });
-    let last_log_seq = match log_tasks.finish_marked(&sinks, &op_id, complete).await {
+    let last_log_seq = match log_tasks.finish_marked(&ports.sinks, &op_id, complete).await {
         Ok(n) => n,
         Err(e) => {
             tracing::error!(error = %e, "log archive incomplete");
@@ -225,13 +220,10 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
     // The final event comes after every progress event.
     progress.flush().await;
     // Fencing: a run that lost its lock reports nothing (status would also reject it).
-    if !holds_lock(&clients, &cluster, &op_id, cfg.fencing_token).await? {
+    if !holds_lock(&ports.store, &cluster, &op_id, cfg.fencing_token).await? {
         return Err(RunnerError::Fenced(cfg.fencing_token));
     }
-    reporter
-        .send_final(&final_event, &clients.aws.s3, &cfg.names.bucket("artifacts"))
-        .await
-        .map_err(RunnerError::FinalEvent)?;
+    ports.reporter.send_final(&final_event).await?;
     Ok(RunSummary {
         final_event,
         last_log_seq,
@@ -239,11 +231,10 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
 }
 
 /// The operation's cluster; for an estimate (no cluster yet) a stand-in built from the operation.
-async fn load_cluster(clients: &Clients, op: &Operation) -> Result<Cluster, RunnerError> {
+async fn load_cluster(store: &impl RunStore, op: &Operation) -> Result<Cluster, RunnerError> {
     if op.kind.has_cluster() {
-        return clients
-            .store
-            .find_cluster(&op.cluster_id)
+        return store
+            .cluster(&op.cluster_id)
             .await?
             .ok_or_else(|| RunnerError::ClusterNotFound(op.cluster_id.to_string()));
     }
@@ -261,21 +252,21 @@ async fn load_cluster(clients: &Clients, op: &Operation) -> Result<Cluster, Runn
 }
 
 async fn holds_lock(
-    clients: &Clients,
+    store: &impl RunStore,
     cluster: &Cluster,
     op: &strato_domain::ids::OperationId,
     token: u64,
 ) -> Result<bool, RunnerError> {
-    Ok(clients.store.cluster_lock(&cluster.cluster_id).await? == Some((op.clone(), token)))
+    Ok(store.lock_owner(&cluster.cluster_id).await? == Some((op.clone(), token)))
 }
 
 /// Heartbeats (which also poll for a cancel request), the time limit and SIGTERM, for the whole run: the
 /// stages and the cleanup of a failed create alike. `stop` fires on a cancel, the stages' time limit or
 /// SIGTERM; `term` (what cleanup obeys: it runs because of a cancel or a stage timeout) on SIGTERM or the end
 /// of the task's time limit.
-fn spawn_background(
+fn spawn_background<P: Ports>(
     cfg: &Config,
-    clients: &Clients,
+    ports: &RunPorts<P>,
     progress: &Progress,
     op: &Operation,
     stop_tx: watch::Sender<Option<StopReason>>,
@@ -288,7 +279,7 @@ fn spawn_background(
         let (progress, token, store, every, op_id, stop_tx) = (
             progress.clone(),
             cfg.fencing_token,
-            clients.store.clone(),
+            ports.store.clone(),
             cfg.heartbeat,
             op.operation_id.clone(),
             stop_tx.clone(),
@@ -303,7 +294,7 @@ fn spawn_background(
                     fencing_token: token,
                     at: strato_domain::ts::now(),
                 });
-                if let Ok(Some(op)) = store.get_operation(&op_id).await
+                if let Ok(Some(op)) = store.operation(&op_id).await
                     && op.cancel_requested
                 {
                     stop_tx.send_if_modified(|s| s.is_none() && s.replace(StopReason::Cancelled).is_none());
@@ -327,20 +318,17 @@ fn spawn_background(
             term_tx.send_if_modified(|s| s.is_none() && s.replace(StopReason::TimedOut).is_none());
         }));
     }
+    let terminated = ports.signals.terminated();
     out.push(crate::spawn(async move {
-        let Ok(mut sig) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
-            return;
-        };
-        if sig.recv().await.is_some() {
-            // A task stop overrides a cancel in progress: there is no time left for cleanup.
-            stop_tx.send_replace(Some(StopReason::Terminated));
-            term_tx.send_replace(Some(StopReason::Terminated));
-        }
+        terminated.await;
+        // A task stop overrides a cancel in progress: there is no time left for cleanup.
+        stop_tx.send_replace(Some(StopReason::Terminated));
+        term_tx.send_replace(Some(StopReason::Terminated));
     }));
     out
 }
 
-impl RunContext {
+impl<P: Ports> RunContext<P> {
     /// prepare → the kind's stages → (cleanup) → the final event. The background tasks (heartbeats, time
     /// limit, SIGTERM) run until the final event is built, so a cleanup is guarded like every engine call.
     /// Returns the event and the workspace (if one was prepared), which the caller keeps until the event was
@@ -393,7 +381,7 @@ impl RunContext {
     /// the engine's own state.
     async fn fenced(&self, what: &str) -> Result<(), Failure> {
         match holds_lock(
-            &self.clients,
+            &self.ports.store,
             &self.cluster,
             &self.op.operation_id,
             self.cfg.fencing_token,
@@ -417,15 +405,12 @@ impl RunContext {
         let mut stop = self.stop.clone();
         tokio::select! {
             _ = tokio::time::sleep(delay) => Ok(()),
-            r = async { loop {
-                if let Some(r) = *stop.borrow_and_update() { return r; }
-                if stop.changed().await.is_err() { std::future::pending::<()>().await; }
-            } } => Err(r),
+            r = wait_stop(&mut stop) => Err(r),
         }
     }
 }
 
-impl PreparedRun<'_> {
+impl<P: Ports> PreparedRun<'_, P> {
     /// A step's reported name: `step`, or `stage/step` for a multi-stage template.
     fn step(&self, stage: &str, step: &str) -> String {
         step_name(self.ws.stages.len(), stage, step)

@@ -2,6 +2,7 @@
 //! the engine and the workspace.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -15,17 +16,17 @@ use strato_domain::render::{
 };
 use strato_domain::validate::{ValidatedSpec, validate};
 
-use super::access::{StateLocation, engine_access, state_location};
+use super::access::{StateOf, engine_access, state_location};
 use super::failure::Failure;
 use super::{PreparedRun, RunContext};
-use crate::credentials::{self, EngineCredentials};
-use crate::engine::Engine;
+use crate::credentials::EngineCredentials;
+use crate::ports::{Cloud, Engine, Ports, RunStore, StateBackend};
 use crate::workspace::Workspace;
 
 const STEP: &str = "prepare";
 
 /// Runs the `prepare` step (reported as one step): a prepared run, or why the operation cannot run.
-pub(super) async fn prepare(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
+pub(super) async fn prepare<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, P>, Failure> {
     ctx.event_step(STEP, None);
     let began = std::time::Instant::now();
     let r = prepare_steps(ctx).await;
@@ -34,40 +35,33 @@ pub(super) async fn prepare(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure
     r
 }
 
-async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
+async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, P>, Failure> {
     // The version probe needs no credentials: it runs while the template, bundle and credentials are read.
-    let probe = Engine {
-        bin: ctx.cfg.terraform.clone(),
-        env: ctx.cfg.extra_engine_env.clone(),
-        grace: ctx.cfg.grace,
-    };
-    let version = crate::spawn(async move { engine_version(&probe).await });
+    let (probe, bin) = (ctx.ports.engine.clone(), ctx.cfg.terraform.clone());
+    let version = crate::spawn(async move { engine_version(&probe, &bin).await });
     let sealed = ctx.op.spec.clone().unwrap_or_else(|| ctx.cluster.spec.clone());
     // Sensitive variables are sealed at rest (bound to this tenant and cluster); opened here, for rendering.
-    let spec = strato_domain::sealed::open_spec(&ctx.keys(), &ctx.op.tenant_id, &ctx.op.cluster_id, &sealed)
+    let spec = strato_domain::sealed::open_spec(ctx.keys(), &ctx.op.tenant_id, &ctx.op.cluster_id, &sealed)
         .await
         .map_err(|e| Failure::internal(STEP, format!("opening the spec's sealed values: {e}")))?;
     let (stored, validated) = validated_template(ctx, &spec).await?;
     let ws = unpack_workspace(ctx, &stored).await?;
     let rendered = render_inputs(ctx, &spec, &validated)?;
     let access = engine_access(ctx, &spec, &ws).await?;
-    let account = credentials::preflight(
-        &ctx.clients.aws.config,
-        access.sts_endpoint.as_deref(),
-        &spec.region,
-        Some(&access.provider),
-        ctx.cfg.preflight_timeout,
-    )
-    .await
-    .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
+    let account = ctx
+        .ports
+        .cloud
+        .preflight(&spec.region, &access.provider)
+        .await
+        .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
     ctx.note(STEP, &format!("credentials checked (account {account})"));
     let version = version
         .await
         .map_err(|e| Failure::internal(STEP, format!("engine version probe: {e}")))?;
     let (engine, version, saved_plan_apply) = start_engine(ctx, access.env, version)?;
-    let mut state_s3 = None;
+    let mut platform_state = None;
     if ctx.op.kind.has_cluster() {
-        state_s3 = write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
+        platform_state = write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
     } else {
         // An estimate plans with no backend: its state is local to the workspace (removed with it), so
         // nothing is written to any state bucket or lock table.
@@ -86,21 +80,21 @@ async fn prepare_steps(ctx: &RunContext) -> Result<PreparedRun<'_>, Failure> {
         initialized: Vec::new(),
         debug_runs: Default::default(),
         estimate: CostEstimate::empty(),
-        state_s3,
+        platform_state,
         provider_dialect: ProviderDialect::Legacy,
     })
 }
 
 /// The spec's template from the catalog, and the spec validated against it again. Sensitive variables are
 /// redacted from the log from here on.
-async fn validated_template(
-    ctx: &RunContext,
+async fn validated_template<P: Ports>(
+    ctx: &RunContext<P>,
     spec: &ClusterSpec,
 ) -> Result<(StoredTemplate, ValidatedSpec), Failure> {
     let stored = ctx
-        .clients
+        .ports
         .store
-        .get_template(&spec.template.name, &spec.template.version)
+        .template(&spec.template.name, &spec.template.version)
         .await
         .map_err(|e| Failure::internal(STEP, e))?
         .ok_or_else(|| {
@@ -127,21 +121,21 @@ async fn validated_template(
 
 /// The template bundle fetched and verified into a private temp directory, every stage composed (and
 /// pointed at the emulator endpoint, if one is configured).
-async fn unpack_workspace(ctx: &RunContext, stored: &StoredTemplate) -> Result<Workspace, Failure> {
+async fn unpack_workspace<P: Ports>(
+    ctx: &RunContext<P>,
+    stored: &StoredTemplate,
+) -> Result<Workspace, Failure> {
     let dir = match &ctx.cfg.work_dir {
         Some(p) => tempfile::Builder::new().prefix("strato-op-").tempdir_in(p),
         None => tempfile::Builder::new().prefix("strato-op-").tempdir(),
     }
     .map_err(|e| Failure::internal(STEP, format!("creating the workspace: {e}")))?;
-    let template = strato_aws::bundles::fetch(
-        &ctx.clients.aws,
-        &ctx.cfg.names,
-        &stored.bundle_key,
-        &stored.sha256,
-        dir.path(),
-    )
-    .await
-    .map_err(|e| Failure::internal(STEP, format!("template bundle: {e}")))?;
+    let template = ctx
+        .ports
+        .cloud
+        .fetch_bundle(stored, dir.path())
+        .await
+        .map_err(|e| Failure::internal(STEP, format!("template bundle: {e}")))?;
     ctx.note(
         STEP,
         &format!(
@@ -167,8 +161,8 @@ async fn unpack_workspace(ctx: &RunContext, stored: &StoredTemplate) -> Result<W
 }
 
 /// The inputs every stage gets: the spec's variables plus the managed ones (what Strato itself supplies).
-fn render_inputs(
-    ctx: &RunContext,
+fn render_inputs<P: Ports>(
+    ctx: &RunContext<P>,
     spec: &ClusterSpec,
     validated: &ValidatedSpec,
 ) -> Result<Map<String, Value>, Failure> {
@@ -201,16 +195,12 @@ fn render_inputs(
 }
 
 /// The engine with its environment, its version (from the probe), and whether it can apply a saved plan.
-fn start_engine(
-    ctx: &RunContext,
+fn start_engine<P: Ports>(
+    ctx: &RunContext<P>,
     env: Vec<(String, String)>,
     probed: Result<(EngineVersion, String), String>,
-) -> Result<(Engine, EngineVersion, bool), Failure> {
-    let engine = Engine {
-        bin: ctx.cfg.terraform.clone(),
-        env,
-        grace: ctx.cfg.grace,
-    };
+) -> Result<(P::Engine, EngineVersion, bool), Failure> {
+    let engine = ctx.ports.engine.with_env(env);
     let (version, raw_version) = probed.map_err(|e| Failure::internal(STEP, e))?;
     let saved_plan_apply = saved_plan_apply_works(&raw_version);
     if !saved_plan_apply {
@@ -235,14 +225,14 @@ fn start_engine(
 }
 
 /// Writes every stage's S3 backend block, then (as the cluster lock's holder) releases leftover state locks.
-/// Returns an S3 client with the state session on the platform's bucket (`None` for a customer's).
-async fn write_backends(
-    ctx: &RunContext,
+/// Returns the platform's state through the run's state session (`None` for a customer's).
+async fn write_backends<P: Ports>(
+    ctx: &RunContext<P>,
     spec: &ClusterSpec,
     ws: &Workspace,
     target: Option<&(&TargetAccount, EngineCredentials)>,
     dialect: EngineDialect,
-) -> Result<Option<aws_sdk_s3::Client>, Failure> {
+) -> Result<Option<<P::Cloud as Cloud>::State>, Failure> {
     let state = state_location(ctx, spec, target).await?;
     let mut lock_ids = Vec::new();
     for s in &ws.stages {
@@ -264,32 +254,34 @@ async fn write_backends(
     // their holder is proven gone.
     ctx.fenced(STEP).await?;
     clear_state_locks(ctx, &state, &lock_ids).await?;
-    Ok(state.platform_s3)
+    Ok(state.platform.then_some(state.backend))
 }
 
 /// Releases the state locks left on `lock_ids` by runs that are gone; waits (polling, up to
 /// `STRATO_STATE_LOCK_WAIT_SECS`) while another run of the cluster that may hold one is unfinished, then
 /// fails with category `state_locked`. Stops early on a cancel, the time limit or SIGTERM.
-async fn clear_state_locks(
-    ctx: &RunContext,
-    state: &StateLocation,
+async fn clear_state_locks<P: Ports>(
+    ctx: &RunContext<P>,
+    state: &StateOf<P>,
     lock_ids: &[String],
 ) -> Result<(), Failure> {
     use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
-    let transient = |e: strato_aws::Error| Failure::new(STEP, ErrorCategory::Transient, e.to_string());
+    let transient = |e: crate::RunnerError| Failure::new(STEP, ErrorCategory::Transient, e.to_string());
     let started = std::time::Instant::now();
     let mut noted = false;
     loop {
-        let held = crate::state_lock::held(&state.lock_ddb, &state.lock_table, lock_ids)
+        let held = state
+            .backend
+            .held_locks(&state.lock_table, lock_ids)
             .await
             .map_err(transient)?;
         let Some(first) = held.first().cloned() else {
             return Ok(());
         };
         let ops = ctx
-            .clients
+            .ports
             .store
-            .list_operations(&ctx.cluster.cluster_id)
+            .cluster_operations(&ctx.cluster.cluster_id)
             .await
             .map_err(transient)?;
         let me = &ctx.op.operation_id;
@@ -297,7 +289,9 @@ async fn clear_state_locks(
         // control plane ends it.
         let holders = match state_lock_verdict(&ops, Some(me), Some(me), |_| false) {
             StateLockVerdict::HolderGone => {
-                let released = crate::state_lock::release(&state.lock_ddb, &state.lock_table, held)
+                let released = state
+                    .backend
+                    .release_locks(&state.lock_table, held)
                     .await
                     .map_err(transient)?;
                 for lock in &released {
@@ -342,23 +336,23 @@ pub(super) fn saved_plan_apply_works(raw_version: &str) -> bool {
 }
 
 /// The engine's version, parsed and as printed.
-async fn engine_version(engine: &Engine) -> Result<(EngineVersion, String), String> {
-    let dir = std::env::temp_dir();
-    let out = engine
-        .command(&dir, &["version".into(), "-json".into()])
-        .output()
-        .await
-        .map_err(|e| {
-            format!(
-                "cannot run the engine {}: {e}; set STRATO_TERRAFORM",
-                engine.bin.display()
-            )
-        })?;
-    let text = String::from_utf8_lossy(&out.stdout);
+async fn engine_version(engine: &impl Engine, bin: &Path) -> Result<(EngineVersion, String), String> {
+    let text = engine.version_text().await.map_err(|e| {
+        format!(
+            "cannot run the engine {}: {e}; set STRATO_TERRAFORM",
+            bin.display()
+        )
+    })?;
+    parse_version(&text)
+}
+
+/// The version `version -json` printed (or, from very old engines, `Terraform v0.x.y`): parsed, and as
+/// printed.
+fn parse_version(text: &str) -> Result<(EngineVersion, String), String> {
     let raw = serde_json::from_str::<Value>(strato_domain::render::strip_write_prefix(text.trim()))
         .ok()
         .and_then(|v| v["terraform_version"].as_str().map(str::to_owned));
-    let parsed = EngineVersion::from_version_json(&text).or_else(|| {
+    let parsed = EngineVersion::from_version_json(text).or_else(|| {
         // Very old engines print `Terraform v0.x.y` only.
         text.split_whitespace()
             .find_map(|w| EngineVersion::parse(w.trim_start_matches('v')))

@@ -11,8 +11,9 @@ use strato_policy::{PlanInput, Policy, PolicySet, Stage, input};
 use super::PreparedRun;
 use super::failure::Failure;
 use super::plan::{estimate_plan, plan_summary};
+use crate::ports::{Ports, RunStore};
 
-impl PreparedRun<'_> {
+impl<P: Ports> PreparedRun<'_, P> {
     /// The plan's summary and estimate: noted, merged into the run's estimate, sent as `PlanReady`.
     pub(super) fn report_plan(&mut self, stage: &str, plan: &Value) {
         let summary = plan_summary(plan);
@@ -70,11 +71,10 @@ impl PreparedRun<'_> {
 /// does not compile (a stored policy a newer Rego engine refuses) fails the run at step `policy`, before
 /// anything is applied.
 pub(super) async fn load_policies(
-    clients: &crate::Clients,
+    store: &impl RunStore,
     op: &strato_domain::model::Operation,
 ) -> Result<Result<PolicySet, String>, crate::RunnerError> {
-    let tenant: Vec<Policy> = clients
-        .store
+    let tenant: Vec<Policy> = store
         .tenant_policies(&op.tenant_id)
         .await?
         .into_iter()
@@ -83,7 +83,7 @@ pub(super) async fn load_policies(
     Ok(PolicySet::with_platform(&tenant).map_err(|e| e.to_string()))
 }
 
-impl PreparedRun<'_> {
+impl<P: Ports> PreparedRun<'_, P> {
     /// Whether apply must wait for the plan JSON: a budget to compare its price with, or plan policies.
     pub(super) fn plan_gates_apply(&self) -> bool {
         self.ctx.budget.is_some() || self.ctx.policies.as_ref().map_or(true, |p| p.has(Stage::Plan))

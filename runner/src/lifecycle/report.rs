@@ -7,8 +7,9 @@ use super::failure::Failure;
 use super::stages::ExecOutcome;
 use super::{PreparedRun, RunContext};
 use crate::engine::StopReason;
+use crate::ports::Ports;
 
-impl PreparedRun<'_> {
+impl<P: Ports> PreparedRun<'_, P> {
     /// Turns the stages' result into the final event (cleaning up a failed create first).
     pub(super) async fn final_event(&mut self, result: Result<ExecOutcome, Failure>) -> RunnerEvent {
         match result {
@@ -21,7 +22,7 @@ impl PreparedRun<'_> {
     }
 }
 
-impl RunContext {
+impl<P: Ports> RunContext<P> {
     /// The `succeeded` event: outputs, drift, and the estimate when any stage was priced.
     fn succeeded_event(&self, done: ExecOutcome, estimate: &CostEstimate) -> RunnerEvent {
         if let Some(plan) = done.awaiting {

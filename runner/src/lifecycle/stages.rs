@@ -18,6 +18,7 @@ use super::failure::Failure;
 use super::plan::{Outputs, drift_changes, split_outputs};
 use super::{MAX_RETRIES, PreparedRun};
 use crate::engine::Outcome;
+use crate::ports::{Engine, OutputSecrets, Ports, StateBackend};
 use crate::workspace::{LOCK_FILE, PLAN_FILE};
 use crate::{logs, secrets};
 use strato_domain::vitals;
@@ -40,7 +41,7 @@ impl ExecOutcome {
     }
 }
 
-impl PreparedRun<'_> {
+impl<P: Ports> PreparedRun<'_, P> {
     /// Runs the operation kind's stages.
     pub(super) async fn execute(&mut self) -> Result<ExecOutcome, Failure> {
         match self.ctx.op.kind {
@@ -85,7 +86,7 @@ impl PreparedRun<'_> {
                 self.ctx.event_step(&name, Some(false));
                 return Err(Failure::internal(
                     &name,
-                    format!("cannot run {}: {e}", self.engine.bin.display()),
+                    format!("cannot run {}: {e}", self.ctx.cfg.terraform.display()),
                 ));
             }
         };
@@ -124,14 +125,7 @@ impl PreparedRun<'_> {
         } else {
             format!("{name}.{n}")
         };
-        let _ = logs::upload_debug(
-            &self.ctx.clients.aws.s3,
-            &self.ctx.cfg.names.bucket("artifacts"),
-            &self.ctx.op.operation_id,
-            &key_step,
-            debug,
-        )
-        .await;
+        let _ = logs::upload_debug(&self.ctx.ports.sinks, &self.ctx.op.operation_id, &key_step, debug).await;
     }
 
     fn write_tfvars(&self, stage: &ComposedStage, earlier: &Map<String, Value>) -> Result<(), Failure> {
@@ -203,7 +197,7 @@ impl PreparedRun<'_> {
         Ok((plain, sensitive))
     }
 
-    fn retry_delays(&self) -> impl Iterator<Item = Duration> + use<> {
+    fn retry_delays(&self) -> impl Iterator<Item = Duration> + use<P> {
         ExponentialBuilder::default()
             .with_min_delay(self.ctx.cfg.retry_base)
             .with_max_delay(self.ctx.cfg.retry_base * 16)
@@ -421,7 +415,10 @@ impl PreparedRun<'_> {
     async fn store_sensitive_outputs(&self, sensitive: &Outputs) -> Result<(), Failure> {
         self.ctx.fenced("store sensitive outputs").await?;
         let name = secrets::secret_name(&self.ctx.cfg.names, &self.ctx.cluster.cluster_id);
-        secrets::store_outputs(&self.ctx.clients.secrets, &name, sensitive)
+        self.ctx
+            .ports
+            .secrets
+            .store_outputs(&name, sensitive)
             .await
             .map_err(|e| Failure::internal("outputs", e))?;
         self.note(
@@ -450,7 +447,10 @@ impl PreparedRun<'_> {
         }
         self.ctx.fenced("delete sensitive outputs").await?;
         let name = secrets::secret_name(&self.ctx.cfg.names, &self.ctx.cluster.cluster_id);
-        secrets::delete_outputs(&self.ctx.clients.secrets, &name)
+        self.ctx
+            .ports
+            .secrets
+            .delete_outputs(&name)
             .await
             .map_err(|e| Failure::internal("outputs", e))?;
         self.retire_state(&stages).await?;
@@ -463,7 +463,7 @@ impl PreparedRun<'_> {
     /// A customer's own state bucket is the customer's to keep.
     async fn retire_state(&self, stages: &[ComposedStage]) -> Result<(), Failure> {
         let spec = self.ctx.op.spec.as_ref().unwrap_or(&self.ctx.cluster.spec);
-        let Some(s3) = self.state_s3.as_ref() else {
+        let Some(state) = self.platform_state.as_ref() else {
             return Ok(());
         };
         if spec.target.as_ref().is_some_and(|t| t.state_bucket.is_some()) {
@@ -477,12 +477,10 @@ impl PreparedRun<'_> {
                 &self.ctx.cluster.cluster_id,
                 &stage.stage,
             );
-            s3.delete_object()
-                .bucket(&bucket)
-                .key(&key)
-                .send()
+            state
+                .retire(&bucket, &key)
                 .await
-                .map_err(|e| Failure::internal("state", strato_aws::Error::aws("DeleteObject", e)))?;
+                .map_err(|e| Failure::internal("state", e))?;
         }
         self.ctx.note(
             "state",

@@ -8,7 +8,7 @@ use secrecy::SecretString;
 use strato_aws::queues::QueueUrls;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::RunnerEvent;
-use strato_runner::Reporter;
+use strato_runner::SqsReporter;
 use strato_runner::progress::Progress;
 use strato_testbed::TestEnv;
 
@@ -21,12 +21,12 @@ fn step_started(op: &OperationId, i: usize) -> RunnerEvent {
     }
 }
 
-fn reporter(sqs: aws_sdk_sqs::Client, events_url: String, op: &OperationId) -> Reporter {
-    Reporter {
+fn reporter(env: &TestEnv, sqs: aws_sdk_sqs::Client, events_url: String) -> SqsReporter {
+    SqsReporter {
         sqs,
         events_url,
-        operation_id: op.clone(),
-        fencing_token: 1,
+        s3: env.aws.s3.clone(),
+        artifacts_bucket: env.names.bucket("artifacts"),
         proof: SecretString::from("proof".to_owned()),
         traceparent: None,
     }
@@ -51,7 +51,7 @@ async fn a_step_never_waits_for_sqs_and_a_flush_keeps_the_order() {
             .endpoint_url(format!("http://{addr}"))
             .build(),
     );
-    let stuck = Progress::start(reporter(hanging, format!("http://{addr}/q"), &op));
+    let stuck = Progress::start(reporter(&env, hanging, format!("http://{addr}/q")));
     let t = Instant::now();
     for i in 0..50 {
         stuck.send(step_started(&op, i));
@@ -70,7 +70,7 @@ async fn a_step_never_waits_for_sqs_and_a_flush_keeps_the_order() {
 
     // Against the real queue: after a flush every event is there, in the order queued.
     let queues = QueueUrls::resolve(&env.aws.sqs, &env.names).await.unwrap();
-    let progress = Progress::start(reporter(env.aws.sqs.clone(), queues.events.clone(), &op));
+    let progress = Progress::start(reporter(&env, env.aws.sqs.clone(), queues.events.clone()));
     for i in 0..25 {
         progress.send(step_started(&op, i));
     }

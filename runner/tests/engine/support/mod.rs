@@ -1,6 +1,5 @@
 //! Test bed for the runner: a private set of tables/queues/buckets on moto, the fixture templates
 //! published, helpers to record clusters and operations, run the runner and read what it produced.
-#![allow(dead_code)]
 
 pub mod proxy;
 

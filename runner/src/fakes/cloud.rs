@@ -1,0 +1,257 @@
+//! The cloud side of preparing a run, in memory: bundles by key, role sessions that are recorded (and can
+//! be refused), a scripted credential check, and state lock tables and buckets.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use secrecy::SecretString;
+use strato_aws::state_lock::HeldLock;
+use strato_aws::store::StoredTemplate;
+use strato_domain::bundle::Bundle;
+use strato_domain::template::Template;
+
+use super::lock;
+use crate::RunnerError;
+use crate::credentials::EngineCredentials;
+use crate::ports::{Cloud, StateBackend};
+use crate::trust::AssumeFailure;
+
+/// A role session the run asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub role_arn: String,
+    pub region: String,
+    /// The session policy (own roles), or the external id the target role was assumed with.
+    pub policy: Option<String>,
+    pub external_id: Option<String>,
+}
+
+#[derive(Default)]
+struct CloudState {
+    bundles: HashMap<String, Vec<u8>>,
+    sessions: Vec<Session>,
+    refused_roles: Vec<String>,
+    /// Target roles that may be assumed without the external id (a trust policy that does not ask).
+    open_roles: Vec<String>,
+    preflight_error: Option<String>,
+    /// Lock tables: table → lock id → info.
+    locks: BTreeMap<String, BTreeMap<String, String>>,
+    /// State objects made no longer current, as `bucket/key`.
+    retired: Vec<String>,
+    customer_buckets: Vec<String>,
+}
+
+/// [`Cloud`] in memory. Clones share the data.
+#[derive(Clone, Default)]
+pub struct FakeCloud(Arc<Mutex<CloudState>>);
+
+impl FakeCloud {
+    /// Stores `bundle` as published; returns its catalog entry.
+    pub fn publish(&self, bundle: &Bundle) -> StoredTemplate {
+        lock(&self.0).bundles.insert(bundle.key(), bundle.bytes.clone());
+        StoredTemplate {
+            template: bundle.template.clone(),
+            sha256: bundle.sha256.clone(),
+            bundle_key: bundle.key(),
+        }
+    }
+
+    /// Every session assumed, in order.
+    pub fn sessions(&self) -> Vec<Session> {
+        lock(&self.0).sessions.clone()
+    }
+
+    /// `role_arn` refuses every AssumeRole.
+    pub fn refuse_role(&self, role_arn: &str) {
+        lock(&self.0).refused_roles.push(role_arn.to_owned());
+    }
+
+    /// `role_arn` can also be assumed without the external id.
+    pub fn open_role(&self, role_arn: &str) {
+        lock(&self.0).open_roles.push(role_arn.to_owned());
+    }
+
+    /// The credential check fails with `why`.
+    pub fn fail_preflight(&self, why: &str) {
+        lock(&self.0).preflight_error = Some(why.to_owned());
+    }
+
+    /// A Terraform state lock held in `table` (as a runner that died holding it left it).
+    pub fn hold_lock(&self, table: &str, lock_id: &str, info: &str) {
+        lock(&self.0)
+            .locks
+            .entry(table.to_owned())
+            .or_default()
+            .insert(lock_id.to_owned(), info.to_owned());
+    }
+
+    /// The lock ids held in `table`.
+    pub fn held(&self, table: &str) -> Vec<String> {
+        lock(&self.0)
+            .locks
+            .get(table)
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// State objects retired, as `bucket/key`.
+    pub fn retired(&self) -> Vec<String> {
+        lock(&self.0).retired.clone()
+    }
+
+    /// Customer state buckets ensured.
+    pub fn customer_buckets(&self) -> Vec<String> {
+        lock(&self.0).customer_buckets.clone()
+    }
+
+    fn credentials(n: usize) -> EngineCredentials {
+        EngineCredentials {
+            access_key_id: format!("ASIAFAKE{n:04}"),
+            secret_access_key: SecretString::from(format!("fake-secret-key-{n:04}")),
+            session_token: Some(SecretString::from(format!("fake-session-token-{n:04}"))),
+        }
+    }
+
+    fn session(&self, s: Session) -> Result<EngineCredentials, ()> {
+        let mut st = lock(&self.0);
+        if st.refused_roles.contains(&s.role_arn) {
+            return Err(());
+        }
+        st.sessions.push(s);
+        Ok(Self::credentials(st.sessions.len()))
+    }
+}
+
+impl Cloud for FakeCloud {
+    type State = FakeState;
+
+    async fn fetch_bundle(&self, stored: &StoredTemplate, dest: &Path) -> Result<Template, RunnerError> {
+        let bytes = lock(&self.0).bundles.get(&stored.bundle_key).cloned();
+        let bytes = bytes
+            .ok_or_else(|| RunnerError::Domain(strato_domain::Error::NotFound(stored.bundle_key.clone())))?;
+        Ok(strato_domain::bundle::unpack(
+            &bytes,
+            &stored.bundle_key,
+            &stored.sha256,
+            dest,
+        )?)
+    }
+
+    async fn assume_own_role(
+        &self,
+        role_arn: &str,
+        region: &str,
+        policy: &str,
+        _session: &str,
+    ) -> Result<EngineCredentials, String> {
+        self.session(Session {
+            role_arn: role_arn.to_owned(),
+            region: region.to_owned(),
+            policy: Some(policy.to_owned()),
+            external_id: None,
+        })
+        .map_err(|()| format!("assuming role {role_arn} failed: AccessDenied"))
+    }
+
+    async fn assume_target_role(
+        &self,
+        role_arn: &str,
+        region: &str,
+        _session: &str,
+        external_id: Option<&str>,
+    ) -> Result<EngineCredentials, AssumeFailure> {
+        if external_id.is_none() && !lock(&self.0).open_roles.iter().any(|r| r == role_arn) {
+            return Err(AssumeFailure::Refused);
+        }
+        self.session(Session {
+            role_arn: role_arn.to_owned(),
+            region: region.to_owned(),
+            policy: None,
+            external_id: external_id.map(str::to_owned),
+        })
+        .map_err(|()| AssumeFailure::Refused)
+    }
+
+    async fn preflight(&self, _region: &str, _creds: &EngineCredentials) -> Result<String, String> {
+        match lock(&self.0).preflight_error.clone() {
+            Some(why) => Err(why),
+            None => Ok("123456789012".into()),
+        }
+    }
+
+    fn home_region(&self) -> Option<String> {
+        Some("us-east-1".into())
+    }
+
+    fn platform_state(&self, _creds: &EngineCredentials) -> FakeState {
+        FakeState {
+            cloud: self.clone(),
+            platform: true,
+        }
+    }
+
+    async fn customer_state(
+        &self,
+        _region: &str,
+        _creds: &EngineCredentials,
+        bucket: &str,
+        _lock_table: &str,
+    ) -> Result<FakeState, String> {
+        lock(&self.0).customer_buckets.push(bucket.to_owned());
+        Ok(FakeState {
+            cloud: self.clone(),
+            platform: false,
+        })
+    }
+}
+
+/// A run's state in the [`FakeCloud`].
+pub struct FakeState {
+    cloud: FakeCloud,
+    platform: bool,
+}
+
+impl StateBackend for FakeState {
+    async fn held_locks(&self, table: &str, lock_ids: &[String]) -> Result<Vec<HeldLock>, RunnerError> {
+        let s = lock(&self.cloud.0);
+        let Some(t) = s.locks.get(table) else {
+            return Ok(Vec::new());
+        };
+        Ok(lock_ids
+            .iter()
+            .filter_map(|id| {
+                t.get(id).map(|info| HeldLock {
+                    lock_id: id.clone(),
+                    info: info.clone(),
+                })
+            })
+            .collect())
+    }
+
+    async fn release_locks(&self, table: &str, locks: Vec<HeldLock>) -> Result<Vec<HeldLock>, RunnerError> {
+        let mut s = lock(&self.cloud.0);
+        let t = s.locks.entry(table.to_owned()).or_default();
+        // As the conditional delete: only a lock still held with the info read.
+        Ok(locks
+            .into_iter()
+            .filter(|l| {
+                let same = t.get(&l.lock_id) == Some(&l.info);
+                if same {
+                    t.remove(&l.lock_id);
+                }
+                same
+            })
+            .collect())
+    }
+
+    async fn retire(&self, bucket: &str, key: &str) -> Result<(), RunnerError> {
+        if !self.platform {
+            return Err(RunnerError::Config(format!(
+                "{bucket} is a customer's state bucket; only the platform's state is retired"
+            )));
+        }
+        lock(&self.cloud.0).retired.push(format!("{bucket}/{key}"));
+        Ok(())
+    }
+}
