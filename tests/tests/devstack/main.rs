@@ -1,9 +1,7 @@
 //! The whole system on one machine: devstack (moto, the emulated API Gateway, SQS triggers, schedules and
 //! Fargate around the real function code, runners on a real engine), driven as a user drives it.
 
-#[allow(dead_code)] // each module uses a different part
 mod devstack_support;
-#[allow(dead_code)] // each module uses a different part
 mod load_support;
 
 mod api_samples;

@@ -1,7 +1,6 @@
 //! Tests that run a real Terraform engine (the PyPI bed's 0.15, and the modern engine where the machine
 //! has one): the catalog applied into moto, cost from real plans, infra/ checked and applied, the bed itself.
 
-#[allow(dead_code)] // each module uses a different part
 mod catalog_common;
 #[allow(dead_code)] // each module uses a different part
 mod deployment_run;

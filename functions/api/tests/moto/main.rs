@@ -1,7 +1,6 @@
-//! The api's handler driven with API Gateway events against moto (one server for the binary, each test its
+//! The api's handler driven with API Gateway events against moto (one server for the run, each test its
 //! own resources): routes, roles, audit, sealed values, estimates, policies, the contract and hardening.
 
-#[allow(dead_code)] // each module uses a different part
 mod common;
 #[allow(dead_code)] // each module uses a different part
 mod conformance;
