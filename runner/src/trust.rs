@@ -1,6 +1,7 @@
 //! Assuming a tenant's target role safely (the confused deputy): the role is assumed with the external id
-//! Strato issued the tenant, and a role that can also be assumed *without* it is refused — its trust policy
-//! would let any Strato tenant who learns its ARN provision into it. Failures never say whether the role
+//! Strato issued the tenant, and a role that can also be assumed *without* it, or with an id nobody was
+//! issued (a trust policy with `StringLike "*"`), is refused — its trust policy would let any Strato tenant
+//! who learns its ARN provision into it. Failures never say whether the role
 //! exists: "no such role" and "not allowed" read the same.
 //!
 //! The decision ([`assume_checked`]) is written against the small [`Sts`] port, so it is tested on a fake;
@@ -40,8 +41,9 @@ pub fn refused(role_arn: &str) -> String {
     )
 }
 
-/// Assumes the role with `external_id`; with `probe`, then tries without it and refuses the role if that
-/// works too. The error is the user's message (credentials category).
+/// Assumes the role with `external_id`; with `probe`, then tries without it and with a random id no tenant
+/// was issued, and refuses the role if either works too. The error is the user's message (credentials
+/// category).
 pub async fn assume_checked(
     sts: &impl Sts,
     role_arn: &str,
@@ -62,19 +64,33 @@ pub async fn assume_checked(
     if !probe {
         return Ok(creds);
     }
-    match sts.assume(None).await {
-        Ok(_) => Err(format!(
-            "role {role_arn} can be assumed without your external id: its trust policy does not require it, so \
-             another Strato tenant who knows the role's ARN could use it. Add the condition \
-             {{\"StringEquals\": {{\"sts:ExternalId\": \"<your external id>\"}}}} to the statement that trusts \
-             Strato (GET /v1/tenant/target-access shows the id and the whole policy), then retry"
-        )),
-        Err(AssumeFailure::Refused) => Ok(creds),
-        Err(AssumeFailure::Timeout) => Err(format!(
-            "checking that role {role_arn} requires your external id did not answer within {}s; retry",
-            timeout.as_secs()
-        )),
+    // Without any id, then with one nobody was issued: a trust policy that matches the id by pattern
+    // (`StringLike "*"`, `"strato-*"`) passes the first probe and not the second.
+    let stranger = format!("strato-probe-{}", uuid::Uuid::new_v4().simple());
+    for (probe_id, how) in [
+        (None, "without your external id"),
+        (Some(stranger.as_str()), "with an external id that is not yours"),
+    ] {
+        match sts.assume(probe_id).await {
+            Ok(_) => {
+                return Err(format!(
+                    "role {role_arn} can be assumed {how}: its trust policy does not require exactly your id, \
+                     so another Strato tenant who knows the role's ARN could use it. Use the condition \
+                     {{\"StringEquals\": {{\"sts:ExternalId\": \"<your external id>\"}}}} (not StringLike or a \
+                     pattern) in the statement that trusts Strato (GET /v1/tenant/target-access shows the id and \
+                     the whole policy), then retry"
+                ));
+            }
+            Err(AssumeFailure::Refused) => {}
+            Err(AssumeFailure::Timeout) => {
+                return Err(format!(
+                    "checking that role {role_arn} requires your external id did not answer within {}s; retry",
+                    timeout.as_secs()
+                ));
+            }
+        }
     }
+    Ok(creds)
 }
 
 /// [`Sts`] on AWS STS (the runner's own credentials).
@@ -122,10 +138,12 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
-    /// A role as STS would judge it: whether it exists, which external id its trust requires (if any).
+    /// A role as STS would judge it: whether it exists, which external id its trust requires (if any), and
+    /// whether it matches the id by a `StringLike "*"` pattern (any id, but one must be given).
     struct FakeSts {
         exists: bool,
         requires: Option<&'static str>,
+        any_id: bool,
         calls: Mutex<Vec<Option<String>>>,
     }
 
@@ -134,6 +152,7 @@ mod tests {
             Self {
                 exists,
                 requires,
+                any_id: false,
                 calls: Mutex::new(Vec::new()),
             }
         }
@@ -142,7 +161,12 @@ mod tests {
     impl Sts for FakeSts {
         async fn assume(&self, external_id: Option<&str>) -> Result<EngineCredentials, AssumeFailure> {
             self.calls.lock().unwrap().push(external_id.map(str::to_owned));
-            let trusted = self.exists && self.requires.is_none_or(|r| Some(r) == external_id);
+            let matches = if self.any_id {
+                external_id.is_some()
+            } else {
+                self.requires.is_none_or(|r| Some(r) == external_id)
+            };
+            let trusted = self.exists && matches;
             if !trusted {
                 return Err(AssumeFailure::Refused);
             }
@@ -161,7 +185,36 @@ mod tests {
     async fn a_role_that_requires_the_id_is_assumed_and_probed() {
         let sts = FakeSts::new(true, Some("strato-abc"));
         assert!(assume_checked(&sts, ROLE, "strato-abc", true, T).await.is_ok());
-        assert_eq!(*sts.calls.lock().unwrap(), [Some("strato-abc".to_owned()), None]);
+        let calls = sts.calls.lock().unwrap().clone();
+        assert_eq!(calls[..2], [Some("strato-abc".to_owned()), None]);
+        let stranger = calls[2].as_deref().expect("the third probe gives an id");
+        assert!(
+            stranger.starts_with("strato-probe-") && stranger != "strato-abc",
+            "{calls:?}"
+        );
+        assert_eq!(calls.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_role_that_takes_any_external_id_is_refused_with_the_fix() {
+        // `"StringLike": {"sts:ExternalId": "*"}`: refused without an id, so the first probe passes.
+        let sts = FakeSts {
+            any_id: true,
+            ..FakeSts::new(true, None)
+        };
+        let e = assume_checked(&sts, ROLE, "strato-abc", true, T)
+            .await
+            .unwrap_err();
+        assert!(e.contains("with an external id that is not yours"), "{e}");
+        assert!(e.contains("StringEquals") && e.contains("not StringLike"), "{e}");
+        assert!(
+            !e.contains("strato-abc"),
+            "the id itself is not in the message: {e}"
+        );
+        // Two random probes differ: the id is not guessable from one run to the next.
+        let first = sts.calls.lock().unwrap()[2].clone();
+        let _ = assume_checked(&sts, ROLE, "strato-abc", true, T).await;
+        assert_ne!(first, sts.calls.lock().unwrap()[5]);
     }
 
     #[tokio::test]
@@ -170,7 +223,7 @@ mod tests {
         let e = assume_checked(&sts, ROLE, "strato-abc", true, T)
             .await
             .unwrap_err();
-        assert!(e.contains("does not require it"), "{e}");
+        assert!(e.contains("without your external id"), "{e}");
         assert!(e.contains("sts:ExternalId"), "{e}");
         assert!(e.contains("GET /v1/tenant/target-access"), "{e}");
         assert!(

@@ -34,6 +34,11 @@ struct CloudState {
     refused_roles: Vec<String>,
     /// Target roles that may be assumed without the external id (a trust policy that does not ask).
     open_roles: Vec<String>,
+    /// Target roles that take any external id (`StringLike "*"`), though not none.
+    any_id_roles: Vec<String>,
+    /// The external id each other target role trusts: the first one it was assumed with (its trust policy
+    /// was written for that tenant); any other is refused, as STS would.
+    trusted_ids: BTreeMap<String, String>,
     preflight_error: Option<String>,
     /// Lock tables: table → lock id → info.
     locks: BTreeMap<String, BTreeMap<String, String>>,
@@ -70,6 +75,11 @@ impl FakeCloud {
     /// `role_arn` can also be assumed without the external id.
     pub fn open_role(&self, role_arn: &str) {
         lock(&self.0).open_roles.push(role_arn.to_owned());
+    }
+
+    /// `role_arn` takes any external id (a `StringLike "*"` condition), but not none.
+    pub fn any_id_role(&self, role_arn: &str) {
+        lock(&self.0).any_id_roles.push(role_arn.to_owned());
     }
 
     /// The credential check fails with `why`.
@@ -161,8 +171,21 @@ impl Cloud for FakeCloud {
         _session: &str,
         external_id: Option<&str>,
     ) -> Result<EngineCredentials, AssumeFailure> {
-        if external_id.is_none() && !lock(&self.0).open_roles.iter().any(|r| r == role_arn) {
-            return Err(AssumeFailure::Refused);
+        {
+            let mut st = lock(&self.0);
+            let trusted = match external_id {
+                None => st.open_roles.iter().any(|r| r == role_arn),
+                Some(_) if st.any_id_roles.iter().any(|r| r == role_arn) => true,
+                Some(id) => {
+                    st.trusted_ids
+                        .entry(role_arn.to_owned())
+                        .or_insert_with(|| id.to_owned())
+                        == id
+                }
+            };
+            if !trusted {
+                return Err(AssumeFailure::Refused);
+            }
         }
         self.session(Session {
             role_arn: role_arn.to_owned(),

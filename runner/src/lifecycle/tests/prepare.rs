@@ -207,6 +207,21 @@ async fn a_target_role_that_does_not_require_the_external_id_is_refused() {
 }
 
 #[tokio::test]
+async fn a_target_role_that_takes_any_external_id_is_refused() {
+    let mut bed = Bed::new(OperationKind::Create, "net").await;
+    issue_external_id(&bed).await;
+    target(&mut bed, None);
+    bed.cloud.any_id_role(TARGET_ROLE);
+    let error = fails_at_prepare(&bed).await;
+    assert_eq!(error.category, ErrorCategory::Credentials);
+    assert!(
+        error.what.contains("with an external id that is not yours"),
+        "{}",
+        error.what
+    );
+}
+
+#[tokio::test]
 async fn a_tenant_without_an_external_id_cannot_use_a_target_role() {
     let mut bed = Bed::new(OperationKind::Create, "net").await;
     target(&mut bed, None);
