@@ -32,7 +32,8 @@ export function ApprovalSection({ op, onDecided }: { op: Operation; onDecided():
     setErr(null);
     setDone(null);
     const params = { path: { id: op.id }, header: { "Idempotency-Key": idempotencyKey() } };
-    const body = decisionBody(comment);
+    // The plan shown on this page, named: a decision never lands on another round or stage.
+    const body = decisionBody(comment, a);
     const { data, error, response } = verdict === "approve"
       ? await api.POST("/v1/operations/{id}/approve", { params, body })
       : await api.POST("/v1/operations/{id}/reject", { params, body });
