@@ -142,7 +142,7 @@ export function ApprovalMode({ cluster: c, onSaved }: { cluster: Cluster; onSave
       <p>
         Plans of this cluster's creates and updates: approval <strong data-testid="approval-mode-current">{modeText(c.approval)}</strong>
         {choiceOf(c.approval) === "required" ? " — an approver (operations:approve) must approve each plan before anything is applied." : ""}
-        {choiceOf(c.approval) === "auto" ? " — applied at once." : ""}
+        {choiceOf(c.approval) === "auto" ? " — applied at once, unless the template or the tenant requires approval (the strictest applies)." : ""}
       </p>
       <form onSubmit={submit} noValidate aria-label="Approval mode" class="row-fields">
         <div class="field">
