@@ -240,17 +240,27 @@ pub enum Operations {
     /// Cancel a queued operation, or ask a running one to stop.
     Cancel { id: String },
     /// Approve the plan an operation waits with (needs `operations:approve`); a new run applies exactly it.
+    /// Shows the plan it approves and names it (checksum, round, stage): if another one is pending by the
+    /// time the approval arrives, nothing is approved (exit 5) and the pending one is named.
     Approve {
         id: String,
         /// Why, for the record.
         #[arg(long)]
         comment: Option<String>,
+        /// Approve only the plan with this SHA-256 (the `plan sha256` shown by `operations get`), not
+        /// whatever is pending now.
+        #[arg(long, value_name = "SHA256")]
+        plan_sha256: Option<String>,
     },
-    /// Reject the plan an operation waits with: it ends cancelled, nothing of it applied.
+    /// Reject the plan an operation waits with: it ends cancelled, nothing of it applied. Names the plan
+    /// shown, like `approve`.
     Reject {
         id: String,
         #[arg(long)]
         comment: Option<String>,
+        /// Reject only the plan with this SHA-256.
+        #[arg(long, value_name = "SHA256")]
+        plan_sha256: Option<String>,
     },
     /// The operation's life as ordered moments.
     Timeline { id: String },

@@ -1,7 +1,10 @@
-//! The `strato` binary itself, without a server: help that teaches, exit codes for usage errors, completions.
+//! The `strato` binary itself, without a server (or with a stub of a few lines): help that teaches, exit
+//! codes for usage errors, completions, what a decision on a plan sends.
 //! (Being an integration test of this crate also makes `cargo test --workspace` build the binary that the
 //! end-to-end tests in `tests/tests/devstack/cli_e2e.rs` run.)
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::process::Command;
 
 fn strato(args: &[&str]) -> std::process::Output {
@@ -65,4 +68,115 @@ fn completions_are_generated() {
     let o = strato(&["completions", "bash"]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("strato"));
+}
+
+/// One request a stub server received: method, path, JSON body.
+type Seen = (String, String, serde_json::Value);
+
+/// A stub API on a free port answering `answer(method, path)` (status, JSON) to each request, one request per
+/// connection; what it received comes back through the join handle after `n` requests.
+fn stub(
+    n: usize,
+    answer: fn(&str, &str) -> (u16, serde_json::Value),
+) -> (String, std::thread::JoinHandle<Vec<Seen>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for stream in listener.incoming().take(n) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut parts = line.split_whitespace();
+            let (method, path) = (parts.next().unwrap().to_owned(), parts.next().unwrap().to_owned());
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = header.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let (status, reply) = answer(&method, &path);
+            let text = reply.to_string();
+            write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            )
+            .unwrap();
+            let body = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+            seen.push((method, path, body));
+        }
+        seen
+    });
+    (url, handle)
+}
+
+const OP: &str = "op-0193f1c2a7b57d1a8e3b5c7d9f0a1b2c";
+
+/// An operation whose second round waits for an approver.
+fn awaiting(method: &str, path: &str) -> (u16, serde_json::Value) {
+    let op = serde_json::json!({
+        "id": OP, "kind": "update", "status": "awaiting_approval", "cluster_id": "cl-0193f1c2a7b47c3e9d2f4a6b8c0d1e2f",
+        "approval": {
+            "stage": "cluster", "round": 2, "plan_sha256": "cd".repeat(32),
+            "summary": {"add": 0, "change": 1, "destroy": 0},
+            "changes": [{"address": "aws_eks_node_group.this", "actions": ["update"]}],
+            "requested_at": "2026-11-25T12:00:00Z", "expires_at": "2026-11-28T12:00:00Z", "decision": null
+        }
+    });
+    match (method, path.ends_with("/approve")) {
+        ("GET", false) => (200, op),
+        ("POST", true) => (202, op),
+        _ => (
+            404,
+            serde_json::json!({"type": "urn:strato:problem:not-found", "title": "Not found", "status": 404, "detail": path}),
+        ),
+    }
+}
+
+#[test]
+fn an_approval_names_the_plan_it_showed() {
+    let (url, server) = stub(2, awaiting);
+    let o = strato(&[
+        "--endpoint",
+        &url,
+        "--token",
+        "t",
+        "operations",
+        "approve",
+        OP,
+        "--comment",
+        "lgtm",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The plan it approves is shown first: its round, stage and checksum.
+    assert!(
+        stdout.contains("round 2 of stage cluster") && stdout.contains(&"cd".repeat(32)),
+        "{stdout}"
+    );
+    let seen = server.join().unwrap();
+    let (method, path, body) = seen.last().unwrap();
+    assert_eq!(
+        (method.as_str(), path.as_str()),
+        ("POST", &*format!("/v1/operations/{OP}/approve"))
+    );
+    assert_eq!(
+        body,
+        &serde_json::json!({"comment": "lgtm", "plan_sha256": "cd".repeat(32), "round": 2, "stage": "cluster"})
+    );
 }

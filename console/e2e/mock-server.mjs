@@ -5,7 +5,8 @@
 // approvals: a cluster created (or PATCHed) with `approval: "required"` has its create/update wait after
 // the plan step in `awaiting_approval` until approved (then it applies) or rejected/cancelled (it ends
 // cancelled); approve/reject need the `operations:approve` (or `admin`) scope when the token has a `scope`
-// claim, and the requester (`sub`) cannot decide on its own operation (403 `self-approval`).
+// claim, the requester (`sub`) cannot decide on its own operation (403 `self-approval`), a decision naming
+// another plan than the pending one is a 409 `plan-changed`, and lowering a cluster's `required` needs `admin`.
 // Usage: node e2e/mock-server.mjs [httpPort=18090] [wsPort=18091]
 import http from "node:http";
 import fs from "node:fs";
@@ -226,6 +227,9 @@ async function api(req, res, url) {
       const im = req.headers["if-match"];
       if (im && im !== "*" && im !== `"${c.version}"`) return problemAs(res, 412, "precondition-failed", "Precondition failed", `the cluster is at version ${c.version}`);
       if ("approval" in b && b.approval !== null && !["auto", "required"].includes(b.approval)) return problem(res, 422, "Invalid request", "bad approval", [{ field: "approval", problem: "not an approval mode", allowed: "auto, required, null" }]);
+      // Taking back the cluster's own `required` is an admin's (the mock has no template or tenant mode).
+      if ("approval" in b && c.approval === "required" && b.approval !== "required" && !hasScope(req, "admin"))
+        return problemAs(res, 403, "forbidden", "Forbidden", "lowering the approval requirement needs the 'admin' scope", [{ field: "approval", problem: `'${b.approval ?? "default"}' lowers this cluster's approval requirement`, allowed: "a token with the 'admin' scope" }]);
       if ("approval" in b) c.approval = b.approval;
       if (b.ttl_hours) c.expires_at = new Date(Date.now() + b.ttl_hours * 3600e3).toISOString();
       if ("expires_at" in b) c.expires_at = b.expires_at;
@@ -269,6 +273,11 @@ async function api(req, res, url) {
       if ((b.comment ?? "").length > 1000) return problem(res, 422, "Invalid request", "1 problem(s) with the request", [{ field: "comment", problem: "is longer than 1000 characters", allowed: "at most 1000 characters" }]);
       if (op.status !== "awaiting_approval") return problemAs(res, 409, "conflict", "Conflict", `operation ${op.id} is not awaiting approval (it is ${op.status})`);
       if (op.approval.decision) return problemAs(res, 409, "conflict", "Conflict", `operation ${op.id} was already ${op.approval.decision.verdict}`);
+      // The plan the approver saw must be the one pending (each part the body names).
+      const a = op.approval;
+      if ((b.plan_sha256 != null && b.plan_sha256 !== a.plan_sha256) || (b.round != null && b.round !== a.round) || (b.stage != null && b.stage !== a.stage))
+        return problemAs(res, 409, "plan-changed", "Another plan is pending", `the operation's pending plan is not the one this decision names: now pending is round ${a.round} of stage ${a.stage} with plan_sha256 ${a.plan_sha256}; nothing was decided`,
+          [{ field: "plan_sha256", problem: "names a plan that is not the one pending", allowed: `the pending plan: plan_sha256 ${a.plan_sha256}, round ${a.round}, stage ${a.stage}` }]);
       if (op.requested_by === principal) return problemAs(res, 403, "self-approval", "Approver is the requester", `${principal} requested operation ${op.id}: separation of duties is on (STRATO_APPROVAL_SEPARATION); ask another principal with the operations:approve scope`);
       decide(rec, g[2] === "/approve" ? "approved" : "rejected", principal, b.comment);
       return send(res, 202, op);

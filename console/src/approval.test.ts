@@ -50,11 +50,21 @@ describe("plan approvals", () => {
   });
 
   it("sends the comment trimmed, none when empty, and refuses more than 1,000 characters", () => {
-    expect(decisionBody("  looks right  ")).toEqual({ comment: "looks right" });
-    expect(decisionBody("   ")).toEqual({});
+    const plan = { plan_sha256: "ab".repeat(32), round: 1, stage: "cluster" };
+    expect(decisionBody("  looks right  ", approval())).toEqual({ comment: "looks right", ...plan });
+    expect(decisionBody("   ", approval())).toEqual(plan);
     expect(validateComment("x".repeat(1000))).toEqual([]);
     expect(validateComment("x".repeat(1001))[0]).toContain("1000");
     expect(validateComment("é".repeat(1000))).toEqual([]);
+  });
+
+  it("always names the plan it shows, so a decision never lands on another round or stage", () => {
+    const second = { ...approval(), round: 2, stage: "addons", plan_sha256: "cd".repeat(32) };
+    expect(decisionBody("", second)).toEqual({ plan_sha256: "cd".repeat(32), round: 2, stage: "addons" });
+    const changed = decisionProblem({ type: "urn:strato:problem:plan-changed", title: "Another plan is pending", status: 409,
+      detail: `now pending is round 2 of stage addons with plan_sha256 ${"cd".repeat(32)}` });
+    expect(changed).toMatch(/Another plan is pending than the one shown.*review the plan now shown/);
+    expect(changed).toContain("round 2 of stage addons");
   });
 
   it("explains a refused decision, keeping the API's detail", () => {

@@ -70,16 +70,22 @@ export function validateComment(raw: string): string[] {
   return [...raw].length > MAX_COMMENT ? [`at most ${MAX_COMMENT} characters (now ${[...raw].length})`] : [];
 }
 
-/** The body of approve/reject: the trimmed comment, or none. */
-export function decisionBody(raw: string): { comment?: string } {
+/** What approve/reject send: the trimmed comment (or none), and always the plan shown — its checksum, round
+ * and stage — so the API refuses the decision (409 `plan-changed`) if another plan is pending by then. */
+export type DecisionBody = { comment?: string; plan_sha256: string; round: number; stage: string };
+
+export function decisionBody(raw: string, shown: Pick<Approval, "plan_sha256" | "round" | "stage">): DecisionBody {
   const c = raw.trim();
-  return c ? { comment: c } : {};
+  const plan = { plan_sha256: shown.plan_sha256, round: shown.round, stage: shown.stage };
+  return c ? { comment: c, ...plan } : plan;
 }
 
-/** A refused approve/reject explained: self-approval, a missing scope, or a decision no longer possible. */
+/** A refused approve/reject explained: another plan pending, self-approval, a missing scope, or a decision no
+ * longer possible. */
 export function decisionProblem(p: { type?: string; title: string; status: number; detail: string; request_id?: string | null }): string {
   const rid = p.request_id ? ` (request ${p.request_id})` : "";
   const api = `${p.title}: ${p.detail}${rid}`;
+  if (p.type?.endsWith(":plan-changed")) return `Another plan is pending than the one shown (Strato planned again, or another stage waits); nothing was decided and the operation was reloaded: review the plan now shown and decide again. ${api}`;
   if (p.type?.endsWith(":self-approval")) return `You asked for this operation, so you cannot decide on it yourself (separation of duties): another approver must. ${api}`;
   if (p.status === 403) return `Your token may not approve or reject plans (it needs the operations:approve scope). ${api}`;
   if (p.status === 409) return `The operation no longer waits for a decision (decided, expired or cancelled); it was reloaded. ${api}`;

@@ -62,19 +62,21 @@ pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
                 println!("{id}: {what}");
             }
         }
-        Operations::Approve { id, comment } => {
-            decide(
-                ctx,
-                &id,
-                "approve",
-                comment,
-                "approved: a new run applies exactly this plan",
-            )
-            .await?
+        Operations::Approve {
+            id,
+            comment,
+            plan_sha256,
+        } => {
+            let done = "approved: a new run applies exactly this plan";
+            decide(ctx, &id, "approve", comment, plan_sha256, done).await?
         }
-        Operations::Reject { id, comment } => {
+        Operations::Reject {
+            id,
+            comment,
+            plan_sha256,
+        } => {
             let done = "rejected: the operation ends cancelled, nothing of the plan applied";
-            decide(ctx, &id, "reject", comment, done).await?
+            decide(ctx, &id, "reject", comment, plan_sha256, done).await?
         }
         Operations::Timeline { id } => {
             let v = ctx
@@ -101,15 +103,24 @@ pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `approve` or `reject` with an optional comment; prints `done` on success.
+/// `approve` or `reject` with an optional comment; prints `done` on success. The plan decided on is the one
+/// shown: the operation is read, its pending plan printed, and the request names it (`plan_sha256`, `round`,
+/// `stage`), so the API refuses it (409, naming what is pending then) if another round or stage came
+/// meanwhile. With `--plan-sha256`, only that plan is named: the one the user reviewed earlier.
 async fn decide(
     ctx: &Ctx,
     id: &str,
     verb: &str,
     comment: Option<String>,
+    plan_sha256: Option<String>,
     done: &str,
 ) -> Result<(), CliError> {
-    let body = comment.map_or_else(|| json!({}), |c| json!({ "comment": c }));
+    let op = ctx.api.get(&format!("/v1/operations/{}", seg(id))).await?;
+    let approval = &op["approval"];
+    if !ctx.out.machine() {
+        show_approval(ctx, &op["id"], approval);
+    }
+    let body = decision_body(approval, comment, plan_sha256);
     let v = ctx
         .api
         .post(&format!("/v1/operations/{}/{verb}", seg(id)), &body)
@@ -118,6 +129,28 @@ async fn decide(
         println!("{id}: {done}");
     }
     Ok(())
+}
+
+/// The body of approve/reject: the comment, and the plan decided on — `pinned` alone when given, else the
+/// shown approval's checksum, round and stage.
+fn decision_body(approval: &Value, comment: Option<String>, pinned: Option<String>) -> Value {
+    let mut body = serde_json::Map::new();
+    if let Some(c) = comment {
+        body.insert("comment".into(), c.into());
+    }
+    match pinned {
+        Some(sha) => {
+            body.insert("plan_sha256".into(), sha.into());
+        }
+        None => {
+            for key in ["plan_sha256", "round", "stage"] {
+                if let Some(v) = approval.get(key).filter(|v| !v.is_null()) {
+                    body.insert(key.into(), v.clone());
+                }
+            }
+        }
+    }
+    Value::Object(body)
 }
 
 /// The plan an operation waits (or waited) with and the decision on it.
@@ -500,6 +533,23 @@ pub(crate) fn strip_ansi(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_decision_names_the_plan_shown_or_the_one_pinned() {
+        let shown = json!({"plan_sha256": "ab".repeat(32), "round": 2, "stage": "cluster", "summary": {}});
+        assert_eq!(
+            super::decision_body(&shown, Some("ok".into()), None),
+            json!({"comment": "ok", "plan_sha256": "ab".repeat(32), "round": 2, "stage": "cluster"})
+        );
+        assert_eq!(
+            super::decision_body(&shown, None, Some("cd".repeat(32))),
+            json!({"plan_sha256": "cd".repeat(32)})
+        );
+        // Nothing pending to name: the API answers (409, not awaiting approval).
+        assert_eq!(super::decision_body(&json!(null), None, None), json!({}));
+    }
+
     #[test]
     fn ansi_sequences_are_stripped_and_text_kept() {
         assert_eq!(

@@ -32,7 +32,8 @@ export function ApprovalSection({ op, onDecided }: { op: Operation; onDecided():
     setErr(null);
     setDone(null);
     const params = { path: { id: op.id }, header: { "Idempotency-Key": idempotencyKey() } };
-    const body = decisionBody(comment);
+    // The plan shown on this page, named: a decision never lands on another round or stage.
+    const body = decisionBody(comment, a);
     const { data, error, response } = verdict === "approve"
       ? await api.POST("/v1/operations/{id}/approve", { params, body })
       : await api.POST("/v1/operations/{id}/reject", { params, body });
@@ -141,7 +142,7 @@ export function ApprovalMode({ cluster: c, onSaved }: { cluster: Cluster; onSave
       <p>
         Plans of this cluster's creates and updates: approval <strong data-testid="approval-mode-current">{modeText(c.approval)}</strong>
         {choiceOf(c.approval) === "required" ? " — an approver (operations:approve) must approve each plan before anything is applied." : ""}
-        {choiceOf(c.approval) === "auto" ? " — applied at once." : ""}
+        {choiceOf(c.approval) === "auto" ? " — applied at once, unless the template or the tenant requires approval (the strictest applies)." : ""}
       </p>
       <form onSubmit={submit} noValidate aria-label="Approval mode" class="row-fields">
         <div class="field">

@@ -84,7 +84,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const [region, setRegion] = useState(t.defaults[provider]?.region ?? "");
   // Optional lifetime: the scheduler deletes the cluster once it is over (the tenant may cap it).
   const [ttl, setTtl] = useState("");
-  // Optional approval mode: "" leaves it to the template's, else the tenant's default.
+  // Optional approval mode: "" leaves it to the template's and tenant's (the strictest of the three applies).
   const [approval, setApproval] = useState<ApprovalChoice>("");
   const [values, setValues] = useState<Record<string, RawValue>>(() => Object.fromEntries(fields.map((f) => [f.name, initialValue(f)])));
   const [touched, setTouched] = useState<Set<string>>(new Set());
@@ -198,7 +198,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
           onChange={(e) => { setApproval((e.target as HTMLSelectElement).value as ApprovalChoice); clearApi("approval"); }}>
           <option value="">template/tenant default</option>
           <option value="required">required: an approver approves each plan first</option>
-          <option value="auto">auto: apply at once</option>
+          <option value="auto">auto: apply at once (unless the template or tenant requires approval)</option>
         </select>
         <FieldMessages id="c-approval" description="With required, the create and every update wait after their plan (nothing applied) until someone with the operations:approve scope approves it." problems={[]} apiErrors={apiErrs["approval"] ?? []} />
       </div>

@@ -94,6 +94,10 @@ fn body_target(body: &[u8]) -> (Option<ClusterId>, Option<OperationId>) {
     )
 }
 
+/// What a handler wants on its call's audit entry (`detail`), beside the outcome: a response extension.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditNote(pub String);
+
 /// Route layer: after an audited route answered, one entry with the caller, the target and the outcome.
 /// Calls without a tenant (no or a bad token: 401) have no log to go into and are not recorded.
 pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next) -> Response {
@@ -141,6 +145,8 @@ pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next
     entry.status = Some(status);
     if let Some(p) = parts.extensions.get::<Problem>() {
         entry.detail = Some(crate::router::truncate(&p.title, 200));
+    } else if let Some(AuditNote(note)) = parts.extensions.get::<AuditNote>() {
+        entry.detail = Some(crate::router::truncate(note, 200));
     }
     audit::record(&ctx.audit, entry).await;
     Response::from_parts(parts, Body::from(bytes))

@@ -151,11 +151,12 @@ pub(crate) async fn update(
         cluster,
         template,
         operation,
+        approval_lowered,
     } = ctx
         .api_with(&policies)
         .update_if(caller, id, body, if_match)
         .await?;
-    Ok(match operation {
+    let mut resp = match operation {
         None => {
             let last = last_operation(ctx, &cluster).await?;
             Reply::ok(views::cluster(&cluster, Some(&sensitive_of(&template)), last))
@@ -168,7 +169,13 @@ pub(crate) async fn update(
             template,
         })
         .into_response(),
-    })
+    };
+    // An administrator lowering the approval setting is what the audit entry of this call must show.
+    if let Some(lowered) = approval_lowered {
+        resp.extensions_mut()
+            .insert(crate::audit::AuditNote(lowered.detail()));
+    }
+    Ok(resp)
 }
 
 pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {

@@ -17,6 +17,17 @@ pub enum ApiError {
     /// A valid token without the scope the route needs (roles within a tenant).
     #[error("forbidden: the token lacks the '{}' scope", .need.as_str())]
     Forbidden { need: crate::scopes::Scope },
+    /// A valid token whose scopes allow the route but not this use of one of its fields (a writer lowering
+    /// a cluster's approval requirement).
+    #[error("forbidden: {field} needs the '{}' scope: {problem}", .need.as_str())]
+    ForbiddenField {
+        field: &'static str,
+        need: crate::scopes::Scope,
+        problem: String,
+    },
+    /// The decision names a plan other than the one pending now: what is pending is in the detail.
+    #[error("conflict: another plan is pending (round {}, stage {})", .0.round, .0.stage)]
+    OtherPlan(Box<strato_domain::approval::Pending>),
     /// Separation of duties: the requester of an operation may not approve it.
     #[error("forbidden: {0}")]
     SelfApproval(String),
@@ -81,7 +92,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden { .. } | ApiError::SelfApproval(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden { .. } | ApiError::ForbiddenField { .. } | ApiError::SelfApproval(_) => {
+                StatusCode::FORBIDDEN
+            }
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -89,7 +102,7 @@ impl ApiError {
             ApiError::Invalid { .. } | ApiError::IdempotencyMismatch | ApiError::PolicyDenied { .. } => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Conflict(_) | ApiError::OtherPlan(_) => StatusCode::CONFLICT,
             // A lost optimistic-concurrency race: the client may simply try again.
             ApiError::Store(strato_aws::Error::Conflict(_)) => StatusCode::CONFLICT,
             ApiError::Quota(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -102,7 +115,8 @@ impl ApiError {
     fn slug_and_title(&self) -> (&'static str, &'static str) {
         match self {
             ApiError::Unauthorized(_) => ("unauthorized", "Unauthorized"),
-            ApiError::Forbidden { .. } => ("forbidden", "Forbidden"),
+            ApiError::Forbidden { .. } | ApiError::ForbiddenField { .. } => ("forbidden", "Forbidden"),
+            ApiError::OtherPlan(_) => ("plan-changed", "Another plan is pending"),
             ApiError::SelfApproval(_) => ("self-approval", "Approver is the requester"),
             ApiError::NotFound(_) => ("not-found", "Not found"),
             ApiError::MethodNotAllowed { .. } => ("method-not-allowed", "Method not allowed"),
@@ -152,6 +166,37 @@ impl ApiError {
                     }],
                 )
             }
+            ApiError::ForbiddenField { field, need, problem } => {
+                let need = need.as_str();
+                (
+                    format!(
+                        "{problem}; that needs the '{need}' scope, which this token lacks: ask your tenant's \
+                         administrator, or leave '{field}' out"
+                    ),
+                    vec![FieldError {
+                        field: field.into(),
+                        problem,
+                        allowed: format!("a token with the '{need}' scope"),
+                    }],
+                )
+            }
+            // What is pending now, so the approver can review it and decide again.
+            ApiError::OtherPlan(p) => (
+                format!(
+                    "the operation's pending plan is not the one this decision names: now pending is round {} \
+                     of stage {} with plan_sha256 {}; nothing was decided. Review that plan (GET the operation) \
+                     and decide again naming it",
+                    p.round, p.stage, p.plan_sha256
+                ),
+                vec![FieldError {
+                    field: "plan_sha256".into(),
+                    problem: "names a plan that is not the one pending".into(),
+                    allowed: format!(
+                        "the pending plan: plan_sha256 {}, round {}, stage {}",
+                        p.plan_sha256, p.round, p.stage
+                    ),
+                }],
+            ),
             ApiError::MethodNotAllowed { allowed } => {
                 let list = allowed.join(", ");
                 let d = format!("this resource supports {list}");

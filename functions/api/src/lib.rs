@@ -61,6 +61,10 @@ pub struct Config {
     /// The JWT claim that holds the caller's scopes (`STRATO_SCOPE_CLAIM`, default `scope`; `scp` is read
     /// when it is absent). See [`scopes`].
     pub scope_claim: String,
+    /// What precedes each of Strato's scope names in a granted scope (`STRATO_SCOPE_PREFIX`, default none):
+    /// a token grants `admin` only by `<prefix>admin` exactly, e.g. `https://api.example.com/admin` with the
+    /// prefix `https://api.example.com/` (a Cognito resource server's identifier and a slash).
+    pub scope_prefix: String,
     /// Largest accepted request body (`STRATO_MAX_BODY_BYTES`, default 64 KiB). Specs are small; anything
     /// bigger is a mistake or an attack, and is refused before it is parsed.
     pub max_body_bytes: usize,
@@ -101,6 +105,7 @@ impl Config {
             names: env.names()?,
             tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
             scope_claim: env.or("STRATO_SCOPE_CLAIM", "scope"),
+            scope_prefix: env.or("STRATO_SCOPE_PREFIX", ""),
             max_body_bytes: env.positive("STRATO_MAX_BODY_BYTES", Self::DEFAULT_MAX_BODY_BYTES as u64)?
                 as usize,
             agent_token_secret: env

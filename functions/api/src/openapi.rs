@@ -280,6 +280,14 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
                 "The request is invalid (`errors` names every field), or its `Idempotency-Key` was used \
                  before with a different request"
             }
+            403 if matches!(route.endpoint, CreateCluster | UpdateCluster) => {
+                "The token lacks the scope this route needs, or the `admin` scope an `approval` lowering the \
+                 cluster's approval requirement needs (`errors` names the scope or `approval`)"
+            }
+            401 if !public && route.method != "GET" => {
+                "No valid token (the JWT authorizer), or a token without a subject (`sub`): a change must \
+                 name who asks for it"
+            }
             409 if keyed => {
                 "The resource's state forbids this now, or a request with the same `Idempotency-Key` is \
                  still in progress; the detail says which"

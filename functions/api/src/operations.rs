@@ -60,9 +60,10 @@ pub(crate) async fn decide(
     body: &[u8],
 ) -> Result<Reply<OperationView>, ApiError> {
     let body = crate::requests::DecisionBody::from_bytes(body)?;
+    let seen = body.seen();
     let op = ctx
         .api()
-        .decide_approval(caller, id, verdict, body.comment)
+        .decide_seen(caller, id, verdict, body.comment, seen)
         .await?;
     let location = format!("/v1/operations/{}", op.operation_id);
     Ok(Reply::accepted(view(ctx, &op).await?, location))

@@ -227,8 +227,9 @@ pub struct SpecBody {
     #[schema(value_type = Option<u64>, minimum = 1)]
     pub(crate) ttl_hours: Field<u64>,
     /// Create only: `required` makes every create and update of the cluster wait after its plan for an
-    /// approver (`operations:approve`); `auto` applies at once. Absent: the template's, else the tenant's
-    /// default, else `auto`.
+    /// approver (`operations:approve`). The strictest of this, the template's and the tenant's default
+    /// applies: `auto` cannot lower a template's or tenant's `required` (403 without the `admin` scope,
+    /// else 422). Absent: the template's and tenant's decide (`auto` when neither says).
     #[serde(default)]
     #[schema(value_type = Option<String>, example = "required")]
     pub(crate) approval: Field<strato_domain::approval::ApprovalMode>,
@@ -277,8 +278,9 @@ pub struct UpdateBody {
     #[serde(default)]
     #[schema(value_type = Option<u64>, minimum = 1)]
     pub(crate) ttl_hours: Field<u64>,
-    /// `auto` or `required` (see the create); null: the template's, else the tenant's default. Changing it
-    /// alone runs nothing; it applies to operations asked for afterwards.
+    /// `auto` or `required` (see the create); null: none of its own (the template's and tenant's decide).
+    /// Tightening is a writer's; lowering (taking back `required`) needs the `admin` scope and is audited.
+    /// Changing it alone runs nothing; it applies to operations asked for afterwards.
     #[serde(default)]
     #[schema(value_type = Option<String>, nullable, example = "required")]
     pub(crate) approval: Field<strato_domain::approval::ApprovalMode>,
@@ -358,7 +360,9 @@ mod tests {
     }
 }
 
-/// `POST /v1/operations/{id}/approve` and `/reject`: an optional body.
+/// `POST /v1/operations/{id}/approve` and `/reject`: an optional body. Clients send the plan they showed
+/// (`plan_sha256`, `round`, `stage` of the operation's `approval`), so a decision never lands on another
+/// round or stage than the one reviewed.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = DecisionRequest)]
@@ -366,14 +370,67 @@ pub(crate) struct DecisionBody {
     /// Why, for the record (at most 1,000 characters); shown on the operation and in the audit log.
     #[serde(default)]
     pub comment: Option<String>,
+    /// The `approval.plan_sha256` the approver reviewed; another pending plan is a 409 naming it.
+    #[serde(default)]
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub plan_sha256: Option<String>,
+    /// The `approval.round` the approver reviewed.
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    pub round: Option<u32>,
+    /// The `approval.stage` the approver reviewed.
+    #[serde(default)]
+    pub stage: Option<String>,
 }
 
 impl DecisionBody {
-    /// An empty body is no comment; anything else must be this object.
+    /// An empty body is no comment and names no plan; anything else must be this object, with a
+    /// well-formed checksum and round (422 naming each otherwise).
     pub(crate) fn from_bytes(body: &[u8]) -> Result<Self, crate::ApiError> {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Self::default());
         }
-        read(body)
+        let b: Self = read(body)?;
+        let mut errors = Vec::new();
+        if let Some(sha) = &b.plan_sha256
+            && !(sha.len() == 64
+                && sha
+                    .bytes()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
+        {
+            errors.push(ApiError::field(
+                "plan_sha256",
+                "is not a SHA-256",
+                "64 lowercase hex digits: the operation's approval.plan_sha256",
+            ));
+        }
+        if b.round == Some(0) {
+            errors.push(ApiError::field(
+                "round",
+                "is not a round",
+                "1 or more: the operation's approval.round",
+            ));
+        }
+        if b.stage.as_ref().is_some_and(|s| s.is_empty() || s.len() > 64) {
+            errors.push(ApiError::field(
+                "stage",
+                "is not a stage name",
+                "the operation's approval.stage",
+            ));
+        }
+        if errors.is_empty() {
+            Ok(b)
+        } else {
+            Err(ApiError::invalid(errors))
+        }
+    }
+
+    /// The plan the approver saw, as the decision checks it.
+    pub(crate) fn seen(&self) -> strato_domain::approval::Seen {
+        strato_domain::approval::Seen {
+            plan_sha256: self.plan_sha256.clone(),
+            round: self.round,
+            stage: self.stage.clone(),
+        }
     }
 }

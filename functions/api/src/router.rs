@@ -1,5 +1,6 @@
-//! The HTTP API as an axum [`Router`]: one handler per route of [`ROUTES`], the tenant taken from the JWT
-//! authorizer's claims by the [`Caller`] extractor, the body limit and `Idempotency-Key` as route layers, and
+//! The HTTP API as an axum [`Router`]: one handler per route of [`ROUTES`], every request authorized by one
+//! route layer ([`authorize`]: the tenant, subject and scopes from the JWT authorizer's claims, as the
+//! [`Caller`]), the body limit and `Idempotency-Key` as route layers, and
 //! problem documents for unknown paths (404) and methods (405). [`service`] wraps the router with what must
 //! happen before routing (the API Gateway stage prefix) and after it (the request id, one log line).
 
@@ -25,6 +26,7 @@ use strato_domain::telemetry::{self, Traceparent, fields};
 use tower::ServiceExt;
 
 use crate::error::Problem;
+use crate::scopes::Scope;
 use crate::{ApiError, Ctx, ROUTES, handlers, idempotency};
 
 pub(crate) type AppState = Arc<Ctx>;
@@ -84,20 +86,37 @@ impl<T: Serialize> IntoResponse for Reply<T> {
     }
 }
 
-/// The authenticated caller: the tenant from the configured claim and the JWT subject.
+/// The authenticated caller: the tenant from the configured claim, the JWT subject and Strato's scopes the
+/// token grants.
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub tenant: TenantId,
+    /// Always set on a route that changes something ([`authorize`] refuses a token without one there).
     pub subject: Option<String>,
     /// The request's trace context: operations this request creates join its trace.
     pub traceparent: Option<Traceparent>,
+    /// Strato's scopes the token grants (matched exactly; see [`crate::scopes`]).
+    pub scopes: Vec<Scope>,
 }
 
 impl Caller {
-    /// Who the caller is, for records: the token's subject (`anonymous` without one, as devstack's local
-    /// tokens may be).
+    /// Who the caller is, for records of reads: the token's subject (`anonymous` without one).
     pub fn principal(&self) -> &str {
         self.subject.as_deref().unwrap_or("anonymous")
+    }
+
+    /// Who asks for a change: the token's subject. A request nobody can be named for is refused (401),
+    /// as the router does for every mutating route: an unnamed requester could approve their own request.
+    pub fn requester(&self) -> Result<&str, ApiError> {
+        self.subject
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| ApiError::Unauthorized(NO_SUBJECT.into()))
+    }
+
+    /// Whether the token grants `scope` (or one that includes it).
+    pub fn has(&self, scope: Scope) -> bool {
+        crate::scopes::allows(&self.scopes, scope)
     }
 
     /// `op`, created by this request, joins its trace; its ids go on the request's log span.
@@ -109,34 +128,77 @@ impl Caller {
     }
 }
 
+const NO_SUBJECT: &str = "the token has no 'sub' claim: a change must name who asks for it (the audit log, \
+                          separation of duties); use a token that identifies its principal";
+
+/// The [`Caller`] [`authorize`] established for this request. A handler that extracts one on a route the
+/// layer let through without a caller (a public route) gets a 401: this never falls back to no check.
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, ctx: &AppState) -> Result<Self, ApiError> {
-        let claims = crate::audit::claims(&parts.extensions)
-            .ok_or_else(|| ApiError::Unauthorized("the request carries no JWT claims".into()))?;
-        let claim = &ctx.config.tenant_claim;
-        let raw = claims
-            .get(claim)
-            .ok_or_else(|| ApiError::Unauthorized(format!("the token has no '{claim}' claim")))?;
-        let tenant = raw.parse::<TenantId>().map_err(|_| {
-            // The raw value is not echoed: it is attacker-controlled and useless to a legitimate caller.
-            ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
-        })?;
-        tracing::Span::current().record(fields::TENANT_ID, tenant.as_str());
-        // Roles: the route's scope, before any handler (or the idempotency layer) runs.
-        if let Some(need) = route_of(parts).and_then(|r| crate::scopes::required(r.endpoint)) {
-            let granted = crate::scopes::granted(claims, &ctx.config.scope_claim);
-            if !crate::scopes::allows(&granted, need) {
-                return Err(ApiError::Forbidden { need });
-            }
-        }
-        Ok(Caller {
-            tenant,
-            subject: claims.get("sub").cloned(),
-            traceparent: parts.extensions.get::<Traceparent>().copied(),
-        })
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| ApiError::Unauthorized("the request carries no JWT claims".into()))
     }
+}
+
+/// Who may call `parts`' route: `Ok(None)` for a public route (liveness, the agent's own token), the
+/// [`Caller`] for a tenant route whose token names a tenant, has a subject where the route changes something,
+/// and grants the route's scope. A method and path the route table does not know is refused (405): the
+/// check fails closed, never open.
+fn authenticate(parts: &Parts, ctx: &Ctx) -> Result<Option<Caller>, ApiError> {
+    let Some(route) = route_of(parts) else {
+        return Err(ApiError::MethodNotAllowed {
+            allowed: allowed_methods(parts.uri.path()),
+        });
+    };
+    let Some(need) = crate::scopes::required(route.endpoint) else {
+        return Ok(None);
+    };
+    let claims = crate::audit::claims(&parts.extensions)
+        .ok_or_else(|| ApiError::Unauthorized("the request carries no JWT claims".into()))?;
+    let claim = &ctx.config.tenant_claim;
+    let raw = claims
+        .get(claim)
+        .ok_or_else(|| ApiError::Unauthorized(format!("the token has no '{claim}' claim")))?;
+    let tenant = raw.parse::<TenantId>().map_err(|_| {
+        // The raw value is not echoed: it is attacker-controlled and useless to a legitimate caller.
+        ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
+    })?;
+    tracing::Span::current().record(fields::TENANT_ID, tenant.as_str());
+    let subject = claims.get("sub").filter(|s| !s.trim().is_empty()).cloned();
+    if route.method != "GET" && subject.is_none() {
+        return Err(ApiError::Unauthorized(NO_SUBJECT.into()));
+    }
+    let scopes = crate::scopes::granted(claims, &ctx.config.scope_claim, &ctx.config.scope_prefix);
+    if !crate::scopes::allows(&scopes, need) {
+        return Err(ApiError::Forbidden { need });
+    }
+    Ok(Some(Caller {
+        tenant,
+        subject,
+        traceparent: parts.extensions.get::<Traceparent>().copied(),
+        scopes,
+    }))
+}
+
+/// Route layer over every route: authentication and the route's scope, before the route's own layers (the
+/// body limit, `Idempotency-Key`) and its handler. Being a layer rather than the handlers' extractor, it
+/// runs for every matched request whatever the handler extracts — HEAD included, which axum answers with the
+/// GET handler.
+async fn authorize(State(ctx): State<AppState>, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    match authenticate(&parts, &ctx) {
+        Ok(Some(caller)) => {
+            parts.extensions.insert(caller);
+        }
+        Ok(None) => {}
+        Err(e) => return e.into_response(),
+    }
+    next.run(Request::from_parts(parts, body)).await
 }
 
 /// The entry of [`ROUTES`] the router matched for this request.
@@ -145,8 +207,10 @@ fn route_of(parts: &Parts) -> Option<&'static crate::Route> {
     route_for(parts.method.as_str(), matched.as_str())
 }
 
-/// The entry of [`ROUTES`] for a method and a matched path template.
+/// The entry of [`ROUTES`] for a method and a matched path template. HEAD is GET without the body (axum
+/// answers it with the GET handler), so it is GET's entry: the same scope, the same audit (none).
 pub(crate) fn route_for(method: &str, matched: &str) -> Option<&'static crate::Route> {
+    let method = if method == "HEAD" { "GET" } else { method };
     ROUTES.iter().find(|r| r.path == matched && r.method == method)
 }
 
@@ -257,7 +321,10 @@ pub fn router(ctx: Ctx) -> Router {
         .route("/v1/agent/register", l(post(h::agent_register)))
         .route("/v1/agent/heartbeat", l(post(h::agent_heartbeat)))
         .route("/v1/audit", l(get(h::list_audit)))
-        // Every route above: audited ones (crate::audit::action) get their entry after the answer.
+        // Every route above, every method: who may call it, before anything else of the route runs.
+        .route_layer(middleware::from_fn_with_state(s.clone(), authorize))
+        // Every route above: audited ones (crate::audit::action) get their entry after the answer, refused
+        // ones (401, 403) included.
         .route_layer(middleware::from_fn_with_state(s.clone(), crate::audit::record))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -271,12 +338,18 @@ async fn not_found(uri: Uri) -> ApiError {
 }
 
 async fn method_not_allowed(uri: Uri) -> ApiError {
-    let allowed = ROUTES
+    ApiError::MethodNotAllowed {
+        allowed: allowed_methods(uri.path()),
+    }
+}
+
+/// The methods [`ROUTES`] has for `path`, in table order.
+fn allowed_methods(path: &str) -> Vec<&'static str> {
+    ROUTES
         .iter()
-        .filter(|r| match_path(r.path, uri.path()))
+        .filter(|r| match_path(r.path, path))
         .map(|r| r.method)
-        .collect();
-    ApiError::MethodNotAllowed { allowed }
+        .collect()
 }
 
 /// Whether `path` matches a route template (`{x}` matches one non-empty segment).

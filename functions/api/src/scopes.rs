@@ -9,8 +9,10 @@
 //! | `admin` | everything: also the tenant's webhook, changing its policies, restoring a state version and reading the audit log |
 //!
 //! Scopes come from the claim `STRATO_SCOPE_CLAIM` (default `scope`, then `scp`), space- or comma-separated
-//! (API Gateway passes an array claim as `[a b]`). A granted scope matches by name or as the last path
-//! segment of a resource-server scope (`https://api.example.com/clusters:read`, Cognito's form).
+//! (API Gateway passes an array claim as `[a b]`). A granted scope counts only when it is exactly
+//! `STRATO_SCOPE_PREFIX` followed by the name (default prefix: none, so `admin` is `admin`). A resource
+//! server's scopes (Cognito's `https://api.example.com/clusters:read`) need that prefix configured: matching
+//! any scope by its last path segment would let another resource server's `…/admin` pass as Strato's.
 
 use std::collections::HashMap;
 
@@ -77,27 +79,36 @@ pub const fn required(endpoint: Endpoint) -> Option<Scope> {
     }
 }
 
-/// The scopes a token grants, from its claims.
-pub fn granted(claims: &HashMap<String, String>, claim: &str) -> Vec<String> {
+/// Every scope Strato knows.
+const ALL: [Scope; 4] = [
+    Scope::ClustersRead,
+    Scope::ClustersWrite,
+    Scope::OperationsApprove,
+    Scope::Admin,
+];
+
+/// Strato's scopes a token grants, from its claims: each granted string that is exactly `prefix` and a
+/// scope's name. Anything else (`openid`, another resource server's scopes, look-alikes) grants nothing.
+pub fn granted(claims: &HashMap<String, String>, claim: &str, prefix: &str) -> Vec<Scope> {
     let raw = claims
         .get(claim)
         .or_else(|| claims.get("scp"))
         .map(String::as_str)
         .unwrap_or("");
-    raw.trim_matches(|c| c == '[' || c == ']')
+    let mut out: Vec<Scope> = raw
+        .trim_matches(|c| c == '[' || c == ']')
         .split(|c: char| c.is_whitespace() || c == ',')
         .map(|s| s.trim_matches('"'))
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
+        .filter_map(|s| s.strip_prefix(prefix))
+        .filter_map(|name| ALL.into_iter().find(|scope| scope.as_str() == name))
+        .collect();
+    out.dedup();
+    out
 }
 
 /// Whether `granted` includes `need` (or a scope that includes it).
-pub fn allows(granted: &[String], need: Scope) -> bool {
-    granted.iter().any(|g| {
-        let name = g.rsplit('/').next().unwrap_or(g);
-        need.granted_by().iter().any(|s| s.as_str() == name)
-    })
+pub fn allows(granted: &[Scope], need: Scope) -> bool {
+    granted.iter().any(|g| need.granted_by().contains(g))
 }
 
 #[cfg(test)]
@@ -108,51 +119,82 @@ mod tests {
         HashMap::from([("scope".to_owned(), scope.to_owned())])
     }
 
+    /// The scopes of a token whose `scope` claim is `scope`, without a prefix.
+    fn granted_plain(scope: &str) -> Vec<Scope> {
+        granted(&claims(scope), "scope", "")
+    }
+
     #[test]
     fn stronger_scopes_include_weaker_ones_and_nothing_else() {
-        let viewer = granted(&claims("clusters:read"), "scope");
+        let viewer = granted_plain("clusters:read");
         assert!(allows(&viewer, Scope::ClustersRead));
         assert!(!allows(&viewer, Scope::ClustersWrite));
         assert!(!allows(&viewer, Scope::Admin));
-        let writer = granted(&claims("clusters:write clusters:read"), "scope");
+        let writer = granted_plain("clusters:write clusters:read");
         assert!(allows(&writer, Scope::ClustersWrite) && !allows(&writer, Scope::Admin));
-        let admin = granted(&claims("admin"), "scope");
+        let admin = granted_plain("admin");
         assert!(
             [Scope::ClustersRead, Scope::ClustersWrite, Scope::Admin]
                 .iter()
                 .all(|s| allows(&admin, *s))
         );
-        assert!(!allows(&granted(&HashMap::new(), "scope"), Scope::ClustersRead));
+        assert!(!allows(
+            &granted(&HashMap::new(), "scope", ""),
+            Scope::ClustersRead
+        ));
         // Look-alikes grant nothing.
         assert!(!allows(
-            &granted(&claims("clusters:reader admin:no"), "scope"),
+            &granted_plain("clusters:reader admin:no"),
             Scope::ClustersRead
         ));
     }
 
     #[test]
     fn approving_is_its_own_scope_neither_writers_have_nor_it_grants_writing() {
-        let writer = granted(&claims("clusters:write"), "scope");
+        let writer = granted_plain("clusters:write");
         assert!(!allows(&writer, Scope::OperationsApprove));
-        let approver = granted(&claims("operations:approve"), "scope");
+        let approver = granted_plain("operations:approve");
         assert!(allows(&approver, Scope::OperationsApprove) && allows(&approver, Scope::ClustersRead));
         assert!(!allows(&approver, Scope::ClustersWrite));
-        assert!(allows(
-            &granted(&claims("admin"), "scope"),
-            Scope::OperationsApprove
-        ));
+        assert!(allows(&granted_plain("admin"), Scope::OperationsApprove));
         assert_eq!(required(ApproveOperation), Some(Scope::OperationsApprove));
         assert_eq!(required(RejectOperation), Some(Scope::OperationsApprove));
     }
 
     #[test]
     fn claim_forms_api_gateway_and_identity_providers_use() {
-        let array = granted(&claims("[clusters:read admin]"), "scope");
-        assert_eq!(array, ["clusters:read", "admin"]);
-        let cognito = granted(&claims("https://api.example.com/clusters:write"), "scope");
-        assert!(allows(&cognito, Scope::ClustersWrite));
+        let array = granted_plain("[clusters:read admin]");
+        assert_eq!(array, [Scope::ClustersRead, Scope::Admin]);
+        let cognito = granted(
+            &claims("openid https://api.example.com/clusters:write"),
+            "scope",
+            "https://api.example.com/",
+        );
+        assert_eq!(cognito, [Scope::ClustersWrite]);
         let scp = HashMap::from([("scp".to_owned(), "clusters:read,clusters:write".to_owned())]);
-        assert!(allows(&granted(&scp, "scope"), Scope::ClustersWrite));
+        assert!(allows(&granted(&scp, "scope", ""), Scope::ClustersWrite));
+    }
+
+    #[test]
+    fn scopes_match_exactly_with_the_configured_prefix_never_by_their_last_segment() {
+        // Another resource server's `admin` is not Strato's, with or without a prefix configured.
+        for prefix in ["", "https://api.example.com/"] {
+            let other = granted(
+                &claims("https://other.example/admin https://other.example/clusters:write"),
+                "scope",
+                prefix,
+            );
+            assert!(other.is_empty(), "{prefix:?}: {other:?}");
+            assert!(!allows(&other, Scope::Admin) && !allows(&other, Scope::ClustersRead));
+        }
+        // With a prefix, bare names and other prefixes grant nothing either.
+        let prefix = "https://api.example.com/";
+        assert!(granted(&claims("admin clusters:read"), "scope", prefix).is_empty());
+        assert!(granted(&claims("https://api.example.com/x/admin"), "scope", prefix).is_empty());
+        assert_eq!(
+            granted(&claims("https://api.example.com/admin"), "scope", prefix),
+            [Scope::Admin]
+        );
     }
 
     #[test]

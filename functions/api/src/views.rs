@@ -192,8 +192,8 @@ pub(crate) struct ClusterView {
     /// When the scheduler deletes the cluster on its own; null: never. Extend or clear it with a PATCH.
     #[schema(value_type = Option<schema::Timestamp>)]
     pub expires_at: Option<String>,
-    /// The cluster's own approval mode (`auto` or `required`); null: its template's, else the tenant's
-    /// default, else `auto`.
+    /// The cluster's own approval mode (`auto` or `required`); null: none. The strictest of it, its
+    /// template's and the tenant's default applies.
     #[schema(value_type = Option<String>, example = "required")]
     pub approval: Option<strato_domain::approval::ApprovalMode>,
     #[schema(value_type = schema::Timestamp)]

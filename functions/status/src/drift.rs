@@ -89,9 +89,12 @@ pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Res
         .template(&c.spec.template.name, &c.spec.template.version)
         .await?
         .and_then(|t| t.manifest.approval);
-    let tenant = match c.approval.or(template) {
-        Some(_) => None,
-        None => ctx.store.tenant_rules(&c.tenant_id).await?.approval,
+    // The strictest of the three applies: the tenant's default is read unless the cluster or template
+    // already requires approval (a cluster's own `auto` does not lower the tenant's `required`).
+    let tenant = if ApprovalMode::resolve(c.approval, template, None) == ApprovalMode::Required {
+        None
+    } else {
+        ctx.store.tenant_rules(&c.tenant_id).await?.approval
     };
     op.approval_required = ApprovalMode::resolve(c.approval, template, tenant) == ApprovalMode::Required;
     if let Err(rejected) = submit(ctx.store, ctx.jobs, &op).await? {

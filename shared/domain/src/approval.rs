@@ -13,8 +13,11 @@ use time::{Duration, OffsetDateTime};
 use crate::messages::PlanSummary;
 use crate::model::{Operation, OperationStatus, ResourceChange};
 
-/// Whether a cluster's creates and updates wait for an approver after their plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+/// Whether a cluster's creates and updates wait for an approver after their plan. Ordered by strictness
+/// (`Auto < Required`): where several settings apply, the strictest wins.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema, Default,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalMode {
     /// Applied as soon as planned (and allowed by budget and policies).
@@ -25,9 +28,38 @@ pub enum ApprovalMode {
 }
 
 impl ApprovalMode {
-    /// The mode that applies: the cluster's own, else its template's, else the tenant's default, else auto.
+    /// The mode that applies: the strictest of the cluster's own, its template's and the tenant's default
+    /// (auto when none says). A cluster setting can add a requirement, never take one away: the template's
+    /// author and the tenant's administrator decide the floor, not whoever may write the cluster.
     pub fn resolve(cluster: Option<Self>, template: Option<Self>, tenant: Option<Self>) -> Self {
-        cluster.or(template).or(tenant).unwrap_or_default()
+        [cluster, template, tenant]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// What changing a cluster's own setting from `old` to `new` (`None`: back to the default) does, given
+    /// its template's and its tenant's modes.
+    pub fn judge_change(
+        old: Option<Self>,
+        new: Option<Self>,
+        template: Option<Self>,
+        tenant: Option<Self>,
+    ) -> SettingChange {
+        let before = Self::resolve(old, template, tenant);
+        if new == old || new.unwrap_or_default() >= before {
+            return SettingChange::Allowed;
+        }
+        let floor = Self::resolve(None, template, tenant);
+        match new {
+            Some(asked) if asked < floor => SettingChange::BelowFloor { floor },
+            _ => SettingChange::Lowers {
+                from: old,
+                to: new,
+                applies: Self::resolve(new, template, tenant),
+            },
+        }
     }
 
     pub fn as_str(self) -> &'static str {
@@ -36,6 +68,22 @@ impl ApprovalMode {
             ApprovalMode::Required => "required",
         }
     }
+}
+
+/// A change of a cluster's own approval setting, judged against its template's and tenant's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingChange {
+    /// Keeps or tightens what applies: whoever may write the cluster may ask for it.
+    Allowed,
+    /// Asks for less than applies now (the cluster's own `required` taken back): only an administrator may,
+    /// and the change is audited. `applies` is the mode that applies afterwards.
+    Lowers {
+        from: Option<ApprovalMode>,
+        to: Option<ApprovalMode>,
+        applies: ApprovalMode,
+    },
+    /// `auto` on a cluster whose template or tenant requires approval: no cluster setting lowers that.
+    BelowFloor { floor: ApprovalMode },
 }
 
 /// How long an approval request waits before it expires (the operation then ends cancelled), unless
@@ -160,6 +208,53 @@ pub enum Refusal {
     Expired(String),
     #[error("you requested this operation; another principal must approve it")]
     OwnRequest,
+    /// Nobody is recorded as the requester (an operation asked for by a token without a subject), so
+    /// separation of duties cannot be shown: it is not approved, only rejected (and asked for again).
+    #[error("no requester is recorded for this operation, so another principal's approval cannot be shown")]
+    UnknownRequester,
+    /// The decision names a plan other than the one pending now (another round or stage came meanwhile).
+    #[error(
+        "the plan pending now is round {} of stage {} with plan sha256 {}, not the one this decision names",
+        .0.round, .0.stage, .0.plan_sha256
+    )]
+    OtherPlan(Box<Pending>),
+}
+
+/// The plan an approver saw (`POST …/approve` names it); each part left out is not checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub plan_sha256: Option<String>,
+    pub round: Option<u32>,
+    pub stage: Option<String>,
+}
+
+/// What is pending now, for a refused [`Seen`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub plan_sha256: String,
+    pub round: u32,
+    pub stage: String,
+}
+
+impl Seen {
+    /// Whether `a` is the request the approver saw; every part given must match.
+    fn check(&self, a: &Approval) -> Result<(), Refusal> {
+        let same = self
+            .plan_sha256
+            .as_deref()
+            .is_none_or(|s| s == a.plan.plan_sha256)
+            && self.round.is_none_or(|r| r == a.round)
+            && self.stage.as_deref().is_none_or(|s| s == a.plan.stage);
+        if same {
+            Ok(())
+        } else {
+            Err(Refusal::OtherPlan(Box::new(Pending {
+                plan_sha256: a.plan.plan_sha256.clone(),
+                round: a.round,
+                stage: a.plan.stage.clone(),
+            })))
+        }
+    }
 }
 
 /// Records `verdict` by `by` on `op` if it may be: the operation awaits a decision, the request has not
@@ -173,6 +268,20 @@ pub fn decide(
     separate: bool,
     now: OffsetDateTime,
 ) -> Result<(), Refusal> {
+    decide_seen(op, verdict, by, comment, separate, now, &Seen::default())
+}
+
+/// [`decide`], for the plan the approver `seen`: a decision recorded on another round or stage than the one
+/// shown would approve what nobody reviewed, so it is refused, naming what is pending now.
+pub fn decide_seen(
+    op: &mut Operation,
+    verdict: Verdict,
+    by: &str,
+    comment: Option<String>,
+    separate: bool,
+    now: OffsetDateTime,
+    seen: &Seen,
+) -> Result<(), Refusal> {
     let Some(approval) = op.approval.as_mut() else {
         return Err(Refusal::NotAwaiting(op.status));
     };
@@ -182,12 +291,17 @@ pub fn decide(
     if op.status != OperationStatus::AwaitingApproval {
         return Err(Refusal::NotAwaiting(op.status));
     }
+    seen.check(approval)?;
     if verdict == Verdict::Approved {
         if now >= approval.expires_at {
             return Err(Refusal::Expired(crate::ts::format(approval.expires_at)));
         }
-        if separate && op.requested_by.as_deref() == Some(by) {
-            return Err(Refusal::OwnRequest);
+        if separate {
+            match op.requested_by.as_deref() {
+                None => return Err(Refusal::UnknownRequester),
+                Some(requester) if requester == by => return Err(Refusal::OwnRequest),
+                Some(_) => {}
+            }
         }
     }
     approval.decision = Some(Decision {

@@ -25,6 +25,13 @@ pub struct RequestInput {
     pub tags: BTreeMap<String, String>,
     /// The `node_count` variable, when set.
     pub node_count: Option<i64>,
+    /// The approval mode that applies to the create or update this request asks for (`auto` or
+    /// `required`: the strictest of the cluster's own setting, its template's and the tenant's default);
+    /// null for a delete, which never waits for an approver.
+    pub approval: Option<String>,
+    /// The cluster's own approval setting as the request leaves it (`auto`, `required`, or null: none), so
+    /// a policy can refuse a request that sets it.
+    pub approval_setting: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -14,6 +14,8 @@ use strato_domain::template::{Template, is_template_version};
 
 use strato_domain::coordination::{ATTEMPTS, Attempt, optimistic};
 
+use super::approvals::{ApprovalLowered, judge_setting};
+use super::policy::ApprovalInput;
 use super::{Api, IfMatch, Started, check, kept_changing, quota_error, refuse_new_operation};
 use crate::drift::{self, DriftSettings};
 use crate::requests::{SpecBody, UpdateBody, unknown};
@@ -27,6 +29,8 @@ pub struct Updated {
     pub cluster: Cluster,
     pub template: Template,
     pub operation: Option<Operation>,
+    /// An administrator lowered the cluster's approval setting: the audit entry says so.
+    pub approval_lowered: Option<ApprovalLowered>,
 }
 
 /// What a PATCH asks to change, read and checked once and applied on every try.
@@ -65,6 +69,7 @@ where
     /// A new cluster: the spec is validated before anything is written; then the cluster, its create
     /// operation, its name reservation and the tenant's counters are written together, and the job is sent.
     pub async fn create(&self, caller: &Caller, mut body: SpecBody) -> Result<Started, ApiError> {
+        let requester = caller.requester()?.to_owned();
         let mut errors = Vec::new();
         let expires_at = std::mem::take(&mut body.expires_at);
         let expiry = crate::expiry::parse(expires_at, std::mem::take(&mut body.ttl_hours), &mut errors);
@@ -85,8 +90,15 @@ where
         let rules = self.store.tenant_rules(&caller.tenant).await?;
         let max = rules.max_ttl_hours.or(self.default_max_ttl_hours);
         let expiry = crate::expiry::change(expiry, now, max, true)?;
+        let template_mode = template.manifest.approval;
+        judge_setting(caller, None, approval, template_mode, rules.approval)?;
+        let applies = ApprovalMode::resolve(approval, template_mode, rules.approval);
         let mut spec = validated.spec().clone();
-        let allowed = self.check_policies(caller, "create", None, &spec)?;
+        let approval_input = ApprovalInput {
+            applies: Some(applies),
+            setting: approval,
+        };
+        let allowed = self.check_policies(caller, "create", None, &spec, approval_input)?;
         let cluster_id = ClusterId::generate();
         self.seal(&caller.tenant, &cluster_id, &template, &mut spec)
             .await?;
@@ -116,9 +128,8 @@ where
         );
         cluster.pending_operation = Some(op.operation_id.clone());
         op.spec = Some(spec);
-        op.requested_by = caller.subject.clone();
-        op.approval_required = ApprovalMode::resolve(approval, template.manifest.approval, rules.approval)
-            == ApprovalMode::Required;
+        op.requested_by = Some(requester);
+        op.approval_required = applies == ApprovalMode::Required;
         allowed.record(&mut op);
         caller.joins(&mut op);
         match self.store.create_cluster(&cluster, &op).await? {
@@ -240,7 +251,7 @@ where
     ) -> Result<Attempt<Updated>, ApiError> {
         if change.patch.is_empty() && change.version.is_none() {
             // Settings only: recorded on the cluster, nothing for Terraform to do.
-            return self.update_settings(c, change).await;
+            return self.update_settings(caller, c, change).await;
         }
         let open = self.open_operations(&c).await?;
         if let Some(why) = refuse_new_operation(&c, &open, "updated") {
@@ -266,7 +277,9 @@ where
         }
         let t = self.template_for(&spec.template, "template_version").await?;
         let validated = check(&spec, &t)?;
-        let allowed = self.check_policies(caller, "update", Some(&c.cluster_id), validated.spec())?;
+        let (approval, lowered) = self.approval_change(caller, &c, &t, change).await?;
+        let allowed =
+            self.check_policies(caller, "update", Some(&c.cluster_id), validated.spec(), approval)?;
         let mut c = c;
         let changed = change.drift.apply(&mut c)
             | change.expiry.apply(&mut c)
@@ -283,20 +296,24 @@ where
         let mut spec = validated.spec().clone();
         self.seal(&caller.tenant, &c.cluster_id, &t, &mut spec).await?;
         op.spec = Some(spec);
+        op.approval_required = approval.applies == Some(ApprovalMode::Required);
         allowed.record(&mut op);
         Ok(match self.start(caller, c, op, t).await? {
             Attempt::Done(s) => Attempt::Done(Updated {
                 cluster: s.cluster,
                 template: s.template,
                 operation: Some(s.operation),
+                approval_lowered: lowered,
             }),
             Attempt::Conflict => Attempt::Conflict,
         })
     }
 
-    /// A PATCH of drift settings alone: the cluster, no operation.
+    /// A PATCH of settings alone (drift, expiry, approval): the cluster, no operation. A change of the
+    /// approval setting is checked against the request policies like an update: they may refuse it.
     async fn update_settings(
         &self,
+        caller: &Caller,
         mut c: Cluster,
         change: &Change<'_>,
     ) -> Result<Attempt<Updated>, ApiError> {
@@ -306,18 +323,55 @@ where
                 c.cluster_id
             )));
         }
+        let template = self.template_for(&c.spec.template, "template").await?;
+        let mut lowered = None;
+        if change.approval.is_some() {
+            let (approval, l) = self.approval_change(caller, &c, &template, change).await?;
+            lowered = l;
+            self.check_policies(caller, "update", Some(&c.cluster_id), &c.spec, approval)?;
+        }
         let changed = change.drift.apply(&mut c)
             | change.expiry.apply(&mut c)
             | apply_approval(&mut c, change.approval);
         if changed && self.save_settings(&mut c).await?.is_none() {
             return Ok(Attempt::Conflict);
         }
-        let template = self.template_for(&c.spec.template, "template").await?;
         Ok(Attempt::Done(Updated {
             cluster: c,
             template,
             operation: None,
+            approval_lowered: lowered,
         }))
+    }
+
+    /// What a PATCH does to approvals on `c` with template `t`: whether the caller may change the
+    /// cluster's setting as asked (see [`judge_setting`]; a lowering is returned, to be audited) and what
+    /// the request policies see. The tenant item is read only when the cluster and template do not already
+    /// require approval.
+    async fn approval_change(
+        &self,
+        caller: &Caller,
+        c: &Cluster,
+        t: &Template,
+        change: &Change<'_>,
+    ) -> Result<(ApprovalInput, Option<ApprovalLowered>), ApiError> {
+        let setting = change.approval.unwrap_or(c.approval);
+        let template = t.manifest.approval;
+        let known = [c.approval, setting, template];
+        let tenant = if known.contains(&Some(ApprovalMode::Required)) && change.approval.is_none() {
+            None
+        } else {
+            self.store.tenant_rules(&caller.tenant).await?.approval
+        };
+        let lowered = match change.approval {
+            Some(new) => judge_setting(caller, c.approval, new, template, tenant)?,
+            None => None,
+        };
+        let input = ApprovalInput {
+            applies: Some(ApprovalMode::resolve(setting, template, tenant)),
+            setting,
+        };
+        Ok((input, lowered))
     }
 
     /// The caller's tenant maximum cluster lifetime (hours): its own, else the platform default.
@@ -363,7 +417,13 @@ where
                 // destroyed either: say so now rather than fail in the runner.
                 let t = self.template_for(&c.spec.template, "template").await?;
                 let validated = check(&c.spec, &t)?;
-                let allowed = self.check_policies(caller, "delete", Some(&c.cluster_id), validated.spec())?;
+                // A delete never waits for an approver; the policies see the cluster's own setting.
+                let approval = ApprovalInput {
+                    applies: None,
+                    setting: c.approval,
+                };
+                let allowed =
+                    self.check_policies(caller, "delete", Some(&c.cluster_id), validated.spec(), approval)?;
                 let mut op = Operation::new(
                     caller.tenant.clone(),
                     c.cluster_id.clone(),
@@ -465,6 +525,7 @@ where
     /// An estimate: validated as a create is, recorded as an operation on a fresh, synthetic cluster id (no
     /// cluster is written) against the tenant's open-operation quota, and queued.
     pub async fn estimate(&self, caller: &Caller, body: SpecBody) -> Result<(Operation, Template), ApiError> {
+        let requester = caller.requester()?.to_owned();
         let (validated, template, _) =
             read_spec(self.templates, body, SpecName::Optional(ESTIMATE_NAME)).await?;
         let mut op = Operation::new(
@@ -477,7 +538,7 @@ where
         self.seal(&caller.tenant, &op.cluster_id, &template, &mut spec)
             .await?;
         op.spec = Some(spec);
-        op.requested_by = caller.subject.clone();
+        op.requested_by = Some(requester);
         caller.joins(&mut op);
         // Estimates count against the tenant's open operations like any other run.
         if let Err(rejected) = self.store.add_operation(&op).await? {

@@ -9,6 +9,7 @@ mod operations;
 mod policy;
 mod state;
 
+pub use approvals::ApprovalLowered;
 pub use clusters::Updated;
 pub use operations::Cancelled;
 pub use state::{RESTORE_LEASE, stage_of};
@@ -212,19 +213,20 @@ where
         Ok(sealed::seal_variables(self.keys, tenant, cluster, sensitive, &mut spec.variables).await?)
     }
 
-    /// Records `op` on `c` against the tenant's quota, marking it the cluster's pending operation in the
-    /// same write (conditioned on the cluster's version as read), and queues its job. `Conflict` when the
-    /// cluster changed since it was read: the caller decides again on a fresh read.
-    /// Whether `c`'s creates and updates wait for approval: its own mode, else `t`'s, else the tenant's
-    /// default (the tenant item is read only when neither says).
+    /// Whether `c`'s creates and updates wait for approval: the strictest of its own mode, `t`'s and the
+    /// tenant's default (the tenant item is read only when neither of the first two requires it).
     async fn approval_required(&self, caller: &Caller, c: &Cluster, t: &Template) -> Result<bool, ApiError> {
-        let tenant = match c.approval.or(t.manifest.approval) {
-            Some(_) => None,
-            None => self.store.tenant_rules(&caller.tenant).await?.approval,
-        };
+        if ApprovalMode::resolve(c.approval, t.manifest.approval, None) == ApprovalMode::Required {
+            return Ok(true);
+        }
+        let tenant = self.store.tenant_rules(&caller.tenant).await?.approval;
         Ok(ApprovalMode::resolve(c.approval, t.manifest.approval, tenant) == ApprovalMode::Required)
     }
 
+    /// Records `op` on `c` against the tenant's quota, marking it the cluster's pending operation in the
+    /// same write (conditioned on the cluster's version as read), and queues its job. `Conflict` when the
+    /// cluster changed since it was read: the caller decides again on a fresh read. A create's (retry's)
+    /// approval mode is resolved here; an update's by its caller, which resolved it for the policies.
     async fn start(
         &self,
         caller: &Caller,
@@ -232,8 +234,8 @@ where
         mut op: Operation,
         template: Template,
     ) -> Result<Attempt<Started>, ApiError> {
-        op.requested_by = caller.subject.clone();
-        if matches!(op.kind, OperationKind::Create | OperationKind::Update) {
+        op.requested_by = Some(caller.requester()?.to_owned());
+        if op.kind == OperationKind::Create {
             op.approval_required = self.approval_required(caller, &c, &template).await?;
         }
         caller.joins(&mut op);

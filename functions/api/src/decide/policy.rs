@@ -3,6 +3,7 @@
 //! is a 422 naming each rule; warnings become the operation's notes; the policy set's version is recorded
 //! on the operation.
 
+use strato_domain::approval::ApprovalMode;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{ClusterSpec, Operation};
 use strato_policy::{RequestInput, Stage, input};
@@ -25,15 +26,25 @@ impl Allowed {
     }
 }
 
+/// What a request policy sees of approvals (`input.approval`, `input.approval_setting`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ApprovalInput {
+    /// The mode that applies to the operation asked for; `None` for a delete.
+    pub applies: Option<ApprovalMode>,
+    /// The cluster's own setting as the request leaves it.
+    pub setting: Option<ApprovalMode>,
+}
+
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K> {
-    /// Evaluates the request policies on `spec` (the spec as it would be applied). Without a policy set
-    /// (decision tests on fakes) everything is allowed.
+    /// Evaluates the request policies on `spec` (the spec as it would be applied) and `approval`. Without a
+    /// policy set (decision tests on fakes) everything is allowed.
     pub(crate) fn check_policies(
         &self,
         caller: &Caller,
         action: &str,
         cluster: Option<&ClusterId>,
         spec: &ClusterSpec,
+        approval: ApprovalInput,
     ) -> Result<Allowed, ApiError> {
         let Some(set) = self.policies else {
             return Ok(Allowed::default());
@@ -56,6 +67,8 @@ impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K> {
                 .unwrap_or_default(),
             region: spec.region.clone(),
             variables: spec.variables.clone(),
+            approval: approval.applies.map(|m| m.as_str().to_owned()),
+            approval_setting: approval.setting.map(|m| m.as_str().to_owned()),
             ..RequestInput::default()
         }
         .derive();

@@ -39,7 +39,10 @@ const UPDATE_DESCRIPTION: &str = "Variables merge into the newest spec requested
 one): while an update (or the create) is still queued or running, a second PATCH builds on that operation's \
 spec, not only on what was last applied, so it keeps the first one's changes; the operations run in order. \
 Send `If-Match` with the cluster's `ETag` (its `version`, quoted) to change the cluster only if nobody \
-changed it since you read it: another version answers 412 and nothing is written.";
+changed it since you read it: another version answers 412 and nothing is written. `approval` may tighten \
+what applies; lowering it (taking back the cluster's own `required`) needs the `admin` scope (403 naming \
+`approval` otherwise) and is audited, and no cluster setting lowers a template's or tenant's `required` \
+(422).";
 
 /// Where the timeline's moments come from, so clients know which can be missing.
 const TIMELINE_DESCRIPTION: &str = "Derived from the operation's record: queued (created), parked (while it \
@@ -54,7 +57,9 @@ plan: resources to add, change and destroy by address, and the estimate). A new 
 approved plan, verified by its SHA-256; if the cluster's state changed since the plan, it plans again and the \
 operation waits for approval again. Needs the `operations:approve` scope; unless the deployment turns \
 separation of duties off, the operation's requester cannot approve it (403 `self-approval`). An expired \
-request answers 409.";
+request answers 409. Name the plan you reviewed (`plan_sha256`, and `round` and `stage`, from the \
+operation's `approval`): if another one is pending by then (a new round after a re-plan, another stage), \
+nothing is decided and the answer is 409 `plan-changed` naming the pending plan's sha256, round and stage.";
 
 /// What the audit log holds and how long.
 const AUDIT_DESCRIPTION: &str = "Every mutating call (refused ones too, with their status) and every action \

@@ -55,6 +55,7 @@ fn caller() -> Caller {
         tenant: "acme".parse().unwrap(),
         subject: Some("user-7f3a".into()),
         traceparent: None,
+        scopes: vec![strato_api::scopes::Scope::ClustersWrite],
     }
 }
 

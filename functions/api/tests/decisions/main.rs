@@ -7,6 +7,9 @@ mod timeline;
 // Plan approvals: decisions, separation of duties, the approval mode.
 mod approvals;
 
+// Who may lower a cluster's approval requirement, what policies see of it, named requesters.
+mod governance;
+
 use serde_json::{Value, json};
 use strato_api::decide::IfMatch;
 use strato_api::decide::{Api, Cancelled, Started, Updated};
@@ -76,11 +79,16 @@ impl World {
     }
 }
 
+/// A writer, as the sample events' tokens are (`clusters:write clusters:read`).
 fn caller() -> Caller {
     Caller {
         tenant: TENANT.parse().unwrap(),
         subject: Some("user-7f3a".into()),
         traceparent: None,
+        scopes: vec![
+            strato_api::scopes::Scope::ClustersWrite,
+            strato_api::scopes::Scope::ClustersRead,
+        ],
     }
 }
 
@@ -471,8 +479,8 @@ async fn another_tenants_operation_cannot_be_cancelled() {
     let s = w.create("prod-eu").await;
     let other = Caller {
         tenant: "globex".parse().unwrap(),
-        subject: None,
-        traceparent: None,
+        subject: Some("intruder".into()),
+        ..caller()
     };
     let e = w
         .api()

@@ -10,6 +10,7 @@ mod api;
 mod audit;
 mod contract;
 mod estimates;
+mod governance;
 mod hardening;
 mod policies;
 mod roles;

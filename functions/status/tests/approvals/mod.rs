@@ -154,3 +154,27 @@ async fn a_drift_reconcile_of_a_cluster_that_needs_approval_waits_for_it_too() {
         "the tenant's default applies to Strato's own updates"
     );
 }
+
+#[tokio::test]
+async fn a_clusters_own_auto_does_not_lower_the_tenants_requirement_for_a_reconcile() {
+    use strato_domain::approval::ApprovalMode;
+    let w = world();
+    let c = w.cluster_in("prod", ClusterState::Active);
+    let mut cluster = w.cluster(&c);
+    cluster.drift_policy = DriftPolicy::Reconcile;
+    cluster.approval = Some(ApprovalMode::Auto);
+    w.store.put_cluster(cluster);
+    w.store.set_approval_default(&w.tenant, ApprovalMode::Required);
+    let run = w.start(&c, OperationKind::DriftCheck).await;
+    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
+    let update = w
+        .store
+        .operations_of(&c)
+        .into_iter()
+        .find(|o| o.kind == OperationKind::Update)
+        .expect("a reconcile update");
+    assert!(
+        update.approval_required,
+        "the strictest of the cluster's, template's and tenant's modes applies"
+    );
+}

@@ -43,15 +43,128 @@ fn awaiting() -> Operation {
 }
 
 #[test]
-fn the_mode_is_the_clusters_else_the_templates_else_the_tenants_else_auto() {
+fn the_strictest_mode_wins_and_a_cluster_setting_cannot_lower_its_template_or_tenant() {
     use ApprovalMode::*;
+    // A writer's `approval: auto` on the cluster does not switch off what the template or tenant require.
     assert_eq!(
         ApprovalMode::resolve(Some(Auto), Some(Required), Some(Required)),
-        Auto
+        Required
+    );
+    assert_eq!(ApprovalMode::resolve(Some(Auto), None, Some(Required)), Required);
+    assert_eq!(ApprovalMode::resolve(Some(Auto), Some(Required), None), Required);
+    assert_eq!(ApprovalMode::resolve(None, Some(Auto), Some(Required)), Required);
+    // It may add one.
+    assert_eq!(
+        ApprovalMode::resolve(Some(Required), Some(Auto), Some(Auto)),
+        Required
     );
     assert_eq!(ApprovalMode::resolve(None, Some(Required), Some(Auto)), Required);
     assert_eq!(ApprovalMode::resolve(None, None, Some(Required)), Required);
+    assert_eq!(ApprovalMode::resolve(Some(Auto), None, None), Auto);
     assert_eq!(ApprovalMode::resolve(None, None, None), Auto);
+}
+
+#[test]
+fn a_cluster_setting_may_tighten_but_lowering_is_told_apart() {
+    use ApprovalMode::*;
+    use SettingChange::*;
+    let judge = ApprovalMode::judge_change;
+    assert_eq!(judge(None, Some(Required), None, None), Allowed);
+    // No setting, kept: nothing to judge (a create without one under a tenant's requirement).
+    assert_eq!(judge(None, None, None, Some(Required)), Allowed);
+    assert_eq!(judge(Some(Auto), Some(Auto), Some(Required), None), Allowed);
+    assert_eq!(judge(None, Some(Auto), None, None), Allowed);
+    assert_eq!(judge(Some(Auto), None, None, None), Allowed);
+    assert_eq!(judge(Some(Required), Some(Required), None, Some(Auto)), Allowed);
+    // The cluster's own requirement taken back: a lowering (an administrator's to make).
+    assert_eq!(
+        judge(Some(Required), Some(Auto), None, Some(Auto)),
+        Lowers {
+            from: Some(Required),
+            to: Some(Auto),
+            applies: Auto
+        }
+    );
+    assert_eq!(
+        judge(Some(Required), None, Some(Required), None),
+        Lowers {
+            from: Some(Required),
+            to: None,
+            applies: Required
+        }
+    );
+    // `auto` under a template's or tenant's requirement: nobody lowers that with a cluster setting.
+    assert_eq!(
+        judge(None, Some(Auto), Some(Required), None),
+        BelowFloor { floor: Required }
+    );
+    assert_eq!(
+        judge(Some(Required), Some(Auto), None, Some(Required)),
+        BelowFloor { floor: Required }
+    );
+}
+
+#[test]
+fn a_decision_names_the_plan_it_saw_and_another_pending_one_is_refused() {
+    let now = at("2026-11-25T10:30:00Z");
+    let sha = "ab".repeat(32);
+    let mut op = awaiting();
+    let stale = Seen {
+        plan_sha256: Some("cd".repeat(32)),
+        round: Some(1),
+        stage: Some("main".into()),
+    };
+    let refused = decide_seen(&mut op, Verdict::Approved, "bob", None, true, now, &stale).unwrap_err();
+    assert_eq!(
+        refused,
+        Refusal::OtherPlan(Box::new(Pending {
+            plan_sha256: sha.clone(),
+            round: 1,
+            stage: "main".into()
+        }))
+    );
+    // What is pending now is named, for the approver to review.
+    let text = refused.to_string();
+    assert!(
+        text.contains(&sha) && text.contains("round 1") && text.contains("stage main"),
+        "{text}"
+    );
+    assert!(op.awaits_decision(), "a refused decision records nothing");
+    for other in [
+        Seen {
+            round: Some(2),
+            ..Seen::default()
+        },
+        Seen {
+            stage: Some("addons".into()),
+            ..Seen::default()
+        },
+    ] {
+        assert!(matches!(
+            decide_seen(&mut op, Verdict::Rejected, "bob", None, true, now, &other),
+            Err(Refusal::OtherPlan(_))
+        ));
+    }
+    let seen = Seen {
+        plan_sha256: Some(sha),
+        round: Some(1),
+        stage: Some("main".into()),
+    };
+    decide_seen(&mut op, Verdict::Approved, "bob", None, true, now, &seen).unwrap();
+    assert_eq!(op.approved_plan(), Some(&plan()));
+}
+
+#[test]
+fn without_a_recorded_requester_separation_refuses_the_approval() {
+    let now = at("2026-11-25T10:30:00Z");
+    let mut op = awaiting();
+    op.requested_by = None;
+    assert_eq!(
+        decide(&mut op, Verdict::Approved, "anonymous", None, true, now),
+        Err(Refusal::UnknownRequester)
+    );
+    assert!(op.awaits_decision());
+    decide(&mut op, Verdict::Rejected, "bob", None, true, now).unwrap();
 }
 
 #[test]

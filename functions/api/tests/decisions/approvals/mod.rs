@@ -2,7 +2,7 @@
 //! approval mode is resolved on create and PATCH.
 
 use super::*;
-use strato_domain::approval::{Approval, ApprovalMode, Verdict};
+use strato_domain::approval::{Approval, ApprovalMode, Seen, Verdict};
 use strato_domain::fakes::saved_plan;
 use strato_domain::ports::Clock;
 
@@ -228,10 +228,78 @@ async fn a_patch_of_the_approval_mode_alone_runs_nothing_and_later_updates_follo
         .await
         .unwrap();
     assert!(u.operation.unwrap().approval_required);
+    // Taking the requirement back is an administrator's (a writer's is refused: see `governance`).
+    let admin = Caller {
+        scopes: vec![strato_api::scopes::Scope::Admin],
+        ..approver("admin-1")
+    };
     let u = w
         .api()
-        .update(&caller(), &id, patch(json!({"approval": null})))
+        .update(&admin, &id, patch(json!({"approval": null})))
         .await
         .unwrap();
     assert_eq!(u.cluster.approval, None);
+}
+
+#[tokio::test]
+async fn a_decision_on_another_plan_than_the_one_pending_is_a_409_naming_the_pending_one() {
+    let w = World::new();
+    let s = awaiting(&w).await;
+    let id = s.operation.operation_id.to_string();
+    let pending = saved_plan();
+    // The approver saw round 1; the runner planned again meanwhile (the state changed): round 2 waits.
+    let mut op = w.store.operation(&s.operation.operation_id).unwrap();
+    let mut replanned = pending.clone();
+    replanned.plan_sha256 = "cd".repeat(32);
+    let first = op.approval.clone();
+    op.approval = Some(Approval::request(
+        replanned,
+        first.as_ref(),
+        w.clock.now(),
+        time::Duration::hours(2),
+    ));
+    w.store.put_operation(op);
+    let seen = Seen {
+        plan_sha256: Some(pending.plan_sha256.clone()),
+        round: Some(1),
+        stage: Some(pending.stage.clone()),
+    };
+    let before = w.jobs.sent().len();
+    let e = w
+        .api()
+        .decide_seen(&approver("lead-2"), &id, Verdict::Approved, None, seen)
+        .await
+        .unwrap_err();
+    assert_eq!(e.status().as_u16(), 409, "{e}");
+    let (p, _) = e.problem();
+    assert_eq!(p.kind, "urn:strato:problem:plan-changed");
+    let now_pending = "cd".repeat(32);
+    for part in [
+        now_pending.as_str(),
+        "round 2",
+        &format!("stage {}", pending.stage),
+    ] {
+        assert!(p.detail.contains(part), "{part}: {}", p.detail);
+    }
+    assert_eq!(p.errors[0].field, "plan_sha256");
+    assert!(
+        w.store
+            .operation(&s.operation.operation_id)
+            .unwrap()
+            .awaits_decision(),
+        "nothing decided"
+    );
+    assert_eq!(w.jobs.sent().len(), before, "nothing sent");
+    // Naming the pending plan decides it.
+    let seen = Seen {
+        plan_sha256: Some(now_pending),
+        round: Some(2),
+        stage: Some(pending.stage),
+    };
+    let op = w
+        .api()
+        .decide_seen(&approver("lead-2"), &id, Verdict::Approved, None, seen)
+        .await
+        .unwrap();
+    assert_eq!(op.approval.unwrap().round, 2);
 }

@@ -66,6 +66,7 @@ fn acme() -> Caller {
         tenant: "acme".parse().unwrap(),
         subject: Some("user-7f3a".into()),
         traceparent: None,
+        scopes: vec![strato_api::scopes::Scope::ClustersRead],
     }
 }
 
@@ -220,7 +221,7 @@ async fn another_tenants_operation_is_the_same_404_as_a_missing_one() {
     let intruder = Caller {
         tenant: "globex".parse::<TenantId>().unwrap(),
         subject: None,
-        traceparent: None,
+        ..acme()
     };
     let theirs = w.timeline(&intruder, &op).await.unwrap_err();
     let missing = w

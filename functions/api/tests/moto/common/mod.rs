@@ -198,6 +198,19 @@ impl Req {
         self
     }
 
+    /// The token without `claim` (e.g. a token without `sub`, which the authorizer still accepts).
+    pub fn drop_claim(mut self, claim: &str) -> Self {
+        let jwt = self
+            .0
+            .request_context
+            .authorizer
+            .as_mut()
+            .and_then(|a| a.jwt.as_mut())
+            .expect("event has JWT claims");
+        jwt.claims.remove(claim);
+        self
+    }
+
     pub fn without_claims(mut self) -> Self {
         self.0.request_context.authorizer = None;
         self
