@@ -69,6 +69,7 @@ module "functions" {
   log_retention_days   = var.log_retention_days
   log_level            = var.log_level
   tenant_claim         = var.tenant_claim
+  scope_prefix         = var.scope_prefix
   ws_ticket_issuer     = var.ws_jwt_check_claims ? var.jwt_issuer : null
   ws_ticket_audience   = var.ws_jwt_check_claims ? var.jwt_audience[0] : null
   tables               = module.data.tables

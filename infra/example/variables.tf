@@ -84,6 +84,12 @@ variable "tenant_claim" {
   default     = "tenant_id"
 }
 
+variable "scope_prefix" {
+  description = "What precedes Strato's scope names in your identity provider's tokens (STRATO_SCOPE_PREFIX), e.g. `https://api.example.com/` for Cognito resource-server scopes. Empty: bare names such as `clusters:read`."
+  type        = string
+  default     = ""
+}
+
 variable "ws_jwt_check_claims" {
   description = "Whether WebSocket tickets carry (and the ws function requires) iss/aud = jwt_issuer / jwt_audience[0] instead of the default audience `strato-ws`."
   type        = bool

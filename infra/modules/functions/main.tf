@@ -43,6 +43,9 @@ locals {
         STRATO_RUNNER_ROLE_ARN = var.runner.task_role_arn
       },
       local.ticket_claims,
+      # Scopes match exactly under this prefix (an identity provider's resource-server identifier, e.g.
+      # Cognito's `https://api.example.com/`); unset, the granted scopes are Strato's bare names.
+      var.scope_prefix == "" ? {} : { STRATO_SCOPE_PREFIX = var.scope_prefix },
       # Unset when off: templates with a cluster agent are then refused with a clear error.
       local.agent_enabled ? { STRATO_AGENT_TOKEN_SECRET_ARN = var.secrets.agent_token_arn } : {},
     )

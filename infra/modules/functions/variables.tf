@@ -129,3 +129,9 @@ variable "audit_retention_days" {
   type        = number
   default     = 365
 }
+
+variable "scope_prefix" {
+  description = "What precedes each of Strato's scope names in the tokens' granted scopes (STRATO_SCOPE_PREFIX of the api), e.g. a Cognito resource server's identifier followed by `/`. Empty: bare names (`clusters:read`). Scopes match exactly, never by suffix."
+  type        = string
+  default     = ""
+}
