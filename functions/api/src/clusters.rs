@@ -15,9 +15,10 @@ use strato_domain::validate::FieldError;
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
 
-/// `?limit=`: absent (or empty) is `default`; anything but a whole number from 1 to `max` is a field error.
+/// `?limit=`: absent is `default`; anything but a whole number from 1 to `max` is a field error — an empty
+/// `limit=` too: the contract says integer, and a value the caller meant to give but lost is not the default.
 pub(crate) fn page_limit(raw: Option<&str>, default: u32, max: u32, errors: &mut Vec<FieldError>) -> u32 {
-    match raw.filter(|l| !l.is_empty()) {
+    match raw {
         None => default,
         Some(l) => match l.parse::<u32>() {
             Ok(n) if (1..=max).contains(&n) => n,
@@ -190,4 +191,29 @@ pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<
 /// An on-demand drift check; asking again while one is open answers with that one.
 pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
     Ok(accepted(ctx.api().drift_check(caller, id).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_limit;
+
+    #[test]
+    fn a_page_size_is_a_whole_number_in_range_and_an_empty_one_is_refused() {
+        let limit = |raw: Option<&str>| {
+            let mut errors = Vec::new();
+            let n = page_limit(raw, 20, 100, &mut errors);
+            (n, errors.iter().map(|e| e.field.clone()).collect::<Vec<_>>())
+        };
+        assert_eq!(limit(None), (20, vec![]));
+        assert_eq!(limit(Some("7")), (7, vec![]));
+        assert_eq!(limit(Some("100")), (100, vec![]));
+        // The contract says integer: `?limit=` is not "no limit given" (schemathesis sent it).
+        for bad in ["", "0", "101", "-1", "ten", " 5"] {
+            assert_eq!(
+                limit(Some(bad)).1,
+                ["limit"],
+                "{bad:?} is refused, naming the field"
+            );
+        }
+    }
 }
