@@ -36,14 +36,31 @@ fn npm(args: &[&str]) {
     );
 }
 
-/// `npm ci` once per process (both tests need it), serialized against each other.
+/// `npm ci` and the build once per test run. Under nextest every test is its own process, so a lock file
+/// serializes them across processes and a stamp naming the run (NEXTEST_RUN_ID) keeps a second process from
+/// rebuilding `dist/` under a devstack that is serving it; under `cargo test` the `Once` does that.
 fn installed() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        if !console_dir().join("node_modules/.package-lock.json").is_file() {
-            npm(&["ci", "--no-audit", "--no-fund"]);
+        let dir = console_dir();
+        let lock = std::fs::File::create(dir.join(".build.lock")).expect("console/.build.lock");
+        lock.lock().expect("lock console/.build.lock");
+        let run = std::env::var("NEXTEST_RUN_ID").ok();
+        let stamp = dir.join("dist/.built-by-run");
+        let built = run.as_deref().is_some_and(|r| {
+            dir.join("dist/index.html").is_file()
+                && std::fs::read_to_string(&stamp).is_ok_and(|s| s == r)
+        });
+        if !built {
+            if !dir.join("node_modules/.package-lock.json").is_file() {
+                npm(&["ci", "--no-audit", "--no-fund"]);
+            }
+            npm(&["run", "build"]);
+            if let Some(r) = run {
+                std::fs::write(&stamp, r).expect("console/dist/.built-by-run");
+            }
         }
-        npm(&["run", "build"]);
+        // The lock is released when `lock` drops, after the build is complete.
     });
 }
 

@@ -127,7 +127,16 @@ async fn an_expiring_cluster_is_deleted_on_time_and_its_events_arrive_signed() {
     );
 
     // Every step reached the webhook, signed (checked by `deliveries`), each event under its own id.
-    let want = |d: &[Delivery]| !about_op(d, "operation.succeeded", &delete_id).is_empty();
+    // The DELETED state change is its own event and may arrive after the operation's success.
+    let deleted = |d: &[Delivery]| {
+        d.iter().any(|d| {
+            d.envelope.kind == "cluster.state_changed"
+                && d.envelope.data["cluster_id"] == cluster.as_str()
+                && d.envelope.data["state"] == "DELETED"
+        })
+    };
+    let want =
+        |d: &[Delivery]| !about_op(d, "operation.succeeded", &delete_id).is_empty() && deleted(d);
     let deadline = Instant::now() + Duration::from_secs(60);
     while !want(&receiver.deliveries(SECRET)) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(500)).await;
