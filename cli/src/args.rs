@@ -235,8 +235,13 @@ pub enum Clusters {
 pub enum Operations {
     /// One operation: status, steps, error with its fix, notes, estimate.
     Get { id: String },
-    /// A cluster's operations, oldest first.
-    List { cluster: String },
+    /// A cluster's operations, newest first (one page unless --all).
+    List {
+        cluster: String,
+        /// Every page, not only the first.
+        #[arg(long)]
+        all: bool,
+    },
     /// Cancel a queued operation, or ask a running one to stop.
     Cancel { id: String },
     /// Approve the plan an operation waits with (needs `operations:approve`); a new run applies exactly it.

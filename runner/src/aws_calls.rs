@@ -18,6 +18,8 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:GetItem", Table("tenants")),
     call("dynamodb:GetItem", Table("locks")),
     call("dynamodb:Query", Index("clusters", "by_cluster_id")),
+    // The cluster's open operations, when a state lock is held (the state-lock verdict).
+    call("dynamodb:Query", Index("operations", "open_by_cluster")),
     // Reports and log lines.
     call("sqs:SendMessage", Queue("events")),
     call("sqs:SendMessage", Queue("logs")),

@@ -71,8 +71,8 @@ pub trait RunStore: Clone + Send + Sync + 'static {
     /// The cluster with this id, whichever tenant's.
     fn cluster(&self, id: &ClusterId) -> impl Future<Output = Result<Option<Cluster>, RunnerError>> + Send;
 
-    /// Every operation of the cluster (for the state-lock verdict).
-    fn cluster_operations(
+    /// The cluster's open operations (for the state-lock verdict, which looks at nothing else).
+    fn open_cluster_operations(
         &self,
         cluster: &ClusterId,
     ) -> impl Future<Output = Result<Vec<Operation>, RunnerError>> + Send;

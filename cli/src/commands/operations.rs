@@ -22,16 +22,27 @@ pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
                 show_operation(ctx, &v);
             }
         }
-        Operations::List { cluster } => {
-            let v = ctx
-                .api
-                .get(&format!("/v1/clusters/{}/operations", seg(&cluster)))
-                .await?;
+        Operations::List { cluster, all } => {
+            let mut ops = Vec::new();
+            let mut next: Option<String> = None;
+            loop {
+                let mut path = format!("/v1/clusters/{}/operations", seg(&cluster));
+                if let Some(n) = &next {
+                    path.push_str(&format!("?next={}", seg(n)));
+                }
+                let page = ctx.api.get(&path).await?;
+                ops.extend(page["operations"].as_array().cloned().unwrap_or_default());
+                next = page["next"].as_str().filter(|n| !n.is_empty()).map(str::to_owned);
+                if !all || next.is_none() {
+                    break;
+                }
+            }
+            let v = json!({"operations": ops, "next": next});
             if out.raw(&v)? {
                 return Ok(());
             }
             let mut t = out.table(&["ID", "KIND", "STATUS", "STEP", "CREATED", "UPDATED"]);
-            for op in v["operations"].as_array().into_iter().flatten() {
+            for op in &ops {
                 t.add_row(vec![
                     cell(&op["id"]),
                     cell(&op["kind"]),
@@ -42,6 +53,9 @@ pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
                 ]);
             }
             println!("{t}");
+            if next.is_some() {
+                eprintln!("{}", out.dim("more operations: --all lists every page"));
+            }
         }
         Operations::Cancel { id } => {
             let v = ctx
@@ -318,12 +332,12 @@ pub(crate) async fn watch(ctx: &Ctx, w: args::Watch) -> Result<(), CliError> {
             .api
             .get(&format!("/v1/clusters/{}/operations", seg(&w.id)))
             .await?;
+        // The API lists newest first: the newest open one, else the newest.
         let list = ops["operations"].as_array().cloned().unwrap_or_default();
         let pick = list
             .iter()
-            .rev()
             .find(|o| !matches!(o["status"].as_str(), Some("succeeded" | "failed" | "cancelled")))
-            .or(list.last());
+            .or(list.first());
         match pick.and_then(|o| o["id"].as_str()) {
             Some(id) => id.to_owned(),
             None => return Err(CliError::Usage(format!("{} has no operations to watch", w.id))),

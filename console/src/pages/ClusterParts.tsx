@@ -19,7 +19,7 @@ export function OperationsList({ clusterId }: { clusterId: string }) {
   }, 5000, [clusterId]);
   if (error) return <ProblemBox problem={error} label="Could not list operations" />;
   if (!data) return <p>Loading…</p>;
-  const ops = [...data].reverse();
+  const ops = data;
   return (
     <table class="list">
       <caption class="sr-only">Operations, newest first</caption>

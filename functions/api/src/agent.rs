@@ -146,7 +146,7 @@ pub(crate) async fn handle(
     let requested = requested_nodes(ctx, &c).await?;
     let ready = u64::from(nodes_ready) >= requested;
     if ready && state == ClusterState::Configuring {
-        let ops = ctx.store.list_operations(&c.cluster_id).await?;
+        let ops = ctx.store.open_operations_of(&c.cluster_id).await?;
         if let Some(op) = ops
             .iter()
             .rev()

@@ -15,6 +15,7 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:GetItem", Table("operations")),
     call("dynamodb:PutItem", Table("operations")),
     call("dynamodb:Query", Index("operations", "by_cluster")),
+    call("dynamodb:Query", Index("operations", "open_by_cluster")),
     call("dynamodb:Query", Index("operations", "open")),
     // The clusters list's last operations: one BatchGetItem per page.
     call("dynamodb:BatchGetItem", Table("operations")),

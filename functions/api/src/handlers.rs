@@ -68,6 +68,14 @@ pub(crate) struct ListClustersQuery {
     pub next: Option<String>,
 }
 
+/// A paged listing's query parameters (`GET /v1/clusters/{id}/operations`), read as text and checked by
+/// the route (400 naming each).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct PageQuery {
+    pub limit: Option<String>,
+    pub next: Option<String>,
+}
+
 /// `GET /v1/templates/{name}` query parameters.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct TemplateQuery {
@@ -160,8 +168,9 @@ pub(crate) async fn list_cluster_operations(
     State(ctx): State<AppState>,
     caller: Caller,
     P(id): P<String>,
+    Q(q): Q<PageQuery>,
 ) -> Answer<OperationList> {
-    operations::list_for_cluster(&ctx, &caller, &id).await
+    operations::list_for_cluster(&ctx, &caller, &id, &q).await
 }
 
 pub(crate) async fn get_operation(

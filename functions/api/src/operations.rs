@@ -22,24 +22,104 @@ async fn view(ctx: &Ctx, op: &Operation) -> Result<OperationView, ApiError> {
     Ok(views::operation(op, sensitive.as_ref()))
 }
 
+/// Page sizes of a cluster's operations: a cluster's history grows with every drift check.
+pub(crate) const DEFAULT_OPERATIONS_PAGE: u32 = 50;
+pub(crate) const MAX_OPERATIONS_PAGE: u32 = 200;
+
+/// A page of the cluster's operations, newest first; `next` resumes after its last one.
 pub(crate) async fn list_for_cluster(
     ctx: &Ctx,
     caller: &Caller,
     id: &str,
+    q: &crate::handlers::PageQuery,
 ) -> Result<Reply<OperationList>, ApiError> {
+    let mut errors = Vec::new();
+    let limit = clusters::page_limit(
+        q.limit.as_deref(),
+        DEFAULT_OPERATIONS_PAGE,
+        MAX_OPERATIONS_PAGE,
+        &mut errors,
+    );
+    // `?next=` empty is the first page, as no `next` at all.
+    let after = q.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
+        page_token::parse(n)
+            .map_err(|()| {
+                errors.push(ApiError::field(
+                    "next",
+                    "is not a page token",
+                    "the 'next' value of the previous page",
+                ))
+            })
+            .ok()
+    });
+    if !errors.is_empty() {
+        return Err(ApiError::BadRequest {
+            detail: "the query string has invalid parameters; see errors".into(),
+            errors,
+        });
+    }
     let c = clusters::load(ctx, caller, id).await?;
-    let ops = ctx.store.list_operations(&c.cluster_id).await?;
+    let page = ctx
+        .store
+        .operations_page(&c.cluster_id, limit, after.as_ref())
+        .await?;
     let mut cache = TemplateCache::new(&ctx.store);
-    let mut out = Vec::with_capacity(ops.len());
-    // Oldest first, as the store returns them (operation ids are time-ordered).
-    for op in ops.iter().filter(|o| o.tenant_id == caller.tenant) {
+    let mut out = Vec::with_capacity(page.operations.len());
+    for op in page.operations.iter().filter(|o| o.tenant_id == caller.tenant) {
         let sensitive = match &op.spec {
             Some(spec) => cache.sensitive(spec).await?,
             None => None,
         };
         out.push(views::operation(op, sensitive.as_ref()));
     }
-    Ok(Reply::ok(OperationList { operations: out }))
+    Ok(Reply::ok(OperationList {
+        operations: out,
+        next: page.next.as_ref().map(page_token::format),
+    }))
+}
+
+/// The `next` token of a page of operations: where the index query resumes (the last listed operation's
+/// `created_at` and id), hex-encoded so it is one opaque, URL-safe word.
+mod page_token {
+    use strato_aws::store::PageKey;
+    use strato_domain::ids::OperationId;
+
+    pub(super) fn format(k: &PageKey) -> String {
+        hex::encode(format!("{} {}", k.created_at, k.operation_id))
+    }
+
+    pub(super) fn parse(token: &str) -> Result<PageKey, ()> {
+        let text = String::from_utf8(hex::decode(token).map_err(|_| ())?).map_err(|_| ())?;
+        let (created_at, id) = text.split_once(' ').ok_or(())?;
+        strato_domain::ts::parse(created_at).ok_or(())?;
+        id.parse::<OperationId>().map_err(|_| ())?;
+        Ok(PageKey {
+            created_at: created_at.to_owned(),
+            operation_id: id.to_owned(),
+        })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_token_round_trips_and_anything_else_is_refused() {
+            let k = PageKey {
+                created_at: "2026-11-29T05:00:00.123456Z".into(),
+                operation_id: OperationId::generate().to_string(),
+            };
+            assert_eq!(parse(&format(&k)), Ok(k));
+            for bad in [
+                "zz",
+                "00",
+                &hex::encode("no-space"),
+                &hex::encode("yesterday op-1"),
+            ] {
+                assert_eq!(parse(bad), Err(()), "{bad}");
+            }
+        }
+    }
 }
 
 pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<OperationView>, ApiError> {

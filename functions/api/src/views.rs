@@ -377,10 +377,12 @@ pub(crate) struct ClusterPage {
     pub next: Option<String>,
 }
 
-/// A cluster's operations, oldest first.
+/// A page of a cluster's operations, newest first.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct OperationList {
     pub operations: Vec<OperationView>,
+    /// The next page's token (`?next=`), or null on the last page.
+    pub next: Option<String>,
 }
 
 /// `GET /healthz`.

@@ -16,7 +16,7 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("dynamodb:Query", Index("clusters", "by_cluster_id")),
     call("dynamodb:GetItem", Table("operations")),
     call("dynamodb:PutItem", Table("operations")),
-    call("dynamodb:Query", Index("operations", "by_cluster")),
+    call("dynamodb:Query", Index("operations", "open_by_cluster")),
     call("dynamodb:Query", Index("operations", "open")),
     call("dynamodb:GetItem", Table("locks")),
     call("dynamodb:PutItem", Table("locks")),

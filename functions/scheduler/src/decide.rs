@@ -146,7 +146,7 @@ where
         let mut report = Report::default();
         let store = self.store;
         for c in store.clusters_due_for_drift(now, self.drift_batch).await? {
-            let ops = store.cluster_operations(&c.cluster_id).await?;
+            let ops = store.open_cluster_operations(&c.cluster_id).await?;
             let open: Vec<&Operation> = ops.iter().filter(|o| !o.status.is_terminal()).collect();
             let pending = open.iter().any(|o| o.kind == OperationKind::DriftCheck);
             let busy = !open.is_empty();
@@ -448,7 +448,7 @@ where
         now: OffsetDateTime,
     ) -> Result<Option<String>, PortError> {
         let store = self.store;
-        let ops = store.cluster_operations(&lock.cluster).await?;
+        let ops = store.open_cluster_operations(&lock.cluster).await?;
         // The one rule (strato_domain::state_lock), shared with the runner. A dead runner's operation is
         // ended first by the stale-runner path, and the lock goes on a later sweep.
         let owner = store.lock_owner(&lock.cluster).await?.map(|(o, _)| o);
@@ -466,7 +466,9 @@ where
             lock.lock_id,
             lock.holder()
         );
-        if let Some(last) = ops.iter().max_by_key(|o| o.created_at) {
+        // The note goes on the cluster's newest operation (nothing is open: it has ended).
+        let newest = store.recent_cluster_operations(&lock.cluster, 1).await?;
+        if let Some(last) = newest.first() {
             update_operation(store, &last.operation_id, |o| {
                 if o.notes.contains(&note) {
                     return false;

@@ -23,6 +23,9 @@ use crate::decide::{Report, SCHEDULER};
 /// An expiry delete that failed is queued again this long after it ended.
 pub const DELETE_RETRY: Duration = Duration::hours(1);
 
+/// How many of a cluster's newest operations are read to find the scheduler's last delete try.
+const RECENT_OPERATIONS: u32 = 20;
+
 /// The expiry run's dependencies, as ports, and its settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Expirer<'a, S, Q, W, A> {
@@ -61,16 +64,25 @@ where
     }
 
     async fn delete(&self, c: Cluster, now: OffsetDateTime, report: &mut Report) -> Result<(), PortError> {
-        let ops = self.store.cluster_operations(&c.cluster_id).await?;
+        let open = !self
+            .store
+            .open_cluster_operations(&c.cluster_id)
+            .await?
+            .iter()
+            .all(|o| o.status.is_terminal());
         // A cluster mid-change (or with anything open) is deleted once it settles.
         let settled = matches!(c.state(), ClusterState::Active | ClusterState::Failed);
-        // An expiry delete that failed is tried again, but not on every run.
-        let last_try = ops
+        // An expiry delete that failed is tried again, but not on every run: its last try is among the
+        // cluster's newest operations (a FAILED cluster gets no drift checks in between).
+        let recent = self
+            .store
+            .recent_cluster_operations(&c.cluster_id, RECENT_OPERATIONS)
+            .await?;
+        let last_try = recent
             .iter()
             .filter(|o| o.kind == OperationKind::Delete && o.requested_by.as_deref() == Some(SCHEDULER))
             .map(|o| o.updated_at)
             .max();
-        let open = ops.iter().any(|o| !o.status.is_terminal());
         if open || !settled || last_try.is_some_and(|t| t + DELETE_RETRY > now) {
             report.expiry_postponed_busy += 1;
             return Ok(());

@@ -68,7 +68,7 @@ pub(crate) fn drift_message(c: &Cluster) -> String {
 
 /// `reconcile` policy: queue an update that applies the cluster's own spec again, unless one is open.
 pub(crate) async fn reconcile<P: Ports>(ctx: &Status<'_, P>, c: &Cluster) -> Result<(), StatusError> {
-    let ops = ctx.store.cluster_operations(&c.cluster_id).await?;
+    let ops = ctx.store.open_cluster_operations(&c.cluster_id).await?;
     if ops
         .iter()
         .any(|o| o.kind == OperationKind::Update && !o.status.is_terminal())

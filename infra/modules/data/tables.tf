@@ -15,15 +15,18 @@ locals {
       }
       ttl = null
     }
-    # Operations; `open` is sparse (only non-terminal operations) and feeds the sweeper.
+    # Operations; `open` and `open_by_cluster` are sparse (only non-terminal operations): the first feeds the
+    # sweeper, the second every decision about one cluster. Finished operations carry `retain_until` (TTL):
+    # DynamoDB deletes them after the functions' STRATO_OPERATION_RETENTION_DAYS.
     operations = {
       hash_key  = "operation_id"
       range_key = null
       indexes = {
-        by_cluster = { hash_key = "cluster_id", range_key = "created_at" }
-        open       = { hash_key = "open_status", range_key = "updated_at" }
+        by_cluster      = { hash_key = "cluster_id", range_key = "created_at" }
+        open            = { hash_key = "open_status", range_key = "updated_at" }
+        open_by_cluster = { hash_key = "open_cluster", range_key = "created_at" }
       }
-      ttl = null
+      ttl = "retain_until"
     }
     # Cluster locks with fencing tokens, tenant concurrency slots, name reservations.
     locks = { hash_key = "lock_id", range_key = null, indexes = {}, ttl = null }

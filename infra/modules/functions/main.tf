@@ -25,6 +25,8 @@ locals {
   common_env = {
     STRATO_RESOURCE_PREFIX = var.prefix
     RUST_LOG               = var.log_level
+    # Finished operations carry their expiry (the operations table's TTL) from whichever function ends them.
+    STRATO_OPERATION_RETENTION_DAYS = tostring(var.operation_retention_days)
   }
   ticket_claims = local.check_claims ? {
     STRATO_JWT_ISSUER   = var.ws_ticket_issuer

@@ -130,6 +130,16 @@ variable "audit_retention_days" {
   default     = 365
 }
 
+variable "operation_retention_days" {
+  description = "Days a finished operation is kept before DynamoDB's TTL removes it (STRATO_OPERATION_RETENTION_DAYS). Open operations are never removed; the audit log keeps who did what for audit_retention_days."
+  type        = number
+  default     = 90
+  validation {
+    condition     = var.operation_retention_days >= 1 && floor(var.operation_retention_days) == var.operation_retention_days
+    error_message = "operation_retention_days must be a whole number of days, at least 1."
+  }
+}
+
 variable "scope_prefix" {
   description = "What precedes each of Strato's scope names in the tokens' granted scopes (STRATO_SCOPE_PREFIX of the api), e.g. a Cognito resource server's identifier followed by `/`. Empty: bare names (`clusters:read`). Scopes match exactly, never by suffix."
   type        = string

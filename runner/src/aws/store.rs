@@ -21,8 +21,8 @@ impl RunStore for Store {
         Ok(self.find_cluster(id).await?)
     }
 
-    async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, RunnerError> {
-        Ok(self.list_operations(cluster).await?)
+    async fn open_cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, RunnerError> {
+        Ok(self.open_operations_of(cluster).await?)
     }
 
     async fn lock_owner(&self, cluster: &ClusterId) -> Result<Option<(OperationId, u64)>, RunnerError> {

@@ -73,8 +73,8 @@ impl RunStore for FakeRunStore {
         Ok(self.store.cluster(id))
     }
 
-    async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, RunnerError> {
-        Ok(self.store.cluster_operations(cluster).await?)
+    async fn open_cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, RunnerError> {
+        Ok(self.store.open_cluster_operations(cluster).await?)
     }
 
     async fn lock_owner(&self, cluster: &ClusterId) -> Result<Option<(OperationId, u64)>, RunnerError> {

@@ -281,7 +281,7 @@ async fn clear_state_locks<P: Ports>(
         let ops = ctx
             .ports
             .store
-            .cluster_operations(&ctx.cluster.cluster_id)
+            .open_cluster_operations(&ctx.cluster.cluster_id)
             .await
             .map_err(transient)?;
         let me = &ctx.op.operation_id;

@@ -129,8 +129,16 @@ pub const TABLES: &[TableDef] = &[
                 pk: "open_status",
                 sk: Some("updated_at"),
             },
+            // Sparse too: `open_cluster` (the cluster id) is set only while an operation is not terminal.
+            // Every decision about one cluster reads what is open here, never the cluster's whole history.
+            IndexDef {
+                name: "open_by_cluster",
+                pk: "open_cluster",
+                sk: Some("created_at"),
+            },
         ],
-        ttl: None,
+        // Finished operations expire (`retain_until`, set when an operation ends).
+        ttl: Some("retain_until"),
     },
     // Cluster locks with fencing tokens, tenant concurrency counters.
     TableDef {

@@ -289,7 +289,7 @@ where
     // deleted rather than left behind.
     let next_on_cluster = if op.kind.has_cluster() {
         store
-            .cluster_operations(&op.cluster_id)
+            .open_cluster_operations(&op.cluster_id)
             .await?
             .into_iter()
             .filter(|o| o.status == OperationStatus::Queued && o.operation_id != op.operation_id)
@@ -412,7 +412,7 @@ where
         return Ok(out);
     }
     let next = store
-        .cluster_operations(cluster)
+        .open_cluster_operations(cluster)
         .await?
         .into_iter()
         .filter(|o| o.status == OperationStatus::Queued)

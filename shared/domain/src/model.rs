@@ -265,7 +265,18 @@ pub struct Cluster {
     pub updated_at: OffsetDateTime,
 }
 
+/// How many state restores a cluster item remembers (the newest): a DynamoDB item holds at most 400 KB,
+/// and every restore is also in the audit log.
+pub const STATE_RESTORES_KEPT: usize = 20;
+
 impl Cluster {
+    /// Remembers a state restore, forgetting the oldest beyond [`STATE_RESTORES_KEPT`].
+    pub fn record_restore(&mut self, r: StateRestore) {
+        self.state_restores.push(r);
+        let excess = self.state_restores.len().saturating_sub(STATE_RESTORES_KEPT);
+        self.state_restores.drain(..excess);
+    }
+
     /// A new PENDING cluster, as a create records it.
     pub fn new(tenant_id: TenantId, cluster_id: ClusterId, spec: ClusterSpec, now: OffsetDateTime) -> Self {
         Self {

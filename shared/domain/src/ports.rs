@@ -45,10 +45,20 @@ pub trait Operations: Send + Sync {
         was_terminal: bool,
     ) -> impl Future<Output = Result<(), PortError>> + Send;
 
-    /// The operations of a cluster, oldest first.
-    fn cluster_operations(
+    /// The cluster's open (non-terminal) operations, oldest first. What a decision about a cluster needs;
+    /// the cost is what is open, never the cluster's whole history. Like the index behind it, it may lag a
+    /// write by a moment (and list an operation that has just ended): callers check `status` again.
+    fn open_cluster_operations(
         &self,
         cluster: &ClusterId,
+    ) -> impl Future<Output = Result<Vec<Operation>, PortError>> + Send;
+
+    /// At most `limit` of the cluster's newest operations, newest first (bounded history: a retry's attempt
+    /// count, the last try of a scheduled delete).
+    fn recent_cluster_operations(
+        &self,
+        cluster: &ClusterId,
+        limit: u32,
     ) -> impl Future<Output = Result<Vec<Operation>, PortError>> + Send;
 
     /// Queued operations parked with a `wait_reason`, oldest first.

@@ -48,8 +48,7 @@ fn installed() {
         let run = std::env::var("NEXTEST_RUN_ID").ok();
         let stamp = dir.join("dist/.built-by-run");
         let built = run.as_deref().is_some_and(|r| {
-            dir.join("dist/index.html").is_file()
-                && std::fs::read_to_string(&stamp).is_ok_and(|s| s == r)
+            dir.join("dist/index.html").is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == r)
         });
         if !built {
             if !dir.join("node_modules/.package-lock.json").is_file() {

@@ -135,8 +135,7 @@ async fn an_expiring_cluster_is_deleted_on_time_and_its_events_arrive_signed() {
                 && d.envelope.data["state"] == "DELETED"
         })
     };
-    let want =
-        |d: &[Delivery]| !about_op(d, "operation.succeeded", &delete_id).is_empty() && deleted(d);
+    let want = |d: &[Delivery]| !about_op(d, "operation.succeeded", &delete_id).is_empty() && deleted(d);
     let deadline = Instant::now() + Duration::from_secs(60);
     while !want(&receiver.deliveries(SECRET)) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -14,4 +14,5 @@ mod state_restore;
 mod status_flows;
 mod status_webhook;
 mod store;
+mod store_history;
 mod ws_tickets;

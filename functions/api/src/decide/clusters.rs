@@ -58,6 +58,9 @@ fn apply_approval(c: &mut Cluster, change: Option<Option<ApprovalMode>>) -> bool
 /// from it; nothing is created under it).
 pub(crate) const ESTIMATE_NAME: &str = "estimate";
 
+/// How many of a cluster's newest operations a retry reads to count its attempt on.
+const RECENT_OPERATIONS: u32 = 100;
+
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
     S: Storage + Intake + TenantSettings,
@@ -453,7 +456,11 @@ where
                         c.state()
                     )));
                 }
-                let ops = self.store.cluster_operations(&c.cluster_id).await?;
+                // The attempt counts on from the newest creates (older ones expire with the history).
+                let ops = self
+                    .store
+                    .recent_cluster_operations(&c.cluster_id, RECENT_OPERATIONS)
+                    .await?;
                 if let Some(o) = self.open_operations(&c).await?.first() {
                     return Err(ApiError::Conflict(format!(
                         "operation {} is already open on this cluster; wait for it or cancel it",

@@ -151,7 +151,7 @@ where
     async fn open_operations(&self, c: &Cluster) -> Result<Vec<Operation>, ApiError> {
         let mut open: Vec<Operation> = self
             .store
-            .cluster_operations(&c.cluster_id)
+            .open_cluster_operations(&c.cluster_id)
             .await?
             .into_iter()
             .filter(|o| o.tenant_id == c.tenant_id && !o.status.is_terminal())

@@ -104,7 +104,7 @@ where
             at: self.clock.now(),
         };
         update_cluster(self.store, &c.tenant_id, &c.cluster_id, |cl| {
-            cl.state_restores.push(record.clone());
+            cl.record_restore(record.clone());
             Ok::<_, ApiError>(true)
         })
         .await?;

@@ -51,6 +51,9 @@ heartbeat while open, notes the control plane recorded, and the end with its err
 was not recorded (e.g. an operation cancelled before dispatch has no dispatched) is absent. Another \
 tenant's operation answers 404, like a missing one.";
 
+/// How long a cluster's history is kept.
+const OPERATIONS_DESCRIPTION: &str = "Paged, newest first. Finished operations are kept for the deployment's retention (default 90 days) and then deleted; open ones are always listed. The audit log keeps who did what for longer.";
+
 /// How an approval works, so approvers know what they approve.
 const APPROVE_DESCRIPTION: &str = "Only for an operation in `awaiting_approval` (its `approval` shows the \
 plan: resources to add, change and destroy by address, and the estimate). A new runner applies exactly the \
@@ -144,12 +147,22 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
             &[(200, "StateRestoreResult", "Restored")],
             &[400, 404, 409, 422],
         ),
-        ListClusterOperations => doc(
-            "List a cluster's operations, oldest first",
-            None,
-            &[(200, "OperationList", "The operations")],
-            &[404],
-        ),
+        ListClusterOperations => Doc {
+            query: &[
+                ("limit", "Page size, 1-200 (default 50)"),
+                (
+                    "next",
+                    "The `next` of the previous page; absent or empty: the first page",
+                ),
+            ],
+            description: Some(OPERATIONS_DESCRIPTION),
+            ..doc(
+                "List a cluster's operations, newest first",
+                None,
+                &[(200, "OperationList", "A page")],
+                &[400, 404],
+            )
+        },
         GetOperation => doc(
             "Read an operation",
             None,

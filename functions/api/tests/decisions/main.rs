@@ -823,4 +823,5 @@ async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
 }
 
 mod expiry;
+mod history;
 mod openapi;

@@ -45,8 +45,16 @@ impl Operations for Store {
         Ok(self.save_operation(op, was_terminal).await?)
     }
 
-    async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
-        Ok(self.list_operations(cluster).await?)
+    async fn open_cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
+        Ok(self.open_operations_of(cluster).await?)
+    }
+
+    async fn recent_cluster_operations(
+        &self,
+        cluster: &ClusterId,
+        limit: u32,
+    ) -> Result<Vec<Operation>, PortError> {
+        Ok(self.operations_page(cluster, limit, None).await?.operations)
     }
 
     async fn parked_operations(&self) -> Result<Vec<Operation>, PortError> {

@@ -119,7 +119,7 @@ impl Store {
             .map_err(|e| Error::aws("TransactWriteItems", e))?;
         let put = Put::builder()
             .table_name(&self.operations)
-            .set_item(Some(Self::op_item(op)?))
+            .set_item(Some(self.op_item(op)?))
             .condition_expression("updated_at = :u")
             .expression_attribute_values(":u", s(expected_updated_at));
         let mut items = vec![

@@ -67,7 +67,7 @@ impl Store {
             )?,
             put(
                 &self.operations,
-                Self::op_item(op)?,
+                self.op_item(op)?,
                 "attribute_not_exists(operation_id)",
             )?,
         ];

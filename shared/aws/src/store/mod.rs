@@ -31,7 +31,7 @@ use crate::resources::Names;
 pub use clusters::CreateRejected;
 pub use idempotency::{IdempotentResponse, Reservation};
 pub use locks::LockOutcome;
-pub use operations::OperationBrief;
+pub use operations::{OperationBrief, OperationPage, PageKey};
 pub use templates::StoredTemplate;
 pub(crate) use tenants::QuotaBound;
 pub use tenants::Quotas;
@@ -53,7 +53,12 @@ pub struct Store {
     /// Template versions read so far: a published version never changes, so a warm container reads each
     /// once. Shared by clones (one per process, as the handlers build their store once).
     template_cache: templates::TemplateCache,
+    /// Days a finished operation is kept before the table's TTL deletes it.
+    operation_retention_days: u32,
 }
+
+/// Days a finished operation is kept unless `STRATO_OPERATION_RETENTION_DAYS` says otherwise.
+pub const DEFAULT_OPERATION_RETENTION_DAYS: u32 = 90;
 
 impl Store {
     pub fn new(ddb: Client, names: &Names) -> Self {
@@ -67,13 +72,35 @@ impl Store {
             tenants: names.table("tenants"),
             tf_locks: names.table("tf-locks"),
             template_cache: Default::default(),
+            operation_retention_days: retention_from_env(),
         }
+    }
+
+    /// The same store, keeping finished operations `days` days (at least one).
+    pub fn with_operation_retention(mut self, days: u32) -> Self {
+        self.operation_retention_days = days.max(1);
+        self
     }
 
     /// A GetItem of `table` by the key attributes `key`; the caller adds read options.
     fn get(&self, table: &str, key: &[(&str, AttributeValue)]) -> GetItemFluentBuilder {
         let key = key.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
         self.ddb.get_item().table_name(table).set_key(Some(key))
+    }
+}
+
+/// `STRATO_OPERATION_RETENTION_DAYS` (a whole number of days, at least 1; infra/ sets it on every function),
+/// or the default. A bad value falls back to the default and says so once: a store must still start.
+fn retention_from_env() -> u32 {
+    match std::env::var("STRATO_OPERATION_RETENTION_DAYS") {
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(d) if d >= 1 => d,
+            _ => {
+                tracing::warn!(value = %v, "STRATO_OPERATION_RETENTION_DAYS is not a whole number of days >= 1; keeping finished operations {DEFAULT_OPERATION_RETENTION_DAYS} days");
+                DEFAULT_OPERATION_RETENTION_DAYS
+            }
+        },
+        Err(_) => DEFAULT_OPERATION_RETENTION_DAYS,
     }
 }
 

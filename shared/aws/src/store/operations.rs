@@ -1,6 +1,9 @@
 //! Operation items. Open operations carry an `open_status` attribute, the key of the `open` index the
-//! dispatcher and the sweeper read; it is absent once an operation is terminal, so the index holds only
-//! open ones.
+//! dispatcher and the sweeper read, and an `open_cluster` attribute, the key of the `open_by_cluster` index
+//! every decision about one cluster reads; both are absent once an operation is terminal, so those indexes
+//! hold only open ones and a cluster's history never has to be read whole. A terminal operation carries
+//! `retain_until` (epoch seconds), the operations table's TTL attribute: finished operations are deleted
+//! by DynamoDB after the retention ([`Store::with_operation_retention`]); the audit log keeps who did what.
 
 use std::collections::HashMap;
 
@@ -33,11 +36,32 @@ pub(super) fn next_updated_at(read: time::OffsetDateTime) -> time::OffsetDateTim
     }
 }
 
+/// A page of a cluster's operations, newest first, and where the next page starts.
+#[derive(Debug, Clone, Default)]
+pub struct OperationPage {
+    pub operations: Vec<Operation>,
+    /// The key after which the next page starts (`created_at` + `operation_id` of the last one listed),
+    /// opaque to callers; `None` on the last page.
+    pub next: Option<PageKey>,
+}
+
+/// Where a page of a cluster's operations resumes: the last listed operation's index key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageKey {
+    pub created_at: String,
+    pub operation_id: String,
+}
+
 impl Store {
-    pub(super) fn op_item(op: &Operation) -> Result<Item, Error> {
+    pub(super) fn op_item(&self, op: &Operation) -> Result<Item, Error> {
         let mut item = to_item("operation", op)?;
         if let Some(open) = open_status(op) {
             item.insert("open_status".into(), s(open));
+            item.insert("open_cluster".into(), s(op.cluster_id.as_str()));
+        } else if op.status.is_terminal() {
+            let ended = op.ended_at.unwrap_or(op.updated_at);
+            let until = ended + Duration::days(i64::from(self.operation_retention_days));
+            item.insert("retain_until".into(), n(until.unix_timestamp()));
         }
         Ok(item)
     }
@@ -60,7 +84,7 @@ impl Store {
     ) -> Result<Result<(), CreateRejected>, Error> {
         let put = Put::builder()
             .table_name(&self.operations)
-            .set_item(Some(Self::op_item(op)?))
+            .set_item(Some(self.op_item(op)?))
             .condition_expression("attribute_not_exists(operation_id)");
         let items = vec![self.tenant_counters(&op.tenant_id, 0, 1, bound)?, tx_put(put)?];
         if self.transact(items).await?.is_err() {
@@ -95,7 +119,7 @@ impl Store {
     ) -> Result<Result<(), CreateRejected>, Error> {
         let put = Put::builder()
             .table_name(&self.operations)
-            .set_item(Some(Self::op_item(op)?))
+            .set_item(Some(self.op_item(op)?))
             .condition_expression("attribute_not_exists(operation_id)");
         let now = ts::now();
         let mark = Update::builder()
@@ -154,7 +178,7 @@ impl Store {
         }
         let put = Put::builder()
             .table_name(&self.operations)
-            .set_item(Some(Self::op_item(op)?))
+            .set_item(Some(self.op_item(op)?))
             .condition_expression("updated_at = :u")
             .expression_attribute_values(":u", s(&expected));
         let mut items = vec![tx_put(put)?];
@@ -169,16 +193,75 @@ impl Store {
         Ok(())
     }
 
-    /// Operations of a cluster, oldest first.
+    /// Every operation of a cluster, oldest first, read page by page. Decisions never need this (they
+    /// read [`open_operations_of`](Self::open_operations_of) or a page); tests and tooling do.
     pub async fn list_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, Error> {
+        let mut all = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self.operations_page(cluster, 100, after.as_ref()).await?;
+            all.extend(page.operations);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        all.reverse();
+        Ok(all)
+    }
+
+    /// The cluster's open (non-terminal) operations, oldest first: the sparse `open_by_cluster` index, so
+    /// the read costs what is open, not the cluster's whole history. Eventually consistent like any index:
+    /// a caller that must see an operation queued a moment ago reads the cluster's `pending_operation`.
+    pub async fn open_operations_of(&self, cluster: &ClusterId) -> Result<Vec<Operation>, Error> {
         let q = self
+            .ddb
+            .query()
+            .table_name(&self.operations)
+            .index_name("open_by_cluster")
+            .key_condition_expression("open_cluster = :c")
+            .expression_attribute_values(":c", s(cluster.as_str()));
+        query_all("operation", q).await
+    }
+
+    /// At most `limit` of the cluster's operations, newest first, starting after `after` (a previous
+    /// page's `next`).
+    pub async fn operations_page(
+        &self,
+        cluster: &ClusterId,
+        limit: u32,
+        after: Option<&PageKey>,
+    ) -> Result<OperationPage, Error> {
+        let mut q = self
             .ddb
             .query()
             .table_name(&self.operations)
             .index_name("by_cluster")
             .key_condition_expression("cluster_id = :c")
-            .expression_attribute_values(":c", s(cluster.as_str()));
-        query_all("operation", q).await
+            .expression_attribute_values(":c", s(cluster.as_str()))
+            .scan_index_forward(false)
+            .limit(limit.clamp(1, 1000) as i32);
+        if let Some(a) = after {
+            q = q.set_exclusive_start_key(Some(HashMap::from([
+                ("cluster_id".to_owned(), s(cluster.as_str())),
+                ("created_at".to_owned(), s(&a.created_at)),
+                ("operation_id".to_owned(), s(&a.operation_id)),
+            ])));
+        }
+        let out = q.send().await.map_err(|e| Error::aws("Query", e))?;
+        let operations = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| from_item("operation", i))
+            .collect::<Result<Vec<Operation>, _>>()?;
+        let next = out.last_evaluated_key.and_then(|k| {
+            Some(PageKey {
+                created_at: k.get("created_at")?.as_s().ok()?.clone(),
+                operation_id: k.get("operation_id")?.as_s().ok()?.clone(),
+            })
+        });
+        Ok(OperationPage { operations, next })
     }
 
     /// Open operations in one `open_status` bucket (`queued`, `waiting`, `dispatched`, `running`),

@@ -98,6 +98,8 @@ struct StoreState {
     injected_conflicts: usize,
     /// The operations as the cluster index last showed them, while the index lags ([`FakeStore::lag_index`]).
     lagging_index: Option<BTreeMap<OperationId, Operation>>,
+    /// Operation records handed out by the cluster-scoped listings so far ([`FakeStore::operations_listed`]).
+    listed: usize,
 }
 
 /// Operations, clusters, cluster locks and tenant slots in memory. Clones share the data.
@@ -219,6 +221,28 @@ impl FakeStore {
         ops
     }
 
+    /// How many operation records the cluster-scoped listings have handed out: what reading a cluster's
+    /// history costs (a decision should pay for what is open, not for every drift check ever run).
+    pub fn operations_listed(&self) -> usize {
+        lock(&self.state).listed
+    }
+
+    /// The cluster's operations as the (possibly lagging) index lists them, oldest first.
+    fn indexed_operations_of(&self, cluster: &ClusterId) -> Vec<Operation> {
+        let s = lock(&self.state);
+        let Some(index) = &s.lagging_index else {
+            drop(s);
+            return self.operations_of(cluster);
+        };
+        let mut ops: Vec<Operation> = index
+            .values()
+            .filter(|o| &o.cluster_id == cluster)
+            .cloned()
+            .collect();
+        ops.sort_by_key(|o| o.created_at);
+        ops
+    }
+
     /// The next `n` saves (of operations or clusters) lose their condition, as if another writer had
     /// saved first; the records are not changed.
     pub fn inject_conflicts(&self, n: usize) {
@@ -271,18 +295,25 @@ impl Operations for FakeStore {
         Ok(())
     }
 
-    async fn cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
-        let s = lock(&self.state);
-        let Some(index) = &s.lagging_index else {
-            drop(s);
-            return Ok(self.operations_of(cluster));
-        };
-        let mut ops: Vec<Operation> = index
-            .values()
-            .filter(|o| &o.cluster_id == cluster)
-            .cloned()
+    async fn open_cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
+        let open: Vec<Operation> = self
+            .indexed_operations_of(cluster)
+            .into_iter()
+            .filter(|o| !o.status.is_terminal())
             .collect();
-        ops.sort_by_key(|o| o.created_at);
+        lock(&self.state).listed += open.len();
+        Ok(open)
+    }
+
+    async fn recent_cluster_operations(
+        &self,
+        cluster: &ClusterId,
+        limit: u32,
+    ) -> Result<Vec<Operation>, PortError> {
+        let mut ops = self.indexed_operations_of(cluster);
+        ops.reverse();
+        ops.truncate(limit as usize);
+        lock(&self.state).listed += ops.len();
         Ok(ops)
     }
 

@@ -135,3 +135,28 @@ fn spec_rejects_bad_names_on_deserialize() {
         "provider": "aws", "region": "us-east-1"});
     assert!(serde_json::from_value::<ClusterSpec>(bad).is_err());
 }
+
+#[test]
+fn a_cluster_remembers_only_its_newest_state_restores() {
+    let mut c = Cluster::new(
+        "acme".parse().unwrap(),
+        ClusterId::generate(),
+        spec(),
+        crate::ts::now(),
+    );
+    for i in 0..STATE_RESTORES_KEPT + 5 {
+        c.record_restore(StateRestore {
+            key: "stage".into(),
+            from_version: format!("v{i}"),
+            new_version: format!("w{i}"),
+            restored_by: "dev".into(),
+            at: crate::ts::now(),
+        });
+    }
+    assert_eq!(c.state_restores.len(), STATE_RESTORES_KEPT);
+    assert_eq!(c.state_restores[0].from_version, "v5");
+    assert_eq!(
+        c.state_restores.last().unwrap().from_version,
+        format!("v{}", STATE_RESTORES_KEPT + 4)
+    );
+}
