@@ -5,6 +5,8 @@ use std::path::Path;
 use serde::Deserialize;
 use strato_domain::validate::FieldError;
 
+use crate::render::plain;
+
 /// Exit codes (cli/README.md, Usage; `strato --help` repeats them).
 pub mod exit {
     pub const OK: u8 = 0;
@@ -111,7 +113,8 @@ impl CliError {
     pub fn render(&self, color: bool) -> String {
         match self {
             Self::Api(p) => render_problem(p, color),
-            other => format!("{} {other}", paint("error:", RED, color)),
+            // Messages quote the server (bodies, WebSocket errors): no control sequence of theirs is printed.
+            other => format!("{} {}", paint("error:", RED, color), plain(&other.to_string())),
         }
     }
 }
@@ -137,27 +140,27 @@ pub fn render_problem(p: &Problem, color: bool) -> String {
         "{} {} ({})",
         paint("error:", RED, color),
         if p.title.is_empty() {
-            "request refused"
+            "request refused".to_owned()
         } else {
-            &p.title
+            plain(&p.title)
         },
         p.status
     );
     if !p.detail.is_empty() {
-        out.push_str(&format!("\n  {}", p.detail));
+        out.push_str(&format!("\n  {}", plain(&p.detail)));
     }
     for e in &p.errors {
         out.push_str(&format!(
             "\n  {} {}\n      allowed: {}",
-            paint(&format!("{}:", e.field), BOLD, color),
-            e.problem,
-            e.allowed
+            paint(&format!("{}:", plain(&e.field)), BOLD, color),
+            plain(&e.problem),
+            plain(&e.allowed)
         ));
     }
     if let Some(id) = &p.request_id {
         out.push_str(&format!(
             "\n  {}",
-            paint(&format!("request id: {id}"), DIM, color)
+            paint(&format!("request id: {}", plain(id)), DIM, color)
         ));
     }
     out

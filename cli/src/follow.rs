@@ -2,7 +2,7 @@
 //! connection can drop at any time, so lines are kept by seq and handed on in order, each exactly once;
 //! after a drop (or a gap at the end) the follower reconnects with back-off, with a fresh ticket, and
 //! subscribes again from the first missing seq. The archive replay that opens every subscription is also
-//! how a finished operation's log is read.
+//! how a finished operation's log is read; it comes in pages (`subscribed` with `more`: subscribe again).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -279,8 +279,16 @@ async fn session(
                     st.take(vec![line], on_event);
                 }
             }
-            ServerFrame::Control(ControlFrame::Subscribed { replayed_to, .. }) => {
-                if mode == Mode::Snapshot && st.next > replayed_to {
+            ServerFrame::Control(ControlFrame::Subscribed {
+                replayed_to, more, ..
+            }) => {
+                if more {
+                    // One subscribe replays one page of the archive: ask for the next one.
+                    let sub = serde_json::json!({"action": "subscribe", "operation_id": operation_id, "from_seq": st.next});
+                    if let Err(e) = socket.send(Message::Text(sub.to_string().into())).await {
+                        return Ok(Session::Dropped(format!("subscribing: {e}")));
+                    }
+                } else if mode == Mode::Snapshot && st.next > replayed_to {
                     let _ = socket.close(None).await;
                     return Ok(Session::SnapshotDone);
                 }

@@ -180,3 +180,69 @@ fn an_approval_names_the_plan_it_showed() {
         &serde_json::json!({"comment": "lgtm", "plan_sha256": "cd".repeat(32), "round": 2, "stage": "cluster"})
     );
 }
+
+/// An operation whose every server-written text carries terminal control sequences: an OSC title and
+/// clipboard write, C1 CSI, a hyperlink, a carriage return that would rewrite the verdict.
+fn hostile(method: &str, path: &str) -> (u16, serde_json::Value) {
+    let op = serde_json::json!({
+        "id": OP, "kind": "update", "status": "failed", "cluster_id": "cl-0193f1c2a7b47c3e9d2f4a6b8c0d1e2f",
+        "current_step": "apply\u{9b}2J", "wait_reason": "\x1b]0;pwned\x07quota",
+        "error": {"what": "boom\x1b]52;c;ZXZpbA==\x1b\\", "step": "apply", "fix": "\x1b[2Jretry"},
+        "notes": ["\x1b]8;;https://evil.example\x1b\\note\x1b]8;;\x1b\\"],
+        "approval": {
+            "stage": "cluster", "round": 1, "plan_sha256": "cd".repeat(32),
+            "summary": {"add": 0, "change": 1, "destroy": 0},
+            "changes": [{"address": "aws_eks_node_group.this\u{9d}0;x\u{9c}", "actions": ["update"]}],
+            "requested_at": "2026-11-25T12:00:00Z", "expires_at": "2026-11-28T12:00:00Z",
+            "decision": {"verdict": "rejected", "by": "alice", "at": "2026-11-25T12:01:00Z",
+                         "comment": "nope\rapproved \x1bP1$qm\x1b\\lgtm\x08"}
+        }
+    });
+    match method {
+        "GET" if path.ends_with(OP) => (200, op),
+        _ => (
+            404,
+            serde_json::json!({"type": "urn:strato:problem:not-found", "title": "Not\x1b]0;t\x07 found",
+                               "status": 404, "detail": "\u{9b}31mno such thing"}),
+        ),
+    }
+}
+
+#[test]
+fn server_text_reaches_the_terminal_without_control_sequences() {
+    let (url, server) = stub(2, hostile);
+    let o = strato(&["--endpoint", &url, "--token", "t", "operations", "get", OP]);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let e = strato(&["--endpoint", &url, "--token", "t", "operations", "get", "op-x"]);
+    let stderr = String::from_utf8_lossy(&e.stderr).into_owned();
+    server.join().unwrap();
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for needle in [
+        "boom",
+        "retry",
+        "quota",
+        "note",
+        "nope",
+        "lgtm",
+        "aws_eks_node_group.this",
+    ] {
+        assert!(stdout.contains(needle), "{needle:?} missing from:\n{stdout}");
+    }
+    assert_eq!(e.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("Not found") && stderr.contains("no such thing"),
+        "{stderr}"
+    );
+    // Not a terminal: the CLI paints nothing, so no escape at all may remain.
+    for (what, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+        let bad: Vec<char> = text
+            .chars()
+            .filter(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+            .collect();
+        assert!(bad.is_empty(), "{what} carries {bad:?}:\n{text:?}");
+    }
+}

@@ -36,6 +36,8 @@ use crate::RunnerError;
 /// | `STRATO_STS_ENDPOINT` | endpoint of the STS used to assume a target account role (default: AWS / `AWS_ENDPOINT_URL`) |
 /// | `STRATO_HEARTBEAT_SECS` | heartbeat and cancel-poll interval (default 15) |
 /// | `STRATO_GRACE_SECS` | how long Terraform gets after SIGINT before it is killed (default 20) |
+/// | `STRATO_STALL_SECS` | heartbeats stop for good once the run has shown no progress (no line of output, no step) this long (default 900) |
+/// | `STRATO_EXIT_MARGIN_SECS` | after the time limit and the grace, this long for the final event; then the process exits whatever it is doing (default 120) |
 /// | `STRATO_RETRY_BASE_MS` | first backoff delay of transient-failure retries (default 2000) |
 /// | `STRATO_PREFLIGHT_TIMEOUT_SECS` | credential preflight timeout (default 10) |
 /// | `STRATO_WORK_DIR` | parent of the per-operation workspace (default the system temp dir) |
@@ -61,6 +63,10 @@ pub struct Config {
     pub sts_endpoint: Option<String>,
     pub heartbeat: Duration,
     pub grace: Duration,
+    /// No progress for this long: the heartbeat stops vouching for the run (see [`crate::liveness`]).
+    pub stall_limit: Duration,
+    /// See [`Config::hard_deadline`].
+    pub exit_margin: Duration,
     pub retry_base: Duration,
     pub preflight_timeout: Duration,
     pub work_dir: Option<PathBuf>,
@@ -117,6 +123,8 @@ impl Config {
             sts_endpoint: env.optional("STRATO_STS_ENDPOINT"),
             heartbeat: secs("STRATO_HEARTBEAT_SECS", 15)?,
             grace: secs("STRATO_GRACE_SECS", 20)?,
+            stall_limit: secs("STRATO_STALL_SECS", 900)?,
+            exit_margin: secs("STRATO_EXIT_MARGIN_SECS", 120)?,
             retry_base: Duration::from_millis(env.number("STRATO_RETRY_BASE_MS", 2000).map_err(config)?),
             preflight_timeout: secs("STRATO_PREFLIGHT_TIMEOUT_SECS", 10)?,
             work_dir: env.optional("STRATO_WORK_DIR").map(PathBuf::from),
@@ -137,6 +145,14 @@ impl Config {
     /// not cleaned up, run to the time limit itself.
     pub fn stage_time_limit(&self) -> Duration {
         self.time_limit - self.cleanup_reserve.min(self.time_limit / 2)
+    }
+
+    /// When the process ends whatever it is doing: the time limit (which stops the engine and the
+    /// cleanup), the engine's grace to stop, and a margin for the final event. The time limit only
+    /// signals; a call that never returns (an SDK call, a wedged engine pipe, a lock) would otherwise keep
+    /// the task, and the cluster's lock, alive for ever.
+    pub fn hard_deadline(&self) -> Duration {
+        self.time_limit + self.grace + self.exit_margin
     }
 }
 

@@ -87,6 +87,15 @@ impl Outcome {
 
 /// Bounded memory for the classifier's view of the output: keep the tail.
 const USER_TEXT_MAX: usize = 256 * 1024;
+/// The longest logged line: an engine (or a module's `local-exec`) printing without newlines is cut here,
+/// with a marker, instead of growing the runner's memory until the task dies.
+pub const LINE_MAX: usize = 64 * 1024;
+/// The most of the engine's debug trace kept per command (its tail: the failure is at the end), with a
+/// marker saying how much was dropped. It is uploaded as an artifact, so it is also bounded in S3.
+pub const DEBUG_MAX: usize = 8 * 1024 * 1024;
+/// The most captured stdout (`show -json`, `output -json`) kept: one JSON document, often one line. Past
+/// this the command fails saying so (a cut JSON document means nothing).
+pub const CAPTURE_MAX: usize = 32 * 1024 * 1024;
 
 fn push_capped(buf: &Mutex<String>, line: &str) {
     if let Ok(mut b) = buf.lock() {
@@ -102,17 +111,103 @@ fn push_capped(buf: &Mutex<String>, line: &str) {
     }
 }
 
-async fn read_lines<R: AsyncRead + Unpin>(mut r: BufReader<R>, mut each: impl FnMut(&str)) {
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match r.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&buf);
-                each(text.trim_end_matches(['\n', '\r']));
-            }
+/// The last `max` bytes (about) of a stream of lines, and how many bytes before them were dropped.
+#[derive(Debug)]
+struct Tail {
+    bytes: Vec<u8>,
+    max: usize,
+    dropped: u64,
+}
+
+impl Tail {
+    fn new(max: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            max,
+            dropped: 0,
         }
+    }
+
+    fn push_line(&mut self, line: &str) {
+        self.bytes.extend_from_slice(line.as_bytes());
+        self.bytes.push(b'\n');
+        if self.bytes.len() > self.max {
+            // Drop whole lines from the front, down to half the cap, so a trickle of lines does not move
+            // the buffer on every push.
+            let target = self.bytes.len() - self.max / 2;
+            let cut = self.bytes[target..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(self.bytes.len(), |i| target + i + 1);
+            self.bytes.drain(..cut);
+            self.dropped += cut as u64;
+        }
+    }
+
+    /// The kept bytes, after a first line saying what was dropped (if anything was).
+    fn finish(self) -> Vec<u8> {
+        if self.dropped == 0 {
+            return self.bytes;
+        }
+        let mut out = format!(
+            "[strato: the first {} bytes of this trace were dropped; the runner keeps the last {} MiB]\n",
+            self.dropped,
+            self.max / (1024 * 1024)
+        )
+        .into_bytes();
+        out.extend_from_slice(&self.bytes);
+        out
+    }
+}
+
+/// Reads `r` line by line and hands each line, without its line ending, to `each` with whether it was cut.
+/// A line longer than `max` bytes is handed on cut at `max`; the rest of it is read and dropped. So memory
+/// stays bounded whatever the engine prints, and the engine is never blocked on a full pipe.
+async fn read_lines<R: AsyncRead + Unpin>(mut r: BufReader<R>, max: usize, mut each: impl FnMut(&str, bool)) {
+    let mut line = Vec::new();
+    // Inside the rest of a line already handed on cut.
+    let mut dropping = false;
+    let mut emit = |line: &mut Vec<u8>, cut: bool| {
+        let text = String::from_utf8_lossy(line);
+        each(text.trim_end_matches(['\n', '\r']), cut);
+        line.clear();
+    };
+    loop {
+        let (used, ended) = match r.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(chunk) => {
+                let end = chunk.iter().position(|b| *b == b'\n');
+                let part = &chunk[..end.unwrap_or(chunk.len())];
+                if !dropping {
+                    let room = max.saturating_sub(line.len());
+                    line.extend_from_slice(&part[..part.len().min(room)]);
+                    if part.len() > room {
+                        emit(&mut line, true);
+                        dropping = true;
+                    }
+                }
+                (end.map_or(chunk.len(), |i| i + 1), end.is_some())
+            }
+        };
+        r.consume(used);
+        if ended {
+            if !dropping {
+                emit(&mut line, false);
+            }
+            dropping = false;
+        }
+    }
+    if !line.is_empty() && !dropping {
+        emit(&mut line, false);
+    }
+}
+
+/// A logged line as shown: cut lines end with a marker.
+fn shown(line: &str, cut: bool) -> std::borrow::Cow<'_, str> {
+    if cut {
+        format!("{line} … [strato: line cut at {LINE_MAX} bytes]").into()
+    } else {
+        line.into()
     }
 }
 
@@ -155,21 +250,36 @@ impl ProcessEngine {
         let stdout = child.stdout.take().map(BufReader::new);
         let stderr = child.stderr.take().map(BufReader::new);
         let user_text = Arc::new(Mutex::new(String::new()));
-        let debug = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let debug = Arc::new(Mutex::new(Tail::new(DEBUG_MAX)));
         let captured = Arc::new(Mutex::new(String::new()));
+        let capture_over = Arc::new(std::sync::atomic::AtomicBool::new(false));
 
         let out_task = stdout.map(|r| {
-            let (logs, user_text, captured, step) =
-                (logs.clone(), user_text.clone(), captured.clone(), step.to_owned());
-            crate::spawn(read_lines(r, move |line| {
+            let (logs, user_text, captured, over, step) = (
+                logs.clone(),
+                user_text.clone(),
+                captured.clone(),
+                capture_over.clone(),
+                step.to_owned(),
+            );
+            let max = if capture_stdout { CAPTURE_MAX } else { LINE_MAX };
+            crate::spawn(read_lines(r, max, move |line, cut| {
                 if capture_stdout {
                     if let Ok(mut c) = captured.lock() {
-                        c.push_str(line);
-                        c.push('\n');
+                        if cut || c.len() + line.len() >= CAPTURE_MAX {
+                            // Keep reading (the engine must not block on a full pipe) but nothing more.
+                            over.store(true, std::sync::atomic::Ordering::Relaxed);
+                            c.clear();
+                            c.shrink_to_fit();
+                        } else if !over.load(std::sync::atomic::Ordering::Relaxed) {
+                            c.push_str(line);
+                            c.push('\n');
+                        }
                     }
                 } else {
-                    logs.emit(LogStream::Stdout, &step, line);
-                    push_capped(&user_text, &logs.redactor.redact(line));
+                    let line = shown(line, cut);
+                    logs.emit(LogStream::Stdout, &step, &line);
+                    push_capped(&user_text, &logs.redactor.redact(&line));
                 }
             }))
         });
@@ -177,15 +287,15 @@ impl ProcessEngine {
             let (logs, user_text, debug, step) =
                 (logs.clone(), user_text.clone(), debug.clone(), step.to_owned());
             let mut splitter = StderrSplitter::default();
-            crate::spawn(read_lines(r, move |line| {
-                if splitter.is_debug(line) {
+            crate::spawn(read_lines(r, LINE_MAX, move |line, cut| {
+                let line = shown(line, cut);
+                if splitter.is_debug(&line) {
                     if let Ok(mut d) = debug.lock() {
-                        d.extend_from_slice(logs.redactor.redact(line).as_bytes());
-                        d.push(b'\n');
+                        d.push_line(&logs.redactor.redact(&line));
                     }
                 } else {
-                    logs.emit(LogStream::Stderr, &step, line);
-                    push_capped(&user_text, &logs.redactor.redact(line));
+                    logs.emit(LogStream::Stderr, &step, &line);
+                    push_capped(&user_text, &logs.redactor.redact(&line));
                 }
             }))
         });
@@ -214,13 +324,23 @@ impl ProcessEngine {
         for t in [out_task, err_task].into_iter().flatten() {
             let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
         }
+        if capture_over.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(std::io::Error::other(format!(
+                "its output was over the {} MiB the runner keeps in memory",
+                CAPTURE_MAX / (1024 * 1024)
+            )));
+        }
         let take = |m: &Arc<Mutex<String>>| m.lock().map(|s| s.clone()).unwrap_or_default();
+        let debug = std::mem::replace(
+            &mut *debug.lock().unwrap_or_else(|p| p.into_inner()),
+            Tail::new(0),
+        );
         Ok(Outcome {
             code: status.code(),
             stdout: take(&captured),
             user_text: take(&user_text),
             stopped,
-            debug: debug.lock().map(|d| d.clone()).unwrap_or_default(),
+            debug: debug.finish(),
         })
     }
 }
@@ -278,6 +398,20 @@ mod tests {
         grace: Duration,
         stop_after: Option<(Duration, StopReason)>,
     ) -> (Outcome, Vec<strato_domain::messages::LogLine>, Duration) {
+        let (out, lines, took) = try_run_sh(script, capture, grace, stop_after).await;
+        (out.unwrap(), lines, took)
+    }
+
+    async fn try_run_sh(
+        script: &str,
+        capture: bool,
+        grace: Duration,
+        stop_after: Option<(Duration, StopReason)>,
+    ) -> (
+        std::io::Result<Outcome>,
+        Vec<strato_domain::messages::LogLine>,
+        Duration,
+    ) {
         let sinks = FakeSinks::default();
         let op = OperationId::generate();
         let (hub, tasks) = LogHub::start(op.clone(), sinks.clone(), Redactor::default());
@@ -298,8 +432,7 @@ mod tests {
         let args = ["-c".to_owned(), script.to_owned()];
         let out = engine
             .run(&std::env::temp_dir(), &args, "apply", capture, &hub, &mut rx)
-            .await
-            .unwrap();
+            .await;
         let took = began.elapsed();
         drop(hub);
         tasks.finish(&sinks, &op).await.unwrap();
@@ -335,6 +468,48 @@ mod tests {
         let (out, lines, _) = run_sh("echo '{\"a\": 1}'", true, Duration::from_secs(5), None).await;
         assert_eq!(out.stdout.trim(), "{\"a\": 1}");
         assert!(lines.is_empty(), "captured output is not logged");
+    }
+
+    #[tokio::test]
+    async fn a_line_without_end_is_cut_and_the_debug_trace_keeps_a_bounded_tail() {
+        // 1 MiB with no newline, a normal line, then a 12 MiB debug trace of 1000-byte lines.
+        let script = "head -c 1048576 /dev/zero | tr '\\0' x; echo; echo after; \
+                      echo '[DEBUG] trace begins' >&2; \
+                      head -c 12582912 /dev/zero | tr '\\0' y | fold -w 1000 >&2; echo '[DEBUG] the end' >&2";
+        let (out, lines, _) = run_sh(script, false, Duration::from_secs(5), None).await;
+        assert_eq!(out.code, Some(0));
+        let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts.len(), 2, "the long line and `after`");
+        assert!(
+            texts[0].len() < LINE_MAX + 100
+                && texts[0].ends_with(&format!("[strato: line cut at {LINE_MAX} bytes]")),
+            "{} bytes: …{}",
+            texts[0].len(),
+            &texts[0][texts[0].len().saturating_sub(60)..]
+        );
+        assert_eq!(texts[1], "after", "the line after a cut one is whole");
+        assert!(out.user_text.len() <= USER_TEXT_MAX + LINE_MAX);
+        let debug = String::from_utf8(out.debug).unwrap();
+        assert!(debug.len() <= DEBUG_MAX + 200, "{} bytes kept", debug.len());
+        assert!(debug.starts_with("[strato: the first "), "{}", &debug[..80]);
+        assert!(debug.ends_with("[DEBUG] the end\n"), "the tail is kept");
+    }
+
+    #[tokio::test]
+    async fn captured_output_over_its_cap_fails_the_command_saying_so() {
+        let script = format!(
+            "head -c {} /dev/zero | tr '\\0' z; echo done >&2",
+            CAPTURE_MAX + 1024
+        );
+        let (out, _, _) = try_run_sh(&script, true, Duration::from_secs(5), None).await;
+        let e = match out {
+            Ok(o) => panic!(
+                "a capture over its cap is an error, not {} bytes kept",
+                o.stdout.len()
+            ),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("over the 32 MiB"), "{e}");
     }
 
     #[tokio::test]

@@ -18,6 +18,7 @@ pub mod engine;
 #[cfg(any(test, feature = "fakes"))]
 pub mod fakes;
 mod lifecycle;
+pub mod liveness;
 pub mod logs;
 pub mod ports;
 pub mod progress;
@@ -60,6 +61,11 @@ pub enum RunnerError {
     },
     #[error("{0}")]
     User(UserError),
+    #[error(
+        "the run passed its hard deadline ({}s: time limit, engine grace, exit margin); it was dropped unfinished",
+        .0.as_secs()
+    )]
+    HardDeadline(std::time::Duration),
 }
 
 /// `tokio::spawn` inside the caller's span: the run's root span (operation, tenant, trace) goes on every line

@@ -135,6 +135,8 @@ pub struct LogHub {
     live_skipped: Arc<AtomicU64>,
     /// When the live path first shipped a line (for the time-to-first-log metric).
     first_shipped: Arc<OnceLock<Instant>>,
+    /// Every line is a sign of progress (what the heartbeat vouches for).
+    pub liveness: crate::liveness::Liveness,
 }
 
 /// Background tasks of a hub; [`LogTasks::finish`] drains them and writes the completion marker.
@@ -175,6 +177,7 @@ impl LogHub {
                 redactor,
                 live_skipped: Arc::default(),
                 first_shipped,
+                liveness: crate::liveness::Liveness::default(),
             },
             LogTasks { live, archive },
         )
@@ -186,6 +189,7 @@ impl LogHub {
 
     /// Records one user line. Never blocks on I/O.
     pub fn emit(&self, stream: LogStream, step: &str, text: &str) {
+        self.liveness.touch();
         let text = self
             .redactor
             .redact(strato_domain::render::strip_write_prefix(text));

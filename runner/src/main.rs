@@ -57,6 +57,9 @@ async fn run(me: Traceparent) -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    // The last resort against a wedged run: the process ends shortly after the hard deadline whatever it
+    // is doing (`run_with` itself returns at the deadline while the runtime still schedules).
+    strato_runner::liveness::exit_after(cfg.hard_deadline() + strato_runner::liveness::WATCHDOG_AFTER);
     let aws = AwsClients::from_env().await;
     // Devstack's IAM check: every AWS call the runner makes, appended to the file the variable names.
     let recorder = std::env::var_os(CALL_LOG_ENV)
@@ -99,6 +102,11 @@ async fn run(me: Traceparent) -> std::process::ExitCode {
                 "final event sent"
             );
             std::process::ExitCode::SUCCESS
+        }
+        Err(e @ strato_runner::RunnerError::HardDeadline(_)) => {
+            tracing::error!(error = %e, "no final event sent");
+            // Not a return through the runtime's shutdown, which waits for blocking work that may be wedged.
+            std::process::exit(strato_runner::liveness::EXIT_HARD_DEADLINE);
         }
         Err(e) => {
             tracing::error!(error = %e, "no final event sent");

@@ -6,7 +6,7 @@ use crate::Ctx;
 use crate::api::seg;
 use crate::args::Audit;
 use crate::error::CliError;
-use crate::render::{cell, when};
+use crate::render::{cell, plain, when};
 
 /// The API's largest page.
 const PAGE: u32 = 100;
@@ -36,9 +36,9 @@ fn outcome(e: &Value) -> String {
 /// The operation, else the cluster the entry is about.
 fn target(e: &Value) -> String {
     match (e["cluster_id"].as_str(), e["operation_id"].as_str()) {
-        (Some(c), Some(o)) => format!("{c} {o}"),
-        (Some(c), None) => c.to_owned(),
-        (None, Some(o)) => o.to_owned(),
+        (Some(c), Some(o)) => format!("{} {}", plain(c), plain(o)),
+        (Some(c), None) => plain(c),
+        (None, Some(o)) => plain(o),
         (None, None) => "-".to_owned(),
     }
 }

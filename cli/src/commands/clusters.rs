@@ -8,7 +8,7 @@ use crate::Ctx;
 use crate::api::seg;
 use crate::args::{self, Clusters, SpecArgs, WaitArgs};
 use crate::error::CliError;
-use crate::render::{cell, clipped, user_error, when};
+use crate::render::{cell, clipped, plain, user_error, when};
 use crate::vars;
 
 pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
@@ -238,10 +238,7 @@ pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
         ("expires", expires(&c["expires_at"])),
         (
             "approval",
-            c["approval"]
-                .as_str()
-                .unwrap_or("default (template or tenant)")
-                .to_owned(),
+            plain(c["approval"].as_str().unwrap_or("default (template or tenant)")),
         ),
         ("version", cell(&c["version"])),
     ]);
@@ -254,7 +251,7 @@ pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
         };
         let mut t = out.table(&[title, "VALUE"]);
         for (k, v) in m {
-            t.add_row(vec![k.clone(), clipped(v, 100)]);
+            t.add_row(vec![plain(k), clipped(v, 100)]);
         }
         println!("{t}");
     }

@@ -14,7 +14,7 @@ use crate::api::{Api, seg};
 use crate::args::{self, Command, Global};
 use crate::config::{self, Profile};
 use crate::error::CliError;
-use crate::render::{Out, cell};
+use crate::render::{Out, cell, plain};
 
 pub(crate) async fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError> {
     match command {
@@ -232,8 +232,8 @@ fn num(v: &Value) -> String {
 
 fn rule(r: &Value) -> String {
     match (r["left"].as_str(), r["op"].as_str(), r.get("right")) {
-        (Some(l), Some(op), Some(right)) => format!("{l} {op} {}", cell(right)),
-        _ => r.to_string(),
+        (Some(l), Some(op), Some(right)) => format!("{} {} {}", plain(l), plain(op), cell(right)),
+        _ => plain(&r.to_string()),
     }
 }
 
@@ -374,19 +374,19 @@ async fn policies(ctx: &Ctx, p: args::Policies) -> Result<(), CliError> {
         return Ok(());
     }
     if let Some(list) = v["policies"].as_array() {
-        println!("version {}", v["version"].as_str().unwrap_or(""));
+        println!("version {}", plain(v["version"].as_str().unwrap_or("")));
         for p in list {
             println!(
                 "{:<9} {:<8} {}",
-                p["owner"].as_str().unwrap_or(""),
-                p["stage"].as_str().unwrap_or(""),
-                p["name"].as_str().unwrap_or("")
+                plain(p["owner"].as_str().unwrap_or("")),
+                plain(p["stage"].as_str().unwrap_or("")),
+                plain(p["name"].as_str().unwrap_or(""))
             );
         }
     } else if let Some(src) = v["source"].as_str() {
-        print!("{src}");
+        print!("{}", plain(src));
     } else {
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        println!("{}", plain(&serde_json::to_string_pretty(&v).unwrap_or_default()));
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use crate::api::seg;
 use crate::args::{self, Operations, WaitArgs};
 use crate::error::{CliError, DIM, RED};
 use crate::follow::{self, Event, Mode};
-use crate::render::{cell, clipped, user_error, when};
+use crate::render::{cell, clipped, plain, user_error, when};
 
 pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
     let out = &ctx.out;
@@ -209,7 +209,7 @@ fn show_approval(ctx: &Ctx, id: &Value, a: &Value) {
             d.get("at").map(when).unwrap_or_default(),
             d.get("comment")
                 .and_then(Value::as_str)
-                .map(|c| format!(" — {c}"))
+                .map(|c| format!(" — {}", plain(c)))
                 .unwrap_or_default()
         ),
         None => println!(
@@ -235,7 +235,7 @@ pub(crate) fn show_operation(ctx: &Ctx, op: &Value) {
         ("updated", when(&op["updated_at"])),
     ]);
     if let Some(w) = op["wait_reason"].as_str() {
-        println!("{}  {w}", out.dim("waiting"));
+        println!("{}  {}", out.dim("waiting"), plain(w));
     }
     for s in op["steps"].as_array().into_iter().flatten() {
         let mark = match s["ok"].as_bool() {
@@ -270,7 +270,7 @@ pub(crate) fn print_estimate(ctx: &Ctx, e: &Value) {
         let monthly = r["monthly"]
             .as_f64()
             .map_or_else(|| cell(&r["monthly"]), |m| format!("{m:.2}"));
-        t.add_row(vec![name.to_owned(), monthly]);
+        t.add_row(vec![plain(name), monthly]);
     }
     println!("{t}");
     println!(
@@ -309,7 +309,7 @@ pub(crate) async fn logs(ctx: &Ctx, l: args::Logs) -> Result<(), CliError> {
             eprintln!(
                 "{}",
                 ctx.out
-                    .dim(&format!("reconnecting from line {from_seq}: {reason}"))
+                    .dim(&plain(&format!("reconnecting from line {from_seq}: {reason}")))
             )
         }
         Event::Status { .. } => {}
@@ -385,7 +385,7 @@ pub(crate) async fn finish(ctx: &Ctx, op: &str, wait: &WaitArgs) -> Result<(), C
             let r = follow::follow(&ctx.api, ws, op, opts, |e| match e {
                 Event::Line(line) => {
                     if let Some(pb) = &spinner {
-                        pb.set_message(format!("{} · {}", line.step, op));
+                        pb.set_message(format!("{} · {}", plain(&line.step), op));
                     }
                     if !wait.quiet {
                         say(format_line(ctx, line));
@@ -396,7 +396,7 @@ pub(crate) async fn finish(ctx: &Ctx, op: &str, wait: &WaitArgs) -> Result<(), C
                     operation_status,
                     detail,
                 } => {
-                    let detail = detail.unwrap_or_default();
+                    let detail = plain(&detail.unwrap_or_default());
                     say(format!(
                         "{} cluster {} · operation {} {}",
                         out.bold("▸"),
@@ -406,7 +406,7 @@ pub(crate) async fn finish(ctx: &Ctx, op: &str, wait: &WaitArgs) -> Result<(), C
                     ));
                 }
                 Event::Reconnecting { from_seq, reason } => {
-                    say(out.dim(&format!("(reconnecting from line {from_seq}: {reason})")))
+                    say(out.dim(&plain(&format!("(reconnecting from line {from_seq}: {reason})"))))
                 }
             })
             .await;
@@ -512,37 +512,16 @@ fn ws_url(ctx: &Ctx) -> Result<&str, CliError> {
     })
 }
 
-/// `step │ text`, stderr lines red; the engine's own ANSI colours kept only when colour is on.
+/// `step │ text`, stderr lines red. The text is the engine's and the tenant's modules' output: every
+/// control sequence in it is removed ([`plain`]), colour included (the runner asks the engine for none).
 fn format_line(ctx: &Ctx, l: &LogLine) -> String {
-    let text = if ctx.out.color {
-        l.text.clone()
-    } else {
-        strip_ansi(&l.text)
-    };
+    let text = plain(&l.text);
     let text = match l.stream {
         LogStream::Stderr => ctx.out.paint(&text, RED),
         _ => text,
     };
-    format!("{} {text}", ctx.out.paint(&format!("{:>14} │", l.step), DIM))
-}
-
-/// `text` without ANSI escape sequences (CSI `ESC [ … final-byte`).
-pub(crate) fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' && chars.peek() == Some(&'[') {
-            chars.next();
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    let step = plain(&l.step);
+    format!("{} {text}", ctx.out.paint(&format!("{step:>14} │"), DIM))
 }
 
 #[cfg(test)]
@@ -562,14 +541,5 @@ mod tests {
         );
         // Nothing pending to name: the API answers (409, not awaiting approval).
         assert_eq!(super::decision_body(&json!(null), None, None), json!({}));
-    }
-
-    #[test]
-    fn ansi_sequences_are_stripped_and_text_kept() {
-        assert_eq!(
-            super::strip_ansi("\x1b[1m\x1b[32mApply complete!\x1b[0m ok"),
-            "Apply complete! ok"
-        );
-        assert_eq!(super::strip_ansi("plain [x]"), "plain [x]");
     }
 }

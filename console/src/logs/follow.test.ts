@@ -77,6 +77,20 @@ describe("Follower", () => {
     f.stop();
   });
 
+  it("asks for the next page of the archive while `subscribed` says there is more", async () => {
+    const { f } = start();
+    await vi.advanceTimersByTimeAsync(1);
+    const s1 = FakeSocket.all[0];
+    s1.recv(batch(1, 5));
+    s1.recv({ type: "subscribed", operation_id: "op-1", from_seq: 1, replayed_to: 5, more: true });
+    expect(JSON.parse(s1.sent[1])).toEqual({ action: "subscribe", operation_id: "op-1", from_seq: 6 });
+    s1.recv(batch(6, 8));
+    s1.recv({ type: "subscribed", operation_id: "op-1", from_seq: 6, replayed_to: 8 });
+    expect(s1.sent).toHaveLength(2);
+    expect(f.store.lines.map((l) => l.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    f.stop();
+  });
+
   it("reconnects after a drop", async () => {
     const { f } = start();
     await vi.advanceTimersByTimeAsync(1);

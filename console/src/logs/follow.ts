@@ -125,6 +125,10 @@ export class Follower {
         this.ev.onLines();
       }
       if (r.status) this.ev.onStatus(r.status);
+      // One subscribe replays one page of the archive: ask for the next.
+      if (r.more) {
+        ws.send(JSON.stringify({ action: "subscribe", operation_id: this.operationId, from_seq: this.store.next }));
+      }
       if (r.error) {
         this.stopped = true;
         ws.onclose = null;

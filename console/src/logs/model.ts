@@ -39,7 +39,7 @@ export type ServerFrame =
   | { type: "log"; operation_id: string; first_seq: number; lines: WireLine[]; skipped?: SkippedLines }
   | { type: "log_batch"; operation_id: string; first_seq: number; t0: string; skipped?: SkippedLines; runs: LineRun[] }
   | { type: "log_part"; operation_id: string; seq: number; ts: string; stream: Stream; step: string; part: number; parts: number; text: string }
-  | { type: "subscribed"; operation_id: string; from_seq: number; replayed_to: number }
+  | { type: "subscribed"; operation_id: string; from_seq: number; replayed_to: number; more?: boolean }
   | { type: "unsubscribed"; operation_id: string }
   | { type: "status"; operation_id?: string; cluster_id?: string; cluster_state: string; operation_status: string; step?: string | null; message?: string | null }
   | { type: "end"; operation_id?: string; final_status: string; last_seq: number }
@@ -203,7 +203,15 @@ export function applyFrame(
   parts: Reassembler,
   f: ServerFrame,
   now: number = Date.now(),
-): { added: number; status?: Extract<ServerFrame, { type: "status" }>; ended?: boolean; error?: string; subscribed?: number } {
+): {
+  added: number;
+  status?: Extract<ServerFrame, { type: "status" }>;
+  ended?: boolean;
+  error?: string;
+  subscribed?: number;
+  /** The replay stopped at a page: subscribe again from `next` for the rest of the archive. */
+  more?: boolean;
+} {
   switch (f.type) {
     case "log":
       return { added: store.take(f.lines.map(fromWire), now) };
@@ -219,7 +227,7 @@ export function applyFrame(
       store.end(f.final_status, f.last_seq);
       return { added: 0, ended: true };
     case "subscribed":
-      return { added: 0, subscribed: f.replayed_to };
+      return { added: 0, subscribed: f.replayed_to, more: f.more === true };
     case "error":
       return { added: 0, error: `${f.message} (${f.fix})` };
     default:

@@ -7,7 +7,9 @@
 //! - `subscribe {"operation_id", "from_seq"}`: only the caller's tenant's operations. The subscription is
 //!   recorded first, then the archive is replayed from `from_seq`, so live batches fanned out meanwhile are
 //!   not lost (they may arrive twice or interleaved with the replay: clients keep lines by `seq`). A
-//!   `subscribed` frame ends the replay; a terminal operation is followed by `end`.
+//!   `subscribed` frame ends the replay; a terminal operation is followed by `end`. One subscribe replays
+//!   one page ([`PAGE_LINES`]); `subscribed` with `more` asks the client to subscribe again from
+//!   `replayed_to + 1`, and `end` comes with the last page.
 //! - `unsubscribe {"operation_id"}`, `ping` (answers `pong`), `$disconnect` (removes the connection and its
 //!   subscriptions), `$default` (an `error` frame naming the known actions).
 //!
@@ -19,7 +21,9 @@
 //! (at the latest when `end` tells it the final seq), and the archive has it by then.
 
 mod aws_calls;
+mod replay;
 pub use aws_calls::AWS_CALLS;
+pub use replay::PAGE_LINES;
 
 use secrecy::SecretSlice;
 use std::time::Duration;
@@ -31,11 +35,10 @@ use aws_lambda_events::encodings::Body;
 use serde::Deserialize;
 use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
-use strato_aws::log_io::{list_archive, read_chunk};
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
 use strato_domain::ids::OperationId;
-use strato_domain::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames};
+use strato_domain::logs::ControlFrame;
 use strato_domain::messages::LogFrame;
 use time::OffsetDateTime;
 
@@ -338,21 +341,28 @@ async fn subscribe(ctx: &Ctx, conn_id: &str, op_id: &OperationId, from_seq: u64)
     }
     // Subscription first, replay second: nothing fanned out from now on is missed.
     ctx.connections.subscribe(&conn, op_id).await?;
-    let mut next = replay(ctx, conn_id, op_id, from_seq).await?;
+    let archive = replay::S3Archive {
+        s3: &ctx.s3,
+        bucket: &ctx.artifacts_bucket,
+    };
+    let frames = Posts { ctx, conn_id };
+    let mut page = replay::replay(&archive, &frames, op_id, from_seq, PAGE_LINES).await?;
     // Re-read after subscribing: an `end` published before the subscription existed was not delivered.
     let terminal = ctx
         .store
         .get_operation(op_id)
         .await?
         .filter(|o| o.status.is_terminal());
-    if terminal.is_some() && next.1.is_none() {
+    if terminal.is_some() && page.complete.is_none() && !page.more {
         // The runner may have archived its last chunks after the first listing.
-        next = replay(ctx, conn_id, op_id, next.0).await?;
+        let rest = PAGE_LINES.saturating_sub(page.next - from_seq).max(1);
+        page = replay::replay(&archive, &frames, op_id, page.next, rest).await?;
     }
     let subscribed = ControlFrame::Subscribed {
         operation_id: op_id.clone(),
         from_seq,
-        replayed_to: next.0 - 1,
+        replayed_to: page.next - 1,
+        more: page.more,
     };
     post(
         ctx,
@@ -360,47 +370,28 @@ async fn subscribe(ctx: &Ctx, conn_id: &str, op_id: &OperationId, from_seq: u64)
         &serde_json::to_string(&subscribed).unwrap_or_default(),
     )
     .await?;
-    if let Some(op) = terminal {
+    // The end comes with the last page (a client seeing it early would take the rest for a gap).
+    if let Some(op) = terminal.filter(|_| !page.more) {
         let end = LogFrame::End {
             operation_id: op_id.clone(),
             final_status: op.status,
-            last_seq: next.1.unwrap_or(next.0 - 1),
+            last_seq: page.complete.unwrap_or(page.next - 1),
         };
         post(ctx, conn_id, &serde_json::to_string(&end).unwrap_or_default()).await?;
     }
     Ok(())
 }
 
-/// Posts archived lines ≥ `from_seq`, chunk by chunk. Returns the next seq to expect and the final seq if
-/// the archive is complete.
-async fn replay(
-    ctx: &Ctx,
-    conn_id: &str,
-    op: &OperationId,
-    from_seq: u64,
-) -> Result<(u64, Option<u64>), WsError> {
-    let (chunks, complete) = list_archive(&ctx.s3, &ctx.artifacts_bucket, op, from_seq).await?;
-    let mut next = from_seq;
-    for c in &chunks {
-        if c.last_seq < next {
-            continue;
-        }
-        let lines = read_chunk(&ctx.s3, &ctx.artifacts_bucket, c, next).await?;
-        let Some(first) = lines.first().map(|l| l.seq) else {
-            continue;
-        };
-        next = lines.last().map_or(next, |l| l.seq + 1);
-        let frame = LogFrame::Log {
-            operation_id: op.clone(),
-            first_seq: first,
-            lines,
-            skipped: None,
-        };
-        for f in encode_frames(&frame, MAX_FRAME_BYTES)? {
-            post(ctx, conn_id, &f).await?;
-        }
+/// Frames to one connection, through the management API.
+struct Posts<'a> {
+    ctx: &'a Ctx,
+    conn_id: &'a str,
+}
+
+impl replay::Frames for Posts<'_> {
+    async fn post(&self, frame: &str) -> Result<(), WsError> {
+        post(self.ctx, self.conn_id, frame).await
     }
-    Ok((next, complete))
 }
 
 #[cfg(test)]

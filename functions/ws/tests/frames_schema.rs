@@ -115,6 +115,13 @@ fn every_frame_the_server_sends_matches_the_schema() {
             operation_id: op.clone(),
             from_seq: 1,
             replayed_to: 2,
+            more: false,
+        },
+        ControlFrame::Subscribed {
+            operation_id: op.clone(),
+            from_seq: 1,
+            replayed_to: 5000,
+            more: true,
         },
         ControlFrame::Unsubscribed { operation_id: op },
         ControlFrame::Pong,

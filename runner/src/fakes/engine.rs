@@ -62,6 +62,7 @@ pub struct Reply {
     debug: String,
     files: Vec<(String, Vec<u8>)>,
     hang: bool,
+    wedged: bool,
     on_start: Option<Hook>,
 }
 
@@ -96,6 +97,14 @@ impl Reply {
         Self {
             hang: true,
             ..Self::ok().code(1)
+        }
+    }
+
+    /// Never returns, stop or not: an engine (or a call of the runner) that is wedged.
+    pub fn wedged() -> Self {
+        Self {
+            wedged: true,
+            ..Self::ok()
         }
     }
 
@@ -327,6 +336,9 @@ impl Engine for FakeEngine {
             reply.stdout.lines().for_each(|l| user_line(LogStream::Stdout, l));
         }
         reply.stderr.lines().for_each(|l| user_line(LogStream::Stderr, l));
+        if reply.wedged {
+            std::future::pending::<()>().await;
+        }
         let stopped = if reply.hang {
             Some(wait_stop(stop).await)
         } else {

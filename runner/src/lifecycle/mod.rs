@@ -138,7 +138,17 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
 }
 
 /// Runs the operation named by `cfg` to its final event on `ports`. `Ok` only when the final event was sent.
+/// Whatever happens, it returns by the run's hard deadline ([`Config::hard_deadline`]): what was still
+/// running is dropped (the engine process is killed with it) and the error says so.
 pub async fn run_with<P: Ports>(cfg: Config, ports: RunPorts<P>) -> Result<RunSummary, RunnerError> {
+    let deadline = cfg.hard_deadline();
+    match tokio::time::timeout(deadline, run_to_end(cfg, ports)).await {
+        Ok(result) => result,
+        Err(_) => Err(RunnerError::HardDeadline(deadline)),
+    }
+}
+
+async fn run_to_end<P: Ports>(cfg: Config, ports: RunPorts<P>) -> Result<RunSummary, RunnerError> {
     let began = std::time::Instant::now();
     let op = ports
         .store
@@ -165,7 +175,7 @@ pub async fn run_with<P: Ports>(cfg: Config, ports: RunPorts<P>) -> Result<RunSu
     let progress = Progress::start(ports.reporter.clone());
     let (stop_tx, stop_rx) = watch::channel(None);
     let (term_tx, term_rx) = watch::channel(None);
-    let background = spawn_background(&cfg, &ports, &progress, &op, stop_tx, term_tx);
+    let background = spawn_background(&cfg, &ports, &progress, &hub, &op, stop_tx, term_tx);
 
     let budget = ports.store.monthly_budget(&op.tenant_id).await?;
     let policies = priced::load_policies(&ports.store, &op).await?;
@@ -260,18 +270,29 @@ async fn holds_lock(
     Ok(store.lock_owner(&cluster.cluster_id).await? == Some((op.clone(), token)))
 }
 
+/// The run's background tasks, aborted when dropped: also when the hard deadline drops the run.
+struct Background(Vec<JoinHandle<()>>);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.0.iter().for_each(JoinHandle::abort);
+    }
+}
+
 /// Heartbeats (which also poll for a cancel request), the time limit and SIGTERM, for the whole run: the
 /// stages and the cleanup of a failed create alike. `stop` fires on a cancel, the stages' time limit or
 /// SIGTERM; `term` (what cleanup obeys: it runs because of a cancel or a stage timeout) on SIGTERM or the end
-/// of the task's time limit.
+/// of the task's time limit. A heartbeat vouches for progress: once the run has shown none for
+/// `stall_limit` (no line, no step), heartbeats stop for good and the log says why.
 fn spawn_background<P: Ports>(
     cfg: &Config,
     ports: &RunPorts<P>,
     progress: &Progress,
+    logs: &LogHub,
     op: &Operation,
     stop_tx: watch::Sender<Option<StopReason>>,
     term_tx: watch::Sender<Option<StopReason>>,
-) -> Vec<JoinHandle<()>> {
+) -> Background {
     let stop_tx = std::sync::Arc::new(stop_tx);
     let term_tx = std::sync::Arc::new(term_tx);
     let mut out = Vec::new();
@@ -284,16 +305,34 @@ fn spawn_background<P: Ports>(
             op.operation_id.clone(),
             stop_tx.clone(),
         );
+        let (logs, stall_limit) = (logs.clone(), cfg.stall_limit);
         out.push(crate::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.tick().await;
+            let mut stalled = false;
             loop {
                 tick.tick().await;
-                progress.send(RunnerEvent::Heartbeat {
-                    operation_id: op_id.clone(),
-                    fencing_token: token,
-                    at: strato_domain::ts::now(),
-                });
+                let quiet = logs.liveness.quiet_for();
+                if !stalled && quiet >= stall_limit {
+                    stalled = true;
+                    tracing::warn!(quiet_secs = quiet.as_secs(), "no progress: heartbeats stop");
+                    logs.emit(
+                        LogStream::Strato,
+                        "heartbeat",
+                        &format!(
+                            "no progress for {} s (no output, no step): heartbeats stop, so this run no longer \
+                             vouches for the cluster's lock; the time limit ends it",
+                            quiet.as_secs()
+                        ),
+                    );
+                }
+                if !stalled {
+                    progress.send(RunnerEvent::Heartbeat {
+                        operation_id: op_id.clone(),
+                        fencing_token: token,
+                        at: strato_domain::ts::now(),
+                    });
+                }
                 if let Ok(Some(op)) = store.operation(&op_id).await
                     && op.cancel_requested
                 {
@@ -325,7 +364,7 @@ fn spawn_background<P: Ports>(
         stop_tx.send_replace(Some(StopReason::Terminated));
         term_tx.send_replace(Some(StopReason::Terminated));
     }));
-    out
+    Background(out)
 }
 
 impl<P: Ports> RunContext<P> {
@@ -333,17 +372,16 @@ impl<P: Ports> RunContext<P> {
     /// limit, SIGTERM) run until the final event is built, so a cleanup is guarded like every engine call.
     /// Returns the event and the workspace (if one was prepared), which the caller keeps until the event was
     /// sent.
-    async fn run_to_final_event(&self, background: Vec<JoinHandle<()>>) -> (RunnerEvent, Option<Workspace>) {
-        let stop_background = || background.iter().for_each(JoinHandle::abort);
+    async fn run_to_final_event(&self, background: Background) -> (RunnerEvent, Option<Workspace>) {
         match prepare::prepare(self).await {
             Ok(mut run) => {
                 let result = run.execute().await;
                 let event = run.final_event(result).await;
-                stop_background();
+                drop(background);
                 (event, Some(run.into_workspace()))
             }
             Err(failure) => {
-                stop_background();
+                drop(background);
                 (self.failed_event(failure), None)
             }
         }
@@ -354,6 +392,7 @@ impl<P: Ports> RunContext<P> {
     }
 
     fn event_step(&self, step: &str, ok: Option<bool>) {
+        self.logs.liveness.touch();
         let (operation_id, fencing_token, at) = (
             self.op.operation_id.clone(),
             self.cfg.fencing_token,

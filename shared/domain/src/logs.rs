@@ -61,12 +61,16 @@ pub enum ControlFrame {
         runs: Vec<LineRun>,
     },
     /// The subscription is recorded and the archive replayed up to `replayed_to` (`from_seq - 1` when the
-    /// archive had nothing at or after `from_seq`). Live frames may have arrived before this one.
+    /// archive had nothing at or after `from_seq`). Live frames may have arrived before this one. One
+    /// subscribe replays one page of the archive: `more` says the archive holds lines after `replayed_to`,
+    /// which the next subscribe (`from_seq` = `replayed_to + 1`) replays.
     Subscribed {
         #[schemars(with = "String")]
         operation_id: OperationId,
         from_seq: u64,
         replayed_to: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        more: bool,
     },
     Unsubscribed {
         #[schemars(with = "String")]

@@ -9,6 +9,7 @@ use strato_domain::messages::RunnerEvent;
 use strato_domain::model::OperationKind;
 
 use super::support::{Bed, THROTTLED, plans, vpc_plan};
+use crate::RunnerError;
 use crate::fakes::{Cmd, Reply};
 
 /// An update whose apply runs until it is stopped; `on_start` runs when it starts.
@@ -114,4 +115,50 @@ async fn a_stop_cuts_a_retry_backoff_short() {
     assert_eq!(bed.engine.count(Cmd::Plan), 1, "no retry after the stop");
     assert_eq!(error.step, "apply");
     assert!(error.what.contains("SIGTERM"), "{}", error.what);
+}
+
+#[tokio::test]
+async fn a_wedged_run_is_dropped_at_its_hard_deadline() {
+    let mut bed = Bed::new(OperationKind::Update, "net").await;
+    plans(&bed.engine, "main", &vpc_plan());
+    // An apply that ignores every stop: the time limit's interrupt changes nothing.
+    bed.engine.expect(Cmd::Apply, Reply::wedged());
+    bed.cfg.time_limit = Duration::from_millis(200);
+    bed.cfg.grace = Duration::from_millis(50);
+    bed.cfg.exit_margin = Duration::from_millis(100);
+    let started = std::time::Instant::now();
+    let err = bed.run().await.expect_err("no final event from a wedged run");
+    assert!(
+        matches!(err, RunnerError::HardDeadline(d) if d == Duration::from_millis(350)),
+        "{err}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(350));
+    assert!(bed.reporter.finals().is_empty(), "{:#?}", bed.reporter.finals());
+    // The heartbeats ended with the run: nothing is sent for it any more.
+    let sent = bed.reporter.all().len();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        bed.reporter.all().len(),
+        sent,
+        "the background tasks were stopped"
+    );
+}
+
+#[tokio::test]
+async fn heartbeats_stop_once_the_run_shows_no_progress() {
+    // The apply prints nothing until the time limit stops it.
+    let mut bed = hanging_apply(|_| Box::new(|| ())).await;
+    bed.cfg.time_limit = Duration::from_millis(800);
+    bed.cfg.stall_limit = Duration::from_millis(150);
+    let error = bed.run_to_failure().await;
+    assert_eq!(error.category, ErrorCategory::Timeout, "{error:?}");
+    assert!(bed.logged("heartbeats stop"), "{:#?}", bed.log());
+    let beats = bed
+        .reporter
+        .progress()
+        .iter()
+        .filter(|e| matches!(e, RunnerEvent::Heartbeat { .. }))
+        .count();
+    // Beats every 10 ms until 150 ms after the apply's start, not for the 800 ms the run took.
+    assert!((1..45).contains(&beats), "{beats} heartbeats");
 }
