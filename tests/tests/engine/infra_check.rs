@@ -117,7 +117,10 @@ fn console_module_plans_its_cdn_contract() {
     let show = tf(engine, &root, &["show", "-json", "console-tls.plan"], &env, &[0]);
     let plan: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     let cdn = infra_support::State::from_module(&plan["planned_values"]["root_module"]);
-    let cdn = cdn.all("aws_cloudfront_distribution").next().expect("the distribution");
+    let cdn = cdn
+        .all("aws_cloudfront_distribution")
+        .next()
+        .expect("the distribution");
     let cert = cdn.block("viewer_certificate");
     assert_eq!(cert["minimum_protocol_version"], "TLSv1.2_2021", "{cert}");
     assert_eq!(cert["ssl_support_method"], "sni-only", "{cert}");
