@@ -167,8 +167,10 @@ pub fn engine_session_policy(partition: &str, resource_prefix: &str) -> Value {
                     format!("arn:{p}:dynamodb:*:*:table/{x}-*"),
                     format!("arn:{p}:sqs:*:*:{x}-*"),
                     format!("arn:{p}:secretsmanager:*:*:secret:strato/{x}/*"),
-                    // role/, policy/, user/, instance-profile/ (paths included).
-                    format!("arn:{p}:iam::*:*/{x}-*"),
+                    // The deployment's roles and policies (the boundary included). Written out: IAM (and
+                    // moto) refuse a wildcard where the resource type goes.
+                    format!("arn:{p}:iam::*:role/{x}-*"),
+                    format!("arn:{p}:iam::*:policy/{x}-*"),
                     format!("arn:{p}:lambda:*:*:function:{x}-*"),
                     // cluster/, task-definition/, task/<cluster>/, service/.
                     format!("arn:{p}:ecs:*:*:*/{x}-*"),
