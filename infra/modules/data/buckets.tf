@@ -188,20 +188,14 @@ resource "aws_s3_bucket_ownership_controls" "access_logs" {
   }
 }
 
-# TLS only; S3's log delivery writes the state bucket's logs (ACLs are disabled: the policy grants it).
+# TLS only; S3's log delivery writes the state bucket's logs (ACLs are disabled: the policy grants it). The
+# delivery statement comes first: moto's PutBucketLogging fails (500) on a statement before it whose
+# Principal is "*".
 resource "aws_s3_bucket_policy" "access_logs" {
   bucket = aws_s3_bucket.access_logs.id
   policy = jsonencode({
     Version = "2012-10-17"
     Statement = [
-      {
-        Sid       = "TlsOnly"
-        Effect    = "Deny"
-        Principal = "*"
-        Action    = "s3:*"
-        Resource  = [aws_s3_bucket.access_logs.arn, "${aws_s3_bucket.access_logs.arn}/*"]
-        Condition = { Bool = { "aws:SecureTransport" = "false" } }
-      },
       {
         Sid       = "StateBucketLogDelivery"
         Effect    = "Allow"
@@ -212,6 +206,14 @@ resource "aws_s3_bucket_policy" "access_logs" {
           ArnLike      = { "aws:SourceArn" = aws_s3_bucket.this["state"].arn }
           StringEquals = { "aws:SourceAccount" = local.account }
         }
+      },
+      {
+        Sid       = "TlsOnly"
+        Effect    = "Deny"
+        Principal = "*"
+        Action    = "s3:*"
+        Resource  = [aws_s3_bucket.access_logs.arn, "${aws_s3_bucket.access_logs.arn}/*"]
+        Condition = { Bool = { "aws:SecureTransport" = "false" } }
       },
     ]
   })
