@@ -34,6 +34,7 @@ module "api" {
   rate_limit         = var.api_rate_limit
   burst_limit        = var.api_burst_limit
   log_retention_days = var.log_retention_days
+  kms_key_arn        = module.data.kms_key_arn
 }
 
 module "runner" {
@@ -61,25 +62,26 @@ module "runner" {
 module "functions" {
   source = "../modules/functions"
 
-  prefix               = var.prefix
-  region               = var.region
-  lambda_zip_dir       = var.lambda_zip_dir
-  memory_mb            = var.lambda_memory_mb
-  reserved_concurrency = var.reserved_concurrency
-  log_retention_days   = var.log_retention_days
-  log_level            = var.log_level
-  tenant_claim         = var.tenant_claim
-  scope_prefix         = var.scope_prefix
-  ws_ticket_issuer     = var.ws_jwt_check_claims ? var.jwt_issuer : null
-  ws_ticket_audience   = var.ws_jwt_check_claims ? var.jwt_audience[0] : null
-  tables               = module.data.tables
-  queues               = module.data.queues
-  buckets              = module.data.buckets
-  kms_key_arn          = module.data.kms_key_arn
-  drift_batch          = var.drift_batch
-  sweep_grace_secs     = var.sweep_grace_secs
-  heartbeat_stale_secs = var.heartbeat_stale_secs
-  ws                   = module.api.ws
+  prefix                  = var.prefix
+  region                  = var.region
+  lambda_zip_dir          = var.lambda_zip_dir
+  memory_mb               = var.lambda_memory_mb
+  reserved_concurrency    = var.reserved_concurrency
+  log_retention_days      = var.log_retention_days
+  log_level               = var.log_level
+  code_signing_config_arn = var.code_signing_config_arn
+  tenant_claim            = var.tenant_claim
+  scope_prefix            = var.scope_prefix
+  ws_ticket_issuer        = var.ws_jwt_check_claims ? var.jwt_issuer : null
+  ws_ticket_audience      = var.ws_jwt_check_claims ? var.jwt_audience[0] : null
+  tables                  = module.data.tables
+  queues                  = module.data.queues
+  buckets                 = module.data.buckets
+  kms_key_arn             = module.data.kms_key_arn
+  drift_batch             = var.drift_batch
+  sweep_grace_secs        = var.sweep_grace_secs
+  heartbeat_stale_secs    = var.heartbeat_stale_secs
+  ws                      = module.api.ws
 
   secrets = {
     ws_jwt_arn      = module.secrets.ws_jwt_arn
@@ -123,6 +125,7 @@ module "observability" {
   queues                          = module.data.queues
   alarm_actions                   = var.alarm_actions
   log_retention_days              = var.log_retention_days
+  kms_key_arn                     = module.data.kms_key_arn
   failure_rate_percent            = var.failure_rate_percent
   failure_rate_min_operations     = var.failure_rate_min_operations
   stuck_operation_secs            = var.stuck_operation_secs
@@ -145,5 +148,8 @@ module "console" {
   oidc_client_id       = coalesce(var.console.oidc_client_id, var.jwt_audience[0])
   connect_src_extra    = var.console.connect_src_extra
   price_class          = var.console.price_class
+  certificate_arn      = var.console.certificate_arn
+  aliases              = var.console.aliases
+  waf_web_acl_arn      = var.console.waf_web_acl_arn
   force_destroy_bucket = true
 }

@@ -17,15 +17,21 @@ variable "region" {
 }
 
 variable "tags" {
-  description = "Extra tags on every resource."
+  description = "Extra tags on every resource (`strato:deployment` is always the prefix: the engine session denies what carries it)."
   type        = map(string)
   default     = {}
 }
 
 variable "log_retention_days" {
-  description = "Retention of every log group (functions, runner, API access logs)."
+  description = "Retention of every log group (functions, runner, API access logs, failed runner starts); all are encrypted with Strato's data key."
   type        = number
   default     = 30
+
+  validation {
+    # The values CloudWatch Logs accepts (0, "never expire", is not offered: logs must not grow forever).
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "The log_retention_days must be one CloudWatch Logs accepts: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653."
+  }
 }
 
 variable "alarm_actions" {
@@ -52,6 +58,21 @@ variable "lambda_memory_mb" {
   description = "Memory of each function (CPU grows with it)."
   type        = number
   default     = 256
+}
+
+variable "code_signing_config_arn" {
+  description = <<-EOT
+    ARN of a Lambda code signing config (aws_lambda_code_signing_config with your AWS Signer profile, policy
+    Enforce): each function then accepts only zips signed by that profile (sign target/lambda/*/bootstrap.zip
+    with `aws signer start-signing-job` and point lambda_zip_dir at the signed copies). Null: off.
+  EOT
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.code_signing_config_arn == null || can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:code-signing-config:csc-[0-9a-f]+$", var.code_signing_config_arn))
+    error_message = "The code_signing_config_arn must be a Lambda code signing config ARN (arn:aws:lambda:<region>:<account>:code-signing-config:csc-…)."
+  }
 }
 
 variable "reserved_concurrency" {
@@ -299,7 +320,9 @@ variable "console" {
     a built console (`cd console && npm ci && npm run build`) and the plan refuses a dist_dir without index.html.
     Users log in at jwt_issuer (the JWT authorizer's issuer, so the API accepts the console's tokens) as the
     client oidc_client_id (null: jwt_audience[0]; its tokens must carry one of jwt_audience as aud/client_id).
-    dist_dir is relative to this directory, like lambda_zip_dir.
+    dist_dir is relative to this directory, like lambda_zip_dir. certificate_arn (ACM, us-east-1) with aliases
+    serves it on your own names with TLS 1.2 as the minimum; waf_web_acl_arn puts a WAFv2 web ACL (scope
+    CLOUDFRONT) in front of it and /v1/*.
   EOT
   type = object({
     enabled           = optional(bool, false)
@@ -307,6 +330,9 @@ variable "console" {
     oidc_client_id    = optional(string)
     connect_src_extra = optional(list(string), [])
     price_class       = optional(string, "PriceClass_100")
+    certificate_arn   = optional(string)
+    aliases           = optional(list(string), [])
+    waf_web_acl_arn   = optional(string)
   })
   default  = {}
   nullable = false

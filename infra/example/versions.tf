@@ -15,6 +15,8 @@ provider "aws" {
   region = var.region
 
   default_tags {
-    tags = merge({ "strato:deployment" = var.prefix }, var.tags)
+    # The deployment's tag last, so an extra tag of the same key cannot rename it: the engine session denies
+    # every resource carrying it (strato_domain::run_access::DEPLOYMENT_TAG).
+    tags = merge(var.tags, { "strato:deployment" = var.prefix })
   }
 }

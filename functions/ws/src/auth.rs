@@ -43,11 +43,19 @@ fn authenticate_inner(config: &Config, token: Option<&str>) -> Result<(TenantId,
     if let Some(i) = &config.issuer {
         v.set_issuer(&[i]);
     }
-    let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(
-        token,
-        &DecodingKey::from_secret(config.jwt_secret.expose_secret()),
-        &v,
-    )
+    let decode = |key: &[u8]| {
+        jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &DecodingKey::from_secret(key), &v)
+    };
+    // The previous key (while a rotation overlaps) is tried only for a signature the current one refuses.
+    let data = match (
+        decode(config.jwt_secret.expose_secret()),
+        &config.previous_jwt_secret,
+    ) {
+        (Err(e), Some(previous)) if *e.kind() == jsonwebtoken::errors::ErrorKind::InvalidSignature => {
+            decode(previous.expose_secret())
+        }
+        (result, _) => result,
+    }
     .map_err(|e| AuthError::Invalid(e.to_string()))?;
     let scoped = data
         .claims

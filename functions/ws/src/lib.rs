@@ -70,6 +70,9 @@ pub struct Config {
     pub names: Names,
     /// `STRATO_JWT_SECRET` (required, at least 32 bytes): the HS256 key tickets are signed with.
     pub jwt_secret: SecretSlice<u8>,
+    /// `STRATO_JWT_SECRET_PREVIOUS` (optional, at least 32 bytes): the key before a rotation (Secrets
+    /// Manager's `AWSPREVIOUS`), still accepted so tickets the api signed just before it keep working.
+    pub previous_jwt_secret: Option<SecretSlice<u8>>,
     /// `STRATO_TENANT_CLAIM`, default `tenant_id` (as the HTTP API).
     pub tenant_claim: String,
     /// `STRATO_JWT_AUDIENCE`, default `strato-ws`: always checked.
@@ -99,6 +102,9 @@ impl Config {
                     })?
                     .into_bytes(),
             ),
+            previous_jwt_secret: env
+                .secret("STRATO_JWT_SECRET_PREVIOUS", tickets::MIN_SECRET_BYTES)?
+                .map(|s| SecretSlice::from(s.into_bytes())),
             tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
             audience: env.or("STRATO_JWT_AUDIENCE", tickets::AUDIENCE),
             issuer: env.optional("STRATO_JWT_ISSUER"),
@@ -436,6 +442,33 @@ mod tests {
 
     fn exp() -> i64 {
         OffsetDateTime::now_utc().unix_timestamp() + 240
+    }
+
+    #[test]
+    fn after_a_key_rotation_tickets_of_the_previous_key_still_open_until_it_is_dropped() {
+        const OLD: &str = "old-s3cret-0123456789abcdef-012345";
+        let ticket = sign(serde_json::json!({"tenant_id": "acme", "exp": exp()}), OLD);
+        let rotated = config(&[("STRATO_JWT_SECRET_PREVIOUS", OLD)]).unwrap();
+        assert_eq!(authenticate(&rotated, Some(&ticket)).unwrap().0.as_str(), "acme");
+        let current = sign(serde_json::json!({"tenant_id": "acme", "exp": exp()}), KEY);
+        assert!(
+            authenticate(&rotated, Some(&current)).is_ok(),
+            "the current key's tickets"
+        );
+        let other = sign(
+            serde_json::json!({"tenant_id": "acme", "exp": exp()}),
+            "another-s3cret-0123456789abcdef-01",
+        );
+        assert!(
+            authenticate(&rotated, Some(&other)).is_err(),
+            "any other key is refused"
+        );
+        let e = authenticate(&config(&[]).unwrap(), Some(&ticket)).unwrap_err();
+        assert!(e.contains("invalid"), "without the overlap: {e}");
+        let short = config(&[("STRATO_JWT_SECRET_PREVIOUS", "short")])
+            .unwrap_err()
+            .to_string();
+        assert!(short.contains("STRATO_JWT_SECRET_PREVIOUS"), "{short}");
     }
 
     #[test]

@@ -74,3 +74,8 @@ variable "ws_deployment" {
   type        = bool
   default     = true
 }
+
+variable "kms_key_arn" {
+  description = "Strato's data key (the data module's `kms_key_arn`): the log groups' encryption."
+  type        = string
+}

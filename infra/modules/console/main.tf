@@ -70,6 +70,12 @@ locals {
 # ---- bucket ----------------------------------------------------------------------------------------------
 
 resource "aws_s3_bucket" "console" {
+  #checkov:skip=CKV_AWS_18:Public static files of the build, read only through CloudFront (OAC); each build is an apply.
+  #checkov:skip=CKV_AWS_21:A new build is a new apply: versions would keep stale assets.
+  #checkov:skip=CKV_AWS_144:Static files rebuilt from the repository: nothing to replicate.
+  #checkov:skip=CKV_AWS_145:SSE-S3: the files are the public console; CloudFront (OAC) reads them without a key policy.
+  #checkov:skip=CKV2_AWS_61:Objects are replaced and deleted by the apply that uploads a build.
+  #checkov:skip=CKV2_AWS_62:Nothing consumes the bucket's events.
   bucket        = "${var.prefix}-console"
   force_destroy = var.force_destroy_bucket
 }
@@ -201,6 +207,7 @@ resource "aws_cloudfront_function" "spa" {
 }
 
 resource "aws_cloudfront_response_headers_policy" "console" {
+  #checkov:skip=CKV_AWS_259:HSTS is sent (2 years, subdomains) without preload: entering a domain in the browsers' preload list is the domain owner's decision, and *.cloudfront.net is not ours.
   name    = "${var.prefix}-console"
   comment = "Strato console: CSP, HSTS, nosniff, no referrer, no framing"
 
@@ -229,12 +236,19 @@ resource "aws_cloudfront_response_headers_policy" "console" {
 }
 
 resource "aws_cloudfront_distribution" "console" {
+  #checkov:skip=CKV_AWS_86:The API's requests are in the HTTP API's access logs; the rest are static files (standard logs need an ACL-enabled bucket).
+  #checkov:skip=CKV_AWS_310:One origin per path (the bucket, the HTTP API), both regional services of the one region Strato runs in.
+  #checkov:skip=CKV_AWS_374:Users are wherever tenants are; a geo restriction belongs in the operator's WAF web ACL (waf_web_acl_arn).
+  #checkov:skip=CKV2_AWS_47:The web ACL is the operator's (waf_web_acl_arn); its rules (AWSManagedRulesKnownBadInputsRuleSet included) are chosen there.
   enabled             = true
   comment             = "${var.prefix} Strato console and API"
   default_root_object = "index.html"
   http_version        = "http2and3"
   is_ipv6_enabled     = true
   price_class         = var.price_class
+  aliases             = var.aliases
+  # A WAF web ACL (WAFv2, CLOUDFRONT scope) the operator manages, in front of the console and /v1/*.
+  web_acl_id = var.waf_web_acl_arn
 
   origin {
     origin_id                = local.s3_origin
@@ -289,7 +303,13 @@ resource "aws_cloudfront_distribution" "console" {
     }
   }
 
+  # With the operator's certificate (ACM, us-east-1) the console is served on its own names, SNI only, and
+  # viewers need TLS 1.2 or later; without one CloudFront's *.cloudfront.net certificate decides (it cannot
+  # set a minimum protocol: AWS keeps TLSv1 there for old clients).
   viewer_certificate {
-    cloudfront_default_certificate = true
+    cloudfront_default_certificate = var.certificate_arn == null
+    acm_certificate_arn            = var.certificate_arn
+    ssl_support_method             = var.certificate_arn == null ? null : "sni-only"
+    minimum_protocol_version       = var.certificate_arn == null ? "TLSv1" : "TLSv1.2_2021"
   }
 }

@@ -66,3 +66,36 @@ variable "force_destroy_bucket" {
   type        = bool
   default     = true
 }
+
+variable "certificate_arn" {
+  description = "ACM certificate (us-east-1) for `aliases`: viewers then need TLS 1.2 or later (TLSv1.2_2021, SNI). Null: CloudFront's default *.cloudfront.net certificate."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.certificate_arn == null || can(regex("^arn:aws[a-z-]*:acm:us-east-1:[0-9]{12}:certificate/.+$", var.certificate_arn))
+    error_message = "The certificate_arn must be an ACM certificate ARN in us-east-1 (CloudFront reads certificates there only)."
+  }
+}
+
+variable "aliases" {
+  description = "The console's own host names (CNAMEs), covered by `certificate_arn`. Empty: the distribution's *.cloudfront.net name."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = length(var.aliases) == 0 || var.certificate_arn != null
+    error_message = "The aliases need a certificate_arn that covers them."
+  }
+}
+
+variable "waf_web_acl_arn" {
+  description = "ARN of a WAFv2 web ACL (scope CLOUDFRONT) to put in front of the console and the API's /v1/* path. Null: none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.waf_web_acl_arn == null || can(regex("^arn:aws[a-z-]*:wafv2:us-east-1:[0-9]{12}:global/webacl/.+$", var.waf_web_acl_arn))
+    error_message = "The waf_web_acl_arn must be a WAFv2 web ACL ARN of scope CLOUDFRONT (arn:aws:wafv2:us-east-1:<account>:global/webacl/<name>/<id>)."
+  }
+}

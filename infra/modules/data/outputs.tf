@@ -28,3 +28,8 @@ output "kms_alias" {
   description = "The data key's alias (strato_aws::resources::Names::kms_alias)."
   value       = aws_kms_alias.data.name
 }
+
+output "access_logs_bucket" {
+  description = "The bucket holding the state bucket's server access logs (under state/)."
+  value       = { name = aws_s3_bucket.access_logs.bucket, arn = aws_s3_bucket.access_logs.arn }
+}

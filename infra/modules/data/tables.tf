@@ -1,5 +1,5 @@
 # DynamoDB tables, exactly as strato_aws::resources::TABLES defines them (the infra_apply test compares the
-# applied tables with it). All keys are strings; on-demand billing; point-in-time recovery on.
+# applied tables with it). All keys are strings; on-demand billing; point-in-time recovery on; encrypted with Strato's data key.
 locals {
   tables = {
     # Clusters per tenant; by_state drives drift checks, by_cluster_id serves ECS events and the agent API,
@@ -102,5 +102,11 @@ resource "aws_dynamodb_table" "this" {
 
   point_in_time_recovery {
     enabled = true
+  }
+
+  # Strato's own key rather than an AWS-owned one: its use is logged and governed by the key policy.
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = aws_kms_key.data.arn
   }
 }

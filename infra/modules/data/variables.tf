@@ -38,3 +38,9 @@ variable "force_destroy_buckets" {
   type        = bool
   default     = false
 }
+
+variable "access_log_retention_days" {
+  description = "Days the state bucket's server access logs are kept (the access-logs bucket)."
+  type        = number
+  default     = 365
+}

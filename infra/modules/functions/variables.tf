@@ -145,3 +145,9 @@ variable "scope_prefix" {
   type        = string
   default     = ""
 }
+
+variable "code_signing_config_arn" {
+  description = "A Lambda code signing config (AWS Signer profiles) every function is deployed under. Null: code is not signature-checked."
+  type        = string
+  default     = null
+}

@@ -132,8 +132,10 @@ resource "aws_cloudwatch_event_rule" "runner_failed_to_start" {
 }
 
 resource "aws_cloudwatch_log_group" "runner_failed_to_start" {
+  #checkov:skip=CKV_AWS_338:Retention is the operator's log_retention_days (default 30: operational logs; the audit log is the DynamoDB audit table with its own retention).
   name              = "/aws/events/${var.prefix}-runner-failed-to-start"
   retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
 }
 
 resource "aws_cloudwatch_event_target" "runner_failed_to_start" {

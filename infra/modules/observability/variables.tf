@@ -103,3 +103,8 @@ variable "runner_start_failures_threshold" {
   type        = number
   default     = 0
 }
+
+variable "kms_key_arn" {
+  description = "Strato's data key (the data module's `kms_key_arn`): the log groups' encryption."
+  type        = string
+}

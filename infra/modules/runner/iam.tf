@@ -211,12 +211,88 @@ resource "aws_iam_role_policy" "state" {
 }
 
 # What templates may create in the platform account (clusters without a target account): the operator's
-# engine_policy_arns. Each run's session denies every table, queue, bucket and secret of this deployment
-# (strato_domain::run_access::engine_session_policy), whatever those policies allow.
+# engine_policy_arns. Each run's session denies every resource of this deployment, by ARN pattern and by its
+# `strato:deployment` tag, and IAM writes onto roles or users without the boundary below
+# (strato_domain::run_access::engine_session_policy), whatever those policies allow. The role carries the
+# boundary too, so the same holds for a session without a session policy.
 resource "aws_iam_role" "engine" {
   name                 = "${var.prefix}-runner-engine"
   assume_role_policy   = local.task_trust
   max_session_duration = 3600
+  permissions_boundary = aws_iam_policy.engine_boundary.arn
+}
+
+locals {
+  # The deployment's resources by ARN pattern: the same list as engine_session_policy's.
+  own_resources = [
+    "arn:${local.partition}:s3:::${var.prefix}-*",
+    "arn:${local.partition}:dynamodb:*:*:table/${var.prefix}-*",
+    "arn:${local.partition}:sqs:*:*:${var.prefix}-*",
+    "arn:${local.partition}:secretsmanager:*:*:secret:strato/${var.prefix}/*",
+    "arn:${local.partition}:iam::*:role/${var.prefix}-*",
+    "arn:${local.partition}:iam::*:policy/${var.prefix}-*",
+    "arn:${local.partition}:lambda:*:*:function:${var.prefix}-*",
+    "arn:${local.partition}:ecs:*:*:*/${var.prefix}-*",
+    "arn:${local.partition}:ecr:*:*:repository/${var.prefix}-*",
+    "arn:${local.partition}:logs:*:*:log-group:*/${var.prefix}-*",
+    "arn:${local.partition}:kms:*:*:alias/${var.prefix}-*",
+    "arn:${local.partition}:events:*:*:rule/${var.prefix}-*",
+    "arn:${local.partition}:scheduler:*:*:schedule/*/${var.prefix}-*",
+  ]
+  boundary_name = "${var.prefix}-engine-boundary"
+}
+
+# The permissions boundary of the engine role and of every IAM role or user a template creates in the
+# platform account (the engine session refuses CreateRole/CreateUser and policy writes onto identities
+# without it; templates set it from their managed `permissions_boundary` variable). It allows anything
+# but what the engine session denies, so an identity a module creates can never reach the deployment
+# either, nor create an identity that could.
+resource "aws_iam_policy" "engine_boundary" {
+  #checkov:skip=CKV_AWS_62:A permissions boundary grants nothing: it caps the engine role's and its templates' roles' own policies ("*" minus the deployment's resources).
+  #checkov:skip=CKV_AWS_63:A permissions boundary grants nothing: it caps the engine role's and its templates' roles' own policies ("*" minus the deployment's resources).
+  #checkov:skip=CKV_AWS_289:A permissions boundary grants nothing; IAM writes through it need the boundary on the identity written to.
+  #checkov:skip=CKV_AWS_290:A permissions boundary grants nothing: what may be written is the identity's own policies' business, within this cap.
+  #checkov:skip=CKV2_AWS_40:A permissions boundary grants nothing; IAM writes through it need the boundary on the identity written to.
+  name        = local.boundary_name
+  description = "Boundary of the ${var.prefix} engine role and every role its templates create: nothing of the deployment's own"
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      {
+        Sid      = "WhatTheIdentitysPoliciesAllow"
+        Effect   = "Allow"
+        Action   = "*"
+        Resource = "*"
+      },
+      {
+        Sid      = "NothingOfStratosOwn"
+        Effect   = "Deny"
+        Action   = "*"
+        Resource = local.own_resources
+      },
+      {
+        Sid       = "NothingTaggedStratos"
+        Effect    = "Deny"
+        Action    = "*"
+        Resource  = "*"
+        Condition = { StringEquals = { "aws:ResourceTag/strato:deployment" = var.prefix } }
+      },
+      {
+        Sid    = "IdentitiesOnlyWithinTheBoundary"
+        Effect = "Deny"
+        Action = ["iam:CreateRole", "iam:PutRolePermissionsBoundary", "iam:AttachRolePolicy", "iam:PutRolePolicy",
+        "iam:CreateUser", "iam:PutUserPermissionsBoundary", "iam:AttachUserPolicy", "iam:PutUserPolicy"]
+        Resource  = "*"
+        Condition = { StringNotLike = { "iam:PermissionsBoundary" = "arn:${local.partition}:iam::*:policy/${local.boundary_name}" } }
+      },
+      {
+        Sid      = "BoundariesStay"
+        Effect   = "Deny"
+        Action   = ["iam:DeleteRolePermissionsBoundary", "iam:DeleteUserPermissionsBoundary"]
+        Resource = "*"
+      },
+    ]
+  })
 }
 
 resource "aws_iam_role_policy_attachment" "engine" {

@@ -52,3 +52,8 @@ output "image" {
   description = "The image the task definition runs."
   value       = local.image
 }
+
+output "engine_boundary_arn" {
+  description = "The permissions boundary of the engine role and of every role or user its templates create in this account."
+  value       = aws_iam_policy.engine_boundary.arn
+}

@@ -14,6 +14,7 @@ use strato_domain::model::{ClusterSpec, TargetAccount};
 use strato_domain::render::{
     BackendConfig, EngineDialect, EngineVersion, ManagedValues, ProviderDialect, state_key, tfvars_json,
 };
+use strato_domain::run_access::engine_boundary_arn;
 use strato_domain::validate::{ValidatedSpec, validate};
 
 use super::access::{StateOf, engine_access, state_location};
@@ -176,6 +177,16 @@ fn render_inputs<P: Ports>(
     managed.insert("cluster_name".to_owned(), Value::from(unique));
     managed.insert("cluster_id".to_owned(), Value::from(cluster.cluster_id.as_str()));
     managed.insert("tenant_id".to_owned(), Value::from(cluster.tenant_id.as_str()));
+    // In the platform account the engine session refuses IAM roles and users without the deployment's
+    // permissions boundary, so modules that create them set it from this; a target account has none ("").
+    let boundary = match spec.target {
+        Some(_) => None,
+        None => engine_boundary_arn(&ctx.cfg.engine_role_arn, ctx.cfg.names.prefix()),
+    };
+    managed.insert(
+        "permissions_boundary".to_owned(),
+        Value::from(boundary.unwrap_or_default()),
+    );
     if let Some(url) = &ctx.cfg.control_plane_url {
         managed.insert("control_plane_url".to_owned(), Value::from(url.clone()));
     }

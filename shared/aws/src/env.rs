@@ -10,6 +10,8 @@ use strato_domain::run_proof::RunProofKey;
 
 /// The variable holding the run-proof key ([`Env::run_proof_key`]).
 pub const ENV_RUN_PROOF_SECRET: &str = "STRATO_RUN_PROOF_SECRET";
+/// The key it replaced, while a rotation overlaps (`crate::secret_env` reads it from `AWSPREVIOUS`).
+pub const ENV_RUN_PROOF_SECRET_PREVIOUS: &str = "STRATO_RUN_PROOF_SECRET_PREVIOUS";
 
 /// A setting that is missing or malformed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -138,10 +140,17 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
     }
 
     /// `STRATO_RUN_PROOF_SECRET`: the key runners' proofs are made with (the dispatcher) and checked with
-    /// (status); at least 32 bytes.
+    /// (status); at least 32 bytes. `STRATO_RUN_PROOF_SECRET_PREVIOUS` (optional, the key before a
+    /// rotation) is also accepted when checking, never used to make a proof.
     pub fn run_proof_key(&self) -> Result<RunProofKey, EnvError> {
-        let var = ENV_RUN_PROOF_SECRET;
-        RunProofKey::new(self.required(var)?.into_bytes()).map_err(|e| EnvError::new(var, e.to_string()))
+        let key = |var: &'static str, value: String| {
+            RunProofKey::new(value.into_bytes()).map_err(|e| EnvError::new(var, e.to_string()))
+        };
+        let current = key(ENV_RUN_PROOF_SECRET, self.required(ENV_RUN_PROOF_SECRET)?)?;
+        Ok(match self.optional(ENV_RUN_PROOF_SECRET_PREVIOUS) {
+            Some(previous) => current.with_previous(key(ENV_RUN_PROOF_SECRET_PREVIOUS, previous)?),
+            None => current,
+        })
     }
 }
 
@@ -208,5 +217,30 @@ mod tests {
         assert_eq!(e.names().unwrap().table("locks"), "strato-dev-locks");
         let err = env(&[]).names().unwrap_err();
         assert_eq!(err.var, "STRATO_RESOURCE_PREFIX");
+    }
+
+    #[test]
+    fn the_run_proof_key_accepts_the_previous_one_while_a_rotation_overlaps() {
+        use strato_domain::ids::OperationId;
+        const OLD: &str = "old-run-proof-key-0123456789abcdef";
+        const NEW: &str = "new-run-proof-key-0123456789abcdef";
+        let op = OperationId::generate();
+        let old_proof = env(&[(ENV_RUN_PROOF_SECRET, OLD)])
+            .run_proof_key()
+            .unwrap()
+            .proof(&op, 1);
+        let rotated = env(&[(ENV_RUN_PROOF_SECRET, NEW), (ENV_RUN_PROOF_SECRET_PREVIOUS, OLD)])
+            .run_proof_key()
+            .unwrap();
+        assert!(rotated.verify(&op, 1, &old_proof));
+        let alone = env(&[(ENV_RUN_PROOF_SECRET, NEW)]).run_proof_key().unwrap();
+        assert!(!alone.verify(&op, 1, &old_proof));
+        let e = env(&[
+            (ENV_RUN_PROOF_SECRET, NEW),
+            (ENV_RUN_PROOF_SECRET_PREVIOUS, "short"),
+        ])
+        .run_proof_key()
+        .unwrap_err();
+        assert_eq!(e.var, ENV_RUN_PROOF_SECRET_PREVIOUS, "{e}");
     }
 }

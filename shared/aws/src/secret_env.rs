@@ -1,6 +1,11 @@
 //! Secrets given to a function by reference: instead of `NAME=<value>` in its (describable) Lambda
 //! environment, infra/ sets `NAME_ARN=<Secrets Manager ARN>` and the function reads the value once, at cold
 //! start, into the environment its `Config::from_lookup` sees. Only the names in [`SECRET_VARS`] resolve.
+//!
+//! Rotation is a two-key overlap: `put-secret-value` makes the new value `AWSCURRENT` and the old one
+//! `AWSPREVIOUS`. For the keys that only check signatures somewhere else ([`OVERLAPPING_VARS`]) the
+//! previous value is read too, as `NAME_PREVIOUS`: the ws function accepts tickets and status accepts run
+//! proofs made with either, while the api and the dispatcher sign with the current one.
 
 use std::collections::HashMap;
 
@@ -15,6 +20,12 @@ pub const SECRET_VARS: &[&str] = &[
 
 /// The suffix naming a secret's ARN.
 pub const ARN_SUFFIX: &str = "_ARN";
+
+/// The settings whose previous value (`AWSPREVIOUS`) is also read, as `NAME_PREVIOUS`.
+pub const OVERLAPPING_VARS: &[&str] = &["STRATO_JWT_SECRET", "STRATO_RUN_PROOF_SECRET"];
+
+/// The suffix naming the value before a rotation.
+pub const PREVIOUS_SUFFIX: &str = "_PREVIOUS";
 
 /// The references among `env`: (setting, ARN). Both a value and a reference for one setting is an error,
 /// so a stale plaintext value never silently wins.
@@ -67,6 +78,27 @@ pub async fn resolve(
             reason: format!("{name}{ARN_SUFFIX}: secret {arn} holds no string"),
         })?;
         env.insert(name.to_owned(), value.to_owned());
+        if !OVERLAPPING_VARS.contains(&name) {
+            continue;
+        }
+        // A secret never rotated has no AWSPREVIOUS version: nothing to overlap with.
+        let previous = client
+            .get_secret_value()
+            .secret_id(&arn)
+            .version_stage("AWSPREVIOUS")
+            .send()
+            .await;
+        match previous {
+            Ok(out) => {
+                if let Some(v) = out.secret_string() {
+                    env.insert(format!("{name}{PREVIOUS_SUFFIX}"), v.to_owned());
+                }
+            }
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) => {}
+            Err(e) => return Err(Error::aws("GetSecretValue (AWSPREVIOUS)", e)),
+        }
     }
     Ok(env)
 }

@@ -24,9 +24,14 @@ pub const PROOF_FIELD: &str = "proof";
 /// The shortest key accepted: 32 bytes, as HMAC-SHA256's block of security.
 pub const MIN_KEY_BYTES: usize = 32;
 
-/// The key proofs are made with. `Debug` never shows it.
+/// The key proofs are made with, and the key before it while a rotation overlaps (Secrets Manager's
+/// `AWSPREVIOUS`): proofs are always made with the current key, and one made with the previous key still
+/// verifies, so runs started before a rotation keep reporting. `Debug` never shows either.
 #[derive(Clone)]
-pub struct RunProofKey(SecretSlice<u8>);
+pub struct RunProofKey {
+    current: SecretSlice<u8>,
+    previous: Option<SecretSlice<u8>>,
+}
 
 /// A key shorter than [`MIN_KEY_BYTES`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,11 +44,22 @@ impl RunProofKey {
         if bytes.len() < MIN_KEY_BYTES {
             return Err(ShortKey(bytes.len()));
         }
-        Ok(Self(SecretSlice::from(bytes)))
+        Ok(Self {
+            current: SecretSlice::from(bytes),
+            previous: None,
+        })
     }
 
-    fn mac(&self, op: &OperationId, fencing_token: u64) -> Hmac<Sha256> {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(self.0.expose_secret())
+    /// This key, also accepting proofs made with `previous` (the key it replaced).
+    pub fn with_previous(self, previous: RunProofKey) -> Self {
+        Self {
+            current: self.current,
+            previous: Some(previous.current),
+        }
+    }
+
+    fn mac(key: &SecretSlice<u8>, op: &OperationId, fencing_token: u64) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key.expose_secret())
             .expect("HMAC takes any key length");
         // Versioned and separated, so a proof never doubles as another HMAC of the same key.
         mac.update(b"strato-run-proof.v1\n");
@@ -55,12 +71,21 @@ impl RunProofKey {
 
     /// The proof the run of `op` under `fencing_token` is started with (hex).
     pub fn proof(&self, op: &OperationId, fencing_token: u64) -> String {
-        hex::encode(self.mac(op, fencing_token).finalize().into_bytes())
+        hex::encode(
+            Self::mac(&self.current, op, fencing_token)
+                .finalize()
+                .into_bytes(),
+        )
     }
 
-    /// Whether `proof` is that run's, compared in constant time.
+    /// Whether `proof` is that run's (under the current or the previous key), compared in constant time.
     pub fn verify(&self, op: &OperationId, fencing_token: u64, proof: &str) -> bool {
-        hex::decode(proof).is_ok_and(|bytes| self.mac(op, fencing_token).verify_slice(&bytes).is_ok())
+        let Ok(bytes) = hex::decode(proof) else {
+            return false;
+        };
+        std::iter::once(&self.current)
+            .chain(&self.previous)
+            .any(|key| Self::mac(key, op, fencing_token).verify_slice(&bytes).is_ok())
     }
 
     /// Whether `ev` carries its own run's proof.
@@ -72,7 +97,13 @@ impl RunProofKey {
 // Compares the keys themselves (configs are compared in tests); never used to check a proof.
 impl PartialEq for RunProofKey {
     fn eq(&self, other: &Self) -> bool {
-        self.0.expose_secret() == other.0.expose_secret()
+        let bytes = |k: &Self| {
+            (
+                k.current.expose_secret().to_vec(),
+                k.previous.as_ref().map(|p| p.expose_secret().to_vec()),
+            )
+        };
+        bytes(self) == bytes(other)
     }
 }
 
@@ -142,6 +173,33 @@ mod tests {
         assert!(!k.verify_event(&parsed, None), "no proof, no trust");
         let other = heartbeat(&OperationId::generate(), 2);
         assert!(!k.verify_event(&other, body[PROOF_FIELD].as_str()));
+    }
+
+    #[test]
+    fn after_a_rotation_proofs_of_the_previous_key_still_verify_and_new_ones_use_the_current() {
+        let op = OperationId::generate();
+        let (old, new) = (key(1), key(2));
+        let started_before = old.proof(&op, 5);
+        let rotated = new.clone().with_previous(old.clone());
+        assert!(
+            rotated.verify(&op, 5, &started_before),
+            "a run started before the rotation"
+        );
+        assert_eq!(
+            rotated.proof(&op, 5),
+            new.proof(&op, 5),
+            "new runs get the current key's proof"
+        );
+        assert!(!old.verify(&op, 5, &rotated.proof(&op, 5)));
+        assert!(
+            !new.verify(&op, 5, &started_before),
+            "without the overlap the old proof is refused"
+        );
+        assert!(
+            !rotated.verify(&op, 5, &key(3).proof(&op, 5)),
+            "any other key is still refused"
+        );
+        assert_eq!(format!("{rotated:?}"), "RunProofKey(redacted)");
     }
 
     #[test]

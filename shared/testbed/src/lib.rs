@@ -8,6 +8,8 @@ mod moto;
 mod moto_run;
 
 pub use engines::{TEST_STACK, TestEngine, preferred_engine, report_time, run_async};
-pub use install::{SCHEMATHESIS_VERSION, Tools, ToolsError, schemathesis, tools, tools_dir};
+pub use install::{
+    CHECKOV_VERSION, SCHEMATHESIS_VERSION, Tools, ToolsError, checkov, schemathesis, tools, tools_dir,
+};
 pub use modern::{ModernEngine, modern_engine, modern_engine_at, modern_engine_or_skip};
 pub use moto::{MotoServer, TestEnv, shared_moto};

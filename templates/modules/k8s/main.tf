@@ -1,5 +1,7 @@
 locals {
   tags = merge(var.tags, { "strato.dev/cluster" = var.cluster_name })
+  # Where Strato's engine session requires it (its platform account), every role carries the boundary.
+  permissions_boundary = var.permissions_boundary == "" ? null : var.permissions_boundary
 }
 
 data "aws_iam_policy_document" "cluster_assume" {
@@ -13,9 +15,10 @@ data "aws_iam_policy_document" "cluster_assume" {
 }
 
 resource "aws_iam_role" "cluster" {
-  name               = "${var.cluster_name}-eks-cluster"
-  assume_role_policy = data.aws_iam_policy_document.cluster_assume.json
-  tags               = local.tags
+  name                 = "${var.cluster_name}-eks-cluster"
+  assume_role_policy   = data.aws_iam_policy_document.cluster_assume.json
+  permissions_boundary = local.permissions_boundary
+  tags                 = local.tags
 }
 
 resource "aws_iam_role_policy_attachment" "cluster" {
@@ -55,9 +58,10 @@ data "aws_iam_policy_document" "node_assume" {
 }
 
 resource "aws_iam_role" "node" {
-  name               = "${var.cluster_name}-eks-node"
-  assume_role_policy = data.aws_iam_policy_document.node_assume.json
-  tags               = local.tags
+  name                 = "${var.cluster_name}-eks-node"
+  assume_role_policy   = data.aws_iam_policy_document.node_assume.json
+  permissions_boundary = local.permissions_boundary
+  tags                 = local.tags
 }
 
 resource "aws_iam_role_policy_attachment" "node" {

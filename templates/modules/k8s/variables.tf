@@ -144,3 +144,13 @@ variable "tags" {
     error_message = "At most 40 tags (AWS allows 50 per resource and Strato adds its own)."
   }
 }
+
+variable "permissions_boundary" {
+  type        = string
+  description = "Permissions boundary (policy ARN) of the IAM roles this module creates; \"\" for none. Strato sets it: in its platform account roles are refused without the deployment's boundary."
+  default     = ""
+  validation {
+    condition     = var.permissions_boundary == "" || can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:policy/.+$", var.permissions_boundary))
+    error_message = "The permissions_boundary must be \"\" or an IAM policy ARN (arn:aws:iam::<account>:policy/<name>)."
+  }
+}

@@ -379,3 +379,54 @@ async fn a_drift_check_keeps_no_plan_and_no_artifact_or_event_holds_a_sensitive_
             .contains(SECRET)
     );
 }
+
+/// The inputs the `eks` fixture's `cluster` stage (whose `iam` module creates a role) gets on a create.
+async fn cluster_stage_inputs(bed: &Bed) -> Value {
+    let network = outputs(&[
+        ("vpc_id", "vpc-1".into(), false),
+        ("subnet_ids", json!(["subnet-1", "subnet-2"]), false),
+        ("security_group_id", "sg-1".into(), false),
+    ]);
+    applies(&bed.engine, "network", &vpc_plan(), &network);
+    let inputs = Arc::new(Mutex::new(Value::Null));
+    let seen = inputs.clone();
+    bed.engine
+        .expect_in("cluster", Cmd::Init, Reply::ok())
+        .expect_in(
+            "cluster",
+            Cmd::Plan,
+            Reply::no_changes().on_start(move |dir| {
+                let text = std::fs::read_to_string(dir.join(TFVARS_FILE)).unwrap();
+                *seen.lock().unwrap() = serde_json::from_str(&text).unwrap();
+            }),
+        )
+        .expect_in("cluster", Cmd::Show, Reply::json(&vpc_plan()))
+        .expect_in("cluster", Cmd::Output, Reply::json(&outputs(&[])));
+    bed.run_to_success().await;
+    bed.engine.assert_done();
+    inputs.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn modules_in_the_platform_account_get_the_deployments_permissions_boundary() {
+    let bed = Bed::new(OperationKind::Create, "eks").await;
+    let inputs = cluster_stage_inputs(&bed).await;
+    // The engine role's account, the deployment's boundary: what the engine session requires on new roles.
+    assert_eq!(
+        inputs["permissions_boundary"],
+        format!(
+            "arn:aws:iam::123456789012:policy/{}-engine-boundary",
+            bed.cfg.names.prefix()
+        ),
+        "{inputs}"
+    );
+}
+
+#[tokio::test]
+async fn modules_in_a_target_account_get_no_permissions_boundary() {
+    let mut bed = Bed::new(OperationKind::Create, "eks").await;
+    issue_external_id(&bed).await;
+    target(&mut bed, None);
+    let inputs = cluster_stage_inputs(&bed).await;
+    assert_eq!(inputs["permissions_boundary"], "", "{inputs}");
+}

@@ -57,6 +57,21 @@ pub fn root() -> String {
   type = string
 }}
 
+variable "certificate_arn" {{
+  type    = string
+  default = null
+}}
+
+variable "aliases" {{
+  type    = list(string)
+  default = []
+}}
+
+variable "waf_web_acl_arn" {{
+  type    = string
+  default = null
+}}
+
 provider "aws" {{
   region                      = "eu-west-1"
   access_key                  = "testing"
@@ -76,6 +91,9 @@ module "console" {{
   websocket_url     = "{WS_URL}"
   oidc_issuer       = "{ISSUER}"
   oidc_client_id    = "{CLIENT_ID}"
+  certificate_arn   = var.certificate_arn
+  aliases           = var.aliases
+  waf_web_acl_arn   = var.waf_web_acl_arn
 }}
 "#,
         prefix = FIXED.prefix

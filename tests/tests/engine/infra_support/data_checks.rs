@@ -193,8 +193,12 @@ fn bucket_part<'a>(state: &'a State, kind: &str, name: &str) -> Option<&'a State
 
 pub fn check_buckets(state: &State, names: &Names, data_key: &str) {
     let mut declared = BTreeMap::new();
+    let access_logs = format!("{}-access-logs", names.prefix());
     for r in state.all("aws_s3_bucket") {
         let name = r.s("bucket").to_owned();
+        if name == access_logs {
+            continue;
+        }
         let def = BUCKETS
             .iter()
             .find(|b| names.bucket(b.logical) == name)
@@ -270,6 +274,42 @@ pub fn check_buckets(state: &State, names: &Names, data_key: &str) {
         &declared,
         &expected,
         "S3 buckets (name → versioned) in infra/ vs resources::BUCKETS",
+    );
+    check_access_logs(state, names, &access_logs);
+}
+
+/// The state bucket's server access logs: delivered under `state/` of their own bucket, which is closed to
+/// the public, TLS only, SSE-S3 (log delivery cannot write SSE-KMS) and expires its objects.
+fn check_access_logs(state: &State, names: &Names, bucket: &str) {
+    let logging = bucket_part(state, "aws_s3_bucket_logging", &names.bucket("state"))
+        .expect("the state bucket's access logging");
+    assert_eq!(logging.s("target_bucket"), bucket);
+    assert_eq!(logging.s("target_prefix"), "state/");
+    let sse = bucket_part(
+        state,
+        "aws_s3_bucket_server_side_encryption_configuration",
+        bucket,
+    )
+    .unwrap_or_else(|| panic!("{bucket}: default encryption"));
+    let by_default = first(&first(&sse.values["rule"])["apply_server_side_encryption_by_default"]);
+    assert_eq!(by_default["sse_algorithm"], "AES256", "{bucket}: SSE-S3");
+    let block = bucket_part(state, "aws_s3_bucket_public_access_block", bucket)
+        .unwrap_or_else(|| panic!("{bucket}: no public access block"));
+    assert_eq!(block.values["restrict_public_buckets"], true, "{bucket}");
+    let policy = json_attr(
+        bucket_part(state, "aws_s3_bucket_policy", bucket).unwrap_or_else(|| panic!("{bucket}: no policy")),
+        "policy",
+    );
+    let statements = policy["Statement"].as_array().unwrap();
+    assert!(
+        statements
+            .iter()
+            .any(|s| s["Effect"] == "Deny" && s["Condition"]["Bool"]["aws:SecureTransport"] == "false"),
+        "{bucket}: TLS only"
+    );
+    assert!(
+        bucket_part(state, "aws_s3_bucket_lifecycle_configuration", bucket).is_some(),
+        "{bucket}: logs expire"
     );
 }
 

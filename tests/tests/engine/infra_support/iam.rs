@@ -32,12 +32,20 @@ fn operator_holds(op: &str, key: &str, wanted: &[String], ctx: &RequestContext) 
         _ => (None, op),
     };
     let (op, if_exists) = op.strip_suffix("IfExists").map_or((op, false), |o| (o, true));
+    // A negated operator (the engine boundary's StringNotLike) holds for a missing key, as in IAM.
+    let (negated, op) = match op {
+        "StringNotEquals" => (true, "StringEquals"),
+        "StringNotLike" => (true, "StringLike"),
+        "ArnNotLike" => (true, "ArnLike"),
+        other => (false, other),
+    };
     let matches = |value: &str| -> bool {
-        wanted.iter().any(|w| match op {
+        let any = wanted.iter().any(|w| match op {
             "StringEquals" => w == value,
             "StringLike" | "ArnLike" | "ArnEquals" => glob(w, value),
             other => panic!("condition operator {other} is not implemented by the infra check"),
-        })
+        });
+        any != negated
     };
     let values = ctx.iter().find(|(k, _)| *k == key).map(|(_, v)| v);
     match (set, values) {
@@ -45,7 +53,8 @@ fn operator_holds(op: &str, key: &str, wanted: &[String], ctx: &RequestContext) 
         (Some("ForAllValues"), Some(v)) => v.iter().all(|x| matches(x)),
         (Some(_), None) => false,
         (Some(_), Some(v)) => v.iter().any(|x| matches(x)),
-        (None, None) => if_exists,
+        (None, None) => if_exists || negated,
+        (None, Some(v)) if negated => v.iter().all(|x| matches(x)),
         (None, Some(v)) => v.iter().any(|x| matches(x)),
     }
 }

@@ -5,11 +5,14 @@
 
 use strato_aws::resources::Names;
 use strato_domain::ids::{ClusterId, TenantId};
-use strato_domain::run_access::{StateScope, engine_session_policy, state_session_policy};
+use strato_domain::run_access::{
+    DEPLOYMENT_TAG, StateScope, engine_boundary_arn, engine_boundary_name, engine_session_policy,
+    state_session_policy,
+};
 
 use super::checks::role_policy;
 use super::iam::{RequestContext, allows, allows_in};
-use super::{ACCOUNT, PREFIX, REGION, State};
+use super::{ACCOUNT, PREFIX, REGION, State, json_attr};
 
 pub fn run_sessions_reach_only_their_own_cluster(state: &State, names: &Names) {
     let role = role_policy(state, "runner-state");
@@ -137,4 +140,85 @@ pub fn run_sessions_reach_only_their_own_cluster(state: &State, names: &Names) {
         "s3:CreateBucket",
         "arn:aws:s3:::a-tenants-own-bucket"
     ));
+    engine_boundary_matches_the_session(state, &engine);
+}
+
+/// The applied boundary (on the engine role, and required on every role a template creates) keeps out of
+/// the deployment what the session keeps out: the runner's roles, the functions, the task definition, the
+/// data key (by its tag), the log groups; and the boundary the runner passes templates is the applied one.
+fn engine_boundary_matches_the_session(state: &State, session: &serde_json::Value) {
+    let policy = state.by("aws_iam_policy", "name", &engine_boundary_name(PREFIX));
+    let boundary = json_attr(policy, "policy");
+    let engine_role = state.by("aws_iam_role", "name", &format!("{PREFIX}-runner-engine"));
+    assert_eq!(
+        engine_role.s("permissions_boundary"),
+        policy.s("arn"),
+        "the engine role carries the boundary"
+    );
+    assert_eq!(
+        engine_boundary_arn(engine_role.s("arn"), PREFIX).as_deref(),
+        Some(policy.s("arn")),
+        "the runner names the applied boundary"
+    );
+    let key = state.by("aws_kms_alias", "name", &format!("alias/{PREFIX}-data"));
+    let key = state.by("aws_kms_key", "arn", key.s("target_key_arn"));
+    assert_eq!(
+        key.values["tags_all"][DEPLOYMENT_TAG], PREFIX,
+        "the data key carries the deployment's tag"
+    );
+    let arn = |service: &str, rest: &str| format!("arn:aws:{service}:{REGION}:{ACCOUNT}:{rest}");
+    let tagged: RequestContext = vec![("aws:ResourceTag/strato:deployment", vec![PREFIX.to_owned()])];
+    for (action, resource, ctx) in [
+        (
+            "iam:AttachRolePolicy",
+            state.arn_of("aws_iam_role", "name", &format!("{PREFIX}-runner-task")),
+            Vec::new(),
+        ),
+        (
+            "lambda:UpdateFunctionCode",
+            state.arn_of("aws_lambda_function", "function_name", &format!("{PREFIX}-api")),
+            Vec::new(),
+        ),
+        (
+            "ecs:RegisterTaskDefinition",
+            arn("ecs", &format!("task-definition/{PREFIX}-runner:9")),
+            Vec::new(),
+        ),
+        (
+            "ecr:PutImage",
+            arn("ecr", &format!("repository/{PREFIX}-runner")),
+            Vec::new(),
+        ),
+        (
+            "logs:DeleteLogGroup",
+            arn("logs", &format!("log-group:/aws/lambda/{PREFIX}-status")),
+            Vec::new(),
+        ),
+        ("iam:CreatePolicyVersion", policy.s("arn").to_owned(), Vec::new()),
+        ("kms:ScheduleKeyDeletion", key.s("arn").to_owned(), tagged.clone()),
+        (
+            "iam:CreateRole",
+            "arn:aws:iam::123456789012:role/demo-eks".to_owned(),
+            Vec::new(),
+        ),
+    ] {
+        assert!(
+            !allows_in(session, action, &resource, &ctx),
+            "the engine session may {action} on {resource}"
+        );
+        assert!(
+            !allows_in(&boundary, action, &resource, &ctx),
+            "the boundary lets {action} on {resource}"
+        );
+    }
+    let bounded: RequestContext = vec![("iam:PermissionsBoundary", vec![policy.s("arn").to_owned()])];
+    for p in [session, &boundary] {
+        assert!(allows_in(
+            p,
+            "iam:CreateRole",
+            "arn:aws:iam::123456789012:role/demo-eks",
+            &bounded
+        ));
+        assert!(allows(p, "eks:CreateCluster", &arn("eks", "cluster/demo")));
+    }
 }
