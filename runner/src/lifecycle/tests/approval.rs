@@ -261,13 +261,13 @@ async fn a_saved_plan_records_no_credential_and_its_approved_apply_uses_the_new_
     };
     // The planning run's sessions: 1 the engine role's, 2 the state role's.
     let recorded = planned_with.lock().unwrap().clone();
-    assert!(recorded.contains("strato-state"), "{recorded}");
     for secret in ["ASIAFAKE", "fake-secret-key", "fake-session-token"] {
         assert!(
             !recorded.contains(secret),
             "what a saved plan records holds a credential ({secret}): {recorded}"
         );
     }
+    assert!(recorded.contains("strato-state"), "the backend's profile: {recorded}");
 
     // Approved (hours later, the planning run's sessions long expired): the next run applies that plan
     // with sessions of its own, which the plan's backend profile resolves to.
