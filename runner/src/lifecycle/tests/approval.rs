@@ -267,7 +267,10 @@ async fn a_saved_plan_records_no_credential_and_its_approved_apply_uses_the_new_
             "what a saved plan records holds a credential ({secret}): {recorded}"
         );
     }
-    assert!(recorded.contains("strato-state"), "the backend's profile: {recorded}");
+    assert!(
+        recorded.contains("strato-state"),
+        "the backend's profile: {recorded}"
+    );
 
     // Approved (hours later, the planning run's sessions long expired): the next run applies that plan
     // with sessions of its own, which the plan's backend profile resolves to.
