@@ -47,9 +47,12 @@ fn target(bed: &mut Bed, state_bucket: Option<&str>) {
     });
 }
 
+/// The inputs, the backend block, and each credentials profile's access key id.
+type Captured = (Value, Value, BTreeMap<String, String>);
+
 /// Keeps what the stage directory held when `init` ran: the inputs, the backend block, and the profiles
 /// (their access key ids) of the run's credentials file.
-fn capture_init(bed: &Bed) -> Arc<Mutex<(Value, Value, BTreeMap<String, String>)>> {
+fn capture_init(bed: &Bed) -> Arc<Mutex<Captured>> {
     let files = Arc::new(Mutex::new((Value::Null, Value::Null, BTreeMap::new())));
     let seen = files.clone();
     bed.engine.expect(
