@@ -1,16 +1,20 @@
 //! Target-account credentials: assume the cluster's role with STS (external id), hand the temporary
-//! credentials to the engine only through its environment, and check them first (preflight) with a short
-//! timeout — some providers hang forever on bad credentials.
+//! credentials to the engine only through a shared credentials file its environment names (never through
+//! the configuration it records in a saved plan), and check them first (preflight) with a short timeout —
+//! some providers hang forever on bad credentials.
 
 use std::time::Duration;
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_sts::config::{Credentials, SharedCredentialsProvider};
 use secrecy::{ExposeSecret, SecretString};
-use strato_domain::render::BackendCredentials;
-use strato_domain::secret::Sensitive;
 
-/// Temporary credentials for the engine's environment (the secret parts never printed).
+/// The profile of the run's credentials file the providers use (`AWS_PROFILE`).
+pub const ENGINE_PROFILE: &str = "strato-engine";
+/// The profile of the run's credentials file the S3 backend uses (its block's `profile`).
+pub const STATE_PROFILE: &str = "strato-state";
+
+/// Temporary credentials for the engine (the secret parts never printed).
 #[derive(Debug, Clone)]
 pub struct EngineCredentials {
     pub access_key_id: String,
@@ -19,19 +23,18 @@ pub struct EngineCredentials {
 }
 
 impl EngineCredentials {
-    /// The environment variables the engine (provider and S3 backend) reads.
-    pub fn env(&self) -> Vec<(String, String)> {
-        let mut v = vec![
-            ("AWS_ACCESS_KEY_ID".to_owned(), self.access_key_id.clone()),
-            (
-                "AWS_SECRET_ACCESS_KEY".to_owned(),
-                self.secret_access_key.expose_secret().to_owned(),
-            ),
-        ];
+    /// This session as a `[profile]` section of a shared credentials file (the format both engine
+    /// generations' AWS SDKs read).
+    pub fn profile_section(&self, profile: &str) -> String {
+        let mut s = format!(
+            "[{profile}]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            self.access_key_id,
+            self.secret_access_key.expose_secret()
+        );
         if let Some(t) = &self.session_token {
-            v.push(("AWS_SESSION_TOKEN".to_owned(), t.expose_secret().to_owned()));
+            s.push_str(&format!("aws_session_token = {}\n", t.expose_secret()));
         }
-        v
+        s
     }
 
     /// For SDK clients of the runner's own that act with these credentials.
@@ -43,18 +46,6 @@ impl EngineCredentials {
             None,
             "strato-run-session",
         ))
-    }
-
-    /// As the S3 backend block's own credentials.
-    pub fn backend(&self) -> BackendCredentials {
-        BackendCredentials {
-            access_key: self.access_key_id.clone(),
-            secret_key: Sensitive::new(self.secret_access_key.expose_secret()),
-            token: self
-                .session_token
-                .as_ref()
-                .map(|t| Sensitive::new(t.expose_secret())),
-        }
     }
 }
 

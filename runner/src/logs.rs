@@ -5,7 +5,7 @@
 //! is uploaded to S3, never to the user stream.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
@@ -38,47 +38,8 @@ const PUT_FIRST_RETRY: Duration = if cfg!(test) {
     Duration::from_millis(200)
 };
 
-/// Replaces sensitive values in user-visible text.
-#[derive(Debug, Default, Clone)]
-pub struct Redactor(Arc<RwLock<Vec<String>>>);
-
-impl Redactor {
-    /// Adds a secret; very short values are not redacted (they would mangle ordinary text) and are not
-    /// expected for secrets.
-    pub fn add(&self, secret: &str) {
-        if secret.len() >= 4
-            && let Ok(mut v) = self.0.write()
-            && !v.iter().any(|s| s == secret)
-        {
-            v.push(secret.to_owned());
-            // Longest first, so a secret containing another is replaced whole.
-            v.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        }
-    }
-
-    /// Adds every string leaf of a JSON value.
-    pub fn add_json(&self, v: &serde_json::Value) {
-        match v {
-            serde_json::Value::String(s) => self.add(s),
-            serde_json::Value::Array(a) => a.iter().for_each(|x| self.add_json(x)),
-            serde_json::Value::Object(m) => m.values().for_each(|x| self.add_json(x)),
-            other => self.add(&other.to_string()),
-        }
-    }
-
-    pub fn redact(&self, text: &str) -> String {
-        let Ok(v) = self.0.read() else {
-            return text.to_owned();
-        };
-        let mut out = text.to_owned();
-        for s in v.iter() {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), "(sensitive value)");
-            }
-        }
-        out
-    }
-}
+/// Replaces sensitive values in user-visible text: log lines, and every message a policy returns.
+pub use strato_domain::secret::Redactor;
 
 /// Recognizes the engine's debug-log lines: `[TRACE]`, `[DEBUG]`, `[INFO]`, `[WARN]`, `[ERR]`/`[ERROR]`,
 /// optionally after an RFC 3339 timestamp.

@@ -12,6 +12,7 @@ use strato_domain::render::{BackendConfig, EngineDialect, ProviderDialect, aws_p
 use strato_domain::template::Template;
 
 use crate::RunnerError;
+use crate::credentials::EngineCredentials;
 
 pub const TFVARS_FILE: &str = "terraform.tfvars.json";
 pub const BACKEND_FILE: &str = "strato_backend.tf.json";
@@ -21,6 +22,9 @@ pub const ROOT_PROVIDER_FILE: &str = "strato_provider.tf.json";
 /// Overrides a module's own `provider "aws"` block with the emulator endpoint.
 pub const MODULE_PROVIDER_OVERRIDE_FILE: &str = "strato_provider_override.tf.json";
 pub const PLAN_FILE: &str = "strato.tfplan";
+/// The run's shared credentials file (one profile per session), at the workspace's root: named to the
+/// engine by `AWS_SHARED_CREDENTIALS_FILE`, so no configuration file (nor a saved plan) holds a key.
+pub const CREDENTIALS_FILE: &str = ".strato-aws-credentials";
 /// Written by `init`: the provider versions it selected.
 pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 
@@ -99,6 +103,26 @@ impl Workspace {
             }
         }
         Ok(())
+    }
+
+    /// The run's shared credentials file ([`CREDENTIALS_FILE`]).
+    pub fn credentials_file(&self) -> PathBuf {
+        self.dir.path().join(CREDENTIALS_FILE)
+    }
+
+    /// Adds `creds` as `profile` to the run's credentials file (created owner-only).
+    pub fn add_credentials(&self, profile: &str, creds: &EngineCredentials) -> Result<(), RunnerError> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.credentials_file();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io("opening the run's credentials file"))?;
+        f.write_all(creds.profile_section(profile).as_bytes())
+            .map_err(io("writing the run's credentials file"))
     }
 
     pub fn write_backend(

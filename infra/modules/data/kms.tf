@@ -3,16 +3,33 @@ data "aws_partition" "current" {}
 data "aws_region" "current" {}
 
 locals {
-  account   = data.aws_caller_identity.current.account_id
-  partition = data.aws_partition.current.partition
-  region    = data.aws_region.current.name
+  account      = data.aws_caller_identity.current.account_id
+  partition    = data.aws_partition.current.partition
+  region       = data.aws_region.current.name
+  account_root = "arn:${local.partition}:iam::${local.account}:root"
+  # strato_domain::sealed::PURPOSE_*
+  sealed_purposes = ["variables", "external_id", "plan"]
+  kms_buckets = [
+    for k, b in local.buckets : "arn:${local.partition}:s3:::${var.prefix}-${k}" if b.kms
+  ]
 }
 
 # Strato's data key: customer-managed, rotated yearly. The state and artifacts buckets' default encryption,
 # the DynamoDB tables' encryption at rest, the log groups' encryption, and the key-encryption key of sealed
-# values in DynamoDB (sensitive variables, tenants' issued external ids: AES-256-GCM under a data key from
-# GenerateDataKey, strato_domain::sealed). The code names it by its alias (Names::kms_alias). It carries the
-# deployment's tag (provider default_tags), so the engine session cannot touch it.
+# values in DynamoDB and saved plans (sensitive variables, tenants' issued external ids, plans awaiting
+# approval: AES-256-GCM under a data key from GenerateDataKey, strato_domain::sealed). The code names it by its
+# alias (Names::kms_alias). It carries the deployment's tag (provider default_tags), so the engine session
+# cannot touch it.
+#
+# Not the default key policy (which hands every decision to IAM): the account's IAM policies (functions,
+# runner) still say who may use the key, but the key itself allows cryptographic use only
+# - for sealed values: with the encryption context {tenant, purpose} the code sends on every GenerateDataKey
+#   and Decrypt (exactly those two keys, a known purpose, a non-empty tenant), so a wrapped data key opens
+#   only under the context it was made for and every use names its tenant in CloudTrail;
+# - for bucket encryption: through S3, for the state and artifacts buckets' objects;
+# - for the tables: through DynamoDB, in this account;
+# - for the log groups: by CloudWatch Logs, for the deployment's own log groups.
+# Anything else (a Decrypt without a context, a context of other keys) is refused whatever IAM allows.
 resource "aws_kms_key" "data" {
   description             = "${var.prefix} data key (state, artifacts, tables, logs, sealed values)"
   enable_key_rotation     = true
@@ -21,17 +38,69 @@ resource "aws_kms_key" "data" {
 }
 
 data "aws_iam_policy_document" "data_key" {
-  #checkov:skip=CKV_AWS_109:A key policy's Resource is always the key itself ("*"); the account statement is AWS's default key policy, IAM policies decide.
-  #checkov:skip=CKV_AWS_111:A key policy's Resource is always the key itself ("*"); the account statement is AWS's default key policy, IAM policies decide.
-  #checkov:skip=CKV_AWS_356:A key policy's Resource is always the key itself ("*"); the services' statements are limited by kms:ViaService / the log groups' encryption context.
-  # The default key policy: the account's IAM policies (functions, runner) decide who uses it directly.
+  #checkov:skip=CKV_AWS_109:A key policy's Resource is always the key itself ("*"); administration is the account's, cryptographic use is limited below.
+  #checkov:skip=CKV_AWS_111:A key policy's Resource is always the key itself ("*"); administration is the account's, cryptographic use is limited below.
+  #checkov:skip=CKV_AWS_356:A key policy's Resource is always the key itself ("*"); every cryptographic statement is limited by an encryption context or kms:ViaService.
+
+  # The account's administrators manage the key (and may change this policy); no cryptographic use.
   statement {
-    sid       = "AccountIamPolicies"
-    actions   = ["kms:*"]
+    sid = "KeyAdministration"
+    actions = [
+      "kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*",
+      "kms:Revoke*", "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource",
+      "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion", "kms:RotateKeyOnDemand",
+    ]
     resources = ["*"]
     principals {
       type        = "AWS"
-      identifiers = ["arn:${local.partition}:iam::${local.account}:root"]
+      identifiers = [local.account_root]
+    }
+  }
+
+  # Sealed values: only with the {tenant, purpose} encryption context (IAM decides which principals).
+  statement {
+    sid       = "SealedValuesWithTheirContext"
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = ["*"]
+    principals {
+      type        = "AWS"
+      identifiers = [local.account_root]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "kms:EncryptionContextKeys"
+      values   = ["tenant", "purpose"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "kms:EncryptionContext:purpose"
+      values   = local.sealed_purposes
+    }
+    condition {
+      test     = "StringLike"
+      variable = "kms:EncryptionContext:tenant"
+      values   = ["?*"]
+    }
+  }
+
+  # SSE-KMS of the state and artifacts buckets (bucket keys: the context is the bucket's ARN).
+  statement {
+    sid       = "BucketEncryptionThroughS3"
+    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+    resources = ["*"]
+    principals {
+      type        = "AWS"
+      identifiers = [local.account_root]
+    }
+    condition {
+      test     = "StringLike"
+      variable = "kms:ViaService"
+      values   = ["s3.*.amazonaws.com"]
+    }
+    condition {
+      test     = "StringLike"
+      variable = "kms:EncryptionContext:aws:s3:arn"
+      values   = flatten([for b in local.kms_buckets : [b, "${b}/*"]])
     }
   }
 

@@ -251,7 +251,7 @@ fn bare_apply(e: &Engines<'_>, name: &str, fixtures: &Path) -> Sample {
         region: env.region.clone(),
         lock_table: env.names.table("tf-locks"),
         endpoint: Some(env.endpoint.clone()),
-        credentials: None,
+        profile: None,
         kms_key_id: None,
     };
     let dialect = if modern {

@@ -3,8 +3,14 @@
 //!
 //! - the **providers** get the target account's role (assumed with the tenant's external id) or, for a
 //!   cluster in the platform account, the engine role's session with Strato's own resources denied;
-//! - the **S3 backend** gets, in its backend block, a state-role session limited to this cluster's state
-//!   objects and lock items (or, with a customer's state bucket, the target account's credentials).
+//! - the **S3 backend** gets a state-role session limited to this cluster's state objects and lock items
+//!   (or, with a customer's state bucket, the target account's credentials).
+//!
+//! Both are profiles of the run's shared credentials file ([`Workspace::credentials_file`]): the providers'
+//! through `AWS_PROFILE`, the backend's through its block's `profile`. No key is in the environment (the
+//! legacy engine's backend would prefer environment keys to its profile) nor in any configuration file: a
+//! saved plan records the backend configuration, and the run that applies an approved plan must use its own
+//! fresh sessions.
 //!
 //! The runner keeps its task role for the control plane (its operation, events, logs); the engine inherits
 //! none of it ([`crate::engine::inherited`]).
@@ -12,12 +18,11 @@
 use secrecy::ExposeSecret;
 use strato_domain::ErrorCategory;
 use strato_domain::model::{ClusterSpec, TargetAccount};
-use strato_domain::render::BackendCredentials;
 use strato_domain::run_access::{StateScope, engine_session_policy, partition, state_session_policy};
 
 use super::RunContext;
 use super::failure::Failure;
-use crate::credentials::EngineCredentials;
+use crate::credentials::{ENGINE_PROFILE, EngineCredentials, STATE_PROFILE};
 use crate::ports::{Cloud, Ports};
 use crate::trust::{self, AssumeFailure, Sts};
 use crate::workspace::Workspace;
@@ -70,7 +75,18 @@ impl<C: Cloud> Sts for TargetRole<'_, C> {
     }
 }
 
-/// The engine's environment: region, configured extras, a plugin cache, and the providers' credentials.
+/// Variables of the configured extras the run sets itself (credentials).
+const OVERRIDDEN: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+];
+
+/// The engine's environment: region, configured extras, a plugin cache, and the providers' credentials
+/// (the run's credentials file and its profile).
 pub(super) async fn engine_access<'s, P: Ports>(
     ctx: &RunContext<P>,
     spec: &'s ClusterSpec,
@@ -80,7 +96,14 @@ pub(super) async fn engine_access<'s, P: Ports>(
         ("AWS_REGION".to_owned(), spec.region.clone()),
         ("AWS_DEFAULT_REGION".to_owned(), spec.region.clone()),
     ];
-    env.extend(ctx.cfg.extra_engine_env.iter().cloned());
+    // Keys or a profile among the extras would outrank or replace the run's sessions.
+    env.extend(
+        ctx.cfg
+            .extra_engine_env
+            .iter()
+            .filter(|(k, _)| !OVERRIDDEN.contains(&k.as_str()))
+            .cloned(),
+    );
     if std::env::var_os("TF_PLUGIN_CACHE_DIR").is_none() {
         let cache = ws.bundle_dir().join(".plugin-cache");
         let _ = std::fs::create_dir_all(&cache);
@@ -123,7 +146,13 @@ pub(super) async fn engine_access<'s, P: Ports>(
         }
     };
     redact(ctx, &provider);
-    env.extend(provider.env());
+    ws.add_credentials(ENGINE_PROFILE, &provider)
+        .map_err(|e| Failure::internal(STEP, e))?;
+    env.push((
+        "AWS_SHARED_CREDENTIALS_FILE".to_owned(),
+        ws.credentials_file().display().to_string(),
+    ));
+    env.push(("AWS_PROFILE".to_owned(), ENGINE_PROFILE.to_owned()));
     Ok(EngineAccess {
         env,
         target,
@@ -139,8 +168,9 @@ pub(super) struct StateLocation<S> {
     pub(super) region: String,
     /// The lock table (and for the platform's bucket, the bucket) with the state's credentials.
     pub(super) backend: S,
-    /// For the backend block; `None`: the engine's environment (the target account's).
-    pub(super) credentials: Option<BackendCredentials>,
+    /// The credentials file's profile for the backend block; `None`: the environment's (the target
+    /// account's).
+    pub(super) profile: Option<String>,
     /// The platform's bucket (not a customer's).
     pub(super) platform: bool,
 }
@@ -150,11 +180,12 @@ pub(super) type StateOf<P> = StateLocation<<<P as Ports>::Cloud as Cloud>::State
 pub(super) async fn state_location<P: Ports>(
     ctx: &RunContext<P>,
     spec: &ClusterSpec,
+    ws: &Workspace,
     target: Option<&(&TargetAccount, EngineCredentials)>,
 ) -> Result<StateOf<P>, Failure> {
     let customer = target.and_then(|(t, c)| Some((*t, c, t.state_bucket.clone()?)));
     let Some((t, c, bucket)) = customer else {
-        return platform_state(ctx, spec).await;
+        return platform_state(ctx, spec, ws).await;
     };
     let region = t.region.clone().unwrap_or_else(|| spec.region.clone());
     let lock_table = t.lock_table.clone().unwrap_or_else(|| format!("{bucket}-locks"));
@@ -169,13 +200,17 @@ pub(super) async fn state_location<P: Ports>(
         lock_table,
         region,
         backend,
-        credentials: None,
+        profile: None,
         platform: false,
     })
 }
 
 /// The platform's state bucket through a state-role session scoped to this cluster's state.
-async fn platform_state<P: Ports>(ctx: &RunContext<P>, spec: &ClusterSpec) -> Result<StateOf<P>, Failure> {
+async fn platform_state<P: Ports>(
+    ctx: &RunContext<P>,
+    spec: &ClusterSpec,
+    ws: &Workspace,
+) -> Result<StateOf<P>, Failure> {
     let cloud = &ctx.ports.cloud;
     let bucket = ctx.cfg.names.bucket("state");
     let lock_table = ctx.cfg.names.table("tf-locks");
@@ -198,12 +233,14 @@ async fn platform_state<P: Ports>(ctx: &RunContext<P>, spec: &ClusterSpec) -> Re
         .await
         .map_err(|e| own_role_failure("assuming the state role", role, e))?;
     redact(ctx, &c);
+    ws.add_credentials(STATE_PROFILE, &c)
+        .map_err(|e| Failure::internal(STEP, e))?;
     Ok(StateLocation {
         backend: cloud.platform_state(&c),
         bucket,
         lock_table,
         region,
-        credentials: Some(c.backend()),
+        profile: Some(STATE_PROFILE.to_owned()),
         platform: true,
     })
 }

@@ -48,6 +48,11 @@ pub(super) fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl<P: Ports> PreparedRun<'_, P> {
+    /// The KMS encryption context of a sealed plan's data key.
+    fn plan_context(&self) -> sealed::KeyContext {
+        sealed::KeyContext::new(&self.ctx.op.tenant_id, sealed::PURPOSE_PLAN)
+    }
+
     /// The associated data binding a sealed plan to its tenant, operation and stage.
     fn plan_aad(&self, stage: &str) -> String {
         let op = &self.ctx.op;
@@ -83,9 +88,14 @@ impl<P: Ports> PreparedRun<'_, P> {
             .map_err(|e| Failure::internal(&step, format!("reading the saved plan: {e}")))?;
         let sha = sha256_hex(&bytes);
         let state = self.pull_state_stamp(stage).await?;
-        let env = sealed::seal(self.ctx.keys(), &self.plan_aad(stage), &bytes)
-            .await
-            .map_err(|e| Failure::internal(&step, format!("sealing the plan: {e}")))?;
+        let env = sealed::seal(
+            self.ctx.keys(),
+            &self.plan_context(),
+            &self.plan_aad(stage),
+            &bytes,
+        )
+        .await
+        .map_err(|e| Failure::internal(&step, format!("sealing the plan: {e}")))?;
         let key = strato_domain::artifacts::plan_key(&self.ctx.op.operation_id, stage, &sha);
         self.ctx.fenced("save the plan").await?;
         let body = serde_json::to_vec(&env).map_err(|e| Failure::internal(&step, e))?;
@@ -145,7 +155,7 @@ impl<P: Ports> PreparedRun<'_, P> {
         let env: Envelope = serde_json::from_slice(&body).map_err(|e| {
             Failure::internal(&step, format!("the approved plan is not a sealed envelope: {e}"))
         })?;
-        let plain = sealed::open(self.ctx.keys(), &env, &self.plan_aad(stage))
+        let plain = sealed::open(self.ctx.keys(), &env, &self.plan_context(), &self.plan_aad(stage))
             .await
             .map_err(|e| Failure::internal(&step, format!("opening the approved plan: {e}")))?;
         use secrecy::ExposeSecret;

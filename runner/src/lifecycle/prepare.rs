@@ -244,7 +244,7 @@ async fn write_backends<P: Ports>(
     target: Option<&(&TargetAccount, EngineCredentials)>,
     dialect: EngineDialect,
 ) -> Result<Option<<P::Cloud as Cloud>::State>, Failure> {
-    let state = state_location(ctx, spec, target).await?;
+    let state = state_location(ctx, spec, ws, target).await?;
     let mut lock_ids = Vec::new();
     for s in &ws.stages {
         let cfg = BackendConfig {
@@ -253,7 +253,7 @@ async fn write_backends<P: Ports>(
             region: state.region.clone(),
             lock_table: state.lock_table.clone(),
             endpoint: ctx.cfg.provider_endpoint.clone(),
-            credentials: state.credentials.clone(),
+            profile: state.profile.clone(),
             // Strato's key for the platform's bucket; a customer's bucket keeps its own encryption.
             kms_key_id: state.platform.then(|| ctx.cfg.state_kms_key.clone()).flatten(),
         };

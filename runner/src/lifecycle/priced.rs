@@ -97,9 +97,16 @@ impl<P: Ports> PreparedRun<'_, P> {
         }
         let step = self.step(stage, "policy");
         self.ctx.event_step(&step, None);
-        let verdict = match &self.ctx.policies {
+        let redactor = &self.ctx.logs.redactor;
+        let mut verdict = match &self.ctx.policies {
             Ok(set) => {
                 let c = &self.ctx.cluster;
+                // Policies are tenants' code and their messages reach every viewer: they see no sensitive
+                // value, neither one the plan marks (sensitive variables and what derives from them) nor one
+                // the run knows (sensitive inputs, the agent token, credentials).
+                let mut plan = plan.clone();
+                input::redact_plan(&mut plan);
+                redactor.redact_json(&mut plan);
                 let input = PlanInput {
                     action: if self.ctx.op.kind == OperationKind::Create {
                         "create"
@@ -117,7 +124,7 @@ impl<P: Ports> PreparedRun<'_, P> {
                         version: c.spec.template.version.clone(),
                     },
                     region: c.spec.region.clone(),
-                    plan: plan.clone(),
+                    plan,
                     estimate: serde_json::to_value(&self.estimate).ok(),
                 };
                 set.evaluate(Stage::Plan, &input.to_value())
@@ -130,6 +137,7 @@ impl<P: Ports> PreparedRun<'_, P> {
                 return Err(f);
             }
         };
+        verdict.redact_messages(|m| redactor.redact(m));
         for w in &verdict.warn {
             self.note(&step, &format!("policy warning: {w}"));
         }

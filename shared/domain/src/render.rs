@@ -8,7 +8,6 @@ use serde_json::{Map, Value, json};
 
 use crate::error::Error;
 use crate::ids::{ClusterId, TenantId};
-use crate::secret::Sensitive;
 use crate::validate::ValidatedSpec;
 
 /// Values Strato itself supplies for a template's `managed` variables.
@@ -109,19 +108,14 @@ pub struct BackendConfig {
     /// Encrypt state objects with this KMS key (SSE-KMS). Without it, the backend's `encrypt` sends SSE-S3
     /// (AES256) on every write, overriding the bucket's default SSE-KMS.
     pub kms_key_id: Option<String>,
-    /// The backend's own credentials (the run's state session, scoped to this cluster's state), so the
-    /// providers' credentials in the environment never reach the state bucket and vice versa. `None`: the
-    /// environment's.
-    pub credentials: Option<BackendCredentials>,
-}
-
-/// Static credentials written into the backend block (`access_key`, `secret_key`, `token`): short-lived
-/// session credentials, kept in the workspace only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BackendCredentials {
-    pub access_key: String,
-    pub secret_key: Sensitive,
-    pub token: Option<Sensitive>,
+    /// The profile of the shared credentials file (named by the engine's `AWS_SHARED_CREDENTIALS_FILE`)
+    /// holding the backend's own credentials (the run's state session, scoped to this cluster's state), so
+    /// the providers' credentials never reach the state bucket and vice versa. `None`: the environment's.
+    ///
+    /// Only the profile's name is in the block, never a key: a saved plan records the backend
+    /// configuration, and the run that applies it after an approval (hours or days later) must use its own
+    /// fresh session, not the planning run's expired one; nor may the sealed plan carry a credential.
+    pub profile: Option<String>,
 }
 
 /// Per tenant, per cluster, per stage. Ids are restricted alphabets, so the key needs no escaping.
@@ -144,12 +138,8 @@ impl BackendConfig {
         if let Some((prefix, _)) = self.key.rsplit_once('/') {
             s3["workspace_key_prefix"] = json!(format!("{prefix}/workspaces"));
         }
-        if let Some(c) = &self.credentials {
-            s3["access_key"] = json!(c.access_key);
-            s3["secret_key"] = json!(c.secret_key.expose());
-            if let Some(t) = &c.token {
-                s3["token"] = json!(t.expose());
-            }
+        if let Some(p) = &self.profile {
+            s3["profile"] = json!(p);
         }
         if let Some(k) = &self.kms_key_id {
             s3["kms_key_id"] = json!(k);
@@ -348,7 +338,7 @@ mod tests {
             region: "us-east-1".into(),
             lock_table: "locks".into(),
             endpoint: Some("http://127.0.0.1:5000".into()),
-            credentials: None,
+            profile: None,
             kms_key_id: None,
         };
         let legacy: Value = serde_json::from_str(&cfg.tf_json(EngineDialect::Legacy).unwrap()).unwrap();
@@ -373,28 +363,20 @@ mod tests {
         assert_eq!(plain.as_object().unwrap().len(), 6, "{plain}");
         assert_eq!(plain["workspace_key_prefix"], "tenants/a/clusters/c/workspaces");
         let scoped = BackendConfig {
-            credentials: Some(BackendCredentials {
-                access_key: "ASIAEXAMPLE".into(),
-                secret_key: "s3cret".to_owned().into(),
-                token: Some("t0ken".to_owned().into()),
-            }),
+            profile: Some("strato-state".into()),
             ..aws
         };
         for dialect in [EngineDialect::Legacy, EngineDialect::Modern] {
             let v: Value = serde_json::from_str(&scoped.tf_json(dialect).unwrap()).unwrap();
             let s3 = &v["terraform"]["backend"]["s3"];
-            assert_eq!(
-                (&s3["access_key"], &s3["secret_key"], &s3["token"]),
-                (&json!("ASIAEXAMPLE"), &json!("s3cret"), &json!("t0ken"))
-            );
+            assert_eq!(s3["profile"], "strato-state");
+            for key in ["access_key", "secret_key", "token"] {
+                assert!(s3.get(key).is_none(), "no credential in the block: {s3}");
+            }
         }
-        assert!(
-            !format!("{scoped:?}").contains("s3cret"),
-            "Debug hides the secret"
-        );
         let kms = BackendConfig {
             kms_key_id: Some("arn:aws:kms:us-east-1:1:key/k".into()),
-            credentials: None,
+            profile: None,
             ..scoped
         };
         let with: Value = serde_json::from_str(&kms.tf_json(EngineDialect::Modern).unwrap()).unwrap();

@@ -4,6 +4,12 @@
 //! small versioned [`Envelope`]. The associated data names the item the value belongs to (tenant, cluster,
 //! field), so a ciphertext copied into another tenant's or cluster's item does not open there.
 //!
+//! The data key itself is bound to its tenant and purpose by KMS: every `GenerateDataKey` and `Decrypt`
+//! carries the encryption context [`KeyContext`] `{tenant, purpose}`, so a wrapped key unwraps only under
+//! the context it was made with, and the key policy can require it (a principal allowed to decrypt only
+//! for some tenants or purposes cannot unwrap another's data key). The associated data alone would not do:
+//! it is checked only after KMS has handed out the plaintext key.
+//!
 //! The AWS adapter of [`Keys`] is `strato_aws::ports::KmsKeys`; [`FakeKeys`](crate::fakes::FakeKeys) is the
 //! in-memory one.
 
@@ -25,8 +31,41 @@ use crate::secret::Sensitive;
 
 /// The member a sealed JSON value is wrapped in: `{"$strato_sealed": {…envelope…}}`.
 pub const SEALED_MEMBER: &str = "$strato_sealed";
-/// The envelope format this code writes.
-pub const ENVELOPE_VERSION: u8 = 1;
+/// The envelope format this code writes and opens: 2, its data key wrapped under a [`KeyContext`]. Version 1
+/// (data keys wrapped without a context) is refused: its values must be set again.
+pub const ENVELOPE_VERSION: u8 = 2;
+
+/// What a data key is for, in its KMS encryption context (`purpose`).
+pub const PURPOSE_VARIABLES: &str = "variables";
+/// The tenant's issued external id.
+pub const PURPOSE_EXTERNAL_ID: &str = "external_id";
+/// A saved plan awaiting approval.
+pub const PURPOSE_PLAN: &str = "plan";
+
+/// The KMS encryption context of a data key: `{"tenant": <tenant id>, "purpose": <purpose>}`. Not secret
+/// (KMS logs it in CloudTrail); it binds the wrapped key to the tenant and the kind of value it seals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyContext {
+    pub tenant: TenantId,
+    pub purpose: &'static str,
+}
+
+impl KeyContext {
+    pub fn new(tenant: &TenantId, purpose: &'static str) -> Self {
+        Self {
+            tenant: tenant.clone(),
+            purpose,
+        }
+    }
+
+    /// The context as KMS takes it.
+    pub fn pairs(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("tenant".to_owned(), self.tenant.to_string()),
+            ("purpose".to_owned(), self.purpose.to_owned()),
+        ])
+    }
+}
 
 /// A 256-bit data key: in the clear (wiped on drop) for this process only, and wrapped by the KMS key for
 /// storing beside what it encrypted.
@@ -35,14 +74,16 @@ pub struct DataKey {
     pub wrapped: Vec<u8>,
 }
 
-/// Strato's key-encryption key (KMS in AWS): issues data keys and unwraps stored ones.
+/// Strato's key-encryption key (KMS in AWS): issues data keys and unwraps stored ones, each under its
+/// encryption context.
 pub trait Keys: Send + Sync {
-    /// A fresh data key (KMS `GenerateDataKey`, AES_256).
-    fn data_key(&self) -> impl Future<Output = Result<DataKey, PortError>> + Send;
-    /// The data key a stored envelope names (KMS `Decrypt`).
+    /// A fresh data key (KMS `GenerateDataKey`, AES_256), wrapped under `ctx`.
+    fn data_key(&self, ctx: &KeyContext) -> impl Future<Output = Result<DataKey, PortError>> + Send;
+    /// The data key a stored envelope names (KMS `Decrypt`); fails unless `ctx` is the one it was made with.
     fn unwrap_key(
         &self,
         wrapped: &[u8],
+        ctx: &KeyContext,
     ) -> impl Future<Output = Result<SecretBox<[u8; 32]>, PortError>> + Send;
 }
 
@@ -99,14 +140,30 @@ pub fn seal_with(key: &DataKey, aad: &str, plaintext: &[u8]) -> Result<Envelope,
     })
 }
 
-/// Seals `plaintext` under a fresh data key.
-pub async fn seal(keys: &impl Keys, aad: &str, plaintext: &[u8]) -> Result<Envelope, PortError> {
-    seal_with(&keys.data_key().await?, aad, plaintext)
+/// Seals `plaintext` under a fresh data key made for `ctx`.
+pub async fn seal(
+    keys: &impl Keys,
+    ctx: &KeyContext,
+    aad: &str,
+    plaintext: &[u8],
+) -> Result<Envelope, PortError> {
+    seal_with(&keys.data_key(ctx).await?, aad, plaintext)
 }
 
-/// Decrypts an envelope; fails (without saying more) when it was sealed for other associated data, was
-/// altered, or names a data key the KMS key cannot unwrap.
-pub async fn open(keys: &impl Keys, env: &Envelope, aad: &str) -> Result<SecretBox<Vec<u8>>, PortError> {
+/// Decrypts an envelope; fails (without saying more) when it was sealed for other associated data or
+/// another key context, was altered, or names a data key the KMS key cannot unwrap.
+pub async fn open(
+    keys: &impl Keys,
+    env: &Envelope,
+    ctx: &KeyContext,
+    aad: &str,
+) -> Result<SecretBox<Vec<u8>>, PortError> {
+    if env.v == 1 {
+        return Err(corrupt(
+            "sealed by an older version without a KMS encryption context, which Strato no longer opens; \
+             set the value again",
+        ));
+    }
     if env.v != ENVELOPE_VERSION {
         return Err(corrupt(format!("unknown envelope version {}", env.v)));
     }
@@ -115,7 +172,7 @@ pub async fn open(keys: &impl Keys, env: &Envelope, aad: &str) -> Result<SecretB
     if nonce.len() != 12 {
         return Err(corrupt("bad nonce length"));
     }
-    let key = keys.unwrap_key(&wrapped).await?;
+    let key = keys.unwrap_key(&wrapped, ctx).await?;
     let cipher = Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(key.expose_secret()));
     let plain = cipher
         .decrypt(
@@ -166,7 +223,7 @@ pub async fn seal_variables(
     if todo.is_empty() {
         return Ok(());
     }
-    let key = keys.data_key().await?;
+    let key = keys.data_key(&KeyContext::new(tenant, PURPOSE_VARIABLES)).await?;
     for k in todo {
         let plain = serde_json::to_vec(&variables[&k]).map_err(|e| corrupt(e.to_string()))?;
         let env = seal_with(&key, &variable_aad(tenant, cluster, &k), &plain)?;
@@ -183,9 +240,10 @@ pub async fn open_spec(
     spec: &ClusterSpec,
 ) -> Result<ClusterSpec, PortError> {
     let mut out = spec.clone();
+    let ctx = KeyContext::new(tenant, PURPOSE_VARIABLES);
     for (k, v) in out.variables.iter_mut() {
         if let Some(env) = as_sealed(v) {
-            let plain = open(keys, &env, &variable_aad(tenant, cluster, k)).await?;
+            let plain = open(keys, &env, &ctx, &variable_aad(tenant, cluster, k)).await?;
             *v = serde_json::from_slice(plain.expose_secret()).map_err(|e| corrupt(e.to_string()))?;
         }
     }
@@ -206,7 +264,8 @@ pub async fn seal_external_id(
     tenant: &TenantId,
     id: &Sensitive,
 ) -> Result<Envelope, PortError> {
-    seal(keys, &external_id_aad(tenant), id.expose().as_bytes()).await
+    let ctx = KeyContext::new(tenant, PURPOSE_EXTERNAL_ID);
+    seal(keys, &ctx, &external_id_aad(tenant), id.expose().as_bytes()).await
 }
 
 /// Opens a tenant's sealed external id.
@@ -215,13 +274,15 @@ pub async fn open_external_id(
     tenant: &TenantId,
     env: &Envelope,
 ) -> Result<Sensitive, PortError> {
-    let plain = open(keys, env, &external_id_aad(tenant)).await?;
+    let ctx = KeyContext::new(tenant, PURPOSE_EXTERNAL_ID);
+    let plain = open(keys, env, &ctx, &external_id_aad(tenant)).await?;
     let s = String::from_utf8(plain.expose_secret().clone()).map_err(|_| corrupt("not UTF-8"))?;
     Ok(Sensitive::new(s))
 }
 
-/// The in-memory [`Keys`]: data keys wrapped with AES-GCM under a random master key of its own, so only the
-/// same `FakeKeys` (or a clone) unwraps them, as only the same KMS key would.
+/// The in-memory [`Keys`]: data keys wrapped with AES-GCM under a random master key of its own, bound to
+/// their [`KeyContext`] (the associated data of the wrapping), so only the same `FakeKeys` (or a clone)
+/// unwraps them, and only under the same context, as only the same KMS key would.
 #[cfg(any(test, feature = "fakes"))]
 #[derive(Clone)]
 pub struct FakeKeys {
@@ -247,28 +308,47 @@ impl std::fmt::Debug for FakeKeys {
 }
 
 #[cfg(any(test, feature = "fakes"))]
+fn context_aad(ctx: &KeyContext) -> Vec<u8> {
+    serde_json::to_vec(&ctx.pairs()).unwrap_or_default()
+}
+
+#[cfg(any(test, feature = "fakes"))]
 impl Keys for FakeKeys {
-    async fn data_key(&self) -> Result<DataKey, PortError> {
+    async fn data_key(&self, ctx: &KeyContext) -> Result<DataKey, PortError> {
         let mut k = [0u8; 32];
         OsRng.fill_bytes(&mut k);
         let cipher = Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&self.master[..]));
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
         let mut wrapped = nonce.to_vec();
-        wrapped.extend(cipher.encrypt(&nonce, &k[..]).map_err(|_| corrupt("fake wrap"))?);
+        let payload = Payload {
+            msg: &k[..],
+            aad: &context_aad(ctx),
+        };
+        wrapped.extend(
+            cipher
+                .encrypt(&nonce, payload)
+                .map_err(|_| corrupt("fake wrap"))?,
+        );
         Ok(DataKey {
             plaintext: SecretBox::new(Box::new(k)),
             wrapped,
         })
     }
 
-    async fn unwrap_key(&self, wrapped: &[u8]) -> Result<SecretBox<[u8; 32]>, PortError> {
+    async fn unwrap_key(&self, wrapped: &[u8], ctx: &KeyContext) -> Result<SecretBox<[u8; 32]>, PortError> {
         if wrapped.len() < 12 {
             return Err(corrupt("fake unwrap: too short"));
         }
         let cipher = Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&self.master[..]));
         let plain = cipher
-            .decrypt(Nonce::from_slice(&wrapped[..12]), &wrapped[12..])
-            .map_err(|_| corrupt("fake unwrap: not this key's"))?;
+            .decrypt(
+                Nonce::from_slice(&wrapped[..12]),
+                Payload {
+                    msg: &wrapped[12..],
+                    aad: &context_aad(ctx),
+                },
+            )
+            .map_err(|_| corrupt("fake unwrap: not this key's, or another context"))?;
         let k: [u8; 32] = plain.try_into().map_err(|_| corrupt("fake unwrap: length"))?;
         Ok(SecretBox::new(Box::new(k)))
     }

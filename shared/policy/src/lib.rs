@@ -107,6 +107,15 @@ impl Verdict {
     pub fn denied(&self) -> bool {
         !self.deny.is_empty()
     }
+
+    /// Passes every message through `redact` (the caller's redactor of sensitive values): a policy's message
+    /// becomes an error, a note or an event any viewer of the cluster reads, and a policy may try to print
+    /// what it saw.
+    pub fn redact_messages(&mut self, redact: impl Fn(&str) -> String) {
+        for f in self.deny.iter_mut().chain(self.warn.iter_mut()) {
+            f.message = redact(&f.message);
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -351,3 +351,48 @@ fn a_set_is_compiled_once_per_process_until_it_changes() {
     assert_eq!(denied(&a), ["first"]);
     assert_eq!(denied(&b), ["second"]);
 }
+
+#[test]
+fn a_plans_sensitive_values_are_masked_wherever_it_marks_them() {
+    let mut plan = json!({
+        "variables": {"token": {"value": "t0ken-abc"}, "size": {"value": 3}},
+        "configuration": {"root_module": {"variables": {"token": {"sensitive": true}, "size": {}}}},
+        "resource_changes": [{"address": "x.y", "change": {
+            "before": {"tags": ["a", "old-secret"]}, "before_sensitive": {"tags": [false, true]},
+            "after": {"tags": ["a", "new-secret"], "nested": {"k": "deep-secret", "n": 1}},
+            "after_sensitive": {"tags": [false, true], "nested": {"k": true}}
+        }}],
+        "output_changes": {"o": {"after": "out-secret", "after_sensitive": true}},
+        "planned_values": {
+            "outputs": {"o": {"sensitive": true, "value": "out-secret"}, "p": {"sensitive": false, "value": "plain"}},
+            "root_module": {"child_modules": [{"resources": [{
+                "values": {"password": "child-secret", "name": "n"}, "sensitive_values": {"password": true}
+            }]}]}
+        },
+        "prior_state": {"values": {"root_module": {"resources": [{
+            "values": {"password": "prior-secret"}, "sensitive_values": {"password": true}
+        }]}}}
+    });
+    input::redact_plan(&mut plan);
+    let text = plan.to_string();
+    for secret in [
+        "t0ken-abc",
+        "old-secret",
+        "new-secret",
+        "deep-secret",
+        "out-secret",
+        "child-secret",
+        "prior-secret",
+    ] {
+        assert!(!text.contains(secret), "{secret}: {text}");
+    }
+    assert_eq!(plan["variables"]["size"]["value"], 3);
+    assert_eq!(plan["resource_changes"][0]["change"]["after"]["tags"][0], "a");
+    assert_eq!(plan["resource_changes"][0]["change"]["after"]["nested"]["n"], 1);
+    assert_eq!(plan["planned_values"]["outputs"]["p"]["value"], "plain");
+    assert_eq!(
+        plan["planned_values"]["root_module"]["child_modules"][0]["resources"][0]["values"]["name"],
+        "n"
+    );
+    assert_eq!(plan["variables"]["token"]["value"], input::REDACTED);
+}

@@ -10,8 +10,8 @@ use strato_domain::catalog::Catalogs;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{CloudProvider, ClusterSpec, TemplateRef};
 use strato_domain::render::{
-    BackendConfig, BackendCredentials, EngineVersion, ManagedValues, aws_provider_override_tf_json,
-    state_key, strip_write_prefix, tfvars_json,
+    BackendConfig, EngineVersion, ManagedValues, aws_provider_override_tf_json, state_key,
+    strip_write_prefix, tfvars_json,
 };
 use strato_domain::template::Template;
 use strato_domain::validate::validate;
@@ -21,13 +21,44 @@ fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
 }
 
+const CREDENTIALS: &str = "credentials";
+/// The state session's secret, only in the credentials file.
+const BACKEND_SECRET: &str = "backend-secret-0f3a";
+
+/// The text of every entry of a saved plan (a zip archive: each entry's local header, then its data,
+/// stored or deflated; the sizes may follow the data, so a deflated entry is read to its stream's end).
+fn saved_plan_text(bytes: &[u8]) -> String {
+    use std::io::Read;
+    let u16_at = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]) as usize;
+    let mut text = String::new();
+    let mut i = 0;
+    while i + 30 <= bytes.len() {
+        if bytes[i..i + 4] != [0x50, 0x4b, 0x03, 0x04] {
+            i += 1;
+            continue;
+        }
+        let method = u16_at(i + 8);
+        let data = i + 30 + u16_at(i + 26) + u16_at(i + 28);
+        let mut entry = Vec::new();
+        if method == 8 {
+            let _ = flate2::read::DeflateDecoder::new(&bytes[data..]).read_to_end(&mut entry);
+        } else {
+            entry = bytes[data..].to_vec();
+        }
+        text.push_str(&String::from_utf8_lossy(&entry));
+        i = data;
+    }
+    text
+}
+
 fn tf(env: &TestEnv, dir: &Path, args: &[&str]) -> Output {
     let out = Command::new(&env.tools.terraform)
         .args(args)
         .current_dir(dir)
         .envs(env.tools.engine_env())
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        // As the runner runs it: every session a profile of a credentials file, no key in the environment.
+        .env("AWS_SHARED_CREDENTIALS_FILE", dir.join(CREDENTIALS))
+        .env("AWS_PROFILE", "strato-engine")
         .env("AWS_REGION", &env.region)
         .output()
         .expect("running the engine");
@@ -83,6 +114,15 @@ async fn engine_applies_into_moto_with_s3_state() {
     let work = std::env::temp_dir().join(format!("strato-bed-{}", ClusterId::generate()));
     std::fs::create_dir_all(&work).unwrap();
     std::fs::copy(fixture("vpc-sg/main.tf"), work.join("main.tf")).unwrap();
+    std::fs::write(
+        work.join(CREDENTIALS),
+        format!(
+            "[strato-engine]\naws_access_key_id = testing\naws_secret_access_key = testing\n\
+             [strato-state]\naws_access_key_id = backend-key\naws_secret_access_key = {BACKEND_SECRET}\n\
+             aws_session_token = backend-token\n"
+        ),
+    )
+    .unwrap();
     let managed = ManagedValues(BTreeMap::from([
         ("region".to_owned(), json!(env.region)),
         ("cluster_name".to_owned(), json!(spec.name.as_str())),
@@ -103,12 +143,9 @@ async fn engine_applies_into_moto_with_s3_state() {
         region: env.region.clone(),
         lock_table: env.names.table("tf-locks"),
         endpoint: Some(env.endpoint.clone()),
-        // As the runner writes it: the backend's own (session) credentials, not the environment's.
-        credentials: Some(BackendCredentials {
-            access_key: "backend-key".into(),
-            secret_key: "backend-secret".to_owned().into(),
-            token: Some("backend-token".to_owned().into()),
-        }),
+        // As the runner writes it: the backend's own (session) credentials, not the environment's, by the
+        // name of their profile only.
+        profile: Some("strato-state".into()),
         kms_key_id: None,
     };
     std::fs::write(
@@ -123,6 +160,21 @@ async fn engine_applies_into_moto_with_s3_state() {
     .unwrap();
 
     tf(&env, &work, &["init", "-input=false", "-no-color"]);
+    // A saved plan records the backend configuration: the profile's name, never its keys (a plan applied
+    // after an approval must use the applying run's sessions; the sealed plan must carry no credential).
+    tf(
+        &env,
+        &work,
+        &["plan", "-input=false", "-no-color", "-out=saved.tfplan"],
+    );
+    let recorded = saved_plan_text(&std::fs::read(work.join("saved.tfplan")).unwrap());
+    assert!(
+        recorded.contains("strato-state"),
+        "the backend configuration is in the plan"
+    );
+    for secret in ["backend-key", BACKEND_SECRET, "backend-token"] {
+        assert!(!recorded.contains(secret), "the saved plan holds {secret}");
+    }
     tf(
         &env,
         &work,

@@ -101,7 +101,7 @@ where
             applies: Some(applies),
             setting: approval,
         };
-        let allowed = self.check_policies(caller, "create", None, &spec, approval_input)?;
+        let allowed = self.check_policies(caller, "create", None, &spec, &template, approval_input)?;
         let cluster_id = ClusterId::generate();
         self.seal(&caller.tenant, &cluster_id, &template, &mut spec)
             .await?;
@@ -281,8 +281,14 @@ where
         let t = self.template_for(&spec.template, "template_version").await?;
         let validated = check(&spec, &t)?;
         let (approval, lowered) = self.approval_change(caller, &c, &t, change).await?;
-        let allowed =
-            self.check_policies(caller, "update", Some(&c.cluster_id), validated.spec(), approval)?;
+        let allowed = self.check_policies(
+            caller,
+            "update",
+            Some(&c.cluster_id),
+            validated.spec(),
+            &t,
+            approval,
+        )?;
         let mut c = c;
         let changed = change.drift.apply(&mut c)
             | change.expiry.apply(&mut c)
@@ -331,7 +337,14 @@ where
         if change.approval.is_some() {
             let (approval, l) = self.approval_change(caller, &c, &template, change).await?;
             lowered = l;
-            self.check_policies(caller, "update", Some(&c.cluster_id), &c.spec, approval)?;
+            self.check_policies(
+                caller,
+                "update",
+                Some(&c.cluster_id),
+                &c.spec,
+                &template,
+                approval,
+            )?;
         }
         let changed = change.drift.apply(&mut c)
             | change.expiry.apply(&mut c)
@@ -425,8 +438,14 @@ where
                     applies: None,
                     setting: c.approval,
                 };
-                let allowed =
-                    self.check_policies(caller, "delete", Some(&c.cluster_id), validated.spec(), approval)?;
+                let allowed = self.check_policies(
+                    caller,
+                    "delete",
+                    Some(&c.cluster_id),
+                    validated.spec(),
+                    &t,
+                    approval,
+                )?;
                 let mut op = Operation::new(
                     caller.tenant.clone(),
                     c.cluster_id.clone(),

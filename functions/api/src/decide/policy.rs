@@ -6,6 +6,9 @@
 use strato_domain::approval::ApprovalMode;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{ClusterSpec, Operation};
+use strato_domain::sealed::as_sealed;
+use strato_domain::secret::{REDACTED, Redactor};
+use strato_domain::template::Template;
 use strato_policy::{RequestInput, Stage, input};
 
 use super::Api;
@@ -36,19 +39,34 @@ pub(crate) struct ApprovalInput {
 }
 
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K> {
-    /// Evaluates the request policies on `spec` (the spec as it would be applied) and `approval`. Without a
-    /// policy set (decision tests on fakes) everything is allowed.
+    /// Evaluates the request policies on `spec` (the spec as it would be applied, of template `t`) and
+    /// `approval`. Without a policy set (decision tests on fakes) everything is allowed.
+    ///
+    /// Policies run before the spec is sealed, and their messages become the 422's errors and the
+    /// operation's notes (read by every viewer): they see each sensitive variable (the template says which)
+    /// only as `(sensitive value)`, and any such value a message still carries is redacted from it.
     pub(crate) fn check_policies(
         &self,
         caller: &Caller,
         action: &str,
         cluster: Option<&ClusterId>,
         spec: &ClusterSpec,
+        t: &Template,
         approval: ApprovalInput,
     ) -> Result<Allowed, ApiError> {
         let Some(set) = self.policies else {
             return Ok(Allowed::default());
         };
+        let redactor = Redactor::default();
+        let mut variables = spec.variables.clone();
+        for (k, v) in variables.iter_mut() {
+            if t.manifest.variables.get(k).is_some_and(|d| d.sensitive) {
+                if as_sealed(v).is_none() {
+                    redactor.add_json(v);
+                }
+                *v = serde_json::Value::from(REDACTED);
+            }
+        }
         let input = RequestInput {
             action: action.to_owned(),
             tenant: caller.tenant.to_string(),
@@ -66,13 +84,14 @@ impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K> {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
             region: spec.region.clone(),
-            variables: spec.variables.clone(),
+            variables,
             approval: approval.applies.map(|m| m.as_str().to_owned()),
             approval_setting: approval.setting.map(|m| m.as_str().to_owned()),
             ..RequestInput::default()
         }
         .derive();
-        let verdict = set.evaluate(Stage::Request, &input.to_value());
+        let mut verdict = set.evaluate(Stage::Request, &input.to_value());
+        verdict.redact_messages(|m| redactor.redact(m));
         if verdict.denied() {
             return Err(ApiError::PolicyDenied {
                 deny: verdict.deny,

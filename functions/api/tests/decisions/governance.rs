@@ -271,3 +271,39 @@ async fn a_caller_without_a_subject_can_neither_request_nor_approve() {
         .await
         .unwrap();
 }
+
+/// Prints what it sees of the variables, as a warning and (for one cluster name) as a deny.
+const LEAKY: &str = r#"package strato.request
+
+warn contains msg if {
+	msg := sprintf("variables %v", [input.variables])
+}
+
+deny contains msg if {
+	input.cluster.name == "leaky-deny"
+	msg := sprintf("password %v", [input.variables.db_password])
+}
+"#;
+
+#[tokio::test]
+async fn a_request_policy_that_prints_a_sensitive_variable_sees_and_shows_it_only_redacted() {
+    let w = World::new();
+    let set = PolicySet::compile(&[Policy::tenant("leaky", LEAKY)]).unwrap();
+    let api = Api {
+        policies: Some(&set),
+        ..w.api()
+    };
+    // `db_password` is sensitive in the template; the request carries it in the clear (not sealed yet).
+    let e = api.create(&caller(), spec("leaky-deny")).await.unwrap_err();
+    assert_eq!(e.status().as_u16(), 422, "{e}");
+    let shown = format!("{e:?} {e}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("password (sensitive value)"), "{shown}");
+    let s = api.create(&caller(), spec("prod-eu")).await.unwrap();
+    let notes = s.operation.notes.join("\n");
+    assert!(!notes.contains("hunter2"), "{notes}");
+    assert!(
+        notes.contains("(sensitive value)") && notes.contains("ops@example.com"),
+        "the policy saw the other variables: {notes}"
+    );
+}

@@ -40,7 +40,8 @@ async fn needing_approval(kind: OperationKind) -> Bed {
 async fn approved(bed: &mut Bed, bytes: &[u8], approved_sha: &str, state: Option<StateStamp>) -> SavedPlan {
     let op = &bed.op;
     let aad = sealed::aad(&op.tenant_id, op.operation_id.as_str(), "plan:main");
-    let env = sealed::seal(&bed.keys, &aad, bytes).await.unwrap();
+    let ctx = sealed::KeyContext::new(&op.tenant_id, sealed::PURPOSE_PLAN);
+    let env = sealed::seal(&bed.keys, &ctx, &aad, bytes).await.unwrap();
     let key = strato_domain::artifacts::plan_key(&op.operation_id, "main", approved_sha);
     bed.sinks.insert(&key, serde_json::to_vec(&env).unwrap());
     let mut plan = strato_domain::fakes::saved_plan();
@@ -96,9 +97,17 @@ async fn a_plan_that_needs_approval_is_sealed_and_the_run_ends_awaiting_approval
     assert!(!String::from_utf8_lossy(&stored).contains("the plan the approver saw"));
     let env: Envelope = serde_json::from_slice(&stored).unwrap();
     let aad = sealed::aad(&bed.op.tenant_id, bed.op.operation_id.as_str(), "plan:main");
-    let opened = sealed::open(&bed.keys, &env, &aad).await.unwrap();
+    let ctx = sealed::KeyContext::new(&bed.op.tenant_id, sealed::PURPOSE_PLAN);
+    let opened = sealed::open(&bed.keys, &env, &ctx, &aad).await.unwrap();
     assert_eq!(opened.expose_secret().as_slice(), PLAN);
-    assert!(sealed::open(&bed.keys, &env, &format!("{aad}x")).await.is_err());
+    assert!(
+        sealed::open(&bed.keys, &env, &ctx, &format!("{aad}x"))
+            .await
+            .is_err()
+    );
+    // Its data key is bound to the tenant and to plans: under another purpose it does not unwrap.
+    let vars = sealed::KeyContext::new(&bed.op.tenant_id, sealed::PURPOSE_VARIABLES);
+    assert!(sealed::open(&bed.keys, &env, &vars, &aad).await.is_err());
     // The operation is not over: its log stays open for the run that applies the plan.
     let complete = strato_domain::artifacts::log_complete_key(&bed.op.operation_id);
     assert!(bed.sinks.object(&complete).is_none());
@@ -218,4 +227,88 @@ async fn a_plan_that_needs_approval_is_still_held_to_the_budget() {
         bed.sinks.keys().iter().all(|k| !k.starts_with("plans/")),
         "nothing sealed"
     );
+}
+
+/// What a stage directory holds besides the run's credentials file: everything the engine may record in
+/// a saved plan (the backend block above all). None of it may carry a credential.
+fn stage_files_text(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            text.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_saved_plan_records_no_credential_and_its_approved_apply_uses_the_new_runs_session() {
+    let mut bed = needing_approval(OperationKind::Update).await;
+    let planned_with = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = planned_with.clone();
+    bed.engine
+        .expect(Cmd::Init, Reply::ok())
+        .expect(
+            Cmd::Plan,
+            Reply::changes(PLAN).on_start(move |dir| *seen.lock().unwrap() = stage_files_text(dir)),
+        )
+        .expect(Cmd::Show, Reply::json(&vpc_plan()))
+        .expect(Cmd::StatePull, pulled(&stamp(7)));
+    let event = bed.run().await.unwrap().final_event;
+    let RunnerEvent::AwaitingApproval { plan, .. } = event else {
+        panic!("{event:#?}");
+    };
+    // The planning run's sessions: 1 the engine role's, 2 the state role's.
+    let recorded = planned_with.lock().unwrap().clone();
+    for secret in ["ASIAFAKE", "fake-secret-key", "fake-session-token"] {
+        assert!(
+            !recorded.contains(secret),
+            "what a saved plan records holds a credential ({secret}): {recorded}"
+        );
+    }
+    assert!(
+        recorded.contains("strato-state"),
+        "the backend's profile: {recorded}"
+    );
+
+    // Approved (hours later, the planning run's sessions long expired): the next run applies that plan
+    // with sessions of its own, which the plan's backend profile resolves to.
+    let now = strato_domain::ts::now();
+    let mut approval = Approval::request(plan, None, now, time::Duration::hours(72));
+    approval.decision = Some(Decision {
+        verdict: Verdict::Approved,
+        by: "alice".into(),
+        at: now,
+        comment: None,
+    });
+    bed.edit_op(|op| {
+        op.approval = Some(approval);
+        op.attempt = 2;
+    });
+    let applied_with = std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
+    let seen = applied_with.clone();
+    bed.engine
+        .expect(Cmd::Init, Reply::ok())
+        .expect(Cmd::StatePull, pulled(&stamp(7)))
+        .expect(
+            Cmd::Apply,
+            Reply::ok().on_start(move |dir| {
+                *seen.lock().unwrap() = (super::support::credential_profiles(dir), stage_files_text(dir))
+            }),
+        )
+        .expect(Cmd::Output, Reply::json(&outputs(&[])))
+        .expect(Cmd::Refresh, Reply::ok());
+    let event = bed.run().await.unwrap().final_event;
+    assert!(matches!(event, RunnerEvent::Succeeded { .. }), "{event:#?}");
+    bed.engine.assert_done();
+    let (profiles, files) = applied_with.lock().unwrap().clone();
+    let roles: Vec<String> = bed.cloud.sessions().into_iter().map(|s| s.role_arn).collect();
+    assert_eq!(
+        roles[2..],
+        [super::support::ENGINE_ROLE, super::support::STATE_ROLE]
+    );
+    assert_eq!(profiles["strato-engine"], "ASIAFAKE0003", "{profiles:?}");
+    assert_eq!(profiles["strato-state"], "ASIAFAKE0004", "{profiles:?}");
+    assert!(!files.contains("ASIAFAKE"), "{files}");
 }

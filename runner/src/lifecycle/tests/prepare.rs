@@ -3,6 +3,7 @@
 //! own bucket), what is redacted, and what becomes of a Terraform state lock left on the cluster's state.
 //! A run that cannot be prepared fails at step `prepare` without running any engine command.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -10,7 +11,7 @@ use strato_domain::ErrorCategory;
 use strato_domain::model::{Operation, OperationKind, OperationStatus, TargetAccount};
 use strato_domain::sealed;
 
-use super::support::{Bed, ENGINE_ROLE, STATE_ROLE, applies, outputs, vpc_plan};
+use super::support::{Bed, ENGINE_ROLE, STATE_ROLE, applies, credential_profiles, outputs, vpc_plan};
 use crate::fakes::{Cmd, Reply};
 use crate::workspace::{BACKEND_FILE, TFVARS_FILE};
 
@@ -46,9 +47,13 @@ fn target(bed: &mut Bed, state_bucket: Option<&str>) {
     });
 }
 
-/// Keeps what the stage directory held when `init` ran: the inputs and the backend block.
-fn capture_init(bed: &Bed) -> Arc<Mutex<(Value, Value)>> {
-    let files = Arc::new(Mutex::new((Value::Null, Value::Null)));
+/// The inputs, the backend block, and each credentials profile's access key id.
+type Captured = (Value, Value, BTreeMap<String, String>);
+
+/// Keeps what the stage directory held when `init` ran: the inputs, the backend block, and the profiles
+/// (their access key ids) of the run's credentials file.
+fn capture_init(bed: &Bed) -> Arc<Mutex<Captured>> {
+    let files = Arc::new(Mutex::new((Value::Null, Value::Null, BTreeMap::new())));
     let seen = files.clone();
     bed.engine.expect(
         Cmd::Init,
@@ -58,7 +63,7 @@ fn capture_init(bed: &Bed) -> Arc<Mutex<(Value, Value)>> {
                     .map(|t| serde_json::from_str(&t).unwrap())
                     .unwrap_or(Value::Null)
             };
-            *seen.lock().unwrap() = (read(TFVARS_FILE), read(BACKEND_FILE));
+            *seen.lock().unwrap() = (read(TFVARS_FILE), read(BACKEND_FILE), credential_profiles(dir));
         }),
     );
     files
@@ -146,17 +151,27 @@ async fn a_platform_cluster_runs_with_the_engine_role_and_its_state_in_the_platf
     );
     assert!(state_policy.contains(&own), "{state_policy}");
     assert!(sessions[0].policy.is_some());
-    // The engine's providers get the engine role's session; the backend block the state session's.
+    // The engine's providers get the engine role's session; the backend the state session's: each a
+    // profile of the run's credentials file, no key in the environment or the backend block.
     let env = &bed.engine.calls()[0].env;
     assert!(
-        env.contains(&("AWS_ACCESS_KEY_ID".into(), "ASIAFAKE0001".into())),
+        env.contains(&("AWS_PROFILE".into(), "strato-engine".into())),
         "{env:?}"
     );
-    let (_, backend) = files.lock().unwrap().clone();
+    assert!(
+        !env.iter().any(|(k, _)| k.starts_with("AWS_ACCESS_KEY")
+            || k == "AWS_SECRET_ACCESS_KEY"
+            || k == "AWS_SESSION_TOKEN"),
+        "{env:?}"
+    );
+    let (_, backend, profiles) = files.lock().unwrap().clone();
     let s3 = &backend["terraform"]["backend"]["s3"];
     assert_eq!(s3["bucket"], bed.cfg.names.bucket("state"), "{backend}");
     assert_eq!(s3["key"], bed.state_key("main"));
-    assert_eq!(s3["access_key"], "ASIAFAKE0002", "{backend}");
+    assert_eq!(s3["profile"], "strato-state", "{backend}");
+    assert!(s3.get("access_key").is_none(), "{backend}");
+    assert_eq!(profiles["strato-engine"], "ASIAFAKE0001");
+    assert_eq!(profiles["strato-state"], "ASIAFAKE0002");
 }
 
 #[tokio::test]
@@ -177,13 +192,14 @@ async fn a_target_account_gets_its_role_checked_and_its_own_state_bucket() {
     assert_eq!(sessions[0].role_arn, TARGET_ROLE);
     assert_eq!(sessions[0].external_id.as_deref(), Some(external_id.as_str()));
     assert_eq!(bed.cloud.customer_buckets(), ["customer-state"]);
-    let (_, backend) = files.lock().unwrap().clone();
+    let (_, backend, profiles) = files.lock().unwrap().clone();
     let s3 = &backend["terraform"]["backend"]["s3"];
     assert_eq!(s3["bucket"], "customer-state", "{backend}");
     assert!(
-        s3.get("access_key").is_none(),
-        "the engine's environment has the target's session"
+        s3.get("access_key").is_none() && s3.get("profile").is_none(),
+        "the backend uses the environment's profile: the target's session"
     );
+    assert_eq!(profiles.keys().collect::<Vec<_>>(), ["strato-engine"]);
     assert!(bed.logged("credentials checked (account 123456789012)"));
     let log = bed.log().join("\n");
     assert!(!log.contains(&external_id), "{log}");
@@ -248,7 +264,7 @@ async fn sealed_variables_are_opened_for_the_engine_and_never_logged() {
     let files = capture_init(&bed);
     rest_of_update(&bed, "db_password = hunter2-password");
     bed.run_to_success().await;
-    let (tfvars, _) = files.lock().unwrap().clone();
+    let (tfvars, ..) = files.lock().unwrap().clone();
     assert_eq!(
         tfvars["db_password"], "hunter2-password",
         "the engine gets the value"

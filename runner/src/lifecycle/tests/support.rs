@@ -311,3 +311,20 @@ pub const THROTTLED: &str =
 
 /// `Error:` diagnostics of a permanent failure (invalid configuration).
 pub const BAD_SUBNET: &str = "Error: error creating subnet: InvalidSubnet.Range: The CIDR '10.99.1.0/24' is invalid.\n\tstatus code: 400";
+
+/// The access key id of each profile of the run's credentials file, read (while a command runs) from the
+/// stage directory `dir` the engine was started in.
+pub fn credential_profiles(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    let path = dir.join("../..").join(crate::workspace::CREDENTIALS_FILE);
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut out = std::collections::BTreeMap::new();
+    let mut profile = String::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            profile = name.to_owned();
+        } else if let Some(key) = line.strip_prefix("aws_access_key_id = ") {
+            out.insert(profile.clone(), key.to_owned());
+        }
+    }
+    out
+}

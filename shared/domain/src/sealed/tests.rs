@@ -55,17 +55,18 @@ fn a_ciphertext_moved_to_another_tenant_or_cluster_or_field_does_not_open() {
     block_on(async {
         let keys = FakeKeys::default();
         let (t, c) = ids();
-        let env = seal(&keys, &variable_aad(&t, &c, "db_password"), b"\"s3cret\"")
+        let ctx = KeyContext::new(&t, PURPOSE_VARIABLES);
+        let env = seal(&keys, &ctx, &variable_aad(&t, &c, "db_password"), b"\"s3cret\"")
             .await
             .unwrap();
         assert!(
-            open(&keys, &env, &variable_aad(&t, &c, "db_password"))
+            open(&keys, &env, &ctx, &variable_aad(&t, &c, "db_password"))
                 .await
                 .is_ok()
         );
         let other: TenantId = "globex".parse().unwrap();
         assert!(
-            open(&keys, &env, &variable_aad(&other, &c, "db_password"))
+            open(&keys, &env, &ctx, &variable_aad(&other, &c, "db_password"))
                 .await
                 .is_err()
         );
@@ -73,26 +74,72 @@ fn a_ciphertext_moved_to_another_tenant_or_cluster_or_field_does_not_open() {
             open(
                 &keys,
                 &env,
+                &ctx,
                 &variable_aad(&t, &ClusterId::generate(), "db_password")
             )
             .await
             .is_err()
         );
-        assert!(open(&keys, &env, &variable_aad(&t, &c, "other")).await.is_err());
-        // Another key (another deployment's KMS key) cannot unwrap the data key.
         assert!(
-            open(&FakeKeys::default(), &env, &variable_aad(&t, &c, "db_password"))
+            open(&keys, &env, &ctx, &variable_aad(&t, &c, "other"))
                 .await
                 .is_err()
+        );
+        // Another key (another deployment's KMS key) cannot unwrap the data key.
+        assert!(
+            open(
+                &FakeKeys::default(),
+                &env,
+                &ctx,
+                &variable_aad(&t, &c, "db_password")
+            )
+            .await
+            .is_err()
         );
         // An altered ciphertext does not open.
         let mut bad = env.clone();
         bad.ct = B64.encode(b"0123456789abcdef0123456789");
         assert!(
-            open(&keys, &bad, &variable_aad(&t, &c, "db_password"))
+            open(&keys, &bad, &ctx, &variable_aad(&t, &c, "db_password"))
                 .await
                 .is_err()
         );
+    });
+}
+
+#[test]
+fn a_data_key_unwraps_only_under_the_tenant_and_purpose_it_was_made_for() {
+    block_on(async {
+        let keys = FakeKeys::default();
+        let (t, c) = ids();
+        let aad = variable_aad(&t, &c, "db_password");
+        let ctx = KeyContext::new(&t, PURPOSE_VARIABLES);
+        assert_eq!(
+            ctx.pairs(),
+            BTreeMap::from([
+                ("tenant".to_owned(), "acme".to_owned()),
+                ("purpose".to_owned(), "variables".to_owned()),
+            ])
+        );
+        let env = seal(&keys, &ctx, &aad, b"\"s3cret\"").await.unwrap();
+        assert_eq!(env.v, ENVELOPE_VERSION);
+        let wrapped = B64.decode(&env.key).unwrap();
+        // Whoever may Decrypt with another tenant's context (or for another purpose) cannot unwrap it,
+        // whatever associated data they would then use.
+        let other: TenantId = "globex".parse().unwrap();
+        for wrong in [
+            KeyContext::new(&other, PURPOSE_VARIABLES),
+            KeyContext::new(&t, PURPOSE_EXTERNAL_ID),
+            KeyContext::new(&t, PURPOSE_PLAN),
+        ] {
+            assert!(keys.unwrap_key(&wrapped, &wrong).await.is_err(), "{wrong:?}");
+            assert!(open(&keys, &env, &wrong, &aad).await.is_err(), "{wrong:?}");
+        }
+        assert!(keys.unwrap_key(&wrapped, &ctx).await.is_ok());
+        // An envelope of the format without a context is refused with a reason, not opened.
+        let old = Envelope { v: 1, ..env };
+        let err = open(&keys, &old, &ctx, &aad).await.unwrap_err().to_string();
+        assert!(err.contains("set the value again"), "{err}");
     });
 }
 

@@ -313,10 +313,95 @@ fn check_access_logs(state: &State, names: &Names, bucket: &str) {
     );
 }
 
-/// Strato's data key rotates, and its alias is the one the code names it by. Returns its ARN.
+/// Strato's data key rotates, and its alias is the one the code names it by; its key policy allows data
+/// keys only with the encryption context the code sends (`strato_domain::sealed::KeyContext`) or to S3 for
+/// the encrypted buckets. Returns its ARN.
 pub fn check_data_key(state: &State, names: &Names) -> String {
     let alias = state.by("aws_kms_alias", "name", &names.kms_alias());
     let key = state.by("aws_kms_key", "arn", alias.s("target_key_arn"));
     assert_eq!(key.values["enable_key_rotation"], true, "the data key rotates");
+    check_key_policy(&json_attr(key, "policy"), key.s("arn"), names);
     key.s("arn").to_owned()
+}
+
+/// The data key's policy (IAM still decides which principals): sealed values with `{tenant, purpose}`, bucket
+/// encryption through S3; nothing else, whatever IAM allows.
+fn check_key_policy(policy: &Value, key: &str, names: &Names) {
+    use super::iam::{RequestContext, allows_in};
+    use strato_domain::sealed::{KeyContext, PURPOSE_EXTERNAL_ID, PURPOSE_PLAN, PURPOSE_VARIABLES};
+    let sealed = |pairs: &[(&'static str, &str)]| -> RequestContext {
+        let mut ctx: RequestContext = vec![(
+            "kms:EncryptionContextKeys",
+            pairs
+                .iter()
+                .map(|(k, _)| k.rsplit(':').next().unwrap().to_owned())
+                .collect(),
+        )];
+        ctx.extend(pairs.iter().map(|(k, v)| (*k, vec![(*v).to_owned()])));
+        ctx
+    };
+    let tenant = "acme".parse().unwrap();
+    for purpose in [PURPOSE_VARIABLES, PURPOSE_EXTERNAL_ID, PURPOSE_PLAN] {
+        let pairs = KeyContext::new(&tenant, purpose).pairs();
+        let ctx = sealed(&[
+            ("kms:EncryptionContext:tenant", pairs["tenant"].as_str()),
+            ("kms:EncryptionContext:purpose", pairs["purpose"].as_str()),
+        ]);
+        for action in ["kms:GenerateDataKey", "kms:Decrypt"] {
+            assert!(
+                allows_in(policy, action, key, &ctx),
+                "{action} for {purpose}: {policy}"
+            );
+        }
+    }
+    let refused: [(&str, RequestContext); 4] = [
+        ("no encryption context", Vec::new()),
+        (
+            "no tenant",
+            sealed(&[("kms:EncryptionContext:purpose", "variables")]),
+        ),
+        (
+            "an unknown purpose",
+            sealed(&[
+                ("kms:EncryptionContext:tenant", "acme"),
+                ("kms:EncryptionContext:purpose", "anything"),
+            ]),
+        ),
+        (
+            "a context of other keys",
+            sealed(&[
+                ("kms:EncryptionContext:tenant", "acme"),
+                ("kms:EncryptionContext:purpose", "variables"),
+                ("kms:EncryptionContext:other", "x"),
+            ]),
+        ),
+    ];
+    for (what, ctx) in &refused {
+        assert!(
+            !allows_in(policy, "kms:Decrypt", key, ctx),
+            "Decrypt with {what}: {policy}"
+        );
+    }
+    // Bucket encryption: only through S3, only for the encrypted buckets' objects.
+    let via_s3 = |bucket: &str| -> RequestContext {
+        vec![
+            ("kms:ViaService", vec!["s3.us-east-1.amazonaws.com".to_owned()]),
+            (
+                "kms:EncryptionContext:aws:s3:arn",
+                vec![format!("arn:aws:s3:::{bucket}")],
+            ),
+        ]
+    };
+    for bucket in ["state", "artifacts"] {
+        assert!(
+            allows_in(policy, "kms:Decrypt", key, &via_s3(&names.bucket(bucket))),
+            "{bucket}"
+        );
+    }
+    assert!(!allows_in(policy, "kms:Decrypt", key, &via_s3("another-bucket")));
+    let mut direct = via_s3(&names.bucket("state"));
+    direct.remove(0);
+    assert!(!allows_in(policy, "kms:Decrypt", key, &direct), "not through S3");
+    // The administrators' statement carries no cryptographic use.
+    assert!(!allows_in(policy, "kms:Encrypt", key, &Vec::new()));
 }
