@@ -151,6 +151,7 @@ impl Registry {
                 runner: env.runner_settings.clone(),
                 run_proofs: env.run_proofs.clone(),
                 audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
+                operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
             }
         };
         let dispatcher = Arc::new(
@@ -179,6 +180,7 @@ impl Registry {
                 names: env.names.clone(),
                 run_proofs: env.run_proofs.clone(),
                 audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
+                operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
                 approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
             }
         };
@@ -190,6 +192,7 @@ impl Registry {
                 names: env.names.clone(),
                 // devstack's receivers are local (http://127.0.0.1): its switches, never infra/'s.
                 egress: strato_domain::webhook::Egress::DEVSTACK,
+                operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
             }
         };
         let status = Arc::new(

@@ -79,6 +79,8 @@ pub struct Config {
     pub runner_role_arn: Option<String>,
     /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365; DynamoDB TTL removes them).
     pub audit_retention_days: u64,
+    /// Days a finished operation is kept (`STRATO_OPERATION_RETENTION_DAYS`, default 90; DynamoDB TTL).
+    pub operation_retention_days: u32,
     /// Where tenants' webhooks may point (`PUT /v1/webhook`): https to public addresses, unless devstack's
     /// own switches (`STRATO_DEVSTACK_ONLY_ALLOW_*_WEBHOOKS`) allow its local receivers.
     pub egress: strato_domain::webhook::Egress,
@@ -121,6 +123,7 @@ impl Config {
             egress,
             runner_role_arn: env.optional("STRATO_RUNNER_ROLE_ARN"),
             audit_retention_days: strato_aws::ports::DynamoAuditLog::retention_days(&env)?,
+            operation_retention_days: strato_aws::store::operation_retention_days(&env)?,
             default_max_ttl_hours: env
                 .parsed::<u64>(strato_domain::expiry::MAX_TTL_ENV, "a whole number of hours")?
                 .filter(|h| *h > 0),
@@ -147,7 +150,8 @@ impl Ctx {
     pub async fn new(aws: &AwsClients, config: Config) -> Result<Self, ApiError> {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
-            store: Store::new(aws.dynamodb.clone(), &config.names),
+            store: Store::new(aws.dynamodb.clone(), &config.names)
+                .with_operation_retention(config.operation_retention_days),
             sqs: aws.sqs.clone(),
             s3: aws.s3.clone(),
             keys: KmsKeys::new(&aws.kms, &config.names),

@@ -64,6 +64,8 @@ pub struct Config {
     pub run_proofs: RunProofKey,
     /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365).
     pub audit_retention_days: u64,
+    /// Days a finished operation is kept (`STRATO_OPERATION_RETENTION_DAYS`, default 90; DynamoDB TTL).
+    pub operation_retention_days: u32,
 }
 
 impl Config {
@@ -86,6 +88,7 @@ impl Config {
             },
             run_proofs: env.run_proof_key()?,
             audit_retention_days: DynamoAuditLog::retention_days(&env)?,
+            operation_retention_days: strato_aws::store::operation_retention_days(&env)?,
         })
     }
 }
@@ -109,7 +112,8 @@ impl Ctx {
     ) -> Result<Self, DispatchError> {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
-            store: Store::new(aws.dynamodb.clone(), &config.names),
+            store: Store::new(aws.dynamodb.clone(), &config.names)
+                .with_operation_retention(config.operation_retention_days),
             audit: DynamoAuditLog::new(aws.dynamodb.clone(), &config.names, config.audit_retention_days),
             sqs: aws.sqs.clone(),
             ecs,

@@ -65,6 +65,8 @@ pub struct Config {
     pub heartbeat_stale: Duration,
     /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365).
     pub audit_retention_days: u64,
+    /// Days a finished operation is kept (`STRATO_OPERATION_RETENTION_DAYS`, default 90; DynamoDB TTL).
+    pub operation_retention_days: u32,
     /// How long before a cluster expires its `cluster.expiring` event is sent.
     pub expiry_notice: Duration,
 }
@@ -85,6 +87,7 @@ impl Config {
             queued_grace: secs("STRATO_SWEEP_GRACE_SECS")?,
             heartbeat_stale: secs("STRATO_HEARTBEAT_STALE_SECS")?,
             audit_retention_days: DynamoAuditLog::retention_days(&env)?,
+            operation_retention_days: strato_aws::store::operation_retention_days(&env)?,
             expiry_notice: Duration::hours(
                 env.positive(
                     strato_domain::expiry::EXPIRY_NOTICE_ENV,
@@ -115,7 +118,8 @@ impl Ctx {
     ) -> Result<Self, SchedulerError> {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
-            store: Store::new(aws.dynamodb.clone(), &config.names),
+            store: Store::new(aws.dynamodb.clone(), &config.names)
+                .with_operation_retention(config.operation_retention_days),
             ddb: aws.dynamodb.clone(),
             audit: DynamoAuditLog::new(aws.dynamodb.clone(), &config.names, config.audit_retention_days),
             sqs: aws.sqs.clone(),

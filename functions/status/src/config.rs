@@ -22,6 +22,8 @@ pub struct Config {
     pub run_proofs: RunProofKey,
     /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365).
     pub audit_retention_days: u64,
+    /// Days a finished operation is kept (`STRATO_OPERATION_RETENTION_DAYS`, default 90; DynamoDB TTL).
+    pub operation_retention_days: u32,
     /// How long an approval request waits (`STRATO_APPROVAL_TTL_HOURS`, default 72).
     pub approval_ttl: time::Duration,
 }
@@ -37,6 +39,7 @@ impl Config {
             names: env.names()?,
             run_proofs: env.run_proof_key()?,
             audit_retention_days: DynamoAuditLog::retention_days(&env)?,
+            operation_retention_days: strato_aws::store::operation_retention_days(&env)?,
             approval_ttl: env
                 .parsed::<u32>("STRATO_APPROVAL_TTL_HOURS", "a whole number of hours")?
                 .filter(|h| *h > 0)
@@ -61,7 +64,8 @@ impl Ctx {
     pub async fn new(config: Config, aws: &AwsClients) -> Result<Self, StatusError> {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
-            store: Store::new(aws.dynamodb.clone(), &config.names),
+            store: Store::new(aws.dynamodb.clone(), &config.names)
+                .with_operation_retention(config.operation_retention_days),
             audit: DynamoAuditLog::new(aws.dynamodb.clone(), &config.names, config.audit_retention_days),
             sqs: aws.sqs.clone(),
             s3: aws.s3.clone(),

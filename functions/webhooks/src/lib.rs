@@ -74,6 +74,9 @@ pub struct Config {
     /// Where receivers may be: https to public addresses, unless devstack's own switches
     /// (`STRATO_DEVSTACK_ONLY_ALLOW_*_WEBHOOKS`) allow its local receivers.
     pub egress: Egress,
+    /// Days a finished operation is kept (`STRATO_OPERATION_RETENTION_DAYS`, default 90): a delivery's note
+    /// saves the operation, which keeps its expiry.
+    pub operation_retention_days: u32,
 }
 
 impl Config {
@@ -83,9 +86,12 @@ impl Config {
 
     /// `lookup` stands for the environment, so the parsing is testable without mutating it.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, WebhooksError> {
+        let egress = Egress::from_lookup(&lookup);
+        let env = Env::new(lookup);
         Ok(Self {
-            egress: Egress::from_lookup(&lookup),
-            names: Env::new(lookup).names()?,
+            egress,
+            names: env.names()?,
+            operation_retention_days: strato_aws::store::operation_retention_days(&env)?,
         })
     }
 }
@@ -105,7 +111,8 @@ impl Ctx {
     pub async fn new(config: Config, aws: &AwsClients) -> Result<Self, WebhooksError> {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
-            store: Store::new(aws.dynamodb.clone(), &config.names),
+            store: Store::new(aws.dynamodb.clone(), &config.names)
+                .with_operation_retention(config.operation_retention_days),
             sqs: aws.sqs.clone(),
             queues,
             http: deliver::client(config.egress),

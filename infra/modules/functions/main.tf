@@ -25,9 +25,9 @@ locals {
   common_env = {
     STRATO_RESOURCE_PREFIX = var.prefix
     RUST_LOG               = var.log_level
-    # Finished operations carry their expiry (the operations table's TTL) from whichever function ends them.
-    STRATO_OPERATION_RETENTION_DAYS = tostring(var.operation_retention_days)
   }
+  # The functions that end operations or note on them set their expiry (the operations table's TTL).
+  operation_env = { STRATO_OPERATION_RETENTION_DAYS = tostring(var.operation_retention_days) }
   ticket_claims = local.check_claims ? {
     STRATO_JWT_ISSUER   = var.ws_ticket_issuer
     STRATO_JWT_AUDIENCE = var.ws_ticket_audience
@@ -37,6 +37,7 @@ locals {
   function_env = {
     api = merge(
       local.audit_env,
+      local.operation_env,
       {
         STRATO_TENANT_CLAIM = var.tenant_claim
         # WebSocket tickets (POST /v1/ws-tickets) are signed with what the ws function checks.
@@ -51,7 +52,7 @@ locals {
       # Unset when off: templates with a cluster agent are then refused with a clear error.
       local.agent_enabled ? { STRATO_AGENT_TOKEN_SECRET_ARN = var.secrets.agent_token_arn } : {},
     )
-    dispatcher = merge(local.audit_env, {
+    dispatcher = merge(local.audit_env, local.operation_env, {
       STRATO_RUNNER_CLUSTER          = var.runner.cluster_arn
       STRATO_RUNNER_TASK_DEFINITION  = var.runner.task_definition_arn
       STRATO_RUNNER_CONTAINER        = var.runner.container
@@ -61,7 +62,7 @@ locals {
       # Each runner is started with a proof of its run made with this key; status checks it on every event.
       STRATO_RUN_PROOF_SECRET_ARN = var.secrets.run_proof_arn
     })
-    status = merge(local.audit_env, {
+    status = merge(local.audit_env, local.operation_env, {
       STRATO_RUN_PROOF_SECRET_ARN = var.secrets.run_proof_arn
     })
     ws = merge(
@@ -75,13 +76,13 @@ locals {
     "log-fanout" = {
       STRATO_WS_MANAGEMENT_ENDPOINT = var.ws.management_endpoint
     }
-    scheduler = merge(local.audit_env, {
+    scheduler = merge(local.audit_env, local.operation_env, {
       STRATO_RUNNER_CLUSTER       = var.runner.cluster_arn
       STRATO_DRIFT_BATCH          = tostring(var.drift_batch)
       STRATO_SWEEP_GRACE_SECS     = tostring(var.sweep_grace_secs)
       STRATO_HEARTBEAT_STALE_SECS = tostring(var.heartbeat_stale_secs)
     })
-    webhooks = {}
+    webhooks = local.operation_env
   }
 }
 

@@ -127,23 +127,25 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// `*` matches any run of characters (IAM's resource wildcard; `?` is not used in the lists).
+/// IAM's wildcards: `*` matches any run of characters (`/` and `:` included), `?` exactly one (key policies
+/// use `"?*"` for "not empty").
 pub fn glob(pattern: &str, s: &str) -> bool {
-    let Some((first, rest)) = pattern.split_once('*') else {
-        return pattern == s;
-    };
-    let Some(mut tail) = s.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = rest.split('*').collect();
-    let (last, middle) = parts.split_last().expect("split yields one part at least");
-    for part in middle {
-        match tail.find(part) {
-            Some(at) => tail = &tail[at + part.len()..],
-            None => return false,
+    fn go(p: &[u8], s: &[u8]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            // Runs of `*` collapse: one is as good as many, and it keeps the search linear per star.
+            Some((b'*', rest)) => {
+                let rest = rest
+                    .iter()
+                    .position(|c| *c != b'*')
+                    .map_or(&[][..], |i| &rest[i..]);
+                rest.is_empty() || (0..=s.len()).any(|i| go(rest, &s[i..]))
+            }
+            Some((b'?', rest)) => !s.is_empty() && go(rest, &s[1..]),
+            Some((c, rest)) => s.first() == Some(c) && go(rest, &s[1..]),
         }
     }
-    tail.len() >= last.len() && tail.ends_with(last)
+    go(pattern.as_bytes(), s.as_bytes())
 }
 
 impl Resource {
@@ -227,6 +229,9 @@ mod tests {
         assert!(glob("a*b*c", "aXbYc"));
         assert!(!glob("a*b*c", "aXc"));
         assert!(glob("x", "x") && !glob("x", "xy"));
+        // `?` is one character: "?*" is IAM's "not empty".
+        assert!(glob("?*", "acme") && !glob("?*", ""));
+        assert!(glob("a?c", "abc") && !glob("a?c", "ac"));
         assert!(!glob("ab*ba", "aba"), "prefix and suffix may not overlap");
     }
 

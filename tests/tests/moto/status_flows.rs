@@ -35,6 +35,7 @@ impl Bed {
                 names: w.env.names.clone(),
                 run_proofs: support::run_proofs(),
                 audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
+                operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
                 approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
             },
             &w.env.aws,

@@ -60,6 +60,18 @@ pub struct Store {
 /// Days a finished operation is kept unless `STRATO_OPERATION_RETENTION_DAYS` says otherwise.
 pub const DEFAULT_OPERATION_RETENTION_DAYS: u32 = 90;
 
+/// `STRATO_OPERATION_RETENTION_DAYS`: a positive whole number of days (default
+/// [`DEFAULT_OPERATION_RETENTION_DAYS`]), read by every function that ends or notes operations.
+pub fn operation_retention_days<F: Fn(&str) -> Option<String>>(
+    env: &crate::env::Env<F>,
+) -> Result<u32, crate::env::EnvError> {
+    let days = env.positive(
+        "STRATO_OPERATION_RETENTION_DAYS",
+        u64::from(DEFAULT_OPERATION_RETENTION_DAYS),
+    )?;
+    Ok(days.min(36_500) as u32)
+}
+
 impl Store {
     pub fn new(ddb: Client, names: &Names) -> Self {
         Self {
@@ -72,7 +84,7 @@ impl Store {
             tenants: names.table("tenants"),
             tf_locks: names.table("tf-locks"),
             template_cache: Default::default(),
-            operation_retention_days: retention_from_env(),
+            operation_retention_days: DEFAULT_OPERATION_RETENTION_DAYS,
         }
     }
 
@@ -86,21 +98,6 @@ impl Store {
     fn get(&self, table: &str, key: &[(&str, AttributeValue)]) -> GetItemFluentBuilder {
         let key = key.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
         self.ddb.get_item().table_name(table).set_key(Some(key))
-    }
-}
-
-/// `STRATO_OPERATION_RETENTION_DAYS` (a whole number of days, at least 1; infra/ sets it on every function),
-/// or the default. A bad value falls back to the default and says so once: a store must still start.
-fn retention_from_env() -> u32 {
-    match std::env::var("STRATO_OPERATION_RETENTION_DAYS") {
-        Ok(v) => match v.trim().parse::<u32>() {
-            Ok(d) if d >= 1 => d,
-            _ => {
-                tracing::warn!(value = %v, "STRATO_OPERATION_RETENTION_DAYS is not a whole number of days >= 1; keeping finished operations {DEFAULT_OPERATION_RETENTION_DAYS} days");
-                DEFAULT_OPERATION_RETENTION_DAYS
-            }
-        },
-        Err(_) => DEFAULT_OPERATION_RETENTION_DAYS,
     }
 }
 

@@ -131,6 +131,7 @@ impl World {
             },
             run_proofs: run_proofs(),
             audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
+            operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
         };
         let dispatcher = Ctx::new(config.clone(), &env.aws, ecs.clone()).await.unwrap();
         let queues = dispatcher.queues.clone();
