@@ -142,7 +142,9 @@ pub async fn run_operation(cfg: Config, clients: Clients) -> Result<RunSummary, 
 /// running is dropped (the engine process is killed with it) and the error says so.
 pub async fn run_with<P: Ports>(cfg: Config, ports: RunPorts<P>) -> Result<RunSummary, RunnerError> {
     let deadline = cfg.hard_deadline();
-    match tokio::time::timeout(deadline, run_to_end(cfg, ports)).await {
+    // Boxed: the whole run's state machine is large, and inline it would sit on the caller's stack (a test
+    // thread's 2 MiB overflowed).
+    match tokio::time::timeout(deadline, Box::pin(run_to_end(cfg, ports))).await {
         Ok(result) => result,
         Err(_) => Err(RunnerError::HardDeadline(deadline)),
     }
