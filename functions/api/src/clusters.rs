@@ -34,6 +34,24 @@ pub(crate) fn page_limit(raw: Option<&str>, default: u32, max: u32, errors: &mut
     }
 }
 
+/// `?next=`: absent or empty is the first page (the spec says so); a token `parse` refuses is a field error.
+pub(crate) fn page_after<T>(
+    raw: Option<&str>,
+    parse: impl Fn(&str) -> Option<T>,
+    errors: &mut Vec<FieldError>,
+) -> Option<T> {
+    let n = raw.filter(|n| !n.is_empty())?;
+    let parsed = parse(n);
+    if parsed.is_none() {
+        errors.push(ApiError::field(
+            "next",
+            "is not a page token",
+            "the 'next' value of the previous page",
+        ));
+    }
+    parsed
+}
+
 pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: SpecBody) -> Result<Reply<Accepted>, ApiError> {
     let policies = crate::policies::load(ctx, caller).await?;
     Ok(accepted(ctx.api_with(&policies).create(caller, body).await?))
@@ -77,18 +95,7 @@ pub(crate) async fn list(
         MAX_PAGE as u32,
         &mut errors,
     ) as i32;
-    // `?next=` empty is the first page, as no `next` at all (the spec says so).
-    let after = q.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
-        n.parse::<ClusterId>()
-            .map_err(|_| {
-                errors.push(ApiError::field(
-                    "next",
-                    "is not a page token",
-                    "the 'next' value of the previous page",
-                ))
-            })
-            .ok()
-    });
+    let after = page_after(q.next.as_deref(), |n| n.parse::<ClusterId>().ok(), &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::BadRequest {
             detail: "the query string has invalid parameters; see errors".into(),

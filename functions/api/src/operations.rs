@@ -40,18 +40,7 @@ pub(crate) async fn list_for_cluster(
         MAX_OPERATIONS_PAGE,
         &mut errors,
     );
-    // `?next=` empty is the first page, as no `next` at all.
-    let after = q.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
-        page_token::parse(n)
-            .map_err(|()| {
-                errors.push(ApiError::field(
-                    "next",
-                    "is not a page token",
-                    "the 'next' value of the previous page",
-                ))
-            })
-            .ok()
-    });
+    let after = clusters::page_after(q.next.as_deref(), |n| page_token::parse(n).ok(), &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::BadRequest {
             detail: "the query string has invalid parameters; see errors".into(),
