@@ -1,27 +1,16 @@
-//! Lambda entry point: configuration and clients are built once per process, then every SQS batch goes to
-//! [`strato_dispatcher::handle`].
+//! Lambda entry point: [`strato_aws::boot`] starts the process the way every function does, the
+//! configuration and context are built once, then every SQS batch of `jobs.fifo` goes to [`strato_dispatcher::handle`].
 
 use aws_lambda_events::sqs::SqsEvent;
-use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use strato_aws::aws::AwsClients;
+use lambda_runtime::Error;
+use strato_aws::boot::Boot;
 use strato_dispatcher::{Config, Ctx, handle};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // Lambda's log controls (AWS_LAMBDA_LOG_FORMAT/LEVEL, else RUST_LOG); JSON lines carry every span's fields.
-    strato_aws::telemetry::init_lambda_subscriber();
-    // Metrics leave as EMF lines on stdout, flushed after each invocation (docs/metrics.md).
-    let emf = strato_aws::emf::Emf::install();
-    let aws = AwsClients::from_env().await;
-    // Secrets come by reference (`NAME_ARN`), read once here; see strato_aws::secret_env.
-    let env = strato_aws::secret_env::environment(&aws.config).await?;
-    let config = Config::from_lookup(|k| env.get(k).cloned())?;
-    let ecs = aws_sdk_ecs::Client::new(&aws.config);
-    let ctx = Ctx::new(config, &aws, ecs).await?;
-    let ctx = &ctx;
-    run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        emf.flushing(async { handle(ctx, event.payload).await.map_err(Error::from) })
-            .await
-    }))
-    .await
+    let boot = Boot::start().await?;
+    let config = Config::from_lookup(boot.lookup())?;
+    let ecs = aws_sdk_ecs::Client::new(&boot.aws.config);
+    let ctx = Ctx::new(config, &boot.aws, ecs).await?;
+    boot.serve(|batch: SqsEvent| handle(&ctx, batch)).await
 }

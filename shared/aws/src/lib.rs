@@ -4,6 +4,7 @@
 
 pub mod aws;
 pub mod batch;
+pub mod boot;
 pub mod bundles;
 pub mod calls;
 pub mod connections;

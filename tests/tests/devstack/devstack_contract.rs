@@ -47,7 +47,9 @@ async fn the_api_holds_its_contract_under_schemathesis_as_two_tenants() {
     for tenant in TENANTS {
         let auth = format!("Authorization: Bearer {}", stack.token(tenant));
         let mut cmd = Command::new(&st);
-        cmd.arg("run")
+        cmd.arg("--config-file")
+            .arg(workspace().join("tests/tests/devstack/schemathesis.toml"))
+            .arg("run")
             .arg(&spec)
             .args(["--url", &stack.endpoints.http_api])
             .args(["--header", &auth])

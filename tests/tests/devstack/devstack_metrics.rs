@@ -1,4 +1,5 @@
-//! Metrics end to end through devstack: one create → delete of `aws-eks-basic` with the real runner; devstack's store then holds valid CloudWatch EMF documents (namespace `Strato`, dimension
+//! Metrics end to end through devstack: one create → delete of the one-resource `fixture-tiny` template with
+//! the real runner and engine (what is measured is Strato's, not the template's); devstack's store then holds valid CloudWatch EMF documents (namespace `Strato`, dimension
 //! sets and metrics with name and unit, every one present as a field) for the operation's duration and
 //! outcome (the in-process status function), the queue wait (the dispatcher, and the runner's own lines
 //! from its stdout) and the log lines the runner shipped; and the HTTP gateway serves them.
@@ -56,13 +57,17 @@ fn has(seen: &[(String, String, Vec<String>)], name: &str, unit: &str, dims: &[&
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_create_and_delete_leave_emf_metrics_in_the_store_and_on_the_endpoint() {
-    let stack = devstack_support::start(devstack_support::config("mx").await).await;
+    let fixtures = devstack_support::fixtures();
+    let stack = devstack_support::start(strato_devstack::DevstackConfig {
+        extra_templates: vec![(fixtures.join("tiny"), fixtures)],
+        ..devstack_support::config("mx").await
+    })
+    .await;
     let api = Client::new(&stack.endpoints.http_api).with_token(stack.token("acme"));
     let (cluster, op, _) = api
         .create_cluster(&json!({
-            "name": "metered", "template": {"name": "aws-eks-basic", "version": "1.0.0"},
-            "provider": "aws", "region": "us-east-1",
-            "variables": {"node_count": 1, "node_instance_type": "t3.medium"}
+            "name": "metered", "template": {"name": "fixture-tiny", "version": "0.1.0"},
+            "provider": "aws", "region": "us-east-1"
         }))
         .await
         .unwrap();
@@ -124,7 +129,7 @@ async fn a_create_and_delete_leave_emf_metrics_in_the_store_and_on_the_endpoint(
                 .keys()
                 .any(|dims| dims.contains(&("kind".into(), kind.into()))
                     && dims.contains(&("outcome".into(), "succeeded".into()))
-                    && dims.contains(&("template".into(), "aws-eks-basic".into()))
+                    && dims.contains(&("template".into(), "fixture-tiny".into()))
                     && dims.contains(&("provider".into(), "aws".into()))),
             "{kind}: {ended:?}"
         );

@@ -29,7 +29,7 @@ pub async fn config(tag: &str) -> DevstackConfig {
     DevstackConfig {
         aws_endpoint: Some(moto),
         // The fixtures pin the PyPI bed's provider 3.39, and the modern engine costs ~4× the CPU: the
-        // devstack tests run on Terraform 0.15 unless they ask for an engine (devstack_lifecycle runs both).
+        // devstack tests run on Terraform 0.15 unless they ask for an engine (the runner's engine tier runs both).
         engine: Some(strato_testbed::TestEngine::tf015()),
         prefix: format!(
             "{tag}{:x}-{}",
