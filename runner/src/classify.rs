@@ -120,6 +120,17 @@ pub const PATTERNS: &[Pattern] = &[
         example: "Error: state data in S3 does not have the expected content.\n\nThis may be caused by unusually long delays in S3 processing a previous state\nupdate.  Please wait for a minute or two and try again. If this problem\npersists, and neither S3 nor DynamoDB are experiencing an outage, you may need\nto manually verify the remote state and update the Digest value stored in the\nDynamoDB table to the following value: 0f343b0931126a20f133d67c2b018a3b",
     },
     // ---- invalid configuration ----
+    // The template pins its providers (`.terraform.lock.hcl`) and `init` runs read-only: a package whose
+    // checksum the lock does not list, or a provider it does not pin, is the template's to fix.
+    Pattern {
+        // Terraform wraps its diagnostics: any run of whitespace between the words.
+        regex: r"checksums\s+previously\s+recorded\s+in\s+the\s+dependency\s+lock\s+file|Provider\s+dependency\s+changes\s+detected|lock\s+file\s+is\s+read-only",
+        category: InvalidConfiguration,
+        fix: "The provider package the engine found does not match the template's lock file (.terraform.lock.hcl). \
+              The template's author regenerates it for the runner's platforms with \
+              `terraform providers lock -platform=linux_amd64 -platform=linux_arm64` and publishes a new template version.",
+        example: "Error: Failed to install provider\n\nError while installing hashicorp/aws v3.39.0: the current package for\nregistry.terraform.io/hashicorp/aws 3.39.0 doesn't match any of the checksums\npreviously recorded in the dependency lock file",
+    },
     Pattern {
         regex: r"InvalidParameterValue|InvalidParameterCombination|InvalidSubnet\.\w+|InvalidVpcRange|MalformedPolicyDocument|ValidationError|ValidationException|InvalidParameterException",
         category: InvalidConfiguration,

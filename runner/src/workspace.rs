@@ -25,8 +25,9 @@ pub const PLAN_FILE: &str = "strato.tfplan";
 /// The run's shared credentials file (one profile per session), at the workspace's root: named to the
 /// engine by `AWS_SHARED_CREDENTIALS_FILE`, so no configuration file (nor a saved plan) holds a key.
 pub const CREDENTIALS_FILE: &str = ".strato-aws-credentials";
-/// Written by `init`: the provider versions it selected.
-pub const LOCK_FILE: &str = ".terraform.lock.hcl";
+/// Written by `init`: the provider versions it selected. A template that carries one (at its bundle's
+/// root) has it copied into every stage, and `init` must then keep to it (`-lockfile=readonly`).
+pub const LOCK_FILE: &str = strato_domain::provider_lock::LOCK_FILE;
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunnerError {
     let what = what.into();
@@ -38,6 +39,8 @@ pub struct Workspace {
     pub dir: tempfile::TempDir,
     pub template: Template,
     pub stages: Vec<ComposedStage>,
+    /// The template pins its providers: every stage starts with its lock file.
+    pub locked: bool,
 }
 
 impl Workspace {
@@ -61,16 +64,21 @@ impl Workspace {
             }
         }
         let stages = compose_template(&template, &interfaces, &|m| format!("../../modules/{m}"))?;
+        let lock = std::fs::read(dir.path().join(LOCK_FILE)).ok();
         let ws = Self {
             dir,
             template,
             stages,
+            locked: lock.is_some(),
         };
         for s in &ws.stages {
             let d = ws.stage_dir(&s.stage);
             std::fs::create_dir_all(&d).map_err(io(d.display().to_string()))?;
             std::fs::write(d.join("main.tf.json"), s.main_tf_json_text()?)
                 .map_err(io("writing main.tf.json"))?;
+            if let Some(lock) = &lock {
+                std::fs::write(d.join(LOCK_FILE), lock).map_err(io("writing the lock file"))?;
+            }
         }
         Ok(ws)
     }

@@ -3,35 +3,17 @@
 //! devstack (tests/tests/devstack/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
 //! goes here first; the infra check then names the grant `infra/modules/functions/iam.tf` lacks.
 
-use strato_aws::calls::{AwsCall, Resource::*, call};
+use strato_aws::calls::{AwsCall, COORDINATION, QUEUE_URLS, Resource::*, call, concat, total};
 
-pub const AWS_CALLS: &[AwsCall] = &[
-    // The store (strato_aws::store) and the shared coordination rules (cluster locks, tenant slots and
-    // counters, operations hand-off); transactions count as their items' actions.
-    call("dynamodb:GetItem", Table("clusters")),
-    call("dynamodb:PutItem", Table("clusters")),
-    call("dynamodb:UpdateItem", Table("clusters")),
-    call("dynamodb:Query", Index("clusters", "by_cluster_id")),
-    call("dynamodb:GetItem", Table("operations")),
-    call("dynamodb:PutItem", Table("operations")),
+/// The store's and the queues' shared pieces, then this function's own calls.
+pub const AWS_CALLS: &[AwsCall] = &concat::<{ total(PARTS) }>(PARTS);
+
+const PARTS: &[&[AwsCall]] = &[COORDINATION, QUEUE_URLS, OWN];
+
+const OWN: &[AwsCall] = &[
     call("dynamodb:Query", Index("operations", "by_cluster")),
-    call("dynamodb:Query", Index("operations", "open_by_cluster")),
-    call("dynamodb:Query", Index("operations", "open")),
     // The clusters list's last operations: one BatchGetItem per page.
     call("dynamodb:BatchGetItem", Table("operations")),
-    call("dynamodb:GetItem", Table("locks")),
-    call("dynamodb:PutItem", Table("locks")),
-    call("dynamodb:UpdateItem", Table("locks")),
-    call("dynamodb:DeleteItem", Table("locks")),
-    call("dynamodb:GetItem", Table("tenants")),
-    call("dynamodb:UpdateItem", Table("tenants")),
-    call("dynamodb:GetItem", Table("templates")),
-    // QueueUrls::resolve at start: every queue's URL.
-    call("sqs:GetQueueUrl", Queue("jobs")),
-    call("sqs:GetQueueUrl", Queue("events")),
-    call("sqs:GetQueueUrl", Queue("logs")),
-    call("sqs:GetQueueUrl", Queue("webhooks")),
-    call("sqs:SendMessage", Queue("jobs")),
     // The agent API forwards a cluster agent's report to the status function.
     call("sqs:SendMessage", Queue("events")),
     // A tenant's clusters (GET /v1/clusters): a Query of the table by tenant.

@@ -3,37 +3,18 @@
 //! devstack (tests/tests/devstack/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
 //! goes here first; the infra check then names the grant `infra/modules/functions/iam.tf` lacks.
 
-use strato_aws::calls::{AwsCall, Resource::*, call};
+use strato_aws::calls::{AwsCall, COORDINATION, QUEUE_URLS, Resource::*, call, concat, total};
 
-pub const AWS_CALLS: &[AwsCall] = &[
-    // The store (strato_aws::store) and the shared coordination rules (cluster locks, tenant slots and
-    // counters, operations hand-off); transactions count as their items' actions.
-    call("dynamodb:GetItem", Table("clusters")),
-    call("dynamodb:PutItem", Table("clusters")),
-    call("dynamodb:UpdateItem", Table("clusters")),
+/// The store's and the queues' shared pieces, then this function's own calls.
+pub const AWS_CALLS: &[AwsCall] = &concat::<{ total(PARTS) }>(PARTS);
+
+const PARTS: &[&[AwsCall]] = &[COORDINATION, QUEUE_URLS, OWN];
+
+const OWN: &[AwsCall] = &[
     // The one-write claim checks a read-only run's cluster is not DELETED.
     call("dynamodb:ConditionCheckItem", Table("clusters")),
-    call("dynamodb:Query", Index("clusters", "by_cluster_id")),
-    call("dynamodb:GetItem", Table("operations")),
-    call("dynamodb:PutItem", Table("operations")),
-    call("dynamodb:Query", Index("operations", "open_by_cluster")),
-    call("dynamodb:Query", Index("operations", "open")),
-    call("dynamodb:GetItem", Table("locks")),
-    call("dynamodb:PutItem", Table("locks")),
-    call("dynamodb:UpdateItem", Table("locks")),
-    call("dynamodb:DeleteItem", Table("locks")),
-    call("dynamodb:GetItem", Table("tenants")),
-    call("dynamodb:UpdateItem", Table("tenants")),
     // The one-write claim checks the tenant's concurrency quota was copied onto its slot item.
     call("dynamodb:ConditionCheckItem", Table("tenants")),
-    call("dynamodb:GetItem", Table("templates")),
-    // QueueUrls::resolve at start: every queue's URL.
-    call("sqs:GetQueueUrl", Queue("jobs")),
-    call("sqs:GetQueueUrl", Queue("events")),
-    call("sqs:GetQueueUrl", Queue("logs")),
-    call("sqs:GetQueueUrl", Queue("webhooks")),
-    // Wakes the next queued operation when a lock is released.
-    call("sqs:SendMessage", Queue("jobs")),
     call("ecs:RunTask", RunnerTaskDefinition),
     // RunTask tags each task (tenant, cluster, operation): IAM authorizes that as TagResource on the task.
     call("ecs:TagResource", RunnerCluster),

@@ -1,17 +1,13 @@
 //! Every dispatcher decision, on the in-memory fakes: no AWS, no moto, no Terraform.
 
-use std::collections::BTreeMap;
-
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use strato_dispatcher::{DispatchError, Dispatcher, LOCK_LEASE, Outcome};
 use strato_domain::coordination::{TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_domain::error::ErrorCategory;
-use strato_domain::fakes::{FakeAuditLog, FakeClock, FakeJobQueue, FakeLauncher, FakeStore};
-use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::fakes::{self, FakeAuditLog, FakeClock, FakeJobQueue, FakeLauncher, FakeStore};
+use strato_domain::ids::{ClusterId, OperationId};
 use strato_domain::messages::JobMessage;
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
-};
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{
     Claim, ClaimLost, Claims, Clock, ClusterLocks, ClusterStep, LaunchFailure, LockOutcome, TaskLauncher,
     TenantSlots,
@@ -20,24 +16,23 @@ use time::Duration;
 
 const MAX_RECEIVES: u32 = 5;
 
+/// The shared world, and the task launcher only the dispatcher uses.
 struct World {
-    clock: FakeClock,
-    store: FakeStore,
-    jobs: FakeJobQueue,
+    base: fakes::World,
     launcher: FakeLauncher,
-    audit: FakeAuditLog,
-    tenant: TenantId,
+}
+
+impl std::ops::Deref for World {
+    type Target = fakes::World;
+    fn deref(&self) -> &fakes::World {
+        &self.base
+    }
 }
 
 fn world() -> World {
-    let clock = FakeClock::default();
     World {
-        store: FakeStore::new(clock.clone()),
-        jobs: FakeJobQueue::new(clock.clone()),
+        base: fakes::World::default(),
         launcher: FakeLauncher::default(),
-        audit: FakeAuditLog::default(),
-        clock,
-        tenant: "acme".parse().unwrap(),
     }
 }
 
@@ -51,32 +46,6 @@ impl World {
             audit: &self.audit,
             max_receives: MAX_RECEIVES,
         }
-    }
-
-    fn cluster_in(&self, name: &str, state: ClusterState) -> ClusterId {
-        let spec = ClusterSpec {
-            name: name.parse().unwrap(),
-            template: TemplateRef {
-                name: "aws-eks-basic".into(),
-                version: "1.2.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::new(),
-            target: None,
-        };
-        let c =
-            Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now()).in_state(state);
-        self.store.put_cluster(c.clone());
-        c.cluster_id
-    }
-
-    /// A queued operation as the API records it, one second after the previous one.
-    fn op(&self, cluster: &ClusterId, kind: OperationKind) -> Operation {
-        self.clock.advance(Duration::seconds(1));
-        let op = Operation::new(self.tenant.clone(), cluster.clone(), kind, self.clock.now());
-        self.store.put_operation(op.clone());
-        op
     }
 
     async fn dispatch(&self, op: &Operation, receive_count: u32) -> Outcome {
@@ -137,7 +106,7 @@ fn failures(resp: &aws_lambda_events::sqs::SqsBatchResponse) -> Vec<String> {
 async fn a_claim_takes_lock_and_slot_moves_the_cluster_and_launches_once() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let op = w.op(&cluster, OperationKind::Create);
+    let op = w.queued(&cluster, OperationKind::Create);
 
     assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
     let started = w.stored(&op);
@@ -178,9 +147,9 @@ async fn a_claim_takes_lock_and_slot_moves_the_cluster_and_launches_once() {
 async fn a_busy_cluster_parks_the_operation_with_its_holder_and_takes_nothing() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Active);
-    let running = w.op(&cluster, OperationKind::Update);
+    let running = w.queued(&cluster, OperationKind::Update);
     let token = w.hold_lock(&cluster, &running.operation_id).await;
-    let waiting = w.op(&cluster, OperationKind::Plan);
+    let waiting = w.queued(&cluster, OperationKind::Plan);
 
     assert_eq!(
         w.dispatch(&waiting, 1).await,
@@ -209,7 +178,7 @@ async fn a_lock_whose_lease_ran_out_is_taken_over_with_a_larger_token() {
     let cluster = w.cluster_in("prod", ClusterState::Active);
     let dead = OperationId::generate();
     let old = w.hold_lock(&cluster, &dead).await;
-    let op = w.op(&cluster, OperationKind::Plan);
+    let op = w.queued(&cluster, OperationKind::Plan);
     w.clock.advance(LOCK_LEASE + Duration::seconds(1));
 
     assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
@@ -223,7 +192,7 @@ async fn a_tenant_at_its_limit_parks_the_operation_and_gives_the_lock_back() {
     let w = world();
     w.store.set_concurrency_limit(&w.tenant, 1);
     let busy = w.cluster_in("staging", ClusterState::Active);
-    let other = w.op(&busy, OperationKind::Update);
+    let other = w.queued(&busy, OperationKind::Update);
     assert!(
         w.store
             .acquire_slot(&w.tenant, &other.operation_id, 1)
@@ -231,7 +200,7 @@ async fn a_tenant_at_its_limit_parks_the_operation_and_gives_the_lock_back() {
             .unwrap()
     );
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let op = w.op(&cluster, OperationKind::Create);
+    let op = w.queued(&cluster, OperationKind::Create);
 
     assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
     let parked = w.stored(&op);
@@ -253,7 +222,7 @@ async fn a_tenant_at_its_limit_parks_the_operation_and_gives_the_lock_back() {
 /// The state a delivery leaves when it died after starting the runner but before recording the task.
 async fn died_after_launch(w: &World) -> (Operation, String) {
     let cluster = w.cluster_in("prod", ClusterState::Provisioning);
-    let mut op = w.op(&cluster, OperationKind::Create);
+    let mut op = w.queued(&cluster, OperationKind::Create);
     let token = w.hold_lock(&cluster, &op.operation_id).await;
     w.store
         .acquire_slot(&w.tenant, &op.operation_id, 5)
@@ -294,8 +263,8 @@ async fn a_redelivery_the_listing_misses_gets_the_same_task_back_by_its_token() 
 async fn a_throttled_launch_backs_off_keeping_lock_and_slot_then_starts_on_redelivery() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let op = w.op(&cluster, OperationKind::Create);
-    let later = w.op(&cluster, OperationKind::Update);
+    let op = w.queued(&cluster, OperationKind::Create);
+    let later = w.queued(&cluster, OperationKind::Update);
     w.launcher.fail_next(LaunchFailure::Transient(
         "ThrottlingException: Rate exceeded".into(),
     ));
@@ -330,7 +299,7 @@ async fn a_throttled_launch_backs_off_keeping_lock_and_slot_then_starts_on_redel
 async fn a_launch_still_throttled_on_the_last_delivery_fails_the_operation() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let op = w.op(&cluster, OperationKind::Create);
+    let op = w.queued(&cluster, OperationKind::Create);
     w.launcher
         .fail_next(LaunchFailure::Transient("RESOURCE:MEMORY".into()));
 
@@ -357,7 +326,7 @@ async fn a_launch_still_throttled_on_the_last_delivery_fails_the_operation() {
 async fn a_failed_audit_write_does_not_stop_the_dispatch() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let op = w.op(&cluster, OperationKind::Create);
+    let op = w.queued(&cluster, OperationKind::Create);
     w.audit.fail_appends(true);
     assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
     assert_eq!(w.stored(&op).status, OperationStatus::Dispatched);
@@ -368,8 +337,8 @@ async fn a_failed_audit_write_does_not_stop_the_dispatch() {
 async fn a_fatal_launch_error_fails_operation_and_cluster_releases_and_wakes_the_next() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let op = w.op(&cluster, OperationKind::Create);
-    let next = w.op(&cluster, OperationKind::Delete);
+    let op = w.queued(&cluster, OperationKind::Create);
+    let next = w.queued(&cluster, OperationKind::Delete);
     w.launcher.fail_next(LaunchFailure::Fatal(
         "ClientException: Unable to describe task definition.".into(),
     ));
@@ -406,7 +375,7 @@ async fn a_fatal_launch_error_fails_operation_and_cluster_releases_and_wakes_the
 async fn an_operation_the_state_machine_refuses_fails_with_a_fix_and_releases() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Failed);
-    let op = w.op(&cluster, OperationKind::Update);
+    let op = w.queued(&cluster, OperationKind::Update);
 
     assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
     let err = w.stored(&op).error.unwrap();
@@ -427,10 +396,10 @@ async fn an_operation_the_state_machine_refuses_fails_with_a_fix_and_releases() 
 async fn finished_and_already_started_operations_are_ignored() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Active);
-    let mut cancelled = w.op(&cluster, OperationKind::Update);
+    let mut cancelled = w.queued(&cluster, OperationKind::Update);
     cancelled.status = OperationStatus::Cancelled;
     w.store.put_operation(cancelled.clone());
-    let mut started = w.op(&cluster, OperationKind::Plan);
+    let mut started = w.queued(&cluster, OperationKind::Plan);
     started.task_arn = Some("arn:task/1".into());
     w.store.put_operation(started.clone());
 
@@ -446,7 +415,7 @@ async fn finished_and_already_started_operations_are_ignored() {
 async fn a_cancel_flagged_before_the_launch_ends_the_operation_unstarted() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let mut op = w.op(&cluster, OperationKind::Create);
+    let mut op = w.queued(&cluster, OperationKind::Create);
     op.cancel_requested = true;
     w.store.put_operation(op.clone());
 
@@ -468,7 +437,7 @@ async fn a_cancel_flagged_before_the_launch_ends_the_operation_unstarted() {
 async fn an_estimate_locks_its_own_id_and_forgets_it_when_it_ends() {
     let w = world();
     let id = ClusterId::generate();
-    let op = w.op(&id, OperationKind::Estimate);
+    let op = w.queued(&id, OperationKind::Estimate);
     w.launcher
         .fail_next(LaunchFailure::Fatal("ClientException: bad".into()));
 
@@ -484,7 +453,7 @@ async fn an_estimate_locks_its_own_id_and_forgets_it_when_it_ends() {
 async fn lost_writes_are_retried_and_unknown_operations_are_errors() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let op = w.op(&cluster, OperationKind::Create);
+    let op = w.queued(&cluster, OperationKind::Create);
     w.store.inject_conflicts(3);
     assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
     assert!(w.stored(&op).task_arn.is_some());
@@ -512,7 +481,7 @@ async fn a_redelivered_job_of_a_finished_operation_gives_back_its_slot_and_lock_
     let w = world();
     w.store.set_concurrency_limit(&w.tenant, 1);
     let cluster = w.cluster_in("prod", ClusterState::Active);
-    let first = w.op(&cluster, OperationKind::Update);
+    let first = w.queued(&cluster, OperationKind::Update);
     w.hold_lock(&cluster, &first.operation_id).await;
     assert!(
         w.store
@@ -525,7 +494,7 @@ async fn a_redelivered_job_of_a_finished_operation_gives_back_its_slot_and_lock_
     w.store.put_operation(cancelled.clone());
     // Another cluster's operation of the same tenant parks on the limit the dead delivery's slot holds.
     let other = w.cluster_in("staging", ClusterState::Active);
-    let waiting = w.op(&other, OperationKind::Update);
+    let waiting = w.queued(&other, OperationKind::Update);
     assert_eq!(w.dispatch(&waiting, 1).await, Outcome::Ack);
     assert_eq!(
         w.stored(&waiting).wait_reason.as_deref(),
@@ -584,9 +553,9 @@ fn parking_and_the_wait_until_dispatch_are_measured() {
     let got = with_metrics(async || {
         let w = world();
         let cluster = w.cluster_in("prod", ClusterState::Active);
-        let running = w.op(&cluster, OperationKind::Update);
+        let running = w.queued(&cluster, OperationKind::Update);
         let token = w.hold_lock(&cluster, &running.operation_id).await;
-        let waiting = w.op(&cluster, OperationKind::Plan);
+        let waiting = w.queued(&cluster, OperationKind::Plan);
         w.dispatch(&waiting, 1).await;
         // The holder finishes 30 s after the plan was queued; the plan is dispatched then.
         w.clock.advance(Duration::seconds(30));
@@ -621,7 +590,7 @@ async fn the_one_write_claim_takes_lock_slot_claim_and_cluster_or_nothing() {
     let w = world();
     w.store.set_concurrency_limit(&w.tenant, 1);
     let cluster = w.cluster_in("prod", ClusterState::Pending);
-    let op = w.op(&cluster, OperationKind::Create);
+    let op = w.queued(&cluster, OperationKind::Create);
     let step = ClusterStep::Move {
         to: ClusterState::Provisioning,
         clear_error: true,
@@ -702,7 +671,7 @@ async fn the_one_write_claim_takes_lock_slot_claim_and_cluster_or_nothing() {
 async fn a_token_the_clock_cannot_beat_falls_back_to_incrementing_the_stored_one() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Active);
-    let first = w.op(&cluster, OperationKind::Plan);
+    let first = w.queued(&cluster, OperationKind::Plan);
     assert_eq!(w.dispatch(&first, 1).await, Outcome::Ack);
     let t1 = w.stored(&first).fencing_token.unwrap();
     assert!(
@@ -721,7 +690,7 @@ async fn a_token_the_clock_cannot_beat_falls_back_to_incrementing_the_stored_one
         .unwrap();
 
     w.clock.advance(-Duration::days(1));
-    let second = w.op(&cluster, OperationKind::Plan);
+    let second = w.queued(&cluster, OperationKind::Plan);
     assert_eq!(w.dispatch(&second, 1).await, Outcome::Ack);
     let started = w.stored(&second);
     assert!(started.task_arn.is_some());
@@ -741,7 +710,7 @@ async fn awaiting(
     verdict: Option<strato_domain::approval::Verdict>,
 ) -> (Operation, u64) {
     use strato_domain::approval::{Approval, Decision};
-    let mut op = w.op(cluster, kind);
+    let mut op = w.queued(cluster, kind);
     let token = w.hold_lock(cluster, &op.operation_id).await;
     op.status = OperationStatus::AwaitingApproval;
     op.approval_required = true;
@@ -793,7 +762,7 @@ async fn a_rejected_update_ends_cancelled_its_cluster_active_again_and_the_lock_
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Updating);
     let (op, _) = awaiting(&w, &cluster, OperationKind::Update, Some(Verdict::Rejected)).await;
-    let next = w.op(&cluster, OperationKind::Update);
+    let next = w.queued(&cluster, OperationKind::Update);
     assert_eq!(w.dispatch(&op, 1).await, Outcome::Ack);
     let ended = w.stored(&op);
     assert_eq!(ended.status, OperationStatus::Cancelled);

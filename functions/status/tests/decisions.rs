@@ -9,14 +9,13 @@ use strato_domain::coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange, TaskStateChangeEvent};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::fakes::{
-    FakeAuditLog, FakeClock, FakeJobQueue, FakeRunArchive, FakeStatusQueues, FakeStore, FakeTemplates,
+    self, FakeAuditLog, FakeClock, FakeJobQueue, FakeRunArchive, FakeStatusQueues, FakeStore, FakeTemplates,
     FakeWebhooks,
 };
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::{ControlEvent, RunnerEvent};
 use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, DriftPolicy, Operation, OperationKind,
-    OperationStatus, ResourceChange, TemplateRef,
+    Cluster, ClusterState, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
 };
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
 use strato_domain::run_proof::{PROOF_FIELD, RunProofKey, proven_body};
@@ -43,19 +42,22 @@ impl Ports for FakePorts {
     type Audit = FakeAuditLog;
 }
 
+/// The shared world, and the status function's own queues, run archive, webhooks and run-proof key.
 struct World {
-    clock: FakeClock,
-    store: FakeStore,
-    templates: FakeTemplates,
-    jobs: FakeJobQueue,
+    base: fakes::World,
     queues: FakeStatusQueues,
     archive: FakeRunArchive,
     webhooks: FakeWebhooks,
-    audit: FakeAuditLog,
-    tenant: TenantId,
     proofs: RunProofKey,
     /// Records delivered so far (message ids stay unique).
     delivered: std::cell::Cell<usize>,
+}
+
+impl std::ops::Deref for World {
+    type Target = fakes::World;
+    fn deref(&self) -> &fakes::World {
+        &self.base
+    }
 }
 
 /// An operation as the dispatcher left it: running, holding its cluster lock and a tenant slot.
@@ -67,17 +69,11 @@ struct Run {
 }
 
 fn world() -> World {
-    let clock = FakeClock::default();
     World {
-        store: FakeStore::new(clock.clone()),
-        jobs: FakeJobQueue::new(clock.clone()),
-        templates: FakeTemplates::default(),
+        base: fakes::World::default(),
         queues: FakeStatusQueues::default(),
         archive: FakeRunArchive::default(),
         webhooks: FakeWebhooks::default(),
-        audit: FakeAuditLog::default(),
-        clock,
-        tenant: "acme".parse().unwrap(),
         proofs: proofs(),
         delivered: std::cell::Cell::new(0),
     }
@@ -98,32 +94,6 @@ impl World {
             approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
             run_proofs: &self.proofs,
         }
-    }
-
-    fn cluster_in(&self, name: &str, state: ClusterState) -> ClusterId {
-        let spec = ClusterSpec {
-            name: name.parse().unwrap(),
-            template: TemplateRef {
-                name: "aws-eks-basic".into(),
-                version: "1.2.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::new(),
-            target: None,
-        };
-        let c =
-            Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now()).in_state(state);
-        self.store.put_cluster(c.clone());
-        c.cluster_id
-    }
-
-    /// A queued operation as the API records it, one second after the previous one.
-    fn queued(&self, cluster: &ClusterId, kind: OperationKind) -> Operation {
-        self.clock.advance(Duration::seconds(1));
-        let op = Operation::new(self.tenant.clone(), cluster.clone(), kind, self.clock.now());
-        self.store.put_operation(op.clone());
-        op
     }
 
     /// A queued operation parked with `reason`, as the dispatcher leaves one that cannot start.

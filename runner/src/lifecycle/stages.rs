@@ -143,15 +143,12 @@ impl<P: Ports> PreparedRun<'_, P> {
     }
 
     async fn init(&mut self, stage: &str) -> Result<(), Failure> {
-        let out = self
-            .command(
-                stage,
-                "init",
-                &["init", "-input=false", "-no-color"],
-                false,
-                false,
-            )
-            .await?;
+        let mut args = vec!["init", "-input=false", "-no-color"];
+        // A template that pins its providers: the engine installs exactly those packages or fails.
+        if self.ws.locked {
+            args.push("-lockfile=readonly");
+        }
+        let out = self.command(stage, "init", &args, false, false).await?;
         self.check(stage, "init", &out, &[0])?;
         self.point_provider(stage)?;
         if !self.initialized.iter().any(|s| s == stage) {

@@ -27,6 +27,67 @@ pub const fn call(action: &'static str, resource: Resource) -> AwsCall {
     AwsCall { action, resource }
 }
 
+/// How many calls `parts` hold together (the length [`concat`] builds).
+pub const fn total(parts: &[&[AwsCall]]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        n += parts[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `parts` one after the other, at compile time: a function's list is the shared pieces of the code it
+/// uses ([`COORDINATION`], [`QUEUE_URLS`]) and then its own calls, e.g.
+/// `pub const AWS_CALLS: &[AwsCall] = &concat::<{ total(PARTS) }>(PARTS);`.
+pub const fn concat<const N: usize>(parts: &[&[AwsCall]]) -> [AwsCall; N] {
+    let mut out = [call("", Resource::DataKey); N];
+    let mut n = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            out[n] = parts[i][j];
+            n += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "concat: N is not the parts' total");
+    out
+}
+
+/// The store ([`crate::store`]) and the coordination rules shared by the api, the dispatcher, status and
+/// the scheduler (cluster locks, tenant slots and counters, the operations hand-off that wakes the next
+/// queued operation); a transaction counts as its items' actions.
+pub const COORDINATION: &[AwsCall] = &[
+    call("dynamodb:GetItem", Resource::Table("clusters")),
+    call("dynamodb:PutItem", Resource::Table("clusters")),
+    call("dynamodb:UpdateItem", Resource::Table("clusters")),
+    call("dynamodb:Query", Resource::Index("clusters", "by_cluster_id")),
+    call("dynamodb:GetItem", Resource::Table("operations")),
+    call("dynamodb:PutItem", Resource::Table("operations")),
+    call("dynamodb:Query", Resource::Index("operations", "open_by_cluster")),
+    call("dynamodb:Query", Resource::Index("operations", "open")),
+    call("dynamodb:GetItem", Resource::Table("locks")),
+    call("dynamodb:PutItem", Resource::Table("locks")),
+    call("dynamodb:UpdateItem", Resource::Table("locks")),
+    call("dynamodb:DeleteItem", Resource::Table("locks")),
+    call("dynamodb:GetItem", Resource::Table("tenants")),
+    call("dynamodb:UpdateItem", Resource::Table("tenants")),
+    call("dynamodb:GetItem", Resource::Table("templates")),
+    call("sqs:SendMessage", Resource::Queue("jobs")),
+];
+
+/// `QueueUrls::resolve` at start ([`crate::queues`]): every queue's URL.
+pub const QUEUE_URLS: &[AwsCall] = &[
+    call("sqs:GetQueueUrl", Resource::Queue("jobs")),
+    call("sqs:GetQueueUrl", Resource::Queue("events")),
+    call("sqs:GetQueueUrl", Resource::Queue("logs")),
+    call("sqs:GetQueueUrl", Resource::Queue("webhooks")),
+];
+
 /// A resource by its logical name; [`Names`] gives the physical one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resource {

@@ -3,6 +3,9 @@
 //!
 //! Source layout: `<catalog>/<template>/template.toml` and `<modules>/<module>/*.tf` (plus README, examples).
 //! Bundle layout: `template.toml` at the root and `modules/<module>/...` for every module any stage names.
+//! A template's provider lock file (`<catalog>/<template>/.terraform.lock.hcl`, see [`crate::provider_lock`])
+//! goes to the bundle's root when there is one, after it is checked to pin every provider the modules
+//! require; the bundle's sha256 covers it like every other file.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -10,6 +13,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
+use crate::modules::ModuleInterface;
+use crate::provider_lock::{self, LOCK_FILE};
 use crate::template::Template;
 
 pub const MANIFEST_FILE: &str = "template.toml";
@@ -60,6 +65,11 @@ pub fn pack(template_dir: &Path, modules_dir: &Path) -> Result<Bundle, Error> {
         }
         collect(&dir, &format!("modules/{m}"), &mut files)?;
     }
+    let lock = template_dir.join(LOCK_FILE);
+    if lock.is_file() {
+        check_lock(&template, &lock, modules_dir)?;
+        files.push((LOCK_FILE.into(), lock));
+    }
     files.sort();
     let mut tar = tar::Builder::new(Vec::new());
     for (name, path) in &files {
@@ -83,6 +93,26 @@ pub fn pack(template_dir: &Path, modules_dir: &Path) -> Result<Bundle, Error> {
         sha256: sha256_hex(&bytes),
         bytes,
     })
+}
+
+/// The template's lock file parses and pins every provider its modules require.
+fn check_lock(template: &Template, lock: &Path, modules_dir: &Path) -> Result<(), Error> {
+    let refuse = |reason: String| Error::Manifest {
+        name: template.name().into(),
+        reason,
+    };
+    let text = std::fs::read_to_string(lock).map_err(io(lock.display().to_string()))?;
+    let locked = provider_lock::parse(&text).map_err(refuse)?;
+    let mut required = std::collections::BTreeSet::new();
+    for stage in &template.manifest.stages {
+        for m in &stage.modules {
+            required.extend(ModuleInterface::read_dir(&modules_dir.join(m))?.required_providers);
+        }
+    }
+    match provider_lock::missing(&locked, &required).as_slice() {
+        [] => Ok(()),
+        problems => Err(refuse(problems.join("; "))),
+    }
 }
 
 /// Files below `dir`, skipping Terraform's working files (`.terraform/`, state, lock files).
@@ -181,5 +211,53 @@ mod tests {
 
         let (t2, m2) = fixture(root.path(), "b");
         assert_ne!(pack(&t2, &m2).unwrap().sha256, a.sha256);
+    }
+
+    #[test]
+    fn a_lock_file_travels_in_the_bundle_and_must_pin_the_modules_providers() {
+        let root = tempfile::tempdir().unwrap();
+        let (t, m) = fixture(root.path(), "a");
+        let unlocked = pack(&t, &m).unwrap();
+        std::fs::write(
+            m.join("net/versions.tf"),
+            "terraform {\n  required_providers {\n    aws = {\n      source = \"hashicorp/aws\"\n    }\n  }\n}\n",
+        )
+        .unwrap();
+        let lock = |version: &str| {
+            format!(
+                "provider \"registry.terraform.io/hashicorp/aws\" {{\n  version = \"{version}\"\n  hashes = [\"h1:abc=\"]\n}}\n"
+            )
+        };
+        std::fs::write(t.join(LOCK_FILE), lock("3.39.0")).unwrap();
+        let locked = pack(&t, &m).unwrap();
+        assert_ne!(locked.sha256, unlocked.sha256);
+        let out = tempfile::tempdir().unwrap();
+        unpack(&locked.bytes, &locked.key(), &locked.sha256, out.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(out.path().join(LOCK_FILE)).unwrap(),
+            lock("3.39.0"),
+            "the lock file is at the bundle's root"
+        );
+        // Another pinned version is another bundle.
+        std::fs::write(t.join(LOCK_FILE), lock("5.100.0")).unwrap();
+        assert_ne!(pack(&t, &m).unwrap().sha256, locked.sha256);
+
+        // A provider the lock does not pin refuses the template, naming it.
+        std::fs::write(
+            m.join("net/tls.tf"),
+            "terraform {\n  required_providers {\n    tls = {\n      source = \"hashicorp/tls\"\n    }\n  }\n}\n",
+        )
+        .unwrap();
+        let err = pack(&t, &m).err().expect("refused").to_string();
+        assert!(err.contains("hashicorp/tls"), "{err}");
+        // So does a lock without hashes.
+        std::fs::remove_file(m.join("net/tls.tf")).unwrap();
+        std::fs::write(
+            t.join(LOCK_FILE),
+            "provider \"registry.terraform.io/hashicorp/aws\" {\n  version = \"3.39.0\"\n}\n",
+        )
+        .unwrap();
+        let err = pack(&t, &m).err().expect("refused").to_string();
+        assert!(err.contains("no hashes"), "{err}");
     }
 }

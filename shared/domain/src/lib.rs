@@ -25,6 +25,7 @@ pub mod messages;
 pub mod model;
 pub mod modules;
 pub mod ports;
+pub mod provider_lock;
 pub mod render;
 pub mod run_access;
 pub mod run_proof;

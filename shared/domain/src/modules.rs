@@ -2,7 +2,7 @@
 //! and which outputs it gives. The template manifest's schema is checked against these (so the two cannot
 //! disagree) and the runner wires modules and stages together by these names.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use hcl::{Block, Body, Expression};
@@ -30,6 +30,9 @@ pub struct ModuleOutput {
 pub struct ModuleInterface {
     pub variables: BTreeMap<String, ModuleVariable>,
     pub outputs: BTreeMap<String, ModuleOutput>,
+    /// The providers its `terraform { required_providers { ... } }` names, as `namespace/type`
+    /// (`hashicorp/aws`): what a template's lock file must pin.
+    pub required_providers: BTreeSet<String>,
 }
 
 impl ModuleInterface {
@@ -93,6 +96,27 @@ impl ModuleInterface {
                     };
                     if self.outputs.insert(name.clone(), o).is_some() {
                         return Err(format!("output '{name}' is declared twice"));
+                    }
+                }
+                "terraform" => {
+                    for req in block
+                        .body()
+                        .blocks()
+                        .filter(|b| b.identifier() == "required_providers")
+                    {
+                        for a in req.body().attributes() {
+                            // `aws = { source = "hashicorp/aws", version = ... }`, or the old `aws = "~> 3"`.
+                            let source = match a.expr() {
+                                Expression::Object(o) => o
+                                    .iter()
+                                    .find(|(k, _)| k.to_string().trim_matches('"') == "source")
+                                    .and_then(|(_, v)| expr_str(v)),
+                                _ => None,
+                            };
+                            let source = source.unwrap_or_else(|| a.key().to_owned());
+                            self.required_providers
+                                .insert(crate::provider_lock::short_source(&source));
+                        }
                     }
                 }
                 _ => {}
@@ -177,5 +201,26 @@ output "kubeconfig" {
                 .unwrap_err()
                 .contains("twice")
         );
+    }
+
+    #[test]
+    fn reads_the_providers_a_module_requires() {
+        let mut m = ModuleInterface::default();
+        m.add_source(
+            r#"
+terraform {
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 3.39.0"
+    }
+    tls = "~> 4.0"
+  }
+}
+"#,
+        )
+        .unwrap();
+        let want: BTreeSet<String> = ["hashicorp/aws".to_owned(), "hashicorp/tls".to_owned()].into();
+        assert_eq!(m.required_providers, want);
     }
 }

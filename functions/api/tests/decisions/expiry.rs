@@ -5,30 +5,32 @@
 use serde_json::{Value, json};
 use strato_api::decide::Api;
 use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
-use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStore, FakeTemplates};
+use strato_domain::fakes::{self, FakeClock, FakeJobQueue, FakeKeys, FakeStore, FakeTemplates};
 use strato_domain::ports::Clock;
 use strato_domain::template::Template;
 use strato_domain::ts;
 use time::Duration;
 
+/// The shared world (its catalog holds the api-test template), and Strato's key for sealed values.
 struct World {
-    clock: FakeClock,
-    store: FakeStore,
-    jobs: FakeJobQueue,
-    templates: FakeTemplates,
+    base: fakes::World,
     keys: FakeKeys,
     default_max: Option<u64>,
 }
 
+impl std::ops::Deref for World {
+    type Target = fakes::World;
+    fn deref(&self) -> &fakes::World {
+        &self.base
+    }
+}
+
 fn world(default_max: Option<u64>) -> World {
-    let clock = FakeClock::default();
-    let templates = FakeTemplates::default();
-    templates.publish(Template::from_toml(include_str!("../fixtures/api-test/template-1.0.0.toml")).unwrap());
+    let base = fakes::World::default();
+    base.templates
+        .publish(Template::from_toml(include_str!("../fixtures/api-test/template-1.0.0.toml")).unwrap());
     World {
-        store: FakeStore::new(clock.clone()),
-        jobs: FakeJobQueue::new(clock.clone()),
-        clock,
-        templates,
+        base,
         keys: FakeKeys::default(),
         default_max,
     }

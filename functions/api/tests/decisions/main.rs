@@ -16,36 +16,39 @@ use strato_api::decide::{Api, Cancelled, Started, Updated};
 use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
 use strato_domain::ErrorCategory;
 use strato_domain::coordination::TENANT_LIMIT_REASON;
-use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStateArchive, FakeStore, FakeTemplates};
+use strato_domain::fakes::{
+    self, FakeClock, FakeJobQueue, FakeKeys, FakeStateArchive, FakeStore, FakeTemplates,
+};
 use strato_domain::model::{ClusterState, DriftPolicy, OperationKind, OperationStatus};
 use strato_domain::ports::{ClusterLocks, Intake, LockOutcome, Templates, TenantSlots};
 use strato_domain::template::Template;
 
 const TENANT: &str = "acme";
 
+/// The shared world (its catalog holds the api-test template), and Strato's key for sealed values.
 struct World {
-    clock: FakeClock,
-    store: FakeStore,
-    jobs: FakeJobQueue,
-    templates: FakeTemplates,
+    base: fakes::World,
     keys: FakeKeys,
+}
+
+impl std::ops::Deref for World {
+    type Target = fakes::World;
+    fn deref(&self) -> &fakes::World {
+        &self.base
+    }
 }
 
 impl World {
     fn new() -> Self {
-        let clock = FakeClock::default();
-        let templates = FakeTemplates::default();
+        let base = fakes::World::default();
         for text in [
             include_str!("../fixtures/api-test/template-1.0.0.toml"),
             include_str!("../fixtures/api-test/template-1.1.0.toml"),
         ] {
-            templates.publish(Template::from_toml(text).unwrap());
+            base.templates.publish(Template::from_toml(text).unwrap());
         }
         Self {
-            store: FakeStore::new(clock.clone()),
-            jobs: FakeJobQueue::new(clock.clone()),
-            clock,
-            templates,
+            base,
             keys: FakeKeys::default(),
         }
     }

@@ -1,14 +1,10 @@
 //! Cluster expiry on the in-memory fakes: the delete when due (never while an operation is open, once
 //! across overlapping runs), the `cluster.expiring` event once per expiry time, filtered by subscription.
 
-use std::collections::BTreeMap;
-
 use strato_domain::expiry::{ExpiringEvent, ExpiryChange};
-use strato_domain::fakes::{FakeAuditLog, FakeClock, FakeJobQueue, FakeStore, FakeWebhooks};
-use strato_domain::ids::{ClusterId, TenantId};
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
-};
+use strato_domain::fakes::{self, FakeWebhooks};
+use strato_domain::ids::ClusterId;
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::Clock;
 use strato_domain::ts;
 use strato_domain::webhook::{Envelope, EventType, Webhook, event_id};
@@ -17,24 +13,23 @@ use time::{Duration, OffsetDateTime};
 
 const NOTICE: Duration = Duration::hours(24);
 
+/// The shared world, and the tenants' webhook settings.
 struct World {
-    clock: FakeClock,
-    store: FakeStore,
-    jobs: FakeJobQueue,
+    base: fakes::World,
     webhooks: FakeWebhooks,
-    audit: FakeAuditLog,
-    tenant: TenantId,
+}
+
+impl std::ops::Deref for World {
+    type Target = fakes::World;
+    fn deref(&self) -> &fakes::World {
+        &self.base
+    }
 }
 
 fn world() -> World {
-    let clock = FakeClock::default();
     let w = World {
-        store: FakeStore::new(clock.clone()),
-        jobs: FakeJobQueue::new(clock.clone()),
+        base: fakes::World::default(),
         webhooks: FakeWebhooks::default(),
-        audit: FakeAuditLog::default(),
-        clock,
-        tenant: "acme".parse().unwrap(),
     };
     w.webhooks.set(
         &w.tenant,
@@ -64,17 +59,7 @@ impl World {
 
     /// An ACTIVE cluster expiring `in_` from now.
     fn cluster(&self, name: &str, in_: Duration) -> ClusterId {
-        let spec = ClusterSpec {
-            name: name.parse().unwrap(),
-            template: TemplateRef {
-                name: "aws-eks-basic".into(),
-                version: "1.2.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::new(),
-            target: None,
-        };
+        let spec = fakes::World::spec(name);
         let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.now())
             .in_state(ClusterState::Active);
         ExpiryChange::Set(self.now() + in_).apply(&mut c);

@@ -1,16 +1,12 @@
 //! Every scheduler decision, on the in-memory fakes: no AWS, no moto, no Terraform.
 
-use std::collections::BTreeMap;
-
 use strato_domain::coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_domain::fakes::{
-    FakeAuditLog, FakeClock, FakeJobQueue, FakeLauncher, FakeStateLocks, FakeStore, FakeTaskEvents,
+    self, FakeAuditLog, FakeJobQueue, FakeLauncher, FakeStateLocks, FakeStore, FakeTaskEvents,
 };
-use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::ids::{ClusterId, OperationId};
 use strato_domain::messages::ControlEvent;
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
-};
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, StateLock, TaskLauncher, TenantSlots};
 use strato_domain::ts;
 use strato_scheduler::{BUSY_RETRY, Report, SCHEDULER, Scheduler, jitter};
@@ -20,28 +16,27 @@ const GRACE: Duration = Duration::minutes(2);
 const STALE: Duration = Duration::minutes(2);
 const INTERVAL: Duration = Duration::hours(6);
 
+/// The shared world, and the task records and Terraform state locks only the scheduler reads.
 struct World {
-    clock: FakeClock,
-    store: FakeStore,
-    jobs: FakeJobQueue,
+    base: fakes::World,
     tasks: FakeLauncher,
     events: FakeTaskEvents,
     state_locks: FakeStateLocks,
-    audit: FakeAuditLog,
-    tenant: TenantId,
+}
+
+impl std::ops::Deref for World {
+    type Target = fakes::World;
+    fn deref(&self) -> &fakes::World {
+        &self.base
+    }
 }
 
 fn world() -> World {
-    let clock = FakeClock::default();
     World {
-        store: FakeStore::new(clock.clone()),
-        jobs: FakeJobQueue::new(clock.clone()),
+        base: fakes::World::default(),
         tasks: FakeLauncher::default(),
         events: FakeTaskEvents::default(),
         state_locks: FakeStateLocks::default(),
-        audit: FakeAuditLog::default(),
-        clock,
-        tenant: "acme".parse().unwrap(),
     }
 }
 
@@ -77,17 +72,7 @@ impl World {
 
     /// A cluster in `state` whose next drift check is `next` (relative to now), every 6 h.
     fn cluster(&self, name: &str, state: ClusterState, next: Option<Duration>) -> ClusterId {
-        let spec = ClusterSpec {
-            name: name.parse().unwrap(),
-            template: TemplateRef {
-                name: "aws-eks-basic".into(),
-                version: "1.2.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::new(),
-            target: None,
-        };
+        let spec = fakes::World::spec(name);
         let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.now());
         c = c.in_state(state);
         c.drift_interval_secs = Some(INTERVAL.whole_seconds() as u64);

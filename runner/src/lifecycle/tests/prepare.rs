@@ -13,7 +13,7 @@ use strato_domain::sealed;
 
 use super::support::{Bed, ENGINE_ROLE, STATE_ROLE, applies, credential_profiles, outputs, vpc_plan};
 use crate::fakes::{Cmd, Reply};
-use crate::workspace::{BACKEND_FILE, TFVARS_FILE};
+use crate::workspace::{BACKEND_FILE, LOCK_FILE, TFVARS_FILE};
 
 const TARGET_ROLE: &str = "arn:aws:iam::210987654321:role/strato";
 
@@ -445,4 +445,68 @@ async fn modules_in_a_target_account_get_no_permissions_boundary() {
     target(&mut bed, None);
     let inputs = cluster_stage_inputs(&bed).await;
     assert_eq!(inputs["permissions_boundary"], "", "{inputs}");
+}
+
+#[tokio::test]
+async fn a_template_that_pins_its_providers_initializes_every_stage_with_its_lock_file_read_only() {
+    let bed = Bed::new(OperationKind::Update, "locked").await;
+    let lock = Arc::new(Mutex::new(None));
+    let seen = lock.clone();
+    bed.engine.expect(
+        Cmd::Init,
+        Reply::ok().on_start(move |dir| {
+            *seen.lock().unwrap() = std::fs::read_to_string(dir.join(LOCK_FILE)).ok();
+        }),
+    );
+    rest_of_update(&bed, "");
+    bed.run_to_success().await;
+    bed.engine.assert_done();
+    let published = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/templates/locked")
+            .join(LOCK_FILE),
+    )
+    .unwrap();
+    assert_eq!(
+        lock.lock().unwrap().as_deref(),
+        Some(published.as_str()),
+        "the stage starts with the template's lock file"
+    );
+    let init = &bed.engine.calls()[0];
+    assert!(
+        init.args.iter().any(|a| a == "-lockfile=readonly"),
+        "{:?}",
+        init.args
+    );
+}
+
+#[tokio::test]
+async fn a_template_without_a_lock_file_lets_init_choose_and_a_lock_mismatch_names_the_fix() {
+    let bed = Bed::new(OperationKind::Update, "net").await;
+    bed.engine.expect(Cmd::Init, Reply::ok());
+    rest_of_update(&bed, "");
+    bed.run_to_success().await;
+    let init = &bed.engine.calls()[0];
+    assert!(
+        !init.args.iter().any(|a| a.starts_with("-lockfile")),
+        "{:?}",
+        init.args
+    );
+
+    // The engine refuses a package the lock file does not list: the template's to fix, not retried.
+    let bed = Bed::new(OperationKind::Update, "locked").await;
+    bed.engine.expect(
+        Cmd::Init,
+        Reply::fail(
+            // Terraform 0.15's words, wrapped as it wraps them.
+            "Error: Failed to install provider\n\nError while installing hashicorp/aws v3.39.0: the current package for\n\
+             registry.terraform.io/hashicorp/aws 3.39.0 doesn't match any of the checksums\n\
+             previously recorded in the dependency lock file",
+        ),
+    );
+    let error = bed.run_to_failure().await;
+    bed.engine.assert_done();
+    assert_eq!(error.step, "init", "{error:?}");
+    assert_eq!(error.category, ErrorCategory::InvalidConfiguration, "{error:?}");
+    assert!(error.fix.contains("providers lock"), "{error:?}");
 }

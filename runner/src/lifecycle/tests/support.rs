@@ -1,6 +1,7 @@
 //! A run on the fakes: the operation recorded in the fake store with its cluster lock taken, the runner's
 //! fixture templates published (`runner/tests/fixtures`: `net` is one stage `main`, `eks` two stages
-//! `network` then `cluster`), a scripted engine, and readers of what the run did.
+//! `network` then `cluster`, `locked` is `net` with a provider lock file), a scripted engine, and readers of
+//! what the run did.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -57,7 +58,7 @@ impl Bed {
         let clock = FakeClock::default();
         let store = FakeRunStore::new(FakeStore::new(clock.clone()));
         let cloud = FakeCloud::default();
-        for t in ["net", "eks"] {
+        for t in ["net", "eks", "locked"] {
             let bundle = strato_domain::bundle::pack(
                 &fixtures().join("templates").join(t),
                 &fixtures().join("modules"),

@@ -9,6 +9,7 @@ mod intake;
 mod scheduler;
 mod state;
 mod status;
+mod world;
 
 pub use crate::sealed::FakeKeys;
 pub use audit::FakeAuditLog;
@@ -16,6 +17,7 @@ pub use intake::FakeTemplates;
 pub use scheduler::{FakeStateLocks, FakeTaskEvents};
 pub use state::FakeStateArchive;
 pub use status::{FakeRunArchive, FakeStatusQueues, FakeWebhooks};
+pub use world::World;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
