@@ -15,8 +15,8 @@ use time::OffsetDateTime;
 
 use crate::StatusError;
 use crate::cluster_end::{change, to_configuring};
-use crate::decide::{Outcome, Ports, Status};
 use crate::handoff::{Final, Outputs, finish, finish_interrupted_handoff};
+use crate::ports::{Outcome, Ports, Status};
 
 /// The longest delay SQS allows a message (15 minutes): no timer asks for more.
 pub const MAX_TIMER_DELAY_SECS: i32 = 900;

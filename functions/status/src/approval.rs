@@ -13,8 +13,8 @@ use strato_domain::webhook::{EventType, OperationEvent};
 use time::Duration;
 
 use crate::StatusError;
-use crate::decide::{Ports, Status};
 use crate::frames::announce;
+use crate::ports::{Ports, Status};
 
 /// Beyond the request's expiry, the lock's lease lasts this much longer: the scheduler's sweep that expires
 /// the request (every few minutes) must find the operation still holding it.

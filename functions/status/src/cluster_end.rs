@@ -8,8 +8,8 @@ use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, Operat
 use strato_domain::ports::{Clusters, PortError};
 use time::OffsetDateTime;
 
-use crate::decide::{Ports, Status};
-use crate::handoff::{Final, Outputs};
+use crate::ending::{Final, Outputs};
+use crate::ports::{Ports, Status};
 use crate::{StatusError, drift};
 
 /// The change an ended operation makes to its cluster.

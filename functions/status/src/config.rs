@@ -13,7 +13,7 @@ use strato_domain::ports::SystemClock;
 use strato_domain::run_proof::RunProofKey;
 
 use crate::StatusError;
-use crate::decide::{Ports, ReportWait, Status};
+use crate::ports::{Ports, ReportWait, Status};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {

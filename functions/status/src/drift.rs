@@ -16,7 +16,7 @@ use strato_domain::webhook::{
 use time::OffsetDateTime;
 
 use crate::StatusError;
-use crate::decide::{Ports, Status};
+use crate::ports::{Ports, Status};
 
 /// Records drift check `check`'s result (`changes`, found `at`) on the cluster. `false` when this check's
 /// result is already there, so a redelivered success changes nothing.

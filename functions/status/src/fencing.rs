@@ -8,7 +8,7 @@ use strato_domain::model::Operation;
 use strato_domain::ports::ClusterLocks;
 
 use crate::StatusError;
-use crate::decide::{Ports, Status};
+use crate::ports::{Ports, Status};
 
 /// Whether an event from the holder of a token may still change an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

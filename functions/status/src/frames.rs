@@ -4,7 +4,7 @@ use strato_domain::messages::LogFrame;
 use strato_domain::model::{Cluster, Operation};
 use strato_domain::ports::{Clock, Clusters, FrameSink, RunArchive};
 
-use crate::decide::{Ports, Status};
+use crate::ports::{Ports, Status};
 
 /// Tells the operation's subscribers where it stands (via the logs queue and log-fanout). Best effort: the
 /// state is already saved, and a lost frame is repaired by the next one or by reading the operation.

@@ -1,39 +1,17 @@
 //! The end of an operation: its cluster's end state, its own final status, then the hand-off (cluster lock
 //! and tenant slot released, the next queued operation woken), drift follow-up and the last frames.
 
-use std::collections::BTreeMap;
-
 use strato_domain::coordination::{ClusterFate, Ended, end_operation, release_and_wake};
-use strato_domain::cost::CostEstimate;
-use strato_domain::error::UserError;
 use strato_domain::ids::OperationId;
-use strato_domain::model::{
-    Cluster, ClusterState, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
-};
-use time::OffsetDateTime;
+use strato_domain::model::{Cluster, ClusterState, DriftPolicy, Operation, OperationKind, OperationStatus};
 
 use strato_domain::ports::{ClusterLocks, NameReservations, PortError, SlotHolders};
 
 use crate::cluster_end::apply_to_cluster;
-use crate::decide::{Ports, Status};
+pub(crate) use crate::ending::{Final, Outputs};
 use crate::frames::{announce, end_stream};
+use crate::ports::{Ports, Status};
 use crate::{StatusError, drift};
-
-/// A finished apply's Terraform outputs (non-sensitive ones).
-pub(crate) type Outputs = BTreeMap<String, serde_json::Value>;
-
-/// How an operation ends.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Final {
-    Succeeded {
-        outputs: Outputs,
-        drift: Option<Vec<ResourceChange>>,
-        estimate: Option<CostEstimate>,
-        at: OffsetDateTime,
-    },
-    Failed(UserError),
-    Cancelled,
-}
 
 /// Gives `op` the final status `fin` says (with its error, or the estimate a success brought).
 pub(crate) fn conclude(op: &mut Operation, fin: &Final) {
@@ -156,7 +134,8 @@ pub(crate) async fn finish_interrupted_handoff<P: Ports>(
 mod tests {
     use super::*;
     use crate::test_support::running;
-    use strato_domain::error::ErrorCategory;
+    use strato_domain::cost::CostEstimate;
+    use strato_domain::error::{ErrorCategory, UserError};
 
     #[test]
     fn conclude_records_the_end() {

@@ -32,11 +32,13 @@ mod cluster_end;
 mod config;
 mod decide;
 mod drift;
+mod ending;
 mod fencing;
 mod frames;
 mod handoff;
 mod incoming;
 mod lifecycle;
+mod ports;
 mod runner_events;
 mod task_change;
 
@@ -45,10 +47,10 @@ use strato_domain::ids::OperationId;
 
 pub use agent::MAX_TIMER_DELAY_SECS;
 pub use config::{AwsPorts, Config, Ctx, handle};
-pub use decide::{Outcome, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status};
 pub use incoming::{
     EnvVar, Incoming, TaskContainer, TaskContainerOverride, TaskOverrides, TaskStateChange, parse_body,
 };
+pub use ports::{Outcome, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status};
 pub use runner_events::apply_runner_event;
 pub use task_change::{FINAL_REPORT_GRACE_RECEIVES, FINAL_REPORT_RETRY_SECS, LOST_REPORT};
 

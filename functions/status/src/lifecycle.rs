@@ -14,7 +14,7 @@ use strato_domain::model::{Cluster, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, Webhooks};
 use strato_domain::webhook::{ClusterStateEvent, EventType, OperationEvent};
 
-use crate::decide::{Ports, Status};
+use crate::ports::{Ports, Status};
 
 /// Queues event `kind` about `subject` for `op`'s tenant, if its webhook wants it.
 pub(crate) async fn emit<P: Ports>(

@@ -10,10 +10,10 @@ use strato_domain::model::{Operation, OperationKind, OperationStatus, Step};
 use strato_domain::ports::{Clock, LeaseRenewal, Operations, PortError};
 
 use crate::agent::{Readiness, await_agent, readiness, verify_outputs};
-use crate::decide::{Ports, Status};
 use crate::fencing::{Fence, fence, record_stale};
 use crate::frames::announce;
 use crate::handoff::{Final, finish, finish_interrupted_handoff};
+use crate::ports::{Ports, Status};
 use crate::task_change::record_late_report;
 use crate::{StatusError, drift};
 

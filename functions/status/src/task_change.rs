@@ -15,10 +15,10 @@ use strato_domain::ports::{Clock, Operations, PortError, RunArchive};
 use strato_domain::ts;
 
 use crate::StatusError;
-use crate::decide::{Outcome, Ports, ReportWait, Status};
 use crate::fencing::{Fence, fence, record_stale};
 use crate::handoff::{Final, finish, finish_interrupted_handoff};
 use crate::incoming::TaskStateChange;
+use crate::ports::{Outcome, Ports, ReportWait, Status};
 
 /// The delivery of a STOPPED event that concludes a runner's final report was lost: the events queue's last
 /// before its dead-letter queue.

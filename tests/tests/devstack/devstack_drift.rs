@@ -152,13 +152,8 @@ impl T {
         .await;
     }
 
-    /// Follows an operation over the WebSocket API to its end; the status frames' messages.
-    async fn follow(&self, op: &str) -> Vec<String> {
-        self.follow_all(op).await.0
-    }
-
     /// Follows an operation over the WebSocket API to its end; the status frames' messages and the log.
-    async fn follow_all(&self, op: &str) -> (Vec<String>, Vec<String>) {
+    async fn follow(&self, op: &str) -> (Vec<String>, Vec<String>) {
         let ws = self.stack.endpoints.websocket.clone().unwrap();
         // The WebSocket API takes tickets only (issue 16 finding 6): the follower trades the token for one.
         let w = watch_operation(&self.api, &ws, op, OP_TIMEOUT, |_| {}, |_, _, _| {})
@@ -247,7 +242,7 @@ async fn drift_is_found_on_schedule_reported_repaired_and_state_and_dispatch_rec
         .await;
     assert_eq!(x_check["requested_by"], "strato:scheduler", "{x_check}");
     let x_check = x_check["id"].as_str().unwrap().to_owned();
-    let (messages, log) = t.follow_all(&x_check).await;
+    let (messages, log) = t.follow(&x_check).await;
     // fixture-vpc-sg pins its provider: the engine installed it from the template's lock file, read-only.
     assert!(
         log.iter()
