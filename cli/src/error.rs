@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Deserialize;
 use strato_domain::validate::FieldError;
 
-use crate::render::plain;
+use crate::text::plain;
 
 /// Exit codes (cli/README.md, Usage; `strato --help` repeats them).
 pub mod exit {

@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod follow;
 pub mod render;
+pub mod text;
 pub mod vars;
 
 use std::io::IsTerminal;
