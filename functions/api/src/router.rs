@@ -124,7 +124,7 @@ impl Caller {
         if let Some(tp) = self.traceparent {
             op.traceparent = Some(tp);
         }
-        telemetry::record_operation(&tracing::Span::current(), op);
+        op.record_on(&tracing::Span::current());
     }
 }
 

@@ -16,7 +16,7 @@ use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStat
 use strato_domain::ports::{
     Claim, Clock, ClusterStep, JobQueue, LaunchFailure, LockOutcome, Storage, TaskLauncher,
 };
-use strato_domain::telemetry::{self, fields};
+use strato_domain::telemetry::fields;
 use strato_domain::vitals::{self, ParkReason};
 
 use crate::DispatchError;
@@ -128,7 +128,7 @@ where
         let job: JobMessage =
             serde_json::from_str(body).map_err(|source| DispatchError::BadBody { message_id, source })?;
         // The record's span (strato_aws::batch) is in the job's trace; it gets the job's ids.
-        telemetry::record_job(&tracing::Span::current(), &job);
+        job.record_on(&tracing::Span::current());
         self.dispatch(&job, receive_count(record)).await
     }
 

@@ -106,7 +106,7 @@ pub fn jitter(cluster: &ClusterId, due: &str, interval: Duration) -> Duration {
 fn item_span(op: &Operation) -> tracing::Span {
     let parent = op.traceparent.as_ref();
     let span = telemetry::span("tick", &Traceparent::child_or_root(parent), parent);
-    telemetry::record_operation(&span, op);
+    op.record_on(&span);
     span
 }
 

@@ -157,7 +157,7 @@ async fn run_to_end<P: Ports>(cfg: Config, ports: RunPorts<P>) -> Result<RunSumm
         .operation(&cfg.operation_id)
         .await?
         .ok_or_else(|| RunnerError::OperationNotFound(cfg.operation_id.clone()))?;
-    strato_domain::telemetry::record_operation(&tracing::Span::current(), &op);
+    op.record_on(&tracing::Span::current());
     // The dispatcher's recording of the task is the operation's last write before the runner reads it.
     if op.task_arn.is_some() {
         vitals::runner_started(op.kind, op.updated_at, strato_domain::ts::now());

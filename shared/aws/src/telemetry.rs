@@ -71,7 +71,7 @@ pub async fn with_trace<F: std::future::Future>(tp: Traceparent, inherited: bool
 /// operation is in its one trace.
 pub fn record_operation(op: &strato_domain::model::Operation) {
     let span = tracing::Span::current();
-    telemetry::record_operation(&span, op);
+    op.record_on(&span);
     let Some(op_trace) = op.traceparent else { return };
     let _ = CURRENT.try_with(|c| {
         let cur = c.get();

@@ -24,7 +24,7 @@ pub enum Error {
     #[error("provider catalog {provider}: {reason}")]
     Catalog { provider: String, reason: String },
     #[error("spec is invalid ({} problem(s))", .0.len())]
-    Validation(Vec<crate::validate::FieldError>),
+    Validation(Vec<FieldError>),
     #[error("rendering {what}: {source}")]
     Render {
         what: &'static str,
@@ -57,7 +57,7 @@ pub enum Error {
     Unavailable(String),
     /// An adapter's own error with no domain meaning, kept whole so the adapter can get it back by downcasting.
     #[error(transparent)]
-    Other(crate::ports::BoxError),
+    Other(BoxError),
 }
 
 /// Broad classes of failure; they decide retries and alerts, and pick the default fix hint.
@@ -150,6 +150,25 @@ impl UserError {
     pub fn with_fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = fix.into();
         self
+    }
+}
+
+/// Any error an adapter reports that has no port meaning of its own; kept whole so the adapter can get it
+/// back (by downcasting) when it converts a [`crate::ports::PortError`] into its own error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// One field of a request that is not valid: where, what is wrong, and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FieldError {
+    /// JSON-path-like location in the request, e.g. `variables.node_count` or `variables.tags.env`.
+    pub field: String,
+    pub problem: String,
+    pub allowed: String,
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} (allowed: {})", self.field, self.problem, self.allowed)
     }
 }
 

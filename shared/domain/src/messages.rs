@@ -350,6 +350,17 @@ impl WebhookMessage {
 pub const ENV_OPERATION_ID: &str = "STRATO_OPERATION_ID";
 pub const ENV_FENCING_TOKEN: &str = "STRATO_FENCING_TOKEN";
 
+impl JobMessage {
+    /// Records the job's ids on `span` (the fields of [`crate::telemetry::fields`]).
+    pub fn record_on(&self, span: &tracing::Span) {
+        use crate::telemetry::fields;
+        span.record(fields::TENANT_ID, self.tenant_id.as_str());
+        span.record(fields::CLUSTER_ID, self.cluster_id.as_str());
+        span.record(fields::OPERATION_ID, self.operation_id.as_str());
+        span.record(fields::OPERATION_KIND, self.kind.as_str());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

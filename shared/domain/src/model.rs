@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 
 use crate::error::UserError;
 use crate::ids::{ClusterId, ClusterName, OperationId, TenantId};
+pub use crate::state_machine::ClusterState;
 use crate::state_machine::TransitionError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -55,65 +56,6 @@ impl FromStr for CloudProvider {
             .into_iter()
             .find(|p| p.as_str() == s)
             .ok_or_else(|| format!("unknown provider '{s}'; allowed: aws, gcp, azure, digitalocean, linode"))
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ClusterState {
-    Pending,
-    Provisioning,
-    Configuring,
-    Active,
-    Updating,
-    Deleting,
-    Deleted,
-    Failed,
-}
-
-impl ClusterState {
-    pub const ALL: [ClusterState; 8] = [
-        ClusterState::Pending,
-        ClusterState::Provisioning,
-        ClusterState::Configuring,
-        ClusterState::Active,
-        ClusterState::Updating,
-        ClusterState::Deleting,
-        ClusterState::Deleted,
-        ClusterState::Failed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClusterState::Pending => "PENDING",
-            ClusterState::Provisioning => "PROVISIONING",
-            ClusterState::Configuring => "CONFIGURING",
-            ClusterState::Active => "ACTIVE",
-            ClusterState::Updating => "UPDATING",
-            ClusterState::Deleting => "DELETING",
-            ClusterState::Deleted => "DELETED",
-            ClusterState::Failed => "FAILED",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        self == ClusterState::Deleted
-    }
-}
-
-impl fmt::Display for ClusterState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ClusterState {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        ClusterState::ALL
-            .into_iter()
-            .find(|st| st.as_str() == s)
-            .ok_or_else(|| format!("unknown cluster state '{s}'"))
     }
 }
 
@@ -515,3 +457,18 @@ impl Operation {
 
 #[cfg(test)]
 mod tests;
+
+impl Operation {
+    /// Records the operation's ids on `span` (the fields of [`crate::telemetry::fields`]).
+    pub fn record_on(&self, span: &tracing::Span) {
+        use crate::telemetry::fields;
+        span.record(fields::TENANT_ID, self.tenant_id.as_str());
+        span.record(fields::CLUSTER_ID, self.cluster_id.as_str());
+        span.record(fields::OPERATION_ID, self.operation_id.as_str());
+        span.record(fields::OPERATION_KIND, self.kind.as_str());
+        span.record(fields::ATTEMPT, self.attempt);
+        if let Some(arn) = &self.task_arn {
+            span.record(fields::TASK_ARN, arn.as_str());
+        }
+    }
+}

@@ -20,9 +20,7 @@ use crate::messages::JobMessage;
 use crate::model::{Cluster, Operation, OperationStatus};
 use crate::template::Template;
 
-/// Any error an adapter reports that has no port meaning of its own; kept whole so the adapter can get it
-/// back (by downcasting) when it converts a [`PortError`] into its own error.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use crate::error::BoxError;
 
 /// What a port call can fail with: the crate's one error enum, under the name the port signatures read best with
 /// (`Conflict`, `NotFound`, `Unavailable` and `Other` are the variants adapters report).

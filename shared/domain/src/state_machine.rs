@@ -3,7 +3,73 @@
 //! (What a transition sets in motion is decided by whoever asked for it: the dispatcher starts the runner,
 //! the status function records outputs or errors; no caller acted on a per-row action, so the table has none.)
 
-use crate::model::ClusterState::{self, *};
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use ClusterState::*;
+
+/// Where a cluster is in its life; the state machine's table of transitions says which moves exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ClusterState {
+    Pending,
+    Provisioning,
+    Configuring,
+    Active,
+    Updating,
+    Deleting,
+    Deleted,
+    Failed,
+}
+
+impl ClusterState {
+    pub const ALL: [ClusterState; 8] = [
+        ClusterState::Pending,
+        ClusterState::Provisioning,
+        ClusterState::Configuring,
+        ClusterState::Active,
+        ClusterState::Updating,
+        ClusterState::Deleting,
+        ClusterState::Deleted,
+        ClusterState::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClusterState::Pending => "PENDING",
+            ClusterState::Provisioning => "PROVISIONING",
+            ClusterState::Configuring => "CONFIGURING",
+            ClusterState::Active => "ACTIVE",
+            ClusterState::Updating => "UPDATING",
+            ClusterState::Deleting => "DELETING",
+            ClusterState::Deleted => "DELETED",
+            ClusterState::Failed => "FAILED",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        self == ClusterState::Deleted
+    }
+}
+
+impl fmt::Display for ClusterState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ClusterState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ClusterState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| format!("unknown cluster state '{s}'"))
+    }
+}
 
 pub const TRANSITIONS: &[(ClusterState, ClusterState)] = &[
     (Pending, Provisioning),

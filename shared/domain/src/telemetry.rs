@@ -8,9 +8,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tracing::Span;
 
-use crate::messages::JobMessage;
-use crate::model::Operation;
-
 /// Field names, defined once: the JSON log lines, the Logs Insights queries and the tests use these.
 pub mod fields {
     pub const TENANT_ID: &str = "tenant_id";
@@ -173,7 +170,7 @@ impl<'de> Deserialize<'de> for Traceparent {
 
 /// The span of one unit of work (`unit`: see [`fields::UNIT`]) in the trace `me` (a child of what the
 /// work came with): it carries `trace_id`, `span_id`, `parent_span_id` and leaves the vocabulary's other
-/// fields to be recorded once known ([`record_operation`], [`record_job`], [`record`]).
+/// fields to be recorded once known (`Operation::record_on`, `JobMessage::record_on`, [`record`]).
 pub fn span(unit: &'static str, me: &Traceparent, parent: Option<&Traceparent>) -> Span {
     let parent_span_id = parent.map(Traceparent::span_id);
     tracing::info_span!(
@@ -212,29 +209,10 @@ pub fn record(span: &Span, field: &str, value: &str) {
     span.record(field, value);
 }
 
-/// Records an operation's ids on `span`.
-pub fn record_operation(span: &Span, op: &Operation) {
-    span.record(fields::TENANT_ID, op.tenant_id.as_str());
-    span.record(fields::CLUSTER_ID, op.cluster_id.as_str());
-    span.record(fields::OPERATION_ID, op.operation_id.as_str());
-    span.record(fields::OPERATION_KIND, op.kind.as_str());
-    span.record(fields::ATTEMPT, op.attempt);
-    if let Some(arn) = &op.task_arn {
-        span.record(fields::TASK_ARN, arn.as_str());
-    }
-}
-
-/// Records a job's ids on `span`.
-pub fn record_job(span: &Span, job: &JobMessage) {
-    span.record(fields::TENANT_ID, job.tenant_id.as_str());
-    span.record(fields::CLUSTER_ID, job.cluster_id.as_str());
-    span.record(fields::OPERATION_ID, job.operation_id.as_str());
-    span.record(fields::OPERATION_KIND, job.kind.as_str());
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::messages::JobMessage;
 
     const SAMPLE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 

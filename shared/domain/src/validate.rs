@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Catalogs, ProviderCatalog};
@@ -12,19 +11,7 @@ use crate::template::{
     CatalogRef, DEFAULT_STRING_LEN, MAX_COLLECTION_ITEMS, MAX_STRING_LEN, Template, VarType, VariableDef,
 };
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FieldError {
-    /// JSON-path-like location in the request, e.g. `variables.node_count` or `variables.tags.env`.
-    pub field: String,
-    pub problem: String,
-    pub allowed: String,
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} (allowed: {})", self.field, self.problem, self.allowed)
-    }
-}
+pub use crate::error::FieldError;
 
 /// A spec that passed validation, with defaults filled in. Only [`validate`] constructs it.
 #[derive(Debug, Clone, PartialEq)]
