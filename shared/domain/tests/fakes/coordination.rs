@@ -1,15 +1,12 @@
 //! `end_operation` and `optimistic` on the in-memory fakes: no AWS, no moto.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use strato_domain::coordination::{Attempt, ClusterFate, Ended, LOCK_LEASE, end_operation, optimistic};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeStore};
 use strato_domain::ids::{ClusterId, TenantId};
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
-};
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, PortError, TenantSlots};
 use time::Duration;
 
@@ -36,17 +33,7 @@ fn boom() -> UserError {
 
 impl World {
     fn cluster(&self, state: ClusterState) -> ClusterId {
-        let spec = ClusterSpec {
-            name: "prod".parse().unwrap(),
-            template: TemplateRef {
-                name: "aws-eks-basic".into(),
-                version: "1.2.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::new(),
-            target: None,
-        };
+        let spec = strato_domain::fakes::World::spec("prod");
         let c =
             Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now()).in_state(state);
         self.store.put_cluster(c.clone());

@@ -1,13 +1,9 @@
 //! The fakes keep the real adapters' conditional-write semantics, and the hand-off rules hold against them.
 
-use std::collections::BTreeMap;
-
 use strato_domain::coordination::{TENANT_LIMIT_REASON, release_and_wake, update_cluster, update_operation};
 use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeLauncher, FakeStore};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
-};
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{
     Clock, ClusterLocks, Clusters, JobQueue, LaunchFailure, LockOutcome, Operations, PortError, TaskLauncher,
     TenantSlots,
@@ -33,17 +29,7 @@ fn world() -> World {
 
 impl World {
     fn cluster(&self, name: &str) -> Cluster {
-        let spec = ClusterSpec {
-            name: name.parse().unwrap(),
-            template: TemplateRef {
-                name: "aws-eks-basic".into(),
-                version: "1.2.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::new(),
-            target: None,
-        };
+        let spec = strato_domain::fakes::World::spec(name);
         let c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now());
         self.store.put_cluster(c.clone());
         c
