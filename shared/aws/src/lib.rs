@@ -12,6 +12,7 @@ pub mod coordination;
 pub mod emf;
 pub mod env;
 pub mod error;
+mod json_fields;
 pub mod log_io;
 pub mod ports;
 pub mod queues;

@@ -11,7 +11,8 @@ use aws_lambda_events::sqs::SqsMessage;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use serde_json::{Map, Value};
 use strato_domain::telemetry::{self, TRACEPARENT_ATTRIBUTE, Traceparent, fields};
-use tracing::field::{Field, Visit};
+
+use crate::json_fields::JsonVisitor;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -112,31 +113,6 @@ pub fn record_span(unit: &'static str, record: &SqsMessage) -> (tracing::Span, T
 struct SpanFields {
     fields: Map<String, Value>,
     opened: Instant,
-}
-
-/// Collects a span's or event's fields as JSON values (numbers stay numbers).
-pub(crate) struct JsonVisitor<'a>(pub(crate) &'a mut Map<String, Value>);
-
-impl Visit for JsonVisitor<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), Value::from(value));
-    }
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.insert(field.name().to_owned(), Value::from(value));
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().to_owned(), Value::from(value));
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.insert(field.name().to_owned(), Value::from(value));
-    }
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        self.0.insert(field.name().to_owned(), Value::from(value));
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0
-            .insert(field.name().to_owned(), Value::from(format!("{value:?}")));
-    }
 }
 
 /// A [`Layer`] that hands each event, with its span chain's fields flattened in (inner spans win, the event's

@@ -29,7 +29,7 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::telemetry::JsonVisitor;
+use crate::json_fields::JsonVisitor;
 
 /// The environment variable naming the daemon (`host:port`, or the SDKs' `udp:host:port tcp:host:port`).
 pub const DAEMON_ADDRESS_ENV: &str = "AWS_XRAY_DAEMON_ADDRESS";
