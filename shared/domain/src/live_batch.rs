@@ -13,25 +13,13 @@
 //! one post, sent at once. A `skipped` marker starts a new frame, so it always sits before the first line
 //! of its frame, as on `log`.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
 use crate::error::Error;
 use crate::ids::OperationId;
+pub use crate::logs::LineRun;
 use crate::logs::{ControlFrame, encode_parts, escaped_len, render};
-use crate::messages::{LogFrame, LogLine, LogStream, SkippedLines};
-
-/// Consecutive lines of a `log_batch` frame sharing `stream` and `step`. `dt_us` and `text` have one entry
-/// per line, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct LineRun {
-    pub stream: LogStream,
-    pub step: String,
-    /// Each line's timestamp, in microseconds after the frame's `t0` (negative if earlier).
-    pub dt_us: Vec<i64>,
-    pub text: Vec<String>,
-}
+use crate::messages::{LogFrame, LogLine, SkippedLines};
 
 /// Timestamps travel at microsecond precision (`crate::ts`); offsets are taken between truncated values so
 /// a line decodes to exactly what a `log` frame would give.
@@ -257,6 +245,7 @@ where
 mod tests {
     use super::*;
     use crate::logs::{MAX_FRAME_BYTES, Reassembler, ServerFrame};
+    use crate::messages::LogStream;
     use crate::model::OperationStatus;
 
     fn line(seq: u64, text: String) -> LogLine {

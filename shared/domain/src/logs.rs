@@ -21,8 +21,18 @@ use time::OffsetDateTime;
 
 use crate::error::Error;
 use crate::ids::OperationId;
-use crate::live_batch::LineRun;
 use crate::messages::{LogFrame, LogLine, LogStream, SkippedLines};
+
+/// Consecutive lines of a `log_batch` frame sharing `stream` and `step`. `dt_us` and `text` have one entry
+/// per line, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LineRun {
+    pub stream: LogStream,
+    pub step: String,
+    /// Each line's timestamp, in microseconds after the frame's `t0` (negative if earlier).
+    pub dt_us: Vec<i64>,
+    pub text: Vec<String>,
+}
 
 /// API Gateway's WebSocket frame size limit. Every frame Strato posts fits in it.
 pub const MAX_FRAME_BYTES: usize = 32 * 1024;
