@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use strato_domain::logs::{ClientFrame, ControlFrame, Reassembler, ServerFrame};
 use strato_domain::messages::{LogFrame, LogLine};
+use strato_stream::logs::{ClientFrame, ControlFrame, Reassembler, ServerFrame};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::api::Api;
@@ -271,7 +271,7 @@ async fn session(
                 return Ok(Session::Ended);
             }
             ServerFrame::Control(c @ ControlFrame::LogBatch { .. }) => {
-                let lines = strato_domain::live_batch::batch_lines(&c).unwrap_or_default();
+                let lines = strato_stream::live_batch::batch_lines(&c).unwrap_or_default();
                 st.take(lines, on_event);
             }
             ServerFrame::Control(c @ ControlFrame::LogPart { .. }) => {

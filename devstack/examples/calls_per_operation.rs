@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
-use strato_aws::calls::recorder::{CallRecorder, RequestCounts};
 use strato_aws::store::Store;
+use strato_calls::recorder::{CallRecorder, RequestCounts};
 use strato_devstack::registry::{HttpHandler, ScheduleHandler, SqsHandler};
 use strato_devstack::{Devstack, DevstackConfig, DevstackError, Plugin, Registry, StackEnv};
 use strato_domain::ids::OperationId;

@@ -1,5 +1,5 @@
 //! Every log line of the stack, kept in memory as CloudWatch Logs would hold it: the in-process functions'
-//! events (each with its span chain's fields flattened, as `strato_aws::telemetry` writes them in AWS, plus
+//! events (each with its span chain's fields flattened, as `strato_telemetry` writes them in AWS, plus
 //! the `component` — the function — devstack's invocation span names) and the runners' JSON lines from their
 //! stderr. `span end` lines are the spans; [`Capture::span_tree`] prints one operation's trace from them.
 //!
@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value};
-use strato_aws::telemetry::FlatJsonLayer;
 use strato_domain::telemetry::fields;
+use strato_telemetry::FlatJsonLayer;
 
 /// One captured line: a JSON object with at least `component`, `level`, `message`.
 pub type Line = Map<String, Value>;
@@ -65,8 +65,8 @@ pub fn install() -> Option<Capture> {
         );
     // Segments to devstack's X-Ray daemon, as each function sends them to Lambda's in AWS.
     let xray = crate::xray::collector()
-        .and_then(|c| strato_aws::xray::XrayLayer::new(c.addr(), "devstack"))
-        .map(|l| l.with_filter(strato_aws::xray::filter()));
+        .and_then(|c| strato_telemetry::xray::XrayLayer::new(c.addr(), "devstack"))
+        .map(|l| l.with_filter(strato_telemetry::xray::filter()));
     let subscriber = tracing_subscriber::registry().with(layer).with(text).with(xray);
     tracing::subscriber::set_global_default(subscriber).ok()?;
     Some(GLOBAL.get_or_init(|| capture).clone())

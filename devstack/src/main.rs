@@ -310,8 +310,8 @@ fn init_tracing(file: Option<&std::fs::File>) -> anyhow::Result<()> {
     };
     // The stack's X-Ray daemon: GET /traces/{operation_id}/xray serves what it received.
     let xray = strato_devstack::xray::collector()
-        .and_then(|c| strato_aws::xray::XrayLayer::new(c.addr(), "devstack"))
-        .map(|l| l.with_filter(strato_aws::xray::filter()));
+        .and_then(|c| strato_telemetry::xray::XrayLayer::new(c.addr(), "devstack"))
+        .map(|l| l.with_filter(strato_telemetry::xray::filter()));
     tracing_subscriber::registry().with(text).with(xray).init();
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! devstack's X-Ray daemon: a UDP socket collecting the segment documents `strato_aws::xray` sends (the
+//! devstack's X-Ray daemon: a UDP socket collecting the segment documents `strato_telemetry::xray` sends (the
 //! in-process functions through the process's subscriber, runners and runtime-API functions through
 //! `AWS_XRAY_DAEMON_ADDRESS`), kept in memory and served by `GET /traces/{operation_id}/xray`. What AWS's
 //! daemon would forward to X-Ray, checked here as X-Ray reads it.
@@ -31,7 +31,7 @@ pub fn running() -> Option<&'static Collector> {
 pub fn daemon_env() -> Option<(String, String)> {
     let c = running()?;
     Some((
-        strato_aws::xray::DAEMON_ADDRESS_ENV.to_owned(),
+        strato_telemetry::xray::DAEMON_ADDRESS_ENV.to_owned(),
         c.addr.to_string(),
     ))
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use strato_aws::store::Store;
-use strato_domain::bundle::MANIFEST_FILE;
+use strato_terraform::bundle::MANIFEST_FILE;
 use strato_testbed::TestEnv;
 
 async fn publish(env: &TestEnv, prefix: &str) -> std::process::Output {

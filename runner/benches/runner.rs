@@ -17,7 +17,7 @@ mod runner_bench;
 
 use std::path::Path;
 
-use strato_domain::bundle;
+use strato_terraform::bundle;
 use strato_testbed::{TestEngine, TestEnv};
 
 use runner_bench::apply::{self, Engines};

@@ -1,9 +1,9 @@
-//! The AWS calls the runner's code (and its engine's S3 backend) makes: IAM actions on logical resources (`strato_aws::calls`). Checked
+//! The AWS calls the runner's code (and its engine's S3 backend) makes: IAM actions on logical resources (`strato_calls`). Checked
 //! against its IAM policy in `infra/` (tests/tests/engine/infra_apply.rs) and against the calls it really makes in
 //! devstack (tests/tests/devstack/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
 //! goes here first; the infra check then names the grant `infra/modules/runner/iam.tf` lacks.
 
-use strato_aws::calls::{AwsCall, Resource::*, call};
+use strato_calls::{AwsCall, Resource::*, call};
 
 pub const AWS_CALLS: &[AwsCall] = &[
     // QueueUrls::resolve at start: every queue's URL.

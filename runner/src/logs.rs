@@ -12,8 +12,8 @@ use backon::{ExponentialBuilder, Retryable};
 use regex::Regex;
 use strato_domain::artifacts;
 use strato_domain::ids::OperationId;
-use strato_domain::live_batch;
 use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
+use strato_stream::live_batch;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -153,7 +153,7 @@ impl LogHub {
         self.liveness.touch();
         let text = self
             .redactor
-            .redact(strato_domain::render::strip_write_prefix(text));
+            .redact(strato_terraform::render::strip_write_prefix(text));
         // Numbering and both sends happen under one lock (neither send waits), so both paths see seq order.
         let Ok(mut inner) = self.inner.lock() else { return };
         let line = LogLine {
@@ -289,7 +289,7 @@ async fn ship_live(
         let mut bytes = live_batch::packed_len(&first);
         let mut lines = vec![first];
         // Adaptive: a slow stream leaves within FRAME_WAIT, a fast one in full frames at most every
-        // MIN_INTERVAL (strato_domain::live_batch), so each subscriber's posts stay few.
+        // MIN_INTERVAL (strato_stream::live_batch), so each subscriber's posts stay few.
         let deadline = live_batch::frame_due(tokio::time::Instant::now(), last_sent);
         while bytes < FRAME_BYTES {
             match tokio::time::timeout_at(deadline, rx.recv()).await {

@@ -2,7 +2,7 @@
 //! event was sent.
 
 use strato_aws::aws::AwsClients;
-use strato_aws::calls::recorder::{CALL_LOG_ENV, CallRecorder};
+use strato_calls::recorder::{CALL_LOG_ENV, CallRecorder};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::ENV_OPERATION_ID;
 use strato_domain::telemetry::{self, ENV_CLUSTER_ID, ENV_TENANT_ID, ENV_TRACEPARENT, Traceparent, fields};
@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    strato_aws::telemetry::init_runner_subscriber();
+    strato_telemetry::init_runner_subscriber();
     // The run's root span, from the environment before anything else, so every line carries the operation
     // (the tenant and cluster are recorded once the operation is read) and the trace the dispatcher started.
     let parent = std::env::var(ENV_TRACEPARENT)
@@ -42,7 +42,7 @@ fn valid<T: std::str::FromStr>(v: &str) -> bool {
 
 async fn run(me: Traceparent) -> std::process::ExitCode {
     // Metrics as EMF lines on stdout (the logs are on stderr), every 30 s and at the end (docs/metrics.md).
-    let emf = strato_aws::emf::Emf::install_flushing_every(std::time::Duration::from_secs(30));
+    let emf = strato_telemetry::emf::Emf::install_flushing_every(std::time::Duration::from_secs(30));
     // Before anything secret is in memory: nothing the engine runs may read this process.
     if let Err(e) = strato_runner::engine::harden_runner_process() {
         tracing::warn!(error = %e, "could not make the runner process non-dumpable");
@@ -65,7 +65,7 @@ async fn run(me: Traceparent) -> std::process::ExitCode {
     let recorder = std::env::var_os(CALL_LOG_ENV)
         .map(|path| CallRecorder::new("runner", cfg.names.clone()).appending_to(path.into()));
     let aws = match &recorder {
-        Some(r) => aws.recorded(r),
+        Some(r) => aws.intercepted(r),
         None => aws,
     };
     let mut clients = match Clients::new(aws, &cfg).await {

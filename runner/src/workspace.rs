@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use strato_domain::compose::{ComposedStage, compose_template};
-use strato_domain::modules::ModuleInterface;
-use strato_domain::render::{BackendConfig, EngineDialect, ProviderDialect, aws_provider_tf_json};
 use strato_domain::template::Template;
+use strato_terraform::compose::{ComposedStage, compose_template};
+use strato_terraform::modules::ModuleInterface;
+use strato_terraform::render::{BackendConfig, EngineDialect, ProviderDialect, aws_provider_tf_json};
 
 use crate::RunnerError;
 use crate::credentials::EngineCredentials;
@@ -27,7 +27,7 @@ pub const PLAN_FILE: &str = "strato.tfplan";
 pub const CREDENTIALS_FILE: &str = ".strato-aws-credentials";
 /// Written by `init`: the provider versions it selected. A template that carries one (at its bundle's
 /// root) has it copied into every stage, and `init` must then keep to it (`-lockfile=readonly`).
-pub const LOCK_FILE: &str = strato_domain::provider_lock::LOCK_FILE;
+pub const LOCK_FILE: &str = strato_terraform::provider_lock::LOCK_FILE;
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunnerError {
     let what = what.into();

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use strato_domain::catalog_check::{check_catalog, check_template, read_interfaces, schema_problems};
-use strato_domain::modules::ModuleInterface;
 use strato_domain::template::Template;
+use strato_terraform::catalog_check::{check_catalog, check_template, read_interfaces, schema_problems};
+use strato_terraform::modules::ModuleInterface;
 
 fn templates_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates")

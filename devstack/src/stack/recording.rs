@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use strato_aws::aws::AwsClients;
 
-use strato_aws::calls::Observed;
-use strato_aws::calls::recorder::CallRecorder;
+use strato_calls::Observed;
+use strato_calls::recorder::CallRecorder;
 
 use super::{Devstack, StackEnv};
 
@@ -14,7 +14,7 @@ impl StackEnv {
     /// The AWS clients `function` runs with: its calls recorded under its name when recording.
     pub fn aws_for(&self, function: &str) -> AwsClients {
         match &self.recorder {
-            Some(r) => self.aws.recorded(&r.tagged(function)),
+            Some(r) => self.aws.intercepted(&r.tagged(function)),
             None => self.aws.clone(),
         }
     }

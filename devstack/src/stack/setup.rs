@@ -95,7 +95,7 @@ pub async fn publish_catalog(
             let mut found: Vec<PathBuf> = entries
                 .filter_map(Result::ok)
                 .map(|e| e.path())
-                .filter(|p| p.join(strato_domain::bundle::MANIFEST_FILE).is_file())
+                .filter(|p| p.join(strato_terraform::bundle::MANIFEST_FILE).is_file())
                 .collect();
             found.sort();
             dirs.extend(found.into_iter().map(|p| (p, modules.clone())));
@@ -104,7 +104,7 @@ pub async fn publish_catalog(
     dirs.extend(extra.iter().cloned());
     let mut out = Published::default();
     for (dir, modules) in dirs {
-        let bundle = match strato_domain::bundle::pack(&dir, &modules) {
+        let bundle = match strato_terraform::bundle::pack(&dir, &modules) {
             Ok(b) => b,
             Err(e) => {
                 out.failed.insert(dir.display().to_string(), e.to_string());
@@ -195,7 +195,7 @@ pub(super) fn runner_env(
     out.extend(engine.map_or_else(|| env.tools.engine_env(), |e| e.engine_env()));
     if env.recorder.is_some() {
         let log = env.runner_call_log().display().to_string();
-        out.push((strato_aws::calls::recorder::CALL_LOG_ENV.into(), log));
+        out.push((strato_calls::recorder::CALL_LOG_ENV.into(), log));
     }
     // The bed's provider cache only: a modern engine links its unpacked mirror (and would fill a cache).
     if let Some(c) = plugin_cache.filter(|_| !engine.is_some_and(|e| e.is_modern())) {

@@ -4,11 +4,9 @@
 //! cancelled, it ends CANCELLED with nothing applied in this round: an update's cluster goes back to ACTIVE,
 //! a create's is recorded FAILED (retry or delete it), and the lock and slot are handed on.
 
+use strato_coordination::{ClusterFate, end_operation, step_to, update_cluster, update_operation_from};
 use strato_domain::approval::Verdict;
 use strato_domain::audit::{self, AuditEntry, AuditLog};
-use strato_domain::coordination::{
-    ClusterFate, end_operation, step_to, update_cluster, update_operation_from,
-};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, JobQueue, Storage, TaskLauncher};

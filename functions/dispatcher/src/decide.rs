@@ -4,12 +4,11 @@
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use strato_aws::batch::{for_each_record, receive_count};
-use strato_aws::telemetry::current_trace;
-use strato_domain::audit::{self, AuditEntry, AuditLog};
-use strato_domain::coordination::{
+use strato_coordination::{
     ClusterFate, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, end_operation, release_and_wake,
     update_cluster, update_operation, update_operation_from,
 };
+use strato_domain::audit::{self, AuditEntry, AuditLog};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
@@ -18,6 +17,7 @@ use strato_domain::ports::{
 };
 use strato_domain::telemetry::fields;
 use strato_domain::vitals::{self, ParkReason};
+use strato_telemetry::current_trace;
 
 use crate::DispatchError;
 
@@ -162,7 +162,7 @@ where
             tracing::info!(operation_id = %op.operation_id, status = ?op.status, "already dispatched");
             return Ok(Outcome::Ack);
         }
-        strato_aws::telemetry::record_operation(&op);
+        strato_telemetry::record_operation(&op);
         // Only an operation claimed before may have a runner already: ListTasks is for it (and, to be safe,
         // for any redelivery), not for every first delivery.
         let earlier_claim = op.fencing_token.is_some() || receive_count > 1;

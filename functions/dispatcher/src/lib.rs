@@ -33,7 +33,7 @@ use strato_domain::ports::SystemClock;
 use strato_domain::run_proof::RunProofKey;
 
 pub use strato_aws::ports::RunnerSettings;
-pub use strato_domain::coordination::LOCK_LEASE;
+pub use strato_coordination::LOCK_LEASE;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {

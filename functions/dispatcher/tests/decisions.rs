@@ -1,10 +1,9 @@
 //! Every dispatcher decision, on the in-memory fakes: no AWS, no moto, no Terraform.
 
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+use strato_coordination::{TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_dispatcher::{DispatchError, Dispatcher, LOCK_LEASE, Outcome};
-use strato_domain::coordination::{TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_domain::error::ErrorCategory;
-use strato_domain::fakes::{self, FakeAuditLog, FakeClock, FakeJobQueue, FakeLauncher, FakeStore};
 use strato_domain::ids::{ClusterId, OperationId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
@@ -12,26 +11,27 @@ use strato_domain::ports::{
     Claim, ClaimLost, Claims, Clock, ClusterLocks, ClusterStep, LaunchFailure, LockOutcome, TaskLauncher,
     TenantSlots,
 };
+use strato_fakes::{FakeAuditLog, FakeClock, FakeJobQueue, FakeLauncher, FakeStore};
 use time::Duration;
 
 const MAX_RECEIVES: u32 = 5;
 
 /// The shared world, and the task launcher only the dispatcher uses.
 struct World {
-    base: fakes::World,
+    base: strato_fakes::World,
     launcher: FakeLauncher,
 }
 
 impl std::ops::Deref for World {
-    type Target = fakes::World;
-    fn deref(&self) -> &fakes::World {
+    type Target = strato_fakes::World;
+    fn deref(&self) -> &strato_fakes::World {
         &self.base
     }
 }
 
 fn world() -> World {
     World {
-        base: fakes::World::default(),
+        base: strato_fakes::World::default(),
         launcher: FakeLauncher::default(),
     }
 }
@@ -717,7 +717,7 @@ async fn awaiting(
     op.fencing_token = Some(token);
     op.task_arn = Some("arn:aws:ecs:us-east-1:000000000000:task/fake/planning".into());
     op.attempt = 1;
-    let plan = strato_domain::fakes::saved_plan();
+    let plan = strato_fakes::saved_plan();
     let mut a = Approval::request(plan, None, w.clock.now(), Duration::hours(72));
     a.task_arn = op.task_arn.clone();
     a.decision = verdict.map(|verdict| Decision {

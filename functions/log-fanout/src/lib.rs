@@ -3,7 +3,7 @@
 //!
 //! - Subscribers: one Query on `op#{operation}` per operation per SQS batch (never a Scan).
 //! - Adaptive batching: the `log` frames of one operation in an SQS batch are merged into as few
-//!   `log_batch` frames of at most 32 KB as hold their lines (`strato_domain::live_batch::encode_live`): one
+//!   `log_batch` frames of at most 32 KB as hold their lines (`strato_stream::live_batch::encode_live`): one
 //!   post per subscriber per frame, so posts grow with frames, not lines.
 //! - Posts run concurrently across subscribers (bounded by `concurrency`); one subscriber's frames go in
 //!   order. Each post, throttling retries (backoff) included, has its own timeout, so a slow subscriber
@@ -35,9 +35,9 @@ use strato_aws::connections::{Connections, PostError, Subscription, post_frame};
 use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
 use strato_domain::ids::OperationId;
-use strato_domain::live_batch::encode_live;
-use strato_domain::logs::MAX_FRAME_BYTES;
 use strato_domain::messages::LogFrame;
+use strato_stream::live_batch::encode_live;
+use strato_stream::logs::MAX_FRAME_BYTES;
 use time::OffsetDateTime;
 
 #[derive(Debug, thiserror::Error)]
@@ -119,7 +119,7 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> SqsBatchResponse {
 
 /// A log batch's span: in the run's trace, without a `span end` line (most batches have no subscriber).
 fn batch_span(record: &SqsMessage) -> tracing::Span {
-    let parent = strato_aws::telemetry::record_trace(record);
+    let parent = strato_telemetry::record_trace(record);
     telemetry::quiet_span(&Traceparent::child_or_root(parent.as_ref()), parent.as_ref())
 }
 

@@ -3,9 +3,9 @@
 //! lock on), and a decided operation whose job was lost (the API's send failed) gets it again. Found through
 //! the open-operations index's `awaiting_approval` bucket.
 
+use strato_coordination::update_operation_from;
 use strato_domain::approval::{self, Verdict};
 use strato_domain::audit::AuditLog;
-use strato_domain::coordination::update_operation_from;
 use strato_domain::messages::JobMessage;
 use strato_domain::ports::{
     ClusterLocks, Clusters, Intake, JobQueue, OpenStatus, Operations, PortError, StateLocks, TaskEventSink,

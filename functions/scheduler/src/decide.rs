@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use strato_coordination::{release_and_wake, update_operation};
 use strato_domain::audit::{self, AuditEntry, AuditLog};
-use strato_domain::coordination::{release_and_wake, update_operation};
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange};
 use strato_domain::ids::ClusterId;
 use strato_domain::messages::{ControlEvent, JobMessage};

@@ -4,7 +4,7 @@
 //! template's required outputs are there. SQS delays a message by at most 15 minutes, so a later deadline is
 //! reached by a chain of timers, each sent again for the time left ([`MAX_TIMER_DELAY_SECS`] at most).
 
-use strato_domain::coordination::{LOCK_LEASE, step_to, update_operation};
+use strato_coordination::{LOCK_LEASE, step_to, update_operation};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::ControlEvent;
 use strato_domain::model::{
@@ -264,7 +264,7 @@ pub(crate) async fn apply_control<P: Ports>(
     let Some(op) = ctx.store.load_operation(op_id).await? else {
         return Err(StatusError::UnknownOperation(op_id.clone()));
     };
-    strato_aws::telemetry::record_operation(&op);
+    strato_telemetry::record_operation(&op);
     if op.status.is_terminal() {
         // Whatever the cluster says: an ended operation must not keep its lock or slot.
         finish_interrupted_handoff(ctx, &op).await?;

@@ -3,9 +3,9 @@
 //! heartbeats for it now), and gives its tenant slot back (no runner runs); the tenant's webhook hears
 //! `operation.awaiting_approval`, subscribers get a status frame, and the request is audited.
 
+use strato_coordination::release_slot_and_wake;
 use strato_domain::approval::{Approval, Decision, SavedPlan, Verdict};
 use strato_domain::audit::{self, AuditEntry};
-use strato_domain::coordination::release_slot_and_wake;
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Operation, OperationStatus};
 use strato_domain::ports::{Clock, JobQueue, LeaseRenewal, Operations, PortError};

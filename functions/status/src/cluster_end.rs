@@ -1,7 +1,7 @@
 //! What an operation's end does to its cluster: which state it moves to and what it records there. The
 //! decision ([`cluster_end`]) and each change to the record are pure; [`apply_to_cluster`] saves them.
 
-use strato_domain::coordination::{fail_cluster, step_to, update_cluster};
+use strato_coordination::{fail_cluster, step_to, update_cluster};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, ResourceChange};

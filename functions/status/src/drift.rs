@@ -1,9 +1,9 @@
 //! Drift results: recorded on the cluster, described to subscribers, and acted on by the cluster's policy
 //! (`reconcile` queues an update, `notify` queues a notification for the tenant's webhook).
 
+use strato_coordination::{submit, update_operation};
 use strato_domain::approval::ApprovalMode;
 use strato_domain::audit::{self, AuditEntry};
-use strato_domain::coordination::{submit, update_operation};
 use strato_domain::ids::OperationId;
 use strato_domain::messages::WebhookMessage;
 use strato_domain::model::{

@@ -2,7 +2,7 @@
 //! operation's fencing token (and, while the operation runs, the cluster lock). Anything else is stale: it
 //! is counted on the operation and otherwise ignored.
 
-use strato_domain::coordination::update_operation;
+use strato_coordination::update_operation;
 use strato_domain::ids::OperationId;
 use strato_domain::model::Operation;
 use strato_domain::ports::ClusterLocks;

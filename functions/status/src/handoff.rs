@@ -1,7 +1,7 @@
 //! The end of an operation: its cluster's end state, its own final status, then the hand-off (cluster lock
 //! and tenant slot released, the next queued operation woken), drift follow-up and the last frames.
 
-use strato_domain::coordination::{ClusterFate, Ended, end_operation, release_and_wake};
+use strato_coordination::{ClusterFate, Ended, end_operation, release_and_wake};
 use strato_domain::ids::OperationId;
 use strato_domain::model::{Cluster, ClusterState, DriftPolicy, Operation, OperationKind, OperationStatus};
 

@@ -3,7 +3,7 @@
 //! the fencing verdict, into: stale, a duplicate final report, late progress, an end, or progress; progress
 //! is upserted order-tolerantly ([`apply_progress`]).
 
-use strato_domain::coordination::{ATTEMPTS, Attempt, LOCK_LEASE, optimistic};
+use strato_coordination::{ATTEMPTS, Attempt, LOCK_LEASE, optimistic};
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::RunnerEvent;
 use strato_domain::model::{Operation, OperationKind, OperationStatus, Step};
@@ -93,7 +93,7 @@ pub async fn apply_runner_event<P: Ports>(ctx: &Status<'_, P>, ev: &RunnerEvent)
                 .load_operation(id)
                 .await?
                 .ok_or_else(|| StatusError::UnknownOperation(id.clone()))?;
-            strato_aws::telemetry::record_operation(&op);
+            strato_telemetry::record_operation(&op);
             let fenced = fence(ctx, &op, Some(ev.fencing_token()), None).await?;
             match decide(&op, fenced, ev) {
                 RunnerDecision::Stale => record_stale(ctx, id).await?,

@@ -7,7 +7,7 @@
 //! ([`record_late_report`]) rather than dropped. A create waiting for its cluster agent got its report
 //! already: its runner's stop changes nothing ([`StopDecision::AwaitingAgent`]).
 
-use strato_domain::coordination::{ATTEMPTS, Attempt, optimistic, update_operation};
+use strato_coordination::{ATTEMPTS, Attempt, optimistic, update_operation};
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::messages::RunnerEvent;
 use strato_domain::model::{Operation, OperationStatus};
@@ -197,7 +197,7 @@ pub(crate) async fn apply_task_change<P: Ports>(
             tracing::warn!(operation_id = %id, task_arn = %task.task_arn, "ECS event for an unknown operation; ignored");
             return Ok(Attempt::Done(Outcome::Ack));
         };
-        strato_aws::telemetry::record_operation(&op);
+        strato_telemetry::record_operation(&op);
         let fenced = fence(ctx, &op, task.fencing_token(), Some(&task.task_arn)).await?;
         // The archive can change the decision only for a stop that would otherwise fail the operation.
         let archived = if fenced == Fence::Current && !op.status.is_terminal() && !op.awaiting_agent() {

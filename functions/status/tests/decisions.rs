@@ -5,13 +5,9 @@
 use std::collections::BTreeMap;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
-use strato_domain::coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
+use strato_coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_domain::ecs_event::{TaskContainer, TaskStateChange, TaskStateChangeEvent};
 use strato_domain::error::{ErrorCategory, UserError};
-use strato_domain::fakes::{
-    self, FakeAuditLog, FakeClock, FakeJobQueue, FakeRunArchive, FakeStatusQueues, FakeStore, FakeTemplates,
-    FakeWebhooks,
-};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::{ControlEvent, RunnerEvent};
 use strato_domain::model::{
@@ -20,6 +16,10 @@ use strato_domain::model::{
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
 use strato_domain::run_proof::{PROOF_FIELD, RunProofKey, proven_body};
 use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, Envelope, EventType, Webhook, event_id};
+use strato_fakes::{
+    FakeAuditLog, FakeClock, FakeJobQueue, FakeRunArchive, FakeStatusQueues, FakeStore, FakeTemplates,
+    FakeWebhooks,
+};
 use strato_status::{
     FINAL_REPORT_GRACE_RECEIVES, LOST_REPORT, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status,
 };
@@ -44,7 +44,7 @@ impl Ports for FakePorts {
 
 /// The shared world, and the status function's own queues, run archive, webhooks and run-proof key.
 struct World {
-    base: fakes::World,
+    base: strato_fakes::World,
     queues: FakeStatusQueues,
     archive: FakeRunArchive,
     webhooks: FakeWebhooks,
@@ -54,8 +54,8 @@ struct World {
 }
 
 impl std::ops::Deref for World {
-    type Target = fakes::World;
-    fn deref(&self) -> &fakes::World {
+    type Target = strato_fakes::World;
+    fn deref(&self) -> &strato_fakes::World {
         &self.base
     }
 }
@@ -70,7 +70,7 @@ struct Run {
 
 fn world() -> World {
     World {
-        base: fakes::World::default(),
+        base: strato_fakes::World::default(),
         queues: FakeStatusQueues::default(),
         archive: FakeRunArchive::default(),
         webhooks: FakeWebhooks::default(),

@@ -6,7 +6,7 @@ use std::future::Future;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use strato_aws::batch::{for_each_record, receive_count};
-use strato_domain::coordination::update_operation;
+use strato_coordination::update_operation;
 use strato_domain::ids::TenantId;
 use strato_domain::messages::WebhookMessage;
 use strato_domain::ports::{Clock, Operations, PortError};

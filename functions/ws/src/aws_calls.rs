@@ -1,9 +1,9 @@
-//! The AWS calls this function's code makes: IAM actions on logical resources (`strato_aws::calls`). Checked
+//! The AWS calls this function's code makes: IAM actions on logical resources (`strato_calls`). Checked
 //! against its IAM policy in `infra/` (tests/tests/engine/infra_apply.rs) and against the calls it really makes in
 //! devstack (tests/tests/devstack/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
 //! goes here first; the infra check then names the grant `infra/modules/functions/iam.tf` lacks.
 
-use strato_aws::calls::{AwsCall, Resource::*, call};
+use strato_calls::{AwsCall, Resource::*, call};
 
 pub const AWS_CALLS: &[AwsCall] = &[
     // Connections and their subscriptions.

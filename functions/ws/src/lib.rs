@@ -14,7 +14,7 @@
 //!   subscriptions), `$default` (an `error` frame naming the known actions).
 //!
 //! All replies go through the management API (`PostToConnection`), in order; the integration response body
-//! is empty, so no route response needs configuring. Frame formats: `strato_domain::logs`.
+//! is empty, so no route response needs configuring. Frame formats: `strato_stream::logs`.
 //!
 //! A line archived after the replay listed the archive but fanned out before the subscription existed is
 //! the one case a client sees as a gap in `seq`; it re-subscribes with `from_seq` = the first missing seq
@@ -38,8 +38,8 @@ use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
 use strato_domain::ids::OperationId;
-use strato_domain::logs::ControlFrame;
 use strato_domain::messages::LogFrame;
+use strato_stream::logs::ControlFrame;
 use time::OffsetDateTime;
 
 use strato_aws::connections::tickets;

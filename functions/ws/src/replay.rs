@@ -5,8 +5,8 @@
 
 use strato_aws::log_io::{ArchiveChunk, list_archive, read_chunk};
 use strato_domain::ids::OperationId;
-use strato_domain::logs::{MAX_FRAME_BYTES, encode_frames};
 use strato_domain::messages::{LogFrame, LogLine};
+use strato_stream::logs::{MAX_FRAME_BYTES, encode_frames};
 
 use crate::WsError;
 
@@ -113,8 +113,8 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use strato_domain::logs::ServerFrame;
     use strato_domain::messages::LogStream;
+    use strato_stream::logs::ServerFrame;
 
     /// An archive of `chunks` chunks of `per` lines each, complete.
     struct Fake {

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use strato_domain::ids::{ClusterId, OperationId};
-use strato_domain::live_batch::encode_live;
-use strato_domain::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames, frame_schemas};
 use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
 use strato_domain::model::{ClusterState, OperationStatus};
 use strato_domain::ts;
+use strato_stream::live_batch::encode_live;
+use strato_stream::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames, frame_schemas};
 
 fn path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name)

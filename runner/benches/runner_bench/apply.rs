@@ -31,9 +31,11 @@ use strato_domain::messages::RunnerEvent;
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
 };
-use strato_domain::render::{BackendConfig, EngineDialect, ProviderDialect, aws_provider_tf_json, state_key};
 use strato_domain::ts;
 use strato_runner::{Clients, Config};
+use strato_terraform::render::{
+    BackendConfig, EngineDialect, ProviderDialect, aws_provider_tf_json, state_key,
+};
 use strato_testbed::{TestEngine, TestEnv};
 use time::OffsetDateTime;
 

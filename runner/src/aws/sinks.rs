@@ -19,7 +19,7 @@ fn trace_attributes(
     tp.map(|tp| {
         [(
             strato_domain::telemetry::TRACEPARENT_ATTRIBUTE.to_owned(),
-            strato_aws::telemetry::trace_attribute(tp),
+            strato_telemetry::trace_attribute(tp),
         )]
         .into()
     })

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use secrecy::SecretString;
 use strato_aws::state_lock::HeldLock;
 use strato_aws::store::StoredTemplate;
-use strato_domain::bundle::Bundle;
 use strato_domain::template::Template;
+use strato_terraform::bundle::Bundle;
 
 use super::lock;
 use crate::RunnerError;
@@ -140,7 +140,7 @@ impl Cloud for FakeCloud {
         let bytes = lock(&self.0).bundles.get(&stored.bundle_key).cloned();
         let bytes = bytes
             .ok_or_else(|| RunnerError::Domain(strato_domain::Error::NotFound(stored.bundle_key.clone())))?;
-        Ok(strato_domain::bundle::unpack(
+        Ok(strato_terraform::bundle::unpack(
             &bytes,
             &stored.bundle_key,
             &stored.sha256,

@@ -3,7 +3,7 @@
 //! in milliseconds, with no moto and no Terraform. Each fake records what the run did (events, log lines,
 //! objects, secrets, role sessions, engine commands) and lets a test script failures.
 //!
-//! The control plane's records are the domain's [`FakeStore`](strato_domain::fakes::FakeStore) (with its
+//! The control plane's records are the domain's [`FakeStore`](strato_fakes::FakeStore) (with its
 //! conditional-write semantics), wrapped with what only the runner reads ([`FakeRunStore`]); sealing uses
 //! the domain's [`FakeKeys`].
 
@@ -16,7 +16,7 @@ pub use cloud::{FakeCloud, FakeState, Session};
 pub use engine::{Call, Cmd, FakeEngine, Reply};
 pub use sinks::{FakeReporter, FakeSecrets, FakeSignals, FakeSinks};
 pub use store::FakeRunStore;
-pub use strato_domain::fakes::FakeKeys;
+pub use strato_fakes::FakeKeys;
 
 use std::sync::{Mutex, MutexGuard};
 

@@ -4,11 +4,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use strato_aws::store::StoredTemplate;
-use strato_domain::fakes::FakeStore;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{Cluster, Operation};
 use strato_domain::ports::{ClusterLocks, Operations};
 use strato_domain::sealed::Envelope;
+use strato_fakes::FakeStore;
 
 use super::lock;
 use crate::RunnerError;

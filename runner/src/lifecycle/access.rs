@@ -1,5 +1,5 @@
 //! The credentials a run hands Terraform, none of them the runner's own (see
-//! [`strato_domain::run_access`]):
+//! [`strato_terraform::run_access`]):
 //!
 //! - the **providers** get the target account's role (assumed with the tenant's external id) or, for a
 //!   cluster in the platform account, the engine role's session with Strato's own resources denied;
@@ -18,7 +18,7 @@
 use secrecy::ExposeSecret;
 use strato_domain::ErrorCategory;
 use strato_domain::model::{ClusterSpec, TargetAccount};
-use strato_domain::run_access::{StateScope, engine_session_policy, partition, state_session_policy};
+use strato_terraform::run_access::{StateScope, engine_session_policy, partition, state_session_policy};
 
 use super::RunContext;
 use super::failure::Failure;

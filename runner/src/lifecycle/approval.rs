@@ -29,7 +29,7 @@ pub(super) enum Gate {
 
 /// The lineage and serial of `terraform state pull`'s output; `None` for an empty state (a first create).
 pub(super) fn state_stamp(pulled: &str) -> Result<Option<StateStamp>, String> {
-    let text = strato_domain::render::strip_write_prefix(pulled.trim());
+    let text = strato_terraform::render::strip_write_prefix(pulled.trim());
     if text.is_empty() {
         return Ok(None);
     }

@@ -156,9 +156,9 @@ impl<P: Ports> PreparedRun<'_, P> {
             .await
             .ok()?;
         (out.code == Some(0)).then(|| {
-            strato_domain::render::strip_write_prefix(&out.stdout)
+            strato_terraform::render::strip_write_prefix(&out.stdout)
                 .lines()
-                .map(|l| strato_domain::render::strip_write_prefix(l.trim()).to_owned())
+                .map(|l| strato_terraform::render::strip_write_prefix(l.trim()).to_owned())
                 // Data sources are no cloud resources (a modern engine keeps them in a partial apply's state).
                 .filter(|l| !l.is_empty() && !l.starts_with("data.") && !l.contains(".data."))
                 .collect()

@@ -35,12 +35,12 @@ use nix::sys::resource::{UsageWho, getrusage};
 
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value};
-use strato_domain::compose::step_name;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{LogStream, RunnerEvent};
 use strato_domain::model::{Cluster, Operation, OperationKind};
-use strato_domain::render::EngineVersion;
 use strato_domain::vitals;
+use strato_terraform::compose::step_name;
+use strato_terraform::render::EngineVersion;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -127,7 +127,7 @@ struct PreparedRun<'r, P: Ports> {
     /// estimate without state).
     platform_state: Option<<P::Cloud as Cloud>::State>,
     /// The settings dialect the emulator's provider files are written in (emulator mode only).
-    provider_dialect: strato_domain::render::ProviderDialect,
+    provider_dialect: strato_terraform::render::ProviderDialect,
 }
 
 /// Runs the operation named by `cfg` to its final event on AWS (see [`crate::aws::adapters`]). `Ok` only

@@ -6,7 +6,7 @@ use strato_domain::messages::PlanSummary;
 use strato_domain::model::ResourceChange;
 
 pub(super) fn estimate_plan(plan_json: &Value, region: &str) -> CostEstimate {
-    strato_domain::cost::estimate(plan_json, region)
+    strato_terraform::cost::estimate(plan_json, region)
 }
 
 /// Counts of planned actions from `show -json` (a replace is one add and one destroy).
@@ -70,7 +70,7 @@ pub type Outputs = Map<String, Value>;
 
 /// Parses `output -json` into (non-sensitive, sensitive) maps.
 pub fn split_outputs(text: &str) -> Result<(Outputs, Outputs), String> {
-    let v: Value = serde_json::from_str(strato_domain::render::strip_write_prefix(text.trim()))
+    let v: Value = serde_json::from_str(strato_terraform::render::strip_write_prefix(text.trim()))
         .map_err(|e| format!("output -json is not JSON: {e}"))?;
     let mut plain = Map::new();
     let mut sensitive = Map::new();

@@ -11,11 +11,11 @@ use strato_domain::ErrorCategory;
 use strato_domain::catalog::Catalogs;
 use strato_domain::cost::CostEstimate;
 use strato_domain::model::{ClusterSpec, TargetAccount};
-use strato_domain::render::{
+use strato_domain::validate::{ValidatedSpec, validate};
+use strato_terraform::render::{
     BackendConfig, EngineDialect, EngineVersion, ManagedValues, ProviderDialect, state_key, tfvars_json,
 };
-use strato_domain::run_access::engine_boundary_arn;
-use strato_domain::validate::{ValidatedSpec, validate};
+use strato_terraform::run_access::engine_boundary_arn;
 
 use super::access::{StateOf, engine_access, state_location};
 use super::failure::Failure;
@@ -360,7 +360,7 @@ async fn engine_version(engine: &impl Engine, bin: &Path) -> Result<(EngineVersi
 /// The version `version -json` printed (or, from very old engines, `Terraform v0.x.y`): parsed, and as
 /// printed.
 fn parse_version(text: &str) -> Result<(EngineVersion, String), String> {
-    let raw = serde_json::from_str::<Value>(strato_domain::render::strip_write_prefix(text.trim()))
+    let raw = serde_json::from_str::<Value>(strato_terraform::render::strip_write_prefix(text.trim()))
         .ok()
         .and_then(|v| v["terraform_version"].as_str().map(str::to_owned));
     let parsed = EngineVersion::from_version_json(text).or_else(|| {

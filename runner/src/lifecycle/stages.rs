@@ -7,11 +7,10 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Map, Value};
 use strato_domain::approval::SavedPlan;
-use strato_domain::compose::ComposedStage;
-use strato_domain::cost::CostEstimate;
 use strato_domain::messages::PlanSummary;
 use strato_domain::model::{OperationKind, ResourceChange};
-use strato_domain::render::{ProviderDialect, state_key};
+use strato_terraform::compose::ComposedStage;
+use strato_terraform::render::{ProviderDialect, state_key};
 
 use super::approval::Gate;
 use super::failure::Failure;
@@ -351,7 +350,7 @@ impl<P: Ports> PreparedRun<'_, P> {
             )
             .await?;
         self.check(stage, "show", &show, &[0])?;
-        serde_json::from_str(strato_domain::render::strip_write_prefix(show.stdout.trim()))
+        serde_json::from_str(strato_terraform::render::strip_write_prefix(show.stdout.trim()))
             .map_err(|e| Failure::internal(&self.step(stage, "show"), format!("show -json is not JSON: {e}")))
     }
 
@@ -573,7 +572,7 @@ impl<P: Ports> PreparedRun<'_, P> {
             from_earlier.join(", ")
         );
         self.note(&self.step(stage, "plan"), &why);
-        let skipped = CostEstimate::not_planned(&format!("stage.{stage}"), &why);
+        let skipped = strato_terraform::cost::not_planned(&format!("stage.{stage}"), &why);
         self.estimate.merge_stage(stage, &skipped);
         self.plan_ready(stage, PlanSummary::default(), skipped);
     }

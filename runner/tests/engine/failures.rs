@@ -234,7 +234,7 @@ async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket(engi
         "{finals:#?}"
     );
     // State lives in the customer's bucket (created versioned), not the platform's.
-    let key = strato_domain::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
+    let key = strato_terraform::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
     let obj = bed
         .env
         .aws
@@ -564,7 +564,7 @@ async fn a_state_lock_of_a_live_run_is_kept_until_that_run_has_ended() {
         .await
         .unwrap()
         .unwrap();
-    let key = strato_domain::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
+    let key = strato_terraform::render::state_key(&cluster.tenant_id, &cluster.cluster_id, "main");
     let lock_id = strato_aws::state_lock::lock_id(&bed.env.names.bucket("state"), &key);
     let info = r#"{"ID":"5f0c","Operation":"OperationTypeApply","Who":"runner@ip-10-0-1-7","Version":"0.15.0","Created":"2026-01-01T00:00:00Z","Path":""}"#;
     bed.env

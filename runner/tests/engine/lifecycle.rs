@@ -253,7 +253,7 @@ async fn create_update_delete_an_eks_cluster(engine: TestEngine) {
             bed.state(&cluster, stage).await.is_none(),
             "{stage}: no current state"
         );
-        let key = strato_domain::render::state_key(&cluster.tenant_id, &cluster.cluster_id, stage);
+        let key = strato_terraform::render::state_key(&cluster.tenant_id, &cluster.cluster_id, stage);
         let versions = bed
             .env
             .aws

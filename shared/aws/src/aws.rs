@@ -127,12 +127,9 @@ impl AwsClients {
         self.intercepted(counter)
     }
 
-    /// The same clients with `recorder` recording every call they make (the IAM check of the devstack test).
-    pub fn recorded(&self, recorder: &crate::calls::recorder::CallRecorder) -> Self {
-        self.intercepted(recorder)
-    }
-
-    fn intercepted(&self, interceptor: &(impl Intercept + Clone + 'static)) -> Self {
+    /// The same clients with `interceptor` seeing every request they send (`strato_calls`' recorder: the IAM
+    /// check of the devstack test).
+    pub fn intercepted(&self, interceptor: &(impl Intercept + Clone + 'static)) -> Self {
         let config = &self.config;
         let s3 = aws_sdk_s3::config::Builder::from(config)
             .force_path_style(config.endpoint_url().is_some())

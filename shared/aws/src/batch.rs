@@ -88,11 +88,11 @@ where
             continue;
         }
         // Each record in its own span, a child of the trace it came with (the consumer records the ids it
-        // reads on it), with that span's context as the task's current trace (crate::telemetry).
-        let (span, me, inherited) = crate::telemetry::record_span("sqs_record", record);
+        // reads on it), with that span's context as the task's current trace (strato_telemetry).
+        let (span, me, inherited) = strato_telemetry::record_span("sqs_record", record);
         // Boxed: a record's handling is the consumer's whole decision; on the heap it spares the Lambda
         // runtime's (and a debug test thread's) stack, for one allocation per record.
-        let handled = crate::telemetry::with_trace(me, inherited, Box::pin(handle(record)));
+        let handled = strato_telemetry::with_trace(me, inherited, Box::pin(handle(record)));
         let secs = match handled.instrument(span.clone()).await {
             Ok(Outcome::Ack) => continue,
             Ok(Outcome::RetryAfter(secs)) => secs,

@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::aws::AwsClients;
-use crate::emf::Emf;
 use crate::error::Error;
+use strato_telemetry::emf::Emf;
 
 /// What every function starts from.
 pub struct Boot {
@@ -28,7 +28,7 @@ impl Boot {
     /// Telemetry, metrics, clients and the resolved environment, in that order: the subscriber first, so
     /// that a failure below is logged the way Lambda's log controls ask.
     pub async fn start() -> Result<Self, Error> {
-        crate::telemetry::init_lambda_subscriber();
+        strato_telemetry::init_lambda_subscriber();
         let emf = Emf::install();
         let aws = AwsClients::from_env().await;
         // Secrets come by reference (`NAME_ARN`) and are read once, here.

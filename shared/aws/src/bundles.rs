@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use strato_domain::bundle::{self, Bundle, unpack};
-use strato_domain::catalog_check::{check_template, template_dirs};
 use strato_domain::template::Template;
+use strato_terraform::bundle::{self, Bundle, unpack};
+use strato_terraform::catalog_check::{check_template, template_dirs};
 
 use crate::aws::AwsClients;
 use crate::error::Error;

@@ -1,5 +1,5 @@
 //! Handing a cluster from one operation to the next, on the AWS adapters. The rules themselves live once in
-//! [`strato_domain::coordination`], written against the ports; these wrappers keep the Store-based signatures
+//! [`strato_coordination`], written against the ports; these wrappers keep the Store-based signatures
 //! the functions call.
 
 use aws_sdk_sqs::Client as SqsClient;
@@ -7,16 +7,16 @@ use aws_sdk_sqs::Client as SqsClient;
 use crate::error::Error;
 use crate::ports::SqsJobQueue;
 use crate::store::Store;
-use strato_domain::coordination as rules;
+use strato_coordination as rules;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{Cluster, Operation};
 
-pub use strato_domain::coordination::{
+pub use strato_coordination::{
     ATTEMPTS, Attempt, ClusterFate, Ended, Handoff, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason,
     optimistic, submit,
 };
 
-/// [`strato_domain::coordination::update_cluster`] on the DynamoDB store.
+/// [`strato_coordination::update_cluster`] on the DynamoDB store.
 pub async fn update_cluster(
     store: &Store,
     tenant: &TenantId,
@@ -26,7 +26,7 @@ pub async fn update_cluster(
     rules::update_cluster(store, tenant, id, change).await
 }
 
-/// [`strato_domain::coordination::update_operation`] on the DynamoDB store.
+/// [`strato_coordination::update_operation`] on the DynamoDB store.
 pub async fn update_operation(
     store: &Store,
     id: &OperationId,
@@ -35,7 +35,7 @@ pub async fn update_operation(
     Ok(rules::update_operation(store, id, change).await?)
 }
 
-/// [`strato_domain::coordination::update_operation_from`] on the DynamoDB store.
+/// [`strato_coordination::update_operation_from`] on the DynamoDB store.
 pub async fn update_operation_from(
     store: &Store,
     known: Operation,
@@ -44,7 +44,7 @@ pub async fn update_operation_from(
     Ok(rules::update_operation_from(store, known, change).await?)
 }
 
-/// [`strato_domain::coordination::release_and_wake`] on the DynamoDB store and `jobs.fifo`.
+/// [`strato_coordination::release_and_wake`] on the DynamoDB store and `jobs.fifo`.
 pub async fn release_and_wake(
     store: &Store,
     sqs: &SqsClient,
@@ -55,7 +55,7 @@ pub async fn release_and_wake(
     Ok(rules::release_and_wake(store, &jobs, op).await?)
 }
 
-/// [`strato_domain::coordination::end_operation`] on the DynamoDB store and `jobs.fifo`.
+/// [`strato_coordination::end_operation`] on the DynamoDB store and `jobs.fifo`.
 pub async fn end_operation(
     store: &Store,
     sqs: &SqsClient,

@@ -2,8 +2,8 @@
 
 use strato_domain::artifacts::{log_complete_key, log_prefix, parse_log_chunk_key};
 use strato_domain::ids::OperationId;
-use strato_domain::logs::render;
 use strato_domain::messages::{LogFrame, LogLine};
+use strato_stream::logs::render;
 
 use crate::error::Error;
 
@@ -19,7 +19,7 @@ pub async fn publish_frame(
         .message_group_id(frame.operation_id().as_str())
         .message_deduplication_id(frame.dedup_id())
         .message_body(render("log frame", frame)?)
-        .set_message_attributes(crate::telemetry::current_trace_attributes())
+        .set_message_attributes(strato_telemetry::current_trace_attributes())
         .send()
         .await
         .map_err(|e| Error::aws("SendMessage", e))?;

@@ -72,7 +72,7 @@ pub async fn send_json(
         .queue_url(url)
         .message_body(body)
         .delay_seconds(delay_secs.clamp(0, 900))
-        .set_message_attributes(crate::telemetry::current_trace_attributes())
+        .set_message_attributes(strato_telemetry::current_trace_attributes())
         .send()
         .await
         .map_err(|e| Error::aws("SendMessage", e))?;

@@ -97,7 +97,7 @@ mod tests {
     #[test]
     fn lock_ids_name_their_cluster_and_digests_are_not_locks() {
         let c = ClusterId::generate();
-        let key = strato_domain::render::state_key(&"acme".parse().unwrap(), &c, "cluster");
+        let key = strato_terraform::render::state_key(&"acme".parse().unwrap(), &c, "cluster");
         let id = lock_id("b-state", &key);
         assert_eq!(owner(&id), Some(("acme".parse().unwrap(), c.clone())));
         assert_eq!(owner(&format!("{id}-md5")), None);

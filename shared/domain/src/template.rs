@@ -442,5 +442,7 @@ impl Template {
     }
 }
 
+#[cfg(any(test, feature = "fakes"))]
+pub mod sample;
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

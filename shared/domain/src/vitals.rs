@@ -1,6 +1,6 @@
 //! The platform's vital signs: every metric's name, unit and labels, emitted through the `metrics` facade
 //! where the facts are known. Whatever recorder the process installed receives them (EMF in AWS, see
-//! `strato_aws::emf`; devstack's store; a test's debugging recorder); with none installed they cost nothing.
+//! `strato_telemetry::emf`; devstack's store; a test's debugging recorder); with none installed they cost nothing.
 //! `docs/metrics.md` lists them for the dashboard: keep it true when a name, unit or label changes.
 
 use std::time::Duration;

@@ -11,7 +11,7 @@
 //! lines lost, order violations (per subscriber), PostToConnection/s and the fan-out's CPU per 1,000 lines
 //! (its pollers run on their own threads, so the thread CPU during `handle` is the function's).
 //! `--pace fixed` ships every `--flush-ms` as the runner did before adaptive batching; the default is the
-//! runner's policy (`strato_domain::live_batch::frame_due`).
+//! runner's policy (`strato_stream::live_batch::frame_due`).
 
 #[path = "../../tests/moto/live_logs_support/mod.rs"]
 mod live_logs_support;
@@ -34,9 +34,9 @@ use live_logs_support::{Bed, sqs_event};
 use report::{Seqs, report};
 use strato_aws::log_io::publish_frame;
 use strato_domain::ids::OperationId;
-use strato_domain::live_batch;
-use strato_domain::logs::{ControlFrame, ServerFrame};
 use strato_domain::messages::{LogFrame, LogLine, LogStream};
+use strato_stream::live_batch;
+use strato_stream::logs::{ControlFrame, ServerFrame};
 use time::OffsetDateTime;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -127,7 +127,7 @@ struct Scenario {
 enum Pace {
     /// Every `--flush-ms`, what was produced goes out (the runner before adaptive batching).
     Fixed(u64),
-    /// The runner's policy: `strato_domain::live_batch::frame_due` and `FRAME_BUDGET`.
+    /// The runner's policy: `strato_stream::live_batch::frame_due` and `FRAME_BUDGET`.
     Adaptive,
 }
 

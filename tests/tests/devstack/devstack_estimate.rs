@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use strato_devstack::Devstack;
 use strato_devstack::client::Client;
-use strato_domain::cost::PriceTable;
+use strato_terraform::cost::PriceTable;
 
 /// Every item of a DynamoDB table (small test tables).
 async fn items(

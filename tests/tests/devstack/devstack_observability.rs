@@ -184,7 +184,7 @@ fn assert_xray_trace(segments: &[Value], op: &str, caller: &Traceparent) {
     };
     assert!(named("api", "api_request"), "{}", show());
     assert!(named("dispatcher", "sqs_record"), "{}", show());
-    assert!(named(strato_aws::telemetry::RUNNER_SERVICE, "run"), "{}", show());
+    assert!(named(strato_telemetry::RUNNER_SERVICE, "run"), "{}", show());
     assert!(named("status", "sqs_record"), "{}", show());
     assert!(!show().contains(SECRET), "the sensitive value reached X-Ray");
 }

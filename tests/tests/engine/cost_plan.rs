@@ -6,7 +6,7 @@ use crate::catalog_common;
 
 use catalog_common::StageRoot;
 use serde_json::{Value, json};
-use strato_domain::cost::{CostEstimate, PriceTable, estimate};
+use strato_terraform::cost::{CostEstimate, PriceTable, estimate};
 
 const H: f64 = 730.0;
 // us-east-1 list prices the hand computations use; checked against the shipped table below, so a table

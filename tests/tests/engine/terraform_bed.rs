@@ -9,12 +9,12 @@ use serde_json::{Value, json};
 use strato_domain::catalog::Catalogs;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{CloudProvider, ClusterSpec, TemplateRef};
-use strato_domain::render::{
+use strato_domain::template::Template;
+use strato_domain::validate::validate;
+use strato_terraform::render::{
     BackendConfig, EngineVersion, ManagedValues, aws_provider_override_tf_json, state_key,
     strip_write_prefix, tfvars_json,
 };
-use strato_domain::template::Template;
-use strato_domain::validate::validate;
 use strato_testbed::TestEnv;
 
 fn fixture(name: &str) -> std::path::PathBuf {

@@ -4,8 +4,8 @@
 //! dispatcher then starts the apply of the approved plan, or ends the operation cancelled and hands its
 //! cluster lock on. Nothing else is written here.
 
+use strato_coordination::update_operation_from;
 use strato_domain::approval::{self, ApprovalMode, Refusal, Seen, SettingChange, Verdict};
-use strato_domain::coordination::update_operation_from;
 use strato_domain::messages::JobMessage;
 use strato_domain::model::Operation;
 use strato_domain::ports::TenantSettings;

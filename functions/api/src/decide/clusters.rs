@@ -12,7 +12,7 @@ use strato_domain::ports::{
 use strato_domain::sealed::Keys;
 use strato_domain::template::{Template, is_template_version};
 
-use strato_domain::coordination::{ATTEMPTS, Attempt, optimistic};
+use strato_coordination::{ATTEMPTS, Attempt, optimistic};
 
 use super::approvals::{ApprovalLowered, judge_setting};
 use super::policy::ApprovalInput;

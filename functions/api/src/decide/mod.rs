@@ -14,9 +14,9 @@ pub use clusters::Updated;
 pub use operations::Cancelled;
 pub use state::{RESTORE_LEASE, stage_of};
 
+use strato_coordination::{ATTEMPTS, Attempt};
 use strato_domain::approval::ApprovalMode;
 use strato_domain::catalog::Catalogs;
-use strato_domain::coordination::{ATTEMPTS, Attempt};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef};

@@ -1,6 +1,6 @@
 //! The cancel decision.
 
-use strato_domain::coordination::{ClusterFate, Ended, end_operation, update_operation_from};
+use strato_coordination::{ClusterFate, Ended, end_operation, update_operation_from};
 use strato_domain::model::{Operation, OperationKind, OperationStatus};
 use strato_domain::ports::TenantSettings;
 use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates};
@@ -28,7 +28,7 @@ where
     K: strato_domain::sealed::Keys,
 {
     /// Queued (or parked) operations are ended on the spot through
-    /// [`end_operation`](strato_domain::coordination::end_operation), like any other end: a first create's
+    /// [`end_operation`](strato_coordination::end_operation), like any other end: a first create's
     /// PENDING cluster is recorded FAILED (so it can be retried or deleted and its name is not stuck), and
     /// whatever the operation holds (cluster lock, tenant slot) is handed to the next waiter. Dispatched and
     /// running ones are flagged, and their runner stops at the next safe point. If the dispatcher claims a

@@ -1,7 +1,7 @@
 //! The state-restore decision: list a cluster's Terraform state versions, and put an earlier one back while
 //! holding the cluster lock (no runner may read or write the state meanwhile), then hand the lock on.
 
-use strato_domain::coordination::{release_lock_and_wake, update_cluster};
+use strato_coordination::{release_lock_and_wake, update_cluster};
 use strato_domain::ids::OperationId;
 use strato_domain::model::{Cluster, StateRestore};
 use strato_domain::ports::TenantSettings;

@@ -5,28 +5,28 @@
 use serde_json::{Value, json};
 use strato_api::decide::Api;
 use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
-use strato_domain::fakes::{self, FakeClock, FakeJobQueue, FakeKeys, FakeStore, FakeTemplates};
 use strato_domain::ports::Clock;
 use strato_domain::template::Template;
 use strato_domain::ts;
+use strato_fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStore, FakeTemplates};
 use time::Duration;
 
 /// The shared world (its catalog holds the api-test template), and Strato's key for sealed values.
 struct World {
-    base: fakes::World,
+    base: strato_fakes::World,
     keys: FakeKeys,
     default_max: Option<u64>,
 }
 
 impl std::ops::Deref for World {
-    type Target = fakes::World;
-    fn deref(&self) -> &fakes::World {
+    type Target = strato_fakes::World;
+    fn deref(&self) -> &strato_fakes::World {
         &self.base
     }
 }
 
 fn world(default_max: Option<u64>) -> World {
-    let base = fakes::World::default();
+    let base = strato_fakes::World::default();
     base.templates
         .publish(Template::from_toml(include_str!("../fixtures/api-test/template-1.0.0.toml")).unwrap());
     World {

@@ -5,8 +5,8 @@
 use super::*;
 use strato_api::scopes::Scope;
 use strato_domain::approval::{Approval, ApprovalMode, Verdict};
-use strato_domain::fakes::saved_plan;
 use strato_domain::ports::Clock;
+use strato_fakes::saved_plan;
 use strato_policy::{Policy, PolicySet};
 
 fn admin() -> Caller {

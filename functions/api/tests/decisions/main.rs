@@ -14,33 +14,31 @@ use serde_json::{Value, json};
 use strato_api::decide::IfMatch;
 use strato_api::decide::{Api, Cancelled, Started, Updated};
 use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
+use strato_coordination::TENANT_LIMIT_REASON;
 use strato_domain::ErrorCategory;
-use strato_domain::coordination::TENANT_LIMIT_REASON;
-use strato_domain::fakes::{
-    self, FakeClock, FakeJobQueue, FakeKeys, FakeStateArchive, FakeStore, FakeTemplates,
-};
 use strato_domain::model::{ClusterState, DriftPolicy, OperationKind, OperationStatus};
 use strato_domain::ports::{ClusterLocks, Intake, LockOutcome, Templates, TenantSlots};
 use strato_domain::template::Template;
+use strato_fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStateArchive, FakeStore, FakeTemplates};
 
 const TENANT: &str = "acme";
 
 /// The shared world (its catalog holds the api-test template), and Strato's key for sealed values.
 struct World {
-    base: fakes::World,
+    base: strato_fakes::World,
     keys: FakeKeys,
 }
 
 impl std::ops::Deref for World {
-    type Target = fakes::World;
-    fn deref(&self) -> &fakes::World {
+    type Target = strato_fakes::World;
+    fn deref(&self) -> &strato_fakes::World {
         &self.base
     }
 }
 
 impl World {
     fn new() -> Self {
-        let base = fakes::World::default();
+        let base = strato_fakes::World::default();
         for text in [
             include_str!("../fixtures/api-test/template-1.0.0.toml"),
             include_str!("../fixtures/api-test/template-1.1.0.toml"),

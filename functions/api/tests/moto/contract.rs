@@ -143,7 +143,7 @@ async fn every_route_answers_as_the_document_says() {
     let mut op = api.ctx.store.get_operation(&waiting).await.unwrap().unwrap();
     op.status = strato_domain::model::OperationStatus::AwaitingApproval;
     op.approval = Some(strato_domain::approval::Approval::request(
-        strato_domain::fakes::saved_plan(),
+        strato_fakes::saved_plan(),
         None,
         strato_domain::ts::now(),
         time::Duration::hours(1),

@@ -215,7 +215,7 @@ async fn a_decision_names_the_plan_it_saw_and_another_pending_one_is_a_409() {
     let (_, oid) = api.create("acme", "acme-pinned").await;
     let id: strato_domain::ids::OperationId = oid.parse().unwrap();
     // Round 1 was shown to the approver; the runner planned again meanwhile: round 2 waits.
-    let shown = strato_domain::fakes::saved_plan();
+    let shown = strato_fakes::saved_plan();
     let mut pending = shown.clone();
     pending.plan_sha256 = "cd".repeat(32);
     let mut op = api.ctx.store.get_operation(&id).await.unwrap().unwrap();

@@ -2,12 +2,12 @@
 //! across overlapping runs), the `cluster.expiring` event once per expiry time, filtered by subscription.
 
 use strato_domain::expiry::{ExpiringEvent, ExpiryChange};
-use strato_domain::fakes::{self, FakeWebhooks};
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::Clock;
 use strato_domain::ts;
 use strato_domain::webhook::{Envelope, EventType, Webhook, event_id};
+use strato_fakes::FakeWebhooks;
 use strato_scheduler::{DELETE_RETRY, Expirer, Report, SCHEDULER};
 use time::{Duration, OffsetDateTime};
 
@@ -15,20 +15,20 @@ const NOTICE: Duration = Duration::hours(24);
 
 /// The shared world, and the tenants' webhook settings.
 struct World {
-    base: fakes::World,
+    base: strato_fakes::World,
     webhooks: FakeWebhooks,
 }
 
 impl std::ops::Deref for World {
-    type Target = fakes::World;
-    fn deref(&self) -> &fakes::World {
+    type Target = strato_fakes::World;
+    fn deref(&self) -> &strato_fakes::World {
         &self.base
     }
 }
 
 fn world() -> World {
     let w = World {
-        base: fakes::World::default(),
+        base: strato_fakes::World::default(),
         webhooks: FakeWebhooks::default(),
     };
     w.webhooks.set(
@@ -59,7 +59,7 @@ impl World {
 
     /// An ACTIVE cluster expiring `in_` from now.
     fn cluster(&self, name: &str, in_: Duration) -> ClusterId {
-        let spec = fakes::World::spec(name);
+        let spec = strato_fakes::World::spec(name);
         let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.now())
             .in_state(ClusterState::Active);
         ExpiryChange::Set(self.now() + in_).apply(&mut c);

@@ -1,14 +1,12 @@
 //! Every scheduler decision, on the in-memory fakes: no AWS, no moto, no Terraform.
 
-use strato_domain::coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
-use strato_domain::fakes::{
-    self, FakeAuditLog, FakeJobQueue, FakeLauncher, FakeStateLocks, FakeStore, FakeTaskEvents,
-};
+use strato_coordination::{LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason};
 use strato_domain::ids::{ClusterId, OperationId};
 use strato_domain::messages::ControlEvent;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, StateLock, TaskLauncher, TenantSlots};
 use strato_domain::ts;
+use strato_fakes::{FakeAuditLog, FakeJobQueue, FakeLauncher, FakeStateLocks, FakeStore, FakeTaskEvents};
 use strato_scheduler::{BUSY_RETRY, Report, SCHEDULER, Scheduler, jitter};
 use time::{Duration, OffsetDateTime};
 
@@ -18,22 +16,22 @@ const INTERVAL: Duration = Duration::hours(6);
 
 /// The shared world, and the task records and Terraform state locks only the scheduler reads.
 struct World {
-    base: fakes::World,
+    base: strato_fakes::World,
     tasks: FakeLauncher,
     events: FakeTaskEvents,
     state_locks: FakeStateLocks,
 }
 
 impl std::ops::Deref for World {
-    type Target = fakes::World;
-    fn deref(&self) -> &fakes::World {
+    type Target = strato_fakes::World;
+    fn deref(&self) -> &strato_fakes::World {
         &self.base
     }
 }
 
 fn world() -> World {
     World {
-        base: fakes::World::default(),
+        base: strato_fakes::World::default(),
         tasks: FakeLauncher::default(),
         events: FakeTaskEvents::default(),
         state_locks: FakeStateLocks::default(),
@@ -72,7 +70,7 @@ impl World {
 
     /// A cluster in `state` whose next drift check is `next` (relative to now), every 6 h.
     fn cluster(&self, name: &str, state: ClusterState, next: Option<Duration>) -> ClusterId {
-        let spec = fakes::World::spec(name);
+        let spec = strato_fakes::World::spec(name);
         let mut c = Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.now());
         c = c.in_state(state);
         c.drift_interval_secs = Some(INTERVAL.whole_seconds() as u64);
@@ -687,7 +685,7 @@ fn awaiting_approval(w: &World, cluster: &ClusterId, age: Duration, expires_in: 
     w.op(cluster, OperationKind::Update, age, |o| {
         o.status = OperationStatus::AwaitingApproval;
         o.approval_required = true;
-        let plan = strato_domain::fakes::saved_plan();
+        let plan = strato_fakes::saved_plan();
         let mut a = Approval::request(plan, None, w.now() - age, age + expires_in);
         a.expires_at = w.now() + expires_in;
         o.approval = Some(a);

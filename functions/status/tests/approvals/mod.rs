@@ -2,7 +2,7 @@
 //! frees its slot, tells the tenant once; the planning task's stop changes nothing.
 
 use super::*;
-use strato_domain::fakes::saved_plan;
+use strato_fakes::saved_plan;
 
 fn awaiting_approval(w: &World, run: &Run) -> String {
     runner(RunnerEvent::AwaitingApproval {

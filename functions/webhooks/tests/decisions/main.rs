@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use serde_json::json;
-use strato_domain::fakes::{FakeClock, FakeStore};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::WebhookMessage;
 use strato_domain::model::{Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, PortError};
 use strato_domain::webhook::{DRIFT_DETECTED, EventType, Webhook};
+use strato_fakes::{FakeClock, FakeStore};
 use strato_webhooks::{Attempt, Deliveries, Outcome, Receivers, backoff_secs};
 
 /// One POST as the fake receiver saw it.

@@ -44,7 +44,7 @@ async fn approved(bed: &mut Bed, bytes: &[u8], approved_sha: &str, state: Option
     let env = sealed::seal(&bed.keys, &ctx, &aad, bytes).await.unwrap();
     let key = strato_domain::artifacts::plan_key(&op.operation_id, "main", approved_sha);
     bed.sinks.insert(&key, serde_json::to_vec(&env).unwrap());
-    let mut plan = strato_domain::fakes::saved_plan();
+    let mut plan = strato_fakes::saved_plan();
     plan.plan_key = key;
     plan.plan_sha256 = approved_sha.to_owned();
     plan.state = state;

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use strato_domain::error::UserError;
-use strato_domain::fakes::{FakeClock, FakeStore};
 use strato_domain::ids::ClusterId;
 use strato_domain::messages::{LogLine, RunnerEvent};
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef,
 };
 use strato_domain::ports::{ClusterLocks, LockOutcome};
+use strato_fakes::{FakeClock, FakeStore};
 
 use crate::fakes::{
     Cmd, FakeCloud, FakeEngine, FakeKeys, FakePorts, FakeReporter, FakeRunStore, FakeSecrets, FakeSignals,
@@ -59,7 +59,7 @@ impl Bed {
         let store = FakeRunStore::new(FakeStore::new(clock.clone()));
         let cloud = FakeCloud::default();
         for t in ["net", "eks", "locked"] {
-            let bundle = strato_domain::bundle::pack(
+            let bundle = strato_terraform::bundle::pack(
                 &fixtures().join("templates").join(t),
                 &fixtures().join("modules"),
             )
@@ -228,7 +228,7 @@ impl Bed {
 
     /// The state object key of `stage` in the platform's bucket.
     pub fn state_key(&self, stage: &str) -> String {
-        strato_domain::render::state_key(&self.cluster.tenant_id, &self.cluster.cluster_id, stage)
+        strato_terraform::render::state_key(&self.cluster.tenant_id, &self.cluster.cluster_id, stage)
     }
 
     /// The Terraform state lock id of `stage` on the platform's bucket, and its table.

@@ -7,7 +7,7 @@ use time::{Duration, OffsetDateTime};
 use super::write::conditional;
 use super::{Store, fetch, from_item, n, num, s, to_item};
 use crate::error::Error;
-use strato_domain::coordination::{Attempt, optimistic};
+use strato_coordination::{Attempt, optimistic};
 use strato_domain::ids::TenantId;
 
 /// A stored idempotent answer.

@@ -1,6 +1,6 @@
 use super::*;
 use crate::model::{CloudProvider, TemplateRef};
-use crate::template::tests::eks;
+use crate::template::sample::eks;
 use serde_json::json;
 
 fn spec(vars: Value) -> ClusterSpec {
@@ -192,7 +192,7 @@ fn strings_are_length_limited_and_sensitive_values_are_not_echoed() {
 
 #[test]
 fn zone_catalog_values() {
-    let manifest = crate::template::tests::EKS_MANIFEST.replace(
+    let manifest = crate::template::sample::EKS_MANIFEST.replace(
         "[variables.spot]",
         "[variables.zones]\ntype = \"list(string)\"\ncatalog = \"zone\"\ndefault = []\n\n[variables.spot]",
     );

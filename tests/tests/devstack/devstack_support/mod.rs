@@ -67,7 +67,7 @@ pub async fn follow(stack: &Devstack, token: &str, op: &str) -> Watched {
 }
 
 /// Each function's (and the runner's) list of the AWS calls its code makes, by the name the recorder tags.
-pub fn aws_call_lists() -> [(&'static str, &'static [strato_aws::calls::AwsCall]); 8] {
+pub fn aws_call_lists() -> [(&'static str, &'static [strato_calls::AwsCall]); 8] {
     [
         ("api", strato_api::AWS_CALLS),
         ("dispatcher", strato_dispatcher::AWS_CALLS),
@@ -101,7 +101,7 @@ pub fn assert_aws_calls_listed(stack: &Devstack, expect: &[&str]) {
         }
     }
     for (function, list) in lists {
-        problems.extend(strato_aws::calls::uncovered(names, function, list, &observed));
+        problems.extend(strato_calls::uncovered(names, function, list, &observed));
     }
     for f in expect {
         assert!(

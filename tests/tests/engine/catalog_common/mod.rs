@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Map, Value, json};
-use strato_domain::modules::ModuleInterface;
-use strato_domain::render::{ProviderDialect, aws_provider_tf_json, strip_write_prefix};
+use strato_terraform::modules::ModuleInterface;
+use strato_terraform::render::{ProviderDialect, aws_provider_tf_json, strip_write_prefix};
 use strato_testbed::{TestEngine, Tools, tools};
 
 pub fn templates_root() -> PathBuf {

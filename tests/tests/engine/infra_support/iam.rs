@@ -8,8 +8,8 @@
 //! a condition AWS would not apply). An operator it does not know fails the check loudly.
 
 use serde_json::Value;
-use strato_aws::calls::{AwsCall, Resource, glob};
 use strato_aws::resources::Names;
+use strato_calls::{AwsCall, Resource, glob};
 
 use super::{ACCOUNT, PREFIX, REGION, State};
 

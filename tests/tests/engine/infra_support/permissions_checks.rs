@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
-use strato_aws::calls::Resource;
 use strato_aws::resources::{Names, QUEUES};
+use strato_calls::Resource;
 
 use super::checks::*;
 use super::iam::{World, allows, allows_in, call_lists, missing_grants};

@@ -26,9 +26,9 @@ fn check_xray_sidecar(
         .unwrap_or_else(|| panic!("no X-Ray daemon sidecar in {containers:?}"));
     assert_eq!(daemon["essential"], false, "a dead daemon must not stop a run");
     let address = env
-        .remove(strato_aws::xray::DAEMON_ADDRESS_ENV)
+        .remove(strato_telemetry::xray::DAEMON_ADDRESS_ENV)
         .expect("the runner is pointed at its sidecar");
-    let address = strato_aws::xray::parse_daemon_address(&address).expect("a daemon address");
+    let address = strato_telemetry::xray::parse_daemon_address(&address).expect("a daemon address");
     assert!(address.ip().is_loopback(), "awsvpc: the sidecar is on localhost");
     assert_eq!(
         daemon["portMappings"][0],

@@ -1,11 +1,11 @@
-//! The per-run session policies the runner passes when it assumes its run roles (strato_domain::run_access),
+//! The per-run session policies the runner passes when it assumes its run roles (strato_terraform::run_access),
 //! evaluated as AWS does against the applied state role: a session may do what both the role's policy and
 //! the session policy allow. The state session reaches its own cluster's state and lock items and nothing of
 //! another tenant's or cluster's; the engine session nothing of the deployment's own.
 
 use strato_aws::resources::Names;
 use strato_domain::ids::{ClusterId, TenantId};
-use strato_domain::run_access::{
+use strato_terraform::run_access::{
     DEPLOYMENT_TAG, StateScope, engine_boundary_arn, engine_boundary_name, engine_session_policy,
     state_session_policy,
 };

@@ -18,12 +18,12 @@ use strato_aws::store::{Quotas, Store};
 use strato_devstack::apigw_ws::{WsApi, WsApiConfig};
 use strato_domain::artifacts::{log_chunk_key, log_complete_key};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
-use strato_domain::logs::{ControlFrame, Reassembler, ServerFrame};
 use strato_domain::messages::{LogFrame, LogLine, LogStream};
 use strato_domain::model::{
     CloudProvider, Cluster, ClusterSpec, Operation, OperationKind, OperationStatus, TemplateRef,
 };
 use strato_domain::ts;
+use strato_stream::logs::{ControlFrame, Reassembler, ServerFrame};
 use strato_testbed::TestEnv;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
@@ -547,7 +547,7 @@ impl Client {
             ServerFrame::Log(LogFrame::Status { .. }) => self.statuses += 1,
             ServerFrame::Control(c @ ControlFrame::LogBatch { .. }) => {
                 self.batch_frames += 1;
-                for l in strato_domain::live_batch::batch_lines(c).unwrap_or_default() {
+                for l in strato_stream::live_batch::batch_lines(c).unwrap_or_default() {
                     self.keep(l);
                 }
             }

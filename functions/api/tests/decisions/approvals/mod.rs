@@ -3,8 +3,8 @@
 
 use super::*;
 use strato_domain::approval::{Approval, ApprovalMode, Seen, Verdict};
-use strato_domain::fakes::saved_plan;
 use strato_domain::ports::Clock;
+use strato_fakes::saved_plan;
 
 fn approver(subject: &str) -> Caller {
     Caller {

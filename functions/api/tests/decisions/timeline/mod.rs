@@ -5,11 +5,11 @@
 use strato_api::decide::Api;
 use strato_api::timeline::{Timeline, TimelineEvent as E, format_lines};
 use strato_api::{ApiError, Caller};
-use strato_domain::fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStore, FakeTemplates};
 use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::model::{Operation, OperationKind, OperationStatus, Step};
 use strato_domain::ports::{Clock, Operations};
 use strato_domain::{ErrorCategory, UserError, ts};
+use strato_fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStore, FakeTemplates};
 use time::{Duration, OffsetDateTime};
 
 struct World {

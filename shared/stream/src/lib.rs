@@ -1,0 +1,9 @@
+//! Log framing: the runner's lines batched into frames under the queue's message limit ([`live_batch`]),
+//! the frames' wire form, control frames and their replay in order ([`logs`]). The runner writes them, the
+//! log fan-out and the WebSocket API read them, and the CLI renders them.
+//!
+//! It sits above `strato-domain` (the line and frame records live in its `messages`), so a change to the
+//! framing rebuilds only the crates that stream logs.
+
+pub mod live_batch;
+pub mod logs;
