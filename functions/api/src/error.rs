@@ -27,7 +27,7 @@ pub enum ApiError {
     },
     /// The decision names a plan other than the one pending now: what is pending is in the detail.
     #[error("conflict: another plan is pending (round {}, stage {})", .0.round, .0.stage)]
-    OtherPlan(Box<strato_domain::approval::Pending>),
+    OtherPlan(Box<strato_domain::approval_rules::Pending>),
     /// Separation of duties: the requester of an operation may not approve it.
     #[error("forbidden: {0}")]
     SelfApproval(String),

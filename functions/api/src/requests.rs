@@ -426,8 +426,8 @@ impl DecisionBody {
     }
 
     /// The plan the approver saw, as the decision checks it.
-    pub(crate) fn seen(&self) -> strato_domain::approval::Seen {
-        strato_domain::approval::Seen {
+    pub(crate) fn seen(&self) -> strato_domain::approval_rules::Seen {
+        strato_domain::approval_rules::Seen {
             plan_sha256: self.plan_sha256.clone(),
             round: self.round,
             stage: self.stage.clone(),

@@ -4,7 +4,8 @@
 //! the open-operations index's `awaiting_approval` bucket.
 
 use strato_coordination::update_operation_from;
-use strato_domain::approval::{self, Verdict};
+use strato_domain::approval::Verdict;
+use strato_domain::approval_rules;
 use strato_domain::audit::AuditLog;
 use strato_domain::messages::JobMessage;
 use strato_domain::ports::{
@@ -40,7 +41,7 @@ where
             if !decided && request.expires_at <= now {
                 let id = op.operation_id.clone();
                 let Some(op) = update_operation_from(self.store, op, |o| {
-                    approval::decide(o, Verdict::Expired, SCHEDULER, None, false, now).is_ok()
+                    approval_rules::decide(o, Verdict::Expired, SCHEDULER, None, false, now).is_ok()
                 })
                 .await?
                 else {

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod approval_rules;
 pub mod artifacts;
 pub mod audit;
 pub mod catalog;
@@ -19,6 +20,7 @@ pub mod expiry;
 pub mod ids;
 pub mod messages;
 pub mod model;
+pub mod plan;
 pub mod ports;
 pub mod run_proof;
 pub mod sealed;

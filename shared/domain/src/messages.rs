@@ -171,13 +171,7 @@ impl RunnerEvent {
     }
 }
 
-/// Counts of planned resource actions (a replace counts as one add and one destroy, as Terraform says).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct PlanSummary {
-    pub add: u32,
-    pub change: u32,
-    pub destroy: u32,
-}
+pub use crate::plan::PlanSummary;
 
 /// Which output stream of the engine a log line came from (`strato` for the runner's own notices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

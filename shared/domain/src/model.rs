@@ -126,11 +126,7 @@ pub const DEFAULT_DRIFT_INTERVAL_SECS: u64 = 6 * 3600;
 /// The step a create with an agent opens when its apply ends: it waits for the agent's Ready nodes.
 pub const CONFIGURE_STEP: &str = "configure";
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResourceChange {
-    pub address: String,
-    pub actions: Vec<String>,
-}
+pub use crate::plan::ResourceChange;
 
 /// A Terraform state object put back to an earlier S3 version (the way out of a corrupted state).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,8 @@
 //! cluster lock on. Nothing else is written here.
 
 use strato_coordination::update_operation_from;
-use strato_domain::approval::{self, ApprovalMode, Refusal, Seen, SettingChange, Verdict};
+use strato_domain::approval::{ApprovalMode, SettingChange, Verdict};
+use strato_domain::approval_rules::{self, Refusal, Seen};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::Operation;
 use strato_domain::ports::TenantSettings;
@@ -63,7 +64,8 @@ where
         let mut refused = None;
         let separate = self.approval_separation;
         let saved = update_operation_from(self.store, op, |o| {
-            refused = approval::decide_seen(o, verdict, &by, comment.clone(), separate, now, &seen).err();
+            refused =
+                approval_rules::decide_seen(o, verdict, &by, comment.clone(), separate, now, &seen).err();
             refused.is_none()
         })
         .await?

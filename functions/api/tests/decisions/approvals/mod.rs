@@ -2,7 +2,8 @@
 //! approval mode is resolved on create and PATCH.
 
 use super::*;
-use strato_domain::approval::{Approval, ApprovalMode, Seen, Verdict};
+use strato_domain::approval::{Approval, ApprovalMode, Verdict};
+use strato_domain::approval_rules::Seen;
 use strato_domain::ports::Clock;
 use strato_fakes::saved_plan;
 

@@ -1,6 +1,9 @@
 use super::*;
+use crate::approval::*;
 use crate::ids::{ClusterId, TenantId};
 use crate::model::OperationKind;
+use crate::plan::{PlanSummary, ResourceChange};
+use time::Duration;
 
 fn at(s: &str) -> OffsetDateTime {
     crate::ts::parse(s).unwrap()
