@@ -101,16 +101,6 @@ impl ChaosState {
     }
 }
 
-/// Gives every SQS mapping of `registry` the faults to inject, if any are asked for.
-pub fn inject(chaos: Option<Chaos>, registry: &mut crate::registry::Registry) -> Option<ChaosState> {
-    let chaos = ChaosState::new(chaos?);
-    tracing::warn!(?chaos, "injecting faults into every SQS delivery");
-    for mapping in registry.sqs.values_mut() {
-        mapping.chaos = Some(chaos.clone());
-    }
-    Some(chaos)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use lambda_http::{Body, Request, Response};
 
 use crate::error::DevstackError;
-use crate::stack::StackEnv;
+use crate::stack::config::StackEnv;
 
 /// The HTTP API's integration: an API Gateway v2 request in, the function's response out.
 pub type HttpHandler = Arc<dyn Fn(Request) -> BoxFuture<'static, Response<Body>> + Send + Sync>;
@@ -83,6 +83,16 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Gives every SQS mapping the faults to inject, if any are asked for.
+    pub fn inject(&mut self, chaos: Option<crate::chaos::Chaos>) -> Option<crate::chaos::ChaosState> {
+        let chaos = crate::chaos::ChaosState::new(chaos?);
+        tracing::warn!(?chaos, "injecting faults into every SQS delivery");
+        for mapping in self.sqs.values_mut() {
+            mapping.chaos = Some(chaos.clone());
+        }
+        Some(chaos)
+    }
+
     /// Maps `queue` (logical name) to `handler` with batch size 10 and `concurrency` pollers; replaces an
     /// existing mapping.
     pub fn map_queue(&mut self, queue: &str, handler: SqsHandler, concurrency: usize) -> &mut Self {

@@ -1,7 +1,15 @@
 //! The two API Gateway emulations in front of their functions: the HTTP API (api) and the WebSocket API
 //! (ws, with log-fanout on the `logs` queue).
 
-use super::*;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::config::{DevstackConfig, StackEnv};
+use crate::error::DevstackError;
+use crate::gateway::Gateway;
+use crate::registry::Registry;
 
 /// The WebSocket API with the ws function behind it, and log-fanout on the `logs` queue. Its address (and so
 /// the @connections endpoint) is known before both functions are built, as in AWS where the stage URL is
