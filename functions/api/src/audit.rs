@@ -21,8 +21,8 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use utoipa::ToSchema;
 
 use crate::Endpoint::{self, *};
+use crate::edge::{AppState, Caller, Reply};
 use crate::error::Problem;
-use crate::router::{AppState, Caller, Reply};
 use crate::{ApiError, Ctx};
 
 /// The action a route's call is recorded as; `None` for routes that change nothing (reads, tickets,
@@ -104,7 +104,7 @@ pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next
     let endpoint = req
         .extensions()
         .get::<MatchedPath>()
-        .and_then(|m| crate::router::route_for(req.method().as_str(), m.as_str()))
+        .and_then(|m| crate::edge::route_for(req.method().as_str(), m.as_str()))
         .map(|r| r.endpoint);
     let Some(action) = endpoint.and_then(action) else {
         return next.run(req).await;
@@ -144,9 +144,9 @@ pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next
     entry.request_id = request_id;
     entry.status = Some(status);
     if let Some(p) = parts.extensions.get::<Problem>() {
-        entry.detail = Some(crate::router::truncate(&p.title, 200));
+        entry.detail = Some(crate::edge::truncate(&p.title, 200));
     } else if let Some(AuditNote(note)) = parts.extensions.get::<AuditNote>() {
-        entry.detail = Some(crate::router::truncate(note, 200));
+        entry.detail = Some(crate::edge::truncate(note, 200));
     }
     audit::record(&ctx.audit, entry).await;
     Response::from_parts(parts, Body::from(bytes))
@@ -258,7 +258,7 @@ pub(crate) fn parse(p: &AuditParams, now: time::OffsetDateTime) -> Result<AuditQ
         }
         Some(a.to_owned())
     });
-    let limit = crate::clusters::page_limit(p.limit.as_deref(), MAX_PAGE, MAX_PAGE, &mut errors);
+    let limit = crate::requests::page_limit(p.limit.as_deref(), MAX_PAGE, MAX_PAGE, &mut errors);
     let after = p.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
         let id = uncursor(n);
         if id.is_none() {

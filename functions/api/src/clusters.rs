@@ -6,51 +6,13 @@ use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState};
 
 use crate::decide::{IfMatch, Started, Updated};
-use crate::requests::{SpecBody, UpdateBody};
+use crate::requests::{SpecBody, UpdateBody, page_after, page_limit};
 use crate::views::{self, TemplateCache, sensitive_of};
 use crate::views::{Accepted, ClusterPage, ClusterView, LastOperationView};
 use crate::{ApiError, Caller, Ctx, Reply};
-use strato_domain::validate::FieldError;
 
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
-
-/// `?limit=`: absent is `default`; anything but a whole number from 1 to `max` is a field error — an empty
-/// `limit=` too: the contract says integer, and a value the caller meant to give but lost is not the default.
-pub(crate) fn page_limit(raw: Option<&str>, default: u32, max: u32, errors: &mut Vec<FieldError>) -> u32 {
-    match raw {
-        None => default,
-        Some(l) => match l.parse::<u32>() {
-            Ok(n) if (1..=max).contains(&n) => n,
-            _ => {
-                errors.push(ApiError::field(
-                    "limit",
-                    "is not a page size",
-                    format!("a whole number from 1 to {max}"),
-                ));
-                default
-            }
-        },
-    }
-}
-
-/// `?next=`: absent or empty is the first page (the spec says so); a token `parse` refuses is a field error.
-pub(crate) fn page_after<T>(
-    raw: Option<&str>,
-    parse: impl Fn(&str) -> Option<T>,
-    errors: &mut Vec<FieldError>,
-) -> Option<T> {
-    let n = raw.filter(|n| !n.is_empty())?;
-    let parsed = parse(n);
-    if parsed.is_none() {
-        errors.push(ApiError::field(
-            "next",
-            "is not a page token",
-            "the 'next' value of the previous page",
-        ));
-    }
-    parsed
-}
 
 pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: SpecBody) -> Result<Reply<Accepted>, ApiError> {
     let policies = crate::policies::load(ctx, caller).await?;
@@ -80,7 +42,7 @@ pub(crate) async fn load(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Cluster
 pub(crate) async fn list(
     ctx: &Ctx,
     caller: &Caller,
-    q: &crate::handlers::ListClustersQuery,
+    q: &crate::requests::ListClustersQuery,
 ) -> Result<Reply<ClusterPage>, ApiError> {
     let mut errors = Vec::new();
     let states = ClusterState::ALL.map(|s| s.as_str()).join(", ");
@@ -202,7 +164,7 @@ pub(crate) async fn drift_check(ctx: &Ctx, caller: &Caller, id: &str) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use super::page_limit;
+    use crate::requests::page_limit;
 
     #[test]
     fn a_page_size_is_a_whole_number_in_range_and_an_empty_one_is_refused() {

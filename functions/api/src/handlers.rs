@@ -6,14 +6,15 @@ use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use strato_domain::approval::Verdict;
 
 use crate::decide::IfMatch;
-use crate::requests::{JsonBody, SpecBody, UpdateBody, WebhookBody};
-use crate::router::{AppState, Caller, Reply};
+use crate::edge::{AppState, Caller, Reply};
+use crate::requests::{
+    JsonBody, ListClustersQuery, PageQuery, SpecBody, TemplateQuery, UpdateBody, WebhookBody,
+};
 use crate::views::{
     Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
 };
@@ -38,7 +39,7 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for P<T> {
             .map_err(|_| {
                 ApiError::NotFound(format!(
                     "no resource at {}",
-                    crate::router::truncate(parts.uri.path(), 100)
+                    crate::edge::truncate(parts.uri.path(), 100)
                 ))
             })
     }
@@ -58,28 +59,6 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Q<T> {
                 errors: Vec::new(),
             })
     }
-}
-
-/// `GET /v1/clusters` query parameters, read as text and checked by the route (400 naming each).
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct ListClustersQuery {
-    pub state: Option<String>,
-    pub limit: Option<String>,
-    pub next: Option<String>,
-}
-
-/// A paged listing's query parameters (`GET /v1/clusters/{id}/operations`), read as text and checked by
-/// the route (400 naming each).
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct PageQuery {
-    pub limit: Option<String>,
-    pub next: Option<String>,
-}
-
-/// `GET /v1/templates/{name}` query parameters.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct TemplateQuery {
-    pub version: Option<String>,
 }
 
 pub(crate) async fn health() -> Reply<Health> {

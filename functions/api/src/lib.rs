@@ -11,6 +11,7 @@ mod audit;
 mod clusters;
 pub mod decide;
 mod drift;
+mod edge;
 pub mod error;
 mod estimates;
 mod expiry;
@@ -43,11 +44,12 @@ use strato_aws::resources::Names;
 use strato_aws::store::Store;
 use strato_domain::ports::SystemClock;
 
+pub use edge::Caller;
+pub(crate) use edge::Reply;
 pub use error::ApiError;
 pub use openapi::{openapi, openapi_yaml};
 pub use requests::{SpecBody, UpdateBody};
-pub(crate) use router::Reply;
-pub use router::{ApiService, Caller, router, service};
+pub use router::{ApiService, router, service};
 pub use tickets::{TICKET_TTL, TicketSettings};
 
 /// Settings read once per process from the environment. Secrets are [`SecretSlice`]s, so `Debug` shows them

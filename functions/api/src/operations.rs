@@ -31,16 +31,16 @@ pub(crate) async fn list_for_cluster(
     ctx: &Ctx,
     caller: &Caller,
     id: &str,
-    q: &crate::handlers::PageQuery,
+    q: &crate::requests::PageQuery,
 ) -> Result<Reply<OperationList>, ApiError> {
     let mut errors = Vec::new();
-    let limit = clusters::page_limit(
+    let limit = crate::requests::page_limit(
         q.limit.as_deref(),
         DEFAULT_OPERATIONS_PAGE,
         MAX_OPERATIONS_PAGE,
         &mut errors,
     );
-    let after = clusters::page_after(q.next.as_deref(), |n| page_token::parse(n).ok(), &mut errors);
+    let after = crate::requests::page_after(q.next.as_deref(), |n| page_token::parse(n).ok(), &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::BadRequest {
             detail: "the query string has invalid parameters; see errors".into(),

@@ -330,6 +330,65 @@ pub(crate) struct AgentBody {
     pub other: BTreeMap<String, Value>,
 }
 
+/// `GET /v1/clusters` query parameters, read as text and checked by the route (400 naming each).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ListClustersQuery {
+    pub state: Option<String>,
+    pub limit: Option<String>,
+    pub next: Option<String>,
+}
+
+/// A paged listing's query parameters (`GET /v1/clusters/{id}/operations`), read as text and checked by
+/// the route (400 naming each).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct PageQuery {
+    pub limit: Option<String>,
+    pub next: Option<String>,
+}
+
+/// `GET /v1/templates/{name}` query parameters.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct TemplateQuery {
+    pub version: Option<String>,
+}
+
+/// `?limit=`: absent is `default`; anything but a whole number from 1 to `max` is a field error — an empty
+/// `limit=` too: the contract says integer, and a value the caller meant to give but lost is not the default.
+pub(crate) fn page_limit(raw: Option<&str>, default: u32, max: u32, errors: &mut Vec<FieldError>) -> u32 {
+    match raw {
+        None => default,
+        Some(l) => match l.parse::<u32>() {
+            Ok(n) if (1..=max).contains(&n) => n,
+            _ => {
+                errors.push(ApiError::field(
+                    "limit",
+                    "is not a page size",
+                    format!("a whole number from 1 to {max}"),
+                ));
+                default
+            }
+        },
+    }
+}
+
+/// `?next=`: absent or empty is the first page (the spec says so); a token `parse` refuses is a field error.
+pub(crate) fn page_after<T>(
+    raw: Option<&str>,
+    parse: impl Fn(&str) -> Option<T>,
+    errors: &mut Vec<FieldError>,
+) -> Option<T> {
+    let n = raw.filter(|n| !n.is_empty())?;
+    let parsed = parse(n);
+    if parsed.is_none() {
+        errors.push(ApiError::field(
+            "next",
+            "is not a page token",
+            "the 'next' value of the previous page",
+        ));
+    }
+    parsed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -175,7 +175,7 @@ pub(crate) async fn list(ctx: &Ctx) -> Result<Reply<TemplateList>, ApiError> {
 pub(crate) async fn get(
     ctx: &Ctx,
     name: &str,
-    q: &crate::handlers::TemplateQuery,
+    q: &crate::requests::TemplateQuery,
 ) -> Result<Reply<TemplateDetail>, ApiError> {
     let all = ctx.store.list_templates().await?;
     let shown = |s: &str| s.chars().take(64).collect::<String>();
