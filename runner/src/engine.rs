@@ -63,9 +63,19 @@ pub fn inherited(name: &str) -> bool {
         "http_proxy",
         "https_proxy",
         "no_proxy",
+        // The engine's Go runtime, when the operator tunes it on the task (see ENGINE_GOGC).
+        "GOGC",
+        "GOMEMLIMIT",
     ];
     BASICS.contains(&name) || name.starts_with("LC_") || name.starts_with("TF_")
 }
+
+/// The engine's garbage-collection target unless the task sets `GOGC` itself. Terraform starts the provider
+/// plugin anew for each command (three times for a plan), and the AWS provider 5 builds its whole schema
+/// each time: at Go's default (100) a one-resource plan takes 17 s of CPU, at 200 about 14 s (-19 %) for
+/// 6 % more memory (measured 2026-11-29, Terraform 1.11.4, provider 5.100.0). Fargate bills the vCPU the
+/// runner holds; memory it has to spare.
+pub const ENGINE_GOGC: &str = "200";
 
 /// Result of one command.
 #[derive(Debug, Default)]
@@ -218,6 +228,9 @@ impl ProcessEngine {
             .current_dir(dir)
             .env_clear()
             .envs(std::env::vars_os().filter(|(k, _)| k.to_str().is_some_and(inherited)));
+        if std::env::var_os("GOGC").is_none() {
+            cmd.env("GOGC", ENGINE_GOGC);
+        }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")

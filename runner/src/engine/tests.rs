@@ -200,6 +200,9 @@ async fn the_engine_inherits_no_credentials_secrets_or_strato_settings() {
         .collect();
     assert!(names.contains(&"PATH"), "{text}");
     assert!(text.contains("AWS_ACCESS_KEY_ID=ASIA-ENGINE-SESSION"), "{text}");
+    // The engine's GC target: the runner's default, or the task's own GOGC passed through.
+    let gogc = std::env::var("GOGC").unwrap_or_else(|_| ENGINE_GOGC.to_owned());
+    assert!(text.lines().any(|l| l == format!("GOGC={gogc}")), "{text}");
     let own = [
         "AWS_ACCESS_KEY_ID",
         "CHECKPOINT_DISABLE",
