@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::operations::{finish, print_estimate};
+use super::operations::print_estimate;
+use super::wait::finish;
 use super::{join, template};
 use crate::Ctx;
 use crate::api::seg;
