@@ -14,7 +14,8 @@ Against devstack (`cargo run -p strato-devstack -- up` writes the profile): stra
 
 Exit codes: 0 ok · 1 other · 2 usage (bad flags, no endpoint) · 3 auth (401/403) · 4 not found ·
 5 conflict (busy, wrong state, changed) · 6 validation (each field's problem is printed) ·
-7 server or network (5xx, 429, unreachable) · 8 the operation ended failed or cancelled · 9 it awaits approval.";
+7 server or network (5xx, 429, unreachable) · 8 the operation ended failed or cancelled · 9 it awaits approval ·
+10 not confirmed (a delete declined, or no terminal to ask and no --yes).";
 
 #[derive(Debug, Parser)]
 #[command(name = "strato", version, about = "Strato from a terminal: clusters from templates, live logs, drift, state", after_help = AFTER_HELP)]
@@ -201,9 +202,13 @@ pub enum Clusters {
         #[command(flatten)]
         wait: WaitArgs,
     },
-    /// Destroy a cluster's resources and delete it.
+    /// Destroy a cluster's resources and delete it. Asks "Delete cluster NAME (ID)? [y/N]" on a terminal;
+    /// without one, --yes is required (else exit 10).
     Delete {
         id: String,
+        /// Delete without asking (needed when stdin is not a terminal: scripts, CI).
+        #[arg(long, short = 'y')]
+        yes: bool,
         #[command(flatten)]
         wait: WaitArgs,
     },

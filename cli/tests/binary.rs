@@ -64,6 +64,35 @@ fn an_unreachable_endpoint_is_a_server_error_not_a_crash() {
 }
 
 #[test]
+fn a_delete_without_a_terminal_or_yes_is_refused_before_any_request() {
+    // Port 9 answers nothing: a request would be exit 7; the refusal comes first, with its own code.
+    let o = strato(&[
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--token",
+        "t",
+        "clusters",
+        "delete",
+        "cl-1",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(10), "{err}");
+    assert!(err.contains("--yes"), "the refusal names the way out: {err}");
+    // --yes skips the question: the request is made (and fails to connect, exit 7).
+    let o = strato(&[
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--token",
+        "t",
+        "clusters",
+        "delete",
+        "cl-1",
+        "--yes",
+    ]);
+    assert_eq!(o.status.code(), Some(7), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
 fn completions_are_generated() {
     let o = strato(&["completions", "bash"]);
     assert!(o.status.success());
