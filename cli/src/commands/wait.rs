@@ -161,6 +161,9 @@ async fn summary(ctx: &Ctx, op: &Value, took: Duration) -> Result<(), CliError> 
         for line in user_error(out, &op["error"]) {
             println!("{line}");
         }
+        for line in warnings_and_cost(op) {
+            println!("{line}");
+        }
         if let Some(cluster) = op["cluster_id"].as_str() {
             match ctx.api.get(&format!("/v1/clusters/{}", seg(cluster))).await {
                 Ok(c) => {
@@ -209,6 +212,46 @@ fn took_text(op: &Value, watched: Duration) -> String {
     }
 }
 
+/// The summary's lines about the policy warnings the operation carries and its estimated monthly cost, when
+/// it has them. Warnings are notes: `policy warning: …` from the request's policies (the API) and
+/// `plan policy warning (STAGE): …` from a plan's (the runner), possibly after a timestamp.
+fn warnings_and_cost(op: &Value) -> Vec<String> {
+    let warnings: Vec<String> = op["notes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(|note| {
+            let note = match note.split_once(": ") {
+                Some((at, rest)) if strato_domain::ts::parse(at).is_some() => rest,
+                _ => note,
+            };
+            if let Some(w) = note.strip_prefix("policy warning: ") {
+                return Some(plain(w));
+            }
+            let (stage, w) = note.strip_prefix("plan policy warning (")?.split_once("): ")?;
+            Some(format!("{} (plan of stage {})", plain(w), plain(stage)))
+        })
+        .collect();
+    let mut out = Vec::new();
+    if !warnings.is_empty() {
+        let s = if warnings.len() == 1 { "" } else { "s" };
+        out.push(format!("{} policy warning{s}:", warnings.len()));
+        out.extend(warnings.into_iter().map(|w| format!("  - {w}")));
+    }
+    // An estimate's own command prints the whole price table after the summary.
+    if let Some(total) = op["estimate"]["total_monthly"]
+        .as_f64()
+        .filter(|_| op["kind"] != "estimate")
+    {
+        out.push(format!(
+            "estimated cost: {total:.2} {} per month",
+            cell(&op["estimate"]["currency"])
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -231,5 +274,29 @@ mod tests {
         let op = json!({"status": "awaiting_approval", "created_at": "2026-11-29T12:00:00.000000Z",
             "ended_at": null, "updated_at": "2026-11-29T12:00:40.000000Z"});
         assert_eq!(super::took_text(&op, Duration::from_millis(3800)), "after 40.0 s");
+    }
+
+    #[test]
+    fn the_summary_shows_the_policy_warnings_and_the_estimated_monthly_cost() {
+        let op = json!({"kind": "create", "status": "succeeded", "notes": [
+            "policy warning: platform/tags: tag 'owner' is missing",
+            "plan of stage cluster checked against policy sha256:0123",
+            "plan policy warning (cluster): platform/size: 12 nodes is above the usual 10",
+            "2026-11-29T12:00:00.000000Z: webhook delivered"
+        ], "estimate": {"total_monthly": 1234.5, "currency": "USD", "resources": []}});
+        assert_eq!(
+            super::warnings_and_cost(&op),
+            [
+                "2 policy warnings:",
+                "  - platform/tags: tag 'owner' is missing",
+                "  - platform/size: 12 nodes is above the usual 10 (plan of stage cluster)",
+                "estimated cost: 1234.50 USD per month",
+            ]
+        );
+        let one = json!({"notes": ["policy warning: a"], "estimate": null});
+        assert_eq!(super::warnings_and_cost(&one), ["1 policy warning:", "  - a"]);
+        // Neither: nothing to say.
+        let none = json!({"notes": ["plan of stage cluster checked against policy sha256:0123"]});
+        assert!(super::warnings_and_cost(&none).is_empty());
     }
 }
