@@ -10,7 +10,7 @@ Getting started:
   strato templates show aws-eks-basic
   strato clusters create demo --template aws-eks-basic --var node_count=2 --wait
   strato logs <operation-id> -f
-Against devstack (`cargo run -p strato-devstack -- up` writes the profile): strato --profile devstack …
+Against devstack (`cargo run -p strato-devstack -- up` writes a profile named after its prefix): strato --profile strato-dev …
 
 Exit codes: 0 ok · 1 other · 2 usage (bad flags, no endpoint) · 3 auth (401/403) · 4 not found ·
 5 conflict (busy, wrong state, changed) · 6 validation (each field's problem is printed) ·
