@@ -78,18 +78,23 @@ fn a_delete_without_a_terminal_or_yes_is_refused_before_any_request() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(10), "{err}");
     assert!(err.contains("--yes"), "the refusal names the way out: {err}");
-    // --yes skips the question: the request is made (and fails to connect, exit 7).
+    // --yes skips the question: the request is made (to a URL that cannot be, so it fails at once, exit 7).
     let o = strato(&[
         "--endpoint",
-        "http://127.0.0.1:9",
+        "http://no such host",
         "--token",
         "t",
         "clusters",
         "delete",
         "cl-1",
-        "--yes",
+        "-y",
     ]);
-    assert_eq!(o.status.code(), Some(7), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("DELETE http://no such host/v1/clusters/cl-1"),
+        "{err}"
+    );
 }
 
 #[test]
