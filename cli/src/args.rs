@@ -10,11 +10,12 @@ Getting started:
   strato templates show aws-eks-basic
   strato clusters create demo --template aws-eks-basic --var node_count=2 --wait
   strato logs <operation-id> -f
-Against devstack (`cargo run -p strato-devstack -- up` writes the profile): strato --profile devstack …
+Against devstack (`cargo run -p strato-devstack -- up` writes a profile named after its prefix): strato --profile strato-dev …
 
 Exit codes: 0 ok · 1 other · 2 usage (bad flags, no endpoint) · 3 auth (401/403) · 4 not found ·
 5 conflict (busy, wrong state, changed) · 6 validation (each field's problem is printed) ·
-7 server or network (5xx, 429, unreachable) · 8 the operation ended failed or cancelled · 9 it awaits approval.";
+7 server or network (5xx, 429, unreachable) · 8 the operation ended failed or cancelled · 9 it awaits approval ·
+10 not confirmed (a delete declined, or no terminal to ask and no --yes).";
 
 #[derive(Debug, Parser)]
 #[command(name = "strato", version, about = "Strato from a terminal: clusters from templates, live logs, drift, state", after_help = AFTER_HELP)]
@@ -25,7 +26,10 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Flags of every command. Where Strato is and who you are come from the flag, else its environment
+/// variable, else the profile: optional on the command line, each shown with its `[env: …]`.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// Profile to use (default: the config file's default, else `default`).
     #[arg(long, short = 'p', env = "STRATO_PROFILE", global = true)]
@@ -83,6 +87,7 @@ pub enum Command {
     Audit(Audit),
     /// Shell completions: `strato completions bash > /etc/bash_completion.d/strato`.
     Completions {
+        /// The shell to complete for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -102,6 +107,7 @@ pub enum Templates {
     List,
     /// A template's variables: type, default, limits, what is required.
     Show {
+        /// The template's name (`strato templates list`).
         name: String,
         /// A published version (default: the latest).
         #[arg(long)]
@@ -150,11 +156,13 @@ pub struct SpecArgs {
     /// Deploy into your own account: the role Strato assumes (with `strato target-access`'s external id).
     #[arg(long)]
     pub target_role_arn: Option<String>,
-    /// With --target-role-arn: your state bucket and lock table, and the region of the target.
+    /// With --target-role-arn: the S3 bucket for your cluster's Terraform state.
     #[arg(long, requires = "target_role_arn")]
     pub target_state_bucket: Option<String>,
+    /// With --target-role-arn: the DynamoDB table that locks your state.
     #[arg(long, requires = "target_role_arn")]
     pub target_lock_table: Option<String>,
+    /// With --target-role-arn: the region of your state bucket and lock table.
     #[arg(long, requires = "target_role_arn")]
     pub target_region: Option<String>,
 }
@@ -171,7 +179,10 @@ pub enum Clusters {
         all: bool,
     },
     /// One cluster: state, template, variables (sensitive ones masked), outputs, drift, last error.
-    Get { id: String },
+    Get {
+        /// The cluster's id (`cl-…`).
+        id: String,
+    },
     /// Create a cluster from a template.
     Create {
         /// 3-40 characters of a-z, 0-9 and '-'.
@@ -191,36 +202,47 @@ pub enum Clusters {
     },
     /// Change variables, move to another template version, or change the cluster's expiry.
     Update {
+        /// The cluster's id (`cl-…`).
         id: String,
         #[command(flatten)]
         vars: VarArgs,
-        #[arg(long)]
+        /// Move to this published version of the cluster's template (`strato templates show NAME` lists
+        /// them); default: stay on the current one.
+        #[arg(long, value_name = "VERSION")]
         template_version: Option<String>,
         #[command(flatten)]
         expiry: LifecycleArgs,
         #[command(flatten)]
         wait: WaitArgs,
     },
-    /// Destroy a cluster's resources and delete it.
+    /// Destroy a cluster's resources and delete it. Asks "Delete cluster NAME (ID)? [y/N]" on a terminal;
+    /// without one, --yes is required (else exit 10).
     Delete {
+        /// The cluster's id (`cl-…`).
         id: String,
+        /// Delete without asking (needed when stdin is not a terminal: scripts, CI).
+        #[arg(long, short = 'y')]
+        yes: bool,
         #[command(flatten)]
         wait: WaitArgs,
     },
     /// Create a FAILED cluster again.
     Retry {
+        /// The FAILED cluster's id (`cl-…`).
         id: String,
         #[command(flatten)]
         wait: WaitArgs,
     },
     /// Queue a read-only drift check now.
     DriftCheck {
+        /// The ACTIVE cluster's id (`cl-…`).
         id: String,
         #[command(flatten)]
         wait: WaitArgs,
     },
     /// Show or change drift settings (no operation is started).
     Drift {
+        /// The cluster's id (`cl-…`).
         id: String,
         /// notify or reconcile.
         #[arg(long)]
@@ -234,20 +256,28 @@ pub enum Clusters {
 #[derive(Debug, Subcommand)]
 pub enum Operations {
     /// One operation: status, steps, error with its fix, notes, estimate.
-    Get { id: String },
+    Get {
+        /// The operation's id (`op-…`).
+        id: String,
+    },
     /// A cluster's operations, newest first (one page unless --all).
     List {
+        /// The cluster's id (`cl-…`).
         cluster: String,
         /// Every page, not only the first.
         #[arg(long)]
         all: bool,
     },
     /// Cancel a queued operation, or ask a running one to stop.
-    Cancel { id: String },
+    Cancel {
+        /// The operation's id (`op-…`).
+        id: String,
+    },
     /// Approve the plan an operation waits with (needs `operations:approve`); a new run applies exactly it.
     /// Shows the plan it approves and names it (checksum, round, stage): if another one is pending by the
     /// time the approval arrives, nothing is approved (exit 5) and the pending one is named.
     Approve {
+        /// The operation's id (`op-…`), awaiting approval.
         id: String,
         /// Why, for the record.
         #[arg(long)]
@@ -260,7 +290,9 @@ pub enum Operations {
     /// Reject the plan an operation waits with: it ends cancelled, nothing of it applied. Names the plan
     /// shown, like `approve`.
     Reject {
+        /// The operation's id (`op-…`), awaiting approval.
         id: String,
+        /// Why, for the record.
         #[arg(long)]
         comment: Option<String>,
         /// Reject only the plan with this SHA-256.
@@ -268,11 +300,15 @@ pub enum Operations {
         plan_sha256: Option<String>,
     },
     /// The operation's life as ordered moments.
-    Timeline { id: String },
+    Timeline {
+        /// The operation's id (`op-…`).
+        id: String,
+    },
 }
 
 #[derive(Debug, Args)]
 pub struct Logs {
+    /// The operation's id (`op-…`).
     pub operation: String,
     /// Keep following until the operation ends.
     #[arg(long, short = 'f')]
@@ -286,6 +322,7 @@ pub struct Logs {
 pub struct Watch {
     /// A cluster (`cl-…`: its pending or latest operation) or an operation (`op-…`).
     pub id: String,
+    /// State changes and the summary only, no log lines.
     #[arg(long)]
     pub quiet: bool,
 }
@@ -317,12 +354,16 @@ pub struct Estimate {
 
 #[derive(Debug, Subcommand)]
 pub enum StateVersions {
+    /// The versions of each stage's state, newest first, and the restores done.
     List {
+        /// The cluster's id (`cl-…`).
         cluster: String,
     },
     /// Make an earlier version current again (the replaced one is kept).
     Restore {
+        /// The cluster's id (`cl-…`).
         cluster: String,
+        /// The version id (`strato state-versions list`).
         version: String,
     },
 }
@@ -371,15 +412,19 @@ pub enum Webhook {
     /// Set the webhook: an https URL; the signing secret from --secret-file or stdin (never a flag).
     /// Signed as Standard Webhooks: a plain secret's key is its bytes (`whsec_` + base64 of it for a library).
     Set {
+        /// Where events are POSTed: an https URL.
         url: String,
-        #[arg(long)]
+        /// A file holding the signing secret (else stdin).
+        #[arg(long, value_name = "FILE")]
         secret_file: Option<String>,
         /// Only these event types, comma-separated (default: all), e.g.
         /// operation.failed,cluster.expiring.
         #[arg(long, value_delimiter = ',')]
         events: Vec<String>,
     },
+    /// The webhook: URL, events, secret (masked).
     Get,
+    /// Remove the webhook: no more deliveries.
     Delete,
 }
 
@@ -389,15 +434,20 @@ pub enum Policies {
     List,
     /// One of your policies' Rego source.
     Get {
+        /// The policy's name (`[a-z0-9-]`).
         name: String,
     },
     /// Create or replace a policy from a .rego file (compile-checked by the API).
     Put {
+        /// The policy's name (`[a-z0-9-]`).
         name: String,
-        #[arg(long)]
+        /// The .rego file.
+        #[arg(long, value_name = "FILE")]
         file: String,
     },
+    /// Delete one of your policies.
     Delete {
+        /// The policy's name (`[a-z0-9-]`).
         name: String,
     },
 }
@@ -408,6 +458,62 @@ mod tests {
     fn the_command_line_is_consistent() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
+    }
+
+    /// Every subcommand, its path (`strato clusters update`) first, with the global flags propagated.
+    fn every_command() -> Vec<(String, clap::Command)> {
+        use clap::CommandFactory;
+        let mut root = super::Cli::command();
+        root.build();
+        let mut out = Vec::new();
+        let mut todo = vec![("strato".to_owned(), root)];
+        while let Some((path, cmd)) = todo.pop() {
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                todo.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+            out.push((path, cmd));
+        }
+        out
+    }
+
+    #[test]
+    fn every_argument_and_flag_of_every_command_has_help() {
+        let mut missing = Vec::new();
+        for (path, cmd) in every_command() {
+            if cmd.get_about().is_none_or(|a| a.to_string().trim().is_empty()) {
+                missing.push(format!("{path}: no description"));
+            }
+            for arg in cmd.get_arguments() {
+                let help = arg.get_help().or(arg.get_long_help());
+                if help.is_none_or(|h| h.to_string().trim().is_empty()) {
+                    missing.push(format!("{path}: {}", arg.get_id()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "without help:\n{}", missing.join("\n"));
+    }
+
+    #[test]
+    fn flags_the_environment_or_a_profile_provides_are_optional_and_name_their_variable() {
+        for (path, mut cmd) in every_command() {
+            let usage = cmd.render_usage().to_string();
+            let help = cmd.render_help().to_string();
+            for arg in cmd.get_arguments() {
+                let Some(env) = arg.get_env() else { continue };
+                let env = env.to_string_lossy();
+                let flag = format!("--{}", arg.get_long().unwrap_or_default());
+                assert!(!arg.is_required_set(), "{path}: {flag} is required");
+                // Shown in the usage line only as one of [OPTIONS], never as a required flag.
+                assert!(
+                    !usage.contains(&flag),
+                    "{path}: {flag} in the usage line: {usage}"
+                );
+                assert!(
+                    help.contains(&format!("[env: {env}")),
+                    "{path}: {flag} without [env: {env}]:\n{help}"
+                );
+            }
+        }
     }
 
     #[test]

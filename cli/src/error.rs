@@ -28,6 +28,9 @@ pub mod exit {
     pub const OPERATION_FAILED: u8 = 8;
     /// `--wait`, `watch`, `logs -f`: the operation waits for an approver (`strato operations approve`).
     pub const AWAITING_APPROVAL: u8 = 9;
+    /// A destructive command was not confirmed: declined at its question, or no terminal to ask on and
+    /// no `--yes`.
+    pub const NOT_CONFIRMED: u8 = 10;
 }
 
 /// An RFC 9457 problem document, as Strato's API answers every 4xx/5xx (`Problem` in its OpenAPI).
@@ -82,6 +85,9 @@ pub enum CliError {
     /// The followed operation stopped after its plan to wait for an approver.
     #[error("operation {0} awaits approval: strato operations approve {0} (or reject)")]
     AwaitingApproval(String),
+    /// A destructive command was not confirmed; the message says how to confirm it.
+    #[error("{0}")]
+    NotConfirmed(String),
 }
 
 impl CliError {
@@ -106,6 +112,7 @@ impl CliError {
             },
             Self::OperationFailed { .. } => exit::OPERATION_FAILED,
             Self::AwaitingApproval(_) => exit::AWAITING_APPROVAL,
+            Self::NotConfirmed(_) => exit::NOT_CONFIRMED,
         }
     }
 

@@ -3,6 +3,13 @@
 //! after a drop (or a gap at the end) the follower reconnects with back-off, with a fresh ticket, and
 //! subscribes again from the first missing seq. The archive replay that opens every subscription is also
 //! how a finished operation's log is read; it comes in pages (`subscribed` with `more`: subscribe again).
+//!
+//! A follower that attaches to a running operation gets the archive (the runner uploads a chunk every 2 s)
+//! and then the live stream from the moment its subscription exists; the lines in between were fanned out
+//! before and are not archived yet. That hole is not a loss: the follower asks the archive for them again
+//! on the same connection ([`Options::gap_repair`] later, a few times) and says nothing. Only a gap that
+//! opens after the first live line (the live stream skipped lines) or one the archive still lacks after
+//! those tries is reported (`Reconnecting`, "lines from seq N are missing") and repaired by reconnecting.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -59,6 +66,9 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// Consecutive failed connection attempts before giving up.
     pub max_failures: u32,
+    /// How long lines may wait for a gap before the follower asks the archive for it (live frames of one
+    /// operation arrive in order, so a gap that lasts is a skip or lines not archived yet, not a reordering).
+    pub gap_repair: Duration,
 }
 
 impl Default for Options {
@@ -68,6 +78,7 @@ impl Default for Options {
             mode: Mode::Follow,
             timeout: None,
             max_failures: 8,
+            gap_repair: Duration::from_secs(2),
         }
     }
 }
@@ -87,6 +98,7 @@ pub async fn follow(
         out: Outcome::default(),
         parts: Reassembler::default(),
         gap_since: None,
+        attached_at: None,
     };
     let mut failures = 0u32;
     let mut reason = String::new();
@@ -106,17 +118,7 @@ pub async fn follow(
             st.out.reconnects += 1;
         }
         let before = st.next;
-        match session(
-            api,
-            ws_url,
-            operation_id,
-            &mut st,
-            opts.mode,
-            deadline,
-            &mut on_event,
-        )
-        .await
-        {
+        match session(api, ws_url, operation_id, &mut st, &opts, deadline, &mut on_event).await {
             Ok(Session::Ended) if st.complete() => return Ok(st.out),
             Ok(Session::Ended) => {
                 reason = format!("the log had a gap: {} of {} lines", st.next - 1, st.out.last_seq);
@@ -145,11 +147,20 @@ struct State {
     /// Since when lines after a gap have waited for it (the live stream skipped lines the queue could not
     /// take; the archive has them).
     gap_since: Option<Instant>,
+    /// The first seq this connection's live stream delivered (`log_batch`): lines before it that neither
+    /// the replay nor the live stream brought were written before the subscription existed.
+    attached_at: Option<u64>,
 }
 
 impl State {
     fn complete(&self) -> bool {
         self.out.final_status.is_some() && self.next > self.out.last_seq
+    }
+
+    /// The first missing line was written before this connection's live stream began: not archived when
+    /// the replay read the archive, not lost.
+    fn missing_before_attach(&self) -> bool {
+        self.attached_at.is_some_and(|a| self.next < a)
     }
 
     fn take(&mut self, lines: Vec<LogLine>, on_event: &mut impl FnMut(Event<'_>)) {
@@ -171,9 +182,9 @@ impl State {
     }
 }
 
-/// How long lines may wait for a gap before the follower re-subscribes from it (live frames of one
-/// operation arrive in order, so a gap that lasts is a skip, not a reordering).
-const GAP_REPAIR: Duration = Duration::from_secs(2);
+/// How many times one connection asks the archive again for lines written before it attached, before the
+/// gap counts as one (then reported and repaired by reconnecting).
+const CATCH_UPS: u32 = 5;
 
 enum Session {
     Ended,
@@ -187,7 +198,7 @@ async fn session(
     ws_url: &str,
     operation_id: &str,
     st: &mut State,
-    mode: Mode,
+    opts: &Options,
     deadline: Option<Instant>,
     on_event: &mut impl FnMut(Event<'_>),
 ) -> Result<Session, CliError> {
@@ -198,8 +209,9 @@ async fn session(
         Ok((s, _)) => s,
         Err(e) => return Ok(Session::Dropped(format!("connecting to {ws_url}: {e}"))),
     };
-    let sub = serde_json::json!({"action": "subscribe", "operation_id": operation_id, "from_seq": st.next});
-    if let Err(e) = socket.send(Message::Text(sub.to_string().into())).await {
+    st.attached_at = None;
+    let mut catch_ups = 0u32;
+    if let Err(e) = socket.send(subscribe(operation_id, st.next)).await {
         return Ok(Session::Dropped(format!("subscribing: {e}")));
     }
     // API Gateway closes a WebSocket idle for 10 minutes; a ping every 5 keeps a quiet follow open.
@@ -209,8 +221,16 @@ async fn session(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(Session::Dropped("no end before the deadline".into()));
         }
-        if st.gap_since.is_some_and(|t| t.elapsed() >= GAP_REPAIR) {
+        if st.gap_since.is_some_and(|t| t.elapsed() >= opts.gap_repair) {
             st.gap_since = None;
+            if st.missing_before_attach() && catch_ups < CATCH_UPS {
+                // Written before this subscription, archived since (or soon): ask again, nothing lost.
+                catch_ups += 1;
+                if let Err(e) = socket.send(subscribe(operation_id, st.next)).await {
+                    return Ok(Session::Dropped(format!("subscribing: {e}")));
+                }
+                continue;
+            }
             let _ = socket.close(None).await;
             return Ok(Session::Dropped(format!(
                 "lines from seq {} are missing",
@@ -267,10 +287,20 @@ async fn session(
             }) => {
                 st.out.final_status = Some(wire_name(&final_status));
                 st.out.last_seq = last_seq;
+                if !st.complete() && st.missing_before_attach() && catch_ups < CATCH_UPS {
+                    // The end came live before the archive replay of the lines written before this
+                    // subscription: the archive has them all now (it is complete at the end).
+                    catch_ups += 1;
+                    if let Err(e) = socket.send(subscribe(operation_id, st.next)).await {
+                        return Ok(Session::Dropped(format!("subscribing: {e}")));
+                    }
+                    continue;
+                }
                 let _ = socket.close(None).await;
                 return Ok(Session::Ended);
             }
-            ServerFrame::Control(c @ ControlFrame::LogBatch { .. }) => {
+            ServerFrame::Control(c @ ControlFrame::LogBatch { first_seq, .. }) => {
+                st.attached_at.get_or_insert(first_seq);
                 let lines = strato_stream::live_batch::batch_lines(&c).unwrap_or_default();
                 st.take(lines, on_event);
             }
@@ -284,11 +314,10 @@ async fn session(
             }) => {
                 if more {
                     // One subscribe replays one page of the archive: ask for the next one.
-                    let sub = serde_json::json!({"action": "subscribe", "operation_id": operation_id, "from_seq": st.next});
-                    if let Err(e) = socket.send(Message::Text(sub.to_string().into())).await {
+                    if let Err(e) = socket.send(subscribe(operation_id, st.next)).await {
                         return Ok(Session::Dropped(format!("subscribing: {e}")));
                     }
-                } else if mode == Mode::Snapshot && st.next > replayed_to {
+                } else if opts.mode == Mode::Snapshot && st.next > replayed_to {
                     let _ = socket.close(None).await;
                     return Ok(Session::SnapshotDone);
                 }
@@ -303,6 +332,13 @@ async fn session(
     }
 }
 
+/// `subscribe {operation_id, from_seq}`: on a connection already subscribed, it replays the archive again
+/// from `from_seq` (the ws function records the subscription once).
+fn subscribe(operation_id: &str, from_seq: u64) -> Message {
+    let sub = serde_json::json!({"action": "subscribe", "operation_id": operation_id, "from_seq": from_seq});
+    Message::Text(sub.to_string().into())
+}
+
 /// A serde enum's wire name (`succeeded`, `ACTIVE`).
 fn wire_name<T: serde::Serialize + std::fmt::Debug>(v: &T) -> String {
     serde_json::to_value(v)
@@ -310,3 +346,6 @@ fn wire_name<T: serde::Serialize + std::fmt::Debug>(v: &T) -> String {
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_else(|| format!("{v:?}"))
 }
+
+#[cfg(test)]
+mod tests;

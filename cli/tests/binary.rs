@@ -64,6 +64,40 @@ fn an_unreachable_endpoint_is_a_server_error_not_a_crash() {
 }
 
 #[test]
+fn a_delete_without_a_terminal_or_yes_is_refused_before_any_request() {
+    // Port 9 answers nothing: a request would be exit 7; the refusal comes first, with its own code.
+    let o = strato(&[
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--token",
+        "t",
+        "clusters",
+        "delete",
+        "cl-1",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(10), "{err}");
+    assert!(err.contains("--yes"), "the refusal names the way out: {err}");
+    // --yes skips the question: the request is made (to a URL that cannot be, so it fails at once, exit 7).
+    let o = strato(&[
+        "--endpoint",
+        "http://no such host",
+        "--token",
+        "t",
+        "clusters",
+        "delete",
+        "cl-1",
+        "-y",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("DELETE http://no such host/v1/clusters/cl-1"),
+        "{err}"
+    );
+}
+
+#[test]
 fn completions_are_generated() {
     let o = strato(&["completions", "bash"]);
     assert!(o.status.success());

@@ -51,13 +51,15 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
         use std::io::IsTerminal;
         std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
     };
+    // The profile `up` writes for a stack with this demo's options (its prefix).
+    let profile = crate::cli_profile::profile_name(stack.env.names.prefix(), None);
     let by_hand = |cmd: &str| match dim {
-        true => println!("  \x1b[2m$ strato --profile devstack {cmd}\x1b[0m"),
-        false => println!("  $ strato --profile devstack {cmd}"),
+        true => println!("  \x1b[2m$ strato --profile {profile} {cmd}\x1b[0m"),
+        false => println!("  $ strato --profile {profile} {cmd}"),
     };
     println!(
-        "Each step ends with the `strato` command that does it by hand (against `cargo run -p strato-devstack -- up`,\n\
-         which writes the devstack profile; install the CLI with `cargo install --path cli`).\n"
+        "Each step ends with the `strato` command that does it by hand (against `cargo run -p strato-devstack -- up`\n\
+         with the same options, which writes the '{profile}' profile; install the CLI with `cargo install --path cli`).\n"
     );
     println!("▶ 1/5 create cluster 'demo' from {template}@{version} (us-east-1, 2 × t3.medium)");
     let spec = serde_json::json!({

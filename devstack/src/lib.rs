@@ -15,6 +15,7 @@ pub mod apigw_ws;
 pub mod auth;
 pub mod capture;
 pub mod chaos;
+pub mod cli_profile;
 pub mod client;
 pub mod console;
 pub mod demo;

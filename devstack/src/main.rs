@@ -90,6 +90,10 @@ enum Command {
         /// dev secrets), for `cargo lambda watch --env-file FILE`.
         #[arg(long, value_name = "FILE")]
         env_file: Option<PathBuf>,
+        /// The `strato` CLI profile to write (endpoints and the demo tenant's token); default: the
+        /// stack's --prefix (`strato-dev`), so each stack has its own.
+        #[arg(long, value_name = "NAME")]
+        profile_name: Option<String>,
     },
     /// Start the stack and walk a cluster through its life (create, logs, outputs, drift check, delete).
     /// The terminal shows the tour only; the components' logs go to a file (its path is printed).
@@ -254,24 +258,29 @@ fn write_env_file(path: &std::path::Path, stack: &Devstack) -> anyhow::Result<()
     Ok(())
 }
 
-/// The `devstack` profile of the `strato` CLI (endpoints and the demo tenant's token), so
-/// `strato --profile devstack …` works at once. Not fatal: the stack is useful without it.
-fn write_cli_profile(stack: &Devstack) {
+/// The stack's profile of the `strato` CLI (endpoints and the demo tenant's token), so
+/// `strato --profile NAME …` works at once. Not fatal: the stack is useful without it.
+fn write_cli_profile(stack: &Devstack, name: &str) {
     let e = &stack.endpoints;
     let profile = strato_cli::config::Profile {
         endpoint: e.http_api.clone(),
         ws_endpoint: e.websocket.clone(),
     };
-    let written = strato_cli::config::config_dir().and_then(|dir| {
-        strato_cli::config::save_profile(&dir, "devstack", profile, Some(&stack.token("demo")), false)
-            .map(|()| dir)
-    });
-    match written {
-        Ok(dir) => println!(
-            "CLI profile 'devstack' written to {} — try: strato --profile devstack templates list\n",
-            dir.display()
-        ),
-        Err(e) => eprintln!("could not write the CLI profile 'devstack': {e}"),
+    match strato_devstack::cli_profile::write(name, profile, &stack.token("demo")) {
+        Ok(w) => {
+            println!(
+                "CLI profile '{name}' written to {} — try: strato --profile {name} templates list",
+                w.dir.display()
+            );
+            if let Some(old) = w.replaced {
+                println!(
+                    "  (it replaced the '{name}' profile of {old}: another stack with this prefix? \
+                     give each its own --profile-name)"
+                );
+            }
+            println!();
+        }
+        Err(e) => eprintln!("could not write the CLI profile '{name}': {e}"),
     }
 }
 
@@ -402,14 +411,19 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Publish => publish(&cli.opts).await,
-        Command::Up { env_file } => {
+        Command::Up {
+            env_file,
+            profile_name,
+        } => {
             let config = config(&cli.opts)?;
             ensure_runner(&config)?;
             let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;
             banner(&stack);
-            write_cli_profile(&stack);
+            let name =
+                strato_devstack::cli_profile::profile_name(stack.env.names.prefix(), profile_name.as_deref());
+            write_cli_profile(&stack, &name);
             if let Some(path) = &env_file {
                 write_env_file(path, &stack)?;
                 println!(

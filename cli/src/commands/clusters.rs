@@ -1,8 +1,11 @@
 //! `strato clusters …` and `strato estimate`.
 
+use std::io::{BufRead, IsTerminal, Write};
+
 use serde_json::{Map, Value, json};
 
-use super::operations::{finish, print_estimate};
+use super::operations::print_estimate;
+use super::wait::finish;
 use super::{join, template};
 use crate::Ctx;
 use crate::api::seg;
@@ -86,7 +89,23 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             }
             accepted(ctx, &v, "update", &wait).await
         }
-        Clusters::Delete { id, wait } => {
+        Clusters::Delete { id, yes, wait } => {
+            let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            match confirmation(yes, terminal) {
+                Confirmation::Proceed => {}
+                Confirmation::Refuse => {
+                    return Err(CliError::NotConfirmed(format!(
+                        "not deleting {id}: no terminal to confirm on; add --yes (-y) to delete without asking"
+                    )));
+                }
+                Confirmation::Ask => {
+                    let c = ctx.api.get(&format!("/v1/clusters/{}", seg(&id))).await?;
+                    let question = format!("Delete cluster {} ({id})? [y/N] ", cell(&c["name"]));
+                    if !confirmed(&ask(&question)?) {
+                        return Err(CliError::NotConfirmed(format!("{id} not deleted")));
+                    }
+                }
+            }
             let v = ctx.api.delete(&format!("/v1/clusters/{}", seg(&id))).await?;
             accepted(ctx, &v, "delete", &wait).await
         }
@@ -374,4 +393,60 @@ pub(crate) async fn estimate(ctx: &Ctx, e: args::Estimate) -> Result<(), CliErro
         print_estimate(ctx, &o["estimate"]);
     }
     Ok(())
+}
+
+/// What a delete does before its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Confirmation {
+    Proceed,
+    /// Ask on the terminal; proceed only on `y` or `yes`.
+    Ask,
+    /// No terminal to ask on and no `--yes`: a script must say it means it.
+    Refuse,
+}
+
+/// `--yes` skips the question; a terminal (stdin and stderr) is asked; anything else is refused.
+fn confirmation(yes: bool, terminal: bool) -> Confirmation {
+    match (yes, terminal) {
+        (true, _) => Confirmation::Proceed,
+        (false, true) => Confirmation::Ask,
+        (false, false) => Confirmation::Refuse,
+    }
+}
+
+/// `y` or `yes` in any case; anything else (Enter included) is no.
+fn confirmed(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Prints `question` on stderr (stdout may be piped) and reads one line of stdin.
+fn ask(question: &str) -> Result<String, CliError> {
+    let stdin = std::path::Path::new("(stdin)");
+    eprint!("{}", plain(question));
+    std::io::stderr().flush().map_err(|e| CliError::io(stdin, e))?;
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::io(stdin, e))?;
+    Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Confirmation, confirmation, confirmed};
+
+    #[test]
+    fn a_delete_asks_on_a_terminal_and_refuses_without_one_unless_yes() {
+        assert_eq!(confirmation(false, true), Confirmation::Ask);
+        assert_eq!(confirmation(false, false), Confirmation::Refuse);
+        assert_eq!(confirmation(true, true), Confirmation::Proceed);
+        assert_eq!(confirmation(true, false), Confirmation::Proceed);
+        for yes in ["y", "Y", "yes", "YES\n", " yes "] {
+            assert!(confirmed(yes), "{yes:?}");
+        }
+        for no in ["", "\n", "n", "no", "yep", "y es", "oui"] {
+            assert!(!confirmed(no), "{no:?}");
+        }
+    }
 }

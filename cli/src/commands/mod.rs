@@ -4,6 +4,7 @@
 mod audit;
 mod clusters;
 mod operations;
+mod wait;
 
 use std::io::{IsTerminal, Read};
 
@@ -23,7 +24,7 @@ pub(crate) async fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError
         Command::Estimate(e) => clusters::estimate(ctx, e).await,
         Command::Operations(o) => operations::run(ctx, o).await,
         Command::Logs(l) => operations::logs(ctx, l).await,
-        Command::Watch(w) => operations::watch(ctx, w).await,
+        Command::Watch(w) => wait::watch(ctx, w).await,
         Command::StateVersions(s) => state_versions(ctx, s).await,
         Command::Webhook(w) => webhook(ctx, w).await,
         Command::Audit(a) => audit::run(ctx, a).await,

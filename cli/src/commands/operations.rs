@@ -1,17 +1,14 @@
-//! `strato operations …`, `logs`, `watch`, and `--wait`: following an operation to its end.
+//! `strato operations …` and `logs` (`watch` and `--wait` are in wait.rs).
 
-use std::time::{Duration, Instant};
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use strato_domain::messages::{LogLine, LogStream};
 
 use crate::Ctx;
 use crate::api::seg;
-use crate::args::{self, Operations, WaitArgs};
+use crate::args::{self, Operations};
 use crate::error::{CliError, DIM, RED};
 use crate::follow::{self, Event, Mode};
-use crate::render::{cell, clipped, plain, user_error, when};
+use crate::render::{cell, plain, user_error, when};
 
 pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
     let out = &ctx.out;
@@ -168,7 +165,7 @@ fn decision_body(approval: &Value, comment: Option<String>, pinned: Option<Strin
 }
 
 /// The plan an operation waits (or waited) with and the decision on it.
-fn show_approval(ctx: &Ctx, id: &Value, a: &Value) {
+pub(super) fn show_approval(ctx: &Ctx, id: &Value, a: &Value) {
     if a.is_null() {
         return;
     }
@@ -325,184 +322,6 @@ pub(crate) async fn logs(ctx: &Ctx, l: args::Logs) -> Result<(), CliError> {
     }
 }
 
-pub(crate) async fn watch(ctx: &Ctx, w: args::Watch) -> Result<(), CliError> {
-    let op = if w.id.starts_with("cl-") {
-        // The cluster's newest operation: a create, update, delete or check that is running or just ended.
-        let ops = ctx
-            .api
-            .get(&format!("/v1/clusters/{}/operations", seg(&w.id)))
-            .await?;
-        // The API lists newest first: the newest open one, else the newest.
-        let list = ops["operations"].as_array().cloned().unwrap_or_default();
-        let pick = list
-            .iter()
-            .find(|o| !matches!(o["status"].as_str(), Some("succeeded" | "failed" | "cancelled")))
-            .or(list.first());
-        match pick.and_then(|o| o["id"].as_str()) {
-            Some(id) => id.to_owned(),
-            None => return Err(CliError::Usage(format!("{} has no operations to watch", w.id))),
-        }
-    } else {
-        // Not found (or another tenant's) is exit 4 here, not a refused subscription later.
-        ctx.api.get(&format!("/v1/operations/{}", seg(&w.id))).await?;
-        w.id.clone()
-    };
-    let wait = WaitArgs {
-        wait: true,
-        timeout_minutes: 24 * 60,
-        quiet: w.quiet,
-    };
-    finish(ctx, &op, &wait).await
-}
-
-/// Follows `op` to its end (live log and state changes, or polling without a WebSocket endpoint), then
-/// prints a summary; an error unless it succeeded.
-pub(crate) async fn finish(ctx: &Ctx, op: &str, wait: &WaitArgs) -> Result<(), CliError> {
-    let started = Instant::now();
-    let out = ctx.out;
-    let spinner = out.interactive.then(|| {
-        let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        pb.set_style(
-            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
-                .unwrap_or(ProgressStyle::default_spinner()),
-        );
-        pb.enable_steady_tick(Duration::from_millis(120));
-        pb.set_message(format!("{op} queued"));
-        pb
-    });
-    let say = |text: String| match &spinner {
-        Some(pb) => pb.suspend(|| println!("{text}")),
-        None if !out.machine() => println!("{text}"),
-        None => {}
-    };
-    let timeout = Duration::from_secs(wait.timeout_minutes.max(1) * 60);
-    let followed = match ctx.ws.as_deref() {
-        Some(ws) => {
-            let opts = follow::Options {
-                timeout: Some(timeout),
-                ..Default::default()
-            };
-            let r = follow::follow(&ctx.api, ws, op, opts, |e| match e {
-                Event::Line(line) => {
-                    if let Some(pb) = &spinner {
-                        pb.set_message(format!("{} · {}", plain(&line.step), op));
-                    }
-                    if !wait.quiet {
-                        say(format_line(ctx, line));
-                    }
-                }
-                Event::Status {
-                    cluster_state,
-                    operation_status,
-                    detail,
-                } => {
-                    let detail = plain(&detail.unwrap_or_default());
-                    say(format!(
-                        "{} cluster {} · operation {} {}",
-                        out.bold("▸"),
-                        out.state(&cluster_state),
-                        out.state(&operation_status),
-                        out.dim(&detail)
-                    ));
-                }
-                Event::Reconnecting { from_seq, reason } => {
-                    say(out.dim(&plain(&format!("(reconnecting from line {from_seq}: {reason})"))))
-                }
-            })
-            .await;
-            Some(r)
-        }
-        None => None,
-    };
-    if let Some(pb) = &spinner {
-        pb.finish_and_clear();
-    }
-    if followed.is_none() && !out.machine() {
-        eprintln!(
-            "{}",
-            out.dim("no WebSocket endpoint in the profile: polling, without the live log")
-        );
-    }
-    let final_op = match followed {
-        Some(Ok(_)) => ctx.api.get(&format!("/v1/operations/{}", seg(op))).await?,
-        Some(Err(e)) => return Err(e),
-        None => poll(ctx, op, timeout).await?,
-    };
-    summary(ctx, &final_op, started.elapsed()).await
-}
-
-async fn poll(ctx: &Ctx, op: &str, timeout: Duration) -> Result<Value, CliError> {
-    let deadline = Instant::now() + timeout;
-    let mut last = String::new();
-    loop {
-        let v = ctx.api.get(&format!("/v1/operations/{}", seg(op))).await?;
-        let status = v["status"].as_str().unwrap_or("?").to_owned();
-        if matches!(
-            status.as_str(),
-            "succeeded" | "failed" | "cancelled" | "awaiting_approval"
-        ) {
-            return Ok(v);
-        }
-        let now = format!("{status} {}", cell(&v["current_step"]));
-        if now != last && !ctx.out.machine() {
-            println!("{} operation {now}", ctx.out.bold("▸"));
-            last = now;
-        }
-        if Instant::now() >= deadline {
-            return Err(CliError::Stream(format!(
-                "{op} did not end within {} min",
-                timeout.as_secs() / 60
-            )));
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
-}
-
-async fn summary(ctx: &Ctx, op: &Value, took: Duration) -> Result<(), CliError> {
-    let out = &ctx.out;
-    let status = op["status"].as_str().unwrap_or("?").to_owned();
-    let id = cell(&op["id"]);
-    if !out.raw(op)? {
-        println!(
-            "\n{} {} {} in {:.1} s",
-            out.bold(&cell(&op["kind"])),
-            out.state(&status),
-            out.dim(&id),
-            took.as_secs_f64()
-        );
-        for line in user_error(out, &op["error"]) {
-            println!("{line}");
-        }
-        if let Some(cluster) = op["cluster_id"].as_str() {
-            match ctx.api.get(&format!("/v1/clusters/{}", seg(cluster))).await {
-                Ok(c) => {
-                    println!(
-                        "cluster {cluster}: {}",
-                        out.state(c["state"].as_str().unwrap_or("?"))
-                    );
-                    for (k, v) in c["outputs"].as_object().into_iter().flatten() {
-                        println!("  {} = {}", k, clipped(v, 100));
-                    }
-                }
-                // A deleted cluster is gone: its operation's status says it all.
-                Err(CliError::Api(p)) if p.status == 404 => println!("cluster {cluster}: deleted"),
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    if status == "awaiting_approval" {
-        if !out.machine() {
-            show_approval(ctx, &op["id"], &op["approval"]);
-        }
-        return Err(CliError::AwaitingApproval(id));
-    }
-    if status == "succeeded" {
-        Ok(())
-    } else {
-        Err(CliError::OperationFailed { id, status })
-    }
-}
-
 fn ws_url(ctx: &Ctx) -> Result<&str, CliError> {
     ctx.ws.as_deref().ok_or_else(|| {
         CliError::Usage(
@@ -514,7 +333,7 @@ fn ws_url(ctx: &Ctx) -> Result<&str, CliError> {
 
 /// `step │ text`, stderr lines red. The text is the engine's and the tenant's modules' output: every
 /// control sequence in it is removed ([`plain`]), colour included (the runner asks the engine for none).
-fn format_line(ctx: &Ctx, l: &LogLine) -> String {
+pub(super) fn format_line(ctx: &Ctx, l: &LogLine) -> String {
     let text = plain(&l.text);
     let text = match l.stream {
         LogStream::Stderr => ctx.out.paint(&text, RED),

@@ -177,7 +177,7 @@ pub fn derive(op: &Operation, now: OffsetDateTime) -> Timeline {
 
 /// When a terminal operation ended: recorded since the store writes `ended_at`; for older records, the
 /// latest moment the record holds (its last write can be a later note, so that is the last resort).
-fn end_of(op: &Operation) -> OffsetDateTime {
+pub(crate) fn end_of(op: &Operation) -> OffsetDateTime {
     op.ended_at
         .or_else(|| {
             let steps = op.steps.iter().filter_map(|s| s.finished_at);

@@ -316,8 +316,17 @@ pub(crate) struct OperationView {
     /// The plan it waits (or waited) with, and the decision; null until a plan needed approval.
     pub approval: Option<crate::approval::ApprovalView>,
     pub spec: Option<SpecView>,
+    /// When it was queued: its duration runs from here.
     #[schema(value_type = schema::Timestamp)]
     pub created_at: String,
+    /// When the runner started its current attempt; null until then.
+    #[schema(value_type = Option<schema::Timestamp>)]
+    pub started_at: Option<String>,
+    /// When it ended (succeeded, failed, cancelled); null while open. The operation's duration is
+    /// `ended_at - created_at`, as its timeline's `duration_ms` (`updated_at` moves on later writes, e.g. a
+    /// webhook's outcome noted after the end).
+    #[schema(value_type = Option<schema::Timestamp>)]
+    pub ended_at: Option<String>,
     #[schema(value_type = schema::Timestamp)]
     pub updated_at: String,
 }
@@ -352,6 +361,11 @@ pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) ->
         approval: op.approval.as_ref().map(crate::approval::approval),
         spec: op.spec.as_ref().map(|s| spec_view(s, sensitive)),
         created_at: ts::format(op.created_at),
+        started_at: op.started_at.map(ts::format),
+        ended_at: op
+            .status
+            .is_terminal()
+            .then(|| ts::format(crate::timeline::end_of(op))),
         updated_at: ts::format(op.updated_at),
     }
 }

@@ -261,7 +261,13 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     let bob = stack.token("tenant-b");
     let o = strato(cfg, &[("STRATO_TOKEN", &bob)], None, &["clusters", "get", &id]).await;
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
-    let o = strato(cfg, &[("STRATO_TOKEN", &bob)], None, &["clusters", "delete", &id]).await;
+    let o = strato(
+        cfg,
+        &[("STRATO_TOKEN", &bob)],
+        None,
+        &["clusters", "delete", &id, "--yes"],
+    )
+    .await;
     assert_eq!(o.status.code(), Some(4), "{}", show(&o));
     let o = strato(cfg, &[("STRATO_TOKEN", &bob)], None, &["logs", &create_op]).await;
     assert_eq!(o.status.code(), Some(4), "another tenant's log: {}", show(&o));
@@ -274,7 +280,7 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
         cfg,
         &[("STRATO_TOKEN", &viewer)],
         None,
-        &["clusters", "delete", &id],
+        &["clusters", "delete", &id, "--yes"],
     )
     .await;
     assert_eq!(o.status.code(), Some(3), "{}", show(&o));
@@ -285,7 +291,13 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     );
 
     // Delete, and follow its live log through a connection that is cut mid-stream.
-    let o = strato(cfg, &[], None, &["clusters", "delete", &id, "-o", "json"]).await;
+    let o = strato(
+        cfg,
+        &[],
+        None,
+        &["clusters", "delete", &id, "--yes", "-o", "json"],
+    )
+    .await;
     assert!(o.status.success(), "{}", show(&o));
     let accepted: Value = serde_json::from_slice(&o.stdout).unwrap();
     let delete_op = accepted["operation"]["id"].as_str().unwrap().to_owned();
