@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use strato_aws::store::StoredTemplate;
 use strato_domain::model::CloudProvider;
-use strato_domain::template::{CatalogRef, Rule, Template, VarType};
+use strato_domain::template::{CatalogRef, Rule, StringFormat, Template, VarType};
 use utoipa::ToSchema;
 
 use crate::views::MASK;
@@ -49,6 +49,12 @@ pub(crate) struct VariableView {
     pub min: Option<f64>,
     pub max: Option<f64>,
     pub pattern: Option<String>,
+    /// Checked by parsing the value (each item of a list): `cidr` (a network, host bits clear), `ip`,
+    /// `hostname` or `duration` (whole units of d, h, m, s, e.g. `1h30m`).
+    #[schema(value_type = Option<String>)]
+    pub format: Option<StringFormat>,
+    /// What a value must look like, in words (from `format`): for forms and error messages.
+    pub expected: Option<String>,
     pub max_length: Option<usize>,
     pub sensitive: bool,
     /// A provider catalog the value must come from.
@@ -101,6 +107,8 @@ fn detail(t: &Template, versions: &[String]) -> TemplateDetail {
                 min: d.min,
                 max: d.max,
                 pattern: d.pattern.clone(),
+                format: d.format,
+                expected: d.format.map(strato_domain::validate::format::expected),
                 max_length: d.max_length,
                 sensitive: d.sensitive,
                 catalog: d.catalog,

@@ -66,6 +66,31 @@ pub enum CatalogRef {
     Zone,
 }
 
+/// What a string variable's value must be, checked by parsing it (`validate::format`), not by a pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StringFormat {
+    /// An IPv4 or IPv6 network in CIDR notation, host bits clear (`10.0.0.0/16`).
+    Cidr,
+    /// An IPv4 or IPv6 address.
+    Ip,
+    /// A DNS name (RFC 1123).
+    Hostname,
+    /// Whole units of d, h, m, s, largest first (`1h30m`).
+    Duration,
+}
+
+impl StringFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StringFormat::Cidr => "cidr",
+            StringFormat::Ip => "ip",
+            StringFormat::Hostname => "hostname",
+            StringFormat::Duration => "duration",
+        }
+    }
+}
+
 /// One variable as written in the manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +107,8 @@ pub struct VariableDef {
     pub min: Option<f64>,
     pub max: Option<f64>,
     pub pattern: Option<String>,
+    /// Checked by parsing each value (of a string, each item or map value): see [`StringFormat`].
+    pub format: Option<StringFormat>,
     pub max_length: Option<usize>,
     #[serde(default)]
     pub sensitive: bool,
@@ -312,13 +339,18 @@ impl Template {
             {
                 return Err(vfail("min is greater than max"));
             }
-            if (def.pattern.is_some() || def.max_length.is_some() || def.catalog.is_some())
+            if (def.pattern.is_some()
+                || def.format.is_some()
+                || def.max_length.is_some()
+                || def.catalog.is_some())
                 && !matches!(
                     def.ty,
                     VarType::String | VarType::ListOfString | VarType::MapOfString
                 )
             {
-                return Err(vfail("pattern/max_length/catalog apply to string variables only"));
+                return Err(vfail(
+                    "pattern/format/max_length/catalog apply to string variables only",
+                ));
             }
             if def.max_length.is_some_and(|n| n == 0 || n > MAX_STRING_LEN) {
                 return Err(vfail(&format!("max_length must be 1..={MAX_STRING_LEN}")));

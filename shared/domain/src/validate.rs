@@ -205,6 +205,16 @@ impl Template {
                 format!("text matching {pattern}"),
             );
         }
+        if let Some(f) = def.format {
+            let shown = if def.sensitive {
+                "the value".to_owned()
+            } else {
+                format!("'{}'", short_str(s))
+            };
+            if let Err((what, fix)) = format::check(f, s, &shown) {
+                push(field.to_owned(), what, fix);
+            }
+        }
         if let (Some(kind), Some(cat)) = (def.catalog, catalog) {
             let (known, what): (Vec<&str>, &str) = match kind {
                 CatalogRef::InstanceType => (
@@ -399,5 +409,6 @@ pub fn validate(
     })
 }
 
+pub mod format;
 #[cfg(test)]
 mod tests;

@@ -220,3 +220,37 @@ fn hostile_strings_that_fit_the_schema_are_accepted_verbatim() {
     let v = validate(&spec(hostile.clone()), &eks(), Catalogs::builtin()).unwrap();
     assert_eq!(v.variables()["tags"], hostile["tags"]);
 }
+
+#[test]
+fn a_format_is_checked_by_parsing_what_the_pattern_lets_through() {
+    // `10.999.0.0/16` matches the pattern and failed at plan 20 s later; with `format = "cidr"` it is a
+    // field error before anything is written, with the fix in words.
+    let manifest = crate::template::sample::EKS_MANIFEST.replace(
+        "pattern = '10\\.\\d{1,3}\\.0\\.0/16'",
+        "pattern = '10\\.\\d{1,3}\\.0\\.0/16'\nformat = \"cidr\"",
+    );
+    assert_ne!(manifest, crate::template::sample::EKS_MANIFEST);
+    let t = Template::from_toml(&manifest).unwrap();
+    let ok = spec(json!({"owner_email": "a@b", "vpc_cidr": "10.42.0.0/16"}));
+    assert!(validate(&ok, &t, Catalogs::builtin()).is_ok());
+    let bad = spec(json!({"owner_email": "a@b", "vpc_cidr": "10.999.0.0/16"}));
+    assert!(
+        validate(&bad, &eks(), Catalogs::builtin()).is_ok(),
+        "the pattern alone lets it through"
+    );
+    let errs = validate(&bad, &t, Catalogs::builtin()).unwrap_err();
+    assert_eq!(fields(&errs), ["variables.vpc_cidr"]);
+    assert!(errs[0].problem.contains("'10.999.0.0/16'"), "{errs:?}");
+    assert!(errs[0].allowed.contains("CIDR notation"), "{errs:?}");
+    // A format on a number is a broken manifest, refused when the template is read.
+    let broken = crate::template::sample::EKS_MANIFEST.replace(
+        "[variables.spot]",
+        "[variables.size]\ntype = \"integer\"\nformat = \"ip\"\ndefault = 1\n\n[variables.spot]",
+    );
+    assert!(
+        Template::from_toml(&broken)
+            .unwrap_err()
+            .to_string()
+            .contains("format")
+    );
+}
