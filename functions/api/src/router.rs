@@ -214,7 +214,8 @@ pub(crate) fn route_for(method: &str, matched: &str) -> Option<&'static crate::R
     ROUTES.iter().find(|r| r.path == matched && r.method == method)
 }
 
-/// Refuses a body over `max_body_bytes` before anything reads it (413), and buffers it for the handler.
+/// Refuses a body over `max_body_bytes` before anything reads it (413) and a body not declared JSON (415,
+/// see [`crate::requests::json_media_type`]), and buffers it for the handler.
 async fn limit_body(State(ctx): State<AppState>, req: Request, next: Next) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     let limit = ctx.config.max_body_bytes;
@@ -231,6 +232,7 @@ async fn limit_body(State(ctx): State<AppState>, req: Request, next: Next) -> Re
             limit,
         });
     }
+    crate::requests::json_media_type(&parts.method, &parts.headers, &bytes)?;
     Ok(next.run(Request::from_parts(parts, Body::from(bytes))).await)
 }
 

@@ -218,3 +218,39 @@ async fn a_webhook_secret_is_measured_in_characters_as_the_spec_says() {
     assert_eq!(r.fields(), ["secret"], "{}", r.text);
     conforms(&spec(), "PUT", "/v1/webhook", &r);
 }
+
+/// A JSON body sent as `text/plain` (or with no `Content-Type`) is a 415 naming the header and the fix,
+/// and creates nothing; `application/json` with parameters and `application/*+json` are JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_not_declared_json_is_a_415_and_creates_nothing() {
+    let api = Api::new().await;
+    let spec = spec();
+    for sent in ["text/plain", "application/x-www-form-urlencoded"] {
+        let r = api
+            .call(Api::create_req("typed-wrong").header("content-type", sent))
+            .await;
+        let p = r.problem(415);
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("send Content-Type: application/json"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.fields(), ["Content-Type"], "{}", r.text);
+        conforms(&spec, "POST", "/v1/clusters", &r);
+    }
+    let listed = api.call(Req::load("list-clusters")).await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
+    assert!(!listed.text.contains("typed-wrong"), "{}", listed.text);
+    for sent in ["application/json; charset=utf-8", "application/vnd.strato+json"] {
+        let name = if sent.contains("charset") {
+            "typed-charset"
+        } else {
+            "typed-vnd"
+        };
+        let r = api.call(Api::create_req(name).header("content-type", sent)).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{sent}: {}", r.text);
+    }
+}
