@@ -338,9 +338,10 @@ pub(crate) struct WebhookBody {
     #[serde(default)]
     #[schema(value_type = String, required = true, pattern = "^https://")]
     pub url: Field<String>,
-    /// The signing secret, at least 16 characters, or `whsec_` and the base64 of at least 16 bytes (the
-    /// Standard Webhooks form); never shown again. A plain secret is used as its bytes: give your receiver's
-    /// library `whsec_` + base64(secret).
+    /// The signing secret: `whsec_` and the base64 (padding optional) of a key of at least 16 bytes (the
+    /// Standard Webhooks form; the decoded key is what counts), or any other string of at least 16
+    /// characters; never shown again. A plain secret is used as its bytes: give your receiver's library
+    /// `whsec_` + base64(secret).
     #[serde(default)]
     #[schema(value_type = String, required = true, write_only, min_length = 16)]
     pub secret: Field<String>,

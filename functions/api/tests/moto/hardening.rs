@@ -254,3 +254,32 @@ async fn a_body_not_declared_json_is_a_415_and_creates_nothing() {
         assert_eq!(r.status, StatusCode::ACCEPTED, "{sent}: {}", r.text);
     }
 }
+
+/// A Standard Webhooks secret is measured by its decoded key: `whsec_` and 26 characters of unpadded base64
+/// (32 characters, a 19-byte key) is accepted; one whose key is under 16 bytes is refused saying so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_whsec_secret_is_measured_by_its_decoded_key() {
+    let api = Api::new().await;
+    let url = "https://hooks.example.com/strato";
+    let secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESEw";
+    assert_eq!(secret.len(), 32);
+    let r = api
+        .call(Req::load("put-webhook").body(&json!({"url": url, "secret": secret})))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    // 15 bytes: 26 characters, more than 16, but too short a key.
+    let short = "whsec_BwcHBwcHBwcHBwcHBwcH";
+    let r = api
+        .call(Req::load("put-webhook").body(&json!({"url": url, "secret": short})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+    let e = r.error_for("secret");
+    let problem = e["problem"].as_str().unwrap();
+    assert!(
+        problem.contains("at least 16 bytes") && problem.contains("decodes to 15"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains(short), "the secret is not echoed: {}", r.text);
+    conforms(&spec(), "PUT", "/v1/webhook", &r);
+}
