@@ -25,11 +25,12 @@ fn path(a: &Audit, page: u32, next: Option<&str>) -> String {
     format!("/v1/audit?{}", q.join("&"))
 }
 
-/// `succeeded`, or `refused 403` / `failed 500` with the status when there is one.
+/// The outcome (`accepted`, `succeeded`, `cancelled`…), and for a refusal or failure the status when there
+/// is one: `refused 403`, `failed 500`.
 fn outcome(e: &Value) -> String {
     match (e["outcome"].as_str(), e["status"].as_u64()) {
-        (Some("succeeded"), _) | (_, None) => cell(&e["outcome"]),
-        (_, Some(status)) => format!("{} {status}", cell(&e["outcome"])),
+        (Some("refused" | "failed"), Some(status)) => format!("{} {status}", cell(&e["outcome"])),
+        _ => cell(&e["outcome"]),
     }
 }
 
@@ -110,6 +111,13 @@ mod tests {
         assert_eq!(outcome(&ok), "succeeded");
         assert_eq!(target(&ok), "op-1");
         assert_eq!(outcome(&json!({"outcome": "succeeded"})), "succeeded");
+        // A request that queued an operation, and the operation's own end.
+        assert_eq!(
+            outcome(&json!({"outcome": "accepted", "status": 202})),
+            "accepted"
+        );
+        assert_eq!(outcome(&json!({"outcome": "cancelled"})), "cancelled");
+        assert_eq!(outcome(&json!({"outcome": "failed"})), "failed");
         assert_eq!(target(&json!({})), "-");
     }
 }

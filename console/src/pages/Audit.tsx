@@ -20,9 +20,10 @@ function query(f: Filters, next?: string) {
   };
 }
 
-/** `refused 403`, or just the outcome when there is no status (Strato's own actions). */
+/** `refused 403` / `failed 500`; any other outcome (`accepted`, `succeeded`, `cancelled`), or one without a
+ * status (Strato's own actions, an operation's end), as it is. */
 export function outcomeText(e: Pick<Entry, "outcome" | "status">): string {
-  return e.outcome !== "succeeded" && e.status ? `${e.outcome} ${e.status}` : e.outcome;
+  return (e.outcome === "refused" || e.outcome === "failed") && e.status ? `${e.outcome} ${e.status}` : e.outcome;
 }
 
 export function AuditPage() {

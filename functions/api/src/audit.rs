@@ -176,8 +176,10 @@ pub(crate) struct AuditEntryView {
     pub cluster_id: Option<String>,
     pub operation_id: Option<String>,
     pub request_id: Option<String>,
-    /// `succeeded`, `refused` (a 4xx) or `failed`.
-    #[schema(pattern = "^(succeeded|refused|failed)$")]
+    /// `accepted` (a request that queued an operation, 202: how the operation ended is its own
+    /// `operation.end` entry), `succeeded`, `refused` (a 4xx), `failed`, or `cancelled` (an operation's
+    /// end).
+    #[schema(pattern = "^(accepted|succeeded|refused|failed|cancelled)$")]
     pub outcome: String,
     /// The HTTP status of an API call.
     pub status: Option<u16>,

@@ -38,6 +38,10 @@ pub enum ApiError {
     MethodNotAllowed { allowed: Vec<&'static str> },
     #[error("request body of {size} bytes exceeds {limit}")]
     PayloadTooLarge { size: usize, limit: usize },
+    /// A request body declared (or left undeclared) as something other than JSON: `sent` is the
+    /// `Content-Type` as sent (truncated), `None` when there was none.
+    #[error("unsupported media type")]
+    UnsupportedMediaType { sent: Option<String> },
     /// The request cannot be read at all (not JSON, bad query parameter).
     #[error("bad request: {detail}")]
     BadRequest { detail: String, errors: Vec<FieldError> },
@@ -98,6 +102,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Invalid { .. } | ApiError::IdempotencyMismatch | ApiError::PolicyDenied { .. } => {
                 StatusCode::UNPROCESSABLE_ENTITY
@@ -121,6 +126,7 @@ impl ApiError {
             ApiError::NotFound(_) => ("not-found", "Not found"),
             ApiError::MethodNotAllowed { .. } => ("method-not-allowed", "Method not allowed"),
             ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Request body too large"),
+            ApiError::UnsupportedMediaType { .. } => ("unsupported-media-type", "Unsupported media type"),
             ApiError::BadRequest { .. } => ("bad-request", "Malformed request"),
             ApiError::Invalid { .. } => ("validation", "Invalid request"),
             ApiError::IdempotencyMismatch => ("idempotency-key-reused", "Idempotency key reused"),
@@ -207,6 +213,25 @@ impl ApiError {
                 format!("the request body is {size} bytes; the limit is {limit} bytes"),
                 Vec::new(),
             ),
+            ApiError::UnsupportedMediaType { sent } => {
+                let what = match &sent {
+                    Some(t) => format!("is '{t}'"),
+                    None => "is missing".to_owned(),
+                };
+                (
+                    format!(
+                        "the request body's Content-Type {what}; this API reads only JSON bodies: send \
+                         Content-Type: application/json"
+                    ),
+                    vec![FieldError {
+                        field: "Content-Type".into(),
+                        problem: format!("{what}, not JSON"),
+                        allowed: "application/json (parameters such as charset allowed), or an \
+                                  application/*+json type"
+                            .into(),
+                    }],
+                )
+            }
             ApiError::BadRequest { detail, errors } | ApiError::Invalid { detail, errors } => {
                 (detail, errors)
             }

@@ -142,6 +142,10 @@ fn error_description(status: u16) -> &'static str {
         410 => "Too late: the registration deadline passed",
         412 => "`If-Match` names a version the cluster is no longer at; read it again",
         413 => "The request body is over the size limit",
+        415 => {
+            "The request has a body whose `Content-Type` is not JSON (or is missing): send \
+                `Content-Type: application/json` (`errors` names `Content-Type`)"
+        }
         422 => "The request is invalid; `errors` names every field",
         429 => "A quota is exhausted",
         _ => "Strato could not complete the request",
@@ -268,6 +272,10 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
     }
     if crate::scopes::required(route.endpoint).is_some() {
         errors.push(403);
+    }
+    // Every body is read as JSON only when it is declared JSON (`requests::json_media_type`).
+    if matches!(route.method, "POST" | "PUT" | "PATCH") {
+        errors.push(415);
     }
     if keyed {
         errors.extend([400, 409, 422]);

@@ -130,6 +130,47 @@ pub(crate) fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> 
     }
 }
 
+/// Whether a request's body may be read as JSON: a POST, PUT or PATCH that carries a body (anything but
+/// whitespace) must declare it `application/json` (parameters such as `charset` allowed) or an
+/// `application/*+json` type; anything else, or no `Content-Type` at all, is a 415. A body that is not
+/// declared JSON is not read as JSON, so a form post or a text upload can never create a cluster by
+/// accident. A request without a body, where none is needed, is not concerned.
+pub(crate) fn json_media_type(
+    method: &axum::http::Method,
+    headers: &axum::http::HeaderMap,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    use axum::http::Method;
+    if ![Method::POST, Method::PUT, Method::PATCH].contains(method)
+        || body.iter().all(u8::is_ascii_whitespace)
+    {
+        return Ok(());
+    }
+    let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
+        return Err(ApiError::UnsupportedMediaType { sent: None });
+    };
+    // Only what is printable goes back into the message.
+    let raw = value.to_str().unwrap_or("(not text)");
+    let essence = raw
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let json = match essence.split_once('/') {
+        Some(("application", "json")) => true,
+        Some(("application", sub)) => sub.len() > "+json".len() && sub.ends_with("+json"),
+        _ => false,
+    };
+    if json {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType {
+            sent: Some(crate::edge::truncate(raw, 100)),
+        })
+    }
+}
+
 /// A template by name and version.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[schema(as = TemplateRefRequest)]
@@ -297,9 +338,10 @@ pub(crate) struct WebhookBody {
     #[serde(default)]
     #[schema(value_type = String, required = true, pattern = "^https://")]
     pub url: Field<String>,
-    /// The signing secret, at least 16 characters, or `whsec_` and the base64 of at least 16 bytes (the
-    /// Standard Webhooks form); never shown again. A plain secret is used as its bytes: give your receiver's
-    /// library `whsec_` + base64(secret).
+    /// The signing secret: `whsec_` and the base64 (padding optional) of a key of at least 16 bytes (the
+    /// Standard Webhooks form; the decoded key is what counts), or any other string of at least 16
+    /// characters; never shown again. A plain secret is used as its bytes: give your receiver's library
+    /// `whsec_` + base64(secret).
     #[serde(default)]
     #[schema(value_type = String, required = true, write_only, min_length = 16)]
     pub secret: Field<String>,
@@ -406,6 +448,57 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_body_must_be_declared_json() {
+        use axum::http::{HeaderMap, HeaderValue, Method, header};
+        let with = |t: Option<&str>| {
+            let mut h = HeaderMap::new();
+            if let Some(t) = t {
+                h.insert(header::CONTENT_TYPE, HeaderValue::from_str(t).unwrap());
+            }
+            h
+        };
+        let body = br#"{"name": "prod-eu"}"#;
+        for ok in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON;charset=UTF-8",
+            "application/merge-patch+json",
+        ] {
+            for m in [Method::POST, Method::PUT, Method::PATCH] {
+                assert!(json_media_type(&m, &with(Some(ok)), body).is_ok(), "{m} {ok}");
+            }
+        }
+        for refused in [
+            Some("text/plain"),
+            Some("text/plain; charset=utf-8"),
+            Some("application/x-www-form-urlencoded"),
+            Some("application/jsonx"),
+            Some("application/+json"),
+            Some("text/json+xml"),
+            None,
+        ] {
+            for m in [Method::POST, Method::PUT, Method::PATCH] {
+                let e = json_media_type(&m, &with(refused), body).expect_err("refused");
+                assert_eq!(e.status().as_u16(), 415);
+                let (p, _) = e.problem();
+                assert!(
+                    p.detail.contains("Content-Type: application/json"),
+                    "{}",
+                    p.detail
+                );
+                assert_eq!(p.errors[0].field, "Content-Type");
+                if let Some(t) = refused {
+                    assert!(p.detail.contains(t), "{}", p.detail);
+                }
+            }
+        }
+        // No body where none is needed (a cancel), and methods without bodies: not concerned.
+        assert!(json_media_type(&Method::POST, &with(Some("text/plain")), b"").is_ok());
+        assert!(json_media_type(&Method::POST, &with(None), b" \n").is_ok());
+        assert!(json_media_type(&Method::DELETE, &with(Some("text/plain")), body).is_ok());
     }
 
     #[test]

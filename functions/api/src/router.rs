@@ -90,6 +90,8 @@ fn route_of(parts: &Parts) -> Option<&'static crate::Route> {
     route_for(parts.method.as_str(), matched.as_str())
 }
 
+/// Refuses a body over `max_body_bytes` before anything reads it (413) and a body not declared JSON (415,
+/// see [`crate::requests::json_media_type`]), and buffers it for the handler.
 async fn limit_body(State(ctx): State<AppState>, req: Request, next: Next) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     let limit = ctx.config.max_body_bytes;
@@ -106,6 +108,7 @@ async fn limit_body(State(ctx): State<AppState>, req: Request, next: Next) -> Re
             limit,
         });
     }
+    crate::requests::json_media_type(&parts.method, &parts.headers, &bytes)?;
     Ok(next.run(Request::from_parts(parts, Body::from(bytes))).await)
 }
 

@@ -247,6 +247,7 @@ pub(crate) fn cluster(
     sensitive: Option<&BTreeSet<String>>,
     last_operation: Option<LastOperationView>,
 ) -> ClusterView {
+    let gone = c.state() == ClusterState::Deleted;
     ClusterView {
         id: c.cluster_id.to_string(),
         name: c.spec.name.to_string(),
@@ -258,9 +259,15 @@ pub(crate) fn cluster(
         target: c.spec.target.as_ref().map(TargetView::from),
         outputs: c.outputs.clone(),
         drift: DriftView {
-            drifted: c.drift.drifted,
+            // A deleted cluster has nothing that can drift (one deleted before its end cleared the flag
+            // may still hold it).
+            drifted: c.drift.drifted && !gone,
             checked_at: c.drift.checked_at.map(ts::format),
-            changed_resources: c.drift.changed_resources.clone(),
+            changed_resources: if gone {
+                Vec::new()
+            } else {
+                c.drift.changed_resources.clone()
+            },
             policy: c.drift_policy,
             interval_hours: c.drift_interval_secs.unwrap_or(DEFAULT_DRIFT_INTERVAL_SECS) / 3600,
         },

@@ -94,7 +94,7 @@ where
             op.tenant_id.clone(),
             self.clock.now(),
             "operation.end",
-            audit::Outcome::Succeeded,
+            audit::Outcome::Cancelled,
         )
         .on_cluster(Some(op.cluster_id.clone()))
         .on_operation(Some(op.operation_id.clone()))

@@ -5,8 +5,8 @@
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use strato_aws::batch::{for_each_record, receive_count};
 use strato_coordination::{
-    ClusterFate, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, end_operation, release_and_wake,
-    update_cluster, update_operation, update_operation_from,
+    ClusterFate, Ended, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, end_operation,
+    release_and_wake, update_cluster, update_operation, update_operation_from,
 };
 use strato_domain::audit::{self, AuditEntry, AuditLog};
 use strato_domain::error::{ErrorCategory, UserError};
@@ -435,12 +435,13 @@ where
         } else {
             ClusterFate::Untouched
         };
-        end_operation(self.store, self.jobs, op.clone(), cluster, |o| {
+        let ended = end_operation(self.store, self.jobs, op.clone(), cluster, |o| {
             o.status = OperationStatus::Cancelled;
             o.error = Some(err.clone());
             true
         })
         .await?;
+        self.record_end(&ended).await;
         tracing::info!(operation_id = %op.operation_id, "cancelled before start");
         Ok(())
     }
@@ -454,13 +455,23 @@ where
         } else {
             ClusterFate::Untouched
         };
-        end_operation(self.store, self.jobs, op.clone(), cluster, |o| {
+        let ended = end_operation(self.store, self.jobs, op.clone(), cluster, |o| {
             o.status = OperationStatus::Failed;
             o.error = Some(err.clone());
             o.wait_reason = None;
             true
         })
         .await?;
+        self.record_end(&ended).await;
         Ok(())
+    }
+
+    /// The audit entry of an operation this call ended (see [`audit::operation_ended`]).
+    async fn record_end(&self, ended: &Ended) {
+        if let Ended::Now { op, .. } = ended
+            && let Some(entry) = audit::operation_ended("dispatcher", op, self.clock.now())
+        {
+            audit::record(self.audit, entry).await;
+        }
     }
 }

@@ -317,9 +317,15 @@ async fn a_launch_still_throttled_on_the_last_delivery_fails_the_operation() {
     assert_eq!(w.store.lock_holder(&cluster), None);
     assert!(w.store.slots(&w.tenant).is_empty());
     let entries = w.audit.entries();
-    assert_eq!(entries.len(), 1, "{entries:?}");
-    assert_eq!(entries[0].outcome, strato_domain::audit::Outcome::Failed);
-    assert_eq!(entries[0].detail.as_deref(), Some("RESOURCE:MEMORY"));
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    // The operation's end is its own entry, recorded as it ends; the failed dispatch's after it.
+    assert_eq!(
+        (entries[0].action.as_str(), entries[0].outcome),
+        ("operation.end", strato_domain::audit::Outcome::Failed)
+    );
+    assert_eq!(entries[1].action, "operation.dispatch");
+    assert_eq!(entries[1].outcome, strato_domain::audit::Outcome::Failed);
+    assert_eq!(entries[1].detail.as_deref(), Some("RESOURCE:MEMORY"));
 }
 
 #[tokio::test]

@@ -158,6 +158,7 @@ fn updated(c: &mut Cluster, outputs: &Outputs, spec: Option<&ClusterSpec>) -> bo
         c.spec = spec.clone();
     }
     c.last_error = None;
+    clear_drift(c);
     true
 }
 
@@ -165,8 +166,17 @@ fn deleted(c: &mut Cluster) -> bool {
     let moved = step_to(c, ClusterState::Deleted);
     if moved {
         c.outputs.clear();
+        clear_drift(c);
     }
     moved
+}
+
+/// A successful update applied the desired state (reverting whatever had drifted), and a deleted cluster has
+/// nothing left to drift: the last check's findings no longer hold. When it ran stays on record, and which
+/// check it was (so a late redelivery of that check's result is still recognised and not recorded again).
+fn clear_drift(c: &mut Cluster) {
+    c.drift.drifted = false;
+    c.drift.changed_resources.clear();
 }
 
 #[cfg(test)]
@@ -251,6 +261,34 @@ mod tests {
         assert_eq!(cluster_end(&op, &Final::Cancelled), ClusterEnd::Untouched);
         let (op, _) = running(OperationKind::Estimate, ClusterState::Active);
         assert_eq!(cluster_end(&op, &success(None)), ClusterEnd::Untouched);
+    }
+
+    /// The drift an update reverted, and a deleted cluster's, is not shown as current.
+    #[test]
+    fn an_applied_update_and_a_delete_clear_the_drift_flag() {
+        let drifted = |c: &mut Cluster| {
+            c.drift.drifted = true;
+            c.drift.changed_resources = vec![ResourceChange {
+                address: "aws_eks_node_group.main".into(),
+                actions: vec!["update".into()],
+            }];
+        };
+        let (_, mut c) = running(OperationKind::Update, ClusterState::Updating);
+        drifted(&mut c);
+        assert!(updated(&mut c, &Outputs::new(), None));
+        assert!(
+            !c.drift.drifted && c.drift.changed_resources.is_empty(),
+            "{:?}",
+            c.drift
+        );
+        let (_, mut c) = running(OperationKind::Delete, ClusterState::Deleting);
+        drifted(&mut c);
+        assert!(deleted(&mut c));
+        assert!(
+            !c.drift.drifted && c.drift.changed_resources.is_empty(),
+            "{:?}",
+            c.drift
+        );
     }
 
     #[test]

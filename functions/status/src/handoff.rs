@@ -2,8 +2,10 @@
 //! and tenant slot released, the next queued operation woken), drift follow-up and the last frames.
 
 use strato_coordination::{ClusterFate, Ended, end_operation, release_and_wake};
+use strato_domain::audit;
 use strato_domain::ids::OperationId;
 use strato_domain::model::{Cluster, ClusterState, DriftPolicy, Operation, OperationKind, OperationStatus};
+use strato_domain::ports::Clock;
 
 use strato_domain::ports::{ClusterLocks, NameReservations, PortError, SlotHolders};
 
@@ -80,6 +82,10 @@ async fn after_end<P: Ports>(
     done: &Operation,
     cluster: Option<&Cluster>,
 ) -> Result<(), StatusError> {
+    // How the operation ended is its own audit entry: the request that queued it was only accepted.
+    if let Some(entry) = audit::operation_ended("status", done, ctx.clock.now()) {
+        audit::record(ctx.audit, entry).await;
+    }
     let mut message = done.error.as_ref().map(|e| e.to_string());
     let mut notify = None;
     if let (OperationKind::DriftCheck, Some(c)) = (done.kind, cluster) {

@@ -469,6 +469,14 @@ async fn a_success_ends_active_with_outputs_and_hands_off() {
         w.queues.frames().len() >= 2,
         "subscribers get the status and the end frame"
     );
+    let ends: Vec<_> = w
+        .audit
+        .entries()
+        .into_iter()
+        .filter(|e| e.action == "operation.end")
+        .map(|e| e.outcome)
+        .collect();
+    assert_eq!(ends, [strato_domain::audit::Outcome::Succeeded]);
 }
 
 #[tokio::test]
@@ -491,6 +499,25 @@ async fn a_failure_ends_failed_with_what_step_and_fix() {
     assert_eq!(cluster.state(), ClusterState::Failed);
     assert_eq!(cluster.last_error, Some(apply_error()));
     assert!(!w.holds_anything(&c, &run));
+    // The end is on record as its own entry (the create request's was only `accepted`): its step and
+    // category, not the error's text.
+    let ends: Vec<_> = w
+        .audit
+        .entries()
+        .into_iter()
+        .filter(|e| e.action == "operation.end")
+        .collect();
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0].outcome, strato_domain::audit::Outcome::Failed);
+    assert_eq!(ends[0].principal, "strato:status");
+    assert_eq!(ends[0].operation_id.as_ref(), Some(&run.op));
+    assert_eq!(ends[0].cluster_id.as_ref(), Some(&c));
+    let detail = ends[0].detail.clone().unwrap();
+    assert!(
+        detail.contains("create") && detail.contains("apply") && detail.contains("quota"),
+        "{detail}"
+    );
+    assert!(!detail.contains("ResourceLimitExceeded"), "{detail}");
 }
 
 #[tokio::test]
@@ -516,7 +543,12 @@ async fn drift_under_reconcile_submits_one_update_within_the_quota() {
         vec![updates[0].operation_id.clone()],
         "recorded, then queued"
     );
-    let entries = w.audit.entries();
+    let entries: Vec<_> = w
+        .audit
+        .entries()
+        .into_iter()
+        .filter(|e| e.action != "operation.end")
+        .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(
         (entries[0].principal.as_str(), entries[0].action.as_str()),
@@ -543,7 +575,10 @@ async fn drift_under_reconcile_submits_one_update_within_the_quota() {
             .all(|o| o.kind != OperationKind::Update)
     );
     assert!(w.woken().is_empty());
-    assert!(w.audit.entries().is_empty(), "nothing queued, nothing on record");
+    assert!(
+        w.audit.entries().iter().all(|e| e.action == "operation.end"),
+        "nothing queued, nothing on record but the check's end"
+    );
 }
 
 #[tokio::test]

@@ -240,7 +240,18 @@ where
         return Ok(Ended::Not(op));
     }
     tracing::info!(operation_id = %op.operation_id, status = ?op.status, "operation ended");
-    strato_domain::vitals::operation_ended(&op, strato_domain::ts::now());
+    // An operation without a spec of its own (a drift check, a delete) is labelled with its cluster's
+    // provider and template; a failed read only loses the labels (`none`), never the end.
+    let cluster_spec = match &op.spec {
+        None if op.kind.has_cluster() => store
+            .load_cluster(&tenant, &id)
+            .await
+            .ok()
+            .flatten()
+            .map(|c| c.spec),
+        _ => None,
+    };
+    strato_domain::vitals::operation_ended(&op, cluster_spec.as_ref(), strato_domain::ts::now());
     let handing_off = std::time::Instant::now();
     let handoff = release_and_wake(store, jobs, &op).await?;
     strato_domain::vitals::lock_handoff(handing_off.elapsed());

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::ids::{ClusterId, OperationId, TenantId};
+use crate::model::{Operation, OperationKind, OperationStatus};
 use crate::ports::PortError;
 
 /// Largest page `GET /v1/audit` returns; also its default.
@@ -19,21 +20,57 @@ pub const MAX_PAGE: u32 = 100;
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Succeeded,
+    /// A request that queued work (a 202): it was accepted, and how the work ended is the operation's own
+    /// entry ([`operation_ended`]), not this one.
+    Accepted,
     /// Refused for the caller's reason (a 4xx: missing scope, invalid input, a conflict).
     Refused,
-    /// Failed on Strato's side (a 5xx, or a system action that did not complete).
+    /// Failed on Strato's side (a 5xx, a system action that did not complete, an operation that failed).
     Failed,
+    /// An operation that ended cancelled.
+    Cancelled,
 }
 
 impl Outcome {
-    /// The outcome an HTTP answer with `status` stands for.
+    /// The outcome an HTTP answer with `status` stands for: a 202 only accepted the request, since the
+    /// operation it queued may still fail.
     pub fn of_status(status: u16) -> Self {
         match status {
+            202 => Outcome::Accepted,
             ..400 => Outcome::Succeeded,
             400..500 => Outcome::Refused,
             _ => Outcome::Failed,
         }
     }
+}
+
+/// The entry of an operation's end, by Strato's `function` that ended it: action `operation.end`, the
+/// operation's status as the outcome (`None` for one that has not ended), and a detail of its kind, and for
+/// a failure its step and error category — never the error's text, which may quote what Terraform or a
+/// provider printed.
+pub fn operation_ended(function: &str, op: &Operation, now: OffsetDateTime) -> Option<AuditEntry> {
+    let outcome = match op.status {
+        OperationStatus::Succeeded => Outcome::Succeeded,
+        OperationStatus::Failed => Outcome::Failed,
+        OperationStatus::Cancelled => Outcome::Cancelled,
+        _ => return None,
+    };
+    let kind = crate::vitals::label(&op.kind);
+    let mut detail = format!("{kind} operation {}", crate::vitals::label(&op.status));
+    if let (Outcome::Failed | Outcome::Cancelled, Some(e)) = (outcome, &op.error) {
+        detail.push_str(&format!(
+            " at step {} ({})",
+            e.step,
+            crate::vitals::label(&e.category)
+        ));
+    }
+    let cluster = (op.kind != OperationKind::Estimate).then(|| op.cluster_id.clone());
+    Some(
+        AuditEntry::system(function, op.tenant_id.clone(), now, "operation.end", outcome)
+            .on_cluster(cluster)
+            .on_operation(Some(op.operation_id.clone()))
+            .with_detail(detail),
+    )
 }
 
 /// One recorded action. `id` sorts like `time` (a fixed-width timestamp, then a unique suffix), so two
@@ -210,7 +247,9 @@ mod tests {
 
     #[test]
     fn outcomes_follow_the_status_class() {
-        assert_eq!(Outcome::of_status(202), Outcome::Succeeded);
+        // A 202 queued an operation that may still fail: accepted, not succeeded.
+        assert_eq!(Outcome::of_status(202), Outcome::Accepted);
+        assert_eq!(Outcome::of_status(200), Outcome::Succeeded);
         assert_eq!(Outcome::of_status(204), Outcome::Succeeded);
         assert_eq!(Outcome::of_status(403), Outcome::Refused);
         assert_eq!(Outcome::of_status(409), Outcome::Refused);

@@ -10,7 +10,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::error::ErrorCategory;
-use crate::model::{Operation, OperationKind, OperationStatus};
+use crate::model::{ClusterSpec, Operation, OperationKind, OperationStatus};
 
 /// The CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "Strato";
@@ -112,11 +112,12 @@ pub fn millis_between(from: OffsetDateTime, to: OffsetDateTime) -> f64 {
 
 /// An operation has just become terminal (wherever it ended: api, dispatcher, status): its duration from
 /// creation, its outcome, and for a failure its category. The template and provider are the spec's the
-/// operation applied (`none` for one without a spec of its own).
-pub fn operation_ended(op: &Operation, now: OffsetDateTime) {
+/// operation applied, else its cluster's (`cluster_spec`: a drift check or a delete has no spec of its
+/// own), `none` without either.
+pub fn operation_ended(op: &Operation, cluster_spec: Option<&ClusterSpec>, now: OffsetDateTime) {
     let kind = label(&op.kind);
     let outcome = label(&op.status);
-    let (template, provider) = match &op.spec {
+    let (template, provider) = match op.spec.as_ref().or(cluster_spec) {
         Some(s) => (s.template.name.clone(), label(&s.provider)),
         None => ("none".to_owned(), "none".to_owned()),
     };

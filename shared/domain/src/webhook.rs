@@ -8,15 +8,19 @@
 //! - `webhook-signature`: `v1,<base64(HMAC-SHA256(key, "<id>.<timestamp>.<body>"))>`;
 //! - body: `{"type": "...", "timestamp": "...", "data": {...}}` ([`Envelope`]).
 //!
-//! The key: a secret given as `whsec_<base64>` (the spec's form) is the base64-decoded bytes; any other
-//! secret (every secret set before Standard Webhooks, at least 16 characters) is its UTF-8 bytes as they
-//! are — the same key as `whsec_` + base64(secret), which is what a receiver's library is given.
+//! The key: a secret given as `whsec_<base64>` (the spec's form) is the base64-decoded bytes (standard
+//! alphabet, padding optional), at least 16 of them; any other secret (every secret set before Standard
+//! Webhooks) has at least 16 characters and is its UTF-8 bytes as they are — the same key as `whsec_` +
+//! base64(secret), which is what a receiver's library is given.
 
 use secrecy::{ExposeSecret, SecretString};
 use std::fmt;
 
 use base64::Engine as _;
+use base64::alphabet;
+#[cfg(test)]
 use base64::engine::general_purpose::STANDARD as B64;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -38,9 +42,21 @@ pub const SIGNATURE_HEADER: &str = "webhook-signature";
 /// How far a signature's timestamp may be from the receiver's clock ([`verify`]'s usual tolerance).
 pub const DEFAULT_TOLERANCE_SECS: i64 = 300;
 
-/// Shortest secret accepted (characters of a plain secret, bytes of a `whsec_` key): an HMAC key a caller
-/// could guess protects nothing.
+/// Shortest secret accepted (characters of a plain secret, decoded bytes of a `whsec_` key): an HMAC key a
+/// caller could guess protects nothing.
 pub const MIN_SECRET_LEN: usize = 16;
+
+/// What a webhook secret must be, for messages that say what would be accepted.
+pub const SECRET_RULE: &str = "whsec_ followed by the base64 (standard alphabet, padding optional) of a key of \
+                               at least 16 bytes, as Standard Webhooks generates; or any other string of at \
+                               least 16 characters";
+
+/// How a `whsec_` key is decoded: the standard alphabet, with or without the `=` padding (generators differ:
+/// 19 random bytes are 26 characters unpadded, 28 padded; the same key).
+const WHSEC_B64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// The prefix of a secret in the Standard Webhooks form.
 pub const WHSEC_PREFIX: &str = "whsec_";
@@ -79,10 +95,21 @@ impl fmt::Debug for Webhook {
 pub enum WebhookError {
     #[error("webhook url '{0}' must start with https:// (or http:// for a local receiver) and name a host")]
     Url(String),
+    /// A plain secret (no `whsec_`) of this many characters.
     #[error(
-        "webhook secret must be at least {MIN_SECRET_LEN} characters (or whsec_ and the base64 of at least {MIN_SECRET_LEN} bytes)"
+        "a webhook secret without the whsec_ prefix must have at least {MIN_SECRET_LEN} characters; this one has {0}"
     )]
-    ShortSecret,
+    ShortSecret(usize),
+    /// A `whsec_` secret whose key decodes to this many bytes.
+    #[error(
+        "a whsec_ webhook secret's key is the base64 after whsec_, decoded, and must be at least {MIN_SECRET_LEN} bytes; this one decodes to {0}"
+    )]
+    ShortKey(usize),
+    /// A `whsec_` secret whose rest is not base64.
+    #[error(
+        "a whsec_ webhook secret must continue with base64 (standard alphabet: A-Z a-z 0-9 + /, padding optional) of a key of at least {MIN_SECRET_LEN} bytes"
+    )]
+    NotBase64,
     /// The URL points where Strato does not call ([`Egress`]): what is wrong with it, no secret in it.
     #[error("{0}")]
     Forbidden(String),
@@ -93,8 +120,25 @@ pub enum WebhookError {
 /// The HMAC key of `secret` (see the module doc); `None` when a `whsec_` secret is not base64.
 pub fn signing_key(secret: &str) -> Option<Vec<u8>> {
     match secret.strip_prefix(WHSEC_PREFIX) {
-        Some(b64) => B64.decode(b64).ok(),
+        Some(b64) => WHSEC_B64.decode(b64).ok(),
         None => Some(secret.as_bytes().to_vec()),
+    }
+}
+
+/// Whether `secret` is strong enough to sign with ([`SECRET_RULE`]): what counts is the key, so a `whsec_`
+/// secret is measured by its decoded bytes and any other by its characters (as the API's `minLength`
+/// counts them: a byte count let 8 two-byte characters pass).
+pub fn check_secret(secret: &str) -> Result<(), WebhookError> {
+    match secret.strip_prefix(WHSEC_PREFIX) {
+        Some(_) => match signing_key(secret) {
+            None => Err(WebhookError::NotBase64),
+            Some(k) if k.len() < MIN_SECRET_LEN => Err(WebhookError::ShortKey(k.len())),
+            Some(_) => Ok(()),
+        },
+        None => match secret.chars().count() {
+            n if n < MIN_SECRET_LEN => Err(WebhookError::ShortSecret(n)),
+            _ => Ok(()),
+        },
     }
 }
 
@@ -109,14 +153,7 @@ impl Webhook {
         if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
             return Err(WebhookError::Url(redacted_url(&url)));
         }
-        // Characters, as the spec's `minLength` counts them (a byte count let 8 two-byte characters pass).
-        let long_enough = match secret.strip_prefix(WHSEC_PREFIX) {
-            Some(_) => signing_key(&secret).is_some_and(|k| k.len() >= MIN_SECRET_LEN),
-            None => secret.chars().count() >= MIN_SECRET_LEN,
-        };
-        if !long_enough {
-            return Err(WebhookError::ShortSecret);
-        }
+        check_secret(&secret)?;
         Ok(Self {
             url,
             secret: secret.into(),
@@ -255,13 +292,44 @@ mod tests {
         let std_form = Webhook::new("https://h.example.com", whsec).unwrap();
         assert_eq!(plain.sign("evt_1", 5, b"{}"), std_form.sign("evt_1", 5, b"{}"));
         // A whsec_ key must decode and be long enough.
-        for bad in ["whsec_***notbase64***", "whsec_c2hvcnQ="] {
-            assert_eq!(
-                Webhook::new("https://h.example.com", bad).unwrap_err(),
-                WebhookError::ShortSecret,
-                "{bad}"
-            );
+        assert_eq!(
+            Webhook::new("https://h.example.com", "whsec_***notbase64***").unwrap_err(),
+            WebhookError::NotBase64
+        );
+        assert_eq!(
+            Webhook::new("https://h.example.com", "whsec_c2hvcnQ=").unwrap_err(),
+            WebhookError::ShortKey(5)
+        );
+    }
+
+    /// What counts for a `whsec_` secret is its decoded key: 32 characters of `whsec_` and unpadded base64
+    /// (a 19-byte key) is accepted, padded or not, and signs with those bytes; a secret longer than 16
+    /// characters whose key is short is refused naming bytes, a short plain one naming characters.
+    #[test]
+    fn a_whsec_secret_is_measured_by_its_decoded_key() {
+        let key: Vec<u8> = (1..=19).collect();
+        let unpadded = format!("{WHSEC_PREFIX}{}", B64.encode(&key).trim_end_matches('='));
+        assert_eq!(unpadded.len(), 32, "{unpadded}");
+        let padded = format!("{WHSEC_PREFIX}{}", B64.encode(&key));
+        for secret in [&unpadded, &padded] {
+            assert_eq!(check_secret(secret), Ok(()), "{secret}");
+            assert_eq!(signing_key(secret).as_deref(), Some(&key[..]), "{secret}");
+            Webhook::new("https://h.example.com", secret.as_str()).unwrap();
         }
+        // 15 bytes: 26 characters in all, more than 16, still too short a key.
+        let short = format!("{WHSEC_PREFIX}{}", B64.encode([7u8; 15]));
+        let e = check_secret(&short).unwrap_err();
+        assert_eq!(e, WebhookError::ShortKey(15));
+        let shown = e.to_string();
+        assert!(
+            shown.contains("at least 16 bytes") && shown.contains("decodes to 15"),
+            "{shown}"
+        );
+        assert!(!shown.contains("characters"), "{shown}");
+        let e = check_secret("\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}").unwrap_err();
+        assert_eq!(e, WebhookError::ShortSecret(8));
+        assert!(e.to_string().contains("at least 16 characters"), "{e}");
+        assert_eq!(check_secret("whsec_not base64!"), Err(WebhookError::NotBase64));
     }
 
     #[test]
@@ -295,7 +363,7 @@ mod tests {
         );
         assert_eq!(
             Webhook::new("https://h.example.com", "short").unwrap_err(),
-            WebhookError::ShortSecret
+            WebhookError::ShortSecret(5)
         );
     }
 }

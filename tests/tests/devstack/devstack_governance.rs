@@ -500,12 +500,12 @@ async fn an_approved_plan_is_applied_exactly_and_a_rejected_one_leaves_the_clust
         })
     };
     assert!(
-        has("lead-approver", "operation.approve", "succeeded"),
+        has("lead-approver", "operation.approve", "accepted"),
         "{}",
         audit.text
     );
     assert!(
-        has("lead-approver", "operation.reject", "succeeded"),
+        has("lead-approver", "operation.reject", "accepted"),
         "{}",
         audit.text
     );

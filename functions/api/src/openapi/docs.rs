@@ -11,7 +11,8 @@ pub(super) struct Doc {
     /// Success answers: status, schema, description.
     pub(super) ok: &'static [(u16, &'static str, &'static str)],
     /// Problem answers beyond the ones every route but `/healthz` shares (401, 413, 500). Mutating routes
-    /// with `Idempotency-Key` add 400 (unusable key), 409 (still in progress) and 422 (key reused).
+    /// with `Idempotency-Key` add 400 (unusable key), 409 (still in progress) and 422 (key reused); every
+    /// POST, PUT and PATCH adds 415 (a body not declared JSON).
     pub(super) errors: &'static [u16],
     pub(super) query: &'static [(&'static str, &'static str)],
     /// How the route behaves beyond its summary, when that needs saying.

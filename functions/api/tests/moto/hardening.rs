@@ -218,3 +218,68 @@ async fn a_webhook_secret_is_measured_in_characters_as_the_spec_says() {
     assert_eq!(r.fields(), ["secret"], "{}", r.text);
     conforms(&spec(), "PUT", "/v1/webhook", &r);
 }
+
+/// A JSON body sent as `text/plain` (or with no `Content-Type`) is a 415 naming the header and the fix,
+/// and creates nothing; `application/json` with parameters and `application/*+json` are JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_not_declared_json_is_a_415_and_creates_nothing() {
+    let api = Api::new().await;
+    let spec = spec();
+    for sent in ["text/plain", "application/x-www-form-urlencoded"] {
+        let r = api
+            .call(Api::create_req("typed-wrong").header("content-type", sent))
+            .await;
+        let p = r.problem(415);
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("send Content-Type: application/json"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.fields(), ["Content-Type"], "{}", r.text);
+        conforms(&spec, "POST", "/v1/clusters", &r);
+    }
+    let listed = api.call(Req::load("list-clusters")).await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
+    assert!(!listed.text.contains("typed-wrong"), "{}", listed.text);
+    for sent in ["application/json; charset=utf-8", "application/vnd.strato+json"] {
+        let name = if sent.contains("charset") {
+            "typed-charset"
+        } else {
+            "typed-vnd"
+        };
+        let r = api.call(Api::create_req(name).header("content-type", sent)).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{sent}: {}", r.text);
+    }
+}
+
+/// A Standard Webhooks secret is measured by its decoded key: `whsec_` and 26 characters of unpadded base64
+/// (32 characters, a 19-byte key) is accepted; one whose key is under 16 bytes is refused saying so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_whsec_secret_is_measured_by_its_decoded_key() {
+    let api = Api::new().await;
+    let url = "https://hooks.example.com/strato";
+    let secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESEw";
+    assert_eq!(secret.len(), 32);
+    let r = api
+        .call(Req::load("put-webhook").body(&json!({"url": url, "secret": secret})))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    // 15 bytes: 26 characters, more than 16, but too short a key.
+    let short = "whsec_BwcHBwcHBwcHBwcHBwcH";
+    let r = api
+        .call(Req::load("put-webhook").body(&json!({"url": url, "secret": short})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+    let e = r.error_for("secret");
+    let problem = e["problem"].as_str().unwrap();
+    assert!(
+        problem.contains("at least 16 bytes") && problem.contains("decodes to 15"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains(short), "the secret is not echoed: {}", r.text);
+    conforms(&spec(), "PUT", "/v1/webhook", &r);
+}

@@ -417,3 +417,38 @@ fn ending_an_operation_records_its_duration_outcome_category_and_hand_off() {
         "{got:?}"
     );
 }
+
+/// A drift check has no spec of its own: its end is labelled with its cluster's provider and template,
+/// not `none`.
+#[test]
+fn a_drift_checks_end_carries_its_clusters_provider_and_template() {
+    let rec = metrics_util::debugging::DebuggingRecorder::new();
+    let snap = rec.snapshotter();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    metrics::with_local_recorder(&rec, || {
+        rt.block_on(async {
+            let w = world();
+            let cid = w.cluster(ClusterState::Active);
+            let op = w.running(&cid, OperationKind::DriftCheck).await;
+            assert!(op.spec.is_none());
+            end_operation(&w.store, &w.jobs, op, ClusterFate::Untouched, |o| {
+                o.status = OperationStatus::Succeeded;
+                true
+            })
+            .await
+            .unwrap();
+        })
+    });
+    let got = recorded(snap.snapshot());
+    let labels = vec![
+        "kind=drift-check".to_owned(),
+        "outcome=succeeded".to_owned(),
+        "provider=aws".to_owned(),
+        "template=aws-eks-basic".to_owned(),
+    ];
+    assert!(
+        got.contains(&("OperationsEnded".to_owned(), labels.clone())),
+        "{got:?}"
+    );
+    assert!(got.contains(&("OperationDuration".to_owned(), labels)), "{got:?}");
+}

@@ -141,8 +141,13 @@ impl Req {
         self
     }
 
+    /// A JSON body, declared as such (a sample without a body has no `Content-Type`).
     pub fn body(mut self, v: &Value) -> Self {
         self.0.body = Some(v.to_string());
+        self.0
+            .headers
+            .entry("content-type")
+            .or_insert(HeaderValue::from_static("application/json"));
         self
     }
 
