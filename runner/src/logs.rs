@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
 use regex::Regex;
-use strato_domain::artifacts;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
 use strato_stream::live_batch;
+use strato_terraform::artifacts;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 

@@ -109,7 +109,7 @@ pub trait RunStore: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<StoredTemplate>, RunnerError>> + Send;
 }
 
-/// Objects in the artifacts bucket, by key (`strato_domain::artifacts`): log archive chunks and marker,
+/// Objects in the artifacts bucket, by key (`strato_terraform::artifacts`): log archive chunks and marker,
 /// debug logs, sealed plans. One attempt per call: the callers decide about retries.
 pub trait Artifacts: Clone + Send + Sync + 'static {
     fn put(&self, key: &str, body: Vec<u8>) -> impl Future<Output = Result<(), RunnerError>> + Send;

@@ -3,7 +3,7 @@
 //! A runner killed mid-command (SIGKILL, OOM, lost host) cannot unlock its states, and Terraform would make
 //! every later run of the cluster fail on "Error acquiring the state lock". Holding the cluster lock is not
 //! proof that such a lock is dead: a runner whose lease expired may still be running Terraform. So a lock is
-//! released only when [`strato_domain::state_lock::state_lock_verdict`] — the sweeper's rule — says its
+//! released only when [`strato_terraform::state_lock::state_lock_verdict`] — the sweeper's rule — says its
 //! holder is gone (every other run of the cluster finished); otherwise the runner waits, bounded, and then
 //! fails naming the runs that may hold it.
 

@@ -15,10 +15,10 @@ use strato_domain::ports::{
     ClusterLocks, Clusters, Intake, JobQueue, OpenStatus, Operations, PortError, StateLock, StateLocks,
     TaskEventSink, TaskState, TaskStatus, TenantSlots,
 };
-use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
 use strato_domain::telemetry::{self, Traceparent};
 use strato_domain::ts;
 use strato_domain::vitals;
+use strato_terraform::state_lock::{StateLockVerdict, state_lock_verdict};
 use time::{Duration, OffsetDateTime};
 use tracing::Instrument;
 
@@ -449,7 +449,7 @@ where
     ) -> Result<Option<String>, PortError> {
         let store = self.store;
         let ops = store.open_cluster_operations(&lock.cluster).await?;
-        // The one rule (strato_domain::state_lock), shared with the runner. A dead runner's operation is
+        // The one rule (strato_terraform::state_lock), shared with the runner. A dead runner's operation is
         // ended first by the stale-runner path, and the lock goes on a later sweep.
         let owner = store.lock_owner(&lock.cluster).await?.map(|(o, _)| o);
         if state_lock_verdict(&ops, None, owner.as_ref(), |_| false) != StateLockVerdict::HolderGone {

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
-use strato_domain::artifacts;
 use strato_domain::messages::{LogFrame, LogLine, RunnerEvent};
+use strato_terraform::artifacts;
 use tokio::sync::watch;
 
 use super::lock;

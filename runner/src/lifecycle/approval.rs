@@ -96,7 +96,7 @@ impl<P: Ports> PreparedRun<'_, P> {
         )
         .await
         .map_err(|e| Failure::internal(&step, format!("sealing the plan: {e}")))?;
-        let key = strato_domain::artifacts::plan_key(&self.ctx.op.operation_id, stage, &sha);
+        let key = strato_terraform::artifacts::plan_key(&self.ctx.op.operation_id, stage, &sha);
         self.ctx.fenced("save the plan").await?;
         let body = serde_json::to_vec(&env).map_err(|e| Failure::internal(&step, e))?;
         self.ctx

@@ -276,7 +276,7 @@ async fn clear_state_locks<P: Ports>(
     state: &StateOf<P>,
     lock_ids: &[String],
 ) -> Result<(), Failure> {
-    use strato_domain::state_lock::{StateLockVerdict, state_lock_verdict};
+    use strato_terraform::state_lock::{StateLockVerdict, state_lock_verdict};
     let transient = |e: crate::RunnerError| Failure::new(STEP, ErrorCategory::Transient, e.to_string());
     let started = std::time::Instant::now();
     let mut noted = false;

@@ -150,7 +150,7 @@ async fn create_update_delete_an_eks_cluster(engine: TestEngine) {
         .s3
         .get_object()
         .bucket(bed.env.names.bucket("artifacts"))
-        .key(strato_domain::artifacts::debug_log_key(
+        .key(strato_terraform::artifacts::debug_log_key(
             &job.op.operation_id,
             "network/apply",
         ))
@@ -381,7 +381,7 @@ async fn outputs_larger_than_an_sqs_message_spill_to_the_artifacts_bucket(engine
         .expect("a succeeded message");
     assert!(reference.len() < 256 * 1024, "{}", reference.len());
     assert!(
-        reference.contains(strato_domain::artifacts::SPILLED_EVENT_FIELD),
+        reference.contains(strato_terraform::artifacts::SPILLED_EVENT_FIELD),
         "{reference}"
     );
     let s3 = &bed.env.aws.s3;

@@ -6,10 +6,10 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use strato_aws::queues::QueueUrls;
-use strato_domain::artifacts;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{LogFrame, LogLine, LogStream};
 use strato_runner::logs::{LogHub, LogSinks, Redactor};
+use strato_terraform::artifacts;
 use strato_testbed::TestEnv;
 
 /// (first_seq, lines, skipped range)

@@ -1,9 +1,9 @@
 //! Log I/O against AWS: frames onto the `logs` queue, and the S3 log archive read back (replay, last seq).
 
-use strato_domain::artifacts::{log_complete_key, log_prefix, parse_log_chunk_key};
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{LogFrame, LogLine};
 use strato_stream::logs::render;
+use strato_terraform::artifacts::{log_complete_key, log_prefix, parse_log_chunk_key};
 
 use crate::error::Error;
 

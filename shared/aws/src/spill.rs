@@ -7,9 +7,9 @@ use std::borrow::Cow;
 
 use aws_sdk_s3::Client as S3;
 use serde_json::Value;
-use strato_domain::artifacts;
 use strato_domain::messages::RunnerEvent;
 use strato_domain::run_proof;
+use strato_terraform::artifacts;
 
 use crate::error::Error;
 

@@ -10,7 +10,6 @@
 pub mod agent;
 pub mod approval;
 pub mod approval_rules;
-pub mod artifacts;
 pub mod audit;
 pub mod catalog;
 pub mod cost;
@@ -25,7 +24,6 @@ pub mod ports;
 pub mod run_proof;
 pub mod sealed;
 pub mod secret;
-pub mod state_lock;
 pub mod state_machine;
 pub mod telemetry;
 pub mod template;

@@ -7,6 +7,7 @@
 //! It sits above `strato-domain` (whose errors it returns) so that the functions that never touch a
 //! template's files — the dispatcher, status, the log functions — do not build HCL parsing or tar.
 
+pub mod artifacts;
 pub mod bundle;
 pub mod catalog_check;
 pub mod compose;
@@ -15,3 +16,4 @@ pub mod modules;
 pub mod provider_lock;
 pub mod render;
 pub mod run_access;
+pub mod state_lock;

@@ -805,8 +805,8 @@ deadline_secs = 600
 /// final status frame with the cluster's state, and an end frame carrying the last archived line number.
 #[tokio::test(flavor = "multi_thread")]
 async fn steps_and_the_end_are_announced_to_subscribers() {
-    use strato_domain::artifacts;
     use strato_domain::messages::LogFrame;
+    use strato_terraform::artifacts;
 
     let b = Bed::new().await;
     let (cluster, create) = b.w.new_cluster("acme", "loud").await;

@@ -42,7 +42,7 @@ async fn approved(bed: &mut Bed, bytes: &[u8], approved_sha: &str, state: Option
     let aad = sealed::aad(&op.tenant_id, op.operation_id.as_str(), "plan:main");
     let ctx = sealed::KeyContext::new(&op.tenant_id, sealed::PURPOSE_PLAN);
     let env = sealed::seal(&bed.keys, &ctx, &aad, bytes).await.unwrap();
-    let key = strato_domain::artifacts::plan_key(&op.operation_id, "main", approved_sha);
+    let key = strato_terraform::artifacts::plan_key(&op.operation_id, "main", approved_sha);
     bed.sinks.insert(&key, serde_json::to_vec(&env).unwrap());
     let mut plan = strato_fakes::saved_plan();
     plan.plan_key = key;
@@ -109,7 +109,7 @@ async fn a_plan_that_needs_approval_is_sealed_and_the_run_ends_awaiting_approval
     let vars = sealed::KeyContext::new(&bed.op.tenant_id, sealed::PURPOSE_VARIABLES);
     assert!(sealed::open(&bed.keys, &env, &vars, &aad).await.is_err());
     // The operation is not over: its log stays open for the run that applies the plan.
-    let complete = strato_domain::artifacts::log_complete_key(&bed.op.operation_id);
+    let complete = strato_terraform::artifacts::log_complete_key(&bed.op.operation_id);
     assert!(bed.sinks.object(&complete).is_none());
     assert!(
         !bed.steps().iter().any(|s| s == "cleanup"),

@@ -91,7 +91,7 @@ async fn a_create_applies_its_stages_in_order_and_keeps_sensitive_outputs_out_of
             && l.stream == LogStream::Stdout
             && l.text == "Apply complete!")
     );
-    let complete = strato_domain::artifacts::log_complete_key(&bed.op.operation_id);
+    let complete = strato_terraform::artifacts::log_complete_key(&bed.op.operation_id);
     assert!(bed.sinks.object(&complete).is_some(), "the log is complete");
 }
 
@@ -261,7 +261,7 @@ async fn a_later_run_of_the_operation_numbers_its_log_on() {
     bed.edit_op(|op| op.attempt = 2);
     let op = bed.op.operation_id.clone();
     bed.sinks.insert(
-        &strato_domain::artifacts::log_chunk_key(&op, 1, 41),
+        &strato_terraform::artifacts::log_chunk_key(&op, 1, 41),
         b"{}".to_vec(),
     );
     applies(&bed.engine, "main", &vpc_plan(), &outputs(&[]));
@@ -288,11 +288,11 @@ async fn debug_lines_go_to_a_redacted_artifact_per_run_of_a_step() {
     let op = &bed.op.operation_id;
     let first = bed
         .sinks
-        .object(&strato_domain::artifacts::debug_log_key(op, "plan"))
+        .object(&strato_terraform::artifacts::debug_log_key(op, "plan"))
         .expect("the first plan's debug log");
     let second = bed
         .sinks
-        .object(&strato_domain::artifacts::debug_log_key(op, "plan.2"))
+        .object(&strato_terraform::artifacts::debug_log_key(op, "plan.2"))
         .expect("the retry's, under its own key");
     let first = String::from_utf8(first).unwrap();
     assert!(!first.contains("run-proof-of-the-test"), "{first}");

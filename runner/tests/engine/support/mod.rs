@@ -10,7 +10,6 @@ use serde_json::Value;
 use strato_aws::ports::KmsKeys;
 use strato_aws::queues::QueueUrls;
 use strato_aws::store::{LockOutcome, Quotas, Store};
-use strato_domain::artifacts;
 use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::messages::{LogLine, RunnerEvent};
 use strato_domain::model::{
@@ -20,6 +19,7 @@ use strato_domain::run_proof::{PROOF_FIELD, RunProofKey};
 use strato_domain::sealed;
 use strato_domain::ts;
 use strato_runner::{Clients, Config, RunSummary, RunnerError};
+use strato_terraform::artifacts;
 use strato_terraform::bundle;
 use strato_terraform::render::state_key;
 use strato_testbed::{TestEngine, TestEnv};

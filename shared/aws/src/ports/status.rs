@@ -8,13 +8,13 @@ use crate::error::Error;
 use crate::log_io;
 use crate::queues;
 use crate::store::Store;
-use strato_domain::artifacts::log_complete_key;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::{ControlEvent, LogFrame};
 use strato_domain::model::Cluster;
 use strato_domain::ports::{
     EventsQueue, FrameSink, LeaseRenewal, NameReservations, PortError, RunArchive, SlotHolders,
 };
+use strato_terraform::artifacts::log_complete_key;
 
 impl LeaseRenewal for Store {
     async fn renew_lock(

@@ -16,7 +16,6 @@ use strato_aws::log_io::publish_frame;
 use strato_aws::queues::QueueUrls;
 use strato_aws::store::{Quotas, Store};
 use strato_devstack::apigw_ws::{WsApi, WsApiConfig};
-use strato_domain::artifacts::{log_chunk_key, log_complete_key};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::{LogFrame, LogLine, LogStream};
 use strato_domain::model::{
@@ -24,6 +23,7 @@ use strato_domain::model::{
 };
 use strato_domain::ts;
 use strato_stream::logs::{ControlFrame, Reassembler, ServerFrame};
+use strato_terraform::artifacts::{log_chunk_key, log_complete_key};
 use strato_testbed::TestEnv;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;

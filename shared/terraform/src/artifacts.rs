@@ -6,7 +6,7 @@
 //! the first and last sequence number they hold (zero-padded so lexical order = numeric order). A replay
 //! from `from_seq` lists `logs/{op}/` and reads every chunk whose last seq is ≥ `from_seq`.
 
-use crate::ids::OperationId;
+use strato_domain::ids::OperationId;
 
 /// Width of the zero-padded sequence numbers in chunk keys.
 const SEQ_WIDTH: usize = 12;
@@ -16,7 +16,7 @@ pub fn log_prefix(op: &OperationId) -> String {
 }
 
 /// A chunk of the user log holding lines `first_seq..=last_seq` as JSON Lines of
-/// [`crate::messages::LogLine`].
+/// [`strato_domain::messages::LogLine`].
 pub fn log_chunk_key(op: &OperationId, first_seq: u64, last_seq: u64) -> String {
     format!("logs/{op}/{first_seq:0SEQ_WIDTH$}-{last_seq:0SEQ_WIDTH$}.jsonl")
 }

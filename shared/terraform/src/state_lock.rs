@@ -4,8 +4,8 @@
 //! task is known stopped. One rule, used by the sweeper (for locks left on idle clusters) and by the runner
 //! (for locks found on its own states before its engine starts).
 
-use crate::ids::OperationId;
-use crate::model::{Operation, OperationStatus};
+use strato_domain::ids::OperationId;
+use strato_domain::model::{Operation, OperationStatus};
 
 /// Whether a held state lock may be released.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,15 +56,15 @@ pub fn state_lock_verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::ClusterId;
-    use crate::model::OperationKind;
+    use strato_domain::ids::ClusterId;
+    use strato_domain::model::OperationKind;
 
     fn op(status: OperationStatus, task: bool) -> Operation {
         let mut o = Operation::new(
             "acme".parse().unwrap(),
             ClusterId::generate(),
             OperationKind::Update,
-            crate::ts::now(),
+            strato_domain::ts::now(),
         );
         o.status = status;
         o.task_arn = task.then(|| format!("arn:task/{}", o.operation_id));
