@@ -144,9 +144,9 @@ pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next
     entry.request_id = request_id;
     entry.status = Some(status);
     if let Some(p) = parts.extensions.get::<Problem>() {
-        entry.detail = Some(crate::edge::truncate(&p.title, 200));
+        entry.detail = Some(crate::requests::truncate(&p.title, 200));
     } else if let Some(AuditNote(note)) = parts.extensions.get::<AuditNote>() {
-        entry.detail = Some(crate::edge::truncate(note, 200));
+        entry.detail = Some(crate::requests::truncate(note, 200));
     }
     audit::record(&ctx.audit, entry).await;
     Response::from_parts(parts, Body::from(bytes))

@@ -1,7 +1,7 @@
 //! What every handler of the HTTP edge shares: the state they run with ([`AppState`]), the authenticated
 //! [`Caller`] the router's authorization layer establishes, a successful answer ([`Reply`]), the lookup of a
-//! request's entry in the route table ([`route_for`]) and the truncation of text quoted back. Below the
-//! router, the handlers and the resources' modules, which all use it.
+//! request's entry in the route table ([`route_for`]). Below the router, the handlers and the resources'
+//! modules, which all use it.
 
 use std::sync::Arc;
 
@@ -137,13 +137,4 @@ impl FromRequestParts<AppState> for Caller {
 pub(crate) fn route_for(method: &str, matched: &str) -> Option<&'static crate::Route> {
     let method = if method == "HEAD" { "GET" } else { method };
     ROUTES.iter().find(|r| r.path == matched && r.method == method)
-}
-
-/// Refuses a body over `max_body_bytes` before anything reads it (413), and buffers it for the handler.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        s.chars().take(max).collect::<String>() + "…"
-    }
 }

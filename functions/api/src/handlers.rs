@@ -39,7 +39,7 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for P<T> {
             .map_err(|_| {
                 ApiError::NotFound(format!(
                     "no resource at {}",
-                    crate::edge::truncate(parts.uri.path(), 100)
+                    crate::requests::truncate(parts.uri.path(), 100)
                 ))
             })
     }

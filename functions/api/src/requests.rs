@@ -166,7 +166,7 @@ pub(crate) fn json_media_type(
         Ok(())
     } else {
         Err(ApiError::UnsupportedMediaType {
-            sent: Some(crate::edge::truncate(raw, 100)),
+            sent: Some(truncate(raw, 100)),
         })
     }
 }
@@ -429,6 +429,15 @@ pub(crate) fn page_after<T>(
         ));
     }
     parsed
+}
+
+/// Text quoted back to a caller (a value sent, a path, a title), cut at `max` characters with a marker.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        s.chars().take(max).collect::<String>() + "…"
+    }
 }
 
 #[cfg(test)]

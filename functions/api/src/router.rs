@@ -24,8 +24,9 @@ use strato_domain::ids::TenantId;
 use strato_domain::telemetry::{self, Traceparent, fields};
 use tower::ServiceExt;
 
-use crate::edge::{AppState, Caller, NO_SUBJECT, route_for, truncate};
+use crate::edge::{AppState, Caller, NO_SUBJECT, route_for};
 use crate::error::Problem;
+use crate::requests::truncate;
 use crate::{ApiError, Ctx, ROUTES, handlers, idempotency};
 
 /// Who may call `parts`' route: `Ok(None)` for a public route (liveness, the agent's own token), the

@@ -219,7 +219,7 @@ pub fn format_lines(t: &Timeline) -> Vec<String> {
             line.push_str(&format!(" [{}]", wire(&c)));
         }
         if let Some(d) = &e.detail {
-            line.push_str(&format!(": {}", crate::edge::truncate(d, 120)));
+            line.push_str(&format!(": {}", crate::requests::truncate(d, 120)));
         }
         lines.push(line);
     }
