@@ -418,3 +418,32 @@ pub(crate) struct Health {
 pub(crate) struct Deleted {
     pub deleted: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use strato_domain::ids::{ClusterId, TenantId};
+    use strato_domain::model::{Cluster, ClusterState, ResourceChange};
+
+    /// A cluster deleted while flagged drifted (before deletion cleared the flag) shows no drift; the same
+    /// record in any other state shows it.
+    #[test]
+    fn a_deleted_cluster_shows_no_drift() {
+        let mut c = Cluster::new(
+            "acme".parse::<TenantId>().unwrap(),
+            ClusterId::generate(),
+            strato_fakes::World::spec("gone"),
+            strato_domain::ts::now(),
+        );
+        c.drift.drifted = true;
+        c.drift.changed_resources = vec![ResourceChange {
+            address: "aws_vpc.this".into(),
+            actions: vec!["update".into()],
+        }];
+        let active = super::cluster(&c.clone().in_state(ClusterState::Active), None, None);
+        assert!(active.drift.drifted);
+        assert_eq!(active.drift.changed_resources.len(), 1);
+        let deleted = super::cluster(&c.in_state(ClusterState::Deleted), None, None);
+        assert!(!deleted.drift.drifted);
+        assert!(deleted.drift.changed_resources.is_empty());
+    }
+}
