@@ -107,7 +107,10 @@ pub struct VariableDef {
     pub min: Option<f64>,
     pub max: Option<f64>,
     pub pattern: Option<String>,
-    /// Checked by parsing each value (of a string, each item or map value): see [`StringFormat`].
+    /// Checked by parsing each value (of a string, each item or map value): see [`StringFormat`]. Left out
+    /// of the stored manifest when unset, so a runner or function of the release before reads it still
+    /// (their manifests deny unknown fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<StringFormat>,
     pub max_length: Option<usize>,
     #[serde(default)]
