@@ -155,21 +155,23 @@ fn config(o: &Opts) -> anyhow::Result<DevstackConfig> {
 }
 
 /// `cargo run -p strato-devstack -- demo` builds only devstack; the runner each emulated Fargate task runs is
-/// a separate binary. Build it next to this one (same profile and target directory) when it is missing.
+/// a separate binary. Build it next to this one (same profile and target directory) whenever it is the
+/// default one: cargo does nothing when it is up to date, and a runner left from older sources would read
+/// what this devstack writes with older types (after a `git pull`, a "malformed" template at `prepare`).
 fn ensure_runner(c: &DevstackConfig) -> anyhow::Result<()> {
-    if c.runner.exists() {
+    let default = strato_devstack::stack::default_runner_path();
+    if c.runner != default {
+        anyhow::ensure!(
+            c.runner.exists(),
+            "the runner binary {} does not exist",
+            c.runner.display()
+        );
         return Ok(());
     }
-    let default = strato_devstack::stack::default_runner_path();
-    anyhow::ensure!(
-        c.runner == default,
-        "the runner binary {} does not exist",
-        c.runner.display()
-    );
     let dir = default.parent().context("runner directory")?;
     let release = dir.file_name().is_some_and(|n| n == "release");
     let target = dir.parent().context("target directory")?;
-    eprintln!("building strato-runner (first run)…");
+    eprintln!("building strato-runner (if its sources changed)…");
     let mut cmd = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args(["build", "-q", "-p", "strato-runner", "--bin", "strato-runner"])
         .env("CARGO_TARGET_DIR", target)
