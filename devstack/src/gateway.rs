@@ -39,16 +39,9 @@ pub struct Gateway {
 impl Gateway {
     /// The api's public routes (no tenant token): liveness and the cluster agent's routes.
     pub fn new(handler: HttpHandler, auth: Authenticator) -> Self {
-        let public_paths = strato_api::ROUTES
+        let public_paths = strato_api::routes::ROUTES
             .iter()
-            .filter(|r| {
-                matches!(
-                    r.endpoint,
-                    strato_api::Endpoint::Health
-                        | strato_api::Endpoint::AgentRegister
-                        | strato_api::Endpoint::AgentHeartbeat
-                )
-            })
+            .filter(|r| r.scope().is_none())
             .map(|r| r.path.to_owned())
             .collect();
         Self {

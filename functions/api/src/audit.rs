@@ -20,31 +20,9 @@ use strato_domain::audit::{self, AuditEntry, AuditLog, AuditQuery, MAX_PAGE, Out
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use utoipa::ToSchema;
 
-use crate::Endpoint::{self, *};
 use crate::edge::{AppState, Caller, Reply};
 use crate::error::Problem;
 use crate::{ApiError, Ctx};
-
-/// The action a route's call is recorded as; `None` for routes that change nothing (reads, tickets,
-/// estimates) and for the agent's own routes (no tenant principal).
-pub(crate) const fn action(e: Endpoint) -> Option<&'static str> {
-    Some(match e {
-        CreateCluster => "cluster.create",
-        UpdateCluster => "cluster.update",
-        DeleteCluster => "cluster.delete",
-        RetryCluster => "cluster.retry",
-        DriftCheck => "cluster.drift_check",
-        RestoreStateVersion => "state.restore",
-        CancelOperation => "operation.cancel",
-        ApproveOperation => "operation.approve",
-        RejectOperation => "operation.reject",
-        PutWebhook => "webhook.put",
-        DeleteWebhook => "webhook.delete",
-        PutPolicy => "policy.put",
-        DeletePolicy => "policy.delete",
-        _ => return None,
-    })
-}
 
 /// The JWT authorizer's claims on a request, if any.
 pub(crate) fn claims(ext: &Extensions) -> Option<&HashMap<String, String>> {
@@ -101,12 +79,12 @@ pub(crate) struct AuditNote(pub String);
 /// Route layer: after an audited route answered, one entry with the caller, the target and the outcome.
 /// Calls without a tenant (no or a bad token: 401) have no log to go into and are not recorded.
 pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next) -> Response {
-    let endpoint = req
+    let action = req
         .extensions()
         .get::<MatchedPath>()
         .and_then(|m| crate::edge::route_for(req.method().as_str(), m.as_str()))
-        .map(|r| r.endpoint);
-    let Some(action) = endpoint.and_then(action) else {
+        .and_then(|r| r.audit);
+    let Some(action) = action else {
         return next.run(req).await;
     };
     let claims = claims(req.extensions());
@@ -305,17 +283,12 @@ mod tests {
 
     #[test]
     fn every_mutating_tenant_route_is_audited() {
-        for r in crate::ROUTES {
-            let tenant = crate::scopes::required(r.endpoint).is_some();
+        use crate::routes::Endpoint::{CreateEstimate, CreateWsTicket};
+        for r in crate::routes::ROUTES {
+            let tenant = r.scope().is_some();
             // Tickets and estimates change nothing; they are POSTs for other reasons.
             let changes = r.method != "GET" && !matches!(r.endpoint, CreateWsTicket | CreateEstimate);
-            assert_eq!(
-                action(r.endpoint).is_some(),
-                tenant && changes,
-                "{} {}",
-                r.method,
-                r.path
-            );
+            assert_eq!(r.audit.is_some(), tenant && changes, "{} {}", r.method, r.path);
         }
     }
 

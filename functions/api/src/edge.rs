@@ -13,8 +13,9 @@ use serde::Serialize;
 use strato_domain::ids::TenantId;
 use strato_domain::telemetry::Traceparent;
 
+use crate::routes::{ROUTES, Route};
 use crate::scopes::Scope;
-use crate::{ApiError, Ctx, ROUTES};
+use crate::{ApiError, Ctx};
 
 pub(crate) type AppState = Arc<Ctx>;
 
@@ -134,7 +135,7 @@ impl FromRequestParts<AppState> for Caller {
 
 /// The entry of [`ROUTES`] for a method and a matched path template. HEAD is GET without the body (axum
 /// answers it with the GET handler), so it is GET's entry: the same scope, the same audit (none).
-pub(crate) fn route_for(method: &str, matched: &str) -> Option<&'static crate::Route> {
+pub(crate) fn route_for(method: &str, matched: &str) -> Option<&'static Route> {
     let method = if method == "HEAD" { "GET" } else { method };
     ROUTES.iter().find(|r| r.path == matched && r.method == method)
 }

@@ -1,6 +1,6 @@
 //! Strato's HTTP API (API Gateway HTTP API, payload v2) as an axum [`router`], run by `lambda_http`.
-//! Tenants come from the JWT authorizer's claims; every route is in [`ROUTES`], which the router, the
-//! OpenAPI document and their tests all agree on.
+//! Tenants come from the JWT authorizer's claims; every route is in [`routes::ROUTES`], which drives the router, the
+//! authorization layer and the OpenAPI document.
 
 mod aws_calls;
 pub use aws_calls::AWS_CALLS;
@@ -22,6 +22,7 @@ mod operations;
 mod policies;
 mod requests;
 mod router;
+pub mod routes;
 mod schema;
 pub mod scopes;
 mod spec;
@@ -196,109 +197,6 @@ impl Ctx {
         }
     }
 }
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    Health,
-    CreateCluster,
-    ListClusters,
-    GetCluster,
-    UpdateCluster,
-    DeleteCluster,
-    RetryCluster,
-    DriftCheck,
-    ListStateVersions,
-    RestoreStateVersion,
-    ListClusterOperations,
-    GetOperation,
-    GetOperationTimeline,
-    CancelOperation,
-    ApproveOperation,
-    RejectOperation,
-    CreateEstimate,
-    GetWebhook,
-    PutWebhook,
-    DeleteWebhook,
-    ListPolicies,
-    GetPolicy,
-    PutPolicy,
-    DeletePolicy,
-    GetTargetAccess,
-    CreateWsTicket,
-    ListTemplates,
-    GetTemplate,
-    AgentRegister,
-    AgentHeartbeat,
-    ListAudit,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct Route {
-    pub method: &'static str,
-    /// Path template; `{x}` matches one non-empty segment.
-    pub path: &'static str,
-    pub endpoint: Endpoint,
-}
-
-const fn route(method: &'static str, path: &'static str, endpoint: Endpoint) -> Route {
-    Route {
-        method,
-        path,
-        endpoint,
-    }
-}
-
-/// The API's route table: the router serves exactly it and `openapi.yaml` documents exactly it.
-pub const ROUTES: &[Route] = &[
-    route("GET", "/healthz", Endpoint::Health),
-    route("POST", "/v1/clusters", Endpoint::CreateCluster),
-    route("GET", "/v1/clusters", Endpoint::ListClusters),
-    route("GET", "/v1/clusters/{id}", Endpoint::GetCluster),
-    route("PATCH", "/v1/clusters/{id}", Endpoint::UpdateCluster),
-    route("DELETE", "/v1/clusters/{id}", Endpoint::DeleteCluster),
-    route("POST", "/v1/clusters/{id}/retry", Endpoint::RetryCluster),
-    route("POST", "/v1/clusters/{id}/drift-check", Endpoint::DriftCheck),
-    route(
-        "GET",
-        "/v1/clusters/{id}/state-versions",
-        Endpoint::ListStateVersions,
-    ),
-    route(
-        "POST",
-        "/v1/clusters/{id}/state-versions/{version}/restore",
-        Endpoint::RestoreStateVersion,
-    ),
-    route(
-        "GET",
-        "/v1/clusters/{id}/operations",
-        Endpoint::ListClusterOperations,
-    ),
-    route("GET", "/v1/operations/{id}", Endpoint::GetOperation),
-    route(
-        "GET",
-        "/v1/operations/{id}/timeline",
-        Endpoint::GetOperationTimeline,
-    ),
-    route("POST", "/v1/operations/{id}/cancel", Endpoint::CancelOperation),
-    route("POST", "/v1/operations/{id}/approve", Endpoint::ApproveOperation),
-    route("POST", "/v1/operations/{id}/reject", Endpoint::RejectOperation),
-    route("POST", "/v1/estimates", Endpoint::CreateEstimate),
-    route("GET", "/v1/webhook", Endpoint::GetWebhook),
-    route("PUT", "/v1/webhook", Endpoint::PutWebhook),
-    route("DELETE", "/v1/webhook", Endpoint::DeleteWebhook),
-    route("GET", "/v1/policies", Endpoint::ListPolicies),
-    route("GET", "/v1/policies/{name}", Endpoint::GetPolicy),
-    route("PUT", "/v1/policies/{name}", Endpoint::PutPolicy),
-    route("DELETE", "/v1/policies/{name}", Endpoint::DeletePolicy),
-    route("GET", "/v1/tenant/target-access", Endpoint::GetTargetAccess),
-    route("POST", "/v1/ws-tickets", Endpoint::CreateWsTicket),
-    route("GET", "/v1/templates", Endpoint::ListTemplates),
-    route("GET", "/v1/templates/{name}", Endpoint::GetTemplate),
-    // Authenticated by the cluster agent's token, not by a tenant JWT.
-    route("POST", "/v1/agent/register", Endpoint::AgentRegister),
-    route("POST", "/v1/agent/heartbeat", Endpoint::AgentHeartbeat),
-    route("GET", "/v1/audit", Endpoint::ListAudit),
-];
 
 #[cfg(test)]
 mod tests {

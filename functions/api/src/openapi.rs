@@ -1,5 +1,5 @@
 //! The OpenAPI 3.1 document, generated: schemas from the request and view types (`ToSchema`), one operation
-//! per entry of [`ROUTES`] with the answers [`docs::endpoint_doc`] lists for its endpoint.
+//! per entry of [`ROUTES`], from the entry's [`Doc`](crate::routes::Doc).
 //! `functions/api/openapi.yaml` is this document, checked in; a test fails when they differ.
 
 use utoipa::OpenApi;
@@ -13,14 +13,12 @@ use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, Type}
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, RefOr, Required};
 
-mod docs;
-
-use self::docs::endpoint_doc;
-use crate::Endpoint::{self, *};
 use crate::error::PROBLEM_JSON;
+use crate::routes::Endpoint::{self, *};
+use crate::routes::{Access, Body, ROUTES, Route};
 use crate::{
-    ROUTES, agent, error, policies, requests, schema, state, target_access, templates, tenant, tickets,
-    timeline, views,
+    agent, error, policies, requests, schema, state, target_access, templates, tenant, tickets, timeline,
+    views,
 };
 
 #[derive(OpenApi)]
@@ -113,25 +111,6 @@ fn links(from: Endpoint, schema: &str) -> Vec<(String, Endpoint, &'static str, &
     }
 }
 
-/// The routes that honour `Idempotency-Key`: the router's `mutating` ones.
-pub(crate) fn idempotent(e: Endpoint) -> bool {
-    matches!(
-        e,
-        CreateCluster
-            | UpdateCluster
-            | DeleteCluster
-            | RetryCluster
-            | DriftCheck
-            | RestoreStateVersion
-            | CancelOperation
-            | ApproveOperation
-            | RejectOperation
-            | CreateEstimate
-            | DeleteWebhook
-            | DeletePolicy
-    )
-}
-
 fn error_description(status: u16) -> &'static str {
     match status {
         400 => "Malformed request: not JSON, a bad query parameter or Idempotency-Key",
@@ -158,9 +137,9 @@ fn schema_ref(schema: &str) -> ContentBuilder {
 
 /// One route's OpenAPI operation: parameters, body, every answer with its content types and headers. Long
 /// because it is a straight walk over the route's table entry; split, the order of the document would scatter.
-fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
-    let d = endpoint_doc(route.endpoint);
-    let public = matches!(route.endpoint, Health | AgentRegister | AgentHeartbeat);
+fn operation(route: &Route) -> utoipa::openapi::path::Operation {
+    let d = &route.doc;
+    let public = route.scope().is_none();
     let mut op = OperationBuilder::new()
         .summary(Some(d.summary))
         .description(d.description)
@@ -204,7 +183,7 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
                 .schema(Some(ObjectBuilder::new().schema_type(Type::String))),
         );
     }
-    let keyed = idempotent(route.endpoint);
+    let keyed = route.body == Body::Keyed;
     if keyed {
         op = op.parameter(
             ParameterBuilder::new()
@@ -267,10 +246,10 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
         op = op.response(status.to_string(), r.build());
     }
     let mut errors: Vec<u16> = d.errors.to_vec();
-    if route.endpoint != Health {
+    if route.access != Access::Public {
         errors.extend([401, 413, 500]);
     }
-    if crate::scopes::required(route.endpoint).is_some() {
+    if route.scope().is_some() {
         errors.push(403);
     }
     // Every body is read as JSON only when it is declared JSON (`requests::json_media_type`).
@@ -311,13 +290,11 @@ fn operation(route: &crate::Route) -> utoipa::openapi::path::Operation {
         }
         op = op.response(status.to_string(), r.build());
     }
-    if let Some(scope) = crate::scopes::required(route.endpoint) {
+    match route.access {
         // The scope this route needs (a stronger one also does: `clusters:write` and `admin` include reads).
-        op = op.security(SecurityRequirement::new("jwt", [scope.as_str()]));
-    } else if !public {
-        op = op.security(SecurityRequirement::new("jwt", Vec::<String>::new()));
-    } else if route.endpoint != Health {
-        op = op.security(SecurityRequirement::new("agent_token", Vec::<String>::new()));
+        Access::Tenant(scope) => op = op.security(SecurityRequirement::new("jwt", [scope.as_str()])),
+        Access::Agent => op = op.security(SecurityRequirement::new("agent_token", Vec::<String>::new())),
+        Access::Public => {}
     }
     op.build()
 }

@@ -17,7 +17,7 @@ use axum::http::request::Parts;
 use axum::http::{Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, delete, get, patch, post, put};
+use axum::routing::{MethodFilter, MethodRouter};
 use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 use strato_domain::ids::TenantId;
@@ -27,7 +27,8 @@ use tower::ServiceExt;
 use crate::edge::{AppState, Caller, NO_SUBJECT, route_for};
 use crate::error::Problem;
 use crate::requests::truncate;
-use crate::{ApiError, Ctx, ROUTES, handlers, idempotency};
+use crate::routes::{self, Access, ROUTES, Route};
+use crate::{ApiError, Ctx, idempotency};
 
 /// Who may call `parts`' route: `Ok(None)` for a public route (liveness, the agent's own token), the
 /// [`Caller`] for a tenant route whose token names a tenant, has a subject where the route changes something,
@@ -39,7 +40,8 @@ fn authenticate(parts: &Parts, ctx: &Ctx) -> Result<Option<Caller>, ApiError> {
             allowed: allowed_methods(parts.uri.path()),
         });
     };
-    let Some(need) = crate::scopes::required(route.endpoint) else {
+    let Access::Tenant(need) = route.access else {
+        // The liveness probe, and the agent's routes, which check the agent's token themselves.
         return Ok(None);
     };
     let claims = crate::audit::claims(&parts.extensions)
@@ -86,7 +88,7 @@ async fn authorize(State(ctx): State<AppState>, req: Request, next: Next) -> Res
 }
 
 /// The entry of [`ROUTES`] the router matched for this request.
-fn route_of(parts: &Parts) -> Option<&'static crate::Route> {
+fn route_of(parts: &Parts) -> Option<&'static Route> {
     let matched = parts.extensions.get::<axum::extract::MatchedPath>()?;
     route_for(parts.method.as_str(), matched.as_str())
 }
@@ -133,77 +135,55 @@ async fn idempotent(
     idempotency::run(&ctx, &caller, &key, &request, || next.run(req)).await
 }
 
-/// A tenant route that changes something: body limit, then authentication and `Idempotency-Key`.
-fn mutating(state: &AppState, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
-    route
-        .route_layer(middleware::from_fn_with_state(state.clone(), idempotent))
-        .route_layer(middleware::from_fn_with_state(state.clone(), limit_body))
+/// One route's method router with the layers its [`routes::Body`] asks for: the body limit (and media type), then
+/// `Idempotency-Key` on the keyed ones.
+fn layered(state: &AppState, route: &Route) -> MethodRouter<AppState> {
+    let Some(filter) = method_filter(route.method) else {
+        unreachable!("the route table names only the methods method_filter knows")
+    };
+    let handler = (route.handler)(filter);
+    match route.body {
+        routes::Body::Ignored => handler,
+        routes::Body::Limited => {
+            handler.route_layer(middleware::from_fn_with_state(state.clone(), limit_body))
+        }
+        routes::Body::Keyed => handler
+            .route_layer(middleware::from_fn_with_state(state.clone(), idempotent))
+            .route_layer(middleware::from_fn_with_state(state.clone(), limit_body)),
+    }
 }
 
-/// Any other route with a body limit (reads, tickets, the agent's routes).
-fn limited(state: &AppState, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
-    route.route_layer(middleware::from_fn_with_state(state.clone(), limit_body))
+fn method_filter(method: &str) -> Option<MethodFilter> {
+    Some(match method {
+        "GET" => MethodFilter::GET,
+        "POST" => MethodFilter::POST,
+        "PUT" => MethodFilter::PUT,
+        "PATCH" => MethodFilter::PATCH,
+        "DELETE" => MethodFilter::DELETE,
+        _ => return None,
+    })
 }
 
-/// The API's routes, exactly [`ROUTES`] (a test checks both agree).
+/// The API's routes: exactly [`ROUTES`], each path's methods merged in table order.
 pub fn router(ctx: Ctx) -> Router {
-    use handlers as h;
     let s: AppState = Arc::new(ctx);
-    let m = |r| mutating(&s, r);
-    let l = |r| limited(&s, r);
-    Router::new()
-        // No auth, no body limit and no AWS call: a liveness probe must not depend on DynamoDB.
-        .route("/healthz", get(h::health))
-        .route(
-            "/v1/clusters",
-            m(post(h::create_cluster)).merge(l(get(h::list_clusters))),
-        )
-        .route(
-            "/v1/clusters/{id}",
-            l(get(h::get_cluster))
-                .merge(m(patch(h::update_cluster)))
-                .merge(m(delete(h::delete_cluster))),
-        )
-        .route("/v1/clusters/{id}/retry", m(post(h::retry_cluster)))
-        .route("/v1/clusters/{id}/drift-check", m(post(h::drift_check)))
-        .route("/v1/clusters/{id}/state-versions", l(get(h::list_state_versions)))
-        .route(
-            "/v1/clusters/{id}/state-versions/{version}/restore",
-            m(post(h::restore_state_version)),
-        )
-        .route("/v1/clusters/{id}/operations", l(get(h::list_cluster_operations)))
-        .route("/v1/operations/{id}", l(get(h::get_operation)))
-        .route("/v1/operations/{id}/timeline", l(get(h::get_operation_timeline)))
-        .route("/v1/operations/{id}/cancel", m(post(h::cancel_operation)))
-        .route("/v1/operations/{id}/approve", m(post(h::approve_operation)))
-        .route("/v1/operations/{id}/reject", m(post(h::reject_operation)))
-        .route("/v1/estimates", m(post(h::create_estimate)))
-        .route(
-            "/v1/webhook",
-            l(get(h::get_webhook))
-                .merge(l(put(h::put_webhook)))
-                .merge(m(delete(h::delete_webhook))),
-        )
-        .route("/v1/policies", l(get(h::list_policies)))
-        .route(
-            "/v1/policies/{name}",
-            l(get(h::get_policy))
-                .merge(l(put(h::put_policy)))
-                .merge(m(delete(h::delete_policy))),
-        )
-        .route("/v1/tenant/target-access", l(get(h::get_target_access)))
-        // A ticket is not kept for replay: the stored answer would be a credential, and a new one is harmless.
-        .route("/v1/ws-tickets", l(post(h::create_ws_ticket)))
-        .route("/v1/templates", l(get(h::list_templates)))
-        .route("/v1/templates/{name}", l(get(h::get_template)))
-        // Authenticated by the cluster agent's token, not by a tenant JWT.
-        .route("/v1/agent/register", l(post(h::agent_register)))
-        .route("/v1/agent/heartbeat", l(post(h::agent_heartbeat)))
-        .route("/v1/audit", l(get(h::list_audit)))
-        // Every route above, every method: who may call it, before anything else of the route runs.
+    let mut paths: Vec<(&str, MethodRouter<AppState>)> = Vec::new();
+    for route in ROUTES {
+        let methods = layered(&s, route);
+        match paths.iter_mut().find(|(p, _)| *p == route.path) {
+            Some((_, merged)) => *merged = std::mem::take(merged).merge(methods),
+            None => paths.push((route.path, methods)),
+        }
+    }
+    let mut router = Router::new();
+    for (path, methods) in paths {
+        router = router.route(path, methods);
+    }
+    router
+        // Every route, every method: who may call it (the entry's `access`), before anything else of it runs.
         .route_layer(middleware::from_fn_with_state(s.clone(), authorize))
-        // Every route above: audited ones (crate::audit::action) get their entry after the answer, refused
-        // ones (401, 403) included.
+        // Every route: audited ones (the entry's `audit`) get their entry after the answer, refused ones
+        // (401, 403) included.
         .route_layer(middleware::from_fn_with_state(s.clone(), crate::audit::record))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -1,5 +1,6 @@
-//! Roles within a tenant, as OAuth scopes in the token (issue 22): every tenant route needs one, checked when
-//! the caller is extracted, so no handler runs for a token that lacks it.
+//! Roles within a tenant, as OAuth scopes in the token (issue 22): every tenant route needs one, each route's
+//! [`Access`](crate::routes::Access) names the one it needs, checked by the router's authorization layer
+//! before anything of the route runs.
 //!
 //! | scope | allows |
 //! |---|---|
@@ -15,8 +16,6 @@
 //! any scope by its last path segment would let another resource server's `…/admin` pass as Strato's.
 
 use std::collections::HashMap;
-
-use crate::Endpoint::{self, *};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -50,32 +49,6 @@ impl Scope {
             Scope::ClustersWrite => &[Scope::ClustersWrite, Scope::Admin],
             Scope::Admin => &[Scope::Admin],
         }
-    }
-}
-
-/// The scope a route needs; `None` for the public ones (liveness, the cluster agent's own token).
-pub const fn required(endpoint: Endpoint) -> Option<Scope> {
-    match endpoint {
-        Health | AgentRegister | AgentHeartbeat => None,
-        ListClusters
-        | GetCluster
-        | ListStateVersions
-        | ListClusterOperations
-        | GetOperation
-        | GetOperationTimeline
-        | GetWebhook
-        | GetTargetAccess
-        | CreateWsTicket
-        | ListTemplates
-        | GetTemplate
-        | ListPolicies
-        | GetPolicy => Some(Scope::ClustersRead),
-        CreateCluster | UpdateCluster | DeleteCluster | RetryCluster | DriftCheck | CancelOperation
-        | CreateEstimate => Some(Scope::ClustersWrite),
-        ApproveOperation | RejectOperation => Some(Scope::OperationsApprove),
-        PutWebhook | DeleteWebhook | RestoreStateVersion | ListAudit => Some(Scope::Admin),
-        // Anyone may read the policies their requests are checked against; only an admin changes them.
-        PutPolicy | DeletePolicy => Some(Scope::Admin),
     }
 }
 
@@ -114,6 +87,13 @@ pub fn allows(granted: &[Scope], need: Scope) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::routes::Endpoint::{self, *};
+    use crate::routes::ROUTES;
+
+    /// The scope the route table gives `e`.
+    fn required(e: Endpoint) -> Option<Scope> {
+        ROUTES.iter().find(|r| r.endpoint == e).and_then(|r| r.scope())
+    }
 
     fn claims(scope: &str) -> HashMap<String, String> {
         HashMap::from([("scope".to_owned(), scope.to_owned())])
@@ -199,7 +179,7 @@ mod tests {
 
     #[test]
     fn every_tenant_route_needs_a_scope() {
-        for r in crate::ROUTES {
+        for r in ROUTES {
             let public = matches!(r.endpoint, Health | AgentRegister | AgentHeartbeat);
             assert_eq!(required(r.endpoint).is_none(), public, "{} {}", r.method, r.path);
             // Reads never need more than read (but the audit log, an admin's); nothing that changes a

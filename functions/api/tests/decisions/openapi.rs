@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use serde_norway::Value;
-use strato_api::ROUTES;
+use strato_api::routes::ROUTES;
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",

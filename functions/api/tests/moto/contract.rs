@@ -13,7 +13,8 @@ use common::{Api, Req, Resp, call_with};
 use conformance::{conforms, spec};
 use lambda_http::http::Method;
 use serde_json::json;
-use strato_api::{Config, Ctx, ROUTES, service};
+use strato_api::routes::ROUTES;
+use strato_api::{Config, Ctx, service};
 use strato_domain::model::ClusterState;
 
 #[tokio::test(flavor = "multi_thread")]

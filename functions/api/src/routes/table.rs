@@ -1,39 +1,20 @@
-//! What each endpoint takes and answers: summary, body, success answers, the problems beyond the shared
-//! ones, query parameters and the longer descriptions.
+//! The route table's entries, one per route; the types they are made of are in the parent module.
 
-use crate::Endpoint::{self, *};
+use axum::routing::on;
 
-/// What one endpoint takes and answers.
-pub(super) struct Doc {
-    pub(super) summary: &'static str,
-    /// The request body's schema, if it has one.
-    pub(super) body: Option<&'static str>,
-    /// Success answers: status, schema, description.
-    pub(super) ok: &'static [(u16, &'static str, &'static str)],
-    /// Problem answers beyond the ones every route but `/healthz` shares (401, 413, 500). Mutating routes
-    /// with `Idempotency-Key` add 400 (unusable key), 409 (still in progress) and 422 (key reused); every
-    /// POST, PUT and PATCH adds 415 (a body not declared JSON).
-    pub(super) errors: &'static [u16],
-    pub(super) query: &'static [(&'static str, &'static str)],
-    /// How the route behaves beyond its summary, when that needs saying.
-    pub(super) description: Option<&'static str>,
-}
+use super::{Access, Body, Doc, Endpoint, Route, doc};
+use crate::handlers as h;
+use crate::scopes::Scope;
 
-const fn doc(
-    summary: &'static str,
-    body: Option<&'static str>,
-    ok: &'static [(u16, &'static str, &'static str)],
-    errors: &'static [u16],
-) -> Doc {
-    Doc {
-        summary,
-        body,
-        ok,
-        errors,
-        query: &[],
-        description: None,
-    }
-}
+const READ: Access = Access::Tenant(Scope::ClustersRead);
+const WRITE: Access = Access::Tenant(Scope::ClustersWrite);
+const APPROVE: Access = Access::Tenant(Scope::OperationsApprove);
+const ADMIN: Access = Access::Tenant(Scope::Admin);
+const QUEUED: &str = "Accepted: the operation is queued; `Location` points at it";
+const NEXT: (&str, &str) = (
+    "next",
+    "The `next` of the previous page; absent or empty: the first page",
+);
 
 /// What a PATCH does when operations are still open, and how clients make it conditional.
 const UPDATE_DESCRIPTION: &str = "Variables merge into the newest spec requested (RFC 7396: `null` removes \
@@ -77,26 +58,46 @@ message); `package strato.plan` policies are checked by the runner on the plan a
 (a `deny` fails the operation at step `policy`). `warn` messages become notes. A source that does not compile \
 answers 422 naming `source`.";
 
-/// The table of every endpoint's answers: long because it is one arm per endpoint, kept together so the
-/// whole contract reads in one place.
-pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
-    const QUEUED: &str = "Accepted: the operation is queued; `Location` points at it";
-    match e {
-        Health => doc("Liveness", None, &[(200, "Health", "Alive")], &[]),
-        CreateCluster => doc(
+/// Every route, in the order the OpenAPI document lists them.
+pub const ROUTES: &[Route] = &[
+    Route {
+        endpoint: Endpoint::Health,
+        method: "GET",
+        path: "/healthz",
+        access: Access::Public,
+        body: Body::Ignored,
+        handler: |m| on(m, h::health),
+        audit: None,
+        doc: doc("Liveness", None, &[(200, "Health", "Alive")], &[]),
+    },
+    Route {
+        endpoint: Endpoint::CreateCluster,
+        method: "POST",
+        path: "/v1/clusters",
+        access: WRITE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::create_cluster),
+        audit: Some("cluster.create"),
+        doc: doc(
             "Create a cluster",
             Some("CreateClusterRequest"),
             &[(202, "Accepted", QUEUED)],
             &[400, 409, 422, 429],
         ),
-        ListClusters => Doc {
+    },
+    Route {
+        endpoint: Endpoint::ListClusters,
+        method: "GET",
+        path: "/v1/clusters",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::list_clusters),
+        audit: None,
+        doc: Doc {
             query: &[
                 ("state", "Only clusters in this state"),
                 ("limit", "Page size, 1-100 (default 20)"),
-                (
-                    "next",
-                    "The `next` of the previous page; absent or empty: the first page",
-                ),
+                NEXT,
             ],
             ..doc(
                 "List your clusters, newest first",
@@ -105,8 +106,26 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                 &[400],
             )
         },
-        GetCluster => doc("Read a cluster", None, &[(200, "Cluster", "The cluster")], &[404]),
-        UpdateCluster => Doc {
+    },
+    Route {
+        endpoint: Endpoint::GetCluster,
+        method: "GET",
+        path: "/v1/clusters/{id}",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::get_cluster),
+        audit: None,
+        doc: doc("Read a cluster", None, &[(200, "Cluster", "The cluster")], &[404]),
+    },
+    Route {
+        endpoint: Endpoint::UpdateCluster,
+        method: "PATCH",
+        path: "/v1/clusters/{id}",
+        access: WRITE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::update_cluster),
+        audit: Some("cluster.update"),
+        doc: Doc {
             description: Some(UPDATE_DESCRIPTION),
             ..doc(
                 "Change a cluster's variables, template version or drift settings",
@@ -118,44 +137,92 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                 &[400, 404, 409, 412, 422, 429],
             )
         },
-        DeleteCluster => doc(
+    },
+    Route {
+        endpoint: Endpoint::DeleteCluster,
+        method: "DELETE",
+        path: "/v1/clusters/{id}",
+        access: WRITE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::delete_cluster),
+        audit: Some("cluster.delete"),
+        doc: doc(
             "Delete a cluster",
             None,
             &[(202, "Accepted", QUEUED)],
             &[400, 404, 409, 422, 429],
         ),
-        RetryCluster => doc(
+    },
+    Route {
+        endpoint: Endpoint::RetryCluster,
+        method: "POST",
+        path: "/v1/clusters/{id}/retry",
+        access: WRITE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::retry_cluster),
+        audit: Some("cluster.retry"),
+        doc: doc(
             "Retry a FAILED cluster's create",
             None,
             &[(202, "Accepted", QUEUED)],
             &[400, 404, 409, 422, 429],
         ),
-        DriftCheck => doc(
+    },
+    Route {
+        endpoint: Endpoint::DriftCheck,
+        method: "POST",
+        path: "/v1/clusters/{id}/drift-check",
+        access: WRITE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::drift_check),
+        audit: Some("cluster.drift_check"),
+        doc: doc(
             "Check an ACTIVE cluster for drift now",
             None,
             &[(202, "Accepted", QUEUED)],
             &[400, 404, 409, 422, 429],
         ),
-        ListStateVersions => doc(
+    },
+    Route {
+        endpoint: Endpoint::ListStateVersions,
+        method: "GET",
+        path: "/v1/clusters/{id}/state-versions",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::list_state_versions),
+        audit: None,
+        doc: doc(
             "List the Terraform state versions of a cluster",
             None,
             &[(200, "StateVersions", "Versions and past restores")],
             &[404],
         ),
-        RestoreStateVersion => doc(
+    },
+    Route {
+        endpoint: Endpoint::RestoreStateVersion,
+        method: "POST",
+        path: "/v1/clusters/{id}/state-versions/{version}/restore",
+        access: ADMIN,
+        body: Body::Keyed,
+        handler: |m| on(m, h::restore_state_version),
+        audit: Some("state.restore"),
+        doc: doc(
             "Restore a Terraform state version",
             None,
             &[(200, "StateRestoreResult", "Restored")],
             &[400, 404, 409, 422],
         ),
-        ListClusterOperations => Doc {
-            query: &[
-                ("limit", "Page size, 1-200 (default 50)"),
-                (
-                    "next",
-                    "The `next` of the previous page; absent or empty: the first page",
-                ),
-            ],
+    },
+    Route {
+        endpoint: Endpoint::ListClusterOperations,
+        method: "GET",
+        path: "/v1/clusters/{id}/operations",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::list_cluster_operations),
+        audit: None,
+        doc: Doc {
+            query: &[("limit", "Page size, 1-200 (default 50)"), NEXT],
             description: Some(OPERATIONS_DESCRIPTION),
             ..doc(
                 "List a cluster's operations, newest first",
@@ -164,13 +231,31 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                 &[400, 404],
             )
         },
-        GetOperation => doc(
+    },
+    Route {
+        endpoint: Endpoint::GetOperation,
+        method: "GET",
+        path: "/v1/operations/{id}",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::get_operation),
+        audit: None,
+        doc: doc(
             "Read an operation",
             None,
             &[(200, "Operation", "The operation")],
             &[404],
         ),
-        GetOperationTimeline => Doc {
+    },
+    Route {
+        endpoint: Endpoint::GetOperationTimeline,
+        method: "GET",
+        path: "/v1/operations/{id}/timeline",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::get_operation_timeline),
+        audit: None,
+        doc: Doc {
             description: Some(TIMELINE_DESCRIPTION),
             ..doc(
                 "Read an operation's timeline",
@@ -179,7 +264,16 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                 &[404],
             )
         },
-        CancelOperation => doc(
+    },
+    Route {
+        endpoint: Endpoint::CancelOperation,
+        method: "POST",
+        path: "/v1/operations/{id}/cancel",
+        access: WRITE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::cancel_operation),
+        audit: Some("operation.cancel"),
+        doc: doc(
             "Cancel an operation",
             None,
             &[
@@ -192,7 +286,16 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
             ],
             &[400, 404, 409, 422],
         ),
-        ApproveOperation => Doc {
+    },
+    Route {
+        endpoint: Endpoint::ApproveOperation,
+        method: "POST",
+        path: "/v1/operations/{id}/approve",
+        access: APPROVE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::approve_operation),
+        audit: Some("operation.approve"),
+        doc: Doc {
             description: Some(APPROVE_DESCRIPTION),
             ..doc(
                 "Approve an operation's plan",
@@ -201,7 +304,16 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                 &[400, 403, 404, 409, 422],
             )
         },
-        RejectOperation => doc(
+    },
+    Route {
+        endpoint: Endpoint::RejectOperation,
+        method: "POST",
+        path: "/v1/operations/{id}/reject",
+        access: APPROVE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::reject_operation),
+        audit: Some("operation.reject"),
+        doc: doc(
             "Reject an operation's plan",
             Some("DecisionRequest"),
             &[(
@@ -211,49 +323,106 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
             )],
             &[400, 404, 409, 422],
         ),
-        CreateEstimate => doc(
+    },
+    Route {
+        endpoint: Endpoint::CreateEstimate,
+        method: "POST",
+        path: "/v1/estimates",
+        access: WRITE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::create_estimate),
+        audit: None,
+        doc: doc(
             "Estimate a spec's monthly cost",
             Some("EstimateRequest"),
             &[(202, "EstimateAccepted", QUEUED)],
             &[400, 409, 422, 429],
         ),
-        GetTargetAccess => doc(
-            "Your issued external id and the trust policy your target roles need",
-            None,
-            &[(200, "TargetAccess", "Issued on first read, never replaced")],
-            &[],
-        ),
-        GetWebhook => doc(
+    },
+    Route {
+        endpoint: Endpoint::GetWebhook,
+        method: "GET",
+        path: "/v1/webhook",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::get_webhook),
+        audit: None,
+        doc: doc(
             "Read your webhook",
             None,
             &[(200, "Webhook", "The webhook")],
             &[404],
         ),
-        PutWebhook => doc(
+    },
+    Route {
+        endpoint: Endpoint::PutWebhook,
+        method: "PUT",
+        path: "/v1/webhook",
+        access: ADMIN,
+        body: Body::Limited,
+        handler: |m| on(m, h::put_webhook),
+        audit: Some("webhook.put"),
+        doc: doc(
             "Set your webhook",
             Some("WebhookRequest"),
             &[(200, "Webhook", "Set")],
             &[400, 422],
         ),
-        DeleteWebhook => doc(
+    },
+    Route {
+        endpoint: Endpoint::DeleteWebhook,
+        method: "DELETE",
+        path: "/v1/webhook",
+        access: ADMIN,
+        body: Body::Keyed,
+        handler: |m| on(m, h::delete_webhook),
+        audit: Some("webhook.delete"),
+        doc: doc(
             "Remove your webhook",
             None,
             &[(200, "Deleted", "Removed")],
             &[400, 404, 409, 422],
         ),
-        ListPolicies => doc(
+    },
+    Route {
+        endpoint: Endpoint::ListPolicies,
+        method: "GET",
+        path: "/v1/policies",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::list_policies),
+        audit: None,
+        doc: doc(
             "List the policies your requests and plans are checked against (platform and yours)",
             None,
             &[(200, "PolicyList", "The policies and their version")],
             &[],
         ),
-        GetPolicy => doc(
+    },
+    Route {
+        endpoint: Endpoint::GetPolicy,
+        method: "GET",
+        path: "/v1/policies/{name}",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::get_policy),
+        audit: None,
+        doc: doc(
             "Read one of your policies",
             None,
             &[(200, "Policy", "The policy")],
             &[404],
         ),
-        PutPolicy => Doc {
+    },
+    Route {
+        endpoint: Endpoint::PutPolicy,
+        method: "PUT",
+        path: "/v1/policies/{name}",
+        access: ADMIN,
+        body: Body::Limited,
+        handler: |m| on(m, h::put_policy),
+        audit: Some("policy.put"),
+        doc: Doc {
             description: Some(POLICY_DESCRIPTION),
             ..doc(
                 "Create or replace one of your policies (compile-checked)",
@@ -262,25 +431,77 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                 &[400, 422],
             )
         },
-        DeletePolicy => doc(
+    },
+    Route {
+        endpoint: Endpoint::DeletePolicy,
+        method: "DELETE",
+        path: "/v1/policies/{name}",
+        access: ADMIN,
+        body: Body::Keyed,
+        handler: |m| on(m, h::delete_policy),
+        audit: Some("policy.delete"),
+        doc: doc(
             "Remove one of your policies",
             None,
             &[(200, "Deleted", "Removed")],
             &[400, 404, 409, 422],
         ),
-        CreateWsTicket => doc(
+    },
+    Route {
+        endpoint: Endpoint::GetTargetAccess,
+        method: "GET",
+        path: "/v1/tenant/target-access",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::get_target_access),
+        audit: None,
+        doc: doc(
+            "Your issued external id and the trust policy your target roles need",
+            None,
+            &[(200, "TargetAccess", "Issued on first read, never replaced")],
+            &[],
+        ),
+    },
+    // A ticket is not kept for replay: the stored answer would be a credential, and a new one is harmless.
+    Route {
+        endpoint: Endpoint::CreateWsTicket,
+        method: "POST",
+        path: "/v1/ws-tickets",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::create_ws_ticket),
+        audit: None,
+        doc: doc(
             "Get a WebSocket ticket",
             None,
             &[(201, "WsTicket", "A short-lived ticket")],
             &[],
         ),
-        ListTemplates => doc(
+    },
+    Route {
+        endpoint: Endpoint::ListTemplates,
+        method: "GET",
+        path: "/v1/templates",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::list_templates),
+        audit: None,
+        doc: doc(
             "List published templates",
             None,
             &[(200, "TemplateList", "Templates")],
             &[],
         ),
-        GetTemplate => Doc {
+    },
+    Route {
+        endpoint: Endpoint::GetTemplate,
+        method: "GET",
+        path: "/v1/templates/{name}",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::get_template),
+        audit: None,
+        doc: Doc {
             query: &[("version", "A published version (default: the latest)")],
             ..doc(
                 "Read a template's variable schema",
@@ -289,13 +510,46 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                 &[400, 404],
             )
         },
-        AgentRegister => doc(
+    },
+    Route {
+        endpoint: Endpoint::AgentRegister,
+        method: "POST",
+        path: "/v1/agent/register",
+        access: Access::Agent,
+        body: Body::Limited,
+        handler: |m| on(m, h::agent_register),
+        audit: None,
+        doc: doc(
             "Register a cluster's agent (agent token)",
             Some("AgentReportRequest"),
             &[(200, "AgentReport", "Registered")],
             &[400, 409, 410],
         ),
-        ListAudit => Doc {
+    },
+    Route {
+        endpoint: Endpoint::AgentHeartbeat,
+        method: "POST",
+        path: "/v1/agent/heartbeat",
+        access: Access::Agent,
+        body: Body::Limited,
+        handler: |m| on(m, h::agent_heartbeat),
+        audit: None,
+        doc: doc(
+            "A cluster agent's heartbeat (agent token)",
+            Some("AgentReportRequest"),
+            &[(200, "AgentReport", "Recorded")],
+            &[400, 409],
+        ),
+    },
+    Route {
+        endpoint: Endpoint::ListAudit,
+        method: "GET",
+        path: "/v1/audit",
+        access: ADMIN,
+        body: Body::Limited,
+        handler: |m| on(m, h::list_audit),
+        audit: None,
+        doc: Doc {
             query: &[
                 ("cluster", "Only entries about this cluster"),
                 (
@@ -307,10 +561,7 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                     "Only entries of this principal (a token's `sub`, or `strato:<function>`)",
                 ),
                 ("limit", "Page size, 1-100 (default 100)"),
-                (
-                    "next",
-                    "The `next` of the previous page; absent or empty: the first page",
-                ),
+                NEXT,
             ],
             description: Some(AUDIT_DESCRIPTION),
             ..doc(
@@ -324,11 +575,5 @@ pub(super) fn endpoint_doc(e: Endpoint) -> Doc {
                 &[400, 422],
             )
         },
-        AgentHeartbeat => doc(
-            "A cluster agent's heartbeat (agent token)",
-            Some("AgentReportRequest"),
-            &[(200, "AgentReport", "Recorded")],
-            &[400, 409],
-        ),
-    }
-}
+    },
+];
