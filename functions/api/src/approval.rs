@@ -8,7 +8,7 @@ use strato_domain::validate::FieldError;
 use utoipa::ToSchema;
 
 use crate::requests::Field;
-use crate::{ApiError, schema};
+use crate::{error::ApiError, schema};
 
 /// The mode a request asks for: `None` leaves it, `Some(None)` (null) falls back to the template's or
 /// tenant's default.

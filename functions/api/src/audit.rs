@@ -1,134 +1,18 @@
-//! The audit log in the API: [`record`], a route layer over the whole router, appends one entry per
-//! mutating call after its handler answered — refused calls (403, 409, 422…) included — and
-//! `GET /v1/audit` ([`list`]) reads a tenant's entries.
-//!
-//! Recording after the answer, rather than inside the create's TransactWriteItems, is deliberate: the
-//! outcome (status) is only known then, the refused calls write nothing to join, and an audit write that
-//! fails must not undo (or 5xx) a change the user asked for. Such a failure is logged and counted
-//! (`AuditWriteFailures`, on the dashboard) instead — the audit log is best effort by one PutItem.
+//! The audit log in the API: `GET /v1/audit` ([`list`]) reads a tenant's entries, and [`AuditNote`] is
+//! what a handler adds to its call's entry; [`crate::recording`] writes the entries.
 
-use std::collections::HashMap;
-
-use axum::body::Body;
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::Extensions;
-use axum::middleware::Next;
-use axum::response::Response;
-use lambda_http::request::RequestContext;
 use serde::{Deserialize, Serialize};
-use strato_domain::audit::{self, AuditEntry, AuditLog, AuditQuery, MAX_PAGE, Outcome};
-use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::audit::{self, AuditEntry, AuditLog, AuditQuery, MAX_PAGE};
+use strato_domain::ids::ClusterId;
 use utoipa::ToSchema;
 
-use crate::edge::{AppState, Caller, Reply};
-use crate::error::Problem;
-use crate::{ApiError, Ctx};
-
-/// The JWT authorizer's claims on a request, if any.
-pub(crate) fn claims(ext: &Extensions) -> Option<&HashMap<String, String>> {
-    match ext.get::<RequestContext>() {
-        Some(RequestContext::ApiGatewayV2(rc)) => rc
-            .authorizer
-            .as_ref()
-            .and_then(|a| a.jwt.as_ref())
-            .map(|j| &j.claims),
-        _ => None,
-    }
-}
-
-/// The Lambda request id (devstack and Lambda both set it), else API Gateway's.
-fn request_id(ext: &Extensions) -> Option<String> {
-    ext.get::<lambda_http::Context>()
-        .map(|c| c.request_id.clone())
-        .filter(|id| !id.is_empty())
-        .or_else(|| match ext.get::<RequestContext>() {
-            Some(RequestContext::ApiGatewayV2(rc)) => rc.request_id.clone(),
-            _ => None,
-        })
-}
-
-/// The cluster and operation a path names (`/v1/clusters/{id}/…`, `/v1/operations/{id}/…`).
-fn path_target(path: &str) -> (Option<ClusterId>, Option<OperationId>) {
-    let mut segments = path.trim_start_matches('/').split('/');
-    match (segments.next(), segments.next(), segments.next()) {
-        (Some("v1"), Some("clusters"), Some(id)) => (id.parse().ok(), None),
-        (Some("v1"), Some("operations"), Some(id)) => (None, id.parse().ok()),
-        _ => (None, None),
-    }
-}
-
-/// The cluster and operation an answer names: `Accepted` (`cluster.id`, `operation.id`) or an operation
-/// (`id`, `cluster_id`). This is how a create's new cluster id gets onto its entry.
-fn body_target(body: &[u8]) -> (Option<ClusterId>, Option<OperationId>) {
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) else {
-        return (None, None);
-    };
-    let text = |p: &str| v.pointer(p).and_then(|x| x.as_str());
-    let cluster = text("/cluster/id").or_else(|| text("/cluster_id"));
-    let operation = text("/operation/id").or_else(|| text("/id").filter(|id| id.starts_with("op-")));
-    (
-        cluster.and_then(|c| c.parse().ok()),
-        operation.and_then(|o| o.parse().ok()),
-    )
-}
+use crate::caller::Caller;
+use crate::edge::Reply;
+use crate::{Ctx, error::ApiError};
 
 /// What a handler wants on its call's audit entry (`detail`), beside the outcome: a response extension.
 #[derive(Debug, Clone)]
 pub(crate) struct AuditNote(pub String);
-
-/// Route layer: after an audited route answered, one entry with the caller, the target and the outcome.
-/// Calls without a tenant (no or a bad token: 401) have no log to go into and are not recorded.
-pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next) -> Response {
-    let action = req
-        .extensions()
-        .get::<MatchedPath>()
-        .and_then(|m| crate::edge::route_for(req.method().as_str(), m.as_str()))
-        .and_then(|r| r.audit);
-    let Some(action) = action else {
-        return next.run(req).await;
-    };
-    let claims = claims(req.extensions());
-    let tenant = claims
-        .and_then(|c| c.get(&ctx.config.tenant_claim))
-        .and_then(|t| t.parse::<TenantId>().ok());
-    let principal = claims
-        .and_then(|c| c.get("sub"))
-        .cloned()
-        .unwrap_or_else(|| "unknown".into());
-    let request_id = request_id(req.extensions());
-    let (path_cluster, path_op) = path_target(req.uri().path());
-    let resp = next.run(req).await;
-    let Some(tenant) = tenant else {
-        return resp;
-    };
-    let status = resp.status().as_u16();
-    let (parts, body) = resp.into_parts();
-    // Answers are small JSON documents, already in memory: reading them costs nothing.
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let (body_cluster, body_op) = if status < 300 {
-        body_target(&bytes)
-    } else {
-        (None, None)
-    };
-    let mut entry = AuditEntry::new(
-        tenant,
-        strato_domain::ts::now(),
-        principal,
-        action,
-        Outcome::of_status(status),
-    )
-    .on_cluster(path_cluster.or(body_cluster))
-    .on_operation(body_op.or(path_op));
-    entry.request_id = request_id;
-    entry.status = Some(status);
-    if let Some(p) = parts.extensions.get::<Problem>() {
-        entry.detail = Some(crate::requests::truncate(&p.title, 200));
-    } else if let Some(AuditNote(note)) = parts.extensions.get::<AuditNote>() {
-        entry.detail = Some(crate::requests::truncate(note, 200));
-    }
-    audit::record(&ctx.audit, entry).await;
-    Response::from_parts(parts, Body::from(bytes))
-}
 
 /// `GET /v1/audit` query parameters, read as text and checked here (422 naming each).
 #[derive(Debug, Default, Deserialize)]
@@ -280,44 +164,6 @@ pub(crate) async fn list(
 mod tests {
     use super::*;
     use time::macros::datetime;
-
-    #[test]
-    fn every_mutating_tenant_route_is_audited() {
-        use crate::routes::Endpoint::{CreateEstimate, CreateWsTicket};
-        for r in crate::routes::ROUTES {
-            let tenant = r.scope().is_some();
-            // Tickets and estimates change nothing; they are POSTs for other reasons.
-            let changes = r.method != "GET" && !matches!(r.endpoint, CreateWsTicket | CreateEstimate);
-            assert_eq!(r.audit.is_some(), tenant && changes, "{} {}", r.method, r.path);
-        }
-    }
-
-    #[test]
-    fn targets_come_from_the_path_or_the_answer() {
-        let cl = "cl-0123456789abcdef0123456789abcdef";
-        let op = "op-0123456789abcdef0123456789abcdef";
-        assert_eq!(
-            path_target(&format!("/v1/clusters/{cl}/retry"))
-                .0
-                .unwrap()
-                .as_str(),
-            cl
-        );
-        assert_eq!(
-            path_target(&format!("/v1/operations/{op}/cancel"))
-                .1
-                .unwrap()
-                .as_str(),
-            op
-        );
-        assert_eq!(path_target("/v1/clusters/nope"), (None, None));
-        let accepted = serde_json::json!({"cluster": {"id": cl}, "operation": {"id": op}}).to_string();
-        let (c, o) = body_target(accepted.as_bytes());
-        assert_eq!((c.unwrap().as_str(), o.unwrap().as_str()), (cl, op));
-        let operation = serde_json::json!({"id": op, "cluster_id": cl}).to_string();
-        let (c, o) = body_target(operation.as_bytes());
-        assert_eq!((c.unwrap().as_str(), o.unwrap().as_str()), (cl, op));
-    }
 
     #[test]
     fn bad_parameters_are_named_and_tokens_round_trip() {

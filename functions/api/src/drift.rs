@@ -2,45 +2,15 @@
 //! "interval_hours": 1..=168 | null}`. Given on create, changed with PATCH (no Terraform run for that alone).
 
 use serde_json::Value;
-use strato_domain::model::{Cluster, DriftPolicy};
 use strato_domain::validate::FieldError;
 
-use crate::ApiError;
+use crate::commands::DriftSettings;
+use crate::error::ApiError;
 use crate::requests::{DriftBody, Field, unknown};
 
 /// A week: a cluster checked less often than that is not being watched.
 const MAX_INTERVAL_HOURS: u64 = 168;
 const POLICIES: &str = "notify, reconcile";
-
-/// What a request asks to change; `None` leaves a setting as it is.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct DriftSettings {
-    pub policy: Option<DriftPolicy>,
-    /// `Some(None)`: back to the default interval.
-    pub interval_secs: Option<Option<u64>>,
-}
-
-impl DriftSettings {
-    pub fn is_empty(&self) -> bool {
-        self.policy.is_none() && self.interval_secs.is_none()
-    }
-
-    /// Applies the settings; true when something changed.
-    pub fn apply(&self, c: &mut Cluster) -> bool {
-        let before = (c.drift_policy, c.drift_interval_secs);
-        if let Some(p) = self.policy {
-            c.drift_policy = p;
-        }
-        if let Some(i) = self.interval_secs {
-            if c.drift_interval_secs != i {
-                // The next check is due one new interval from now (the store recomputes it).
-                c.next_drift_check_at = None;
-            }
-            c.drift_interval_secs = i;
-        }
-        before != (c.drift_policy, c.drift_interval_secs)
-    }
-}
 
 /// Reads the `drift` field; every problem goes to `errors` with its path.
 pub(crate) fn parse(value: Field<DriftBody>, errors: &mut Vec<FieldError>) -> DriftSettings {
@@ -98,6 +68,7 @@ fn short(v: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use strato_domain::model::DriftPolicy;
 
     fn read(v: Value) -> (DriftSettings, Vec<String>) {
         let mut errors = Vec::new();

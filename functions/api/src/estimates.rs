@@ -9,7 +9,7 @@
 use crate::requests::SpecBody;
 use crate::views::EstimateAccepted;
 use crate::views::{self, sensitive_of};
-use crate::{ApiError, Caller, Ctx, Reply};
+use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError};
 
 pub(crate) async fn create(
     ctx: &Ctx,

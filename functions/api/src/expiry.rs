@@ -6,7 +6,7 @@ use strato_domain::expiry::{ExpiryChange, ExpiryRequest, resolve};
 use strato_domain::validate::FieldError;
 use time::OffsetDateTime;
 
-use crate::ApiError;
+use crate::error::ApiError;
 use crate::requests::Field;
 
 const AT: &str = "an RFC 3339 time to come, e.g. 2026-12-01T18:00:00Z";

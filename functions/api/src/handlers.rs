@@ -10,8 +10,9 @@ use serde::de::DeserializeOwned;
 
 use strato_domain::approval::Verdict;
 
+use crate::caller::Caller;
 use crate::decide::IfMatch;
-use crate::edge::{AppState, Caller, Reply};
+use crate::edge::{AppState, Reply};
 use crate::requests::{
     JsonBody, ListClustersQuery, PageQuery, SpecBody, TemplateQuery, UpdateBody, WebhookBody,
 };
@@ -19,8 +20,8 @@ use crate::views::{
     Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
 };
 use crate::{
-    ApiError, agent, clusters, estimates, operations, policies, state, target_access, templates, tenant,
-    tickets,
+    agent, clusters, error::ApiError, estimates, operations, policies, state, target_access, templates,
+    tenant, tickets,
 };
 use axum::response::Response;
 

@@ -11,8 +11,8 @@ use sha2::{Digest, Sha256};
 use strato_aws::store::{IdempotentResponse, Reservation};
 use strato_domain::ts;
 
-use crate::error::PROBLEM_JSON;
-use crate::{ApiError, Caller, Ctx};
+use crate::problem::PROBLEM_JSON;
+use crate::{Ctx, caller::Caller, error::ApiError};
 
 /// sha256 of method, path, `If-Match` and body: what makes two requests "the same".
 pub(crate) struct Fingerprint(String);

@@ -13,18 +13,19 @@ use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, Type}
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{InfoBuilder, OpenApiBuilder, Paths, Ref, RefOr, Required};
 
-use crate::error::PROBLEM_JSON;
-use crate::routes::Endpoint::{self, *};
-use crate::routes::{Access, Body, ROUTES, Route};
+use crate::problem::PROBLEM_JSON;
+use crate::route::Endpoint::{self, *};
+use crate::route::{Access, Body, Route};
+use crate::routes::ROUTES;
 use crate::{
-    agent, error, policies, requests, schema, state, target_access, templates, tenant, tickets, timeline,
+    agent, policies, problem, requests, schema, state, target_access, templates, tenant, tickets, timeline,
     views,
 };
 
 #[derive(OpenApi)]
 #[openapi(components(schemas(
-    error::Problem,
-    error::FieldErrorView,
+    problem::Problem,
+    problem::FieldErrorView,
     views::ClusterView,
     views::LastOperationView,
     schema::ClusterState,

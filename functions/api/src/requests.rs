@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use strato_domain::validate::FieldError;
 use utoipa::ToSchema;
 
-use crate::ApiError;
+use crate::error::ApiError;
 
 /// One member of a request object, read leniently.
 #[derive(Debug, Clone, Default)]

@@ -24,11 +24,14 @@ use strato_domain::ids::TenantId;
 use strato_domain::telemetry::{self, Traceparent, fields};
 use tower::ServiceExt;
 
-use crate::edge::{AppState, Caller, NO_SUBJECT, route_for};
-use crate::error::Problem;
+use crate::caller::{Caller, NO_SUBJECT};
+use crate::edge::AppState;
+use crate::problem::Problem;
 use crate::requests::truncate;
-use crate::routes::{self, Access, ROUTES, Route};
-use crate::{ApiError, Ctx, idempotency};
+use crate::route::{self, Access, Route};
+use crate::routes::ROUTES;
+use crate::routes::route_for;
+use crate::{Ctx, error::ApiError, idempotency};
 
 /// Who may call `parts`' route: `Ok(None)` for a public route (liveness, the agent's own token), the
 /// [`Caller`] for a tenant route whose token names a tenant, has a subject where the route changes something,
@@ -44,7 +47,7 @@ fn authenticate(parts: &Parts, ctx: &Ctx) -> Result<Option<Caller>, ApiError> {
         // The liveness probe, and the agent's routes, which check the agent's token themselves.
         return Ok(None);
     };
-    let claims = crate::audit::claims(&parts.extensions)
+    let claims = crate::recording::claims(&parts.extensions)
         .ok_or_else(|| ApiError::Unauthorized("the request carries no JWT claims".into()))?;
     let claim = &ctx.config.tenant_claim;
     let raw = claims
@@ -135,7 +138,7 @@ async fn idempotent(
     idempotency::run(&ctx, &caller, &key, &request, || next.run(req)).await
 }
 
-/// One route's method router with the layers its [`routes::Body`] asks for: the body limit (and media type), then
+/// One route's method router with the layers its [`route::Body`] asks for: the body limit (and media type), then
 /// `Idempotency-Key` on the keyed ones.
 fn layered(state: &AppState, route: &Route) -> MethodRouter<AppState> {
     let Some(filter) = method_filter(route.method) else {
@@ -143,11 +146,11 @@ fn layered(state: &AppState, route: &Route) -> MethodRouter<AppState> {
     };
     let handler = (route.handler)(filter);
     match route.body {
-        routes::Body::Ignored => handler,
-        routes::Body::Limited => {
+        route::Body::Ignored => handler,
+        route::Body::Limited => {
             handler.route_layer(middleware::from_fn_with_state(state.clone(), limit_body))
         }
-        routes::Body::Keyed => handler
+        route::Body::Keyed => handler
             .route_layer(middleware::from_fn_with_state(state.clone(), idempotent))
             .route_layer(middleware::from_fn_with_state(state.clone(), limit_body)),
     }
@@ -184,7 +187,10 @@ pub fn router(ctx: Ctx) -> Router {
         .route_layer(middleware::from_fn_with_state(s.clone(), authorize))
         // Every route: audited ones (the entry's `audit`) get their entry after the answer, refused ones
         // (401, 403) included.
-        .route_layer(middleware::from_fn_with_state(s.clone(), crate::audit::record))
+        .route_layer(middleware::from_fn_with_state(
+            s.clone(),
+            crate::recording::record,
+        ))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // `limit_body` enforces the configured limit; axum's own (2 MB) would answer in plain text.

@@ -87,7 +87,7 @@ pub fn allows(granted: &[Scope], need: Scope) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::Endpoint::{self, *};
+    use crate::route::Endpoint::{self, *};
     use crate::routes::ROUTES;
 
     /// The scope the route table gives `e`.

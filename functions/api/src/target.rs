@@ -8,7 +8,7 @@ use strato_domain::catalog::Catalogs;
 use strato_domain::model::{CloudProvider, TargetAccount};
 use strato_domain::validate::FieldError;
 
-use crate::ApiError;
+use crate::error::ApiError;
 use crate::requests::{Field, TargetBody, unknown};
 
 const FIELDS: &str = "role_arn, state_bucket, lock_table, region";

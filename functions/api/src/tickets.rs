@@ -10,7 +10,7 @@ use secrecy::{ExposeSecret, SecretSlice};
 use serde_json::json;
 use time::Duration;
 
-use crate::{ApiError, Caller, Ctx, Reply, schema};
+use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError, schema};
 
 /// A WebSocket ticket.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]

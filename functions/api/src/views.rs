@@ -17,18 +17,10 @@ use strato_domain::ts;
 
 use utoipa::ToSchema;
 
-use crate::ApiError;
+use crate::error::ApiError;
 use crate::schema;
 
 pub const MASK: &str = "(sensitive)";
-
-/// The wire name of a status (`queued`, `running`…), for messages.
-pub(crate) fn status_name(s: OperationStatus) -> String {
-    serde_json::to_value(s)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| format!("{s:?}"))
-}
 
 /// Templates read during one request, so a listing loads each version once.
 pub(crate) struct TemplateCache<'a> {

@@ -319,6 +319,19 @@ pub enum OperationStatus {
 }
 
 impl OperationStatus {
+    /// The wire name (`queued`, `awaiting_approval`…), for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationStatus::Queued => "queued",
+            OperationStatus::Dispatched => "dispatched",
+            OperationStatus::Running => "running",
+            OperationStatus::AwaitingApproval => "awaiting_approval",
+            OperationStatus::Succeeded => "succeeded",
+            OperationStatus::Failed => "failed",
+            OperationStatus::Cancelled => "cancelled",
+        }
+    }
+
     pub fn is_terminal(self) -> bool {
         matches!(
             self,

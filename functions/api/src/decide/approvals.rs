@@ -14,7 +14,7 @@ use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates};
 
 use super::Api;
 use crate::scopes::Scope;
-use crate::{ApiError, Caller};
+use crate::{caller::Caller, error::ApiError};
 
 /// The longest comment an approver may leave, in characters.
 pub const MAX_COMMENT_CHARS: usize = 1_000;

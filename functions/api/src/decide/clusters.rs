@@ -10,17 +10,16 @@ use strato_domain::ports::{
     Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates, TenantSettings,
 };
 use strato_domain::sealed::Keys;
-use strato_domain::template::{Template, is_template_version};
+use strato_domain::template::Template;
 
 use strato_coordination::{ATTEMPTS, Attempt, optimistic};
 
 use super::approvals::{ApprovalLowered, judge_setting};
 use super::policy::ApprovalInput;
 use super::{Api, IfMatch, Started, check, kept_changing, quota_error, refuse_new_operation};
-use crate::drift::{self, DriftSettings};
-use crate::requests::{SpecBody, UpdateBody, unknown};
-use crate::spec::{self, SpecName, read_spec, sorted};
-use crate::{ApiError, Caller};
+use crate::commands::{CreateCluster, DriftSettings, Estimate, UpdateCluster};
+use crate::spec::{check_spec, sorted};
+use crate::{caller::Caller, error::ApiError};
 
 /// What a PATCH did: the cluster and its template, and the update operation a new spec recorded and queued
 /// (202); `None` when drift settings alone changed, on the cluster only (200).
@@ -54,10 +53,6 @@ fn apply_approval(c: &mut Cluster, change: Option<Option<ApprovalMode>>) -> bool
     }
 }
 
-/// The name an estimate's plan uses when the request gives none (cloud resource names in the plan derive
-/// from it; nothing is created under it).
-pub(crate) const ESTIMATE_NAME: &str = "estimate";
-
 /// How many of a cluster's newest operations a retry reads to count its attempt on.
 const RECENT_OPERATIONS: u32 = 100;
 
@@ -71,23 +66,16 @@ where
 {
     /// A new cluster: the spec is validated before anything is written; then the cluster, its create
     /// operation, its name reservation and the tenant's counters are written together, and the job is sent.
-    pub async fn create(&self, caller: &Caller, mut body: SpecBody) -> Result<Started, ApiError> {
+    pub async fn create(&self, caller: &Caller, cmd: impl Into<CreateCluster>) -> Result<Started, ApiError> {
+        let CreateCluster {
+            spec: draft,
+            expiry,
+            approval,
+            problems,
+        } = cmd.into();
         let requester = caller.requester()?.to_owned();
-        let mut errors = Vec::new();
-        let expires_at = std::mem::take(&mut body.expires_at);
-        let expiry = crate::expiry::parse(expires_at, std::mem::take(&mut body.ttl_hours), &mut errors);
-        let approval = crate::approval::parse(std::mem::take(&mut body.approval), &mut errors).flatten();
-        let (validated, template, drift) = match read_spec(self.templates, body, SpecName::Required).await {
-            // Every problem at once: the spec's and the expiry's.
-            Err(ApiError::Invalid { errors: mut e, .. }) => {
-                e.extend(errors);
-                return Err(sorted(e));
-            }
-            other => other?,
-        };
-        if !errors.is_empty() {
-            return Err(sorted(errors));
-        }
+        // Every problem at once: the request's and the template's.
+        let (validated, template, drift) = check_spec(self.templates, draft, problems).await?;
         let now = self.clock.now();
         // One read of the tenant item for both its lifetime maximum and its approval default.
         let rules = self.store.tenant_rules(&caller.tenant).await?;
@@ -154,8 +142,13 @@ where
     }
 
     /// A PATCH without `If-Match`; see [`update_if`](Self::update_if).
-    pub async fn update(&self, caller: &Caller, id: &str, body: UpdateBody) -> Result<Updated, ApiError> {
-        self.update_if(caller, id, body, None).await
+    pub async fn update(
+        &self,
+        caller: &Caller,
+        id: &str,
+        cmd: impl Into<UpdateCluster>,
+    ) -> Result<Updated, ApiError> {
+        self.update_if(caller, id, cmd, None).await
     }
 
     /// A PATCH: drift settings alone change the cluster and no operation; new variables or a template
@@ -167,47 +160,22 @@ where
         &self,
         caller: &Caller,
         id: &str,
-        body: UpdateBody,
+        cmd: impl Into<UpdateCluster>,
         if_match: Option<&IfMatch>,
     ) -> Result<Updated, ApiError> {
+        let UpdateCluster {
+            patch,
+            version,
+            drift,
+            expiry,
+            approval,
+            problems,
+        } = cmd.into();
         let c = self.load_cluster(caller, id).await?;
-        let mut errors = Vec::new();
-        let known = "variables, template_version, drift, expires_at, ttl_hours, approval";
-        unknown(
-            &body.other,
-            "",
-            "is not a field of this request",
-            known,
-            &mut errors,
-        );
-        let patch = spec::variables(body.variables, &mut errors);
-        let drift = drift::parse(body.drift, &mut errors);
-        let expiry = crate::expiry::parse(body.expires_at, body.ttl_hours, &mut errors);
-        let approval = crate::approval::parse(body.approval, &mut errors);
-        let version = body
-            .template_version
-            .optional(
-                "template_version",
-                "must be a string",
-                "a published version of the cluster's template",
-                &mut errors,
-            )
-            .and_then(|v| {
-                let allowed = spec::TEMPLATE_VERSION;
-                spec::checked(v, "template_version", is_template_version, allowed, &mut errors)
-            });
+        if !problems.is_empty() {
+            return Err(sorted(problems));
+        }
         let asked_expiry = crate::expiry::asked(&expiry);
-        let nothing = patch.is_empty() && version.is_none() && drift.is_empty() && approval.is_none();
-        if nothing && !asked_expiry && errors.is_empty() {
-            errors.push(ApiError::field(
-                "variables",
-                "the request changes nothing",
-                "variables to change, a template_version, drift settings, an expiry and/or an approval mode",
-            ));
-        }
-        if !errors.is_empty() {
-            return Err(sorted(errors));
-        }
         let expiry = if asked_expiry {
             let max = self.max_ttl_hours(caller).await?;
             crate::expiry::change(expiry, self.clock.now(), max, false)?
@@ -550,10 +518,14 @@ where
 
     /// An estimate: validated as a create is, recorded as an operation on a fresh, synthetic cluster id (no
     /// cluster is written) against the tenant's open-operation quota, and queued.
-    pub async fn estimate(&self, caller: &Caller, body: SpecBody) -> Result<(Operation, Template), ApiError> {
+    pub async fn estimate(
+        &self,
+        caller: &Caller,
+        cmd: impl Into<Estimate>,
+    ) -> Result<(Operation, Template), ApiError> {
+        let Estimate { spec, problems } = cmd.into();
         let requester = caller.requester()?.to_owned();
-        let (validated, template, _) =
-            read_spec(self.templates, body, SpecName::Optional(ESTIMATE_NAME)).await?;
+        let (validated, template, _) = check_spec(self.templates, spec, problems).await?;
         let mut op = Operation::new(
             caller.tenant.clone(),
             ClusterId::generate(),

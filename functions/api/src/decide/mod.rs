@@ -27,7 +27,7 @@ use strato_domain::template::{Template, is_template_name, is_template_version};
 use strato_domain::validate::{ValidatedSpec, validate};
 
 use crate::spec::{sorted, unknown_template};
-use crate::{ApiError, Caller, views};
+use crate::{caller::Caller, error::ApiError};
 
 /// The API's dependencies, as ports.
 #[derive(Debug, Clone, Copy)]
@@ -82,7 +82,7 @@ fn refuse_new_operation(c: &Cluster, open: &[Operation], what: &str) -> Option<S
         return Some(format!(
             "a delete ({}) is already {} for this cluster; it cannot be {what}",
             d.operation_id,
-            views::status_name(d.status)
+            d.status.as_str()
         ));
     }
     match c.state() {
@@ -256,9 +256,9 @@ where
 
 /// What a decision answers once the cluster kept changing under it.
 pub(crate) fn kept_changing(id: &str) -> ApiError {
-    ApiError::Store(strato_aws::Error::Conflict(format!(
+    ApiError::KeptChanging(format!(
         "cluster {id} kept changing; gave up after {ATTEMPTS} attempts"
-    )))
+    ))
 }
 
 /// `If-Match` on a cluster: the entity tags the client accepts. A cluster's tag is its `version` in quotes

@@ -7,7 +7,7 @@ use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates};
 use strato_domain::{ErrorCategory, UserError};
 
 use super::Api;
-use crate::{ApiError, Caller, views};
+use crate::{caller::Caller, error::ApiError};
 
 /// What a cancel did.
 #[derive(Debug, Clone)]
@@ -102,6 +102,6 @@ where
 fn already_ended(op: &Operation) -> ApiError {
     ApiError::Conflict(format!(
         "the operation is already {}; there is nothing to cancel",
-        views::status_name(op.status)
+        op.status.as_str()
     ))
 }

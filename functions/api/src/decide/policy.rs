@@ -12,7 +12,7 @@ use strato_domain::template::Template;
 use strato_policy::{RequestInput, Stage, input};
 
 use super::Api;
-use crate::{ApiError, Caller};
+use crate::{caller::Caller, error::ApiError};
 
 /// What the request's policies allowed, to record on its operation.
 #[derive(Debug, Default)]

@@ -10,7 +10,7 @@ use strato_domain::ports::{
 };
 
 use super::Api;
-use crate::{ApiError, Caller};
+use crate::{caller::Caller, error::ApiError};
 
 /// Long enough for one copy; a crashed restore frees the cluster after this.
 pub const RESTORE_LEASE: time::Duration = time::Duration::minutes(5);

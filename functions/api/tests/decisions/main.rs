@@ -145,7 +145,7 @@ async fn create_validates_the_spec_before_writing_anything() {
     body["variables"]["surprise"] = json!(true);
     let e = w
         .api()
-        .create(&caller(), serde_json::from_value(body).unwrap())
+        .create(&caller(), serde_json::from_value::<SpecBody>(body).unwrap())
         .await
         .unwrap_err();
     let ApiError::Invalid { errors, .. } = &e else {
@@ -160,7 +160,7 @@ async fn create_validates_the_spec_before_writing_anything() {
     unknown["template"]["version"] = json!("9.9.9");
     let e = w
         .api()
-        .create(&caller(), serde_json::from_value(unknown).unwrap())
+        .create(&caller(), serde_json::from_value::<SpecBody>(unknown).unwrap())
         .await
         .unwrap_err();
     assert_eq!(e.status().as_u16(), 422, "{e}");
@@ -317,7 +317,7 @@ async fn cancelling_a_parked_estimate_forgets_its_synthetic_lock() {
     body.as_object_mut().unwrap().remove("name");
     let (mut op, _) = w
         .api()
-        .estimate(&caller(), serde_json::from_value(body).unwrap())
+        .estimate(&caller(), serde_json::from_value::<SpecBody>(body).unwrap())
         .await
         .unwrap();
     // The dispatcher took the lock, found no slot, gave the lock back and parked the estimate.

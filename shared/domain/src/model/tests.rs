@@ -160,3 +160,19 @@ fn a_cluster_remembers_only_its_newest_state_restores() {
         format!("v{}", STATE_RESTORES_KEPT + 4)
     );
 }
+
+#[test]
+fn operation_status_names_are_the_wire_names() {
+    use OperationStatus::*;
+    for s in [
+        Queued,
+        Dispatched,
+        Running,
+        AwaitingApproval,
+        Succeeded,
+        Failed,
+        Cancelled,
+    ] {
+        assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+    }
+}

@@ -175,7 +175,7 @@ async fn the_approval_mode_is_the_clusters_else_the_tenants_default() {
     body["approval"] = json!("required");
     let s = w
         .api()
-        .create(&caller(), serde_json::from_value(body).unwrap())
+        .create(&caller(), serde_json::from_value::<SpecBody>(body).unwrap())
         .await
         .unwrap();
     assert_eq!(s.cluster.approval, Some(ApprovalMode::Required));
@@ -197,7 +197,7 @@ async fn the_approval_mode_is_the_clusters_else_the_tenants_default() {
     bad["approval"] = json!("sometimes");
     let e = w
         .api()
-        .create(&caller(), serde_json::from_value(bad).unwrap())
+        .create(&caller(), serde_json::from_value::<SpecBody>(bad).unwrap())
         .await
         .unwrap_err();
     assert_eq!(e.status().as_u16(), 422);
