@@ -10,7 +10,7 @@ use strato_domain::model::{Cluster, ClusterState, OperationKind};
 use strato_domain::ts;
 
 use crate::requests::{AgentBody, Field, unknown};
-use crate::{Ctx, edge::Reply, error::ApiError, schema};
+use crate::{context::Ctx, edge::Reply, error::ApiError, schema};
 
 /// What the control plane recorded from an agent's report.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]

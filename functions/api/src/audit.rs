@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use crate::caller::Caller;
 use crate::edge::Reply;
-use crate::{Ctx, error::ApiError};
+use crate::{context::Ctx, error::ApiError};
 
 /// What a handler wants on its call's audit entry (`detail`), beside the outcome: a response extension.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use crate::decide::{IfMatch, Started, Updated};
 use crate::requests::{SpecBody, UpdateBody, page_after, page_limit};
 use crate::views::{self, TemplateCache, sensitive_of};
 use crate::views::{Accepted, ClusterPage, ClusterView, LastOperationView};
-use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError};
+use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError};
 
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::caller::Caller;
-use crate::{Ctx, error::ApiError};
+use crate::{context::Ctx, error::ApiError};
 
 pub(crate) type AppState = Arc<Ctx>;
 

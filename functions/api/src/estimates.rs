@@ -9,7 +9,7 @@
 use crate::requests::SpecBody;
 use crate::views::EstimateAccepted;
 use crate::views::{self, sensitive_of};
-use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError};
+use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError};
 
 pub(crate) async fn create(
     ctx: &Ctx,

@@ -12,7 +12,7 @@ use strato_aws::store::{IdempotentResponse, Reservation};
 use strato_domain::ts;
 
 use crate::problem::PROBLEM_JSON;
-use crate::{Ctx, caller::Caller, error::ApiError};
+use crate::{caller::Caller, context::Ctx, error::ApiError};
 
 /// sha256 of method, path, `If-Match` and body: what makes two requests "the same".
 pub(crate) struct Fingerprint(String);

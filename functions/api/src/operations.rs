@@ -7,7 +7,7 @@ use crate::timeline::Timeline;
 
 use crate::views::{self, TemplateCache};
 use crate::views::{OperationList, OperationView};
-use crate::{Ctx, caller::Caller, clusters, edge::Reply, error::ApiError};
+use crate::{caller::Caller, clusters, context::Ctx, edge::Reply, error::ApiError};
 
 /// The caller's operation, or 404 for a malformed id, a missing operation and another tenant's alike.
 async fn load(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Operation, ApiError> {

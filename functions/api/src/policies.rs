@@ -9,7 +9,7 @@ use strato_policy::{MAX_SOURCE_BYTES, MAX_TENANT_POLICIES, Policy, PolicyError, 
 
 use crate::requests::{Field, unknown};
 use crate::views::Deleted;
-use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError};
+use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError};
 
 /// The most Rego a tenant may store in all: the policies live on the tenant item (400 KB at most).
 pub(crate) const MAX_TOTAL_BYTES: usize = 256 * 1024;

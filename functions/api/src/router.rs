@@ -31,7 +31,7 @@ use crate::requests::truncate;
 use crate::route::{self, Access, Route};
 use crate::routes::ROUTES;
 use crate::routes::route_for;
-use crate::{Ctx, error::ApiError, idempotency};
+use crate::{context::Ctx, error::ApiError, idempotency};
 
 /// Who may call `parts`' route: `Ok(None)` for a public route (liveness, the agent's own token), the
 /// [`Caller`] for a tenant route whose token names a tenant, has a subject where the route changes something,

@@ -10,7 +10,7 @@ use strato_domain::ts;
 use utoipa::ToSchema;
 
 use crate::decide::stage_of;
-use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError, schema};
+use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError, schema};
 
 /// One stored version of a stage's state.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -10,7 +10,7 @@ use strato_domain::ids::TenantId;
 use strato_domain::sealed;
 use strato_domain::secret::Sensitive;
 
-use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError};
+use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError};
 
 /// Your issued external id, and the trust policy a target role needs.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]

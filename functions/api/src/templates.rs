@@ -10,7 +10,7 @@ use strato_domain::template::{CatalogRef, Rule, StringFormat, Template, VarType}
 use utoipa::ToSchema;
 
 use crate::views::MASK;
-use crate::{Ctx, edge::Reply, error::ApiError, schema};
+use crate::{context::Ctx, edge::Reply, error::ApiError, schema};
 
 /// A published template, at its latest version.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -4,7 +4,7 @@ use strato_domain::webhook::{self, ALLOWED, EventType, MIN_SECRET_LEN, SECRET_RU
 
 use crate::requests::{Field, WebhookBody, unknown};
 use crate::views::Deleted;
-use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError};
+use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError};
 
 /// Your webhook: the url as scheme and host only, the secret masked.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]

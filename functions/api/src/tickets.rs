@@ -6,11 +6,12 @@
 
 use axum::http::StatusCode;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use secrecy::{ExposeSecret, SecretSlice};
+use secrecy::ExposeSecret;
 use serde_json::json;
 use time::Duration;
 
-use crate::{Ctx, caller::Caller, edge::Reply, error::ApiError, schema};
+use crate::context::Ctx;
+use crate::{caller::Caller, edge::Reply, error::ApiError, schema};
 
 /// A WebSocket ticket.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
@@ -29,17 +30,6 @@ pub(crate) struct TicketView {
 /// How long a ticket can be used to connect. A connection, once open, lives on (API Gateway ends it
 /// after 2 hours).
 pub const TICKET_TTL: Duration = strato_aws::connections::tickets::MAX_LIFETIME;
-
-/// What the `ws` function checks tickets with (`STRATO_JWT_SECRET`, at least 32 bytes; `STRATO_JWT_AUDIENCE`,
-/// default `strato-ws`; `STRATO_JWT_ISSUER` when set): the api signs with the same settings.
-#[derive(Debug, Clone)]
-pub struct TicketSettings {
-    /// The HS256 key; `Debug` shows it as `[REDACTED]`.
-    pub secret: SecretSlice<u8>,
-    pub issuer: Option<String>,
-    /// Always in the ticket, always checked.
-    pub audience: String,
-}
 
 pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, ApiError> {
     let settings = ctx.config.ws_tickets.as_ref().ok_or_else(|| {

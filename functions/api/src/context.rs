@@ -1,0 +1,210 @@
+//! What the api runs with: its [`Config`], read once per process, and the [`Ctx`] every handler shares (the
+//! AWS adapters, the keys, the caches), which also builds the decisions ([`crate::decide::Api`]) on them.
+
+use secrecy::{ExposeSecret, SecretSlice};
+use strato_aws::aws::AwsClients;
+use strato_aws::connections::tickets as ticket_claims;
+use strato_aws::env::Env;
+use strato_aws::ports::{KmsKeys, SqsJobQueue};
+use strato_aws::queues::QueueUrls;
+use strato_aws::resources::Names;
+use strato_aws::store::Store;
+use strato_domain::ports::SystemClock;
+
+use crate::decide;
+use crate::error::ApiError;
+
+/// What the `ws` function checks tickets with (`STRATO_JWT_SECRET`, at least 32 bytes; `STRATO_JWT_AUDIENCE`,
+/// default `strato-ws`; `STRATO_JWT_ISSUER` when set): the api signs with the same settings.
+#[derive(Debug, Clone)]
+pub struct TicketSettings {
+    /// The HS256 key; `Debug` shows it as `[REDACTED]`.
+    pub secret: SecretSlice<u8>,
+    pub issuer: Option<String>,
+    /// Always in the ticket, always checked.
+    pub audience: String,
+}
+
+/// Settings read once per process from the environment. Secrets are [`SecretSlice`]s, so `Debug` shows them
+/// as `[REDACTED]`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Physical resource names (`STRATO_RESOURCE_PREFIX`, required).
+    pub names: Names,
+    /// The JWT claim that holds the tenant id (`STRATO_TENANT_CLAIM`, default `tenant_id`).
+    pub tenant_claim: String,
+    /// The JWT claim that holds the caller's scopes (`STRATO_SCOPE_CLAIM`, default `scope`; `scp` is read
+    /// when it is absent). See [`scopes`].
+    pub scope_claim: String,
+    /// What precedes each of Strato's scope names in a granted scope (`STRATO_SCOPE_PREFIX`, default none):
+    /// a token grants `admin` only by `<prefix>admin` exactly, e.g. `https://api.example.com/admin` with the
+    /// prefix `https://api.example.com/` (a Cognito resource server's identifier and a slash).
+    pub scope_prefix: String,
+    /// Largest accepted request body (`STRATO_MAX_BODY_BYTES`, default 64 KiB). Specs are small; anything
+    /// bigger is a mistake or an attack, and is refused before it is parsed.
+    pub max_body_bytes: usize,
+    /// Secret the cluster agents' registration tokens are derived from (`STRATO_AGENT_TOKEN_SECRET`; in AWS
+    /// injected from Secrets Manager). Needed only by templates that install the agent.
+    pub agent_token_secret: Option<SecretSlice<u8>>,
+    /// How WebSocket tickets are signed (`STRATO_JWT_SECRET`, `STRATO_JWT_ISSUER`, `STRATO_JWT_AUDIENCE`: the
+    /// ws function's own settings). Unset: `POST /v1/ws-tickets` fails.
+    pub ws_tickets: Option<TicketSettings>,
+    /// The runner's task role (`STRATO_RUNNER_ROLE_ARN`): the principal tenants' target roles must trust,
+    /// shown in `GET /v1/tenant/target-access`.
+    pub runner_role_arn: Option<String>,
+    /// Days audit entries are kept (`STRATO_AUDIT_RETENTION_DAYS`, default 365; DynamoDB TTL removes them).
+    pub audit_retention_days: u64,
+    /// Days a finished operation is kept (`STRATO_OPERATION_RETENTION_DAYS`, default 90; DynamoDB TTL).
+    pub operation_retention_days: u32,
+    /// Where tenants' webhooks may point (`PUT /v1/webhook`): https to public addresses, unless devstack's
+    /// own switches (`STRATO_DEVSTACK_ONLY_ALLOW_*_WEBHOOKS`) allow its local receivers.
+    pub egress: strato_domain::webhook::Egress,
+    /// The longest a cluster may live, in hours, for tenants without their own `max_ttl_hours`
+    /// (`STRATO_MAX_TTL_HOURS`; unset: unlimited).
+    pub default_max_ttl_hours: Option<u64>,
+    /// Separation of duties for plan approvals (`STRATO_APPROVAL_SEPARATION`, default `true`): the
+    /// requester of an operation cannot approve it.
+    pub approval_separation: bool,
+}
+
+impl Config {
+    pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+
+    pub fn from_env() -> Result<Self, ApiError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// The same parsing with another source of variables (tests, devstack).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ApiError> {
+        let egress = strato_domain::webhook::Egress::from_lookup(&get);
+        let env = Env::new(get);
+        Ok(Self {
+            names: env.names()?,
+            tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
+            scope_claim: env.or("STRATO_SCOPE_CLAIM", "scope"),
+            scope_prefix: env.or("STRATO_SCOPE_PREFIX", ""),
+            max_body_bytes: env.positive("STRATO_MAX_BODY_BYTES", Self::DEFAULT_MAX_BODY_BYTES as u64)?
+                as usize,
+            agent_token_secret: env
+                .optional("STRATO_AGENT_TOKEN_SECRET")
+                .map(|s| SecretSlice::from(s.into_bytes())),
+            ws_tickets: env
+                .secret("STRATO_JWT_SECRET", ticket_claims::MIN_SECRET_BYTES)?
+                .map(|secret| TicketSettings {
+                    secret: SecretSlice::from(secret.into_bytes()),
+                    issuer: env.optional("STRATO_JWT_ISSUER"),
+                    audience: env.or("STRATO_JWT_AUDIENCE", ticket_claims::AUDIENCE),
+                }),
+            egress,
+            runner_role_arn: env.optional("STRATO_RUNNER_ROLE_ARN"),
+            audit_retention_days: strato_aws::ports::DynamoAuditLog::retention_days(&env)?,
+            operation_retention_days: strato_aws::store::operation_retention_days(&env)?,
+            default_max_ttl_hours: env
+                .parsed::<u64>(strato_domain::expiry::MAX_TTL_ENV, "a whole number of hours")?
+                .filter(|h| *h > 0),
+            approval_separation: env.flag("STRATO_APPROVAL_SEPARATION", true)?,
+        })
+    }
+}
+
+/// Everything a request needs, built once per process and shared by every invocation.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub store: Store,
+    pub sqs: aws_sdk_sqs::Client,
+    pub s3: aws_sdk_s3::Client,
+    /// Strato's KMS key (by its alias), which seals sensitive values before they are stored.
+    pub keys: KmsKeys,
+    pub queues: QueueUrls,
+    /// The append-only audit log (`GET /v1/audit`; every mutating call appends to it).
+    pub audit: strato_aws::ports::DynamoAuditLog,
+    pub config: Config,
+}
+
+impl Ctx {
+    pub async fn new(aws: &AwsClients, config: Config) -> Result<Self, ApiError> {
+        let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
+        Ok(Self {
+            store: Store::new(aws.dynamodb.clone(), &config.names)
+                .with_operation_retention(config.operation_retention_days),
+            sqs: aws.sqs.clone(),
+            s3: aws.s3.clone(),
+            keys: KmsKeys::new(&aws.kms, &config.names),
+            queues,
+            audit: strato_aws::ports::DynamoAuditLog::new(
+                aws.dynamodb.clone(),
+                &config.names,
+                config.audit_retention_days,
+            ),
+            config,
+        })
+    }
+
+    /// The decisions on the AWS adapters.
+    pub(crate) fn api(&self) -> decide::Api<'_, Store, Store, SqsJobQueue<'_>, SystemClock, KmsKeys> {
+        decide::Api {
+            store: &self.store,
+            templates: &self.store,
+            jobs: SqsJobQueue {
+                sqs: &self.sqs,
+                url: &self.queues.jobs,
+            },
+            clock: SystemClock,
+            agent_token_secret: self.config.agent_token_secret.as_ref().map(|s| s.expose_secret()),
+            keys: &self.keys,
+            default_max_ttl_hours: self.config.default_max_ttl_hours,
+            approval_separation: self.config.approval_separation,
+            policies: None,
+        }
+    }
+
+    /// The decisions, checking requests against `policies` (see [`policies::load`]).
+    pub(crate) fn api_with<'a>(
+        &'a self,
+        policies: &'a strato_policy::PolicySet,
+    ) -> decide::Api<'a, Store, Store, SqsJobQueue<'a>, SystemClock, KmsKeys> {
+        decide::Api {
+            policies: Some(policies),
+            ..self.api()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults_and_errors() {
+        let c = Config::from_lookup(|k| (k == "STRATO_RESOURCE_PREFIX").then(|| "prod".to_owned())).unwrap();
+        assert_eq!(c.tenant_claim, "tenant_id");
+        assert_eq!(c.max_body_bytes, 65536);
+        assert!(Config::from_lookup(|_| None).is_err());
+        let bad = Config::from_lookup(|k| match k {
+            "STRATO_RESOURCE_PREFIX" => Some("prod".into()),
+            "STRATO_MAX_BODY_BYTES" => Some("lots".into()),
+            _ => None,
+        });
+        assert!(matches!(bad, Err(ApiError::Config(m)) if m.contains("lots")));
+    }
+
+    #[test]
+    fn debug_never_shows_the_secrets() {
+        let c = Config::from_lookup(|k| match k {
+            "STRATO_RESOURCE_PREFIX" => Some("prod".into()),
+            "STRATO_AGENT_TOKEN_SECRET" => Some("agent-s3cret-value".into()),
+            "STRATO_JWT_SECRET" => Some("jwt-s3cret-value-0123456789abcdef".into()),
+            "STRATO_JWT_ISSUER" => Some("https://idp.example".into()),
+            _ => None,
+        })
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        // Byte by byte too: a Vec<u8> field would print the secret as numbers.
+        assert!(!shown.contains("97, 103, 101, 110, 116"), "{shown}");
+        assert!(
+            shown.contains("REDACTED") && shown.contains("https://idp.example"),
+            "{shown}"
+        );
+    }
+}
