@@ -9,19 +9,9 @@ use std::time::Duration;
 use strato_domain::messages::LogStream;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
-use tokio::sync::watch;
 
 use crate::logs::{LogHub, StderrSplitter};
-
-/// Why the operation must stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    Cancelled,
-    TimedOut,
-    Terminated,
-}
-
-pub type StopRx = watch::Receiver<Option<StopReason>>;
+use crate::outcome::{Outcome, StopRx, wait_stop};
 
 /// The engine as a process ([`crate::ports::Engine`] on the real binary): binary and its environment
 /// (credentials, region, mirror config…). The engine inherits only [`inherited`] variables of the runner's
@@ -76,24 +66,6 @@ pub fn inherited(name: &str) -> bool {
 /// 6 % more memory (measured 2026-11-29, Terraform 1.11.4, provider 5.100.0). Fargate bills the vCPU the
 /// runner holds; memory it has to spare.
 pub const ENGINE_GOGC: &str = "200";
-
-/// Result of one command.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    pub code: Option<i32>,
-    /// Captured stdout (only for commands run with `capture_stdout`, which is then not logged).
-    pub stdout: String,
-    /// The user-visible output (redacted), for error classification.
-    pub user_text: String,
-    pub stopped: Option<StopReason>,
-    pub debug: Vec<u8>,
-}
-
-impl Outcome {
-    pub fn success(&self) -> bool {
-        self.code == Some(0) && self.stopped.is_none()
-    }
-}
 
 /// Bounded memory for the classifier's view of the output: keep the tail.
 const USER_TEXT_MAX: usize = 256 * 1024;
@@ -381,19 +353,6 @@ impl crate::ports::Engine for ProcessEngine {
         stop: &mut StopRx,
     ) -> std::io::Result<Outcome> {
         ProcessEngine::run(self, dir, args, step, capture_stdout, logs, stop).await
-    }
-}
-
-/// Waits until `stop` holds a reason (at once if it already does); never, once nobody can send one.
-pub async fn wait_stop(stop: &mut StopRx) -> StopReason {
-    loop {
-        if let Some(r) = *stop.borrow_and_update() {
-            return r;
-        }
-        if stop.changed().await.is_err() {
-            // The sender is gone: nobody can ask to stop any more.
-            std::future::pending::<()>().await;
-        }
     }
 }
 

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::RunnerError;
 pub use crate::aws::LogSinks;
-use crate::ports::{Artifacts, LiveLog};
+use crate::sinks::{Artifacts, LiveLog};
 
 /// Largest live frame (packed bytes of its lines, `live_batch::packed_len`: one `log_batch` frame when fanned
 /// out) and the wait before a frame is sent when the stream is slow (`live_batch::frame_due`).

@@ -17,15 +17,16 @@ use serde_json::{Map, Value};
 use strato_aws::state_lock::HeldLock;
 use strato_aws::store::StoredTemplate;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
-use strato_domain::messages::{LogFrame, RunnerEvent};
+use strato_domain::messages::RunnerEvent;
 use strato_domain::model::{Cluster, Operation};
 use strato_domain::sealed::{Envelope, Keys};
 use strato_domain::template::Template;
 
 use crate::RunnerError;
 use crate::credentials::EngineCredentials;
-use crate::engine::{Outcome, StopRx};
 use crate::logs::LogHub;
+use crate::outcome::{Outcome, StopRx};
+pub use crate::sinks::{Artifacts, LiveLog};
 use crate::trust::AssumeFailure;
 
 /// The types of a run's adapters, named once so the lifecycle reads `RunContext<P>`.
@@ -107,27 +108,6 @@ pub trait RunStore: Clone + Send + Sync + 'static {
         name: &str,
         version: &str,
     ) -> impl Future<Output = Result<Option<StoredTemplate>, RunnerError>> + Send;
-}
-
-/// Objects in the artifacts bucket, by key (`strato_terraform::artifacts`): log archive chunks and marker,
-/// debug logs, sealed plans. One attempt per call: the callers decide about retries.
-pub trait Artifacts: Clone + Send + Sync + 'static {
-    fn put(&self, key: &str, body: Vec<u8>) -> impl Future<Output = Result<(), RunnerError>> + Send;
-
-    fn get(&self, key: &str) -> impl Future<Output = Result<Vec<u8>, RunnerError>> + Send;
-
-    /// The keys under `prefix`.
-    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, RunnerError>> + Send;
-}
-
-/// The live `logs` queue (best effort: the archive is the record).
-pub trait LiveLog: Clone + Send + Sync + 'static {
-    /// Sends one frame; `body` is its JSON.
-    fn send_frame(
-        &self,
-        frame: &LogFrame,
-        body: String,
-    ) -> impl Future<Output = Result<(), RunnerError>> + Send;
 }
 
 /// The `events` queue: progress events and the run's one final event, each carrying the run's proof.

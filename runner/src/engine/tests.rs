@@ -1,6 +1,8 @@
 use super::*;
 use crate::fakes::FakeSinks;
 use crate::logs::Redactor;
+use crate::outcome::StopReason;
+use tokio::sync::watch;
 use strato_domain::ids::OperationId;
 
 /// `sh -c script` as the engine, its lines going to a hub on the fakes.

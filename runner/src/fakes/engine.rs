@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use strato_domain::messages::LogStream;
 
 use super::lock;
-use crate::engine::{Outcome, StopRx, wait_stop};
 use crate::logs::LogHub;
+use crate::outcome::{Outcome, StopRx, wait_stop};
 use crate::ports::Engine;
 use crate::workspace::PLAN_FILE;
 

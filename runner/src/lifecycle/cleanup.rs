@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use super::failure::Failure;
 use super::{CLEANUP_ATTEMPTS, PreparedRun};
-use crate::engine::StopReason;
+use crate::outcome::StopReason;
 use crate::ports::{Engine, Ports};
 
 /// What a cleanup achieved.

@@ -4,7 +4,7 @@ use strato_domain::ErrorCategory;
 use strato_domain::error::UserError;
 
 use crate::classify::{classify, error_summary};
-use crate::engine::{Outcome, StopReason};
+use crate::outcome::{Outcome, StopReason};
 
 /// A failed step: what the tenant is told (category, what happened, how to fix it) and whether the run was
 /// stopped (cancel, time limit, SIGTERM) rather than failing on its own.

@@ -45,8 +45,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use self::failure::Failure;
-use crate::engine::{StopReason, StopRx, wait_stop};
 use crate::logs::{LogHub, Redactor};
+use crate::outcome::{StopReason, StopRx, wait_stop};
 use crate::ports::{Cloud, Ports, Reporter, RunPorts, RunStore, TaskSignals};
 use crate::progress::Progress;
 use crate::workspace::Workspace;

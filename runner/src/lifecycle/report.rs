@@ -6,7 +6,7 @@ use strato_domain::messages::RunnerEvent;
 use super::failure::Failure;
 use super::stages::ExecOutcome;
 use super::{PreparedRun, RunContext};
-use crate::engine::StopReason;
+use crate::outcome::StopReason;
 use crate::ports::Ports;
 
 impl<P: Ports> PreparedRun<'_, P> {

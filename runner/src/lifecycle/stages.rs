@@ -16,7 +16,7 @@ use super::approval::Gate;
 use super::failure::Failure;
 use super::plan::{Outputs, drift_changes, split_outputs};
 use super::{MAX_RETRIES, PreparedRun};
-use crate::engine::Outcome;
+use crate::outcome::Outcome;
 use crate::ports::{Engine, OutputSecrets, Ports, StateBackend};
 use crate::workspace::{LOCK_FILE, PLAN_FILE};
 use crate::{logs, secrets};
