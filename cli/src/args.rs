@@ -171,16 +171,19 @@ pub struct SpecArgs {
 pub enum Clusters {
     /// Your clusters, newest first.
     List {
-        /// Only clusters in this state (e.g. ACTIVE, FAILED).
+        /// Only clusters in this state (e.g. ACTIVE, FAILED; any case). DELETED lists deleted ones.
         #[arg(long)]
         state: Option<String>,
         /// Every page, not only the first.
         #[arg(long)]
         all: bool,
+        /// Deleted clusters too (left out by default).
+        #[arg(long)]
+        include_deleted: bool,
     },
     /// One cluster: state, template, variables (sensitive ones masked), outputs, drift, last error.
     Get {
-        /// The cluster's id (`cl-…`).
+        /// The cluster's id (`cl-…`) or name.
         id: String,
     },
     /// Create a cluster from a template.
@@ -202,7 +205,7 @@ pub enum Clusters {
     },
     /// Change variables, move to another template version, or change the cluster's expiry.
     Update {
-        /// The cluster's id (`cl-…`).
+        /// The cluster's id (`cl-…`) or name.
         id: String,
         #[command(flatten)]
         vars: VarArgs,
@@ -218,7 +221,7 @@ pub enum Clusters {
     /// Destroy a cluster's resources and delete it. Asks "Delete cluster NAME (ID)? [y/N]" on a terminal;
     /// without one, --yes is required (else exit 10).
     Delete {
-        /// The cluster's id (`cl-…`).
+        /// The cluster's id (`cl-…`) or name.
         id: String,
         /// Delete without asking (needed when stdin is not a terminal: scripts, CI).
         #[arg(long, short = 'y')]
@@ -228,21 +231,21 @@ pub enum Clusters {
     },
     /// Create a FAILED cluster again.
     Retry {
-        /// The FAILED cluster's id (`cl-…`).
+        /// The FAILED cluster's id (`cl-…`) or name.
         id: String,
         #[command(flatten)]
         wait: WaitArgs,
     },
     /// Queue a read-only drift check now.
     DriftCheck {
-        /// The ACTIVE cluster's id (`cl-…`).
+        /// The ACTIVE cluster's id (`cl-…`) or name.
         id: String,
         #[command(flatten)]
         wait: WaitArgs,
     },
     /// Show or change drift settings (no operation is started).
     Drift {
-        /// The cluster's id (`cl-…`).
+        /// The cluster's id (`cl-…`) or name.
         id: String,
         /// notify or reconcile.
         #[arg(long)]
@@ -262,7 +265,7 @@ pub enum Operations {
     },
     /// A cluster's operations, newest first (one page unless --all).
     List {
-        /// The cluster's id (`cl-…`).
+        /// The cluster's id (`cl-…`) or name.
         cluster: String,
         /// Every page, not only the first.
         #[arg(long)]
@@ -320,7 +323,7 @@ pub struct Logs {
 
 #[derive(Debug, Args)]
 pub struct Watch {
-    /// A cluster (`cl-…`: its pending or latest operation) or an operation (`op-…`).
+    /// A cluster (`cl-…` or its name: its pending or latest operation) or an operation (`op-…`).
     pub id: String,
     /// State changes and the summary only, no log lines.
     #[arg(long)]
@@ -356,12 +359,12 @@ pub struct Estimate {
 pub enum StateVersions {
     /// The versions of each stage's state, newest first, and the restores done.
     List {
-        /// The cluster's id (`cl-…`).
+        /// The cluster's id (`cl-…`) or name.
         cluster: String,
     },
     /// Make an earlier version current again (the replaced one is kept).
     Restore {
-        /// The cluster's id (`cl-…`).
+        /// The cluster's id (`cl-…`) or name.
         cluster: String,
         /// The version id (`strato state-versions list`).
         version: String,

@@ -88,6 +88,9 @@ pub enum CliError {
     /// A destructive command was not confirmed; the message says how to confirm it.
     #[error("{0}")]
     NotConfirmed(String),
+    /// A cluster name that names none of the tenant's clusters (exit 4, as a 404).
+    #[error("{0}")]
+    NotFound(String),
 }
 
 impl CliError {
@@ -113,6 +116,7 @@ impl CliError {
             Self::OperationFailed { .. } => exit::OPERATION_FAILED,
             Self::AwaitingApproval(_) => exit::AWAITING_APPROVAL,
             Self::NotConfirmed(_) => exit::NOT_CONFIRMED,
+            Self::NotFound(_) => exit::NOT_FOUND,
         }
     }
 

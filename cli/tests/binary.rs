@@ -280,3 +280,82 @@ fn server_text_reaches_the_terminal_without_control_sequences() {
         assert!(bad.is_empty(), "{what} carries {bad:?}:\n{text:?}");
     }
 }
+
+const CL: &str = "cl-0193f1c2a7b47c3e9d2f4a6b8c0d1e2f";
+
+/// A tenant with one cluster, `demo2`: found by name, and by its id.
+fn one_cluster(_method: &str, path: &str) -> (u16, serde_json::Value) {
+    let cluster = serde_json::json!({
+        "id": CL, "name": "demo2", "state": "ACTIVE", "region": "us-east-1",
+        "template": {"name": "eks", "version": "1.0.0"}, "variables": {}, "outputs": {}
+    });
+    if path == "/v1/clusters?name=demo2" {
+        (200, serde_json::json!({"clusters": [cluster], "next": null}))
+    } else if path.starts_with("/v1/clusters?") || path == "/v1/clusters" {
+        (200, serde_json::json!({"clusters": [], "next": null}))
+    } else if path == format!("/v1/clusters/{CL}") {
+        (200, cluster)
+    } else {
+        (
+            404,
+            serde_json::json!({"type": "urn:strato:problem:not-found", "title": "Not found", "status": 404, "detail": path}),
+        )
+    }
+}
+
+#[test]
+fn a_cluster_is_addressed_by_its_name_too() {
+    let (url, server) = stub(2, one_cluster);
+    let o = strato(&["--endpoint", &url, "--token", "t", "clusters", "get", "demo2"]);
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let paths: Vec<String> = server.join().unwrap().into_iter().map(|(_, p, _)| p).collect();
+    assert_eq!(
+        paths,
+        ["/v1/clusters?name=demo2".to_owned(), format!("/v1/clusters/{CL}")]
+    );
+}
+
+#[test]
+fn a_name_of_no_cluster_is_not_found_and_an_empty_list_says_so() {
+    let (url, server) = stub(1, one_cluster);
+    let o = strato(&[
+        "--endpoint",
+        &url,
+        "--token",
+        "t",
+        "clusters",
+        "delete",
+        "nosuch",
+        "--yes",
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no cluster named nosuch"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(server.join().unwrap().len(), 1, "nothing deleted");
+
+    let (url, server) = stub(1, one_cluster);
+    let o = strato(&[
+        "--endpoint",
+        &url,
+        "--token",
+        "t",
+        "clusters",
+        "list",
+        "--state",
+        "failed",
+    ]);
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "no clusters in state FAILED"
+    );
+    server.join().unwrap();
+}

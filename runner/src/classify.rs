@@ -179,6 +179,80 @@ pub fn classify(text: &str) -> Classified {
     }
 }
 
+/// A variable whose value the engine refused (`Error: Invalid value for variable`: a validation rule of the
+/// template, or `… for input variable`: the wrong type), with the engine's reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidVariable {
+    pub name: String,
+    /// The rule's `error_message` (or the type error), on one line; may be empty.
+    pub reason: String,
+}
+
+/// Longest reason kept from an invalid variable's diagnostic.
+const REASON_MAX: usize = 300;
+
+/// The first `Invalid value for (input) variable` diagnostic in `text` and the variable it names, in any
+/// of the forms Terraform ≥ 0.15 writes: the expression context `var.NAME is …` (1.x), `not valid for
+/// variable "NAME"` / `not suitable for var.NAME` (a type error), the declaration `variable "NAME" {`
+/// (0.15 on an HCL root variable), a module argument `"${var.NAME}"` (0.15 on a module's rule), or the
+/// `"NAME":` line of a tfvars file or JSON declaration. `None` when no such diagnostic, or no name in it
+/// (a module argument fed by another module's output is no variable the tenant sets).
+pub fn invalid_variable(text: &str) -> Option<InvalidVariable> {
+    static RE: OnceLock<[Regex; 5]> = OnceLock::new();
+    let [context, type_error, declaration, reference, json_key] = RE.get_or_init(|| {
+        [
+            r"^var\.([A-Za-z_][\w-]*) is\b",
+            r#"not (?:valid|suitable) for (?:variable "|var\.)([A-Za-z_][\w-]*)"#,
+            r#"^\d+:\s*variable\s+"([A-Za-z_][\w-]*)""#,
+            r"^\d+:.*\$\{var\.([A-Za-z_][\w-]*)\}",
+            r#"^\d+:\s*"([A-Za-z_][\w-]*)"\s*:"#,
+        ]
+        .map(|r| Regex::new(r).expect("valid regex"))
+    });
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_start_matches(['│', '╷', '╵', ' ', '\t']).trim_end())
+        .collect();
+    let start = lines.iter().position(|l| {
+        l.starts_with("Error: Invalid value for variable")
+            || l.starts_with("Error: Invalid value for input variable")
+    })?;
+    let block: Vec<&str> = lines[start + 1..]
+        .iter()
+        .take_while(|l| !l.starts_with("Error:") && !l.starts_with("Warning:"))
+        .copied()
+        .collect();
+    let first =
+        |re: &Regex, lines: &[&str]| lines.iter().find_map(|l| re.captures(l).map(|c| c[1].to_owned()));
+    // A key of a JSON line names the variable only in a tfvars file or a variable declaration; in a
+    // module block it is the module's argument.
+    let header = block.iter().find(|l| l.starts_with("on ")).copied().unwrap_or("");
+    let keyed = header.contains(".tfvars") || header.ends_with("in variable:");
+    let name = first(context, &block)
+        .or_else(|| first(type_error, &[block.join(" ").as_str()]))
+        .or_else(|| first(declaration, &block))
+        .or_else(|| first(reference, &block))
+        .or_else(|| keyed.then(|| first(json_key, &block)).flatten())?;
+    let reason: Vec<&str> = block
+        .iter()
+        .copied()
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with("on ")
+                && !l.starts_with('├')
+                && !l.starts_with("This was checked by")
+                && !context.is_match(l)
+                && !l
+                    .split_once(':')
+                    .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect();
+    Some(InvalidVariable {
+        name,
+        reason: cut_at_boundary(&reason.join(" "), REASON_MAX),
+    })
+}
+
 /// Longest error summary kept (the `what` of a failure).
 const SUMMARY_MAX: usize = 1000;
 
@@ -325,6 +399,77 @@ mod tests {
             classify("Error: InvalidParameterValue: Value (bogus) for parameter cidrBlock is invalid.")
                 .category,
             InvalidConfiguration
+        );
+    }
+
+    /// Real `plan -no-color` output (2026-11-29) of a module's validation rule refusing a tenant's value, the
+    /// stage's `main.tf.json` wiring `var.node_count` into the module: Terraform 1.11.4, then 0.15.0-rc2.
+    const TF111_MODULE_RULE: &str = "Planning failed. Terraform encountered an error while generating this plan.\n\n\
+        Error: Invalid value for variable\n\n  on main.tf.json line 13, in module.network:\n  \
+        13:       \"node_count\": \"${var.node_count}\",\n    ├────────────────\n    │ var.node_count is 100\n\n\
+        The node_count must be between 1 and 50.\n\n\
+        This was checked by the validation rule at mod/variables.tf:3,3-13.\n";
+    const TF015_MODULE_RULE: &str = "\nError: Invalid value for variable\n\n  on main.tf.json line 13, in module.network:\n  \
+        13:       \"node_count\": \"${var.node_count}\",\n\n\
+        The node_count must be between 1 and 50.\n\n\
+        This was checked by the validation rule at mod/variables.tf:3,3-13.\n";
+    /// The same rule on a root variable declared in HCL, the value from `terraform.tfvars.json`.
+    const TF111_ROOT_RULE: &str = "Error: Invalid value for variable\n\n  on terraform.tfvars.json line 1:\n   \
+        1: {\"node_count\": 100}\n    ├────────────────\n    │ var.node_count is 100\n\n\
+        The node_count must be between 1 and 50.\n\n\
+        This was checked by the validation rule at variables.tf:3,3-13.\n";
+    const TF015_ROOT_RULE: &str = "Error: Invalid value for variable\n\n  on variables.tf line 1:\n   \
+        1: variable \"node_count\" {\n\n\
+        The node_count must be between 1 and 50.\n\n\
+        This was checked by the validation rule at variables.tf:3,3-13.\n";
+    /// A value of the wrong type.
+    const TF111_TYPE: &str = "Error: Invalid value for input variable\n\n  on terraform.tfvars.json line 1:\n   \
+        1: {\"node_count\": \"abc\", \"cidr\": \"10.0.0.0/16\"}\n\n\
+        The given value is not suitable for var.node_count declared at\nmain.tf.json:2,30-31: a number is required.\n";
+    const TF015_TYPE: &str = "Error: Invalid value for input variable\n\n  on terraform.tfvars.json line 1:\n   \
+        1: {\"node_count\": \"abc\", \"cidr\": \"10.0.0.0/16\"}\n\n\
+        The given value is not valid for variable \"node_count\": a number is required.\n";
+
+    #[test]
+    fn an_invalid_variable_is_named_with_its_rule_in_every_engine_s_wording() {
+        for (engine, text) in [
+            ("1.11 module rule", TF111_MODULE_RULE),
+            ("0.15 module rule", TF015_MODULE_RULE),
+            ("1.11 root rule", TF111_ROOT_RULE),
+            ("0.15 root rule", TF015_ROOT_RULE),
+        ] {
+            assert_eq!(classify(text).category, InvalidConfiguration, "{engine}");
+            assert_eq!(
+                invalid_variable(text),
+                Some(InvalidVariable {
+                    name: "node_count".into(),
+                    reason: "The node_count must be between 1 and 50.".into(),
+                }),
+                "{engine}"
+            );
+        }
+        for (engine, text) in [("1.11 type", TF111_TYPE), ("0.15 type", TF015_TYPE)] {
+            let v = invalid_variable(text).unwrap_or_else(|| panic!("{engine}: no variable"));
+            assert_eq!(v.name, "node_count", "{engine}");
+            assert!(
+                v.reason.ends_with("a number is required."),
+                "{engine}: {}",
+                v.reason
+            );
+        }
+        // Another diagnostic, or a module argument fed by another module's output: no variable to name.
+        assert_eq!(
+            invalid_variable(
+                "Error: Unsupported argument\n\nAn argument named \"x\" is not expected here.\n"
+            ),
+            None
+        );
+        assert_eq!(
+            invalid_variable(
+                "Error: Invalid value for variable\n\n  on main.tf.json line 20, in module.cluster:\n  \
+                 20:       \"vpc_id\": \"${module.network.vpc_id}\",\n\nThe vpc_id must start with vpc-.\n"
+            ),
+            None
         );
     }
 }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::operations::print_estimate;
 use super::wait::finish;
-use super::{join, template};
+use super::{cluster_id, join, template};
 use crate::Ctx;
 use crate::api::seg;
 use crate::args::{self, Clusters, SpecArgs, WaitArgs};
@@ -16,8 +16,13 @@ use crate::vars;
 
 pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
     match c {
-        Clusters::List { state, all } => list(ctx, state, all).await,
+        Clusters::List {
+            state,
+            all,
+            include_deleted,
+        } => list(ctx, state, all, include_deleted).await,
         Clusters::Get { id } => {
+            let id = cluster_id(&ctx.api, &id).await?;
             let v = ctx.api.get(&format!("/v1/clusters/{}", seg(&id))).await?;
             if !ctx.out.raw(&v)? {
                 show_cluster(ctx, &v);
@@ -53,6 +58,7 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             expiry,
             wait,
         } => {
+            let id = cluster_id(&ctx.api, &id).await?;
             let path = format!("/v1/clusters/{}", seg(&id));
             let cluster = ctx.api.get(&path).await?;
             let t = &cluster["template"];
@@ -90,6 +96,7 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             accepted(ctx, &v, "update", &wait).await
         }
         Clusters::Delete { id, yes, wait } => {
+            let id = cluster_id(&ctx.api, &id).await?;
             let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
             match confirmation(yes, terminal) {
                 Confirmation::Proceed => {}
@@ -110,6 +117,7 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             accepted(ctx, &v, "delete", &wait).await
         }
         Clusters::Retry { id, wait } => {
+            let id = cluster_id(&ctx.api, &id).await?;
             let v = ctx
                 .api
                 .post(&format!("/v1/clusters/{}/retry", seg(&id)), &json!({}))
@@ -117,6 +125,7 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             accepted(ctx, &v, "retry", &wait).await
         }
         Clusters::DriftCheck { id, wait } => {
+            let id = cluster_id(&ctx.api, &id).await?;
             let v = ctx
                 .api
                 .post(&format!("/v1/clusters/{}/drift-check", seg(&id)), &json!({}))
@@ -128,6 +137,7 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             policy,
             interval_hours,
         } => {
+            let id = cluster_id(&ctx.api, &id).await?;
             let path = format!("/v1/clusters/{}", seg(&id));
             let v = if policy.is_none() && interval_hours.is_none() {
                 ctx.api.get(&path).await?
@@ -154,13 +164,25 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
     }
 }
 
-async fn list(ctx: &Ctx, state: Option<String>, all: bool) -> Result<(), CliError> {
+/// What an empty listing prints.
+fn no_clusters(state: Option<&str>, include_deleted: bool) -> String {
+    match state {
+        Some(s) => format!("no clusters in state {}", s.to_ascii_uppercase()),
+        None if include_deleted => "no clusters".to_owned(),
+        None => "no clusters (deleted ones are listed with --include-deleted)".to_owned(),
+    }
+}
+
+async fn list(ctx: &Ctx, state: Option<String>, all: bool, include_deleted: bool) -> Result<(), CliError> {
     let mut clusters = Vec::new();
     let mut next: Option<String> = None;
     loop {
         let mut q = vec![];
         if let Some(s) = &state {
             q.push(format!("state={}", seg(s)));
+        }
+        if include_deleted {
+            q.push("include_deleted=true".to_owned());
         }
         if let Some(n) = &next {
             q.push(format!("next={}", seg(n)));
@@ -182,6 +204,11 @@ async fn list(ctx: &Ctx, state: Option<String>, all: bool) -> Result<(), CliErro
         return Ok(());
     }
     let out = &ctx.out;
+    if clusters.is_empty() {
+        // An empty table says nothing; this says what was looked for.
+        println!("{}", no_clusters(state.as_deref(), include_deleted));
+        return Ok(());
+    }
     let mut t = out.table(&[
         "ID",
         "NAME",

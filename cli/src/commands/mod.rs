@@ -17,6 +17,36 @@ use crate::config::{self, Profile};
 use crate::error::CliError;
 use crate::render::{Out, cell, plain};
 
+/// A cluster given by id (`cl-…`) or by name: a name is looked up among the tenant's clusters
+/// (`GET /v1/clusters?name=`, deleted ones left out). No such cluster is exit 4, as a missing id is.
+pub(crate) async fn cluster_id(api: &Api, given: &str) -> Result<String, CliError> {
+    if given.starts_with("cl-") {
+        return Ok(given.to_owned());
+    }
+    let page = api.get(&format!("/v1/clusters?name={}", seg(given))).await?;
+    named_cluster(given, &page)
+}
+
+/// The id of the one cluster a name lookup found.
+fn named_cluster(name: &str, page: &Value) -> Result<String, CliError> {
+    let ids: Vec<&str> = page["clusters"]
+        .as_array()
+        .map(|cs| cs.iter().filter_map(|c| c["id"].as_str()).collect())
+        .unwrap_or_default();
+    match ids.as_slice() {
+        [id] => Ok((*id).to_owned()),
+        [] => Err(CliError::NotFound(format!(
+            "no cluster named {name}: `strato clusters list` shows your clusters (a deleted one only with \
+             --include-deleted, and by its id)"
+        ))),
+        many => Err(CliError::Usage(format!(
+            "{} clusters are named {name} ({}): give the id",
+            many.len(),
+            many.join(", ")
+        ))),
+    }
+}
+
 pub(crate) async fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError> {
     match command {
         Command::Templates(t) => templates(ctx, t).await,
@@ -248,6 +278,7 @@ async fn state_versions(ctx: &Ctx, s: args::StateVersions) -> Result<(), CliErro
     let out = &ctx.out;
     match s {
         args::StateVersions::List { cluster } => {
+            let cluster = cluster_id(&ctx.api, &cluster).await?;
             let v = ctx
                 .api
                 .get(&format!("/v1/clusters/{}/state-versions", seg(&cluster)))
@@ -278,6 +309,7 @@ async fn state_versions(ctx: &Ctx, s: args::StateVersions) -> Result<(), CliErro
             }
         }
         args::StateVersions::Restore { cluster, version } => {
+            let cluster = cluster_id(&ctx.api, &cluster).await?;
             let path = format!(
                 "/v1/clusters/{}/state-versions/{}/restore",
                 seg(&cluster),
@@ -390,4 +422,24 @@ async fn policies(ctx: &Ctx, p: args::Policies) -> Result<(), CliError> {
         println!("{}", plain(&serde_json::to_string_pretty(&v).unwrap_or_default()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::named_cluster;
+    use crate::error::exit;
+
+    #[test]
+    fn a_name_resolves_to_its_one_cluster_and_none_or_several_are_errors() {
+        let page =
+            |ids: &[&str]| json!({"clusters": ids.iter().map(|i| json!({"id": i})).collect::<Vec<_>>()});
+        assert_eq!(named_cluster("demo2", &page(&["cl-1"])).unwrap(), "cl-1");
+        let none = named_cluster("demo2", &page(&[])).unwrap_err();
+        assert_eq!(none.exit_code(), exit::NOT_FOUND);
+        let many = named_cluster("demo2", &page(&["cl-1", "cl-2"])).unwrap_err();
+        assert_eq!(many.exit_code(), exit::USAGE);
+        assert!(many.to_string().contains("cl-1, cl-2"), "{many}");
+    }
 }

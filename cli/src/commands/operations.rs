@@ -20,6 +20,7 @@ pub(crate) async fn run(ctx: &Ctx, o: Operations) -> Result<(), CliError> {
             }
         }
         Operations::List { cluster, all } => {
+            let cluster = super::cluster_id(&ctx.api, &cluster).await?;
             let mut ops = Vec::new();
             let mut next: Option<String> = None;
             loop {

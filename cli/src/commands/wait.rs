@@ -14,11 +14,13 @@ use crate::follow::{self, Event};
 use crate::render::{cell, clipped, plain, user_error};
 
 pub(crate) async fn watch(ctx: &Ctx, w: args::Watch) -> Result<(), CliError> {
-    let op = if w.id.starts_with("cl-") {
-        // The cluster's newest operation: a create, update, delete or check that is running or just ended.
+    let op = if !w.id.starts_with("op-") {
+        // A cluster (by id or name): its newest operation, a create, update, delete or check that is running
+        // or just ended.
+        let cluster = super::cluster_id(&ctx.api, &w.id).await?;
         let ops = ctx
             .api
-            .get(&format!("/v1/clusters/{}/operations", seg(&w.id)))
+            .get(&format!("/v1/clusters/{}/operations", seg(&cluster)))
             .await?;
         // The API lists newest first: the newest open one, else the newest.
         let list = ops["operations"].as_array().cloned().unwrap_or_default();

@@ -2,8 +2,10 @@
 //! [`crate::decide`]'s; these answer with views.
 
 use axum::response::{IntoResponse, Response};
-use strato_domain::ids::ClusterId;
+use strato_aws::store::ClusterFilter;
+use strato_domain::ids::{ClusterId, ClusterName};
 use strato_domain::model::{Cluster, ClusterState};
+use strato_domain::validate::FieldError;
 
 use crate::decide::{IfMatch, Started, Updated};
 use crate::requests::{SpecBody, UpdateBody, page_after, page_limit};
@@ -45,12 +47,7 @@ pub(crate) async fn list(
     q: &crate::requests::ListClustersQuery,
 ) -> Result<Reply<ClusterPage>, ApiError> {
     let mut errors = Vec::new();
-    let states = ClusterState::ALL.map(|s| s.as_str()).join(", ");
-    let state = q.state.as_deref().and_then(|s| {
-        s.parse::<ClusterState>()
-            .map_err(|_| errors.push(ApiError::field("state", "is not a cluster state", &states)))
-            .ok()
-    });
+    let filter = list_filter(q, &mut errors);
     let limit = page_limit(
         q.limit.as_deref(),
         DEFAULT_PAGE as u32,
@@ -66,7 +63,7 @@ pub(crate) async fn list(
     }
     let (clusters, next) = ctx
         .store
-        .list_clusters(&caller.tenant, state, limit, after.as_ref())
+        .list_clusters_matching(&caller.tenant, &filter, limit, after.as_ref())
         .await?;
     // One BatchGetItem for the page's last operations (a page is at most 100, BatchGetItem's limit).
     let ids: Vec<_> = clusters
@@ -89,6 +86,51 @@ pub(crate) async fn list(
         clusters: out,
         next: next.map(|n| n.to_string()),
     }))
+}
+
+/// The listing's filter from `?state=` (any case), `?name=` and `?include_deleted=`; a value that is none of
+/// those is a field error naming it. DELETED clusters are left out unless asked for, by state or with
+/// `include_deleted=true`.
+pub(crate) fn list_filter(
+    q: &crate::requests::ListClustersQuery,
+    errors: &mut Vec<FieldError>,
+) -> ClusterFilter {
+    let states = ClusterState::ALL.map(|s| s.as_str()).join(", ");
+    let state = q.state.as_deref().and_then(|s| {
+        s.to_ascii_uppercase()
+            .parse::<ClusterState>()
+            .map_err(|_| errors.push(ApiError::field("state", "is not a cluster state", &states)))
+            .ok()
+    });
+    let name = q.name.as_deref().and_then(|n| {
+        n.parse::<ClusterName>()
+            .map(|n| n.to_string())
+            .map_err(|_| {
+                errors.push(ApiError::field(
+                    "name",
+                    "is not a cluster name",
+                    "3-40 characters of a-z, 0-9 and '-'",
+                ))
+            })
+            .ok()
+    });
+    let include_deleted = match q.include_deleted.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            errors.push(ApiError::field(
+                "include_deleted",
+                "is not a boolean",
+                "true or false",
+            ));
+            false
+        }
+    };
+    ClusterFilter {
+        state,
+        name,
+        include_deleted,
+    }
 }
 
 pub(crate) async fn get(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<ClusterView>, ApiError> {
@@ -183,6 +225,43 @@ mod tests {
                 ["limit"],
                 "{bad:?} is refused, naming the field"
             );
+        }
+    }
+
+    #[test]
+    fn a_listing_leaves_deleted_clusters_out_unless_asked_and_reads_states_in_any_case() {
+        use strato_domain::model::ClusterState;
+
+        use super::list_filter;
+        use crate::requests::ListClustersQuery;
+        let filter = |state: Option<&str>, name: Option<&str>, deleted: Option<&str>| {
+            let q = ListClustersQuery {
+                state: state.map(str::to_owned),
+                name: name.map(str::to_owned),
+                include_deleted: deleted.map(str::to_owned),
+                ..ListClustersQuery::default()
+            };
+            let mut errors = Vec::new();
+            let f = list_filter(&q, &mut errors);
+            (f, errors.iter().map(|e| e.field.clone()).collect::<Vec<_>>())
+        };
+        let (f, errors) = filter(None, None, None);
+        assert!(errors.is_empty() && !f.include_deleted && f.state.is_none() && f.name.is_none());
+        assert!(filter(None, None, Some("true")).0.include_deleted);
+        for state in ["active", "Active", "ACTIVE"] {
+            assert_eq!(
+                filter(Some(state), None, None).0.state,
+                Some(ClusterState::Active),
+                "{state}"
+            );
+        }
+        assert_eq!(filter(None, Some("demo2"), None).0.name.as_deref(), Some("demo2"));
+        for (q, field) in [
+            (filter(Some("running"), None, None), "state"),
+            (filter(None, Some("No Such/Name"), None), "name"),
+            (filter(None, None, Some("yes")), "include_deleted"),
+        ] {
+            assert_eq!(q.1, [field]);
         }
     }
 }

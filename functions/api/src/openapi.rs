@@ -158,6 +158,7 @@ fn operation(route: &Route) -> utoipa::openapi::path::Operation {
     for (name, desc) in d.query {
         let schema: RefOr<Schema> = match *name {
             "state" => Ref::from_schema_name("ClusterState").into(),
+            "include_deleted" => ObjectBuilder::new().schema_type(Type::Boolean).into(),
             "limit" => ObjectBuilder::new()
                 .schema_type(Type::Integer)
                 .minimum(Some(1))

@@ -376,6 +376,8 @@ pub(crate) struct AgentBody {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct ListClustersQuery {
     pub state: Option<String>,
+    pub name: Option<String>,
+    pub include_deleted: Option<String>,
     pub limit: Option<String>,
     pub next: Option<String>,
 }

@@ -96,7 +96,18 @@ pub const ROUTES: &[Route] = &[
         audit: None,
         doc: Doc {
             query: &[
-                ("state", "Only clusters in this state"),
+                (
+                    "state",
+                    "Only clusters in this state (any case: `active` is `ACTIVE`); `DELETED` lists deleted ones",
+                ),
+                (
+                    "name",
+                    "Only the cluster of this name (how a client finds a cluster's id by its name)",
+                ),
+                (
+                    "include_deleted",
+                    "`true`: DELETED clusters too; default `false` (a listing without `state` leaves them out)",
+                ),
                 ("limit", "Page size, 1-100 (default 20)"),
                 NEXT,
             ],

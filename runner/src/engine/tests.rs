@@ -2,8 +2,8 @@ use super::*;
 use crate::fakes::FakeSinks;
 use crate::logs::Redactor;
 use crate::outcome::StopReason;
-use tokio::sync::watch;
 use strato_domain::ids::OperationId;
+use tokio::sync::watch;
 
 /// `sh -c script` as the engine, its lines going to a hub on the fakes.
 async fn run_sh(

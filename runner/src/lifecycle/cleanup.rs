@@ -20,12 +20,17 @@ struct Cleaned {
 
 impl<P: Ports> PreparedRun<'_, P> {
     /// A failed create (not one stopped by SIGTERM or at the end of the time limit: no time is left) that
-    /// initialized a stage is cleaned up, under the same heartbeats, SIGTERM handling and time limit as
-    /// the stages; the failure then names what was destroyed, or — category `cleanup_failed` — what is
-    /// left and, when a stop cut the cleanup short, why.
+    /// may have created something is cleaned up, under the same heartbeats, SIGTERM handling and time limit
+    /// as the stages; the failure then names what was destroyed, or — category `cleanup_failed` — what is
+    /// left and, when a stop cut the cleanup short, why. A create may have created something once this run
+    /// started an `apply`, or when an earlier run of the operation may have (an approved plan's apply, a
+    /// re-dispatch); `init`, `plan`, `show` and `output` create nothing.
     pub(super) async fn clean_up_failed_create(&mut self, failure: Failure) -> Failure {
+        let may_have_created =
+            self.apply_started.load(std::sync::atomic::Ordering::Relaxed) || self.ctx.op.attempt > 1;
         let wants_cleanup = self.ctx.op.kind == OperationKind::Create
             && !self.initialized.is_empty()
+            && may_have_created
             && failure.stopped != Some(StopReason::Terminated)
             && self.ctx.term.borrow().is_none();
         if !wants_cleanup {

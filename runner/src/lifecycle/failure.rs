@@ -3,7 +3,7 @@
 use strato_domain::ErrorCategory;
 use strato_domain::error::UserError;
 
-use crate::classify::{classify, error_summary};
+use crate::classify::{classify, error_summary, invalid_variable};
 use crate::outcome::{Outcome, StopReason};
 
 /// A failed step: what the tenant is told (category, what happened, how to fix it) and whether the run was
@@ -69,8 +69,25 @@ impl Failure {
         if c.category == ErrorCategory::StateUnreadable {
             what = format!("the cluster's Terraform state is unreadable: {what}");
         }
+        let mut fix = c.fix;
+        // A value the template's rules refuse: the tenant needs the variable's name, not the engine's
+        // generic headline.
+        if c.category == ErrorCategory::InvalidConfiguration
+            && let Some(v) = invalid_variable(diagnostics)
+        {
+            what = if v.reason.is_empty() {
+                format!("the value of variable {} is invalid", v.name)
+            } else {
+                format!("the value of variable {} is invalid: {}", v.name, v.reason)
+            };
+            fix = format!(
+                "Check the value of variable {} against the template's rules (GET /v1/templates/{{name}} lists each \
+                 variable's type and constraints), correct it (PATCH the cluster's variables), then retry.",
+                v.name
+            );
+        }
         Self {
-            fix: c.fix,
+            fix,
             ..Self::new(step, c.category, what)
         }
     }

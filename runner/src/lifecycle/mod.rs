@@ -119,6 +119,8 @@ struct PreparedRun<'r, P: Ports> {
     saved_plan_apply: bool,
     /// Stages initialized so far: a failed create cleans up these, in reverse.
     initialized: Vec<String>,
+    /// Whether an `apply` started in this run: until one does, a create has created nothing to clean up.
+    apply_started: std::sync::atomic::AtomicBool,
     /// Runs per step name, for debug-log object keys.
     debug_runs: std::sync::Mutex<BTreeMap<String, u32>>,
     /// The estimates of the stages planned so far (checked against the tenant's budget before apply).
@@ -438,6 +440,20 @@ impl<P: Ports> RunContext<P> {
                 ),
             )),
             Err(e) => Err(Failure::internal(what, e)),
+        }
+    }
+
+    /// A stop already asked for, checked at every step boundary: a stop signal, or a cancel recorded on the
+    /// operation since the heartbeat last polled it (a heartbeat polls every 15 s; a step may end sooner, and
+    /// the next step must not start for a cancelled operation). A read that fails counts as no cancel: the
+    /// heartbeat's poll still finds it.
+    async fn stop_requested(&self) -> Option<StopReason> {
+        if let Some(reason) = *self.stop.borrow() {
+            return Some(reason);
+        }
+        match self.ports.store.operation(&self.op.operation_id).await {
+            Ok(Some(op)) if op.cancel_requested => Some(StopReason::Cancelled),
+            _ => None,
         }
     }
 

@@ -141,13 +141,28 @@ impl<P: Ports> PreparedRun<'_, P> {
         for w in &verdict.warn {
             self.note(&step, &format!("policy warning: {w}"));
         }
+        // The operation's notes also hold the request policies' warnings (the api checked them when the
+        // operation was asked for): the summary counts and says them too, so the log and the operation agree.
+        let requested = request_warnings(&self.ctx.op);
+        for w in &requested {
+            self.note(&step, &format!("policy warning (request): {w}"));
+        }
+        let warnings = if requested.is_empty() {
+            format!("{} warning(s)", verdict.warn.len())
+        } else {
+            format!(
+                "{} warning(s) ({} on the plan, {} on the request)",
+                verdict.warn.len() + requested.len(),
+                verdict.warn.len(),
+                requested.len()
+            )
+        };
         self.note(
             &step,
             &format!(
-                "policy {}: {} denied, {} warning(s)",
+                "policy {}: {} denied, {warnings}",
                 verdict.version,
                 verdict.deny.len(),
-                verdict.warn.len()
             ),
         );
         self.ctx.event_step(&step, Some(!verdict.denied()));
@@ -179,4 +194,15 @@ impl<P: Ports> PreparedRun<'_, P> {
                 .into();
         Err(f)
     }
+}
+
+/// How the api notes a request policy's warning on the operation (`functions/api/src/decide/policy.rs`).
+const REQUEST_WARNING_NOTE: &str = "policy warning: ";
+
+/// The request policies' warnings the operation was asked with, from its notes.
+fn request_warnings(op: &strato_domain::model::Operation) -> Vec<&str> {
+    op.notes
+        .iter()
+        .filter_map(|n| n.strip_prefix(REQUEST_WARNING_NOTE))
+        .collect()
 }

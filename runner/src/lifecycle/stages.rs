@@ -63,6 +63,15 @@ impl<P: Ports> PreparedRun<'_, P> {
         cleanup: bool,
     ) -> Result<Outcome, Failure> {
         let name = self.step(stage, step);
+        // A step boundary: nothing starts once the run is being stopped (a cleanup obeys only SIGTERM and
+        // the end of the time limit, which `run` below sees at once).
+        if !cleanup && let Some(reason) = self.ctx.stop_requested().await {
+            self.note(
+                &name,
+                &format!("not started: {}", Failure::stopped(&name, reason).what),
+            );
+            return Err(Failure::stopped(&name, reason));
+        }
         let dir = self.ws.stage_dir(stage);
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         self.ctx.event_step(&name, None);
@@ -273,6 +282,8 @@ impl<P: Ports> PreparedRun<'_, P> {
         if self.saved_plan_apply {
             args.push(PLAN_FILE);
         }
+        self.apply_started
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let out = self.command(stage, "apply", &args, false, false).await?;
         self.check(stage, "apply", &out, &[0])
     }

@@ -505,7 +505,7 @@ async fn quotas_and_taken_names() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn list_pages_and_filters_by_state() {
+async fn list_pages_and_filters_by_state_and_name_without_deleted_clusters() {
     let api = Api::new().await;
     let mut ids = Vec::new();
     for name in ["alpha", "bravo", "charlie"] {
@@ -535,8 +535,26 @@ async fn list_pages_and_filters_by_state() {
     assert_eq!(names(&active), ["bravo"]);
     assert_eq!(active.body["clusters"][0]["state"], "ACTIVE");
 
+    // States in any case; a DELETED cluster is left out unless asked for; a name finds its cluster.
+    set_state(&api, &ids[0], ClusterState::Deleted).await;
+    for (q, want) in [
+        ("state=active", vec!["bravo"]),
+        ("", vec!["charlie", "bravo"]),
+        ("include_deleted=true", vec!["charlie", "bravo", "alpha"]),
+        ("state=deleted", vec!["alpha"]),
+        ("name=bravo", vec!["bravo"]),
+        ("name=alpha", vec![]),
+        ("name=alpha&include_deleted=true", vec!["alpha"]),
+    ] {
+        let r = api.call(Req::load("list-clusters").query(q)).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}: {}", r.text);
+        assert_eq!(names(&r), want, "{q}");
+    }
+
     for (q, field) in [
         ("state=RUNNING", "state"),
+        ("name=Not%20A%20Name", "name"),
+        ("include_deleted=yes", "include_deleted"),
         ("limit=0", "limit"),
         ("limit=1000", "limit"),
         ("next=nope", "next"),

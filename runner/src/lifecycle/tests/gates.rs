@@ -298,3 +298,42 @@ async fn a_policy_that_prints_sensitive_values_sees_and_shows_them_only_redacted
     );
     assert!(bed.logged("policy warning: tenant/leaky:"), "{:#?}", bed.log());
 }
+
+#[tokio::test]
+async fn the_policy_summary_counts_the_request_policies_warnings_the_operation_has() {
+    let mut bed = Bed::new(OperationKind::Update, "net").await;
+    // As the api records a request policy's warning on the operation (its notes).
+    bed.edit_op(|o| {
+        o.notes.push(
+            "policy warning: platform/node-limits: node_count 25 is above 20 nodes: check it is needed"
+                .into(),
+        )
+    });
+    bed.store.put_policy(&bed.op.tenant_id, "check-tags", CHECK_TAGS);
+    applies(&bed.engine, "main", &vpc_plan(), &outputs(&[]));
+    bed.run_to_success().await;
+    let on_the_plan = bed
+        .reporter
+        .progress()
+        .into_iter()
+        .find_map(|e| match e {
+            RunnerEvent::PolicyChecked { warnings, .. } => Some(warnings.len()),
+            _ => None,
+        })
+        .expect("a policy_checked event");
+    let summary = bed
+        .log()
+        .into_iter()
+        .find(|l| l.contains(" denied, "))
+        .expect("a policy summary line");
+    // The operation's notes will hold the request's warning and the plan's: the log counts both.
+    assert!(
+        summary.contains(&format!("0 denied, {} warning(s)", on_the_plan + 1)),
+        "{summary}"
+    );
+    assert!(
+        bed.logged("node_count 25 is above 20 nodes"),
+        "the request's warning is said: {:#?}",
+        bed.log()
+    );
+}

@@ -81,6 +81,36 @@ async fn a_permanent_failure_is_not_retried() {
 }
 
 #[tokio::test]
+async fn a_value_the_template_s_rules_refuse_fails_the_plan_naming_the_variable() {
+    let bed = Bed::new(OperationKind::Create, "net").await;
+    // Terraform 1.11.4's own words (`plan -no-color`) for a module's validation rule.
+    let refused = "Planning failed. Terraform encountered an error while generating this plan.\n\n\
+        Error: Invalid value for variable\n\n  on main.tf.json line 13, in module.network:\n  \
+        13:       \"node_count\": \"${var.node_count}\",\n    ├────────────────\n    │ var.node_count is 100\n\n\
+        The node_count must be between 1 and 50.\n\n\
+        This was checked by the validation rule at mod/variables.tf:3,3-13.\n";
+    bed.engine
+        .expect(Cmd::Init, Reply::ok())
+        .expect(Cmd::Plan, Reply::fail(refused));
+    let error = bed.run_to_failure().await;
+    bed.engine.assert_done();
+    assert_eq!(error.category, ErrorCategory::InvalidConfiguration, "{error:?}");
+    assert_eq!(error.step, "plan");
+    assert_eq!(
+        error.what,
+        "the value of variable node_count is invalid: The node_count must be between 1 and 50."
+    );
+    assert!(
+        error
+            .fix
+            .starts_with("Check the value of variable node_count against the template's rules"),
+        "{}",
+        error.fix
+    );
+    assert!(!error.retryable);
+}
+
+#[tokio::test]
 async fn transient_failures_give_up_after_the_retry_limit() {
     let bed = Bed::new(OperationKind::Update, "net").await;
     bed.engine.expect(Cmd::Init, Reply::ok());

@@ -162,3 +162,51 @@ async fn heartbeats_stop_once_the_run_shows_no_progress() {
     // Beats every 10 ms until 150 ms after the apply's start, not for the 800 ms the run took.
     assert!((1..45).contains(&beats), "{beats} heartbeats");
 }
+
+/// Records a cancel request on the operation, as the API does.
+fn request_cancel(bed: &Bed) -> impl Fn(&std::path::Path) + Send + Sync + 'static {
+    let (store, op) = (bed.store.store.clone(), bed.op.operation_id.clone());
+    move |_| {
+        let mut o = store.operation(&op).unwrap();
+        o.cancel_requested = true;
+        store.put_operation(o);
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_requested_during_plan_ends_cancelled_right_after_the_plan() {
+    let mut bed = Bed::new(OperationKind::Create, "net").await;
+    // The plan ends long before a heartbeat polls: only the step boundary can see the cancel in time.
+    bed.cfg.heartbeat = Duration::from_secs(600);
+    bed.engine.expect(Cmd::Init, Reply::ok()).expect(
+        Cmd::Plan,
+        Reply::changes(b"saved plan").on_start(request_cancel(&bed)),
+    );
+    let event = bed.run_to_final().await;
+    bed.engine.assert_done();
+    assert!(matches!(event, RunnerEvent::Cancelled { .. }), "{event:#?}");
+    assert_eq!(
+        bed.steps(),
+        ["prepare", "init", "plan"],
+        "no show, no apply, no cleanup"
+    );
+    assert!(
+        !bed.logged("cleaning up"),
+        "a create that applied nothing has nothing to clean up: {:#?}",
+        bed.log()
+    );
+}
+
+#[tokio::test]
+async fn a_create_cancelled_while_planning_is_not_cleaned_up() {
+    // The heartbeat sees the cancel while the plan runs and interrupts it.
+    let bed = Bed::new(OperationKind::Create, "net").await;
+    bed.engine
+        .expect(Cmd::Init, Reply::ok())
+        .expect(Cmd::Plan, Reply::hang().on_start(request_cancel(&bed)));
+    let event = bed.run_to_final().await;
+    bed.engine.assert_done();
+    assert!(matches!(event, RunnerEvent::Cancelled { .. }), "{event:#?}");
+    assert_eq!(bed.finished("plan"), [false]);
+    assert!(!bed.steps().iter().any(|s| s == "cleanup"), "{:?}", bed.steps());
+}

@@ -16,6 +16,17 @@ use strato_domain::ts;
 /// Why a create could not be recorded (the port's type: the API decides on it against fakes too).
 pub use strato_domain::ports::CreateRejected;
 
+/// Which of a tenant's clusters a listing returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterFilter {
+    /// Only clusters in this state (a DELETED one too, when asked for by state).
+    pub state: Option<ClusterState>,
+    /// Only the cluster of this name (names are unique among a tenant's clusters that are not deleted).
+    pub name: Option<String>,
+    /// Without a state: DELETED clusters too.
+    pub include_deleted: bool,
+}
+
 fn name_lock_id(t: &TenantId, name: &str) -> String {
     format!("name#{t}#{name}")
 }
@@ -128,11 +139,27 @@ impl Store {
         }
     }
 
-    /// One page of a tenant's clusters, newest first, optionally filtered by state.
+    /// One page of a tenant's clusters, newest first, optionally filtered by state (DELETED ones included).
     pub async fn list_clusters(
         &self,
         tenant: &TenantId,
         state: Option<ClusterState>,
+        limit: i32,
+        after: Option<&ClusterId>,
+    ) -> Result<(Vec<Cluster>, Option<ClusterId>), Error> {
+        let filter = ClusterFilter {
+            state,
+            name: None,
+            include_deleted: true,
+        };
+        self.list_clusters_matching(tenant, &filter, limit, after).await
+    }
+
+    /// One page of a tenant's clusters that match `filter`, newest first.
+    pub async fn list_clusters_matching(
+        &self,
+        tenant: &TenantId,
+        filter: &ClusterFilter,
         limit: i32,
         after: Option<&ClusterId>,
     ) -> Result<(Vec<Cluster>, Option<ClusterId>), Error> {
@@ -143,6 +170,15 @@ impl Store {
                 ("cluster_id".to_owned(), s(a.as_str())),
             ])
         });
+        let mut conditions = Vec::new();
+        if filter.state.is_some() {
+            conditions.push("#s = :s");
+        } else if !filter.include_deleted {
+            conditions.push("#s <> :deleted");
+        }
+        if filter.name.is_some() {
+            conditions.push("#spec.#name = :n");
+        }
         // A filter applies after the page limit, so keep reading until the page is full or the data ends.
         loop {
             let mut q = self
@@ -154,11 +190,22 @@ impl Store {
                 .scan_index_forward(false)
                 .limit(limit - clusters.len() as i32)
                 .set_exclusive_start_key(start);
-            if let Some(st) = state {
+            if !conditions.is_empty() {
+                q = q.filter_expression(conditions.join(" AND "));
+            }
+            if let Some(st) = filter.state {
+                q = q.expression_attribute_values(":s", s(st.as_str()));
+            } else if !filter.include_deleted {
+                q = q.expression_attribute_values(":deleted", s(ClusterState::Deleted.as_str()));
+            }
+            if filter.state.is_some() || !filter.include_deleted {
+                q = q.expression_attribute_names("#s", "state");
+            }
+            if let Some(name) = &filter.name {
                 q = q
-                    .filter_expression("#s = :s")
-                    .expression_attribute_names("#s", "state")
-                    .expression_attribute_values(":s", s(st.as_str()));
+                    .expression_attribute_names("#spec", "spec")
+                    .expression_attribute_names("#name", "name")
+                    .expression_attribute_values(":n", s(name));
             }
             let page = q.send().await.map_err(|e| Error::aws("Query", e))?;
             for item in page.items.unwrap_or_default() {

@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use crate::error::Error;
 use crate::resources::Names;
 
-pub use clusters::CreateRejected;
+pub use clusters::{ClusterFilter, CreateRejected};
 pub use idempotency::{IdempotentResponse, Reservation};
 pub use locks::LockOutcome;
 pub use operations::{OperationBrief, OperationPage, PageKey};
