@@ -1,13 +1,16 @@
 //! The audit log in the API: [`record`], a route layer over the whole router, appends one entry per
-//! mutating call after its handler answered — refused calls (403, 409, 422…) included — and
-//! `GET /v1/audit` ([`list`]) reads a tenant's entries.
+//! mutating call — refused calls (403, 409, 422…) included — and `GET /v1/audit` ([`list`]) reads a
+//! tenant's entries.
 //!
-//! Recording after the answer, rather than inside the create's TransactWriteItems, is deliberate: the
-//! outcome (status) is only known then, the refused calls write nothing to join, and an audit write that
-//! fails must not undo (or 5xx) a change the user asked for. Such a failure is logged and counted
-//! (`AuditWriteFailures`, on the dashboard) instead — the audit log is best effort by one PutItem.
+//! A create that is accepted writes its entry in its own TransactWriteItems (the layer hands the handler an
+//! [`AuditDraft`]): the entry exists exactly when the cluster does, at no extra call. Every other call's
+//! entry is written by the layer after the answer, when its outcome (status) is known — a refused call wrote
+//! nothing to join. Such an entry is best effort by one PutItem: a failed write must not undo (or 5xx) a
+//! change the user asked for, so it is logged and counted (`AuditWriteFailures`, on the dashboard) instead.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
@@ -98,9 +101,90 @@ fn body_target(body: &[u8]) -> (Option<ClusterId>, Option<OperationId>) {
 #[derive(Debug, Clone)]
 pub(crate) struct AuditNote(pub String);
 
-/// Route layer: after an audited route answered, one entry with the caller, the target and the outcome.
-/// Calls without a tenant (no or a bad token: 401) have no log to go into and are not recorded.
-pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next) -> Response {
+/// What the layer knows of an audited call before its handler runs: enough to write the call's entry once
+/// the outcome is known. A handler whose change is written with its entry (a create) marks it
+/// [written](Self::written), and the layer writes nothing more.
+#[derive(Debug, Clone)]
+pub struct AuditDraft {
+    tenant: TenantId,
+    principal: String,
+    action: &'static str,
+    request_id: Option<String>,
+    path_cluster: Option<ClusterId>,
+    path_operation: Option<OperationId>,
+    written: Arc<AtomicBool>,
+}
+
+impl AuditDraft {
+    /// The draft of a call by `principal` of `tenant`, recorded as `action`, with the request's id.
+    pub fn new(
+        tenant: TenantId,
+        principal: impl Into<String>,
+        action: &'static str,
+        request_id: Option<String>,
+    ) -> Self {
+        Self {
+            tenant,
+            principal: principal.into(),
+            action,
+            request_id,
+            path_cluster: None,
+            path_operation: None,
+            written: Arc::default(),
+        }
+    }
+
+    /// The call's entry at `time`, answered with `status`: on the cluster the path names, else the answer's
+    /// (`cluster`), and on the operation the answer names (`operation`), else the path's.
+    pub fn entry(
+        &self,
+        time: time::OffsetDateTime,
+        status: u16,
+        cluster: Option<ClusterId>,
+        operation: Option<OperationId>,
+        detail: Option<String>,
+    ) -> AuditEntry {
+        let mut entry = AuditEntry::new(
+            self.tenant.clone(),
+            time,
+            self.principal.clone(),
+            self.action,
+            Outcome::of_status(status),
+        )
+        .on_cluster(self.path_cluster.clone().or(cluster))
+        .on_operation(operation.or_else(|| self.path_operation.clone()));
+        entry.request_id = self.request_id.clone();
+        entry.status = Some(status);
+        entry.detail = detail;
+        entry
+    }
+
+    /// The entry of a change accepted (202) with the new `operation` on `cluster`, as the layer would write
+    /// it from the answer: for the change's own write.
+    pub fn accepted(
+        &self,
+        time: time::OffsetDateTime,
+        cluster: &ClusterId,
+        operation: &OperationId,
+    ) -> AuditEntry {
+        self.entry(time, 202, Some(cluster.clone()), Some(operation.clone()), None)
+    }
+
+    /// The entry was written with the change it records.
+    pub fn written(&self) {
+        self.written.store(true, Ordering::Release);
+    }
+
+    /// Whether the entry was written with the change it records (the layer then writes none).
+    pub fn is_written(&self) -> bool {
+        self.written.load(Ordering::Acquire)
+    }
+}
+
+/// Route layer: after an audited route answered, one entry with the caller, the target and the outcome —
+/// unless the handler wrote it with its change ([`AuditDraft::written`]). Calls without a tenant (no or a
+/// bad token: 401) have no log to go into and are not recorded.
+pub(crate) async fn record(State(ctx): State<AppState>, mut req: Request, next: Next) -> Response {
     let endpoint = req
         .extensions()
         .get::<MatchedPath>()
@@ -113,16 +197,24 @@ pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next
     let tenant = claims
         .and_then(|c| c.get(&ctx.config.tenant_claim))
         .and_then(|t| t.parse::<TenantId>().ok());
+    let Some(tenant) = tenant else {
+        return next.run(req).await;
+    };
     let principal = claims
         .and_then(|c| c.get("sub"))
         .cloned()
         .unwrap_or_else(|| "unknown".into());
-    let request_id = request_id(req.extensions());
-    let (path_cluster, path_op) = path_target(req.uri().path());
-    let resp = next.run(req).await;
-    let Some(tenant) = tenant else {
-        return resp;
+    let (path_cluster, path_operation) = path_target(req.uri().path());
+    let draft = AuditDraft {
+        path_cluster,
+        path_operation,
+        ..AuditDraft::new(tenant, principal, action, request_id(req.extensions()))
     };
+    req.extensions_mut().insert(draft.clone());
+    let resp = next.run(req).await;
+    if draft.is_written() {
+        return resp;
+    }
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
     // Answers are small JSON documents, already in memory: reading them costs nothing.
@@ -132,22 +224,15 @@ pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next
     } else {
         (None, None)
     };
-    let mut entry = AuditEntry::new(
-        tenant,
-        strato_domain::ts::now(),
-        principal,
-        action,
-        Outcome::of_status(status),
-    )
-    .on_cluster(path_cluster.or(body_cluster))
-    .on_operation(body_op.or(path_op));
-    entry.request_id = request_id;
-    entry.status = Some(status);
-    if let Some(p) = parts.extensions.get::<Problem>() {
-        entry.detail = Some(crate::requests::truncate(&p.title, 200));
-    } else if let Some(AuditNote(note)) = parts.extensions.get::<AuditNote>() {
-        entry.detail = Some(crate::requests::truncate(note, 200));
-    }
+    let detail = if let Some(p) = parts.extensions.get::<Problem>() {
+        Some(crate::requests::truncate(&p.title, 200))
+    } else {
+        parts
+            .extensions
+            .get::<AuditNote>()
+            .map(|AuditNote(note)| crate::requests::truncate(note, 200))
+    };
+    let entry = draft.entry(strato_domain::ts::now(), status, body_cluster, body_op, detail);
     audit::record(&ctx.audit, entry).await;
     Response::from_parts(parts, Body::from(bytes))
 }

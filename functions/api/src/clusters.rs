@@ -5,6 +5,7 @@ use axum::response::{IntoResponse, Response};
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState};
 
+use crate::audit::AuditDraft;
 use crate::decide::{IfMatch, Started, Updated};
 use crate::requests::{SpecBody, UpdateBody, page_after, page_limit};
 use crate::views::{self, TemplateCache, sensitive_of};
@@ -14,9 +15,17 @@ use crate::{ApiError, Caller, Ctx, Reply};
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
 
-pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: SpecBody) -> Result<Reply<Accepted>, ApiError> {
-    let policies = crate::policies::load(ctx, caller).await?;
-    Ok(accepted(ctx.api_with(&policies).create(caller, body).await?))
+/// A create; `audit`, the request's entry, is written in the create's own transaction.
+pub(crate) async fn create(
+    ctx: &Ctx,
+    caller: &Caller,
+    body: SpecBody,
+    audit: Option<&AuditDraft>,
+) -> Result<Reply<Accepted>, ApiError> {
+    let governing = crate::policies::load(ctx, caller).await?;
+    Ok(accepted(
+        ctx.api_with(&governing, audit).create(caller, body).await?,
+    ))
 }
 
 /// 202 with the cluster and its operation, and where to follow the operation.
@@ -116,14 +125,14 @@ pub(crate) async fn update(
     body: UpdateBody,
     if_match: Option<&IfMatch>,
 ) -> Result<Response, ApiError> {
-    let policies = crate::policies::load(ctx, caller).await?;
+    let governing = crate::policies::load(ctx, caller).await?;
     let Updated {
         cluster,
         template,
         operation,
         approval_lowered,
     } = ctx
-        .api_with(&policies)
+        .api_with(&governing, None)
         .update_if(caller, id, body, if_match)
         .await?;
     let mut resp = match operation {
@@ -149,8 +158,8 @@ pub(crate) async fn update(
 }
 
 pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
-    let policies = crate::policies::load(ctx, caller).await?;
-    Ok(accepted(ctx.api_with(&policies).delete(caller, id).await?))
+    let governing = crate::policies::load(ctx, caller).await?;
+    Ok(accepted(ctx.api_with(&governing, None).delete(caller, id).await?))
 }
 
 pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {

@@ -17,6 +17,7 @@ mod estimates;
 mod expiry;
 mod handlers;
 mod idempotency;
+#[cfg(feature = "openapi")]
 mod openapi;
 mod operations;
 mod policies;
@@ -44,9 +45,11 @@ use strato_aws::resources::Names;
 use strato_aws::store::Store;
 use strato_domain::ports::SystemClock;
 
+pub use audit::AuditDraft;
 pub use edge::Caller;
 pub(crate) use edge::Reply;
 pub use error::ApiError;
+#[cfg(feature = "openapi")]
 pub use openapi::{openapi, openapi_yaml};
 pub use requests::{SpecBody, UpdateBody};
 pub use router::{ApiService, router, service};
@@ -153,7 +156,8 @@ impl Ctx {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
             store: Store::new(aws.dynamodb.clone(), &config.names)
-                .with_operation_retention(config.operation_retention_days),
+                .with_operation_retention(config.operation_retention_days)
+                .with_audit_retention(config.audit_retention_days),
             sqs: aws.sqs.clone(),
             s3: aws.s3.clone(),
             keys: KmsKeys::new(&aws.kms, &config.names),
@@ -182,16 +186,22 @@ impl Ctx {
             default_max_ttl_hours: self.config.default_max_ttl_hours,
             approval_separation: self.config.approval_separation,
             policies: None,
+            rules: None,
+            audit: None,
         }
     }
 
-    /// The decisions, checking requests against `policies` (see [`policies::load`]).
+    /// The decisions, checking requests against the tenant's policies and rules `governing` (see
+    /// [`policies::load`]); a create writes `audit` (the request's entry) with its change.
     pub(crate) fn api_with<'a>(
         &'a self,
-        policies: &'a strato_policy::PolicySet,
+        governing: &'a policies::Governing,
+        audit: Option<&'a audit::AuditDraft>,
     ) -> decide::Api<'a, Store, Store, SqsJobQueue<'a>, SystemClock, KmsKeys> {
         decide::Api {
-            policies: Some(policies),
+            policies: Some(&governing.set),
+            rules: Some(governing.rules),
+            audit,
             ..self.api()
         }
     }

@@ -1,6 +1,8 @@
-//! The audit log on its own DynamoDB table (`resources::TABLES`, `audit`): one conditional PutItem per entry
-//! (`attribute_not_exists`, so nothing is ever overwritten) and Queries, one tenant at a time, on the table or
-//! on the index that serves the filter. No UpdateItem, DeleteItem or Scan here, nor in any function's IAM.
+//! The audit log on its own DynamoDB table (`resources::TABLES`, `audit`): one conditional put per entry
+//! (`attribute_not_exists`, so nothing is ever overwritten) — a PutItem here, or inside the transaction of the
+//! change it records (the store's create and operation saves, [`entry_item`]) — and Queries, one tenant at a
+//! time, on the table or on the index that serves the filter. No UpdateItem, DeleteItem or Scan here, nor in
+//! any function's IAM.
 
 use std::collections::HashMap;
 
@@ -32,7 +34,7 @@ impl DynamoAuditLog {
         Self {
             ddb,
             table: names.table("audit"),
-            retention: Duration::days(retention_days.min(36_500) as i64),
+            retention: retention(retention_days),
         }
     }
 
@@ -67,19 +69,34 @@ fn corrupt(reason: impl ToString) -> Error {
     }
 }
 
+/// The item `entry` is stored as, expiring `retention` after it was recorded: the same whether it is put on
+/// its own ([`DynamoAuditLog`]) or inside the transaction of the change it records (the store's create).
+pub(crate) fn entry_item(
+    entry: &AuditEntry,
+    retention: Duration,
+) -> Result<HashMap<String, AttributeValue>, Error> {
+    let mut item: HashMap<String, AttributeValue> = serde_dynamo::to_item(entry).map_err(corrupt)?;
+    item.insert("entry_id".into(), s(&entry.id));
+    item.insert(
+        "actor_key".into(),
+        s(actor_key(&entry.tenant_id, &entry.principal)),
+    );
+    if let Some(c) = &entry.cluster_id {
+        item.insert("cluster_key".into(), s(cluster_key(&entry.tenant_id, c.as_str())));
+    }
+    let expires = (entry.time + retention).unix_timestamp();
+    item.insert("expires_at".into(), AttributeValue::N(expires.to_string()));
+    Ok(item)
+}
+
+/// How long entries are kept, as a duration: `days`, at most a hundred years.
+pub(crate) fn retention(days: u64) -> Duration {
+    Duration::days(days.min(36_500) as i64)
+}
+
 impl AuditLog for DynamoAuditLog {
     async fn append(&self, entry: &AuditEntry) -> Result<(), PortError> {
-        let mut item: HashMap<String, AttributeValue> = serde_dynamo::to_item(entry).map_err(corrupt)?;
-        item.insert("entry_id".into(), s(&entry.id));
-        item.insert(
-            "actor_key".into(),
-            s(actor_key(&entry.tenant_id, &entry.principal)),
-        );
-        if let Some(c) = &entry.cluster_id {
-            item.insert("cluster_key".into(), s(cluster_key(&entry.tenant_id, c.as_str())));
-        }
-        let expires = (entry.time + self.retention).unix_timestamp();
-        item.insert("expires_at".into(), AttributeValue::N(expires.to_string()));
+        let item = entry_item(entry, self.retention)?;
         let put = self
             .ddb
             .put_item()
