@@ -7,6 +7,7 @@ use strato_domain::ids::{ClusterId, ClusterName};
 use strato_domain::model::{Cluster, ClusterState};
 use strato_domain::validate::FieldError;
 
+use crate::audit_draft::AuditDraft;
 use crate::decide::{IfMatch, Started, Updated};
 use crate::requests::{SpecBody, UpdateBody, page_after, page_limit};
 use crate::views::{self, TemplateCache, sensitive_of};
@@ -16,9 +17,19 @@ use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError};
 pub(crate) const DEFAULT_PAGE: i32 = 20;
 pub(crate) const MAX_PAGE: i32 = 100;
 
-pub(crate) async fn create(ctx: &Ctx, caller: &Caller, body: SpecBody) -> Result<Reply<Accepted>, ApiError> {
-    let policies = crate::policies::load(ctx, caller).await?;
-    Ok(accepted(ctx.api_with(&policies).create(caller, body).await?))
+/// A create; `audit`, the request's entry, is written in the create's own transaction.
+pub(crate) async fn create(
+    ctx: &Ctx,
+    caller: &Caller,
+    body: SpecBody,
+    audit: Option<&AuditDraft>,
+) -> Result<Reply<Accepted>, ApiError> {
+    let governing = crate::policies::load(ctx, caller).await?;
+    Ok(accepted(
+        ctx.api_with(&governing.set, governing.rules, audit)
+            .create(caller, body)
+            .await?,
+    ))
 }
 
 /// 202 with the cluster and its operation, and where to follow the operation.
@@ -158,14 +169,14 @@ pub(crate) async fn update(
     body: UpdateBody,
     if_match: Option<&IfMatch>,
 ) -> Result<Response, ApiError> {
-    let policies = crate::policies::load(ctx, caller).await?;
+    let governing = crate::policies::load(ctx, caller).await?;
     let Updated {
         cluster,
         template,
         operation,
         approval_lowered,
     } = ctx
-        .api_with(&policies)
+        .api_with(&governing.set, governing.rules, None)
         .update_if(caller, id, body, if_match)
         .await?;
     let mut resp = match operation {
@@ -191,8 +202,12 @@ pub(crate) async fn update(
 }
 
 pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
-    let policies = crate::policies::load(ctx, caller).await?;
-    Ok(accepted(ctx.api_with(&policies).delete(caller, id).await?))
+    let governing = crate::policies::load(ctx, caller).await?;
+    Ok(accepted(
+        ctx.api_with(&governing.set, governing.rules, None)
+            .delete(caller, id)
+            .await?,
+    ))
 }
 
 pub(crate) async fn retry(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {

@@ -9,8 +9,9 @@ use strato_aws::ports::{KmsKeys, SqsJobQueue};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
-use strato_domain::ports::SystemClock;
+use strato_domain::ports::{SystemClock, TenantRules};
 
+use crate::audit_draft::AuditDraft;
 use crate::decide;
 use crate::error::ApiError;
 
@@ -126,7 +127,8 @@ impl Ctx {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
             store: Store::new(aws.dynamodb.clone(), &config.names)
-                .with_operation_retention(config.operation_retention_days),
+                .with_operation_retention(config.operation_retention_days)
+                .with_audit_retention(config.audit_retention_days),
             sqs: aws.sqs.clone(),
             s3: aws.s3.clone(),
             keys: KmsKeys::new(&aws.kms, &config.names),
@@ -155,16 +157,23 @@ impl Ctx {
             default_max_ttl_hours: self.config.default_max_ttl_hours,
             approval_separation: self.config.approval_separation,
             policies: None,
+            rules: None,
+            audit: None,
         }
     }
 
-    /// The decisions, checking requests against `policies` (see [`policies::load`]).
+    /// The decisions, checking requests against the tenant's `policies` and `rules`, read together (see
+    /// `policies::load`); a create writes `audit` (the request's entry) with its change.
     pub(crate) fn api_with<'a>(
         &'a self,
         policies: &'a strato_policy::PolicySet,
+        rules: TenantRules,
+        audit: Option<&'a AuditDraft>,
     ) -> decide::Api<'a, Store, Store, SqsJobQueue<'a>, SystemClock, KmsKeys> {
         decide::Api {
             policies: Some(policies),
+            rules: Some(rules),
+            audit,
             ..self.api()
         }
     }

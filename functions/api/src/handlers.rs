@@ -2,6 +2,7 @@
 //! call the route's module, answer with a typed view. [`crate::openapi`] documents what each one takes and
 //! answers.
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::HeaderMap;
@@ -10,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use strato_domain::approval::Verdict;
 
+use crate::audit_draft::AuditDraft;
 use crate::caller::Caller;
 use crate::decide::IfMatch;
 use crate::edge::{AppState, Reply};
@@ -69,9 +71,10 @@ pub(crate) async fn health() -> Reply<Health> {
 pub(crate) async fn create_cluster(
     State(ctx): State<AppState>,
     caller: Caller,
+    audit: Option<Extension<AuditDraft>>,
     JsonBody(body): JsonBody<SpecBody>,
 ) -> Answer<Accepted> {
-    clusters::create(&ctx, &caller, body).await
+    clusters::create(&ctx, &caller, body, audit.as_ref().map(|Extension(d)| d)).await
 }
 
 pub(crate) async fn list_clusters(

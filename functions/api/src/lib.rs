@@ -8,6 +8,7 @@ pub use aws_calls::AWS_CALLS;
 mod agent;
 mod approval;
 mod audit;
+mod audit_draft;
 mod caller;
 mod clusters;
 pub mod commands;
@@ -20,6 +21,7 @@ mod estimates;
 mod expiry;
 mod handlers;
 mod idempotency;
+#[cfg(feature = "openapi")]
 mod openapi;
 mod operations;
 mod parse;
@@ -42,9 +44,11 @@ mod tickets;
 pub mod timeline;
 mod views;
 
+pub use audit_draft::AuditDraft;
 pub use caller::Caller;
 pub use context::{Config, Ctx, TicketSettings};
 pub use error::ApiError;
+#[cfg(feature = "openapi")]
 pub use openapi::{openapi, openapi_yaml};
 pub use requests::{SpecBody, UpdateBody};
 pub use router::{ApiService, router, service};

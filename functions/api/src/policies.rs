@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use strato_domain::ports::TenantRules;
 use strato_policy::{MAX_SOURCE_BYTES, MAX_TENANT_POLICIES, Policy, PolicyError, PolicySet, Stage};
 
 use crate::requests::{Field, unknown};
@@ -75,25 +76,35 @@ fn view(owner: &'static str, name: &str, source: String) -> PolicyView {
 
 /// The tenant's stored policies as [`Policy`]s (`tenant/<name>`).
 async fn stored(ctx: &Ctx, caller: &Caller) -> Result<Vec<Policy>, ApiError> {
-    Ok(ctx
-        .store
-        .tenant_policies(&caller.tenant)
-        .await?
-        .into_iter()
-        .map(|(name, source)| Policy::tenant(&name, source))
-        .collect())
+    Ok(as_policies(ctx.store.tenant_policies(&caller.tenant).await?))
 }
 
-/// The platform's and the tenant's policies, compiled, for a create, update or delete. A stored policy that
-/// no longer compiles (it was checked when it was stored: a Rego engine upgrade) is the tenant's to fix.
-pub(crate) async fn load(ctx: &Ctx, caller: &Caller) -> Result<std::sync::Arc<PolicySet>, ApiError> {
-    PolicySet::cached_with_platform(&stored(ctx, caller).await?).map_err(|e| {
+fn as_policies(stored: BTreeMap<String, String>) -> Vec<Policy> {
+    stored
+        .into_iter()
+        .map(|(name, source)| Policy::tenant(&name, source))
+        .collect()
+}
+
+/// What a create, update or delete is held to: the platform's and the tenant's policies, compiled, and the
+/// tenant's rules (lifetime maximum, approval default) — read together, in one read of the tenant item.
+pub(crate) struct Governing {
+    pub set: std::sync::Arc<PolicySet>,
+    pub rules: TenantRules,
+}
+
+/// The [`Governing`] of the caller's tenant. A stored policy that no longer compiles (it was checked when it
+/// was stored: a Rego engine upgrade) is the tenant's to fix.
+pub(crate) async fn load(ctx: &Ctx, caller: &Caller) -> Result<Governing, ApiError> {
+    let (stored, rules) = ctx.store.tenant_policies_and_rules(&caller.tenant).await?;
+    let set = PolicySet::cached_with_platform(&as_policies(stored)).map_err(|e| {
         ApiError::invalid(vec![ApiError::field(
             "policy",
             e.to_string(),
             "stored policies that compile: PUT /v1/policies/{name} a corrected one, or DELETE it",
         )])
-    })
+    })?;
+    Ok(Governing { set, rules })
 }
 
 fn bad_name(name: &str) -> Result<(), ApiError> {

@@ -1,11 +1,11 @@
-//! The audit log's recording: [`record`], a route layer over the whole router, appends one entry per
-//! mutating call after its handler answered — refused calls (403, 409, 422…) included — with the action
-//! the route table names for the route.
+//! The audit log's recording: [`record`], a route layer over the whole router, makes one entry per mutating
+//! call — refused calls (403, 409, 422…) included — with the action the route table names for the route.
 //!
-//! Recording after the answer, rather than inside the create's TransactWriteItems, is deliberate: the
-//! outcome (status) is only known then, the refused calls write nothing to join, and an audit write that
-//! fails must not undo (or 5xx) a change the user asked for. Such a failure is logged and counted
-//! (`AuditWriteFailures`, on the dashboard) instead — the audit log is best effort by one PutItem.
+//! A create that is accepted writes its entry in its own TransactWriteItems (the layer hands the handler an
+//! [`AuditDraft`]): the entry exists exactly when the cluster does, at no extra call. Every other call's
+//! entry is written by the layer after the answer, when its outcome (status) is known — a refused call wrote
+//! nothing to join. Such an entry is best effort by one PutItem: a failed write must not undo (or 5xx) a
+//! change the user asked for, so it is logged and counted (`AuditWriteFailures`, on the dashboard) instead.
 
 use std::collections::HashMap;
 
@@ -15,10 +15,11 @@ use axum::http::Extensions;
 use axum::middleware::Next;
 use axum::response::Response;
 use lambda_http::request::RequestContext;
-use strato_domain::audit::{self, AuditEntry, Outcome};
+use strato_domain::audit;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 
 use crate::audit::AuditNote;
+use crate::audit_draft::AuditDraft;
 use crate::edge::AppState;
 use crate::problem::Problem;
 
@@ -70,9 +71,10 @@ fn body_target(body: &[u8]) -> (Option<ClusterId>, Option<OperationId>) {
     )
 }
 
-/// Route layer: after an audited route answered, one entry with the caller, the target and the outcome.
-/// Calls without a tenant (no or a bad token: 401) have no log to go into and are not recorded.
-pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next) -> Response {
+/// Route layer: after an audited route answered, one entry with the caller, the target and the outcome —
+/// unless the handler wrote it with its change ([`AuditDraft::written`]). Calls without a tenant (no or a
+/// bad token: 401) have no log to go into and are not recorded.
+pub(crate) async fn record(State(ctx): State<AppState>, mut req: Request, next: Next) -> Response {
     let action = req
         .extensions()
         .get::<MatchedPath>()
@@ -85,16 +87,21 @@ pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next
     let tenant = claims
         .and_then(|c| c.get(&ctx.config.tenant_claim))
         .and_then(|t| t.parse::<TenantId>().ok());
+    let Some(tenant) = tenant else {
+        return next.run(req).await;
+    };
     let principal = claims
         .and_then(|c| c.get("sub"))
         .cloned()
         .unwrap_or_else(|| "unknown".into());
-    let request_id = request_id(req.extensions());
-    let (path_cluster, path_op) = path_target(req.uri().path());
+    let (path_cluster, path_operation) = path_target(req.uri().path());
+    let draft = AuditDraft::new(tenant, principal, action, request_id(req.extensions()))
+        .on_path(path_cluster, path_operation);
+    req.extensions_mut().insert(draft.clone());
     let resp = next.run(req).await;
-    let Some(tenant) = tenant else {
+    if draft.is_written() {
         return resp;
-    };
+    }
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
     // Answers are small JSON documents, already in memory: reading them costs nothing.
@@ -104,22 +111,15 @@ pub(crate) async fn record(State(ctx): State<AppState>, req: Request, next: Next
     } else {
         (None, None)
     };
-    let mut entry = AuditEntry::new(
-        tenant,
-        strato_domain::ts::now(),
-        principal,
-        action,
-        Outcome::of_status(status),
-    )
-    .on_cluster(path_cluster.or(body_cluster))
-    .on_operation(body_op.or(path_op));
-    entry.request_id = request_id;
-    entry.status = Some(status);
-    if let Some(p) = parts.extensions.get::<Problem>() {
-        entry.detail = Some(crate::requests::truncate(&p.title, 200));
-    } else if let Some(AuditNote(note)) = parts.extensions.get::<AuditNote>() {
-        entry.detail = Some(crate::requests::truncate(note, 200));
-    }
+    let detail = if let Some(p) = parts.extensions.get::<Problem>() {
+        Some(crate::requests::truncate(&p.title, 200))
+    } else {
+        parts
+            .extensions
+            .get::<AuditNote>()
+            .map(|AuditNote(note)| crate::requests::truncate(note, 200))
+    };
+    let entry = draft.entry(strato_domain::ts::now(), status, body_cluster, body_op, detail);
     audit::record(&ctx.audit, entry).await;
     Response::from_parts(parts, Body::from(bytes))
 }

@@ -6,7 +6,7 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use strato_aws::batch::{for_each_record, receive_count};
 use strato_coordination::{
     ClusterFate, Ended, LOCK_LEASE, TENANT_LIMIT_REASON, cluster_busy_reason, end_operation,
-    release_and_wake, update_cluster, update_operation, update_operation_from,
+    release_and_wake, update_cluster, update_operation, update_operation_from, update_operation_recorded,
 };
 use strato_domain::audit::{self, AuditEntry, AuditLog};
 use strato_domain::error::{ErrorCategory, UserError};
@@ -211,7 +211,9 @@ where
 
         let launched_at = self.clock.now();
         tracing::Span::current().record(fields::TASK_ARN, task_arn.as_str());
-        update_operation_from(store, op.clone(), |o| {
+        let started = format!("runner task {task_arn} started (fencing token {token})");
+        let entry = self.entry(&op, audit::Outcome::Succeeded, started);
+        let record_task = |o: &mut Operation| {
             if o.task_arn.is_some() || o.status.is_terminal() {
                 return false;
             }
@@ -221,20 +223,38 @@ where
             o.dispatched_at = Some(launched_at);
             o.started_at = None;
             true
-        })
-        .await?;
+        };
+        // The entry goes into the write that records the task: one call, and neither without the other.
+        let written = match update_operation_recorded(store, op.clone(), record_task, &entry).await {
+            Ok(saved) => saved.is_some_and(|(_, written)| written),
+            // The task runs whatever the audit log says: a write the entry failed (its table unavailable)
+            // is made again without it, and the entry goes on its own below, best effort as any other.
+            Err(e) => {
+                tracing::warn!(operation_id = %op.operation_id, error = %e, "task and audit entry not saved together; saving the task alone");
+                update_operation_from(store, op.clone(), record_task).await?;
+                false
+            }
+        };
         // A cancel flagged from here on is the runner's to notice (it polls within one heartbeat).
         tracing::info!(operation_id = %op.operation_id, %task_arn, fencing_token = token, "runner started");
         vitals::dispatched(&op, self.clock.now());
-        let started = format!("runner task {task_arn} started (fencing token {token})");
-        self.record(&op, audit::Outcome::Succeeded, started).await;
+        // Not written with the task (the operation had ended or had its task meanwhile, or the write above
+        // failed): the task was started all the same, so its entry is written on its own.
+        if !written {
+            audit::record(self.audit, entry).await;
+        }
         Ok(Outcome::Ack)
     }
 
     /// The audit entry of a dispatch (never fails the dispatch: see `audit::record`).
     async fn record(&self, op: &Operation, outcome: audit::Outcome, detail: String) {
+        audit::record(self.audit, self.entry(op, outcome, detail)).await;
+    }
+
+    /// The dispatcher's entry on `op` (its cluster too, unless it is an estimate's).
+    fn entry(&self, op: &Operation, outcome: audit::Outcome, detail: String) -> AuditEntry {
         let cluster = (op.kind != OperationKind::Estimate).then(|| op.cluster_id.clone());
-        let entry = AuditEntry::system(
+        AuditEntry::system(
             "dispatcher",
             op.tenant_id.clone(),
             self.clock.now(),
@@ -243,8 +263,7 @@ where
         )
         .on_cluster(cluster)
         .on_operation(Some(op.operation_id.clone()))
-        .with_detail(detail);
-        audit::record(self.audit, entry).await;
+        .with_detail(detail)
     }
 
     /// The common case in one write ([`Claims::claim`](strato_domain::ports::Claims::claim)): a queued

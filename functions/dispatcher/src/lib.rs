@@ -113,7 +113,8 @@ impl Ctx {
         let queues = QueueUrls::resolve(&aws.sqs, &config.names).await?;
         Ok(Self {
             store: Store::new(aws.dynamodb.clone(), &config.names)
-                .with_operation_retention(config.operation_retention_days),
+                .with_operation_retention(config.operation_retention_days)
+                .with_audit_retention(config.audit_retention_days),
             audit: DynamoAuditLog::new(aws.dynamodb.clone(), &config.names, config.audit_retention_days),
             sqs: aws.sqs.clone(),
             ecs,

@@ -6,6 +6,7 @@
 
 use std::future::Future;
 
+use strato_domain::audit::AuditEntry;
 use strato_domain::error::UserError;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
@@ -109,7 +110,9 @@ pub async fn update_operation(
     id: &OperationId,
     change: impl FnMut(&mut Operation) -> bool,
 ) -> Result<Option<Operation>, PortError> {
-    change_operation(ops, id, None, change).await
+    Ok(change_operation(ops, id, None, change, None)
+        .await?
+        .map(|(op, _)| op))
 }
 
 /// Like [`update_operation`], but first tries `known` (a copy the caller just read or wrote) instead of
@@ -120,7 +123,23 @@ pub async fn update_operation_from(
     change: impl FnMut(&mut Operation) -> bool,
 ) -> Result<Option<Operation>, PortError> {
     let id = known.operation_id.clone();
-    change_operation(ops, &id, Some(known), change).await
+    Ok(change_operation(ops, &id, Some(known), change, None)
+        .await?
+        .map(|(op, _)| op))
+}
+
+/// Like [`update_operation_from`], appending `entry` to the audit log in the same write as the change (one
+/// call, and the entry exists exactly when the change does). The flag says whether the entry was written:
+/// `false` when `change` found nothing to change, so nothing was saved (the caller records it on its own if
+/// it must).
+pub async fn update_operation_recorded(
+    ops: &impl Operations,
+    known: Operation,
+    change: impl FnMut(&mut Operation) -> bool,
+    entry: &AuditEntry,
+) -> Result<Option<(Operation, bool)>, PortError> {
+    let id = known.operation_id.clone();
+    change_operation(ops, &id, Some(known), change, Some(entry)).await
 }
 
 async fn change_operation(
@@ -128,7 +147,8 @@ async fn change_operation(
     id: &OperationId,
     mut known: Option<Operation>,
     mut change: impl FnMut(&mut Operation) -> bool,
-) -> Result<Option<Operation>, PortError> {
+    entry: Option<&AuditEntry>,
+) -> Result<Option<(Operation, bool)>, PortError> {
     for _ in 0..ATTEMPTS {
         let mut op = match known.take() {
             Some(op) => op,
@@ -139,11 +159,16 @@ async fn change_operation(
         };
         let was_terminal = op.status.is_terminal();
         if !change(&mut op) {
-            return Ok(Some(op));
+            return Ok(Some((op, false)));
         }
-        let saved = ops.store_operation(&mut op, was_terminal).await;
+        // Boxed, as in [`optimistic`]: the store's write is a large future, and two of them here would make
+        // every caller's (and a debug build's poll frames) larger still.
+        let saved = match entry {
+            Some(entry) => Box::pin(ops.store_operation_recorded(&mut op, was_terminal, entry)).await,
+            None => Box::pin(ops.store_operation(&mut op, was_terminal)).await,
+        };
         if let Attempt::Done(op) = Attempt::of_save(saved, op)? {
-            return Ok(Some(op));
+            return Ok(Some((op, entry.is_some())));
         }
     }
     Err(PortError::Conflict(format!(

@@ -10,7 +10,8 @@ use time::OffsetDateTime;
 
 use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::model::{Operation, OperationKind, OperationStatus};
-use crate::ports::PortError;
+// The ports' error (`ports::PortError` is this type), named from its home: ports.rs names this module.
+use crate::error::Error as PortError;
 
 /// Largest page `GET /v1/audit` returns; also its default.
 pub const MAX_PAGE: u32 = 100;

@@ -43,6 +43,15 @@ pub trait Operations: Send + Sync {
         was_terminal: bool,
     ) -> impl Future<Output = Result<(), PortError>> + Send;
 
+    /// [`store_operation`](Self::store_operation), and in the same all-or-nothing write appends `entry` to
+    /// the audit log: the entry exists exactly when the change it records does, at no extra call.
+    fn store_operation_recorded(
+        &self,
+        op: &mut Operation,
+        was_terminal: bool,
+        entry: &crate::audit::AuditEntry,
+    ) -> impl Future<Output = Result<(), PortError>> + Send;
+
     /// The cluster's open (non-terminal) operations, oldest first. What a decision about a cluster needs;
     /// the cost is what is open, never the cluster's whole history. Like the index behind it, it may lag a
     /// write by a moment (and list an operation that has just ended): callers check `status` again.
@@ -166,11 +175,14 @@ pub enum CreateRejected {
 /// What the API records: new clusters and operations, bounded by the tenant's quotas.
 pub trait Intake: Send + Sync {
     /// Records the cluster, its first operation, the reservation of its name and the tenant's counters, all
-    /// or nothing. `Ok(Err(_))` says which rule refused it (and nothing was written).
+    /// or nothing. `Ok(Err(_))` says which rule refused it (and nothing was written). `audit`, the entry
+    /// of the request that asks for it, is written in the same all-or-nothing write: the log never shows a
+    /// create that did not happen, nor misses one that did.
     fn create_cluster(
         &self,
         cluster: &Cluster,
         op: &Operation,
+        audit: Option<&crate::audit::AuditEntry>,
     ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
 
     /// Records a new operation on an existing cluster, bounded by the tenant's open-operation quota.

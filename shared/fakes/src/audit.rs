@@ -27,8 +27,9 @@ impl FakeAuditLog {
     }
 }
 
-impl AuditLog for FakeAuditLog {
-    async fn append(&self, entry: &AuditEntry) -> Result<(), PortError> {
+impl FakeAuditLog {
+    /// Appends `entry` at once: [`AuditLog::append`], and the entries the store writes with a change.
+    pub(crate) fn insert(&self, entry: &AuditEntry) -> Result<(), PortError> {
         if *lock(&self.failing) {
             return Err(PortError::Unavailable("audit log (scripted)".into()));
         }
@@ -39,6 +40,12 @@ impl AuditLog for FakeAuditLog {
         }
         entries.insert(key, entry.clone());
         Ok(())
+    }
+}
+
+impl AuditLog for FakeAuditLog {
+    async fn append(&self, entry: &AuditEntry) -> Result<(), PortError> {
+        self.insert(entry)
     }
 
     async fn query(&self, tenant: &TenantId, q: &AuditQuery) -> Result<AuditPage, PortError> {

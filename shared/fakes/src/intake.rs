@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_OPEN_OPERATIONS, FakeStore, StoreState, lock};
+use strato_domain::audit::AuditEntry;
 use strato_domain::ids::TenantId;
 use strato_domain::model::{Cluster, ClusterState, Operation};
 use strato_domain::ports::{CreateRejected, Intake, PortError, Templates};
@@ -42,6 +43,7 @@ impl Intake for FakeStore {
         &self,
         cluster: &Cluster,
         op: &Operation,
+        audit: Option<&AuditEntry>,
     ) -> Result<Result<(), CreateRejected>, PortError> {
         let mut s = lock(&self.state);
         if let Some(refused) = Self::quota_refusal(&s, &cluster.tenant_id, 1) {
@@ -61,6 +63,9 @@ impl Intake for FakeStore {
                 "cluster {} or operation {} already exists",
                 cluster.cluster_id, op.operation_id
             )));
+        }
+        if let Some(entry) = audit {
+            self.audit.insert(entry)?;
         }
         s.clusters.insert(key, cluster.clone());
         s.operations.insert(op.operation_id.clone(), op.clone());

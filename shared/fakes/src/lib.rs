@@ -109,6 +109,9 @@ struct StoreState {
 pub struct FakeStore {
     state: Arc<Mutex<StoreState>>,
     clock: FakeClock,
+    /// Where the entries written with a change go (the audit table, as the adapter's transactions write
+    /// it): [`World`] links it to its [`FakeAuditLog`].
+    audit: FakeAuditLog,
 }
 
 /// The platform's default concurrency quota, as the tenants table gives it to a tenant without one.
@@ -124,7 +127,14 @@ impl FakeStore {
         Self {
             state: Arc::default(),
             clock,
+            audit: FakeAuditLog::default(),
         }
+    }
+
+    /// The same store, writing the audit entries of its changes to `log` (one log, as one table).
+    pub fn with_audit_log(mut self, log: FakeAuditLog) -> Self {
+        self.audit = log;
+        self
     }
 
     /// Stores `c` as is (a record the API wrote).
@@ -273,12 +283,14 @@ impl FakeStore {
     }
 }
 
-impl Operations for FakeStore {
-    async fn load_operation(&self, id: &OperationId) -> Result<Option<Operation>, PortError> {
-        Ok(self.operation(id))
-    }
-
-    async fn store_operation(&self, op: &mut Operation, was_terminal: bool) -> Result<(), PortError> {
+impl FakeStore {
+    /// The conditional save behind [`Operations::store_operation`], with `audit` written in the same step.
+    fn save_operation(
+        &self,
+        op: &mut Operation,
+        was_terminal: bool,
+        audit: Option<&strato_domain::audit::AuditEntry>,
+    ) -> Result<(), PortError> {
         let mut s = lock(&self.state);
         let stored_at = s.operations.get(&op.operation_id).map(|o| o.updated_at);
         if stored_at != Some(op.updated_at) || Self::take_injected_conflict(&mut s) {
@@ -286,6 +298,10 @@ impl Operations for FakeStore {
                 "operation {} changed concurrently",
                 op.operation_id
             )));
+        }
+        // All or nothing, like the transaction: an entry the log refuses leaves the operation as it was.
+        if let Some(entry) = audit {
+            self.audit.insert(entry)?;
         }
         // `updated_at` is the version: it must move even when the clock has not.
         op.updated_at = self.clock.now().max(op.updated_at + Duration::microseconds(1));
@@ -295,6 +311,25 @@ impl Operations for FakeStore {
         }
         s.operations.insert(op.operation_id.clone(), op.clone());
         Ok(())
+    }
+}
+
+impl Operations for FakeStore {
+    async fn load_operation(&self, id: &OperationId) -> Result<Option<Operation>, PortError> {
+        Ok(self.operation(id))
+    }
+
+    async fn store_operation(&self, op: &mut Operation, was_terminal: bool) -> Result<(), PortError> {
+        self.save_operation(op, was_terminal, None)
+    }
+
+    async fn store_operation_recorded(
+        &self,
+        op: &mut Operation,
+        was_terminal: bool,
+        entry: &strato_domain::audit::AuditEntry,
+    ) -> Result<(), PortError> {
+        self.save_operation(op, was_terminal, Some(entry))
     }
 
     async fn open_cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {

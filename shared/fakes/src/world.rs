@@ -26,11 +26,12 @@ pub struct World {
 impl Default for World {
     fn default() -> Self {
         let clock = FakeClock::default();
+        let audit = FakeAuditLog::default();
         Self {
-            store: FakeStore::new(clock.clone()),
+            store: FakeStore::new(clock.clone()).with_audit_log(audit.clone()),
             jobs: FakeJobQueue::new(clock.clone()),
             templates: FakeTemplates::default(),
-            audit: FakeAuditLog::default(),
+            audit,
             clock,
             tenant: "acme".parse().expect("a tenant id"),
         }

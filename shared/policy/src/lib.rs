@@ -227,6 +227,11 @@ impl Compiled {
             name: policy.name.clone(),
             package: package.trim_start_matches("data.").to_owned(),
         })?;
+        // regorus prepares an engine (analysis, rule gathering, loop hoisting) on its first query, and a
+        // clone of an unprepared engine prepares again: every evaluation, which clones, did it anew — most of
+        // the api's CPU per create. A trivial query prepares it once here, and the clones share the result.
+        // A policy that fails to prepare is left unprepared: its evaluation reports the error, as before.
+        let _ = engine.eval_query("true".to_owned(), false);
         Ok(Self {
             name: policy.name.clone(),
             stage,

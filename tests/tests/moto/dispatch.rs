@@ -284,3 +284,122 @@ async fn a_cancel_flagged_before_the_runner_starts_starts_nothing() {
     assert_eq!(w.cluster(&other).await.state(), ClusterState::Active);
     assert!(w.tasks_of(&update.operation_id).await.is_empty());
 }
+
+/// What a create costs before its runner starts, by AWS call, as the create-path benchmark counts them: the
+/// api reads the tenant item once (policies and rules together) and writes its audit entry inside the
+/// create's transaction; the dispatcher writes its entry inside the write that records the task. Each entry
+/// is there all the same, with its content.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_create_costs_four_calls_in_the_api_and_four_in_the_dispatcher_with_both_entries() {
+    use std::collections::BTreeMap;
+
+    use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+    use lambda_http::request::LambdaRequest;
+    use strato_aws::aws::CallCounter;
+    use strato_domain::audit::{AuditLog, AuditQuery};
+    use strato_domain::template::Template;
+
+    let w = World::new().await;
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../functions/api/tests/fixtures/api-test/template-1.0.0.toml"
+    );
+    let t = Template::from_toml(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    w.store
+        .put_template(&t.manifest, &"0".repeat(64), "templates/api-test/1.0.0.tar.gz")
+        .await
+        .unwrap();
+    let counter = CallCounter::default();
+    let counted = w.env.aws.counted(&counter);
+    let ecs = aws_sdk_ecs::Client::from_conf(
+        aws_sdk_ecs::config::Builder::from(&w.env.aws.config)
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let prefix = w.env.names.prefix().to_owned();
+    let config =
+        strato_api::Config::from_lookup(|k| (k == "STRATO_RESOURCE_PREFIX").then(|| prefix.clone())).unwrap();
+    let api = strato_api::service(strato_api::Ctx::new(&counted, config).await.unwrap());
+    let dispatcher = strato_dispatcher::Ctx::new(w.config.clone(), &counted, ecs)
+        .await
+        .unwrap();
+    let sample = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../functions/api/tests/fixtures/events/create-cluster.json"
+    ))
+    .unwrap();
+    let request = |name: &str| {
+        let mut event: ApiGatewayV2httpRequest = serde_json::from_str(&sample).unwrap();
+        let mut body: serde_json::Value = serde_json::from_str(event.body.as_deref().unwrap()).unwrap();
+        body["name"] = name.into();
+        event.body = Some(body.to_string());
+        lambda_http::Request::from(LambdaRequest::ApiGatewayV2(event))
+    };
+    // A warm api: the template is read once per process, not per create (its first create reads it).
+    assert_eq!(api.handle(request("warm-up")).await.status().as_u16(), 202);
+    let first = w.take_jobs().await;
+    strato_dispatcher::handle(&dispatcher, first).await.unwrap();
+    counter.reset();
+    let resp = api.handle(request("counted")).await;
+    assert_eq!(resp.status().as_u16(), 202, "{:?}", resp.body());
+    let api_calls = counter.snapshot();
+
+    let jobs = w.take_jobs().await;
+    counter.reset();
+    let out = strato_dispatcher::handle(&dispatcher, jobs).await.unwrap();
+    assert!(out.batch_item_failures.is_empty());
+    let dispatcher_calls = counter.snapshot();
+
+    let calls = |v: &[(&str, u64)]| -> BTreeMap<String, u64> {
+        v.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+    };
+    assert_eq!(
+        api_calls,
+        calls(&[
+            ("DynamoDB.GetItem", 1),
+            ("DynamoDB.TransactWriteItems", 1),
+            ("KMS.GenerateDataKey", 1),
+            ("SQS.SendMessage", 1),
+        ]),
+        "one tenant read; the audit entry inside the create's transaction"
+    );
+    assert_eq!(
+        dispatcher_calls,
+        calls(&[
+            ("DynamoDB.GetItem", 1),
+            ("DynamoDB.TransactWriteItems", 2),
+            ("ECS.RunTask", 1),
+        ]),
+        "the audit entry inside the write that records the task"
+    );
+
+    let tenant = "acme".parse().unwrap();
+    let page = dispatcher
+        .audit
+        .query(
+            &tenant,
+            &AuditQuery {
+                limit: 2,
+                ..AuditQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+    let actions: Vec<(&str, &str)> = page
+        .entries
+        .iter()
+        .map(|e| (e.action.as_str(), e.principal.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("operation.dispatch", "strato:dispatcher"),
+            ("cluster.create", "user-7f3a")
+        ],
+        "newest first"
+    );
+    let create = &page.entries[1];
+    assert_eq!(create.status, Some(202));
+    assert!(create.cluster_id.is_some() && create.operation_id.is_some());
+    assert_eq!(create.operation_id, page.entries[0].operation_id);
+}

@@ -570,7 +570,10 @@ async fn the_create_transaction_checks_the_stored_quotas_itself() {
     let t: TenantId = "acme".parse().unwrap();
     let (c, op) = cluster(&t, "first");
     counter.reset();
-    assert_eq!(Intake::create_cluster(&store, &c, &op).await.unwrap(), Ok(()));
+    assert_eq!(
+        Intake::create_cluster(&store, &c, &op, None).await.unwrap(),
+        Ok(())
+    );
     assert_eq!(
         counter.snapshot(),
         BTreeMap::from([("DynamoDB.TransactWriteItems".to_owned(), 1)]),
@@ -583,7 +586,7 @@ async fn the_create_transaction_checks_the_stored_quotas_itself() {
     store.set_quotas(&t, &q).await.unwrap();
     let (c2, op2) = cluster(&t, "second");
     counter.reset();
-    let refused = Intake::create_cluster(&store, &c2, &op2).await.unwrap();
+    let refused = Intake::create_cluster(&store, &c2, &op2, None).await.unwrap();
     assert_eq!(refused, Err(CreateRejected::ClusterQuota { max: 1 }));
     assert!(store.get_cluster(&t, &c2.cluster_id).await.unwrap().is_none());
 
@@ -593,7 +596,7 @@ async fn the_create_transaction_checks_the_stored_quotas_itself() {
         ..Quotas::default()
     };
     store.set_quotas(&t, &q).await.unwrap();
-    let refused = Intake::create_cluster(&store, &c2, &op2).await.unwrap();
+    let refused = Intake::create_cluster(&store, &c2, &op2, None).await.unwrap();
     assert_eq!(refused, Err(CreateRejected::OperationQuota { max: 1 }));
     let mut more = Operation::new(t.clone(), c.cluster_id.clone(), OperationKind::Plan, ts::now());
     more.spec = op.spec.clone();

@@ -78,7 +78,7 @@ where
         let (validated, template, drift) = check_spec(self.templates, draft, problems).await?;
         let now = self.clock.now();
         // One read of the tenant item for both its lifetime maximum and its approval default.
-        let rules = self.store.tenant_rules(&caller.tenant).await?;
+        let rules = self.tenant_rules(&caller.tenant).await?;
         let max = rules.max_ttl_hours.or(self.default_max_ttl_hours);
         let expiry = crate::expiry::change(expiry, now, max, true)?;
         let template_mode = template.manifest.approval;
@@ -123,8 +123,15 @@ where
         op.approval_required = applies == ApprovalMode::Required;
         allowed.record(&mut op);
         caller.joins(&mut op);
-        match self.store.create_cluster(&cluster, &op).await? {
-            Ok(()) => {}
+        let entry = self
+            .audit
+            .map(|d| d.accepted(now, &cluster.cluster_id, &op.operation_id));
+        match self.store.create_cluster(&cluster, &op, entry.as_ref()).await? {
+            Ok(()) => {
+                if let Some(d) = self.audit {
+                    d.written();
+                }
+            }
             Err(CreateRejected::NameTaken) => {
                 return Err(ApiError::Conflict(format!(
                     "you already have a cluster named '{}'; choose another name, or delete that cluster first",
@@ -345,7 +352,7 @@ where
         let tenant = if known.contains(&Some(ApprovalMode::Required)) && change.approval.is_none() {
             None
         } else {
-            self.store.tenant_rules(&caller.tenant).await?.approval
+            self.tenant_rules(&caller.tenant).await?.approval
         };
         let lowered = match change.approval {
             Some(new) => judge_setting(caller, c.approval, new, template, tenant)?,
@@ -360,7 +367,7 @@ where
 
     /// The caller's tenant maximum cluster lifetime (hours): its own, else the platform default.
     async fn max_ttl_hours(&self, caller: &Caller) -> Result<Option<u64>, ApiError> {
-        let own = self.store.tenant_rules(&caller.tenant).await?.max_ttl_hours;
+        let own = self.tenant_rules(&caller.tenant).await?.max_ttl_hours;
         Ok(own.or(self.default_max_ttl_hours))
     }
 

@@ -20,8 +20,8 @@ use strato_domain::catalog::Catalogs;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{Cluster, ClusterSpec, ClusterState, Operation, OperationKind, TemplateRef};
-use strato_domain::ports::TenantSettings;
 use strato_domain::ports::{Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates};
+use strato_domain::ports::{TenantRules, TenantSettings};
 use strato_domain::sealed::{self, Keys};
 use strato_domain::template::{Template, is_template_name, is_template_version};
 use strato_domain::validate::{ValidatedSpec, validate};
@@ -50,6 +50,12 @@ pub struct Api<'a, S, T, Q, C, K> {
     /// Separation of duties: the requester of an operation cannot approve it (`STRATO_APPROVAL_SEPARATION`,
     /// on unless `false`).
     pub approval_separation: bool,
+    /// The tenant's rules, when they were read with its policies (one read of the tenant item); `None`:
+    /// read when a decision needs them.
+    pub rules: Option<TenantRules>,
+    /// The request's audit entry in the making: a create writes it in its own transaction. `None`: the route
+    /// layer writes every entry.
+    pub audit: Option<&'a crate::audit_draft::AuditDraft>,
 }
 
 /// A recorded operation (new, or the open one a repeated drift check answers with), its cluster, and the
@@ -213,13 +219,21 @@ where
         Ok(sealed::seal_variables(self.keys, tenant, cluster, sensitive, &mut spec.variables).await?)
     }
 
+    /// The tenant's rules: those read with its policies, else one read now.
+    async fn tenant_rules(&self, tenant: &TenantId) -> Result<TenantRules, ApiError> {
+        match self.rules {
+            Some(rules) => Ok(rules),
+            None => Ok(self.store.tenant_rules(tenant).await?),
+        }
+    }
+
     /// Whether `c`'s creates and updates wait for approval: the strictest of its own mode, `t`'s and the
     /// tenant's default (the tenant item is read only when neither of the first two requires it).
     async fn approval_required(&self, caller: &Caller, c: &Cluster, t: &Template) -> Result<bool, ApiError> {
         if ApprovalMode::resolve(c.approval, t.manifest.approval, None) == ApprovalMode::Required {
             return Ok(true);
         }
-        let tenant = self.store.tenant_rules(&caller.tenant).await?.approval;
+        let tenant = self.tenant_rules(&caller.tenant).await?.approval;
         Ok(ApprovalMode::resolve(c.approval, t.manifest.approval, tenant) == ApprovalMode::Required)
     }
 

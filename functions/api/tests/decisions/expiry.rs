@@ -48,6 +48,8 @@ impl World {
             approval_separation: true,
             keys: &self.keys,
             policies: None,
+            rules: None,
+            audit: None,
         }
     }
 }

@@ -10,6 +10,9 @@ mod approvals;
 // Who may lower a cluster's approval requirement, what policies see of it, named requesters.
 mod governance;
 
+// A create's audit entry, written with the create; the tenant's rules read with its policies.
+mod audit;
+
 use serde_json::{Value, json};
 use strato_api::decide::IfMatch;
 use strato_api::decide::{Api, Cancelled, Started, Updated};
@@ -62,6 +65,8 @@ impl World {
             approval_separation: true,
             keys: &self.keys,
             policies: None,
+            rules: None,
+            audit: None,
         }
     }
 

@@ -1,23 +1,24 @@
-//! The audit log on its own DynamoDB table (`resources::TABLES`, `audit`): one conditional PutItem per entry
-//! (`attribute_not_exists`, so nothing is ever overwritten) and Queries, one tenant at a time, on the table or
-//! on the index that serves the filter. No UpdateItem, DeleteItem or Scan here, nor in any function's IAM.
+//! The audit log on its own DynamoDB table (`resources::TABLES`, `audit`): one conditional put per entry
+//! (`attribute_not_exists`, so nothing is ever overwritten) — a PutItem here, or inside the transaction of the
+//! change it records (the store's create and operation saves, `crate::store::audit_items`) — and Queries, one tenant at a
+//! time, on the table or on the index that serves the filter. No UpdateItem, DeleteItem or Scan here, nor in
+//! any function's IAM.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::AttributeValue;
 use time::Duration;
 
 use crate::env::{Env, EnvError};
 use crate::error::Error;
 use crate::resources::Names;
+use crate::store::audit_items::{
+    DEFAULT_RETENTION_DAYS, actor_key, cluster_key, corrupt, entry_item, retention, s,
+};
 use crate::store::conditional;
 use strato_domain::audit::{AuditEntry, AuditLog, AuditPage, AuditQuery};
 use strato_domain::ids::TenantId;
 use strato_domain::ports::PortError;
-
-/// Retention when `STRATO_AUDIT_RETENTION_DAYS` is not set.
-pub const DEFAULT_RETENTION_DAYS: u64 = 365;
 
 #[derive(Debug, Clone)]
 pub struct DynamoAuditLog {
@@ -32,7 +33,7 @@ impl DynamoAuditLog {
         Self {
             ddb,
             table: names.table("audit"),
-            retention: Duration::days(retention_days.min(36_500) as i64),
+            retention: retention(retention_days),
         }
     }
 
@@ -48,38 +49,9 @@ impl DynamoAuditLog {
     }
 }
 
-fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
-
-fn cluster_key(tenant: &TenantId, cluster: &str) -> String {
-    format!("{}#{cluster}", tenant.as_str())
-}
-
-fn actor_key(tenant: &TenantId, actor: &str) -> String {
-    format!("{}#{actor}", tenant.as_str())
-}
-
-fn corrupt(reason: impl ToString) -> Error {
-    Error::Corrupt {
-        what: "audit entry".into(),
-        reason: reason.to_string(),
-    }
-}
-
 impl AuditLog for DynamoAuditLog {
     async fn append(&self, entry: &AuditEntry) -> Result<(), PortError> {
-        let mut item: HashMap<String, AttributeValue> = serde_dynamo::to_item(entry).map_err(corrupt)?;
-        item.insert("entry_id".into(), s(&entry.id));
-        item.insert(
-            "actor_key".into(),
-            s(actor_key(&entry.tenant_id, &entry.principal)),
-        );
-        if let Some(c) = &entry.cluster_id {
-            item.insert("cluster_key".into(), s(cluster_key(&entry.tenant_id, c.as_str())));
-        }
-        let expires = (entry.time + self.retention).unix_timestamp();
-        item.insert("expires_at".into(), AttributeValue::N(expires.to_string()));
+        let item = entry_item(entry, self.retention)?;
         let put = self
             .ddb
             .put_item()

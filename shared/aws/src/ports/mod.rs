@@ -15,7 +15,8 @@ mod status;
 mod sweep;
 mod webhooks;
 
-pub use audit::{DEFAULT_RETENTION_DAYS as AUDIT_RETENTION_DAYS, DynamoAuditLog};
+pub use crate::store::audit_items::DEFAULT_RETENTION_DAYS as AUDIT_RETENTION_DAYS;
+pub use audit::DynamoAuditLog;
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
 pub use keys::KmsKeys;
 pub use state::{S3StateArchive, state_prefix};
@@ -43,6 +44,17 @@ impl Operations for Store {
 
     async fn store_operation(&self, op: &mut Operation, was_terminal: bool) -> Result<(), PortError> {
         Ok(self.save_operation(op, was_terminal).await?)
+    }
+
+    async fn store_operation_recorded(
+        &self,
+        op: &mut Operation,
+        was_terminal: bool,
+        entry: &strato_domain::audit::AuditEntry,
+    ) -> Result<(), PortError> {
+        Ok(self
+            .save_operation_recorded(op, was_terminal, Some(entry))
+            .await?)
     }
 
     async fn open_cluster_operations(&self, cluster: &ClusterId) -> Result<Vec<Operation>, PortError> {
@@ -116,8 +128,9 @@ impl Intake for Store {
         &self,
         cluster: &Cluster,
         op: &Operation,
+        audit: Option<&strato_domain::audit::AuditEntry>,
     ) -> Result<Result<(), CreateRejected>, PortError> {
-        Ok(Store::create_cluster_bounded(self, cluster, op, QuotaBound::Stored).await?)
+        Ok(Store::create_cluster_bounded(self, cluster, op, QuotaBound::Stored, audit).await?)
     }
 
     async fn add_operation(&self, op: &Operation) -> Result<Result<(), CreateRejected>, PortError> {

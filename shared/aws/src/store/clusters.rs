@@ -1,5 +1,6 @@
 //! Cluster items, with the per-tenant name reservations (in the locks table) that keep names unique.
 
+use super::audit_items;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{Delete, Put};
@@ -9,6 +10,7 @@ use super::write::{conditional, tx_delete, tx_put};
 use super::{Item, Store, fetch, from_item, n, s, text, to_item};
 use crate::error::Error;
 use crate::store::{QuotaBound, Quotas};
+use strato_domain::audit::AuditEntry;
 use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::model::{Cluster, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, Operation};
 use strato_domain::ts;
@@ -40,18 +42,20 @@ impl Store {
         op: &Operation,
         quotas: &Quotas,
     ) -> Result<Result<(), CreateRejected>, Error> {
-        self.create_cluster_bounded(cluster, op, QuotaBound::Given(quotas))
+        self.create_cluster_bounded(cluster, op, QuotaBound::Given(quotas), None)
             .await
     }
 
     /// [`create_cluster`](Self::create_cluster) bounded as `bound` says: with [`QuotaBound::Stored`] the
     /// tenant's quotas are checked by the transaction's own condition, so no read precedes it (they are read
-    /// only to say which one refused).
+    /// only to say which one refused). `audit`, the request's entry, is put in the same transaction (last,
+    /// so the refusals keep their indexes): written exactly when the create is.
     pub(crate) async fn create_cluster_bounded(
         &self,
         cluster: &Cluster,
         op: &Operation,
         bound: QuotaBound<'_>,
+        audit: Option<&AuditEntry>,
     ) -> Result<Result<(), CreateRejected>, Error> {
         let name_item: Item = HashMap::from([
             (
@@ -68,7 +72,7 @@ impl Store {
                     .condition_expression(cond),
             )
         };
-        let items = vec![
+        let mut items = vec![
             self.tenant_counters(&cluster.tenant_id, 1, 1, bound)?,
             put(&self.locks, name_item, "attribute_not_exists(lock_id)")?,
             put(
@@ -82,6 +86,10 @@ impl Store {
                 "attribute_not_exists(operation_id)",
             )?,
         ];
+        if let Some(entry) = audit {
+            let item = audit_items::entry_item(entry, self.audit_retention)?;
+            items.push(put(&self.audit, item, "attribute_not_exists(entry_id)")?);
+        }
         match self.transact(items).await?.map_err(|lost| lost.index) {
             Ok(()) => Ok(Ok(())),
             Err(0) => Ok(Err(self.quota_hit(&cluster.tenant_id, bound).await?)),

@@ -4,6 +4,7 @@
 //! One file per aggregate, all of them `impl Store` blocks over the tables named here. Every conditional
 //! write goes through `write::conditional`, which alone decides whether a condition was lost.
 
+pub(crate) mod audit_items;
 mod claim;
 mod clusters;
 mod idempotency;
@@ -55,6 +56,10 @@ pub struct Store {
     template_cache: templates::TemplateCache,
     /// Days a finished operation is kept before the table's TTL deletes it.
     operation_retention_days: u32,
+    /// The audit log's table, for the entries a change writes in its own transaction.
+    audit: String,
+    /// How long those entries are kept (the audit log's retention).
+    audit_retention: time::Duration,
 }
 
 /// Days a finished operation is kept unless `STRATO_OPERATION_RETENTION_DAYS` says otherwise.
@@ -85,7 +90,16 @@ impl Store {
             tf_locks: names.table("tf-locks"),
             template_cache: Default::default(),
             operation_retention_days: DEFAULT_OPERATION_RETENTION_DAYS,
+            audit: names.table("audit"),
+            audit_retention: audit_items::retention(audit_items::DEFAULT_RETENTION_DAYS),
         }
+    }
+
+    /// The same store, keeping the audit entries it writes `days` days (`STRATO_AUDIT_RETENTION_DAYS`, as
+    /// the audit log does).
+    pub fn with_audit_retention(mut self, days: u64) -> Self {
+        self.audit_retention = audit_items::retention(days);
+        self
     }
 
     /// The same store, keeping finished operations `days` days (at least one).

@@ -5,6 +5,7 @@
 //! `retain_until` (epoch seconds), the operations table's TTL attribute: finished operations are deleted
 //! by DynamoDB after the retention ([`Store::with_operation_retention`]); the audit log keeps who did what.
 
+use super::audit_items;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{KeysAndAttributes, Put, Update};
@@ -167,6 +168,17 @@ impl Store {
     /// Saves an operation if its `updated_at` is still the one read (optimistic concurrency), and keeps the
     /// tenant's open-operation counter in step when it becomes terminal.
     pub async fn save_operation(&self, op: &mut Operation, was_terminal: bool) -> Result<(), Error> {
+        self.save_operation_recorded(op, was_terminal, None).await
+    }
+
+    /// [`save_operation`](Self::save_operation), putting `audit` (an entry recording the change) in the same
+    /// transaction: written exactly when the operation is.
+    pub async fn save_operation_recorded(
+        &self,
+        op: &mut Operation,
+        was_terminal: bool,
+        audit: Option<&strato_domain::audit::AuditEntry>,
+    ) -> Result<(), Error> {
         let expected = ts::format(op.updated_at);
         let now = next_updated_at(op.updated_at);
         op.updated_at = now;
@@ -184,6 +196,13 @@ impl Store {
         let mut items = vec![tx_put(put)?];
         if ended_now {
             items.push(self.tenant_counters(&op.tenant_id, 0, -1, QuotaBound::None)?);
+        }
+        if let Some(entry) = audit {
+            let put = Put::builder()
+                .table_name(&self.audit)
+                .set_item(Some(audit_items::entry_item(entry, self.audit_retention)?))
+                .condition_expression("attribute_not_exists(entry_id)");
+            items.push(tx_put(put)?);
         }
         if let Err(lost) = self.transact(items).await? {
             op.updated_at = ts::parse(&expected).unwrap_or(op.updated_at);

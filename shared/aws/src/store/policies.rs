@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::{Store, conditional, fetch, s};
+use super::{Item, Store, conditional, fetch, s};
 use crate::error::Error;
 use strato_domain::ids::TenantId;
+use strato_domain::ports::TenantRules;
 
 impl Store {
     /// The tenant's policies by name (none when it has none).
@@ -18,15 +19,22 @@ impl Store {
             .get(&self.tenants, &[("tenant_id", s(tenant.as_str()))])
             .projection_expression("policies")
             .consistent_read(true);
-        let Some(item) = fetch(get).await? else {
-            return Ok(BTreeMap::new());
-        };
-        Ok(match item.get("policies") {
-            Some(AttributeValue::M(m)) => m
-                .iter()
-                .filter_map(|(k, v)| v.as_s().ok().map(|src| (k.clone(), src.clone())))
-                .collect(),
-            _ => BTreeMap::new(),
+        Ok(fetch(get).await?.map(|i| policies_of(&i)).unwrap_or_default())
+    }
+
+    /// The tenant's policies and its [rules](Self::tenant_rules) in one (consistent) read of the tenant item:
+    /// everything a create, update or delete is held to.
+    pub async fn tenant_policies_and_rules(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<(BTreeMap<String, String>, TenantRules), Error> {
+        let get = self
+            .get(&self.tenants, &[("tenant_id", s(tenant.as_str()))])
+            .projection_expression("policies, max_ttl_hours, approval")
+            .consistent_read(true);
+        Ok(match fetch(get).await? {
+            Some(item) => (policies_of(&item), super::tenants::rules_of(&item)),
+            None => Default::default(),
         })
     }
 
@@ -67,5 +75,16 @@ impl Store {
             .expression_attribute_names("#n", name)
             .send();
         Ok(conditional("UpdateItem", remove).await?.is_ok())
+    }
+}
+
+/// The `policies` map on a tenant item, name → source (none when absent).
+fn policies_of(item: &Item) -> BTreeMap<String, String> {
+    match item.get("policies") {
+        Some(AttributeValue::M(m)) => m
+            .iter()
+            .filter_map(|(k, v)| v.as_s().ok().map(|src| (k.clone(), src.clone())))
+            .collect(),
+        _ => BTreeMap::new(),
     }
 }

@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use super::write::tx_update;
-use super::{Store, fetch, n, num, s, text};
+use super::{Item, Store, fetch, n, num, s, text};
 use crate::error::Error;
 use crate::store::CreateRejected;
 use strato_domain::ids::TenantId;
@@ -136,14 +136,7 @@ impl Store {
         let get = self
             .get(&self.tenants, &Self::tenant_key(tenant))
             .projection_expression("max_ttl_hours, approval");
-        let Some(item) = fetch(get).await? else {
-            return Ok(TenantRules::default());
-        };
-        Ok(TenantRules {
-            max_ttl_hours: num::<u64>(&item, "max_ttl_hours").filter(|h| *h > 0),
-            approval: text(&item, "approval")
-                .and_then(|a| serde_json::from_value(serde_json::Value::String(a.clone())).ok()),
-        })
+        Ok(fetch(get).await?.map(|i| rules_of(&i)).unwrap_or_default())
     }
 
     /// The tenant's webhook (tenant item attributes `webhook_url`, `webhook_secret`, `webhook_events`), if it
@@ -344,5 +337,14 @@ impl Store {
                 max: quotas.max_open_operations,
             }
         })
+    }
+}
+
+/// The rules on a tenant item (attributes `max_ttl_hours`, `approval`; see [`Store::tenant_rules`]).
+pub(super) fn rules_of(item: &Item) -> TenantRules {
+    TenantRules {
+        max_ttl_hours: num::<u64>(item, "max_ttl_hours").filter(|h| *h > 0),
+        approval: text(item, "approval")
+            .and_then(|a| serde_json::from_value(serde_json::Value::String(a.clone())).ok()),
     }
 }
