@@ -254,6 +254,30 @@ pub enum Clusters {
         #[arg(long)]
         interval_hours: Option<u64>,
     },
+    /// A kubeconfig for the cluster's Kubernetes API: printed, or merged into your kubeconfig file with
+    /// --merge. No credential is in it: kubectl runs `aws eks get-token`, which signs a short-lived token
+    /// with your AWS identity (or the role given) each time.
+    Kubeconfig {
+        /// The cluster's id (`cl-…`) or name.
+        id: String,
+        /// Merge it into the kubeconfig file (--kubeconfig, else the first file of $KUBECONFIG, else
+        /// ~/.kube/config) as the current context, replacing entries of the same name.
+        #[arg(long)]
+        merge: bool,
+        /// The kubeconfig file --merge writes.
+        #[arg(long, value_name = "PATH", requires = "merge")]
+        kubeconfig: Option<std::path::PathBuf>,
+        /// The role `aws eks get-token` assumes to sign tokens; `none`: your own AWS identity. Default: the
+        /// cluster's target role, if it has one.
+        #[arg(long, value_name = "ARN")]
+        role_arn: Option<String>,
+        /// The AWS CLI profile kubectl runs `aws` with.
+        #[arg(long, value_name = "PROFILE")]
+        aws_profile: Option<String>,
+        /// The context's name (default `strato-<cluster name>`).
+        #[arg(long, value_name = "NAME")]
+        context: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

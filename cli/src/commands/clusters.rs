@@ -161,6 +161,22 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             }
             Ok(())
         }
+        Clusters::Kubeconfig {
+            id,
+            merge,
+            kubeconfig,
+            role_arn,
+            aws_profile,
+            context,
+        } => {
+            let asked = super::kubeconfig::Asked {
+                role_arn,
+                aws_profile,
+                context,
+            };
+            let file = merge.then_some(kubeconfig);
+            super::kubeconfig::run(ctx, &id, &asked, file).await
+        }
     }
 }
 

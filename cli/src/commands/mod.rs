@@ -3,6 +3,7 @@
 
 mod audit;
 mod clusters;
+mod kubeconfig;
 mod operations;
 mod wait;
 

@@ -131,6 +131,15 @@ pub(crate) async fn drift_check(
     clusters::drift_check(&ctx, &caller, &id).await
 }
 
+pub(crate) async fn get_kubeconfig(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+    Q(q): Q<crate::connect::KubeconfigQuery>,
+) -> Answer<crate::connect::KubeconfigView> {
+    crate::connect::get(&ctx, &caller, &id, &q).await
+}
+
 pub(crate) async fn list_state_versions(
     State(ctx): State<AppState>,
     caller: Caller,

@@ -12,6 +12,7 @@ mod audit_draft;
 mod caller;
 mod clusters;
 pub mod commands;
+mod connect;
 mod context;
 pub mod decide;
 mod drift;

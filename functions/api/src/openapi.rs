@@ -40,6 +40,7 @@ use crate::{
     views::Health,
     views::Deleted,
     state::StateVersions,
+    crate::connect::KubeconfigView,
     state::RestoreView,
     tenant::WebhookView,
     policies::PolicyView,
@@ -88,6 +89,7 @@ fn links(from: Endpoint, schema: &str) -> Vec<(String, Endpoint, &'static str, &
             DriftCheck,
             ListClusterOperations,
             ListStateVersions,
+            GetKubeconfig,
         ]
         .map(|t| (format!("{t:?}"), t, "id", id))
     };

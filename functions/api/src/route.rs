@@ -19,6 +19,7 @@ pub enum Endpoint {
     DeleteCluster,
     RetryCluster,
     DriftCheck,
+    GetKubeconfig,
     ListStateVersions,
     RestoreStateVersion,
     ListClusterOperations,

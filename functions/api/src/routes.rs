@@ -35,6 +35,10 @@ was not recorded (e.g. an operation cancelled before dispatch has no dispatched)
 tenant's operation answers 404, like a missing one.";
 
 /// How long a cluster's history is kept.
+const KUBECONFIG_DESCRIPTION: &str = "The endpoint and CA come from the cluster's outputs, as its template's \
+     `[connect]` names them. No credential is in it: its exec plugin (`aws eks get-token`) signs a short-lived token \
+     on your machine with your AWS identity (or the role asked for). 409 while the cluster has no endpoint yet, \
+     once it is deleted, or when its template says nothing about connecting.";
 const OPERATIONS_DESCRIPTION: &str = "Paged, newest first. Finished operations are kept for the deployment's retention (default 90 days) and then deleted; open ones are always listed. The audit log keeps who did what for longer.";
 
 /// How an approval works, so approvers know what they approve.
@@ -194,6 +198,33 @@ pub const ROUTES: &[Route] = &[
             &[(202, "Accepted", QUEUED)],
             &[400, 404, 409, 422, 429],
         ),
+    },
+    Route {
+        endpoint: Endpoint::GetKubeconfig,
+        method: "GET",
+        path: "/v1/clusters/{id}/kubeconfig",
+        access: READ,
+        body: Body::Limited,
+        handler: |m| on(m, h::get_kubeconfig),
+        audit: None,
+        doc: Doc {
+            description: Some(KUBECONFIG_DESCRIPTION),
+            query: &[
+                (
+                    "role_arn",
+                    "The role the exec plugin assumes to sign tokens; `none`: your own AWS identity. Default: \
+                     the cluster's target role, if it has one",
+                ),
+                ("aws_profile", "The AWS CLI profile the exec plugin runs with"),
+                ("context", "The context's name (default `strato-<cluster name>`)"),
+            ],
+            ..doc(
+                "Get a kubeconfig for the cluster's Kubernetes API",
+                None,
+                &[(200, "Kubeconfig", "The kubeconfig and what it is made of")],
+                &[400, 404, 409],
+            )
+        },
     },
     Route {
         endpoint: Endpoint::ListStateVersions,

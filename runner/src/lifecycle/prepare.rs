@@ -171,10 +171,8 @@ fn render_inputs<P: Ports>(
     let cluster = &ctx.cluster;
     let mut managed = BTreeMap::new();
     managed.insert("region".to_owned(), Value::from(spec.region.clone()));
-    // Cloud names (EKS cluster, IAM roles) are unique per account and region, not per tenant: two
-    // tenants' "prod" must not collide, so the name carries the end of the cluster id.
-    let id = cluster.cluster_id.as_str();
-    let unique = format!("{}-{}", spec.name.as_str(), &id[id.len().saturating_sub(8)..]);
+    // Also what the kubeconfig names (`connect::cloud_cluster_name` says why it is not the cluster's name).
+    let unique = strato_domain::connect::cloud_cluster_name(spec.name.as_str(), cluster.cluster_id.as_str());
     managed.insert("cluster_name".to_owned(), Value::from(unique));
     managed.insert("cluster_id".to_owned(), Value::from(cluster.cluster_id.as_str()));
     managed.insert("tenant_id".to_owned(), Value::from(cluster.tenant_id.as_str()));

@@ -12,6 +12,7 @@ pub mod approval;
 pub mod approval_rules;
 pub mod audit;
 pub mod catalog;
+pub mod connect;
 pub mod cost;
 pub mod ecs_event;
 pub mod error;

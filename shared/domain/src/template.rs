@@ -215,6 +215,11 @@ pub struct Manifest {
     /// cluster says otherwise; absent: the tenant's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<crate::approval::ApprovalMode>,
+    /// Which outputs make a kubeconfig for the cluster (`GET /v1/clusters/{id}/kubeconfig`); absent: the
+    /// template says nothing about reaching it. Left out of the stored manifest when unset, so a function of
+    /// the release before reads it still.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<crate::connect::ConnectSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -318,6 +323,18 @@ impl Template {
                     "stage name '{}' is not a unique identifier",
                     s.name
                 )));
+            }
+        }
+        if let Some(c) = &manifest.connect {
+            for (key, output) in [
+                ("endpoint", &c.endpoint),
+                ("certificate_authority", &c.certificate_authority),
+            ] {
+                if !is_identifier(output) {
+                    return Err(fail(format!(
+                        "connect.{key} '{output}' must name an output (a lowercase identifier)"
+                    )));
+                }
             }
         }
         let mut patterns = BTreeMap::new();

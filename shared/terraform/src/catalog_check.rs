@@ -154,12 +154,21 @@ pub fn schema_problems(template: &Template, modules: &BTreeMap<String, ModuleInt
         earlier_stage_outputs.extend(stage_outputs);
     }
 
-    // 3. Outputs the manifest relies on exist.
+    // 3. Outputs the manifest relies on exist: the ones readiness needs and the ones a kubeconfig is made of.
     for out in &m.required_outputs {
         if !output_owner.contains_key(out.as_str()) {
             problems.push(format!(
                 "required output '{out}' is not an output of any module of the template"
             ));
+        }
+    }
+    if let Some(c) = &m.connect {
+        for out in [&c.endpoint, &c.certificate_authority] {
+            if !output_owner.contains_key(out.as_str()) {
+                problems.push(format!(
+                    "connect names output '{out}', which no module of the template declares"
+                ));
+            }
         }
     }
     problems

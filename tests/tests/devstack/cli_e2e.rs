@@ -245,6 +245,8 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
         show(&o)
     );
 
+    connect(cfg, &id).await;
+
     // The create's log again (the archive): exactly the lines --wait printed, in the same order.
     let o = strato(cfg, &[], None, &["logs", &create_op, "-f", "-o", "json"]).await;
     assert!(o.status.success(), "{}", show(&o));
@@ -377,4 +379,109 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     assert_eq!(o.status.code(), Some(3), "{}", show(&o));
 
     stack.shutdown(std::time::Duration::from_secs(5)).await;
+}
+
+/// Connect: `clusters kubeconfig NAME --merge` writes the user's kubeconfig file with the cluster's endpoint
+/// and CA and an exec plugin (`aws eks get-token`) that, run as kubectl runs it, signs an EKS token for this
+/// cluster. kubectl reads the file back, when it is on the machine; the AWS CLI makes the token, when it is.
+async fn connect(cfg: &Path, id: &str) {
+    let o = strato(cfg, &[], None, &["clusters", "get", "cli-demo", "-o", "json"]).await;
+    let cluster: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
+    let region = cluster["region"].as_str().unwrap().to_owned();
+    let kube = cfg.join("kube").join("config");
+    let o = strato(
+        cfg,
+        &[],
+        None,
+        &[
+            "clusters",
+            "kubeconfig",
+            "cli-demo",
+            "--merge",
+            "--kubeconfig",
+            kube.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(text(&o.stderr).contains("strato-cli-demo"), "{}", show(&o));
+    let doc: Value = serde_norway::from_str(&std::fs::read_to_string(&kube).unwrap()).unwrap();
+    assert_eq!(doc["current-context"], "strato-cli-demo", "{doc}");
+    let outputs = &cluster["outputs"];
+    assert_eq!(
+        doc["clusters"][0]["cluster"]["server"], outputs["cluster_endpoint"],
+        "{doc}"
+    );
+    assert_eq!(
+        doc["clusters"][0]["cluster"]["certificate-authority-data"], outputs["cluster_ca_certificate"],
+        "{doc}"
+    );
+    let exec = &doc["users"][0]["user"]["exec"];
+    let cloud_name = format!("cli-demo-{}", &id[id.len() - 8..]);
+    let args: Vec<String> = exec["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(exec["command"], "aws", "{doc}");
+    assert!(
+        args.windows(2)
+            .any(|w| w[0] == "--cluster-name" && w[1] == cloud_name),
+        "{args:?}"
+    );
+    let on_path = |bin: &str| {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join(bin).is_file())
+    };
+    if on_path("kubectl") {
+        let o = tokio::process::Command::new("kubectl")
+            .args([
+                "--kubeconfig",
+                kube.to_str().unwrap(),
+                "config",
+                "view",
+                "--minify",
+                "-o",
+                "json",
+            ])
+            .output()
+            .await
+            .unwrap();
+        assert!(o.status.success(), "{}", show(&o));
+        let view: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            view["current-context"], "strato-cli-demo",
+            "kubectl reads it: {view}"
+        );
+        assert_eq!(view["users"][0]["user"]["exec"]["args"], exec["args"]);
+    } else {
+        eprintln!("SKIPPED (loudly): kubectl is not on PATH; the kubeconfig was not read back by kubectl");
+    }
+    if !on_path(exec["command"].as_str().unwrap()) {
+        eprintln!(
+            "SKIPPED (loudly): the AWS CLI is not on PATH; the exec plugin's EKS token was not made or checked"
+        );
+        return;
+    }
+    // As kubectl runs it: the user's AWS identity from the environment, nothing from files.
+    let (key, secret) = ("AKIASTRATOE2ETEST001", "c3RyYXRvLWUyZS1zZWNyZXQta2V5LW5vdC1yZWFs");
+    let mut cmd = tokio::process::Command::new("aws");
+    cmd.args(&args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("AWS_") {
+            cmd.env_remove(k);
+        }
+    }
+    let o = cmd
+        .env("AWS_ACCESS_KEY_ID", key)
+        .env("AWS_SECRET_ACCESS_KEY", secret)
+        .env("AWS_CONFIG_FILE", cfg.join("no-aws-config"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", cfg.join("no-aws-credentials"))
+        .output()
+        .await
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let credential: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
+    let token = devstack_support::eks_token::token_of(&credential);
+    devstack_support::eks_token::check(&token, &cloud_name, &region, key, secret);
 }

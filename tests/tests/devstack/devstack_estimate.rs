@@ -44,7 +44,7 @@ async fn an_estimate_plans_prices_and_leaves_nothing_behind() {
         .post(
             "/v1/estimates",
             &json!({
-                "template": {"name": "aws-eks-basic", "version": "1.0.0"},
+                "template": {"name": "aws-eks-basic", "version": "1.1.0"},
                 "provider": "aws",
                 "region": "us-east-1",
                 "variables": {"node_count": 2, "node_instance_type": "t3.medium"}

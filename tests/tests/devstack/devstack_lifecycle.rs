@@ -47,7 +47,7 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints(engine: TestEngin
     let (cluster, op, _) = api
         .create_cluster(&json!({
             "name": "life",
-            "template": {"name": "aws-eks-basic", "version": "1.0.0"},
+            "template": {"name": "aws-eks-basic", "version": "1.1.0"},
             "provider": "aws",
             "region": "us-east-1",
             "variables": {"node_count": 1, "node_instance_type": "t3.medium"}

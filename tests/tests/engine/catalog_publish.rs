@@ -41,7 +41,7 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
         .iter()
         .map(|p| (p.name.as_str(), p.version.as_str()))
         .collect();
-    assert_eq!(ids, [("aws-eks-advanced", "1.0.0"), ("aws-eks-basic", "1.0.0")]);
+    assert_eq!(ids, [("aws-eks-advanced", "1.1.0"), ("aws-eks-basic", "1.1.0")]);
 
     for p in &published {
         let entry = store.get_template(&p.name, &p.version).await.unwrap().unwrap();
@@ -112,7 +112,7 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err}");
-    assert!(err.to_string().contains("aws-eks-advanced@1.0.0"), "{err}");
+    assert!(err.to_string().contains("aws-eks-advanced@1.1.0"), "{err}");
     for p in &published {
         let entry = store.get_template(&p.name, &p.version).await.unwrap().unwrap();
         assert_eq!(entry.sha256, p.sha256, "{} entry unchanged", p.name);
@@ -125,12 +125,12 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(
             &path,
-            text.replacen("version = \"1.0.0\"", "version = \"1.0.1\"", 1),
+            text.replacen("version = \"1.1.0\"", "version = \"1.1.1\"", 1),
         )
         .unwrap();
     }
     let newer = publish_catalog(&env.aws, &env.names, copy.path()).await.unwrap();
-    assert!(newer.iter().all(|p| p.version == "1.0.1"));
+    assert!(newer.iter().all(|p| p.version == "1.1.1"));
     assert_ne!(newer[1].sha256, published[1].sha256);
     let versions: Vec<(String, String)> = store
         .list_templates()
@@ -142,10 +142,10 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
     assert_eq!(
         versions,
         [
-            ("aws-eks-advanced".to_owned(), "1.0.0".to_owned()),
-            ("aws-eks-advanced".to_owned(), "1.0.1".to_owned()),
-            ("aws-eks-basic".to_owned(), "1.0.0".to_owned()),
-            ("aws-eks-basic".to_owned(), "1.0.1".to_owned()),
+            ("aws-eks-advanced".to_owned(), "1.1.0".to_owned()),
+            ("aws-eks-advanced".to_owned(), "1.1.1".to_owned()),
+            ("aws-eks-basic".to_owned(), "1.1.0".to_owned()),
+            ("aws-eks-basic".to_owned(), "1.1.1".to_owned()),
         ]
     );
 }

@@ -131,7 +131,7 @@ fn the_private_state_still_travels_as_state() {
 
 #[test]
 fn spec_rejects_bad_names_on_deserialize() {
-    let bad = serde_json::json!({"name": "Bad Name", "template": {"name": "aws-eks-basic", "version": "1.0.0"},
+    let bad = serde_json::json!({"name": "Bad Name", "template": {"name": "aws-eks-basic", "version": "1.1.0"},
         "provider": "aws", "region": "us-east-1"});
     assert!(serde_json::from_value::<ClusterSpec>(bad).is_err());
 }

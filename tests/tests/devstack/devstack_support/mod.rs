@@ -1,6 +1,7 @@
 //! What the devstack end-to-end tests share: a stack on the process's moto under a fresh resource prefix.
 #![allow(dead_code)] // each test file uses a different subset
 
+pub mod eks_token;
 pub mod receiver;
 
 use std::path::PathBuf;

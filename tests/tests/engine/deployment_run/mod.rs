@@ -66,7 +66,7 @@ pub async fn cluster_lives_on(outputs: &Value, aws_endpoint: &str) {
     let (cluster, op, _) = api
         .create_cluster(&json!({
             "name": "on-infra",
-            "template": {"name": "aws-eks-basic", "version": "1.0.0"},
+            "template": {"name": "aws-eks-basic", "version": "1.1.0"},
             "provider": "aws",
             "region": "us-east-1",
             "variables": {"node_count": 1, "node_instance_type": "t3.medium"}
