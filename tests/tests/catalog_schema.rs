@@ -149,6 +149,18 @@ fn mutating_a_real_template_breaks_the_check() {
     ));
     assert!(p.is_empty(), "{p:?}");
 
+    // A kubeconfig made of an output no module declares.
+    let p = problems(&basic.replacen(
+        "certificate_authority = \"cluster_ca_certificate\"",
+        "certificate_authority = \"cluster_ca\"",
+        1,
+    ));
+    assert!(
+        p.iter()
+            .any(|p| p.contains("connect names output 'cluster_ca', which no module")),
+        "{p:?}"
+    );
+
     // A sensitive flag the module does not share.
     let p = problems(&basic.replacen(
         "[variables.vpc_cidr]\ntype = \"string\"",

@@ -142,7 +142,14 @@ pub(crate) async fn decide(
 /// and running ones are flagged; the runner stops at the next safe point and reports (202).
 pub(crate) async fn cancel(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<OperationView>, ApiError> {
     match ctx.api().cancel(caller, id).await? {
-        Cancelled::Now(op) => Ok(Reply::ok(view(ctx, &op).await?)),
+        Cancelled::Now(op) => {
+            // The operation ended here, not in a runner's report: its end is recorded here too, as the
+            // dispatcher and status record the ends they make (the call's own entry says who asked).
+            if let Some(entry) = strato_domain::audit::operation_ended("api", &op, strato_domain::ts::now()) {
+                strato_domain::audit::record(&ctx.audit, entry).await;
+            }
+            Ok(Reply::ok(view(ctx, &op).await?))
+        }
         Cancelled::Requested(op) => {
             let location = format!("/v1/operations/{}", op.operation_id);
             Ok(Reply::accepted(view(ctx, &op).await?, location))

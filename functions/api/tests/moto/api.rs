@@ -791,6 +791,24 @@ async fn cancel_queued_now_running_by_request_terminal_never() {
         .await;
     assert_eq!(c.body["state"], "FAILED");
     assert_eq!(c.body["last_error"]["category"], "cancelled");
+    // The audit log has who asked (the call) and the operation's end, as for an end a function makes.
+    let log = api
+        .call(Req::load("list-audit").query("").scope(Some("admin")))
+        .await;
+    let entries = log.body["entries"].as_array().unwrap();
+    let end = entries
+        .iter()
+        .find(|e| e["action"] == "operation.end" && e["operation_id"] == oid.as_str())
+        .unwrap_or_else(|| panic!("no operation.end entry: {}", log.text));
+    assert_eq!(end["outcome"], "cancelled", "{end}");
+    assert_eq!(end["actor"], "strato:api", "{end}");
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["action"] == "operation.cancel" && e["outcome"] == "succeeded"),
+        "{}",
+        log.text
+    );
 
     let r = api.call(cancel(&oid)).await;
     assert!(r.problem(409)["detail"].as_str().unwrap().contains("cancelled"));
