@@ -140,6 +140,19 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     }
     summary.push("cluster: ACTIVE with outputs".into());
     by_hand(&format!("clusters get {cluster}"));
+    // Connect: what kubectl needs, from the outputs the template names; no credential in it.
+    let k = client.get(&format!("/v1/clusters/{cluster}/kubeconfig")).await?;
+    if k.status != 200 {
+        return Err(DemoError::Failed(format!("no kubeconfig: {}", k.text)));
+    }
+    println!(
+        "  kubeconfig: context {} → {} (tokens: {})",
+        k.body["context"].as_str().unwrap_or("?"),
+        k.body["endpoint"].as_str().unwrap_or("?"),
+        k.body["token_command"].as_str().unwrap_or("?")
+    );
+    summary.push("kubeconfig: ready".into());
+    by_hand("clusters kubeconfig demo --merge");
 
     println!("▶ 3/5 drift check (plan -refresh-only where the engine has it)");
     let r = client

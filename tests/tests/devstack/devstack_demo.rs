@@ -45,6 +45,7 @@ fn the_demo_terminal_shows_the_tour_and_the_components_log_to_a_file() {
         "Apply complete!",
         "◆ cluster ACTIVE, operation succeeded",
         "cost estimate (before apply)",
+        "kubeconfig: context strato-demo → https://",
         "▶ 5/5 summary",
     ] {
         assert!(
@@ -55,6 +56,7 @@ fn the_demo_terminal_shows_the_tour_and_the_components_log_to_a_file() {
     // The commands by hand use the profile `strato-devstack up` writes for a stack of this prefix.
     for cmd in [
         "clusters create demo -t aws-eks-basic",
+        "clusters kubeconfig demo --merge",
         "clusters drift-check",
         "clusters delete",
     ] {
