@@ -1,0 +1,40 @@
+// The create and update forms in sections. The API's template schema has no sections (a template's own
+// grouping is comments in its TOML), so the console groups variables by what they configure, from their
+// names: the Kubernetes control plane, the nodes, the network, add-ons, tags, the rest.
+
+import type { FieldModel } from "./schema";
+
+export interface Section {
+  id: string;
+  title: string;
+  help: string;
+  fields: FieldModel[];
+}
+
+const SECTIONS: { id: string; title: string; help: string; test: RegExp }[] = [
+  { id: "cluster", title: "Kubernetes", help: "The control plane: its version and who can reach its API.", test: /kubernetes|k8s|endpoint|public_access|control_plane|cluster_version/ },
+  { id: "nodes", title: "Nodes", help: "The worker nodes: how many, how big, how they are bought.", test: /node|instance|capacity|disk|spot/ },
+  { id: "network", title: "Network", help: "The VPC, its subnets and zones, and what may reach it.", test: /cidr|vpc|subnet|^az_|_az$|_azs?_|zone|nat|network|dns/ },
+  { id: "addons", title: "Add-ons", help: "What is installed into the cluster after it is up.", test: /ingress|cert_manager|letsencrypt|monitoring|grafana|prometheus|logging|addon|_enabled$/ },
+  { id: "tags", title: "Tags", help: "Labels added to the cloud resources.", test: /^tags$|_tags$|labels/ },
+];
+
+const OTHER = { id: "other", title: "Other settings", help: "" };
+
+/** The section a variable belongs to (the first whose words its name contains). */
+export function sectionOf(name: string): string {
+  return SECTIONS.find((s) => s.test.test(name))?.id ?? OTHER.id;
+}
+
+/** Fields in sections, in the order above (empty sections left out); required fields first within one. */
+export function groupFields(fields: readonly FieldModel[]): Section[] {
+  const all = [...SECTIONS, OTHER];
+  return all
+    .map((s) => ({
+      id: s.id,
+      title: s.title,
+      help: s.help,
+      fields: fields.filter((f) => sectionOf(f.name) === s.id).sort((a, b) => Number(b.required) - Number(a.required)),
+    }))
+    .filter((s) => s.fields.length > 0);
+}
