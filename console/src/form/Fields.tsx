@@ -27,7 +27,7 @@ export function FieldMessages(props: { id: string; description?: string; problem
       {props.description || props.extra ? (
         <p class="help" id={`${props.id}-help`} title={props.title}>
           {props.description}
-          {props.extra ? <span class="constraints"> {props.extra}</span> : null}
+          {props.extra ? <span class="constraints">{props.description ? " · " : ""}{props.extra}</span> : null}
         </p>
       ) : null}
       {err ? (

@@ -21,11 +21,12 @@ function shipped(name: string): Record<string, VariableSpec> {
 describe("form sections", () => {
   it("puts each variable of aws-eks-basic where its template puts it", () => {
     const fields = fieldsFromTemplate({ name: "aws-eks-basic", version: "1", variables: shipped("aws-eks-basic"), rules: [], defaults: {} }, "aws");
-    const secs = Object.fromEntries(groupFields(fields).map((s) => [s.title, s.fields.map((f) => f.name).sort()]));
+    const secs = Object.fromEntries(groupFields(fields).map((s) => [s.title, s.fields.map((f) => f.name)]));
+    // In the order people read them (the count before its limits), not alphabetically.
     expect(secs).toEqual({
-      Kubernetes: ["endpoint_public_access", "kubernetes_version", "public_access_cidrs"],
-      Nodes: ["capacity_type", "max_nodes", "min_nodes", "node_count", "node_disk_size", "node_instance_type"],
-      Network: ["admin_cidrs", "az_count", "nat_gateway", "vpc_cidr"],
+      Kubernetes: ["kubernetes_version", "endpoint_public_access", "public_access_cidrs"],
+      Nodes: ["node_count", "node_instance_type", "min_nodes", "max_nodes", "node_disk_size", "capacity_type"],
+      Network: ["vpc_cidr", "az_count", "nat_gateway", "admin_cidrs"],
       Tags: ["tags"],
     });
   });

@@ -26,6 +26,14 @@ export function sectionOf(name: string): string {
   return SECTIONS.find((s) => s.test.test(name))?.id ?? OTHER.id;
 }
 
+// Within a section: required first, then the usual reading order of the common variables, then by name.
+const RANK = [
+  "kubernetes_version", "endpoint_public_access", "public_access_cidrs",
+  "node_count", "node_instance_type", "min_nodes", "max_nodes", "node_disk_size", "capacity_type",
+  "vpc_cidr", "az_count", "nat_gateway", "admin_cidrs",
+];
+const rank = (n: string) => (RANK.includes(n) ? RANK.indexOf(n) : RANK.length);
+
 /** Fields in sections, in the order above (empty sections left out); required fields first within one. */
 export function groupFields(fields: readonly FieldModel[]): Section[] {
   const all = [...SECTIONS, OTHER];
@@ -34,7 +42,7 @@ export function groupFields(fields: readonly FieldModel[]): Section[] {
       id: s.id,
       title: s.title,
       help: s.help,
-      fields: fields.filter((f) => sectionOf(f.name) === s.id).sort((a, b) => Number(b.required) - Number(a.required)),
+      fields: fields.filter((f) => sectionOf(f.name) === s.id).sort((a, b) => Number(b.required) - Number(a.required) || rank(a.name) - rank(b.name) || a.name.localeCompare(b.name)),
     }))
     .filter((s) => s.fields.length > 0);
 }

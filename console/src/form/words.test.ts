@@ -6,7 +6,7 @@ describe("labels", () => {
     expect(humanLabel("vpc_cidr")).toBe("VPC CIDR");
     expect(humanLabel("kubernetes_version")).toBe("Kubernetes version");
     expect(humanLabel("nat_gateway")).toBe("NAT gateway");
-    expect(humanLabel("node_count")).toBe("Nodes");
+    expect(humanLabel("node_count")).toBe("Number of nodes");
     expect(humanLabel("node_instance_type")).toBe("Node size");
     expect(humanLabel("monitoring_retention_days")).toBe("Monitoring retention days");
     expect(humanLabel("tags")).toBe("Tags");

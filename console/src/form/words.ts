@@ -13,7 +13,7 @@ const WORDS: Record<string, string> = {
 // Names whose word-by-word reading says less than it could.
 const LABELS: Record<string, string> = {
   az_count: "Availability zones",
-  node_count: "Nodes",
+  node_count: "Number of nodes",
   min_nodes: "Minimum nodes",
   max_nodes: "Maximum nodes",
   node_disk_size: "Node disk size (GiB)",

@@ -102,20 +102,20 @@ export function AuditPage() {
               const why = reasonText(e);
               return (
                 <tr key={`${e.time}-${e.request_id ?? ""}-${e.action}-${e.operation_id ?? e.cluster_id ?? ""}`}>
-                  <td>{when(e.time)}</td>
-                  <td>{actorText(e.actor)}</td>
+                  <td class="nowrap">{when(e.time)}</td>
+                  <td class="nowrap">{actorText(e.actor)}</td>
                   <td title={e.action}>{actionText(e.action)}</td>
                   <td>
                     {e.cluster_id ? <Link href={`/clusters/${encodeURIComponent(e.cluster_id)}`} title={e.cluster_id}>{clusterText(e.cluster_id, names ?? new Map())}</Link> : null}
                     {e.cluster_id && e.operation_id ? <br /> : null}
-                    {e.operation_id ? <Link href={`/operations/${encodeURIComponent(e.operation_id)}`} class="help">{e.operation_id}</Link> : null}
+                    {e.operation_id ? <Link href={`/operations/${encodeURIComponent(e.operation_id)}`} class="help" title={e.operation_id}>{e.operation_id.slice(0, 11)}…</Link> : null}
                   </td>
                   <td>
                     <StateBadge state={e.outcome} />{e.status && (e.outcome === "refused" || e.outcome === "failed") ? <span class="help"> {e.status}</span> : null}
                     <span class="sr-only"> ({outcomeText(e)})</span>
                     {why ? <div class="reason">{why}</div> : null}
                   </td>
-                  <td><code class="small">{e.request_id ?? "—"}</code></td>
+                  <td><code class="small" title={e.request_id ?? undefined}>{e.request_id ? `${e.request_id.slice(0, 8)}…` : "—"}</code></td>
                 </tr>
               );
             })}

@@ -61,8 +61,6 @@ export function ClusterOverview({ cluster: c, act, reload }: { cluster: Cluster;
       <div class="overview">
         <div>
           <dl class="facts">
-            <dt>Template</dt><dd>{c.template.name}@{c.template.version}</dd>
-            <dt>Provider / region</dt><dd>{c.provider} / {c.region}</dd>
             <dt>Created</dt><dd>{when(c.created_at)}</dd>
             <dt>Updated</dt><dd>{when(c.updated_at)}</dd>
             <dt>Expires</dt><dd>{c.expires_at ? when(c.expires_at) : "never"}</dd>

@@ -16,8 +16,11 @@ import { PageTitle, ProblemBox, usePoll } from "../ui";
 import { EstimateView } from "./Estimate";
 import { catalogOf, regionLabel, withCatalog } from "../catalog/catalog";
 import { groupFields } from "../form/sections";
+import { humanLabel } from "../form/words";
 
 type CloudProvider = TemplateDetail["providers"][number];
+
+const TOP_LABELS: Record<string, string> = { name: "Cluster name", provider: "Provider", region: "Region", template: "Template", ttl_hours: "Delete after", expires_at: "Delete after", approval: "Approval of plans" };
 
 export function CreatePage() {
   const templates = usePoll(async (signal) => {
@@ -119,7 +122,9 @@ function CreateForm({ t }: { t: TemplateDetail }) {
     const { byPath, unmatched } = mapFieldErrors(p.errors, paths);
     setApiErrs(byPath);
     setUnmatched(unmatched);
-    setProblem(p.errors?.length ? `${p.title}: ${p.detail}` : p);
+    // With field errors, the box names the fields to fix (each says why beside itself), not the errors again.
+    const bad = Object.keys(byPath).filter((k) => byPath[k].length).map((k) => (k.startsWith("variables.") ? humanLabel(k.slice(10)) : TOP_LABELS[k] ?? k));
+    setProblem(p.errors?.length ? (bad.length ? `fix ${bad.join(", ")} (marked below)${unmatched.length ? " and the problems listed here" : ""}.` : `${p.title}: ${p.detail}`) : p);
     setTouched(new Set(paths));
     const first = paths.find((x) => byPath[x]?.length);
     if (first) requestAnimationFrame(() => document.getElementById(first.startsWith("variables.") ? `v-${first.replace(/[^a-zA-Z0-9_-]/g, "-")}` : `c-${first}`)?.focus());
@@ -183,7 +188,8 @@ function CreateForm({ t }: { t: TemplateDetail }) {
 
   const estimateCurrent = estimate && estimate.body === bodyJson;
   return (
-    <form onSubmit={runEstimate} noValidate aria-label="Create cluster">
+    <form onSubmit={runEstimate} noValidate aria-label="Create cluster" class="create-grid">
+      <div>
       <fieldset>
         <legend>Cluster</legend>
       {top("name", "Cluster name", name, setName, "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'.", { autoComplete: "off" })}
@@ -243,6 +249,20 @@ function CreateForm({ t }: { t: TemplateDetail }) {
         <FieldMessages id="c-approval" description="With required, the create and every update wait after their plan (nothing applied) until someone with the operations:approve scope approves it." problems={[]} apiErrors={apiErrs["approval"] ?? []} />
       </div>
       </fieldset>
+      </div>
+      <div class="aside">
+      <section class="summary" aria-labelledby="summary-h">
+        <h2 id="summary-h">Summary</h2>
+        <dl class="facts">
+          <dt>Name</dt><dd>{name || "—"}</dd>
+          <dt>Template</dt><dd>{t.name}@{t.version}</dd>
+          <dt>Where</dt><dd>{provider} / {region || "—"}</dd>
+          {Object.entries(variables).map(([k, v]) => (
+            <><dt>{humanLabel(k)}</dt><dd class="wrap">{typeof v === "string" ? v : JSON.stringify(v)}</dd></>
+          ))}
+        </dl>
+        {Object.keys(variables).length ? null : <p class="help">Every variable at its default.</p>}
+      </section>
       {unmatched.length ? (
         <ul class="field-errors" role="alert">
           {unmatched.map((e) => (
@@ -279,6 +299,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
       ) : estimate ? (
         <p role="status">The form changed since the estimate; estimate again to create.</p>
       ) : null}
+      </div>
     </form>
   );
 }

@@ -109,11 +109,10 @@ export function OperationPage({ id }: { id: string }) {
         <dd data-testid="plan-summary">
           {plan ? (
             <>
-              <span class="plan-badge" aria-hidden="true">
+              <span class="plan-badge" title={planBadge(plan)}>
                 <span class="plan-add">+{plan.add}</span> <span class="plan-change">~{plan.change}</span> <span class="plan-destroy">−{plan.destroy}</span>
               </span>{" "}
-              <span class="sr-only">{planBadge(plan)}: </span>
-              {planWords(plan)}
+              ({planWords(plan)})
             </>
           ) : over ? "no plan" : "not planned yet"}
         </dd>
