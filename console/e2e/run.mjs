@@ -104,7 +104,6 @@ try {
   }
   if (!/estimated/i.test((await page.getByTestId("dash-cost").getAttribute("title")) ?? "")) fail("the month-to-date cost does not say how it is estimated");
   await check(page, "dashboard");
-  await shots(page, "dashboard");
 
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Clusters" }).click();
   await heading(page, /^Clusters$/);
@@ -245,6 +244,18 @@ try {
   await page.getByLabel("Search log").fill("apply");
   await check(page, "operation-done");
   await shots(page, "operation");
+
+  step("dashboard with the cluster: counted, its cost this month estimated");
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Dashboard" }).click();
+  await heading(page, /^Dashboard$/);
+  await waitFor("the dashboard to count the cluster", async () => Number((await page.getByTestId("dash-cluster-count").textContent()) ?? 0) >= 1 || (await page.getByTestId("dash-cluster-count").textContent()), 30_000);
+  const cost = ((await page.getByTestId("dash-cost").textContent()) ?? "").trim();
+  console.log(`  clusters ${(await page.getByTestId("dash-cluster-count").textContent())?.trim()}, cost this month ${cost}`);
+  if (!/\d/.test(cost)) fail(`no month-to-date estimate for a cluster whose create had an estimate: ${cost}`);
+  await check(page, "dashboard-with-cluster");
+  await shots(page, "dashboard");
+  await page.goBack();
+  await heading(page, /^Operation create/);
 
   step("cluster page, delete by typing the name");
   await page.getByRole("main").getByRole("link", { name }).first().click();

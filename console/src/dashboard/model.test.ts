@@ -60,11 +60,13 @@ describe("dashboard figures", () => {
     expect(m.totals.USD).toBeCloseTo(78, 6);
     expect(m.counted).toBe(2);
     expect(m.unestimated).toEqual(["n-c"]);
+    // Running now: a at its updated 146/month (b is deleted, c has no estimate).
+    expect(m.rate).toEqual({ USD: 146 });
   });
 
   it("a cluster deleted last month costs nothing this month", () => {
     const cs = [cl("a", "DELETED")];
     const ops = new Map([["a", [op("create", "succeeded", NOW - 2000 * H, 730), op("delete", "succeeded", NOW - 1000 * H)]]]);
-    expect(monthToDate(cs, ops, NOW)).toEqual({ totals: {}, unestimated: [], counted: 0 });
+    expect(monthToDate(cs, ops, NOW)).toEqual({ totals: {}, unestimated: [], counted: 0, rate: {} });
   });
 });

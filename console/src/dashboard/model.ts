@@ -63,6 +63,8 @@ export interface MonthToDate {
   unestimated: string[];
   /** Clusters whose cost is in the totals. */
   counted: number;
+  /** The monthly estimates of the clusters running now, per currency: what a whole month would cost at this rate. */
+  rate: Record<string, number>;
 }
 
 /**
@@ -75,6 +77,7 @@ export function monthToDate(clusters: readonly ClusterLike[], opsByCluster: Read
   const from = monthStart(now);
   const totals: Record<string, number> = {};
   const unestimated: string[] = [];
+  const runRate: Record<string, number> = {};
   let counted = 0;
   for (const c of clusters) {
     const ops = [...(opsByCluster.get(c.id) ?? [])]
@@ -114,6 +117,7 @@ export function monthToDate(clusters: readonly ClusterLike[], opsByCluster: Read
     }
     accrue(now);
     if (live) ran = true;
+    if (live && rate) runRate[rate.currency] = (runRate[rate.currency] ?? 0) + rate.monthly;
     if (!ran) continue;
     if (currency) {
       totals[currency] = (totals[currency] ?? 0) + sum;
@@ -121,5 +125,5 @@ export function monthToDate(clusters: readonly ClusterLike[], opsByCluster: Read
     } else if (!rate) unestimated.push(c.name);
     else counted++;
   }
-  return { totals, unestimated, counted };
+  return { totals, unestimated, counted, rate: runRate };
 }

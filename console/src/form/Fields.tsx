@@ -56,7 +56,7 @@ function constraints(f: FieldModel): string {
   if (f.pattern || f.expected) parts.push(`${f.kind === "list" ? "each item " : ""}${patternSentence(f.pattern, f.expected)}`);
   if (f.maxLength !== undefined) parts.push(`up to ${f.maxLength} characters`);
   if (f.default !== undefined && !f.sensitive && f.kind !== "bool" && !(Array.isArray(f.default) && f.default.length === 0) && !(typeof f.default === "object" && f.default && Object.keys(f.default).length === 0))
-    parts.push(`default ${typeof f.default === "string" ? f.default : JSON.stringify(f.default)}`);
+    parts.push(`default ${typeof f.default === "string" ? f.default : Array.isArray(f.default) ? f.default.join(", ") : JSON.stringify(f.default)}`);
   parts.push(`variable ${f.name}`);
   return parts.join(" · ");
 }
@@ -187,8 +187,8 @@ function ListEditor(props: { id: string; name: string; items: string[]; onChange
           </button>
         </div>
       ))}
-      <button type="button" class="secondary" onClick={() => onChange([...items, ""])}>
-        Add {name} item
+      <button type="button" class="secondary" aria-label={`Add item to ${name}`} onClick={() => onChange([...items, ""])}>
+        Add item
       </button>
     </div>
   );
@@ -215,8 +215,8 @@ function MapEditor(props: { id: string; name: string; entries: [string, string][
           </button>
         </div>
       ))}
-      <button type="button" class="secondary" onClick={() => onChange([...entries, ["", ""]])}>
-        Add {name} entry
+      <button type="button" class="secondary" aria-label={`Add entry to ${name}`} onClick={() => onChange([...entries, ["", ""]])}>
+        Add entry
       </button>
     </div>
   );

@@ -108,7 +108,7 @@ export function AuditPage() {
                   <td>
                     {e.cluster_id ? <Link href={`/clusters/${encodeURIComponent(e.cluster_id)}`} title={e.cluster_id}>{clusterText(e.cluster_id, names ?? new Map())}</Link> : null}
                     {e.cluster_id && e.operation_id ? <br /> : null}
-                    {e.operation_id ? <Link href={`/operations/${encodeURIComponent(e.operation_id)}`} class="help" title={e.operation_id}>{e.operation_id.slice(0, 11)}…</Link> : null}
+                    {e.operation_id ? <Link href={`/operations/${encodeURIComponent(e.operation_id)}`} class="help" title={e.operation_id}>{`op-…${e.operation_id.slice(-8)}`}</Link> : null}
                   </td>
                   <td>
                     <StateBadge state={e.outcome} />{e.status && (e.outcome === "refused" || e.outcome === "failed") ? <span class="help"> {e.status}</span> : null}

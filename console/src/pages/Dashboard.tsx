@@ -101,10 +101,15 @@ function Cards({ d }: { d: Data }) {
         <section class="card" aria-labelledby="dash-cost">
           <h2 id="dash-cost">Cost this month</h2>
           <p class="figure" data-testid="dash-cost" title={COST_HOW}>
-            {currencies.length ? currencies.map(([cur, n]) => money(n, cur)).join(" + ") : "—"}
+            {currencies.length ? currencies.map(([cur, n]) => (n > 0 && n < 0.01 ? `< ${money(0.01, cur)}` : money(n, cur))).join(" + ") : "—"}
           </p>
+          {Object.keys(cost.rate).length ? (
+            <p data-testid="dash-rate">
+              Running now: {Object.entries(cost.rate).map(([cur, n]) => money(n, cur)).join(" + ")} a month
+            </p>
+          ) : null}
           <p class="help">
-            Estimated from {cost.counted} cluster{cost.counted === 1 ? "" : "s"}' plan estimates, prorated since the 1st (UTC); not a bill.
+            Estimated from the plan estimates of {cost.counted} cluster{cost.counted === 1 ? "" : "s"}, prorated since the 1st (UTC); not a bill.
             {cost.unestimated.length ? ` No estimate for ${cost.unestimated.join(", ")}.` : ""}
           </p>
           <details class="help">

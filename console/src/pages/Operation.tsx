@@ -133,7 +133,7 @@ export function OperationPage({ id }: { id: string }) {
       ) : null}
       <Steps op={op} />
       <Timeline id={op.id} ended={ENDED.includes(op.status)} />
-      {op.notes.length ? <ul class="help">{op.notes.map((n) => <li>{n}</li>)}</ul> : null}
+      {op.notes.length ? (<><h2>Notes</h2><ul class="help">{op.notes.map((n) => <li>{n}</li>)}</ul></>) : null}
       {op.estimate ? (<><h2>Cost estimate</h2><EstimateView e={op.estimate} /></>) : null}
       <h2>Log</h2>
       <p class="help" role="status">

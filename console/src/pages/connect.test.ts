@@ -17,6 +17,7 @@ describe("Connect panel", () => {
   });
   it("an API without the endpoint, and other failures", () => {
     expect(interpretKubeconfig(404, null)).toEqual({ kind: "unavailable", detail: "This Strato API does not offer kubeconfigs yet." });
+    expect(interpretKubeconfig(404, { title: "Not Found", detail: "no resource at /v1/clusters/cl-1/kubeconfig" }).kind).toBe("unavailable");
     expect(interpretKubeconfig(404, { title: "Not Found", detail: "no cluster cl-1" })).toEqual({ kind: "error", detail: "no cluster cl-1 (HTTP 404)" });
     expect(interpretKubeconfig(500, {})).toEqual({ kind: "error", detail: "The request failed (HTTP 500)" });
   });

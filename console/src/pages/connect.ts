@@ -30,7 +30,8 @@ export function interpretKubeconfig(status: number, body: unknown): ConnectResul
   }
   if (status === 200) return { kind: "error", detail: "The API answered without a kubeconfig." };
   if (status === 409) return { kind: "unavailable", detail: detail || "The cluster cannot be connected to yet." };
-  if (status === 404 && !detail) return { kind: "unavailable", detail: "This Strato API does not offer kubeconfigs yet." };
+  // An API without the route answers its unknown-path 404 ("no resource at …"): older than the endpoint.
+  if (status === 404 && (!detail || /^no resource at /.test(detail))) return { kind: "unavailable", detail: "This Strato API does not offer kubeconfigs yet." };
   return { kind: "error", detail: `${detail || "The request failed"} (HTTP ${status})` };
 }
 
