@@ -33,6 +33,7 @@ const TEMPLATE = {
     nat_gateway: V("bool", "One NAT gateway", { default: false }),
     admin_cidrs: V("list(string)", "CIDRs allowed to reach the API", { pattern: "\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}/\\d{1,2}", default: [] }),
     tags: V("map(string)", "Tags added to every resource", { max_length: 256, default: {} }),
+    grafana_admin_password: V("string", "Grafana admin password", { sensitive: true, pattern: ".{12,}" }),
   },
   rules: [{ left: "max_nodes", op: ">=", right: "min_nodes", message: "max_nodes must be at least min_nodes" }],
 };

@@ -146,6 +146,16 @@ try {
   await check(page, "create-errors");
   await shots(page, "create");
 
+  {
+    // A sensitive variable (the mock's template has one): typed, never shown in the clear elsewhere on the page.
+    const secret = page.locator('form[aria-label="Create cluster"] input[type="password"]').first();
+    if (await secret.count()) {
+      await secret.fill("e2e-secret-value-123");
+      await new Promise((r) => setTimeout(r, 200));
+      if ((await page.locator("body").innerText()).includes("e2e-secret-value-123")) fail("a sensitive value is shown in the clear on the create page");
+      console.log("  a sensitive variable is typed and shown nowhere");
+    }
+  }
   step("fix it (2), estimate");
   await nodeCount.fill("2");
   await waitFor("node_count's error to clear", async () => (await fieldErrors(page, nodeCount)) === "" || (await fieldErrors(page, nodeCount)), 10_000);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describePattern, humanLabel, oneError, patternSentence } from "./words";
+import { describePattern, humanLabel, oneError, patternSentence, valueText } from "./words";
 
 describe("labels", () => {
   it("reads variable names as words", () => {
@@ -10,6 +10,18 @@ describe("labels", () => {
     expect(humanLabel("node_instance_type")).toBe("Node size");
     expect(humanLabel("monitoring_retention_days")).toBe("Monitoring retention days");
     expect(humanLabel("tags")).toBe("Tags");
+  });
+});
+
+describe("values in words", () => {
+  it("reads booleans, lists and maps without JSON", () => {
+    expect(valueText(true)).toBe("on");
+    expect(valueText(["0.0.0.0/0", "10.0.0.0/8"])).toBe("0.0.0.0/0, 10.0.0.0/8");
+    expect(valueText([])).toBe("none");
+    expect(valueText({ env: "prod", team: "a" })).toBe("env = prod, team = a");
+    expect(valueText({})).toBe("none");
+    expect(valueText(2)).toBe("2");
+    expect(valueText(undefined)).toBe("—");
   });
 });
 

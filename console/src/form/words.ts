@@ -23,6 +23,19 @@ const LABELS: Record<string, string> = {
   admin_cidrs: "Admin networks",
 };
 
+/** A variable's value as people read it: on/off, lists and maps without JSON brackets, "none" when empty. */
+export function valueText(v: unknown): string {
+  if (v === undefined || v === null) return "—";
+  if (typeof v === "boolean") return v ? "on" : "off";
+  if (typeof v === "string") return v;
+  if (Array.isArray(v)) return v.length ? v.map((x) => (typeof x === "string" ? x : JSON.stringify(x))).join(", ") : "none";
+  if (typeof v === "object") {
+    const e = Object.entries(v as Record<string, unknown>);
+    return e.length ? e.map(([k, x]) => `${k} = ${typeof x === "string" ? x : JSON.stringify(x)}`).join(", ") : "none";
+  }
+  return String(v);
+}
+
 /** A variable's name as people read it: `node_instance_type` → "Node instance type", `vpc_cidr` → "VPC CIDR". */
 export function humanLabel(name: string): string {
   if (LABELS[name]) return LABELS[name];

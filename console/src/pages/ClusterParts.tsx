@@ -13,7 +13,7 @@ import { Link, ProblemBox, StateBadge, duration, usePoll, when } from "../ui";
 import type { ComponentChildren } from "preact";
 import { withCatalog } from "../catalog/catalog";
 import { groupFields } from "../form/sections";
-import { humanLabel } from "../form/words";
+import { humanLabel, valueText } from "../form/words";
 
 export function OperationsList({ clusterId }: { clusterId: string }) {
   const { data, error } = usePoll(async (signal) => {
@@ -160,7 +160,7 @@ export function UpdateVariables({ cluster: c, onQueued, extraActions }: { cluste
                 return (
                   <tr>
                     <td>{humanLabel(f.name)} <code class="help small">{f.name}</code></td>
-                    <td class="wrap">{v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v)}{set ? "" : <span class="help"> (default)</span>}</td>
+                    <td class="wrap">{f.sensitive && v !== undefined ? "(sensitive)" : valueText(v)}{set ? "" : <span class="help"> (default)</span>}</td>
                   </tr>
                 );
               })}

@@ -16,7 +16,7 @@ import { PageTitle, ProblemBox, usePoll } from "../ui";
 import { EstimateView } from "./Estimate";
 import { catalogOf, regionLabel, withCatalog } from "../catalog/catalog";
 import { groupFields } from "../form/sections";
-import { humanLabel } from "../form/words";
+import { humanLabel, valueText } from "../form/words";
 
 type CloudProvider = TemplateDetail["providers"][number];
 
@@ -258,7 +258,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
           <dt>Template</dt><dd>{t.name}@{t.version}</dd>
           <dt>Where</dt><dd>{provider} / {region || "—"}</dd>
           {Object.entries(variables).map(([k, v]) => (
-            <><dt>{humanLabel(k)}</dt><dd class="wrap">{typeof v === "string" ? v : JSON.stringify(v)}</dd></>
+            <><dt>{humanLabel(k)}</dt><dd class="wrap">{fields.find((f) => f.name === k)?.sensitive ? "(set; hidden)" : valueText(v)}</dd></>
           ))}
         </dl>
         {Object.keys(variables).length ? null : <p class="help">Every variable at its default.</p>}
