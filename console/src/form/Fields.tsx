@@ -3,7 +3,7 @@
 // to it with aria-describedby, and aria-invalid is set while anything is wrong.
 
 import type { FieldError, FieldModel, RawValue } from "./schema";
-import { humanLabel, oneError, patternSentence } from "./words";
+import { fieldLabel, oneError, patternSentence } from "./words";
 
 export interface FieldProps {
   field: FieldModel;
@@ -65,7 +65,7 @@ export function VariableField({ field: f, value, onChange, problems, apiErrors, 
   const id = fieldId(idPrefix, f.path);
   const extra = constraints(f);
   const hasHelp = true;
-  const label = humanLabel(f.name);
+  const label = fieldLabel(f);
   const title = f.pattern ? `Pattern: ${f.pattern}` : undefined;
   const invalid = problems.length + apiErrors.length > 0;
   const aria = { "aria-describedby": describedBy(id, hasHelp, invalid), "aria-invalid": invalid ? ("true" as const) : undefined };

@@ -21,6 +21,8 @@ export interface VariableSpec {
   catalog?: string | null;
   format?: string | null;
   expected?: string | null;
+  section?: string | null;
+  label?: string | null;
 }
 
 export interface Rule {
@@ -57,6 +59,9 @@ export interface FieldModel {
   catalog?: string;
   /** What a value must look like, in words (the API's `expected`, from a `format`). */
   expected?: string;
+  /** The template's form section and label for the variable, when it names them. */
+  section?: string;
+  label?: string;
   /** Offered values with labels (a catalog's regions or instance types); a select when set. */
   choices?: { value: string; label: string }[];
   /** The effective default (provider default over template default), as the API would apply it. */
@@ -107,6 +112,8 @@ export function fieldsFromTemplate(t: TemplateDetailLike, provider: string): Fie
         maxLength: spec.max_length ?? undefined,
         catalog: spec.catalog ?? undefined,
         expected: spec.expected ?? undefined,
+        section: spec.section ?? undefined,
+        label: spec.label ?? undefined,
         default: dflt,
       };
     })

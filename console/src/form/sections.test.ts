@@ -39,6 +39,19 @@ describe("form sections", () => {
     ]);
     expect(sectionOf("something_else")).toBe("other");
   });
+  it("follows the template's own sections where it names them", () => {
+    const v = (section?: string) => ({ type: "integer", description: "", required: false, sensitive: false, section });
+    const fields = fieldsFromTemplate({
+      name: "t", version: "1", rules: [], defaults: {},
+      variables: { node_count: v("Sizing"), max_nodes: v("Sizing"), vpc_cidr: v(), backup_hours: v("Backups"), weird: v() },
+    }, "aws");
+    expect(groupFields(fields).map((s) => [s.title, s.fields.map((f) => f.name)])).toEqual([
+      ["Network", ["vpc_cidr"]],
+      ["Backups", ["backup_hours"]],
+      ["Sizing", ["node_count", "max_nodes"]],
+      ["Other settings", ["weird"]],
+    ]);
+  });
   it("lists required fields first within a section", () => {
     const fields = fieldsFromTemplate({
       name: "t", version: "1", rules: [], defaults: {},

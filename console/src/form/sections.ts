@@ -1,6 +1,6 @@
-// The create and update forms in sections. The API's template schema has no sections (a template's own
-// grouping is comments in its TOML), so the console groups variables by what they configure, from their
-// names: the Kubernetes control plane, the nodes, the network, add-ons, tags, the rest.
+// The create and update forms in sections: the template's own (a variable's `section` in the schema) where
+// it names one, else what the variable's name says it configures: the Kubernetes control plane, the nodes,
+// the network, add-ons, tags, the rest.
 
 import type { FieldModel } from "./schema";
 
@@ -21,9 +21,16 @@ const SECTIONS: { id: string; title: string; help: string; test: RegExp }[] = [
 
 const OTHER = { id: "other", title: "Other settings", help: "" };
 
-/** The section a variable belongs to (the first whose words its name contains). */
+/** The section a variable belongs to by its name (the first whose words its name contains). */
 export function sectionOf(name: string): string {
   return SECTIONS.find((s) => s.test.test(name))?.id ?? OTHER.id;
+}
+
+/** The title of a field's section: the template's, else the one its name suggests. */
+function titleOf(f: FieldModel): string {
+  if (f.section?.trim()) return f.section.trim();
+  const id = sectionOf(f.name);
+  return (SECTIONS.find((s) => s.id === id) ?? OTHER).title;
 }
 
 // Within a section: required first, then the usual reading order of the common variables, then by name.
@@ -34,15 +41,27 @@ const RANK = [
 ];
 const rank = (n: string) => (RANK.includes(n) ? RANK.indexOf(n) : RANK.length);
 
-/** Fields in sections, in the order above (empty sections left out); required fields first within one. */
+/**
+ * Fields in sections (empty ones left out): the known sections in the order above, then the template's
+ * other sections in the order their first variable (by name) comes, "Other settings" last; required
+ * fields first within one.
+ */
 export function groupFields(fields: readonly FieldModel[]): Section[] {
-  const all = [...SECTIONS, OTHER];
-  return all
-    .map((s) => ({
-      id: s.id,
-      title: s.title,
-      help: s.help,
-      fields: fields.filter((f) => sectionOf(f.name) === s.id).sort((a, b) => Number(b.required) - Number(a.required) || rank(a.name) - rank(b.name) || a.name.localeCompare(b.name)),
-    }))
-    .filter((s) => s.fields.length > 0);
+  const titles: string[] = [];
+  for (const f of fields) if (!titles.includes(titleOf(f))) titles.push(titleOf(f));
+  const known = SECTIONS.map((s) => s.title);
+  titles.sort((a, b) => {
+    const ka = a === OTHER.title ? 1e9 : known.includes(a) ? known.indexOf(a) : known.length + titles.indexOf(a);
+    const kb = b === OTHER.title ? 1e9 : known.includes(b) ? known.indexOf(b) : known.length + titles.indexOf(b);
+    return ka - kb;
+  });
+  return titles.map((title) => {
+    const s = [...SECTIONS, OTHER].find((x) => x.title === title);
+    return {
+      id: s?.id ?? title.toLowerCase().replace(/[^a-z0-9]+/g, "-"),
+      title,
+      help: s?.help ?? "",
+      fields: fields.filter((f) => titleOf(f) === title).sort((a, b) => Number(b.required) - Number(a.required) || rank(a.name) - rank(b.name) || a.name.localeCompare(b.name)),
+    };
+  });
 }

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { describePattern, humanLabel, oneError, patternSentence, valueText } from "./words";
+import { describePattern, fieldLabel, humanLabel, oneError, patternSentence, valueText } from "./words";
 
 describe("labels", () => {
+  it("prefer the template's label", () => {
+    expect(fieldLabel({ name: "node_count", label: "Workers" })).toBe("Workers");
+    expect(fieldLabel({ name: "vpc_cidr", label: " " })).toBe("VPC CIDR");
+  });
   it("reads variable names as words", () => {
     expect(humanLabel("vpc_cidr")).toBe("VPC CIDR");
     expect(humanLabel("kubernetes_version")).toBe("Kubernetes version");

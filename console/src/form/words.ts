@@ -36,6 +36,11 @@ export function valueText(v: unknown): string {
   return String(v);
 }
 
+/** What a form calls a field: the template's label, else its name in words. */
+export function fieldLabel(f: { name: string; label?: string }): string {
+  return f.label?.trim() || humanLabel(f.name);
+}
+
 /** A variable's name as people read it: `node_instance_type` → "Node instance type", `vpc_cidr` → "VPC CIDR". */
 export function humanLabel(name: string): string {
   if (LABELS[name]) return LABELS[name];

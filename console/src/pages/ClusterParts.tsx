@@ -13,7 +13,7 @@ import { Link, ProblemBox, StateBadge, duration, usePoll, when } from "../ui";
 import type { ComponentChildren } from "preact";
 import { withCatalog } from "../catalog/catalog";
 import { groupFields } from "../form/sections";
-import { humanLabel, valueText } from "../form/words";
+import { fieldLabel, valueText } from "../form/words";
 
 export function OperationsList({ clusterId }: { clusterId: string }) {
   const { data, error } = usePoll(async (signal) => {
@@ -159,7 +159,7 @@ export function UpdateVariables({ cluster: c, onQueued, extraActions }: { cluste
                 const v = set ? current[f.name] : f.default;
                 return (
                   <tr>
-                    <td>{humanLabel(f.name)} <code class="help small">{f.name}</code></td>
+                    <td>{fieldLabel(f)} <code class="help small">{f.name}</code></td>
                     <td class="wrap">{f.sensitive && v !== undefined ? "(sensitive)" : valueText(v)}{set ? "" : <span class="help"> (default)</span>}</td>
                   </tr>
                 );
@@ -222,7 +222,7 @@ export function UpdateVariables({ cluster: c, onQueued, extraActions }: { cluste
       ))}
       <ProblemBox problem={problem ? (problem.status === 412 ? "Someone changed the cluster since you opened it; reload and try again." : problemText(problem)) : null} />
       <div class="actions">
-        <button type="submit" disabled={!changed}>Apply changes{changed ? ` (${Object.keys(patch).map(humanLabel).join(", ") || "template version"})` : ""}</button>
+        <button type="submit" disabled={!changed}>Apply changes{changed ? ` (${Object.keys(patch).map((k) => fieldLabel(fields.find((f) => f.name === k) ?? { name: k })).join(", ") || "template version"})` : ""}</button>
         {extraActions ? extraActions(body, changed) : null}
         <button type="button" class="secondary" onClick={() => setEdit(null)}>Cancel</button>
       </div>

@@ -16,7 +16,7 @@ import { PageTitle, ProblemBox, usePoll } from "../ui";
 import { EstimateView } from "./Estimate";
 import { catalogOf, regionLabel, withCatalog } from "../catalog/catalog";
 import { groupFields } from "../form/sections";
-import { humanLabel, valueText } from "../form/words";
+import { fieldLabel, valueText } from "../form/words";
 
 type CloudProvider = TemplateDetail["providers"][number];
 
@@ -123,7 +123,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
     setApiErrs(byPath);
     setUnmatched(unmatched);
     // With field errors, the box names the fields to fix (each says why beside itself), not the errors again.
-    const bad = Object.keys(byPath).filter((k) => byPath[k].length).map((k) => (k.startsWith("variables.") ? humanLabel(k.slice(10)) : TOP_LABELS[k] ?? k));
+    const bad = Object.keys(byPath).filter((k) => byPath[k].length).map((k) => (k.startsWith("variables.") ? fieldLabel(fields.find((f) => f.path === k) ?? { name: k.slice(10) }) : TOP_LABELS[k] ?? k));
     setProblem(p.errors?.length ? (bad.length ? `fix ${bad.join(", ")} (marked below)${unmatched.length ? " and the problems listed here" : ""}.` : `${p.title}: ${p.detail}`) : p);
     setTouched(new Set(paths));
     const first = paths.find((x) => byPath[x]?.length);
@@ -258,7 +258,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
           <dt>Template</dt><dd>{t.name}@{t.version}</dd>
           <dt>Where</dt><dd>{provider} / {region || "—"}</dd>
           {Object.entries(variables).map(([k, v]) => (
-            <><dt>{humanLabel(k)}</dt><dd class="wrap">{fields.find((f) => f.name === k)?.sensitive ? "(set; hidden)" : valueText(v)}</dd></>
+            <><dt>{fieldLabel(fields.find((f) => f.name === k) ?? { name: k })}</dt><dd class="wrap">{fields.find((f) => f.name === k)?.sensitive ? "(set; hidden)" : valueText(v)}</dd></>
           ))}
         </dl>
         {Object.keys(variables).length ? null : <p class="help">Every variable at its default.</p>}
