@@ -33,6 +33,7 @@ const TEMPLATE = {
     nat_gateway: V("bool", "One NAT gateway", { default: false }),
     admin_cidrs: V("list(string)", "CIDRs allowed to reach the API", { pattern: "\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}/\\d{1,2}", default: [] }),
     tags: V("map(string)", "Tags added to every resource", { max_length: 256, default: {} }),
+    grafana_admin_password: V("string", "Grafana admin password", { sensitive: true, pattern: ".{12,}" }),
   },
   rules: [{ left: "max_nodes", op: ">=", right: "min_nodes", message: "max_nodes must be at least min_nodes" }],
 };
@@ -143,6 +144,8 @@ function run(rec, cluster, steps, final) {
       const texts = Array.from({ length: size }, (_, j) => `${step.name}: \x1b[32m+\x1b[0m resource ${k * size + j} \x1b[1mcreating\x1b[0m…`);
       emit(rec, step.name, texts);
       if (++k >= step.batches) {
+        // Terraform's own summary line, which the operation page reads its plan summary from.
+        if (step.name === "plan") emit(rec, "plan", ["\x1b[1mPlan:\x1b[0m 12 to add, 0 to change, 0 to destroy."]);
         clearInterval(iv);
         const s = op.steps[op.steps.length - 1];
         s.finished_at = now(); s.ok = true;
@@ -151,7 +154,8 @@ function run(rec, cluster, steps, final) {
     }, 60);
   };
   const finish = () => {
-    op.current_step = null; op.updated_at = now();
+    op.current_step = null; op.updated_at = now(); op.ended_at = now();
+    if (op.status === "succeeded" && (op.kind === "create" || op.kind === "update")) op.estimate = ESTIMATE;
     emit(rec, "strato", [`operation ${op.status}`], "strato");
     if (op.status === "cancelled" && cluster && op.kind === "create") cluster.state = "FAILED";
     if (op.status === "cancelled" && cluster && op.kind === "update") cluster.state = "ACTIVE";
@@ -177,7 +181,10 @@ function withLast(c) {
 }
 
 const ESTIMATE = { currency: "USD", total_monthly: 146.72, price_table_date: "2026-11-01", price_table_source: "mock price table", not_estimated: ["aws_iam_role.node"],
-  resources: [{ address: "aws_eks_cluster.this", monthly: 73 }, { address: "aws_eks_node_group.default", monthly: 60.74 }, { address: "aws_ebs_volume.root", monthly: 12.98 }] };
+  resources: [{ address: "aws_eks_cluster.this", monthly: 73 }, { address: "aws_eks_node_group.default", monthly: 60.74 }, { address: "aws_ebs_volume.root", monthly: 12.98 },
+    { address: "aws_vpc.this", monthly: 0 }, { address: "aws_subnet.private[0]", monthly: 0 }, { address: "aws_subnet.private[1]", monthly: 0 }, { address: "aws_route_table.private", monthly: 0 }] };
+// What the API recorded that the mock refused (the audit page shows refusals with their reason).
+const refusals = [];
 
 async function body(req) {
   let s = "";
@@ -201,7 +208,11 @@ async function api(req, res, url) {
     if (!b) return problem(res, 400, "Bad Request", "not JSON");
     const errs = validate(b, p === "/v1/clusters");
     if (b.approval != null && !["auto", "required"].includes(b.approval)) errs.push({ field: "approval", problem: `'${b.approval}' is not an approval mode`, allowed: "auto, required" });
-    if (errs.length) return problem(res, 422, "Invalid request", `${errs.length} problem(s) with the request`, errs);
+    if (errs.length) {
+      refusals.push({ tenant, time: now(), actor: principal, action: p === "/v1/estimates" ? "estimate.create" : "cluster.create", cluster_id: null, operation_id: null, request_id: randomUUID(),
+        outcome: "refused", status: 422, detail: errs.map((e) => `${e.field}: ${e.problem}`).join("; ") });
+      return problem(res, 422, "Invalid request", `${errs.length} problem(s) with the request`, errs);
+    }
     const spec = { name: b.name ?? "estimate", template: b.template, provider: b.provider, region: b.region, variables: b.variables ?? {} };
     if (p === "/v1/estimates") {
       const rec = newOp(tenant, "estimate", null, spec);
@@ -253,6 +264,15 @@ async function api(req, res, url) {
     if (!mine(g[1])) return problem(res, 404, "Not Found", "no such cluster");
     return send(res, 200, { operations: [...ops.values()].filter((r) => r.op.cluster_id === g[1]).map((r) => r.op) });
   }
+  if ((g = /^\/v1\/clusters\/([^/]+)\/kubeconfig$/.exec(p))) {
+    const c = mine(g[1]);
+    if (!c) return problem(res, 404, "Not Found", "no such cluster");
+    if (!c.outputs?.cluster_endpoint) return problemAs(res, 409, "conflict", "Conflict", `cluster ${c.name} has no endpoint yet (it is ${c.state}); ask again once it is ACTIVE`);
+    const ctx = `strato-${c.name}`;
+    return send(res, 200, { context: ctx, kind: "eks", eks_cluster_name: c.name, region: c.region, endpoint: c.outputs.cluster_endpoint,
+      kubeconfig: `apiVersion: v1\nkind: Config\ncurrent-context: ${ctx}\nclusters:\n- name: ${ctx}\n  cluster:\n    server: ${c.outputs.cluster_endpoint}\n`,
+      command: `strato clusters kubeconfig ${c.name} --merge` });
+  }
   if ((g = /^\/v1\/clusters\/([^/]+)\/state-versions$/.exec(p))) {
     if (!mine(g[1])) return problem(res, 404, "Not Found", "no such cluster");
     return send(res, 200, { items: [{ stage: "cluster", version_id: "v2", size: 2048, is_latest: true, last_modified: now() }, { stage: "cluster", version_id: "v1", size: 1024, is_latest: false, last_modified: now() }], restores: [] });
@@ -288,9 +308,10 @@ async function api(req, res, url) {
     // What the real API records for these calls, derived from the operations (newest first, one page).
     const entries = [...ops.values()].filter((r) => r.tenant === tenant && r.op.kind !== "estimate").reverse().map((r) => ({
       time: r.op.created_at, actor: "mock-user", action: `cluster.${r.op.kind}`, cluster_id: r.op.cluster_id,
-      operation_id: r.op.id, request_id: null, outcome: "succeeded", status: 202, detail: null,
+      operation_id: r.op.id, request_id: null, outcome: "accepted", status: 202, detail: null,
     }));
-    return send(res, 200, { entries, next: null });
+    const refused = refusals.filter((r) => r.tenant === tenant).map(({ tenant: _t, ...e }) => e).reverse();
+    return send(res, 200, { entries: [...entries, ...refused].sort((a, b) => b.time.localeCompare(a.time)), next: null });
   }
   if (p === "/v1/ws-tickets" && m === "POST") {
     const token = randomUUID();

@@ -16,7 +16,8 @@ import { chromium } from "playwright-core";
 
 const require = createRequire(import.meta.url);
 const AXE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
-const ART = new URL("./artifacts/", import.meta.url).pathname;
+// Screenshots: E2E_ARTIFACTS (the workspace test sets target/console-screenshots), else e2e/artifacts.
+const ART = (process.env.E2E_ARTIFACTS ?? new URL("./artifacts/", import.meta.url).pathname).replace(/\/?$/, "/");
 const { CONSOLE_URL, TOKEN_A, TOKEN_B, TOKEN_APPROVER } = process.env;
 const LONG = Number(process.env.E2E_TIMEOUT_MS ?? 300_000);
 
@@ -49,6 +50,18 @@ async function check(page, name) {
   if (bad.length) a11y.push(...bad.map((v) => `${name}: ${v.impact} ${v.id} — ${v.help} at ${v.nodes.join(", ")}`));
 }
 
+/** The product pages at the widths people use: <name>-1366.png and <name>-1920.png (full page), then back. */
+async function shots(page, name) {
+  const was = page.viewportSize();
+  for (const [w, h] of [[1366, 768], [1920, 1080]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await new Promise((r) => setTimeout(r, 150));
+    await page.screenshot({ path: `${ART}${name}-${w}.png`, fullPage: true });
+  }
+  if (was) await page.setViewportSize(was);
+  console.log(`  screenshots ${name}-1366.png, ${name}-1920.png`);
+}
+
 async function heading(page, re, timeout = 30_000) {
   await page.getByRole("heading", { level: 1, name: re }).waitFor({ timeout });
 }
@@ -75,24 +88,42 @@ const browser = await chromium.launch({
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
 });
 try {
-  const ctxA = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+  const ctxA = await browser.newContext({ viewport: { width: 1366, height: 900 }, bypassCSP: true, acceptDownloads: true });
   const page = await ctxA.newPage();
   const consoleErrors = [];
   page.on("pageerror", (e) => consoleErrors.push(e.message));
 
-  step("tenant A opens the console with #token=");
+  step("tenant A opens the console with #token= → the dashboard");
   await page.goto(`${base}/#token=${encodeURIComponent(TOKEN_A)}`);
-  await heading(page, /^Clusters$/);
+  await heading(page, /^Dashboard$/);
   if (page.url().includes("token=")) fail("the token stayed in the URL");
+  await page.getByTestId("dash-cost").waitFor({ timeout: 30_000 });
+  for (const id of ["dash-cluster-count", "dash-in-flight", "dash-failures"]) {
+    const t = ((await page.getByTestId(id).textContent()) ?? "").trim();
+    if (!/^\d+$/.test(t)) fail(`dashboard ${id}: ${t}`);
+  }
+  if (!/estimated/i.test((await page.getByTestId("dash-cost").getAttribute("title")) ?? "")) fail("the month-to-date cost does not say how it is estimated");
+  await check(page, "dashboard");
+
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Clusters" }).click();
+  await heading(page, /^Clusters$/);
   await page.getByText(/clusters?, refreshed|No clusters yet/).first().waitFor();
   await check(page, "clusters");
 
-  step("create form for aws-eks-basic");
+  step("create form for aws-eks-basic: sections, human labels, catalog selects");
   await page.getByRole("main").getByRole("link", { name: "New cluster" }).click();
   await heading(page, /^New cluster$/);
   await page.getByLabel("Template", { exact: true }).selectOption("aws-eks-basic");
-  const nodeCount = page.getByLabel("node_count", { exact: true });
+  const nodeCount = page.getByLabel("Number of nodes", { exact: true });
   await nodeCount.waitFor({ timeout: 30_000 });
+  for (const legend of ["Cluster", "Kubernetes", "Nodes", "Network"]) {
+    if (!(await page.locator("legend", { hasText: new RegExp(`^${legend}$`) }).count())) fail(`no "${legend}" section in the create form`);
+  }
+  const size = page.getByLabel("Node size", { exact: true });
+  if ((await size.evaluate((e) => e.tagName)) !== "SELECT") fail("the node size is not a select");
+  if (!(await size.locator("option", { hasText: /t3\.medium — 2 vCPU/ }).count())) fail("the node sizes have no vCPU/memory labels");
+  if ((await page.getByLabel("Region", { exact: true }).evaluate((e) => e.tagName)) !== "SELECT") fail("the region is not a select");
+  if (await page.getByText(/\\d\{1,3\}/).count()) fail("a regex is shown on the create form");
   const name = `e2e-${Date.now().toString(36)}`;
   await page.getByLabel("Cluster name").fill(name);
   const region = await page.getByLabel("Region", { exact: true }).inputValue();
@@ -109,9 +140,22 @@ try {
   await page.getByRole("button", { name: /Estimate cost/ }).click();
   await waitFor("the API's error (with allowed) on node_count", async () => /allowed/.test(await fieldErrors(page, nodeCount)) || (await fieldErrors(page, nodeCount)), 30_000);
   if ((await nodeCount.getAttribute("aria-invalid")) !== "true") fail("node_count is not aria-invalid");
-  console.log(`  node_count errors: ${(await fieldErrors(page, nodeCount)).trim()}`);
+  const shownErr = (await fieldErrors(page, nodeCount)).trim();
+  console.log(`  node_count errors: ${shownErr}`);
+  if (shownErr.includes(" | ")) fail(`node_count shows more than one error: ${shownErr}`);
   await check(page, "create-errors");
+  await shots(page, "create");
 
+  {
+    // A sensitive variable (the mock's template has one): typed, never shown in the clear elsewhere on the page.
+    const secret = page.locator('form[aria-label="Create cluster"] input[type="password"]').first();
+    if (await secret.count()) {
+      await secret.fill("e2e-secret-value-123");
+      await new Promise((r) => setTimeout(r, 200));
+      if ((await page.locator("body").innerText()).includes("e2e-secret-value-123")) fail("a sensitive value is shown in the clear on the create page");
+      console.log("  a sensitive variable is typed and shown nowhere");
+    }
+  }
   step("fix it (2), estimate");
   await nodeCount.fill("2");
   await waitFor("node_count's error to clear", async () => (await fieldErrors(page, nodeCount)) === "" || (await fieldErrors(page, nodeCount)), 10_000);
@@ -135,6 +179,7 @@ try {
   await waitFor("log lines to arrive", async () => (await lineCount()) > 0 || `${await lineCount()} lines`, LONG);
   const firstCount = await lineCount();
   await check(page, "operation");
+  await shots(page, "operation-running");
   const opStatus = page.getByTestId("op-status");
   const clState = page.getByTestId("cluster-state");
   if (TOKEN_APPROVER) {
@@ -201,15 +246,56 @@ try {
   const endCount = await lineCount();
   console.log(`  log: ${firstCount} lines when first seen, ${endCount} at the end`);
   if (endCount <= firstCount) console.log("  (the log did not grow while watched: the operation may have been fast)");
-  await page.getByRole("button", { name: "Pause" }).or(page.getByRole("button", { name: "Follow" })).first().waitFor();
+  step("finished operation: plan summary, no Pause, cost table");
+  await waitFor("the plan summary", async () => /\+\d+ ~\d+ −\d+/.test((await page.getByTestId("plan-summary").textContent()) ?? "") || (await page.getByTestId("plan-summary").textContent()), 30_000);
+  console.log(`  plan: ${((await page.getByTestId("plan-summary").textContent()) ?? "").trim()}`);
+  await page.getByText("The log is complete").waitFor({ timeout: 60_000 });
+  if (await page.getByRole("button", { name: /^(Pause|Follow)$/ }).count()) fail("a finished log still offers Pause/Follow");
   await page.getByLabel("Search log").fill("apply");
   await check(page, "operation-done");
+  await shots(page, "operation");
+
+  step("dashboard with the cluster: counted, its cost this month estimated");
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Dashboard" }).click();
+  await heading(page, /^Dashboard$/);
+  await waitFor("the dashboard to count the cluster", async () => Number((await page.getByTestId("dash-cluster-count").textContent()) ?? 0) >= 1 || (await page.getByTestId("dash-cluster-count").textContent()), 30_000);
+  const cost = ((await page.getByTestId("dash-cost").textContent()) ?? "").trim();
+  console.log(`  clusters ${(await page.getByTestId("dash-cluster-count").textContent())?.trim()}, cost this month ${cost}`);
+  if (!/\d/.test(cost)) fail(`no month-to-date estimate for a cluster whose create had an estimate: ${cost}`);
+  await check(page, "dashboard-with-cluster");
+  await shots(page, "dashboard");
+  await page.goBack();
+  await heading(page, /^Operation create/);
 
   step("cluster page, delete by typing the name");
   await page.getByRole("main").getByRole("link", { name }).first().click();
   await heading(page, new RegExp(`^Cluster ${name}$`));
   await page.getByRole("heading", { name: "Outputs" }).waitFor();
+  const tabs = page.getByRole("navigation", { name: "Cluster sections" });
+  for (const t of ["Overview", "Variables", "Operations", "State", "Settings"]) if (!(await tabs.getByRole("link", { name: t }).count())) fail(`no ${t} tab`);
+  if (await page.getByRole("button", { name: "Delete cluster" }).count()) fail("delete is on the overview (it belongs in Settings)");
+  step("Connect panel");
+  const cmd = ((await page.getByTestId("connect-command").textContent()) ?? "").trim();
+  if (cmd !== `strato clusters kubeconfig ${name} --merge`) fail(`connect command: ${cmd}`);
+  const dl = page.getByTestId("connect").getByRole("button", { name: "Download kubeconfig" });
+  await waitFor("the Connect panel to settle", async () => (await dl.isEnabled()) || (await page.getByTestId("connect-unavailable").count()) > 0 || "checking", 30_000);
+  if (await dl.isEnabled()) {
+    const [download] = await Promise.all([page.waitForEvent("download"), dl.click()]);
+    const text = fs.readFileSync(await download.path(), "utf8");
+    if (!/kind: Config/.test(text)) fail(`the downloaded kubeconfig: ${text.slice(0, 200)}`);
+    console.log(`  kubeconfig downloaded as ${download.suggestedFilename()} (${text.length} bytes)`);
+  } else console.log(`  kubeconfig not available: ${((await page.getByTestId("connect-unavailable").textContent()) ?? "").trim()}`);
   await check(page, "cluster");
+  await shots(page, "cluster");
+  await tabs.getByRole("link", { name: "Variables" }).click();
+  await page.getByRole("heading", { name: "Variables", level: 2 }).waitFor();
+  await page.getByRole("button", { name: "Update variables" }).waitFor();
+  await check(page, "cluster-variables");
+  await shots(page, "cluster-variables");
+  await tabs.getByRole("link", { name: "Settings" }).click();
+  await page.getByRole("heading", { name: "Danger zone" }).waitFor();
+  await check(page, "cluster-settings");
+  await shots(page, "cluster-settings");
 
   if (TOKEN_APPROVER) {
     step("cluster approval mode: required → auto → default");
@@ -269,6 +355,30 @@ try {
   }
   await check(page, "clusters-after-delete");
 
+  step("audit log: names and refusal reasons");
+  {
+    // A create the API refuses (audited as refused, with the problem's title as the reason).
+    const r = await fetch(`${base}/v1/clusters`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN_A}`, "content-type": "application/json", "idempotency-key": `e2e-refused-${Date.now()}` },
+      body: JSON.stringify({ name: "Not A Name", template: { name: "aws-eks-basic" }, provider: "aws", region: "us-east-1", variables: { node_count: 500 } }),
+    });
+    if (r.status !== 422) fail(`the invalid create answered ${r.status}, not 422`);
+  }
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Audit log" }).click();
+  await heading(page, /^Audit log$/);
+  await waitFor("audit entries (or the API's refusal)", async () => (await page.getByRole("row").count()) > 1 || (await page.locator(".problem").count()) > 0 || "loading", 30_000);
+  if ((await page.getByRole("row").count()) > 1) {
+    if (!(await page.getByRole("row").filter({ hasText: "Create cluster" }).filter({ hasText: name }).count())) fail(`the audit log does not name ${name} on its create`);
+    const refused = page.getByRole("row").filter({ hasText: "Create cluster" }).filter({ hasText: "refused" });
+    await refused.first().waitFor({ timeout: 15_000 });
+    const why = ((await refused.first().locator(".reason").textContent()) ?? "").trim();
+    console.log(`  ${await page.getByRole("row").count() - 1} entries; the refused create says: ${why}`);
+    if (!why) fail("the refused create shows no reason in the audit log");
+  } else console.log(`  audit log refused: ${((await page.locator(".problem").first().textContent()) ?? "").trim()}`);
+  await check(page, "audit");
+  await shots(page, "audit");
+
   step("webhook page");
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Webhook" }).click();
   await heading(page, /^Webhook$/);
@@ -280,7 +390,7 @@ try {
   step("tenant B does not see it");
   const ctxB = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
   const pb = await ctxB.newPage();
-  await pb.goto(`${base}/#token=${encodeURIComponent(TOKEN_B)}`);
+  await pb.goto(`${base}/clusters#token=${encodeURIComponent(TOKEN_B)}`);
   await heading(pb, /^Clusters$/);
   await pb.getByText(/clusters?, refreshed|No clusters yet/).first().waitFor();
   await new Promise((r) => setTimeout(r, 1000));

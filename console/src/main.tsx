@@ -3,9 +3,10 @@ import { useEffect, useState } from "preact/hooks";
 import "./styles.css";
 import { loadConfig, getConfig } from "./config";
 import { currentToken, oidcCallback, SignInError, onTokenChange, setToken, signOut, takeFragmentToken, tokenClaims } from "./auth";
-import { navigate, useRoute } from "./router";
+import { linkClick, navigate, useRoute } from "./router";
 import { Link } from "./ui";
 import { ClustersPage } from "./pages/Clusters";
+import { DashboardPage } from "./pages/Dashboard";
 import { ClusterPage } from "./pages/Cluster";
 import { CreatePage } from "./pages/Create";
 import { OperationPage } from "./pages/Operation";
@@ -36,9 +37,10 @@ function App({ signInError }: { signInError?: string }) {
         Skip to content
       </a>
       <header class="top">
-        <span class="brand">Strato</span>
+        <a class="brand" href="/" onClick={linkClick}><img src="/favicon.svg" alt="" width={20} height={20} /> Strato</a>
         <nav aria-label="Main">
           <ul>
+            <li><Link href="/">Dashboard</Link></li>
             <li><Link href="/clusters">Clusters</Link></li>
             <li><Link href="/clusters/new">New cluster</Link></li>
             <li><Link href="/webhook">Webhook</Link></li>
@@ -51,8 +53,9 @@ function App({ signInError }: { signInError?: string }) {
         </button>
       </header>
       <main id="main">
+        {route.page === "dashboard" && <DashboardPage />}
         {route.page === "clusters" && <ClustersPage />}
-        {route.page === "cluster" && <ClusterPage key={route.id} id={route.id} />}
+        {route.page === "cluster" && <ClusterPage key={route.id} id={route.id} tab={route.tab} />}
         {route.page === "create" && <CreatePage />}
         {route.page === "operation" && <OperationPage key={route.id} id={route.id} />}
         {route.page === "webhook" && <WebhookPage />}

@@ -3,10 +3,12 @@ import { parseRoute } from "./router";
 
 describe("parseRoute", () => {
   it("maps paths to pages", () => {
-    expect(parseRoute("/")).toEqual({ page: "clusters" });
+    expect(parseRoute("/")).toEqual({ page: "dashboard" });
+    expect(parseRoute("/dashboard")).toEqual({ page: "dashboard" });
     expect(parseRoute("/clusters/")).toEqual({ page: "clusters" });
     expect(parseRoute("/clusters/new")).toEqual({ page: "create" });
     expect(parseRoute("/clusters/cl-1")).toEqual({ page: "cluster", id: "cl-1" });
+    expect(parseRoute("/clusters/cl-1/settings")).toEqual({ page: "cluster", id: "cl-1", tab: "settings" });
     expect(parseRoute("/operations/op-%2F1")).toEqual({ page: "operation", id: "op-/1" });
     expect(parseRoute("/webhook")).toEqual({ page: "webhook" });
     expect(parseRoute("/audit/")).toEqual({ page: "audit" });

@@ -3,8 +3,9 @@
 import { useEffect, useState } from "preact/hooks";
 
 export type Route =
+  | { page: "dashboard" }
   | { page: "clusters" }
-  | { page: "cluster"; id: string }
+  | { page: "cluster"; id: string; tab?: string }
   | { page: "create" }
   | { page: "operation"; id: string }
   | { page: "webhook" }
@@ -15,9 +16,11 @@ export type Route =
 export function parseRoute(path: string): Route {
   const p = path.replace(/\/+$/, "") || "/";
   let m: RegExpExecArray | null;
-  if (p === "/" || p === "/clusters") return { page: "clusters" };
+  if (p === "/" || p === "/dashboard") return { page: "dashboard" };
+  if (p === "/clusters") return { page: "clusters" };
   if (p === "/clusters/new") return { page: "create" };
   if ((m = /^\/clusters\/([^/]+)$/.exec(p))) return { page: "cluster", id: decodeURIComponent(m[1]) };
+  if ((m = /^\/clusters\/([^/]+)\/([a-z]+)$/.exec(p))) return { page: "cluster", id: decodeURIComponent(m[1]), tab: m[2] };
   if ((m = /^\/operations\/([^/]+)$/.exec(p))) return { page: "operation", id: decodeURIComponent(m[1]) };
   if (p === "/webhook") return { page: "webhook" };
   if (p === "/audit") return { page: "audit" };

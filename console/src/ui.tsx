@@ -6,9 +6,9 @@ import { linkClick } from "./router";
 import { problemText, type Problem } from "./api/client";
 import { statusLabel } from "./approval";
 
-export function Link(props: { href: string; children: ComponentChildren; class?: string; "aria-label"?: string; "data-testid"?: string }) {
+export function Link(props: { href: string; children: ComponentChildren; class?: string; "aria-label"?: string; "data-testid"?: string; "aria-current"?: "page"; title?: string }) {
   return (
-    <a href={props.href} class={props.class} aria-label={props["aria-label"]} data-testid={props["data-testid"]} onClick={linkClick}>
+    <a href={props.href} class={props.class} aria-label={props["aria-label"]} data-testid={props["data-testid"]} aria-current={props["aria-current"]} title={props.title} onClick={linkClick}>
       {props.children}
     </a>
   );

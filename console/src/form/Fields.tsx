@@ -3,6 +3,7 @@
 // to it with aria-describedby, and aria-invalid is set while anything is wrong.
 
 import type { FieldError, FieldModel, RawValue } from "./schema";
+import { fieldLabel, oneError, patternSentence } from "./words";
 
 export interface FieldProps {
   field: FieldModel;
@@ -18,27 +19,24 @@ export function fieldId(prefix: string, path: string): string {
   return `${prefix}${path.replace(/[^a-zA-Z0-9_-]/g, "-")}`;
 }
 
-export function FieldMessages(props: { id: string; description?: string; problems: string[]; apiErrors: FieldError[]; extra?: string }) {
+/** The help line and the field's one message (see `oneError`: the API's answer, else the first problem). */
+export function FieldMessages(props: { id: string; description?: string; problems: string[]; apiErrors: FieldError[]; extra?: string; title?: string }) {
+  const err = oneError(props.problems, props.apiErrors);
   return (
     <>
       {props.description || props.extra ? (
-        <p class="help" id={`${props.id}-help`}>
+        <p class="help" id={`${props.id}-help`} title={props.title}>
           {props.description}
-          {props.extra ? <span class="constraints"> {props.extra}</span> : null}
+          {props.extra ? <span class="constraints">{props.description ? " · " : ""}{props.extra}</span> : null}
         </p>
       ) : null}
-      {props.problems.length || props.apiErrors.length ? (
-        <ul class="field-errors" id={`${props.id}-err`}>
-          {props.problems.map((p) => (
-            <li>{p}</li>
-          ))}
-          {props.apiErrors.map((e) => (
-            <li>
-              {e.field.includes(".") && e.field.split(".").length > 2 ? <code>{e.field}</code> : null} {e.problem}
-              {e.allowed ? <span class="allowed"> — allowed: {e.allowed}</span> : null}
-            </li>
-          ))}
-        </ul>
+      {err ? (
+        <p class="field-error" id={`${props.id}-err`}>
+          {err.field && err.field.split(".").length > 2 ? <code>{err.field.split(".").slice(2).join(".")}</code> : null}
+          {err.field && err.field.split(".").length > 2 ? ": " : null}
+          {err.text}
+          {err.allowed ? <span class="allowed"> — allowed: {err.allowed}</span> : null}
+        </p>
       ) : null}
     </>
   );
@@ -49,22 +47,26 @@ export function describedBy(id: string, hasHelp: boolean, hasErr: boolean): stri
   return ids || undefined;
 }
 
+/** Limits in words: "1–100 · default 2 · variable node_count". Patterns as sentences (the regex in a title). */
 function constraints(f: FieldModel): string {
   const parts: string[] = [];
   if (f.min !== undefined && f.max !== undefined) parts.push(`${f.min}–${f.max}`);
   else if (f.min !== undefined) parts.push(`at least ${f.min}`);
   else if (f.max !== undefined) parts.push(`at most ${f.max}`);
-  if (f.pattern) parts.push(`pattern ${f.pattern}`);
-  if (f.maxLength !== undefined) parts.push(`max ${f.maxLength} characters`);
-  if (f.catalog) parts.push(`from the ${f.catalog} catalog`);
-  if (f.default !== undefined && !f.sensitive) parts.push(`default ${JSON.stringify(f.default)}`);
-  return parts.length ? `(${parts.join("; ")})` : "";
+  if (f.pattern || f.expected) parts.push(`${f.kind === "list" ? "each item " : ""}${patternSentence(f.pattern, f.expected)}`);
+  if (f.maxLength !== undefined) parts.push(`up to ${f.maxLength} characters`);
+  if (f.default !== undefined && !f.sensitive && f.kind !== "bool" && !(Array.isArray(f.default) && f.default.length === 0) && !(typeof f.default === "object" && f.default && Object.keys(f.default).length === 0))
+    parts.push(`default ${typeof f.default === "string" ? f.default : Array.isArray(f.default) ? f.default.join(", ") : JSON.stringify(f.default)}`);
+  parts.push(`variable ${f.name}`);
+  return parts.join(" · ");
 }
 
 export function VariableField({ field: f, value, onChange, problems, apiErrors, idPrefix = "v-" }: FieldProps) {
   const id = fieldId(idPrefix, f.path);
   const extra = constraints(f);
-  const hasHelp = !!(f.description || extra);
+  const hasHelp = true;
+  const label = fieldLabel(f);
+  const title = f.pattern ? `Pattern: ${f.pattern}` : undefined;
   const invalid = problems.length + apiErrors.length > 0;
   const aria = { "aria-describedby": describedBy(id, hasHelp, invalid), "aria-invalid": invalid ? ("true" as const) : undefined };
   const val = (e: Event) => (e.target as HTMLInputElement).value;
@@ -74,17 +76,27 @@ export function VariableField({ field: f, value, onChange, problems, apiErrors, 
       return (
         <div class={`field field-bool${invalid ? " invalid" : ""}`}>
           <input id={id} type="checkbox" checked={value as boolean} onChange={(e) => onChange((e.target as HTMLInputElement).checked)} {...aria} />
-          <label for={id}>{f.name}</label>
-          <FieldMessages id={id} description={f.description} problems={problems} apiErrors={apiErrors} extra={extra} />
+          <label for={id}>{label}</label>
+          <FieldMessages id={id} description={f.description} problems={problems} apiErrors={apiErrors} extra={extra} title={title} />
         </div>
       );
     case "select":
+    case "text":
+      if (f.kind === "text" && !f.choices?.length) {
+        input = (
+          <input id={id} type="text" autoComplete="off" required={f.required} maxLength={f.maxLength} value={value as string} onInput={(e) => onChange(val(e))} {...aria} />
+        );
+        break;
+      }
       input = (
         <select id={id} value={value as string} required={f.required} onChange={(e) => onChange(val(e))} {...aria}>
           {f.required ? null : <option value="">(default)</option>}
-          {(f.options ?? []).map((o) => (
-            <option value={o}>{o}</option>
-          ))}
+          {f.choices?.length
+            ? [
+                ...(f.choices.some((c) => c.value === value) || value === "" ? [] : [<option value={value as string}>{value as string} (not in the catalog)</option>]),
+                ...f.choices.map((c) => <option value={c.value}>{c.label}</option>),
+              ]
+            : (f.options ?? []).map((o) => <option value={o}>{o}</option>)}
         </select>
       );
       break;
@@ -106,10 +118,10 @@ export function VariableField({ field: f, value, onChange, problems, apiErrors, 
       );
       break;
     case "list":
-      input = <ListEditor id={id} name={f.name} items={value as string[]} onChange={onChange} aria={aria} />;
+      input = <ListEditor id={id} name={label} items={value as string[]} onChange={onChange} aria={aria} />;
       break;
     case "map":
-      input = <MapEditor id={id} name={f.name} entries={value as [string, string][]} onChange={onChange} aria={aria} />;
+      input = <MapEditor id={id} name={label} entries={value as [string, string][]} onChange={onChange} aria={aria} />;
       break;
     case "password":
       input = (
@@ -145,15 +157,15 @@ export function VariableField({ field: f, value, onChange, problems, apiErrors, 
     <div class={`field${invalid ? " invalid" : ""}`} role={group ? "group" : undefined} aria-labelledby={group ? `${id}-label` : undefined}>
       {group ? (
         <span class="label" id={`${id}-label`}>
-          {f.name}
+          {label}
         </span>
       ) : (
-        <label for={id}>{f.name}</label>
+        <label for={id}>{label}</label>
       )}
       {f.required ? <span class="req"> required</span> : null}
       {f.sensitive ? <span class="req"> sensitive</span> : null}
       {input}
-      <FieldMessages id={id} description={f.description} problems={problems} apiErrors={apiErrors} extra={extra} />
+      <FieldMessages id={id} description={f.description} problems={problems} apiErrors={apiErrors} extra={extra} title={title} />
     </div>
   );
 }
@@ -175,8 +187,8 @@ function ListEditor(props: { id: string; name: string; items: string[]; onChange
           </button>
         </div>
       ))}
-      <button type="button" class="secondary" onClick={() => onChange([...items, ""])}>
-        Add {name} item
+      <button type="button" class="secondary" aria-label={`Add item to ${name}`} onClick={() => onChange([...items, ""])}>
+        Add item
       </button>
     </div>
   );
@@ -203,8 +215,8 @@ function MapEditor(props: { id: string; name: string; entries: [string, string][
           </button>
         </div>
       ))}
-      <button type="button" class="secondary" onClick={() => onChange([...entries, ["", ""]])}>
-        Add {name} entry
+      <button type="button" class="secondary" aria-label={`Add entry to ${name}`} onClick={() => onChange([...entries, ["", ""]])}>
+        Add entry
       </button>
     </div>
   );

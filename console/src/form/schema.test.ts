@@ -86,7 +86,7 @@ describe("validateField", () => {
     expect(validateField(f("vpc_cidr"), "10.1.0.0/16")).toEqual([]);
     expect(validateField(f("vpc_cidr"), "x10.1.0.0/16")).toHaveLength(1);
     expect(validateField(f("admin_cidrs"), ["1.2.3.4/32", "nope"])).toEqual([
-      "item 2 must match \\d{1,3}\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}/\\d{1,2}",
+      "item 2 must be an IPv4 network in CIDR form, like 10.0.0.0/16",
     ]);
   });
   it("checks map keys and max_length", () => {

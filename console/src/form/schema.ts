@@ -3,6 +3,8 @@
 // (shared/domain/src/template.rs: anchored patterns, min/max, integer, max_length, rules), the request's
 // `variables`, and mapping problem+json field errors (`variables.tags.env`) to inputs.
 
+import { patternSentence } from "./words";
+
 export type VarType = "string" | "number" | "integer" | "bool" | "list(string)" | "map(string)";
 
 export interface VariableSpec {
@@ -17,6 +19,10 @@ export interface VariableSpec {
   pattern?: string | null;
   max_length?: number | null;
   catalog?: string | null;
+  format?: string | null;
+  expected?: string | null;
+  section?: string | null;
+  label?: string | null;
 }
 
 export interface Rule {
@@ -51,6 +57,13 @@ export interface FieldModel {
   pattern?: string;
   maxLength?: number;
   catalog?: string;
+  /** What a value must look like, in words (the API's `expected`, from a `format`). */
+  expected?: string;
+  /** The template's form section and label for the variable, when it names them. */
+  section?: string;
+  label?: string;
+  /** Offered values with labels (a catalog's regions or instance types); a select when set. */
+  choices?: { value: string; label: string }[];
   /** The effective default (provider default over template default), as the API would apply it. */
   default?: unknown;
 }
@@ -98,6 +111,9 @@ export function fieldsFromTemplate(t: TemplateDetailLike, provider: string): Fie
         pattern: spec.pattern ?? undefined,
         maxLength: spec.max_length ?? undefined,
         catalog: spec.catalog ?? undefined,
+        expected: spec.expected ?? undefined,
+        section: spec.section ?? undefined,
+        label: spec.label ?? undefined,
         default: dflt,
       };
     })
@@ -131,11 +147,12 @@ function patternRe(p: string): RegExp | null {
 }
 
 function checkString(f: FieldModel, v: string, what: string): string[] {
+  if (f.choices && f.choices.length && v !== "" && !f.choices.some((c) => c.value === v)) return [`${what} is not one of the offered values`];
   const out: string[] = [];
   if (f.maxLength !== undefined && [...v].length > f.maxLength) out.push(`${what} is longer than ${f.maxLength} characters`);
   if (f.pattern) {
     const re = patternRe(f.pattern);
-    if (re && !re.test(v)) out.push(`${what} must match ${f.pattern}`);
+    if (re && !re.test(v)) out.push(`${what} must be ${patternSentence(f.pattern, f.expected)}`);
   }
   return out;
 }

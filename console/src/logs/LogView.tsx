@@ -1,6 +1,7 @@
 // A virtualized log: only the visible rows (plus overscan) are in the DOM, rows have a fixed height and
 // do not wrap (long lines scroll sideways), so 50,000+ lines scroll smoothly. Follow/pause, search with
-// next/previous, ANSI colours, download of the whole log as text.
+// next/previous, ANSI colours, download of the whole log as text. A complete log (the operation ended and
+// every line arrived) has nothing to follow: no Follow/Pause control then.
 
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { parseAnsi, type Segment } from "./ansi";
@@ -123,9 +124,11 @@ export function LogView({ store, rev, name, complete }: { store: LogStore; rev: 
   return (
     <div class="logview">
       <div class="toolbar" role="toolbar" aria-label="Log controls">
-        <button type="button" aria-pressed={follow} onClick={() => setFollow(!follow)}>
-          {follow ? "Pause" : "Follow"}
-        </button>
+        {complete ? null : (
+          <button type="button" aria-pressed={follow} onClick={() => setFollow(!follow)}>
+            {follow ? "Pause" : "Follow"}
+          </button>
+        )}
         <label>
           Search log{" "}
           <input

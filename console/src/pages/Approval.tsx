@@ -60,15 +60,19 @@ export function ApprovalSection({ op, onDecided }: { op: Operation; onDecided():
         <dt>Expires</dt><dd>{when(a.expires_at)}{decide ? ` (${untilText(a.expires_at)}; unanswered, the operation ends cancelled)` : ""}</dd>
       </dl>
       {a.changes.length ? (
-        <table class="list" data-testid="approval-changes">
-          <caption class="sr-only">Resources the plan changes</caption>
-          <thead><tr><th scope="col">Resource</th><th scope="col">Action</th></tr></thead>
-          <tbody>
-            {a.changes.map((c) => (
-              <tr><td class="wrap"><code>{c.address}</code></td><td>{actionLabel(c.actions)}</td></tr>
-            ))}
-          </tbody>
-        </table>
+        // Once decided, the plan is history: its resources fold away (the approver saw them open).
+        <details open={!a.decision}>
+          <summary>{a.changes.length} resource{a.changes.length === 1 ? "" : "s"} by address</summary>
+          <table class="list" data-testid="approval-changes">
+            <caption class="sr-only">Resources the plan changes</caption>
+            <thead><tr><th scope="col">Resource</th><th scope="col">Action</th></tr></thead>
+            <tbody>
+              {a.changes.map((c) => (
+                <tr><td class="wrap"><code>{c.address}</code></td><td>{actionLabel(c.actions)}</td></tr>
+              ))}
+            </tbody>
+          </table>
+        </details>
       ) : <p class="help" data-testid="approval-changes">The plan changes no resource.</p>}
       {a.decision ? (
         <div data-testid="approval-decision">

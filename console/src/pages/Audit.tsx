@@ -3,7 +3,8 @@
 
 import { useState } from "preact/hooks";
 import { api, asProblem, type Schemas } from "../api/client";
-import { Link, PageTitle, ProblemBox, usePoll, when } from "../ui";
+import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+import { actionText, actorText, clusterText, outcomeText, reasonText } from "../audit";
 
 type Entry = Schemas["AuditEntry"];
 type Filters = { cluster: string; actor: string; since: string };
@@ -18,12 +19,6 @@ function query(f: Filters, next?: string) {
     ...(f.since ? { since: f.since } : {}),
     ...(next ? { next } : {}),
   };
-}
-
-/** `refused 403` / `failed 500`; any other outcome (`accepted`, `succeeded`, `cancelled`), or one without a
- * status (Strato's own actions, an operation's end), as it is. */
-export function outcomeText(e: Pick<Entry, "outcome" | "status">): string {
-  return (e.outcome === "refused" || e.outcome === "failed") && e.status ? `${e.outcome} ${e.status}` : e.outcome;
 }
 
 export function AuditPage() {
@@ -41,6 +36,11 @@ export function AuditPage() {
     10000,
     [filters.cluster, filters.actor, filters.since],
   );
+  // Names for the entries' cluster ids: the tenant's clusters, deleted ones included (one page of 100).
+  const { data: names } = usePoll(async (signal) => {
+    const { data } = await api.GET("/v1/clusters", { params: { query: { limit: 100, include_deleted: true } }, signal });
+    return new Map((data?.clusters ?? []).map((c) => [c.id, c.name]));
+  }, 60_000, []);
   const rows = [...(data?.entries ?? []), ...more];
   const cursor = more.length ? next : (data?.next ?? null);
   const loadMore = async () => {
@@ -70,10 +70,12 @@ export function AuditPage() {
         onSubmit={(e) => {
           e.preventDefault();
           setMore([]);
-          setFilters(draft);
+          // A cluster may be given by name: the API filters by id.
+          const byName = [...(names ?? new Map<string, string>())].find(([, n]) => n === draft.cluster);
+          setFilters(byName ? { ...draft, cluster: byName[0] } : draft);
         }}
       >
-        {input("cluster", "Cluster", "cl-…")}
+        {input("cluster", "Cluster", "name or cl-…")}
         {input("actor", "Actor", "sub or strato:scheduler")}
         {input("since", "Since", "24h, 7d or 2026-11-25T10:00:00Z")}
         <button type="submit" class="secondary">
@@ -88,29 +90,35 @@ export function AuditPage() {
           <thead>
             <tr>
               <th scope="col">Time</th>
-              <th scope="col">Actor</th>
-              <th scope="col">Action</th>
-              <th scope="col">Target</th>
+              <th scope="col">Who</th>
+              <th scope="col">What</th>
+              <th scope="col">Cluster / operation</th>
               <th scope="col">Outcome</th>
               <th scope="col">Request id</th>
             </tr>
           </thead>
           <tbody>
-            {rows.map((e) => (
-              <tr key={`${e.time}-${e.request_id ?? ""}-${e.action}-${e.operation_id ?? e.cluster_id ?? ""}`}>
-                <td>{when(e.time)}</td>
-                <td>{e.actor}</td>
-                <td>
-                  <code>{e.action}</code>
-                </td>
-                <td>
-                  {e.cluster_id ? <Link href={`/clusters/${encodeURIComponent(e.cluster_id)}`}>{e.cluster_id}</Link> : null}{" "}
-                  {e.operation_id ? <Link href={`/operations/${encodeURIComponent(e.operation_id)}`}>{e.operation_id}</Link> : null}
-                </td>
-                <td title={e.detail ?? undefined}>{outcomeText(e)}</td>
-                <td>{e.request_id ?? "-"}</td>
-              </tr>
-            ))}
+            {rows.map((e) => {
+              const why = reasonText(e);
+              return (
+                <tr key={`${e.time}-${e.request_id ?? ""}-${e.action}-${e.operation_id ?? e.cluster_id ?? ""}`}>
+                  <td class="nowrap">{when(e.time)}</td>
+                  <td class="nowrap">{actorText(e.actor)}</td>
+                  <td title={e.action}>{actionText(e.action)}</td>
+                  <td>
+                    {e.cluster_id ? <Link href={`/clusters/${encodeURIComponent(e.cluster_id)}`} title={e.cluster_id}>{clusterText(e.cluster_id, names ?? new Map())}</Link> : null}
+                    {e.cluster_id && e.operation_id ? <br /> : null}
+                    {e.operation_id ? <Link href={`/operations/${encodeURIComponent(e.operation_id)}`} class="help" title={e.operation_id}>{`op-…${e.operation_id.slice(-8)}`}</Link> : null}
+                  </td>
+                  <td>
+                    <StateBadge state={e.outcome} />{e.status && (e.outcome === "refused" || e.outcome === "failed") ? <span class="help"> {e.status}</span> : null}
+                    <span class="sr-only"> ({outcomeText(e)})</span>
+                    {why ? <div class="reason">{why}</div> : null}
+                  </td>
+                  <td><code class="small" title={e.request_id ?? undefined}>{e.request_id ? `${e.request_id.slice(0, 8)}…` : "—"}</code></td>
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       ) : null}

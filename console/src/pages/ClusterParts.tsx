@@ -10,6 +10,10 @@ import {
   SENSITIVE_MASK, checkRules, asRules, fieldsFromTemplate, mapFieldErrors, toValue, validateField, type FieldError, type FieldModel, type RawValue,
 } from "../form/schema";
 import { Link, ProblemBox, StateBadge, duration, usePoll, when } from "../ui";
+import type { ComponentChildren } from "preact";
+import { withCatalog } from "../catalog/catalog";
+import { groupFields } from "../form/sections";
+import { fieldLabel, valueText } from "../form/words";
 
 export function OperationsList({ clusterId }: { clusterId: string }) {
   const { data, error } = usePoll(async (signal) => {
@@ -116,13 +120,23 @@ function fromCurrent(f: FieldModel, v: unknown): RawValue {
   return g.default === undefined || g.default === null || g.default === SENSITIVE_MASK ? "" : String(g.default);
 }
 
-export function UpdateVariables({ cluster: c, onQueued }: { cluster: Cluster; onQueued(op: string): void }) {
+/** The body an update sends (PATCH /v1/clusters/{id}); also what a preview of the update would plan. */
+export interface UpdateBody {
+  variables: Record<string, unknown> | null;
+  template_version: string | null;
+}
+
+/**
+ * The variables table and the update form. `extraActions` renders beside "Apply changes" with the body the
+ * update would send (e.g. a Preview button); `sections` groups the fields like the create form.
+ */
+export function UpdateVariables({ cluster: c, onQueued, extraActions }: { cluster: Cluster; onQueued(op: string): void; extraActions?: (body: UpdateBody, changed: boolean) => ComponentChildren }) {
   const tpl = usePoll(async (signal) => {
     const { data, error, response } = await api.GET("/v1/templates/{name}", { params: { path: { name: c.template.name }, query: { version: c.template.version } }, signal });
     if (error || !data) throw asProblem(error, response);
     return data;
   }, 0, [c.template.name, c.template.version]);
-  const fields = useMemo(() => (tpl.data ? fieldsFromTemplate(tpl.data, c.provider) : []), [tpl.data]);
+  const fields = useMemo(() => (tpl.data ? withCatalog(fieldsFromTemplate(tpl.data, c.provider), c.provider) : []), [tpl.data]);
   const current = c.variables as Record<string, unknown>;
   const [edit, setEdit] = useState<Record<string, RawValue> | null>(null);
   const [version, setVersion] = useState(c.template.version);
@@ -136,12 +150,22 @@ export function UpdateVariables({ cluster: c, onQueued }: { cluster: Cluster; on
         {Object.keys(current).length === 0 ? <p class="help">Every variable is at its default.</p> : null}
         <table class="list">
           <caption class="sr-only">Variables (sensitive values are masked)</caption>
-          <thead><tr><th scope="col">Name</th><th scope="col">Value</th></tr></thead>
-          <tbody>{fields.map((f) => {
-            const set = f.name in current;
-            const v = set ? current[f.name] : f.default;
-            return <tr><td><code>{f.name}</code></td><td class="wrap">{v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v)}{set ? "" : " (default)"}</td></tr>;
-          })}</tbody>
+          <thead><tr><th scope="col">Variable</th><th scope="col">Value</th></tr></thead>
+          {groupFields(fields).map((sec) => (
+            <tbody key={sec.id}>
+              <tr class="section-row"><th scope="colgroup" colSpan={2}>{sec.title}</th></tr>
+              {sec.fields.map((f) => {
+                const set = f.name in current;
+                const v = set ? current[f.name] : f.default;
+                return (
+                  <tr>
+                    <td>{fieldLabel(f)} <code class="help small">{f.name}</code></td>
+                    <td class="wrap">{f.sensitive && v !== undefined ? "(sensitive)" : valueText(v)}{set ? "" : <span class="help"> (default)</span>}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          ))}
         </table>
         <button type="button" class="secondary" disabled={c.state !== "ACTIVE"} onClick={() => setEdit(Object.fromEntries(fields.map((f) => [f.name, fromCurrent(f, current[f.name])])))}>
           Update variables
@@ -158,10 +182,10 @@ export function UpdateVariables({ cluster: c, onQueued }: { cluster: Cluster; on
     const was = current[f.name];
     if (JSON.stringify(v) !== JSON.stringify(was === undefined ? f.default : was)) patch[f.name] = v === undefined ? null : v;
   }
+  const body: UpdateBody = { variables: Object.keys(patch).length ? patch : null, template_version: version !== c.template.version ? version : null };
   const submit = async (e: Event) => {
     e.preventDefault();
     setProblem(null);
-    const body = { variables: Object.keys(patch).length ? patch : null, template_version: version !== c.template.version ? version : null };
     const { data, error, response } = await api.PATCH("/v1/clusters/{id}", {
       params: { path: { id: c.id }, header: { "If-Match": `"${c.version}"`, "Idempotency-Key": idempotencyKey() } },
       body,
@@ -187,13 +211,19 @@ export function UpdateVariables({ cluster: c, onQueued }: { cluster: Cluster; on
           {tpl.data.versions.map((v) => <option value={v}>{v}</option>)}
         </select>
       </div>
-      {fields.map((f) => (
-        <VariableField key={f.path} idPrefix="u-" field={f} value={edit[f.name]} problems={problems(f)} apiErrors={apiErrs[f.path] ?? []}
-          onChange={(v) => setEdit({ ...edit, [f.name]: v })} />
+      {groupFields(fields).map((sec) => (
+        <fieldset key={sec.id} class="section">
+          <legend>{sec.title}</legend>
+          {sec.fields.map((f) => (
+            <VariableField key={f.path} idPrefix="u-" field={f} value={edit[f.name]} problems={problems(f)} apiErrors={apiErrs[f.path] ?? []}
+              onChange={(v) => setEdit({ ...edit, [f.name]: v })} />
+          ))}
+        </fieldset>
       ))}
       <ProblemBox problem={problem ? (problem.status === 412 ? "Someone changed the cluster since you opened it; reload and try again." : problemText(problem)) : null} />
       <div class="actions">
-        <button type="submit" disabled={!changed}>Apply changes{changed ? ` (${Object.keys(patch).join(", ") || "template version"})` : ""}</button>
+        <button type="submit" disabled={!changed}>Apply changes{changed ? ` (${Object.keys(patch).map((k) => fieldLabel(fields.find((f) => f.name === k) ?? { name: k })).join(", ") || "template version"})` : ""}</button>
+        {extraActions ? extraActions(body, changed) : null}
         <button type="button" class="secondary" onClick={() => setEdit(null)}>Cancel</button>
       </div>
     </form>

@@ -6,7 +6,11 @@ import { AwaitingApproval } from "./Approval";
 const STATES: ClusterState[] = ["PENDING", "PROVISIONING", "CONFIGURING", "ACTIVE", "UPDATING", "DELETING", "DELETED", "FAILED"];
 
 export function ClustersPage() {
-  const [state, setState] = useState<ClusterState | "">("");
+  // `?state=` (the dashboard's per-state links) picks the first filter.
+  const [state, setState] = useState<ClusterState | "">(() => {
+    const q = (new URLSearchParams(location.search).get("state") ?? "").toUpperCase() as ClusterState;
+    return STATES.includes(q) ? q : "";
+  });
   const [more, setMore] = useState<Cluster[]>([]);
   const [next, setNext] = useState<string | null>(null);
   const { data, error } = usePoll(

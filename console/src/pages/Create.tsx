@@ -3,7 +3,7 @@
 // field error comes back at once, beside its field); the create is confirmed once the estimate is shown.
 
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { api, asProblem, idempotencyKey, problemText, waitOperation, type Operation, type Problem, type TemplateDetail } from "../api/client";
+import { api, asProblem, idempotencyKey, waitOperation, type Operation, type Problem, type TemplateDetail } from "../api/client";
 import {
   asRules, buildVariables, checkRules, describeRule, fieldsFromTemplate, initialValue, mapFieldErrors, validateField, validateName,
   type FieldError, type RawValue,
@@ -14,8 +14,13 @@ import { createApproval, type ApprovalChoice } from "../approval";
 import { navigate } from "../router";
 import { PageTitle, ProblemBox, usePoll } from "../ui";
 import { EstimateView } from "./Estimate";
+import { catalogOf, regionLabel, withCatalog } from "../catalog/catalog";
+import { groupFields } from "../form/sections";
+import { fieldLabel, valueText } from "../form/words";
 
 type CloudProvider = TemplateDetail["providers"][number];
+
+const TOP_LABELS: Record<string, string> = { name: "Cluster name", provider: "Provider", region: "Region", template: "Template", ttl_hours: "Delete after", expires_at: "Delete after", approval: "Approval of plans" };
 
 export function CreatePage() {
   const templates = usePoll(async (signal) => {
@@ -78,7 +83,9 @@ export function CreatePage() {
 
 function CreateForm({ t }: { t: TemplateDetail }) {
   const [provider, setProvider] = useState<CloudProvider>(t.providers[0]);
-  const fields = useMemo(() => fieldsFromTemplate(t, provider), [t, provider]);
+  const fields = useMemo(() => withCatalog(fieldsFromTemplate(t, provider), provider), [t, provider]);
+  const sections = useMemo(() => groupFields(fields), [fields]);
+  const regions = catalogOf(provider)?.regions ?? [];
   const rules = useMemo(() => asRules(t.rules), [t]);
   const [name, setName] = useState("");
   const [region, setRegion] = useState(t.defaults[provider]?.region ?? "");
@@ -115,7 +122,9 @@ function CreateForm({ t }: { t: TemplateDetail }) {
     const { byPath, unmatched } = mapFieldErrors(p.errors, paths);
     setApiErrs(byPath);
     setUnmatched(unmatched);
-    setProblem(p.errors?.length ? `${p.title}: ${p.detail}` : p);
+    // With field errors, the box names the fields to fix (each says why beside itself), not the errors again.
+    const bad = Object.keys(byPath).filter((k) => byPath[k].length).map((k) => (k.startsWith("variables.") ? fieldLabel(fields.find((f) => f.path === k) ?? { name: k.slice(10) }) : TOP_LABELS[k] ?? k));
+    setProblem(p.errors?.length ? (bad.length ? `fix ${bad.join(", ")} (marked below)${unmatched.length ? " and the problems listed here" : ""}.` : `${p.title}: ${p.detail}`) : p);
     setTouched(new Set(paths));
     const first = paths.find((x) => byPath[x]?.length);
     if (first) requestAnimationFrame(() => document.getElementById(first.startsWith("variables.") ? `v-${first.replace(/[^a-zA-Z0-9_-]/g, "-")}` : `c-${first}`)?.focus());
@@ -179,8 +188,11 @@ function CreateForm({ t }: { t: TemplateDetail }) {
 
   const estimateCurrent = estimate && estimate.body === bodyJson;
   return (
-    <form onSubmit={runEstimate} noValidate aria-label="Create cluster">
-      {top("name", "Cluster name", name, setName, "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'.", { autoComplete: "off", pattern: "[a-z][a-z0-9\\-]{1,38}[a-z0-9]" })}
+    <form onSubmit={runEstimate} noValidate aria-label="Create cluster" class="create-grid">
+      <div>
+      <fieldset>
+        <legend>Cluster</legend>
+      {top("name", "Cluster name", name, setName, "3-40 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'.", { autoComplete: "off" })}
       <div class="field">
         <label for="c-provider">Provider</label>
         <select id="c-provider" value={provider} onChange={(e) => { const p = (e.target as HTMLSelectElement).value as CloudProvider; setProvider(p); setRegion(t.defaults[p]?.region ?? ""); }}>
@@ -190,7 +202,41 @@ function CreateForm({ t }: { t: TemplateDetail }) {
         </select>
         <FieldMessages id="c-provider" problems={[]} apiErrors={apiErrs["provider"] ?? []} />
       </div>
-      {top("region", "Region", region, setRegion, `A region of ${provider}${t.defaults[provider]?.region ? ` (default ${t.defaults[provider]?.region})` : ""}.`)}
+      {regions.length ? (
+        <div class={`field${shown("region").length + (apiErrs["region"]?.length ?? 0) ? " invalid" : ""}`}>
+          <label for="c-region">Region</label>
+          <select id="c-region" value={region} aria-describedby={describedBy("c-region", true, shown("region").length + (apiErrs["region"]?.length ?? 0) > 0)}
+            onChange={(e) => { setRegion((e.target as HTMLSelectElement).value); touch("region"); clearApi("region"); }}>
+            {region && !regions.some((r) => r.id === region) ? <option value={region}>{region} (not in the catalog)</option> : null}
+            {regions.map((r) => <option value={r.id}>{regionLabel(r)}</option>)}
+          </select>
+          <FieldMessages id="c-region" description={`Where the cluster runs${t.defaults[provider]?.region ? ` (the template's default is ${t.defaults[provider]?.region})` : ""}.`} problems={shown("region")} apiErrors={apiErrs["region"] ?? []} />
+        </div>
+      ) : top("region", "Region", region, setRegion, `A region of ${provider}${t.defaults[provider]?.region ? ` (default ${t.defaults[provider]?.region})` : ""}.`)}
+      </fieldset>
+      {sections.map((sec) => (
+        <fieldset key={sec.id} class="section">
+          <legend>{sec.title}</legend>
+          {sec.help ? <p class="help">{sec.help}</p> : null}
+          {sec.fields.map((f) => (
+            <VariableField
+              key={f.path}
+              field={f}
+              value={values[f.name]}
+              onChange={(v) => { setValues((s) => ({ ...s, [f.name]: v })); touch(f.path); clearApi(f.path); }}
+              problems={shown(f.path)}
+              apiErrors={apiErrs[f.path] ?? []}
+            />
+          ))}
+        </fieldset>
+      ))}
+      {rules.length ? (
+        <div class="help">
+          Also checked: <ul>{rules.map((r) => <li>{describeRule(r)}</li>)}</ul>
+        </div>
+      ) : null}
+      <fieldset>
+        <legend>Lifetime and approval</legend>
       {top("ttl_hours", "Delete after (hours, optional)", ttl, setTtl, "Leave empty to keep the cluster until you delete it (unless your tenant sets a maximum lifetime); Strato deletes it once this many hours have passed and notifies your webhook a day before.", { required: false, inputMode: "numeric" })}
       <div class={`field${apiErrs["approval"]?.length ? " invalid" : ""}`}>
         <label for="c-approval">Approval of plans</label>
@@ -202,24 +248,21 @@ function CreateForm({ t }: { t: TemplateDetail }) {
         </select>
         <FieldMessages id="c-approval" description="With required, the create and every update wait after their plan (nothing applied) until someone with the operations:approve scope approves it." problems={[]} apiErrors={apiErrs["approval"] ?? []} />
       </div>
-      <fieldset>
-        <legend>Variables of {t.name}@{t.version}</legend>
-        {fields.map((f) => (
-          <VariableField
-            key={f.path}
-            field={f}
-            value={values[f.name]}
-            onChange={(v) => { setValues((s) => ({ ...s, [f.name]: v })); touch(f.path); clearApi(f.path); }}
-            problems={shown(f.path)}
-            apiErrors={apiErrs[f.path] ?? []}
-          />
-        ))}
-        {rules.length ? (
-          <div class="help">
-            Rules: <ul>{rules.map((r) => <li>{describeRule(r)} ({r.left} {r.op} {r.right})</li>)}</ul>
-          </div>
-        ) : null}
       </fieldset>
+      </div>
+      <div class="aside">
+      <section class="summary" aria-labelledby="summary-h">
+        <h2 id="summary-h">Summary</h2>
+        <dl class="facts">
+          <dt>Name</dt><dd>{name || "—"}</dd>
+          <dt>Template</dt><dd>{t.name}@{t.version}</dd>
+          <dt>Where</dt><dd>{provider} / {region || "—"}</dd>
+          {Object.entries(variables).map(([k, v]) => (
+            <><dt>{fieldLabel(fields.find((f) => f.name === k) ?? { name: k })}</dt><dd class="wrap">{fields.find((f) => f.name === k)?.sensitive ? "(set; hidden)" : valueText(v)}</dd></>
+          ))}
+        </dl>
+        {Object.keys(variables).length ? null : <p class="help">Every variable at its default.</p>}
+      </section>
       {unmatched.length ? (
         <ul class="field-errors" role="alert">
           {unmatched.map((e) => (
@@ -256,7 +299,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
       ) : estimate ? (
         <p role="status">The form changed since the estimate; estimate again to create.</p>
       ) : null}
-      {problem && typeof problem !== "string" ? <p class="help">{problemText(problem)}</p> : null}
+      </div>
     </form>
   );
 }

@@ -6,7 +6,7 @@ import { PageTitle, ProblemBox } from "../ui";
 
 function nextPath(): string {
   const n = new URLSearchParams(location.search).get("next");
-  return n && n.startsWith("/") && !n.startsWith("//") && n !== "/login" ? n : "/clusters";
+  return n && n.startsWith("/") && !n.startsWith("//") && n !== "/login" ? n : "/";
 }
 
 export function LoginPage({ reason, error }: { reason?: string; error?: string }) {

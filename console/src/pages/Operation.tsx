@@ -10,6 +10,7 @@ import { LogView } from "../logs/LogView";
 import { Link, PageTitle, ProblemBox, StateBadge, duration, usePoll, when } from "../ui";
 import { ApprovalSection } from "./Approval";
 import { EstimateView } from "./Estimate";
+import { planBadge, planFromLog, planWords, type PlanCounts } from "../logs/plan";
 
 // ENDED (../approval): succeeded, failed, cancelled — not awaiting_approval, which waits for an approver.
 const LIVE_LABEL: Record<string, string> = {
@@ -84,6 +85,9 @@ export function OperationPage({ id }: { id: string }) {
     );
   }
   const store = follower.current?.store;
+  const plan: PlanCounts | null = op.approval?.summary ?? (store ? planFromLog(store.lines) : null);
+  const over = ENDED.includes(op.status);
+  const took = over ? Date.parse(op.ended_at ?? op.updated_at) - Date.parse(op.started_at ?? op.created_at) : NaN;
   return (
     <section>
       <PageTitle>Operation {op.kind} {op.spec?.name ?? ""}</PageTitle>
@@ -100,6 +104,18 @@ export function OperationPage({ id }: { id: string }) {
       <dl class="facts">
         <dt>Operation</dt><dd><code>{op.id}</code></dd>
         <dt>Requested</dt><dd>{when(op.created_at)}{op.requested_by ? ` by ${op.requested_by}` : ""}</dd>
+        {over ? <><dt>Took</dt><dd>{duration(took)}{op.ended_at ? `, ended ${when(op.ended_at)}` : ""}</dd></> : null}
+        <dt>Plan</dt>
+        <dd data-testid="plan-summary">
+          {plan ? (
+            <>
+              <span class="plan-badge" title={planBadge(plan)}>
+                <span class="plan-add">+{plan.add}</span> <span class="plan-change">~{plan.change}</span> <span class="plan-destroy">−{plan.destroy}</span>
+              </span>{" "}
+              ({planWords(plan)})
+            </>
+          ) : over ? "no plan" : "not planned yet"}
+        </dd>
         <dt>Attempt</dt><dd>{op.attempt}</dd>
         {op.current_step && !ENDED.includes(op.status) ? <><dt>Current step</dt><dd>{op.current_step}</dd></> : null}
         {op.wait_reason ? <><dt>Waiting</dt><dd>{op.wait_reason}</dd></> : null}
@@ -117,7 +133,7 @@ export function OperationPage({ id }: { id: string }) {
       ) : null}
       <Steps op={op} />
       <Timeline id={op.id} ended={ENDED.includes(op.status)} />
-      {op.notes.length ? <ul class="help">{op.notes.map((n) => <li>{n}</li>)}</ul> : null}
+      {op.notes.length ? (<><h2>Notes</h2><ul class="help">{op.notes.map((n) => <li>{n}</li>)}</ul></>) : null}
       {op.estimate ? (<><h2>Cost estimate</h2><EstimateView e={op.estimate} /></>) : null}
       <h2>Log</h2>
       <p class="help" role="status">

@@ -60,6 +60,10 @@ pub(crate) struct VariableView {
     /// A provider catalog the value must come from.
     #[schema(value_type = Option<String>)]
     pub catalog: Option<CatalogRef>,
+    /// The form section the template puts the variable in (e.g. `Network`), if it names one.
+    pub section: Option<String>,
+    /// What a form calls the variable (e.g. `Number of nodes`), if the template names it.
+    pub label: Option<String>,
 }
 
 /// A provider's defaults.
@@ -112,6 +116,8 @@ fn detail(t: &Template, versions: &[String]) -> TemplateDetail {
                 max_length: d.max_length,
                 sensitive: d.sensitive,
                 catalog: d.catalog,
+                section: d.section.clone(),
+                label: d.label.clone(),
             };
             (name.clone(), v)
         })
@@ -203,5 +209,28 @@ pub(crate) async fn get(
             shown(q.version.as_deref().unwrap_or_default()),
             names.join(", ")
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped basic template with a section and label on one variable (the catalog's templates get
+    /// theirs with their next version: a published version's content cannot change).
+    #[test]
+    fn the_schema_carries_each_variables_form_section_and_label() {
+        let toml = include_str!("../../../templates/catalog/aws-eks-basic/template.toml").replacen(
+            "[variables.node_count]\ntype = \"integer\"\n",
+            "[variables.node_count]\ntype = \"integer\"\nsection = \"Nodes\"\nlabel = \"Number of nodes\"\n",
+            1,
+        );
+        let d = detail(&Template::from_toml(&toml).unwrap(), &["1.0.0".into()]);
+        let n = &d.variables["node_count"];
+        assert_eq!(n.section.as_deref(), Some("Nodes"));
+        assert_eq!(n.label.as_deref(), Some("Number of nodes"));
+        // Without them, a form falls back to its own grouping and the name.
+        assert_eq!(d.variables["vpc_cidr"].section, None);
+        assert_eq!(d.variables["vpc_cidr"].label, None);
     }
 }

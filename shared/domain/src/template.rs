@@ -116,6 +116,13 @@ pub struct VariableDef {
     #[serde(default)]
     pub sensitive: bool,
     pub catalog: Option<CatalogRef>,
+    /// The form section the variable is shown in (e.g. "Network"); forms group variables by it. Left out of
+    /// the stored manifest when unset, like `format`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// What a form calls the variable (e.g. "Number of nodes"); its name otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// Set by Strato itself (cluster name, region, agent token…); users may not send it.
     #[serde(default)]
     pub managed: bool,

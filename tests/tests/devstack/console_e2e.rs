@@ -91,10 +91,14 @@ async fn a_tenant_creates_watches_and_deletes_a_cluster_in_the_browser() {
     }
     let stack = devstack_support::start(config).await;
     assert!(stack.console_served(), "devstack serves the built console");
-    let artifacts = console_dir().join("e2e/artifacts");
+    // Screenshots (each page, and the dashboard, create form, cluster and operation pages at 1366 and 1920 px
+    // wide) go under target/, never into the source tree.
+    let artifacts = devstack_support::workspace().join("target/console-screenshots");
+    std::fs::create_dir_all(&artifacts).expect("target/console-screenshots");
     let mut node = tokio::process::Command::new("node");
     node.arg("e2e/run.mjs")
         .current_dir(console_dir())
+        .env("E2E_ARTIFACTS", &artifacts)
         .env("CONSOLE_URL", format!("{}/", stack.endpoints.http_api))
         .env("TOKEN_A", stack.token("console-a"))
         .env("TOKEN_B", stack.token("console-b"))

@@ -85,3 +85,24 @@ fn agent_templates_declare_their_managed_inputs() {
             .contains("not an integer variable")
     );
 }
+
+#[test]
+fn a_variable_may_name_its_form_section_and_label_and_they_stay_out_of_manifests_without_them() {
+    let with = Template::from_toml(&EKS_MANIFEST.replacen(
+        "[variables.node_count]\ntype = \"integer\"\n",
+        "[variables.node_count]\ntype = \"integer\"\nsection = \"Nodes\"\nlabel = \"Number of nodes\"\n",
+        1,
+    ))
+    .unwrap();
+    let d = &with.manifest.variables["node_count"];
+    assert_eq!(d.section.as_deref(), Some("Nodes"));
+    assert_eq!(d.label.as_deref(), Some("Number of nodes"));
+    // Unset, they are not written (a runner of the release before denies unknown fields).
+    let plain = serde_json::to_value(&eks().manifest.variables["node_count"]).unwrap();
+    assert!(
+        plain.get("section").is_none() && plain.get("label").is_none(),
+        "{plain}"
+    );
+    let written = serde_json::to_value(d).unwrap();
+    assert_eq!(written["section"], "Nodes");
+}
