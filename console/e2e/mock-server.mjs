@@ -269,9 +269,10 @@ async function api(req, res, url) {
     if (!c) return problem(res, 404, "Not Found", "no such cluster");
     if (!c.outputs?.cluster_endpoint) return problemAs(res, 409, "conflict", "Conflict", `cluster ${c.name} has no endpoint yet (it is ${c.state}); ask again once it is ACTIVE`);
     const ctx = `strato-${c.name}`;
-    return send(res, 200, { context: ctx, kind: "eks", eks_cluster_name: c.name, region: c.region, endpoint: c.outputs.cluster_endpoint,
-      kubeconfig: `apiVersion: v1\nkind: Config\ncurrent-context: ${ctx}\nclusters:\n- name: ${ctx}\n  cluster:\n    server: ${c.outputs.cluster_endpoint}\n`,
-      command: `strato clusters kubeconfig ${c.name} --merge` });
+    const token_command = `aws --region ${c.region} eks get-token --cluster-name ${c.name}-${c.id.slice(-8)} --output json`;
+    return send(res, 200, { context: ctx, kind: "eks", cluster_name: `${c.name}-${c.id.slice(-8)}`, region: c.region, endpoint: c.outputs.cluster_endpoint,
+      kubeconfig: `apiVersion: v1\nkind: Config\ncurrent-context: ${ctx}\nclusters:\n- name: ${ctx}\n  cluster:\n    server: ${c.outputs.cluster_endpoint}\nusers:\n- name: ${ctx}\n  user:\n    exec:\n      command: aws\n      args: [eks, get-token]\n`,
+      token_command, note: null });
   }
   if ((g = /^\/v1\/clusters\/([^/]+)\/state-versions$/.exec(p))) {
     if (!mine(g[1])) return problem(res, 404, "Not Found", "no such cluster");

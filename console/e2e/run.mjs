@@ -279,12 +279,16 @@ try {
   if (cmd !== `strato clusters kubeconfig ${name} --merge`) fail(`connect command: ${cmd}`);
   const dl = page.getByTestId("connect").getByRole("button", { name: "Download kubeconfig" });
   await waitFor("the Connect panel to settle", async () => (await dl.isEnabled()) || (await page.getByTestId("connect-unavailable").count()) > 0 || "checking", 30_000);
-  if (await dl.isEnabled()) {
-    const [download] = await Promise.all([page.waitForEvent("download"), dl.click()]);
-    const text = fs.readFileSync(await download.path(), "utf8");
-    if (!/kind: Config/.test(text)) fail(`the downloaded kubeconfig: ${text.slice(0, 200)}`);
-    console.log(`  kubeconfig downloaded as ${download.suggestedFilename()} (${text.length} bytes)`);
-  } else console.log(`  kubeconfig not available: ${((await page.getByTestId("connect-unavailable").textContent()) ?? "").trim()}`);
+  // The cluster is ACTIVE and its template says how to connect: the kubeconfig is offered, and it is one
+  // for this cluster whose credentials come from `aws eks get-token` (no secret in the file).
+  if (!(await dl.isEnabled())) fail(`kubeconfig not available: ${((await page.getByTestId("connect-unavailable").textContent()) ?? "").trim()}`);
+  const [download] = await Promise.all([page.waitForEvent("download"), dl.click()]);
+  const text = fs.readFileSync(await download.path(), "utf8");
+  if (!/kind: Config/.test(text) || !text.includes(`strato-${name}`) || !/get-token/.test(text)) fail(`the downloaded kubeconfig: ${text.slice(0, 400)}`);
+  if (/token:|client-key-data|password/.test(text)) fail("the kubeconfig holds a credential");
+  const byHand = ((await page.getByTestId("connect-token-command").textContent()) ?? "").trim();
+  if (!byHand.startsWith("aws ") || !byHand.includes("eks get-token")) fail(`token command: ${byHand}`);
+  console.log(`  kubeconfig downloaded as ${download.suggestedFilename()} (${text.length} bytes)`);
   await check(page, "cluster");
   await shots(page, "cluster");
   await tabs.getByRole("link", { name: "Variables" }).click();

@@ -68,6 +68,12 @@ export function ConnectPanel({ id, name, ready }: { id: string; name: string; re
             Credentials are short-lived tokens kubectl asks for on each use
             {res.config.kind === "eks" ? ` (aws eks get-token${res.config.role_arn ? `, as ${res.config.role_arn}` : ""})` : ""}; the file holds no secret.
           </p>
+          {res.config.token_command ? (
+            <p class="help">
+              A token by hand: <code class="wrap" data-testid="connect-token-command">{res.config.token_command}</code>
+            </p>
+          ) : null}
+          {res.config.note ? <p class="help" data-testid="connect-note">{res.config.note}</p> : null}
           <div class="actions">
             <button type="button" onClick={() => download(name, res.config.kubeconfig)}>Download kubeconfig</button>
           </div>

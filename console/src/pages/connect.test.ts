@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { cliCommand, interpretKubeconfig, kubeconfigFileName } from "./connect";
 
 const OK = {
-  context: "strato-demo", kind: "eks", eks_cluster_name: "demo", region: "us-east-1", endpoint: "https://ABC.gr7.us-east-1.eks.amazonaws.com",
-  kubeconfig: "apiVersion: v1\nkind: Config\n", command: "strato clusters kubeconfig demo --merge",
+  context: "strato-demo", kind: "eks", cluster_name: "demo-1a2b3c4d", region: "us-east-1", endpoint: "https://ABC.gr7.us-east-1.eks.amazonaws.com",
+  kubeconfig: "apiVersion: v1\nkind: Config\n", token_command: "aws --region us-east-1 eks get-token --cluster-name demo-1a2b3c4d --output json",
 };
 
 describe("Connect panel", () => {

@@ -1,19 +1,22 @@
-// How to reach a cluster's Kubernetes API: `GET /v1/clusters/{id}/kubeconfig`. That endpoint is newer than
-// the OpenAPI document the typed client is generated from, so its answer has a hand-written type here and
-// is read with fetch. A 409 (no endpoint yet, or a template that says nothing about connecting) is "not
+// How to reach a cluster's Kubernetes API: `GET /v1/clusters/{id}/kubeconfig` (the `Kubeconfig` schema of
+// the OpenAPI document), read with fetch so an API older than the endpoint is told apart. A 409 (no endpoint yet, or a template that says nothing about connecting) is "not
 // available", with the API's own detail; a 404 from an API without the endpoint says so too.
 
 export interface Kubeconfig {
   context: string;
   kind: "eks" | string;
-  eks_cluster_name?: string;
+  /** The cloud's name for the cluster, which tokens are signed for. */
+  cluster_name?: string;
   region?: string;
   endpoint: string;
   role_arn?: string | null;
+  aws_profile?: string | null;
   /** The kubeconfig itself (YAML): exec-based, short-lived credentials, no secret in it. */
   kubeconfig: string;
-  /** The command that gets the same kubeconfig from the CLI, as the API words it. */
-  command?: string;
+  /** The command kubectl's exec plugin runs for a token, to try by hand. */
+  token_command?: string;
+  /** Who the cluster lets in, as the API words it. */
+  note?: string | null;
 }
 
 export type ConnectResult =
