@@ -220,16 +220,15 @@ mod tests {
     /// theirs with their next version: a published version's content cannot change).
     #[test]
     fn the_schema_carries_each_variables_form_section_and_label() {
-        let toml = include_str!("../../../templates/catalog/aws-eks-basic/template.toml").replacen(
-            "[variables.node_count]\ntype = \"integer\"\n",
-            "[variables.node_count]\ntype = \"integer\"\nsection = \"Nodes\"\nlabel = \"Number of nodes\"\n",
-            1,
-        );
-        let d = detail(&Template::from_toml(&toml).unwrap(), &["1.0.0".into()]);
+        let catalog = include_str!("../../../templates/catalog/aws-eks-basic/template.toml");
+        let d = detail(&Template::from_toml(catalog).unwrap(), &["1.1.0".into()]);
         let n = &d.variables["node_count"];
         assert_eq!(n.section.as_deref(), Some("Nodes"));
         assert_eq!(n.label.as_deref(), Some("Number of nodes"));
         // Without them, a form falls back to its own grouping and the name.
+        let bare = catalog.replacen("section = \"Network\"\nlabel = \"VPC CIDR\"\n", "", 1);
+        assert_ne!(bare, catalog);
+        let d = detail(&Template::from_toml(&bare).unwrap(), &["1.1.0".into()]);
         assert_eq!(d.variables["vpc_cidr"].section, None);
         assert_eq!(d.variables["vpc_cidr"].label, None);
     }
