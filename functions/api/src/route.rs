@@ -19,6 +19,7 @@ pub enum Endpoint {
     DeleteCluster,
     RetryCluster,
     DriftCheck,
+    PlanCluster,
     ListStateVersions,
     RestoreStateVersion,
     ListClusterOperations,

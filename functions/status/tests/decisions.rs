@@ -240,6 +240,7 @@ fn succeeded(w: &World, run: &Run, token: u64) -> String {
         outputs: BTreeMap::from([("endpoint".to_owned(), serde_json::json!("https://k8s.example"))]),
         drift: None,
         estimate: None,
+        preview: None,
         at: w.clock.now(),
     })
 }
@@ -254,6 +255,7 @@ fn drift_found(w: &World, run: &Run) -> String {
             actions: vec!["update".into()],
         }]),
         estimate: None,
+        preview: None,
         at: w.clock.now(),
     })
 }
