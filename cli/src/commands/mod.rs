@@ -4,6 +4,7 @@
 mod audit;
 mod clusters;
 mod operations;
+mod preview;
 mod wait;
 
 use std::io::{IsTerminal, Read};

@@ -10,6 +10,7 @@ import {
   SENSITIVE_MASK, checkRules, asRules, fieldsFromTemplate, mapFieldErrors, toValue, validateField, type FieldError, type FieldModel, type RawValue,
 } from "../form/schema";
 import { Link, ProblemBox, StateBadge, duration, usePoll, when } from "../ui";
+import { PreviewButton } from "./Preview";
 
 export function OperationsList({ clusterId }: { clusterId: string }) {
   const { data, error } = usePoll(async (signal) => {
@@ -194,6 +195,8 @@ export function UpdateVariables({ cluster: c, onQueued }: { cluster: Cluster; on
       <ProblemBox problem={problem ? (problem.status === 412 ? "Someone changed the cluster since you opened it; reload and try again." : problemText(problem)) : null} />
       <div class="actions">
         <button type="submit" disabled={!changed}>Apply changes{changed ? ` (${Object.keys(patch).join(", ") || "template version"})` : ""}</button>
+        <PreviewButton clusterId={c.id} disabled={!changed} onFieldErrors={(p) => setApiErrs(mapFieldErrors(p.errors, fields.map((f) => f.path)).byPath)}
+          body={{ variables: Object.keys(patch).length ? patch : null, template_version: version !== c.template.version ? version : null }} />
         <button type="button" class="secondary" onClick={() => setEdit(null)}>Cancel</button>
       </div>
     </form>

@@ -123,7 +123,8 @@ impl CostDifference {
             currency: proposed.currency.clone(),
             current_monthly: round(cur),
             proposed_monthly: round(pro),
-            difference_monthly: round(pro) - round(cur),
+            // Of the rounded figures, so the three shown always add up.
+            difference_monthly: round(round(pro) - round(cur)),
             not_estimated: unknown,
             price_table_date: proposed.price_table_date.clone(),
         }
