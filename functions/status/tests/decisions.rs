@@ -28,6 +28,9 @@ use time::Duration;
 // Plan approvals: a run that ends awaiting approval.
 mod approvals;
 
+// A preview's end: recorded on its operation, the cluster untouched.
+mod preview;
+
 /// The fakes, as the status function's ports.
 struct FakePorts;
 

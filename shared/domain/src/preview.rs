@@ -123,8 +123,9 @@ impl CostDifference {
             currency: proposed.currency.clone(),
             current_monthly: round(cur),
             proposed_monthly: round(pro),
-            // Of the rounded figures, so the three shown always add up.
-            difference_monthly: round(round(pro) - round(cur)),
+            // Of the exact figures: one more node costs its own price, whatever the rounding of the totals
+            // (which may then differ from it by a cent).
+            difference_monthly: round(pro - cur),
             not_estimated: unknown,
             price_table_date: proposed.price_table_date.clone(),
         }

@@ -290,6 +290,83 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
         show(&o)
     );
 
+    // Preview an update: the changes by address and the cost difference shown, exit 0, nothing applied.
+    let get = |cfg: &Path, id: &str| {
+        let (cfg, id) = (cfg.to_owned(), id.to_owned());
+        async move {
+            let o = strato(&cfg, &[], None, &["clusters", "get", &id, "-o", "json"]).await;
+            serde_json::from_slice::<Value>(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)))
+        }
+    };
+    let before = get(cfg, &id).await;
+    let o = strato(
+        cfg,
+        &[],
+        None,
+        &[
+            "clusters",
+            "update",
+            "cli-demo",
+            "--set",
+            "node_count=3",
+            "--plan-only",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(out.contains("plan succeeded"), "{}", show(&o));
+    assert!(
+        out.contains("Preview: 0 to add, 1 to change, 0 to destroy, 0 to replace"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("~ ") && l.contains("aws_eks_node_group.default")),
+        "the node group, marked changed: {}",
+        show(&o)
+    );
+    // One more t3.medium node (0.0416 USD/h x 730 h) and its 20 GB gp3 disk (1.60 USD).
+    assert!(out.contains("Monthly cost: +$31.97/month"), "{}", show(&o));
+    assert!(out.contains("Policies: 0 denied"), "{}", show(&o));
+    assert!(out.contains("Nothing was applied"), "{}", show(&o));
+    let after = get(cfg, &id).await;
+    for key in ["variables", "outputs", "state", "template", "drift"] {
+        assert_eq!(after[key], before[key], "the preview changed the cluster's {key}");
+    }
+    let preview_op = after["last_operation"]["id"].as_str().unwrap().to_owned();
+    let o = strato(cfg, &[], None, &["operations", "get", &preview_op, "-o", "json"]).await;
+    let op: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (op["kind"].as_str(), op["status"].as_str()),
+        (Some("plan"), Some("succeeded")),
+        "{op}"
+    );
+    assert_eq!(op["spec"]["variables"]["node_count"], 3, "{op}");
+    assert_eq!(op["preview"]["cost"]["difference"], "+$31.97/month", "{op}");
+    assert_eq!(op["preview"]["applied"], false, "{op}");
+    // Then applied: the update the preview described.
+    let o = strato(
+        cfg,
+        &[],
+        None,
+        &[
+            "clusters",
+            "update",
+            "cli-demo",
+            "--var",
+            "node_count=3",
+            "--wait",
+            "--quiet",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", show(&o));
+    let applied = get(cfg, &id).await;
+    assert_eq!(applied["variables"]["node_count"], 3, "{applied}");
+    assert_eq!(applied["state"], "ACTIVE", "{applied}");
+
     // Delete, and follow its live log through a connection that is cut mid-stream.
     let o = strato(
         cfg,

@@ -92,12 +92,12 @@ async fn a_preview_reports_changes_policies_and_the_cost_difference_and_applies_
     );
     assert_eq!(p.counts_text(), "+1 ~2 -1 ±1");
 
-    // Both sides from the one plan: 2 → 3 nodes (+71.68), t3.small → t3.medium (+15.18), the address
-    // released (-3.65); the control plane (73) on both sides; the chart priced on neither.
+    // Both sides from the one plan: 2 → 3 nodes (+71.68), t3.small → t3.medium (+15.184), the address
+    // released (-3.65): +83.214; the control plane (73) on both sides; the chart priced on neither.
     let c = &p.cost;
     assert_eq!((c.current_monthly, c.proposed_monthly), (235.19, 318.41), "{c:?}");
-    assert!((c.difference_monthly - 83.22).abs() < 1e-9, "{c:?}");
-    assert_eq!(c.difference_text(), "+$83.22/month");
+    assert!((c.difference_monthly - 83.21).abs() < 1e-9, "{c:?}");
+    assert_eq!(c.difference_text(), "+$83.21/month");
     assert_eq!(c.not_estimated, ["helm_release.ingress"]);
 
     assert_eq!(
@@ -115,7 +115,7 @@ async fn a_preview_reports_changes_policies_and_the_cost_difference_and_applies_
     // The log says it too.
     assert!(bed.logged("preview: +1 ~2 -1 ±1"), "{:#?}", bed.log());
     assert!(
-        bed.logged("235.19 -> 318.41 USD (+$83.22/month)"),
+        bed.logged("235.19 -> 318.41 USD (+$83.21/month)"),
         "{:#?}",
         bed.log()
     );
