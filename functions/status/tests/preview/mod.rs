@@ -57,7 +57,14 @@ async fn a_preview_is_recorded_on_its_operation_and_leaves_the_cluster_as_it_was
     assert_eq!(after.state(), ClusterState::Active);
     assert_eq!(after.spec, before.spec);
     assert_eq!(after.outputs, before.outputs);
-    assert_eq!(after.drift, before.drift, "a preview neither sets nor clears the drift flag");
+    assert_eq!(
+        after.drift, before.drift,
+        "a preview neither sets nor clears the drift flag"
+    );
     assert!(!w.holds_anything(&c, &run), "lock and slot released");
-    assert_eq!(w.woken(), vec![next.operation_id], "the next operation on the cluster");
+    assert_eq!(
+        w.woken(),
+        vec![next.operation_id],
+        "the next operation on the cluster"
+    );
 }
