@@ -20,7 +20,7 @@ pub(crate) enum Final {
         drift: Option<Vec<ResourceChange>>,
         estimate: Option<CostEstimate>,
         /// A preview's result, recorded on the operation.
-        preview: Option<Preview>,
+        preview: Option<Box<Preview>>,
         at: OffsetDateTime,
     },
     Failed(UserError),

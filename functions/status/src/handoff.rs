@@ -25,8 +25,8 @@ pub(crate) fn conclude(op: &mut Operation, fin: &Final) {
             if estimate.is_some() {
                 op.estimate.clone_from(estimate);
             }
-            if preview.is_some() {
-                op.preview.clone_from(preview);
+            if let Some(p) = preview {
+                op.preview = Some(strato_domain::preview::Preview::clone(p));
             }
         }
         Final::Failed(err) => {

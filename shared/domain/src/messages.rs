@@ -110,7 +110,7 @@ pub enum RunnerEvent {
         estimate: Option<CostEstimate>,
         /// A preview (`plan` operation): what the update would do and cost.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        preview: Option<crate::preview::Preview>,
+        preview: Option<Box<crate::preview::Preview>>,
         #[serde(with = "crate::ts")]
         at: OffsetDateTime,
     },

@@ -45,7 +45,7 @@ async fn a_preview_is_recorded_on_its_operation_and_leaves_the_cluster_as_it_was
         outputs: BTreeMap::from([("endpoint".to_owned(), serde_json::json!("https://other"))]),
         drift: None,
         estimate: None,
-        preview: Some(preview()),
+        preview: Some(Box::new(preview())),
         at: w.clock.now(),
     });
     assert!(w.deliver_one(ev, 1).await);

@@ -55,7 +55,7 @@ fn update_plan() -> Value {
 
 fn preview_of(event: &RunnerEvent) -> &Preview {
     match event {
-        RunnerEvent::Succeeded { preview: Some(p), .. } => p,
+        RunnerEvent::Succeeded { preview: Some(p), .. } => p.as_ref(),
         other => panic!("a preview ends succeeded with its preview: {other:#?}"),
     }
 }
