@@ -133,7 +133,7 @@ pub struct WaitArgs {
 pub struct VarArgs {
     /// A variable, typed by the template's schema: NAME=VALUE (lists `a,b` or JSON, maps `k=v,k2=v2` or
     /// JSON). Repeatable; wins over --var-file.
-    #[arg(long = "var", value_name = "NAME=VALUE")]
+    #[arg(long = "var", alias = "set", value_name = "NAME=VALUE")]
     pub vars: Vec<String>,
     /// Variables from a JSON object (`.tfvars.json` too); `-` reads stdin. Repeatable.
     #[arg(long = "var-file", value_name = "FILE")]
@@ -213,6 +213,11 @@ pub enum Clusters {
         /// them); default: stay on the current one.
         #[arg(long, value_name = "VERSION")]
         template_version: Option<String>,
+        /// Preview only: plan the change (variables, --template-version) against the cluster's current
+        /// state, wait for it, and show the changes by address, the policy results and the monthly cost
+        /// difference. Nothing is applied; the cluster does not change.
+        #[arg(long)]
+        plan_only: bool,
         #[command(flatten)]
         expiry: LifecycleArgs,
         #[command(flatten)]

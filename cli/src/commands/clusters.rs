@@ -55,6 +55,7 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             id,
             vars,
             template_version,
+            plan_only,
             expiry,
             wait,
         } => {
@@ -78,6 +79,15 @@ pub(crate) async fn run(ctx: &Ctx, c: Clusters) -> Result<(), CliError> {
             let spec_change = !body.is_empty();
             for (k, v) in expiry.members() {
                 body.insert(k.into(), v);
+            }
+            if plan_only && !spec_change {
+                return Err(CliError::Usage(
+                    "nothing to preview: give --var, --var-file or --template-version (a preview plans those)".into(),
+                ));
+            }
+            if plan_only {
+                // Settings given too reach the API, which names each one it cannot preview.
+                return super::preview::run(ctx, &id, body, &wait).await;
             }
             if body.is_empty() {
                 return Err(CliError::Usage(

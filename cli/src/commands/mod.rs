@@ -5,6 +5,7 @@ mod audit;
 mod clusters;
 mod kubeconfig;
 mod operations;
+mod preview;
 mod wait;
 
 use std::io::{IsTerminal, Read};

@@ -14,6 +14,7 @@ import type { ComponentChildren } from "preact";
 import { withCatalog } from "../catalog/catalog";
 import { groupFields } from "../form/sections";
 import { fieldLabel, valueText } from "../form/words";
+import { PreviewButton } from "./Preview";
 
 export function OperationsList({ clusterId }: { clusterId: string }) {
   const { data, error } = usePoll(async (signal) => {
@@ -224,6 +225,8 @@ export function UpdateVariables({ cluster: c, onQueued, extraActions }: { cluste
       <div class="actions">
         <button type="submit" disabled={!changed}>Apply changes{changed ? ` (${Object.keys(patch).map((k) => fieldLabel(fields.find((f) => f.name === k) ?? { name: k })).join(", ") || "template version"})` : ""}</button>
         {extraActions ? extraActions(body, changed) : null}
+        <PreviewButton clusterId={c.id} disabled={!changed} onFieldErrors={(p) => setApiErrs(mapFieldErrors(p.errors, fields.map((f) => f.path)).byPath)}
+          body={{ variables: Object.keys(patch).length ? patch : null, template_version: version !== c.template.version ? version : null }} />
         <button type="button" class="secondary" onClick={() => setEdit(null)}>Cancel</button>
       </div>
     </form>

@@ -33,7 +33,7 @@ pub(crate) async fn create(
 }
 
 /// 202 with the cluster and its operation, and where to follow the operation.
-fn accepted(s: Started) -> Reply<Accepted> {
+pub(crate) fn accepted(s: Started) -> Reply<Accepted> {
     let sensitive = sensitive_of(&s.template);
     let location = format!("/v1/operations/{}", s.operation.operation_id);
     let version = s.cluster.version;

@@ -107,6 +107,15 @@ pub(crate) async fn update_cluster(
     clusters::update(&ctx, &caller, &id, body, if_match.as_ref()).await
 }
 
+pub(crate) async fn plan_cluster(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(id): P<String>,
+    JsonBody(body): JsonBody<UpdateBody>,
+) -> Answer<Accepted> {
+    crate::preview::plan(&ctx, &caller, &id, body).await
+}
+
 pub(crate) async fn delete_cluster(
     State(ctx): State<AppState>,
     caller: Caller,

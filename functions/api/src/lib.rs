@@ -27,6 +27,7 @@ mod openapi;
 mod operations;
 mod parse;
 mod policies;
+mod preview;
 pub mod problem;
 mod recording;
 mod requests;

@@ -20,6 +20,7 @@ pub enum Endpoint {
     RetryCluster,
     DriftCheck,
     GetKubeconfig,
+    PlanCluster,
     ListStateVersions,
     RestoreStateVersion,
     ListClusterOperations,

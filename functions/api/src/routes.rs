@@ -27,6 +27,16 @@ what applies; lowering it (taking back the cluster's own `required`) needs the `
 `approval` otherwise) and is audited, and no cluster setting lowers a template's or tenant's `required` \
 (422).";
 
+/// What a preview does and does not do.
+const PLAN_DESCRIPTION: &str = "The body is a PATCH's `variables` and/or `template_version` (drift, expiry \
+and approval settings are refused: no plan can preview them), validated and checked against the request \
+policies exactly as that PATCH; every problem answers in one 422 and nothing is queued. Accepted, it queues a \
+`plan` operation whose `spec` is the proposed one, in turn with the cluster's other operations. The runner \
+plans it against the cluster's current state and records on the operation its `preview`: each resource to \
+create, update, delete or replace by address, the plan policies' results (a denial means the update would \
+be refused; the preview itself succeeds) and the monthly cost now, after, and the difference. Nothing is \
+applied: the cluster's spec, state, outputs and drift flag do not change, and no approval is asked for.";
+
 /// Where the timeline's moments come from, so clients know which can be missing.
 const TIMELINE_DESCRIPTION: &str = "Derived from the operation's record: queued (created), parked (while it \
 waits), dispatched and runner_started (the latest attempt), each step's start and finish, the latest \
@@ -223,6 +233,24 @@ pub const ROUTES: &[Route] = &[
                 None,
                 &[(200, "Kubeconfig", "The kubeconfig and what it is made of")],
                 &[400, 404, 409],
+            )
+        },
+    },
+    Route {
+        endpoint: Endpoint::PlanCluster,
+        method: "POST",
+        path: "/v1/clusters/{id}/plan",
+        access: WRITE,
+        body: Body::Keyed,
+        handler: |m| on(m, h::plan_cluster),
+        audit: Some("cluster.plan"),
+        doc: Doc {
+            description: Some(PLAN_DESCRIPTION),
+            ..doc(
+                "Preview a change: plan an update of variables or template version, apply nothing",
+                Some("UpdateClusterRequest"),
+                &[(202, "Accepted", QUEUED)],
+                &[400, 404, 409, 422, 429],
             )
         },
     },

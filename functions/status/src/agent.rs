@@ -296,6 +296,7 @@ pub(crate) async fn apply_control<P: Ports>(
                 outputs: c.outputs.clone(),
                 drift: None,
                 estimate: None,
+                preview: None,
                 at: now,
             }
         }
@@ -324,6 +325,7 @@ mod tests {
             outputs: serde_json::from_value(outputs).unwrap(),
             drift: None,
             estimate: None,
+            preview: None,
             at: ts::now(),
         };
         let all = fin(serde_json::json!({"endpoint": "https://k8s", "ca": "LS0t", "subnets": ["a"]}));

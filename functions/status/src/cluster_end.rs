@@ -191,6 +191,7 @@ mod tests {
             outputs: Outputs::from([("endpoint".to_owned(), serde_json::json!("https://k8s"))]),
             drift,
             estimate: None,
+            preview: None,
             at: ts::now(),
         }
     }

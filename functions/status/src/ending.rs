@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use strato_domain::cost::CostEstimate;
 use strato_domain::error::UserError;
 use strato_domain::model::ResourceChange;
+use strato_domain::preview::Preview;
 use time::OffsetDateTime;
 
 /// A finished apply's Terraform outputs (non-sensitive ones).
@@ -18,6 +19,8 @@ pub(crate) enum Final {
         outputs: Outputs,
         drift: Option<Vec<ResourceChange>>,
         estimate: Option<CostEstimate>,
+        /// A preview's result, recorded on the operation.
+        preview: Option<Box<Preview>>,
         at: OffsetDateTime,
     },
     Failed(UserError),

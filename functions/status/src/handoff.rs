@@ -15,13 +15,18 @@ use crate::frames::{announce, end_stream};
 use crate::ports::{Ports, Status};
 use crate::{StatusError, drift};
 
-/// Gives `op` the final status `fin` says (with its error, or the estimate a success brought).
+/// Gives `op` the final status `fin` says (with its error, or the estimate and preview a success brought).
 pub(crate) fn conclude(op: &mut Operation, fin: &Final) {
     match fin {
-        Final::Succeeded { estimate, .. } => {
+        Final::Succeeded {
+            estimate, preview, ..
+        } => {
             op.status = OperationStatus::Succeeded;
             if estimate.is_some() {
                 op.estimate.clone_from(estimate);
+            }
+            if let Some(p) = preview {
+                op.preview = Some(strato_domain::preview::Preview::clone(p));
             }
         }
         Final::Failed(err) => {
@@ -159,6 +164,7 @@ mod tests {
             outputs: Outputs::new(),
             drift: None,
             estimate: None,
+            preview: None,
             at: strato_domain::ts::now(),
         };
         conclude(&mut op, &fin);

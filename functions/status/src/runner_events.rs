@@ -42,12 +42,14 @@ fn final_of(ev: &RunnerEvent) -> Option<Final> {
             outputs,
             drift,
             estimate,
+            preview,
             at,
             ..
         } => Some(Final::Succeeded {
             outputs: outputs.clone(),
             drift: drift.clone(),
             estimate: estimate.clone(),
+            preview: preview.clone(),
             at: *at,
         }),
         RunnerEvent::Failed { error, .. } => Some(Final::Failed(error.clone())),
@@ -309,6 +311,7 @@ mod tests {
             outputs: Default::default(),
             drift: None,
             estimate: None,
+            preview: None,
             at: at("2026-11-22T04:45:00Z"),
         }
     }

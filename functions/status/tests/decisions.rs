@@ -28,6 +28,9 @@ use time::Duration;
 // Plan approvals: a run that ends awaiting approval.
 mod approvals;
 
+// A preview's end: recorded on its operation, the cluster untouched.
+mod preview;
+
 /// The fakes, as the status function's ports.
 struct FakePorts;
 
@@ -240,6 +243,7 @@ fn succeeded(w: &World, run: &Run, token: u64) -> String {
         outputs: BTreeMap::from([("endpoint".to_owned(), serde_json::json!("https://k8s.example"))]),
         drift: None,
         estimate: None,
+        preview: None,
         at: w.clock.now(),
     })
 }
@@ -254,6 +258,7 @@ fn drift_found(w: &World, run: &Run) -> String {
             actions: vec!["update".into()],
         }]),
         estimate: None,
+        preview: None,
         at: w.clock.now(),
     })
 }

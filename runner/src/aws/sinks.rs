@@ -74,7 +74,7 @@ impl Reporter for SqsReporter {
         Ok(self.send_body(body.to_string()).await?)
     }
 
-    /// Without outputs, drift or estimate when stored.
+    /// Without outputs, drift, estimate or preview when stored.
     async fn send_final(&self, ev: &RunnerEvent) -> Result<(), RunnerError> {
         let small = || match ev.clone() {
             RunnerEvent::Succeeded {
@@ -88,6 +88,7 @@ impl Reporter for SqsReporter {
                 outputs: Default::default(),
                 drift: None,
                 estimate: None,
+                preview: None,
                 at,
             },
             other => other,

@@ -20,6 +20,7 @@ mod cleanup;
 mod failure;
 mod plan;
 mod prepare;
+mod preview;
 mod priced;
 mod report;
 mod sealed;

@@ -6,7 +6,7 @@ use strato_domain::ErrorCategory;
 use strato_domain::cost::CostEstimate;
 use strato_domain::messages::{PlanSummary, RunnerEvent};
 use strato_domain::model::OperationKind;
-use strato_policy::{PlanInput, Policy, PolicySet, Stage, input};
+use strato_policy::{PlanInput, Policy, PolicySet, Stage, Verdict, input};
 
 use super::PreparedRun;
 use super::failure::Failure;
@@ -97,6 +97,50 @@ impl<P: Ports> PreparedRun<'_, P> {
         }
         let step = self.step(stage, "policy");
         self.ctx.event_step(&step, None);
+        let verdict = self.evaluate_policies(&step, plan)?;
+        for w in &verdict.warn {
+            self.note(&step, &format!("policy warning: {w}"));
+        }
+        // The operation's notes also hold the request policies' warnings (the api checked them when the
+        // operation was asked for): the summary counts and says them too, so the log and the operation agree.
+        let requested = request_warnings(&self.ctx.op);
+        for w in &requested {
+            self.note(&step, &format!("policy warning (request): {w}"));
+        }
+        self.note(&step, &policy_summary(&verdict, requested.len()));
+        self.ctx.event_step(&step, Some(!verdict.denied()));
+        if !verdict.denied() {
+            self.ctx.progress.send(RunnerEvent::PolicyChecked {
+                operation_id: self.ctx.op.operation_id.clone(),
+                fencing_token: self.ctx.cfg.fencing_token,
+                stage: stage.to_owned(),
+                version: verdict.version.clone(),
+                warnings: verdict.warn.iter().map(ToString::to_string).collect(),
+                at: strato_domain::ts::now(),
+            });
+            return Ok(());
+        }
+        let rules: Vec<String> = verdict.deny.iter().map(ToString::to_string).collect();
+        let mut f = Failure::new(
+            &step,
+            ErrorCategory::InvalidConfiguration,
+            format!(
+                "the plan is denied by {} policy rule(s) (policy version {}); nothing was applied: {}",
+                rules.len(),
+                verdict.version,
+                rules.join("; ")
+            ),
+        );
+        f.fix =
+            "Change the cluster's variables so the plan complies (PATCH the cluster), or ask your tenant's \
+                 administrator about the policy (GET /v1/policies); then retry."
+                .into();
+        Err(f)
+    }
+
+    /// The plan policies' verdict on `plan` and the estimate so far, as an update's (a preview is judged as
+    /// the update it previews), messages redacted. A set that does not compile fails `step`.
+    pub(super) fn evaluate_policies(&self, step: &str, plan: &Value) -> Result<Verdict, Failure> {
         let redactor = &self.ctx.logs.redactor;
         let mut verdict = match &self.ctx.policies {
             Ok(set) => {
@@ -130,77 +174,41 @@ impl<P: Ports> PreparedRun<'_, P> {
                 set.evaluate(Stage::Plan, &input.to_value())
             }
             Err(why) => {
-                self.ctx.event_step(&step, Some(false));
-                let mut f = Failure::new(&step, ErrorCategory::InvalidConfiguration, why.clone());
+                self.ctx.event_step(step, Some(false));
+                let mut f = Failure::new(step, ErrorCategory::InvalidConfiguration, why.clone());
                 f.fix = "Correct or delete the policy named (PUT or DELETE /v1/policies/{name}), then retry."
                     .into();
                 return Err(f);
             }
         };
         verdict.redact_messages(|m| redactor.redact(m));
-        for w in &verdict.warn {
-            self.note(&step, &format!("policy warning: {w}"));
-        }
-        // The operation's notes also hold the request policies' warnings (the api checked them when the
-        // operation was asked for): the summary counts and says them too, so the log and the operation agree.
-        let requested = request_warnings(&self.ctx.op);
-        for w in &requested {
-            self.note(&step, &format!("policy warning (request): {w}"));
-        }
-        let warnings = if requested.is_empty() {
-            format!("{} warning(s)", verdict.warn.len())
-        } else {
-            format!(
-                "{} warning(s) ({} on the plan, {} on the request)",
-                verdict.warn.len() + requested.len(),
-                verdict.warn.len(),
-                requested.len()
-            )
-        };
-        self.note(
-            &step,
-            &format!(
-                "policy {}: {} denied, {warnings}",
-                verdict.version,
-                verdict.deny.len(),
-            ),
-        );
-        self.ctx.event_step(&step, Some(!verdict.denied()));
-        if !verdict.denied() {
-            self.ctx.progress.send(RunnerEvent::PolicyChecked {
-                operation_id: self.ctx.op.operation_id.clone(),
-                fencing_token: self.ctx.cfg.fencing_token,
-                stage: stage.to_owned(),
-                version: verdict.version.clone(),
-                warnings: verdict.warn.iter().map(ToString::to_string).collect(),
-                at: strato_domain::ts::now(),
-            });
-            return Ok(());
-        }
-        let rules: Vec<String> = verdict.deny.iter().map(ToString::to_string).collect();
-        let mut f = Failure::new(
-            &step,
-            ErrorCategory::InvalidConfiguration,
-            format!(
-                "the plan is denied by {} policy rule(s) (policy version {}); nothing was applied: {}",
-                rules.len(),
-                verdict.version,
-                rules.join("; ")
-            ),
-        );
-        f.fix =
-            "Change the cluster's variables so the plan complies (PATCH the cluster), or ask your tenant's \
-                 administrator about the policy (GET /v1/policies); then retry."
-                .into();
-        Err(f)
+        Ok(verdict)
     }
+}
+
+/// The policy step's summary line: denials and warnings, the request's counted too.
+pub(super) fn policy_summary(verdict: &Verdict, requested: usize) -> String {
+    let warnings = if requested == 0 {
+        format!("{} warning(s)", verdict.warn.len())
+    } else {
+        format!(
+            "{} warning(s) ({} on the plan, {requested} on the request)",
+            verdict.warn.len() + requested,
+            verdict.warn.len(),
+        )
+    };
+    format!(
+        "policy {}: {} denied, {warnings}",
+        verdict.version,
+        verdict.deny.len(),
+    )
 }
 
 /// How the api notes a request policy's warning on the operation (`functions/api/src/decide/policy.rs`).
 const REQUEST_WARNING_NOTE: &str = "policy warning: ";
 
 /// The request policies' warnings the operation was asked with, from its notes.
-fn request_warnings(op: &strato_domain::model::Operation) -> Vec<&str> {
+pub(super) fn request_warnings(op: &strato_domain::model::Operation) -> Vec<&str> {
     op.notes
         .iter()
         .filter_map(|n| n.strip_prefix(REQUEST_WARNING_NOTE))

@@ -40,6 +40,7 @@ impl<P: Ports> RunContext<P> {
             fencing_token: self.cfg.fencing_token,
             outputs: done.outputs.into_iter().collect(),
             drift: done.drift,
+            preview: done.preview,
             estimate: (!estimate.resources.is_empty()).then(|| estimate.clone()),
             at: strato_domain::ts::now(),
         }

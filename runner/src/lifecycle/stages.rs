@@ -9,12 +9,14 @@ use serde_json::{Map, Value};
 use strato_domain::approval::SavedPlan;
 use strato_domain::messages::PlanSummary;
 use strato_domain::model::{OperationKind, ResourceChange};
+use strato_domain::preview::Preview;
 use strato_terraform::compose::ComposedStage;
 use strato_terraform::render::{ProviderDialect, state_key};
 
 use super::approval::Gate;
 use super::failure::Failure;
 use super::plan::{Outputs, drift_changes, split_outputs};
+use super::preview::PreviewBuild;
 use super::{MAX_RETRIES, PreparedRun};
 use crate::outcome::Outcome;
 use crate::ports::{Engine, OutputSecrets, Ports, StateBackend};
@@ -28,6 +30,8 @@ pub(super) struct ExecOutcome {
     pub(super) drift: Option<Vec<ResourceChange>>,
     /// A plan saved for approval: the run ends with it, the operation waits.
     pub(super) awaiting: Option<Box<SavedPlan>>,
+    /// A preview's result (`plan` kind).
+    pub(super) preview: Option<Box<Preview>>,
 }
 
 impl ExecOutcome {
@@ -36,6 +40,7 @@ impl ExecOutcome {
             outputs: Map::new(),
             drift: None,
             awaiting: None,
+            preview: None,
         }
     }
 }
@@ -413,8 +418,7 @@ impl<P: Ports> PreparedRun<'_, P> {
         }
         Ok(ExecOutcome {
             outputs: all_plain,
-            drift: None,
-            awaiting: None,
+            ..ExecOutcome::nothing()
         })
     }
 
@@ -527,17 +531,21 @@ impl<P: Ports> PreparedRun<'_, P> {
         }
     }
 
-    /// `plan` kind (nothing applied) and drift checks (changed resources reported). The saved plan is not
-    /// kept: it holds every input, sensitive ones included, and the prior state, and nothing reads it back.
+    /// `plan` kind: a preview of the proposed spec (nothing applied; changes, policies and cost difference
+    /// reported), and drift checks (changed resources reported). The saved plan is not kept: it holds every
+    /// input, sensitive ones included, and the prior state, and nothing reads it back.
     async fn plan_only(&mut self, drift: bool) -> Result<ExecOutcome, Failure> {
         let mut earlier = Map::new();
         let mut changes = Vec::new();
+        let mut preview = PreviewBuild::new();
         for stage in self.ws.stages.clone() {
             self.write_tfvars(&stage, &earlier)?;
             self.init(&stage.stage).await?;
             let (plan, _) = self.plan(&stage.stage, drift).await?;
             if drift {
                 changes.extend(drift_changes(&plan));
+            } else {
+                self.preview_stage(&stage.stage, &plan, &mut preview)?;
             }
             // Later stages plan against what earlier ones currently hold.
             let (plain, sensitive) = self.outputs(&stage.stage, false).await?;
@@ -545,9 +553,9 @@ impl<P: Ports> PreparedRun<'_, P> {
             earlier.extend(sensitive);
         }
         Ok(ExecOutcome {
-            outputs: Map::new(),
             drift: drift.then_some(changes),
-            awaiting: None,
+            preview: (!drift).then(|| Box::new(self.finish_preview(preview))),
+            ..ExecOutcome::nothing()
         })
     }
 

@@ -22,6 +22,7 @@ pub mod messages;
 pub mod model;
 pub mod plan;
 pub mod ports;
+pub mod preview;
 pub mod run_proof;
 pub mod sealed;
 pub mod secret;

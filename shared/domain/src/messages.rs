@@ -108,6 +108,9 @@ pub enum RunnerEvent {
         /// their plan).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         estimate: Option<CostEstimate>,
+        /// A preview (`plan` operation): what the update would do and cost.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<Box<crate::preview::Preview>>,
         #[serde(with = "crate::ts")]
         at: OffsetDateTime,
     },

@@ -399,6 +399,10 @@ pub struct Operation {
     /// Cost estimate of the saved plan(s), attached before apply.
     #[serde(default)]
     pub estimate: Option<crate::cost::CostEstimate>,
+    /// A preview's (`plan` operation's) result: the changes, policy results and cost difference of the
+    /// proposed spec; absent until it succeeded, and on every other kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<crate::preview::Preview>,
     /// Whether its plan waits for an approver before it is applied (the mode resolved when it was asked for).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approval_required: bool,
@@ -440,6 +444,7 @@ impl Operation {
             notes: Vec::new(),
             policy_version: None,
             estimate: None,
+            preview: None,
             approval_required: false,
             approval: None,
             traceparent: Some(crate::telemetry::Traceparent::new_root()),

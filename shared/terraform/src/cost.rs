@@ -80,6 +80,27 @@ pub fn estimate(plan_json: &Value, region: &str) -> CostEstimate {
 
 /// [`estimate`] with an explicit table.
 pub fn estimate_with(table: &PriceTable, plan_json: &Value, region: &str) -> CostEstimate {
+    estimate_side(table, plan_json, region, Side::After)
+}
+
+/// What the plan's resources cost as they are now, before it is applied: each resource's `before` (its
+/// state) priced with the same table and rules as [`estimate`] prices its `after`. A resource the plan
+/// creates costs nothing now. With [`estimate`] of the same plan it gives a change's cost difference
+/// without a second plan.
+pub fn estimate_current(plan_json: &Value, region: &str) -> CostEstimate {
+    estimate_side(PriceTable::builtin(), plan_json, region, Side::Before)
+}
+
+/// Which side of each resource change is priced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// `before`: the state now (every attribute known).
+    Before,
+    /// `after`: what the plan makes (some attributes only known after apply).
+    After,
+}
+
+fn estimate_side(table: &PriceTable, plan_json: &Value, region: &str, side: Side) -> CostEstimate {
     let mut est = CostEstimate {
         currency: table.currency.clone(),
         total_monthly: 0.0,
@@ -106,12 +127,24 @@ pub fn estimate_with(table: &PriceTable, plan_json: &Value, region: &str) -> Cos
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             .unwrap_or_default();
-        let after = change.get("after").unwrap_or(&Value::Null);
-        let unknown = change.get("after_unknown").unwrap_or(&Value::Null);
-        let (monthly, note) = if actions.iter().all(|a| a == "delete") && after.is_null() {
-            (Some(0.0), "deleted by this plan".to_owned())
-        } else {
-            price(table, region, resource_type, after, unknown)
+        let (monthly, note) = match side {
+            Side::After => {
+                let after = change.get("after").unwrap_or(&Value::Null);
+                let unknown = change.get("after_unknown").unwrap_or(&Value::Null);
+                if actions.iter().all(|a| a == "delete") && after.is_null() {
+                    (Some(0.0), "deleted by this plan".to_owned())
+                } else {
+                    price(table, region, resource_type, after, unknown)
+                }
+            }
+            Side::Before => {
+                let before = change.get("before").unwrap_or(&Value::Null);
+                if before.is_null() {
+                    (Some(0.0), "created by this plan".to_owned())
+                } else {
+                    price(table, region, resource_type, before, &Value::Null)
+                }
+            }
         };
         est.resources.push(ResourceCost {
             stage: String::new(),
@@ -403,6 +436,41 @@ mod tests {
         assert!(e.resources[2].note.contains("ap-south-1"));
         assert_eq!(e.total_monthly, 0.0);
         assert_eq!(e.price_table_date, PriceTable::builtin().date);
+    }
+
+    #[test]
+    fn the_current_side_prices_each_resource_before_the_plan() {
+        let sc = |n: u32| serde_json::json!([{"desired_size": n, "min_size": 1, "max_size": 5}]);
+        let p = plan(serde_json::json!([
+            {"address": "aws_eks_node_group.n", "mode": "managed", "type": "aws_eks_node_group",
+             "change": {"actions": ["update"],
+                "before": {"scaling_config": sc(2), "instance_types": ["m5.large"], "disk_size": 20},
+                "after": {"scaling_config": sc(3), "instance_types": ["m5.large"], "disk_size": 20},
+                "after_unknown": {}}},
+            {"address": "aws_instance.new", "mode": "managed", "type": "aws_instance",
+             "change": {"actions": ["create"], "before": null,
+                "after": {"instance_type": "t3.small"}, "after_unknown": {}}},
+            {"address": "aws_instance.old", "mode": "managed", "type": "aws_instance",
+             "change": {"actions": ["delete"], "before": {"instance_type": "t3.small"},
+                "after": null, "after_unknown": {}}},
+            {"address": "aws_eks_cluster.c", "mode": "managed", "type": "aws_eks_cluster",
+             "change": {"actions": ["no-op"], "before": {}, "after": {}, "after_unknown": {}}}
+        ]));
+        let now = estimate_current(&p, "us-east-1");
+        let then = estimate(&p, "us-east-1");
+        let node = |n: f64| n * (0.096 * 730.0 + 20.0 * 0.08);
+        let t3 = 0.0208 * 730.0;
+        let eks = now.resources[3].monthly.unwrap();
+        assert!(
+            (now.total_monthly - (node(2.0) + t3 + eks)).abs() < 1e-9,
+            "{now:?}"
+        );
+        assert!(
+            (then.total_monthly - (node(3.0) + t3 + eks)).abs() < 1e-9,
+            "{then:?}"
+        );
+        assert_eq!(now.resources[1].note, "created by this plan");
+        assert_eq!(then.resources[2].note, "deleted by this plan");
     }
 
     #[test]

@@ -292,6 +292,102 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
         show(&o)
     );
 
+    // Preview an update: the changes by address and the cost difference shown, exit 0, nothing applied.
+    let get = |cfg: &Path, id: &str| {
+        let (cfg, id) = (cfg.to_owned(), id.to_owned());
+        async move {
+            let o = strato(&cfg, &[], None, &["clusters", "get", &id, "-o", "json"]).await;
+            serde_json::from_slice::<Value>(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)))
+        }
+    };
+    let before = get(cfg, &id).await;
+    let preview = |args: &'static [&'static str]| {
+        let cfg = cfg.to_owned();
+        async move {
+            let mut all = vec!["clusters", "update", "cli-demo"];
+            all.extend_from_slice(args);
+            all.push("--plan-only");
+            let o = strato(&cfg, &[], None, &all).await;
+            assert!(o.status.success(), "{}", show(&o));
+            assert!(text(&o.stdout).contains("plan succeeded"), "{}", show(&o));
+            assert!(text(&o.stdout).contains("Nothing was applied"), "{}", show(&o));
+            o
+        }
+    };
+    // One more node: the node group changes, and costs one t3.medium (0.0416 USD/h x 730 h) and its 20 GB
+    // gp3 disk (1.60 USD) more a month. (Only previewed: a node group update never ends against moto.)
+    let o = preview(&["--set", "node_count=3"]).await;
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("Preview: 0 to add, 1 to change, 0 to destroy, 0 to replace"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("~ ") && l.contains("aws_eks_node_group.default")),
+        "the node group, marked changed: {}",
+        show(&o)
+    );
+    assert!(out.contains("Monthly cost: +$31.97/month"), "{}", show(&o));
+    assert!(out.contains("Policies: 0 denied"), "{}", show(&o));
+    let after = get(cfg, &id).await;
+    for key in ["variables", "outputs", "state", "template", "drift"] {
+        assert_eq!(after[key], before[key], "the preview changed the cluster's {key}");
+    }
+    let preview_op = after["last_operation"]["id"].as_str().unwrap().to_owned();
+    let o = strato(cfg, &[], None, &["operations", "get", &preview_op, "-o", "json"]).await;
+    let op: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (op["kind"].as_str(), op["status"].as_str()),
+        (Some("plan"), Some("succeeded")),
+        "{op}"
+    );
+    assert_eq!(op["spec"]["variables"]["node_count"], 3, "{op}");
+    assert_eq!(op["preview"]["cost"]["difference"], "+$31.97/month", "{op}");
+    assert_eq!(op["preview"]["applied"], false, "{op}");
+    // An admin network: one security-group rule to add, at no cost. Previewed, then applied.
+    let o = preview(&["--var", "admin_cidrs=203.0.113.0/24"]).await;
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("Preview: 1 to add, 0 to change, 0 to destroy, 0 to replace"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("+ ") && l.contains("aws_security_group_rule")),
+        "{}",
+        show(&o)
+    );
+    assert!(out.contains("Monthly cost: $0.00/month"), "{}", show(&o));
+    let after = get(cfg, &id).await;
+    assert_eq!(after["variables"], before["variables"], "nothing applied");
+    let o = strato(
+        cfg,
+        &[],
+        None,
+        &[
+            "clusters",
+            "update",
+            "cli-demo",
+            "--var",
+            "admin_cidrs=203.0.113.0/24",
+            "--wait",
+            "--quiet",
+        ],
+    )
+    .await;
+    assert!(o.status.success(), "{}", show(&o));
+    let applied = get(cfg, &id).await;
+    assert_eq!(
+        applied["variables"]["admin_cidrs"],
+        serde_json::json!(["203.0.113.0/24"]),
+        "{applied}"
+    );
+    assert_eq!(applied["variables"]["node_count"], 2, "{applied}");
+    assert_eq!(applied["state"], "ACTIVE", "{applied}");
+
     // Delete, and follow its live log through a connection that is cut mid-stream.
     let o = strato(
         cfg,

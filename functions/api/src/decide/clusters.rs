@@ -11,6 +11,7 @@ use strato_domain::ports::{
 };
 use strato_domain::sealed::Keys;
 use strato_domain::template::Template;
+use strato_domain::validate::ValidatedSpec;
 
 use strato_coordination::{ATTEMPTS, Attempt, optimistic};
 
@@ -235,26 +236,9 @@ where
         if let Some(why) = refuse_new_operation(&c, &open, "updated") {
             return Err(ApiError::Conflict(why));
         }
-        // The newest spec requested: the last open create or update's (they run in order), else the cluster's.
-        let mut spec = open
-            .iter()
-            .rev()
-            .filter(|o| matches!(o.kind, OperationKind::Create | OperationKind::Update))
-            .find_map(|o| o.spec.clone())
-            .unwrap_or_else(|| c.spec.clone());
-        // Merge-patch semantics (RFC 7396): a value replaces the current one, null removes it (back to default).
-        for (k, v) in change.patch {
-            if v.is_null() {
-                spec.variables.remove(k);
-            } else {
-                spec.variables.insert(k.clone(), v.clone());
-            }
-        }
-        if let Some(v) = change.version {
-            spec.template.version = v.to_owned();
-        }
-        let t = self.template_for(&spec.template, "template_version").await?;
-        let validated = check(&spec, &t)?;
+        let (validated, t) = self
+            .proposed_spec(&c, &open, change.patch, change.version)
+            .await?;
         let (approval, lowered) = self.approval_change(caller, &c, &t, change).await?;
         let allowed = self.check_policies(
             caller,
@@ -291,6 +275,38 @@ where
             }),
             Attempt::Conflict => Attempt::Conflict,
         })
+    }
+
+    /// The spec a PATCH of `patch` and `version` proposes for `c`, validated, and its template. It builds on
+    /// the newest spec requested — the last open create or update's (they run in order), else the
+    /// cluster's — so a change sent before the previous one ran keeps that one's changes.
+    pub(super) async fn proposed_spec(
+        &self,
+        c: &Cluster,
+        open: &[Operation],
+        patch: &std::collections::BTreeMap<String, serde_json::Value>,
+        version: Option<&str>,
+    ) -> Result<(ValidatedSpec, Template), ApiError> {
+        let mut spec = open
+            .iter()
+            .rev()
+            .filter(|o| matches!(o.kind, OperationKind::Create | OperationKind::Update))
+            .find_map(|o| o.spec.clone())
+            .unwrap_or_else(|| c.spec.clone());
+        // Merge-patch semantics (RFC 7396): a value replaces the current one, null removes it (back to default).
+        for (k, v) in patch {
+            if v.is_null() {
+                spec.variables.remove(k);
+            } else {
+                spec.variables.insert(k.clone(), v.clone());
+            }
+        }
+        if let Some(v) = version {
+            spec.template.version = v.to_owned();
+        }
+        let t = self.template_for(&spec.template, "template_version").await?;
+        let validated = check(&spec, &t)?;
+        Ok((validated, t))
     }
 
     /// A PATCH of settings alone (drift, expiry, approval): the cluster, no operation. A change of the

@@ -1,5 +1,5 @@
 //! The API's decisions, written against the domain's [ports](strato_domain::ports): what a create, an update,
-//! a delete, a retry, a drift check, an estimate, a cancel and a state restore may do, and what each writes
+//! a delete, a retry, a drift check, a preview, an estimate, a cancel and a state restore may do, and what each writes
 //! and sends. The handlers run them on the AWS adapters (`Ctx::api`); the fast tests (`tests/decisions.rs`)
 //! on the in-memory fakes. Decisions answer with domain records; the handlers turn those into views.
 
@@ -7,6 +7,7 @@ mod approvals;
 mod clusters;
 mod operations;
 mod policy;
+mod preview;
 mod state;
 
 pub use approvals::ApprovalLowered;

@@ -10,6 +10,9 @@ mod approvals;
 // Who may lower a cluster's approval requirement, what policies see of it, named requesters.
 mod governance;
 
+// A preview of an update: validated and governed as the update, a `plan` operation, nothing changed.
+mod preview;
+
 // A create's audit entry, written with the create; the tenant's rules read with its policies.
 mod audit;
 

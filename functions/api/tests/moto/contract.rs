@@ -129,6 +129,18 @@ async fn every_route_answers_as_the_document_says() {
         .await;
     check(Method::POST, "/v1/operations/{id}/cancel", &r);
 
+    // A preview of an update of the ACTIVE cluster: a `plan` operation queued (202), the cluster unchanged.
+    let r = api
+        .call(
+            call("update-cluster", Method::POST, &format!("{cluster}/plan"))
+                .body(&json!({"variables": {"node_count": 4}})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    assert_eq!(r.body["operation"]["kind"], "plan", "{:?}", r.body);
+    assert_eq!(r.body["cluster"]["state"], "ACTIVE", "{:?}", r.body);
+    check(Method::POST, "/v1/clusters/{id}/plan", &r);
+
     // Another check, parked as a planned operation awaiting approval: approved (202, with its plan and the
     // decision), then a rejection is too late (409).
     let r = api

@@ -8,6 +8,7 @@ mod approval;
 mod cleanup;
 mod gates;
 mod prepare;
+mod preview;
 mod report;
 mod retries;
 mod stops;
