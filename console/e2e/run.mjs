@@ -296,6 +296,26 @@ try {
   await page.getByRole("button", { name: "Update variables" }).waitFor();
   await check(page, "cluster-variables");
   await shots(page, "cluster-variables");
+
+  step("preview an update: changes and the monthly cost difference, nothing applied");
+  await page.getByRole("button", { name: "Update variables" }).click();
+  const nodes = page.getByRole("form", { name: "Update variables" }).getByLabel("Number of nodes", { exact: true });
+  const before = await nodes.inputValue();
+  await nodes.fill(String(Number(before) + 1));
+  await page.getByRole("button", { name: "Preview", exact: true }).click();
+  const preview = page.getByRole("region", { name: "Preview of the change" });
+  await waitFor("the preview's result", async () => (await preview.count()) > 0 || ((await page.locator(".preview-result").textContent()) ?? "").trim() || "planning", 240_000);
+  const shown = ((await preview.textContent()) ?? "").replace(/\s+/g, " ");
+  const diff = ((await page.getByTestId("cost-difference").textContent()) ?? "").trim();
+  console.log(`  preview: ${shown.slice(0, 160)}… cost ${diff}`);
+  if (!/~/.test(shown) || !/node_group/.test(shown)) fail(`the preview shows no change of the node group: ${shown}`);
+  if (!/^\+\$\d+\.\d\d\/month$/.test(diff)) fail(`one more node costs more: ${diff}`);
+  if (!/Nothing was applied/.test(shown)) fail("the preview does not say nothing was applied");
+  await shots(page, "preview");
+  await page.getByRole("button", { name: "Cancel" }).click();
+  await page.getByRole("button", { name: "Update variables" }).waitFor();
+  const row = ((await page.getByRole("row", { name: /Number of nodes/ }).first().textContent()) ?? "");
+  if (!row.includes(before)) fail(`the cluster's node count changed after a preview: ${row} (was ${before})`);
   await tabs.getByRole("link", { name: "Settings" }).click();
   await page.getByRole("heading", { name: "Danger zone" }).waitFor();
   await check(page, "cluster-settings");
