@@ -109,8 +109,30 @@ async fn every_route_answers_as_the_document_says() {
         .await
         .unwrap()
         .unwrap();
+    // No endpoint yet: no kubeconfig (409 saying why).
+    let kubeconfig = format!("{cluster}/kubeconfig");
+    let r = api.call(call("get-cluster", Method::GET, &kubeconfig)).await;
+    assert_eq!(r.status, 409, "{:?}", r.body);
+    check(Method::GET, "/v1/clusters/{id}/kubeconfig", &r);
     c = c.in_state(ClusterState::Active);
+    c.outputs.insert(
+        "cluster_endpoint".into(),
+        json!("https://abc.gr7.eu-west-1.eks.amazonaws.com"),
+    );
+    c.outputs.insert(
+        "cluster_ca_certificate".into(),
+        json!("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="),
+    );
     api.ctx.store.save_cluster(&mut c).await.unwrap();
+    let r = api.call(call("get-cluster", Method::GET, &kubeconfig)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["context"], "strato-prod-eu", "{:?}", r.body);
+    assert!(
+        r.body["kubeconfig"].as_str().unwrap().contains("get-token"),
+        "{:?}",
+        r.body
+    );
+    check(Method::GET, "/v1/clusters/{id}/kubeconfig", &r);
     let r = api
         .call(call(
             "drift-check",
