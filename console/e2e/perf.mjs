@@ -12,7 +12,7 @@ const base = CONSOLE_URL.replace(/\/$/, "");
 const r = await fetch(`${base}/v1/clusters`, {
   method: "POST",
   headers: { Authorization: `Bearer ${TOKEN_A}`, "Content-Type": "application/json" },
-  body: JSON.stringify({ name: `big-${Date.now().toString(36)}`, template: { name: "aws-eks-basic", version: "1.0.0" }, provider: "aws", region: "us-east-1", variables: {} }),
+  body: JSON.stringify({ name: `big-${Date.now().toString(36)}`, template: { name: "aws-eks-basic", version: "1.1.0" }, provider: "aws", region: "us-east-1", variables: {} }),
 });
 if (r.status !== 202) fail(`create answered ${r.status}: ${await r.text()}`);
 const { operation } = await r.json();
