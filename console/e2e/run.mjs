@@ -343,6 +343,29 @@ try {
   await page.getByRole("button", { name: "Never expire" }).click();
   await page.getByText("Never deleted automatically.").waitFor({ timeout: 15_000 });
 
+  step("preview, then apply, an update: an admin network");
+  await tabs.getByRole("link", { name: "Variables" }).click();
+  await page.getByRole("button", { name: "Update variables" }).click();
+  const upd = page.getByRole("form", { name: "Update variables" });
+  await upd.getByRole("button", { name: "Add item to Admin networks" }).click();
+  await upd.getByRole("textbox", { name: "Admin networks item 1" }).fill("10.20.0.0/16");
+  await upd.getByRole("button", { name: "Preview", exact: true }).click();
+  await waitFor("the admin network's preview", async () => (await page.getByRole("region", { name: "Preview of the change" }).count()) > 0 || ((await page.locator(".preview-result").textContent()) ?? "").trim() || "planning", 240_000);
+  const adminPreview = ((await page.getByRole("region", { name: "Preview of the change" }).textContent()) ?? "").replace(/\s+/g, " ");
+  if (!/\+ ?module\.\S*security_group_rule/.test(adminPreview)) fail(`the preview shows no new security group rule: ${adminPreview}`);
+  await upd.getByRole("button", { name: /^Apply changes/ }).click();
+  await page.waitForURL(/\/operations\//, { timeout: 30_000 });
+  await heading(page, /^Operation update/);
+  await waitFor("the update to succeed", async () => {
+    const s = (await opStatus.textContent())?.trim();
+    if (s === "failed" || s === "cancelled" || s === "awaiting approval") fail(`the update ${s}`);
+    return s === "succeeded" || s;
+  }, LONG, 1000);
+  await page.getByRole("link", { name }).first().click();
+  await heading(page, new RegExp(`^Cluster ${name}$`));
+  await tabs.getByRole("link", { name: "Settings" }).click();
+  await page.getByRole("heading", { name: "Danger zone" }).waitFor();
+
   await page.getByRole("button", { name: "Delete cluster" }).click();
   const dlg = page.getByRole("dialog");
   await dlg.waitFor();
