@@ -87,15 +87,20 @@ where
         id: &str,
         cmd: impl Into<UpdateCluster>,
     ) -> Result<Started, ApiError> {
-        // A missing cluster is a 404 before the body's problems, as for a PATCH.
-        self.load_cluster(caller, id).await?;
+        // A missing cluster is a 404 before the body's problems, as for a PATCH. The cluster read for it is
+        // the first attempt's; only a retry (a lost conditional write) reads it again.
+        let first = std::sync::Mutex::new(Some(self.load_cluster(caller, id).await?));
         let proposal = proposal(cmd.into())?;
-        let proposal = &proposal;
+        let (proposal, first) = (&proposal, &first);
         optimistic(
             ATTEMPTS,
             || kept_changing(id),
             || async move {
-                let c = self.load_cluster(caller, id).await?;
+                let read = first.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let c = match read {
+                    Some(c) => c,
+                    None => self.load_cluster(caller, id).await?,
+                };
                 self.try_plan(caller, c, proposal).await
             },
         )
