@@ -8,6 +8,7 @@
 //! template's files — the dispatcher, status, the log functions — do not build HCL parsing or tar.
 
 pub mod artifacts;
+pub mod backend;
 pub mod bundle;
 pub mod catalog_check;
 pub mod compose;

@@ -42,7 +42,7 @@ pub enum ToolsError {
     },
 }
 
-fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ToolsError {
+pub(crate) fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ToolsError {
     let path = path.to_owned();
     move |source| ToolsError::Io { what, path, source }
 }
@@ -267,7 +267,7 @@ fn ensure_checkov(root: &Path) -> Result<PathBuf, ToolsError> {
     Ok(exe)
 }
 
-fn write_if_changed(path: &Path, text: &str) -> Result<(), ToolsError> {
+pub(crate) fn write_if_changed(path: &Path, text: &str) -> Result<(), ToolsError> {
     if fs::read_to_string(path).ok().as_deref() != Some(text) {
         // Write aside, then rename: a reader sees the old file or the new one, never a truncated one.
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
@@ -277,7 +277,7 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), ToolsError> {
     Ok(())
 }
 
-fn run(step: &'static str, fix: &'static str, cmd: &mut Command) -> Result<String, ToolsError> {
+pub(crate) fn run(step: &'static str, fix: &'static str, cmd: &mut Command) -> Result<String, ToolsError> {
     let out = cmd.output().map_err(|e| ToolsError::Step {
         step,
         detail: format!("{cmd:?}: {e}"),
@@ -311,7 +311,7 @@ fn sha256_file(path: &Path) -> Result<String, ToolsError> {
 }
 
 /// A stamp lists `key=value` lines: the pinned versions and the sha256 of each file the component owns.
-fn stamp_valid(stamp: &Path, pins: &str, files: &[&Path]) -> bool {
+pub(crate) fn stamp_valid(stamp: &Path, pins: &str, files: &[&Path]) -> bool {
     let Ok(text) = fs::read_to_string(stamp) else {
         return false;
     };
@@ -328,7 +328,7 @@ fn stamp_valid(stamp: &Path, pins: &str, files: &[&Path]) -> bool {
     })
 }
 
-fn write_stamp(stamp: &Path, pins: &str, files: &[&Path]) -> Result<(), ToolsError> {
+pub(crate) fn write_stamp(stamp: &Path, pins: &str, files: &[&Path]) -> Result<(), ToolsError> {
     let mut text = format!("{pins}\n");
     for f in files {
         text.push_str(&sha256_file(f)?);
@@ -337,7 +337,7 @@ fn write_stamp(stamp: &Path, pins: &str, files: &[&Path]) -> Result<(), ToolsErr
     fs::write(stamp, text).map_err(io("writing", stamp))
 }
 
-fn remove_dir(path: &Path) -> Result<(), ToolsError> {
+pub(crate) fn remove_dir(path: &Path) -> Result<(), ToolsError> {
     match fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -9,6 +9,7 @@ mod infra_support;
 
 mod catalog_apply;
 mod catalog_publish;
+mod cloud_state;
 mod cost_plan;
 mod infra_apply;
 mod infra_check;
