@@ -27,6 +27,8 @@ pub enum Cmd {
     Destroy,
     StatePull,
     StateList,
+    /// `import ADDRESS ID` (adoption after a false failure).
+    Import,
     Other,
 }
 
@@ -41,6 +43,7 @@ impl Cmd {
             Some("apply") => Self::Apply,
             Some("output") => Self::Output,
             Some("destroy") => Self::Destroy,
+            Some("import") => Self::Import,
             Some("state") => match args.get(1).map(String::as_str) {
                 Some("pull") => Self::StatePull,
                 Some("list") => Self::StateList,

@@ -79,6 +79,7 @@ impl<P: Ports> PreparedRun<'_, P> {
             fix: ErrorCategory::CleanupFailed.default_fix().to_owned(),
             stopped: None,
             step: failure.step,
+            address: None,
         }
     }
 

@@ -15,6 +15,8 @@ pub(super) struct Failure {
     pub(super) what: String,
     pub(super) fix: String,
     pub(super) stopped: Option<StopReason>,
+    /// The resource an "already exists" failure names (for adoption after a false failure).
+    pub(super) address: Option<String>,
 }
 
 impl Failure {
@@ -25,6 +27,7 @@ impl Failure {
             what: what.into(),
             fix: category.default_fix().to_owned(),
             stopped: None,
+            address: None,
         }
     }
 
@@ -86,8 +89,12 @@ impl Failure {
                 v.name
             );
         }
+        let address = (c.category == ErrorCategory::AlreadyExists)
+            .then(|| strato_domain::template::adopt::failed_address(diagnostics).map(str::to_owned))
+            .flatten();
         Self {
             fix,
+            address,
             ..Self::new(step, c.category, what)
         }
     }

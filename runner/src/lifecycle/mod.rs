@@ -15,6 +15,7 @@
 //! Everything here is written against the [ports](crate::ports); `tests/` runs it on the fakes.
 
 mod access;
+mod adopt;
 mod approval;
 mod cleanup;
 mod failure;
@@ -131,6 +132,8 @@ struct PreparedRun<'r, P: Ports> {
     platform_state: Option<<P::Cloud as Cloud>::State>,
     /// The settings dialect the emulator's provider files are written in (emulator mode only).
     provider_dialect: strato_terraform::render::ProviderDialect,
+    /// The template's adoptable resources, and those adopted in this run (each at most once).
+    adopt: adopt::Adoption,
 }
 
 /// Runs the operation named by `cfg` to its final event on AWS (see [`crate::aws::adapters`]). `Ok` only

@@ -84,6 +84,7 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
         estimate: CostEstimate::empty(),
         platform_state,
         provider_dialect: ProviderDialect::Legacy,
+        adopt: super::adopt::Adoption::new(stored.template.manifest.adopt.clone()),
     })
 }
 

@@ -220,11 +220,15 @@ impl<P: Ports> PreparedRun<'_, P> {
     /// anything was applied.
     async fn plan_and_apply(&mut self, stage: &str) -> Result<bool, Failure> {
         let mut delays = self.retry_delays();
+        let mut apply_failed = false;
         loop {
             let f = match self.plan_and_apply_once(stage).await {
                 Err(f) if f.is_retryable() => f,
+                // Only after a failed apply of this run can "already exists" be that apply's own work.
+                Err(f) if apply_failed && self.adopt(stage, &f).await? => continue,
                 other => return other,
             };
+            apply_failed |= f.step == self.step(stage, "apply");
             let Some(d) = delays.next() else {
                 return Err(Failure {
                     what: format!("{} (still failing after {MAX_RETRIES} retries)", f.what),

@@ -227,6 +227,9 @@ pub struct Manifest {
     /// the release before reads it still.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect: Option<crate::connect::ConnectSpec>,
+    /// Resources the runner may import after a false failure (see [`adopt`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adopt: Vec<adopt::AdoptRule>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -343,6 +346,14 @@ impl Template {
                     )));
                 }
             }
+        }
+        let declared: BTreeMap<String, bool> = manifest
+            .variables
+            .iter()
+            .map(|(n, d)| (n.clone(), d.managed))
+            .collect();
+        if let Some(p) = manifest.adopt.iter().find_map(|r| r.problem(&declared)) {
+            return Err(fail(p));
         }
         let mut patterns = BTreeMap::new();
         for (name, def) in &manifest.variables {
@@ -502,6 +513,7 @@ impl Template {
 }
 
 #[cfg(any(test, feature = "fakes"))]
+pub mod adopt;
 pub mod sample;
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod adopt;
 mod approval;
 mod cleanup;
 mod gates;
