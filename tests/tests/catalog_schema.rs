@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use strato_domain::template::Template;
+use strato_domain::model::CloudProvider;
+use strato_domain::template::{CatalogRef, Template};
 use strato_terraform::catalog_check::{check_catalog, check_template, read_interfaces, schema_problems};
 use strato_terraform::modules::ModuleInterface;
 
@@ -19,7 +20,17 @@ fn manifest_text(name: &str) -> String {
 fn every_template_schema_matches_its_modules() {
     let templates = check_catalog(&templates_root()).unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = templates.iter().map(Template::name).collect();
-    assert_eq!(names, ["aws-eks-advanced", "aws-eks-basic"]);
+    assert_eq!(
+        names,
+        [
+            "aws-eks-advanced",
+            "aws-eks-basic",
+            "azure-aks-basic",
+            "do-doks-basic",
+            "gcp-gke-basic",
+            "linode-lke-basic"
+        ]
+    );
 
     let basic = &templates[1];
     assert!(basic.manifest.verified_offline);
@@ -53,6 +64,38 @@ fn every_template_schema_matches_its_modules() {
             ("addons", vec!["essentials"])
         ]
     );
+    // The other clouds' templates: their providers cannot be installed here, which the manifest says.
+    for (t, provider, modules) in [
+        (
+            &templates[2],
+            CloudProvider::Azure,
+            vec!["azure-network", "azure-aks"],
+        ),
+        (&templates[3], CloudProvider::Digitalocean, vec!["do-doks"]),
+        (&templates[4], CloudProvider::Gcp, vec!["gcp-network", "gcp-gke"]),
+        (&templates[5], CloudProvider::Linode, vec!["linode-lke"]),
+    ] {
+        assert_eq!(t.manifest.providers, [provider], "{}", t.name());
+        assert!(
+            !t.manifest.verified_offline,
+            "{} cannot be verified offline",
+            t.name()
+        );
+        let used: Vec<&str> = t
+            .manifest
+            .stages
+            .iter()
+            .flat_map(|s| s.modules.iter().map(String::as_str))
+            .collect();
+        assert_eq!(used, modules, "{}", t.name());
+        assert!(
+            t.manifest
+                .required_outputs
+                .contains(&"cluster_endpoint".to_owned()),
+            "{}",
+            t.name()
+        );
+    }
     for t in &templates {
         let parts: Vec<u32> = t.version().split('.').map(|p| p.parse().unwrap()).collect();
         assert_eq!(parts.len(), 3, "{} version is semver", t.name());
@@ -63,7 +106,7 @@ fn every_template_schema_matches_its_modules() {
 
 #[test]
 fn every_module_is_documented_validated_and_has_an_example() {
-    for module in ["network", "k8s", "essentials"] {
+    for module in MODULES {
         let dir = templates_root().join("modules").join(module);
         let iface = ModuleInterface::read_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
         assert!(!iface.outputs.is_empty(), "{module} has outputs");
@@ -88,6 +131,76 @@ fn every_module_is_documented_validated_and_has_an_example() {
             example.contains(&format!("module \"{module}\"")),
             "{module} example uses the module"
         );
+    }
+}
+
+/// Every module of `templates/modules`, AWS's and the other clouds'.
+const MODULES: [&str; 9] = [
+    "network",
+    "k8s",
+    "essentials",
+    "gcp-network",
+    "gcp-gke",
+    "azure-network",
+    "azure-aks",
+    "do-doks",
+    "linode-lke",
+];
+
+#[test]
+fn every_module_directory_is_listed() {
+    let mut found: Vec<String> = std::fs::read_dir(templates_root().join("modules"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut listed: Vec<&str> = MODULES.to_vec();
+    listed.sort();
+    assert_eq!(
+        found, listed,
+        "a new module is checked by the tests above only once it is listed"
+    );
+}
+
+/// The request shape is the same on every cloud: a form or CLI that knows one template knows them all.
+#[test]
+fn every_cluster_template_has_the_same_request_shape() {
+    let templates = check_catalog(&templates_root()).unwrap_or_else(|e| panic!("{e}"));
+    for t in templates.iter().filter(|t| t.name().ends_with("-basic")) {
+        let vars = &t.manifest.variables;
+        for (name, section, label) in [
+            ("node_instance_type", "Nodes", "Node size"),
+            ("node_count", "Nodes", "Number of nodes"),
+            ("min_nodes", "Nodes", "Minimum nodes"),
+            ("max_nodes", "Nodes", "Maximum nodes"),
+            ("kubernetes_version", "Kubernetes", "Kubernetes version"),
+            ("tags", "Tags", "Resource tags"),
+        ] {
+            let def = vars
+                .get(name)
+                .unwrap_or_else(|| panic!("{} has no {name}", t.name()));
+            assert_eq!(def.section.as_deref(), Some(section), "{}.{name}", t.name());
+            assert_eq!(def.label.as_deref(), Some(label), "{}.{name}", t.name());
+        }
+        assert_eq!(
+            vars["node_instance_type"].catalog,
+            Some(CatalogRef::InstanceType),
+            "{}",
+            t.name()
+        );
+        assert!(
+            vars["cluster_name"].managed && vars["region"].managed,
+            "{}",
+            t.name()
+        );
+        if t.manifest.providers != [CloudProvider::Aws] {
+            assert_eq!(
+                vars["kubernetes_version"].catalog,
+                Some(CatalogRef::KubernetesVersion),
+                "{}",
+                t.name()
+            );
+        }
     }
 }
 
