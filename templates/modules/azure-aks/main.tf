@@ -54,6 +54,12 @@ resource "azurerm_kubernetes_cluster" "this" {
     }
   }
 
+  # Required by azurerm 5.x. Manual: nodes come from the pool above only (Auto would be node autoprovisioning,
+  # which provisions VM sizes outside the catalog and prices).
+  node_provisioning_profile {
+    mode = "Manual"
+  }
+
   identity {
     type         = "UserAssigned"
     identity_ids = [azurerm_user_assigned_identity.cluster.id]

@@ -29,9 +29,10 @@ resource "linode_lke_cluster" "this" {
   }
 
   pool {
-    type  = var.node_instance_type
-    count = var.node_count
-    tags  = local.tags
+    type        = var.node_instance_type
+    count       = var.node_count
+    tags        = local.tags
+    firewall_id = linode_firewall.nodes.id
 
     autoscaler {
       min = var.min_nodes
@@ -45,6 +46,7 @@ resource "linode_lke_cluster" "this" {
   }
 }
 
+# The pool attaches it to every node it creates (firewall_id), so nodes the autoscaler adds get it too.
 # Inbound: what LKE needs between nodes and from its control plane, and NodePorts (load balancers reach
 # services through them); everything else inbound is dropped. Outbound is open (image pulls, the API).
 resource "linode_firewall" "nodes" {
@@ -52,7 +54,6 @@ resource "linode_firewall" "nodes" {
   inbound_policy  = "DROP"
   outbound_policy = "ACCEPT"
   tags            = local.tags
-  linodes         = [for n in linode_lke_cluster.this.pool[0].nodes : n.instance_id]
 
   inbound {
     label    = "kubelet"
