@@ -404,3 +404,28 @@ fn mutating_a_cloud_module_breaks_the_schema_check() {
         "provider hashicorp/google must be pinned to version = \"7.45.0\"",
     );
 }
+
+/// A module's own check of `kubernetes_version` lists exactly the versions its cloud's catalog offers, so a
+/// request the API accepts is never refused by the engine (and the catalog cannot grow past the module).
+#[test]
+fn the_modules_kubernetes_versions_are_the_catalogs() {
+    let cats = strato_domain::catalog::Catalogs::builtin();
+    for (module, provider) in [
+        ("gcp-gke", CloudProvider::Gcp),
+        ("azure-aks", CloudProvider::Azure),
+        ("do-doks", CloudProvider::Digitalocean),
+        ("linode-lke", CloudProvider::Linode),
+    ] {
+        let text =
+            std::fs::read_to_string(templates_root().join("modules").join(module).join("variables.tf"))
+                .unwrap();
+        let listed: Vec<String> = cats
+            .get(provider)
+            .kubernetes_versions
+            .iter()
+            .map(|v| format!("\"{v}\""))
+            .collect();
+        let expected = format!("contains([{}], var.kubernetes_version)", listed.join(", "));
+        assert!(text.contains(&expected), "{module}: expected {expected}");
+    }
+}
