@@ -22,6 +22,49 @@ const STATE_RESTORE_FIX: &str = "The cluster's Terraform state object is corrupt
     POST /v1/clusters/{id}/state-versions/{version}/restore, then retry the operation.";
 
 pub const PATTERNS: &[Pattern] = &[
+    // ---- transient: the other clouds (first: their texts also carry words the general rows below match,
+    // e.g. GCP's per-minute rate limits say "Quota exceeded", Azure's throttling "Please try again") ----
+    Pattern {
+        regex: r"rateLimitExceeded|userRateLimitExceeded|Rate Limit Exceeded",
+        category: Transient,
+        fix: "Google Cloud rate-limited the API calls (per-minute request limits, not a resource quota); Strato \
+              retries automatically, retry later if it persists.",
+        example: "Error: Error creating Network: googleapi: Error 403: Rate Limit Exceeded, rateLimitExceeded",
+    },
+    Pattern {
+        regex: r"googleapi: Error 5\d\d\b|googleapi: Error 400: .*incompatible operation|, backendError\b",
+        category: Transient,
+        fix: "Google Cloud had an internal error or was busy with another operation on the cluster; Strato retries \
+              automatically.",
+        example: "Error: Error waiting for creating GKE cluster: googleapi: Error 503: The service is currently unavailable., backendError",
+    },
+    Pattern {
+        regex: r#"Code="RetryableError"|unexpected status (429|5\d\d)\b|StatusCode=(429|5\d\d)\b|AnotherOperationInProgress|SubscriptionRequestsThrottled"#,
+        category: Transient,
+        fix: "Azure throttled the calls, had an internal error or was busy with another operation on the resource; \
+              Strato retries automatically.",
+        example: "Error: creating Kubernetes Cluster (Subscription: \"00000000-0000-0000-0000-000000000000\"\nResource Group Name: \"prod-rg\"\nKubernetes Cluster Name: \"prod\"): managedclusters.ManagedClustersClient#CreateOrUpdate: Failure sending request: StatusCode=0 -- Original Error: Code=\"RetryableError\" Message=\"A retryable error occurred.\"",
+    },
+    // Azure AD replicates a new managed identity in seconds: a role assignment made right after it fails once.
+    Pattern {
+        regex: r#"Code="PrincipalNotFound"|PrincipalNotFound: Principal \w+ does not exist"#,
+        category: Transient,
+        fix: "Azure did not yet see a managed identity created moments before (directory replication); Strato \
+              retries automatically.",
+        example: "Error: authorization.RoleAssignmentsClient#Create: Failure responding to request: StatusCode=400 -- Original Error: autorest/azure: Service returned an error. Status=400 Code=\"PrincipalNotFound\" Message=\"Principal 2a3b4c5d6e7f40118a1b2c3d4e5f6a7b does not exist in the directory 72f988bf-86f1-41af-91ab-2d7cd011db47.\"",
+    },
+    Pattern {
+        regex: r"api\.digitalocean\.com/\S*: (429|5\d\d) ",
+        category: Transient,
+        fix: "DigitalOcean rate-limited the API calls or had an internal error; Strato retries automatically.",
+        example: "Error: Error creating Kubernetes cluster: POST https://api.digitalocean.com/v2/kubernetes/clusters: 429 (request \"8c9f0b9e-2f55-4bd1-9a2f-d7b2f3a0c1e4\") Too many requests",
+    },
+    Pattern {
+        regex: r"\[(429|50[0234])\] ",
+        category: Transient,
+        fix: "Linode rate-limited the API calls or had an internal error; Strato retries automatically.",
+        example: "Error: failed to create LKE cluster: [429] Too Many Requests",
+    },
     // ---- transient ----
     Pattern {
         regex: r"RequestLimitExceeded",
@@ -83,6 +126,13 @@ pub const PATTERNS: &[Pattern] = &[
         category: Credentials,
         fix: "The cloud credentials were rejected; check the target account's role ARN, external id and trust policy.",
         example: "Error: error configuring Terraform AWS Provider: error validating provider credentials: error calling sts:GetCallerIdentity: InvalidClientTokenId: The security token included in the request is invalid.",
+    },
+    Pattern {
+        regex: r"googleapi: Error 403: (Required '[^']+' permission|Permission '[^']+' denied)|IAM_PERMISSION_DENIED|AuthorizationFailed|\[401\] Invalid Token|api\.digitalocean\.com/\S*: 401 ",
+        category: Credentials,
+        fix: "The cloud identity Strato uses lacks a permission or its token was refused; grant the permission named \
+              in the error (or rotate the token) for the target.",
+        example: "Error: Error creating Network: googleapi: Error 403: Required 'compute.networks.create' permission for 'projects/acme-prod/global/networks/prod-1a2b3c4d', forbidden",
     },
     Pattern {
         regex: r"AccessDenied|UnauthorizedOperation|not authorized to perform",
@@ -325,6 +375,9 @@ fn cut_at_boundary(s: &str, max: usize) -> String {
         .unwrap_or(cut);
     format!("{}…", strip_structure_tail(head[..at].trim_end()))
 }
+
+#[cfg(test)]
+mod cloud_tests;
 
 #[cfg(test)]
 mod tests {

@@ -3,9 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use strato_domain::template::Template;
+use strato_domain::model::CloudProvider;
+use strato_domain::template::{CatalogRef, Template};
 use strato_terraform::catalog_check::{check_catalog, check_template, read_interfaces, schema_problems};
 use strato_terraform::modules::ModuleInterface;
+use strato_terraform::provider_schema::{ProviderFacts, check_module, check_source};
 
 fn templates_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates")
@@ -19,7 +21,17 @@ fn manifest_text(name: &str) -> String {
 fn every_template_schema_matches_its_modules() {
     let templates = check_catalog(&templates_root()).unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = templates.iter().map(Template::name).collect();
-    assert_eq!(names, ["aws-eks-advanced", "aws-eks-basic"]);
+    assert_eq!(
+        names,
+        [
+            "aws-eks-advanced",
+            "aws-eks-basic",
+            "azure-aks-basic",
+            "do-doks-basic",
+            "gcp-gke-basic",
+            "linode-lke-basic"
+        ]
+    );
 
     let basic = &templates[1];
     assert!(basic.manifest.verified_offline);
@@ -53,6 +65,38 @@ fn every_template_schema_matches_its_modules() {
             ("addons", vec!["essentials"])
         ]
     );
+    // The other clouds' templates: their providers cannot be installed here, which the manifest says.
+    for (t, provider, modules) in [
+        (
+            &templates[2],
+            CloudProvider::Azure,
+            vec!["azure-network", "azure-aks"],
+        ),
+        (&templates[3], CloudProvider::Digitalocean, vec!["do-doks"]),
+        (&templates[4], CloudProvider::Gcp, vec!["gcp-network", "gcp-gke"]),
+        (&templates[5], CloudProvider::Linode, vec!["linode-lke"]),
+    ] {
+        assert_eq!(t.manifest.providers, [provider], "{}", t.name());
+        assert!(
+            !t.manifest.verified_offline,
+            "{} cannot be verified offline",
+            t.name()
+        );
+        let used: Vec<&str> = t
+            .manifest
+            .stages
+            .iter()
+            .flat_map(|s| s.modules.iter().map(String::as_str))
+            .collect();
+        assert_eq!(used, modules, "{}", t.name());
+        assert!(
+            t.manifest
+                .required_outputs
+                .contains(&"cluster_endpoint".to_owned()),
+            "{}",
+            t.name()
+        );
+    }
     for t in &templates {
         let parts: Vec<u32> = t.version().split('.').map(|p| p.parse().unwrap()).collect();
         assert_eq!(parts.len(), 3, "{} version is semver", t.name());
@@ -63,7 +107,7 @@ fn every_template_schema_matches_its_modules() {
 
 #[test]
 fn every_module_is_documented_validated_and_has_an_example() {
-    for module in ["network", "k8s", "essentials"] {
+    for module in MODULES {
         let dir = templates_root().join("modules").join(module);
         let iface = ModuleInterface::read_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
         assert!(!iface.outputs.is_empty(), "{module} has outputs");
@@ -88,6 +132,76 @@ fn every_module_is_documented_validated_and_has_an_example() {
             example.contains(&format!("module \"{module}\"")),
             "{module} example uses the module"
         );
+    }
+}
+
+/// Every module of `templates/modules`, AWS's and the other clouds'.
+const MODULES: [&str; 9] = [
+    "network",
+    "k8s",
+    "essentials",
+    "gcp-network",
+    "gcp-gke",
+    "azure-network",
+    "azure-aks",
+    "do-doks",
+    "linode-lke",
+];
+
+#[test]
+fn every_module_directory_is_listed() {
+    let mut found: Vec<String> = std::fs::read_dir(templates_root().join("modules"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut listed: Vec<&str> = MODULES.to_vec();
+    listed.sort();
+    assert_eq!(
+        found, listed,
+        "a new module is checked by the tests above only once it is listed"
+    );
+}
+
+/// The request shape is the same on every cloud: a form or CLI that knows one template knows them all.
+#[test]
+fn every_cluster_template_has_the_same_request_shape() {
+    let templates = check_catalog(&templates_root()).unwrap_or_else(|e| panic!("{e}"));
+    for t in templates.iter().filter(|t| t.name().ends_with("-basic")) {
+        let vars = &t.manifest.variables;
+        for (name, section, label) in [
+            ("node_instance_type", "Nodes", "Node size"),
+            ("node_count", "Nodes", "Number of nodes"),
+            ("min_nodes", "Nodes", "Minimum nodes"),
+            ("max_nodes", "Nodes", "Maximum nodes"),
+            ("kubernetes_version", "Kubernetes", "Kubernetes version"),
+            ("tags", "Tags", "Resource tags"),
+        ] {
+            let def = vars
+                .get(name)
+                .unwrap_or_else(|| panic!("{} has no {name}", t.name()));
+            assert_eq!(def.section.as_deref(), Some(section), "{}.{name}", t.name());
+            assert_eq!(def.label.as_deref(), Some(label), "{}.{name}", t.name());
+        }
+        assert_eq!(
+            vars["node_instance_type"].catalog,
+            Some(CatalogRef::InstanceType),
+            "{}",
+            t.name()
+        );
+        assert!(
+            vars["cluster_name"].managed && vars["region"].managed,
+            "{}",
+            t.name()
+        );
+        if t.manifest.providers != [CloudProvider::Aws] {
+            assert_eq!(
+                vars["kubernetes_version"].catalog,
+                Some(CatalogRef::KubernetesVersion),
+                "{}",
+                t.name()
+            );
+        }
     }
 }
 
@@ -187,4 +301,131 @@ fn mutating_a_real_template_breaks_the_check() {
     let t = Template::from_toml(&basic.replacen("[variables.tags]", "[variables.tagz]", 1)).unwrap();
     let err = check_template(&t, &modules).unwrap_err().to_string();
     assert!(err.contains("'tagz'") && err.contains("aws-eks-basic"), "{err}");
+}
+
+/// The schema facts of the providers the other clouds' modules use (tests/fixtures/provider-schemas).
+fn provider_facts() -> Vec<ProviderFacts> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/provider-schemas");
+    ["google", "azurerm", "digitalocean", "linode"]
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(dir.join(format!("{p}.json"))).unwrap();
+            ProviderFacts::from_json(&text).unwrap_or_else(|e| panic!("{p}: {e}"))
+        })
+        .collect()
+}
+
+/// No engine can validate the other clouds' modules here (their providers are not installable): every
+/// resource type, argument and block they use is checked against the provider's published schema at the
+/// version the module pins instead, and every required argument is there.
+#[test]
+fn the_other_clouds_modules_match_their_providers_schemas() {
+    let facts = provider_facts();
+    for (p, version) in facts.iter().zip(["7.45.0", "5.2.0", "2.99.1", "3.13.0"]) {
+        assert_eq!(p.version, version, "{}", p.provider);
+        assert!(p.tag.ends_with(version) && p.repository.starts_with("https://github.com/"));
+    }
+    for module in [
+        "gcp-network",
+        "gcp-gke",
+        "azure-network",
+        "azure-aks",
+        "do-doks",
+        "linode-lke",
+    ] {
+        let dir = templates_root().join("modules").join(module);
+        let problems = check_module(&dir, &facts).unwrap_or_else(|e| panic!("{e}"));
+        assert!(problems.is_empty(), "{module}:\n{}", problems.join("\n"));
+        // Not vacuous: the module has resources, and each is one the facts know.
+        let main = std::fs::read_to_string(dir.join("main.tf")).unwrap();
+        assert!(main.contains("resource \""), "{module} declares resources");
+    }
+}
+
+/// Mutations of the real modules: each one alone makes the schema check fail, naming what to fix.
+#[test]
+fn mutating_a_cloud_module_breaks_the_schema_check() {
+    let facts = provider_facts();
+    let check = |module: &str, from: &str, to: &str| {
+        let dir = templates_root().join("modules").join(module);
+        let text = std::fs::read_to_string(dir.join("main.tf")).unwrap();
+        assert!(text.contains(from), "{module} has {from:?}");
+        check_source("main.tf", &text.replacen(from, to, 1), &facts).unwrap()
+    };
+    let has = |p: Vec<String>, needle: &str| {
+        assert!(
+            p.iter().any(|x| x.contains(needle)),
+            "missing {needle:?} in {p:#?}"
+        );
+    };
+    // A misspelt argument (azurerm 4.0 renamed enable_auto_scaling; 5.x has only the new name).
+    has(
+        check("azure-aks", "auto_scaling_enabled", "enable_auto_scaling"),
+        "argument 'enable_auto_scaling' is not in the schema of version 5.2.0",
+    );
+    // A required argument left out.
+    has(
+        check("gcp-gke", "  cluster  = google_container_cluster.this.id\n", ""),
+        "resource \"google_container_node_pool\" \"nodes\": required argument 'cluster' is missing",
+    );
+    // A block that does not exist, inside a dynamic block.
+    has(
+        check(
+            "do-doks",
+            "dynamic \"control_plane_firewall\"",
+            "dynamic \"control_plane_firewal\"",
+        ),
+        "block 'control_plane_firewal' is not in the schema of version 2.99.1",
+    );
+    // A resource type the provider does not have.
+    has(
+        check(
+            "linode-lke",
+            "resource \"linode_firewall\"",
+            "resource \"linode_cloud_firewall\"",
+        ),
+        "no schema facts for resource type 'linode_cloud_firewall'",
+    );
+    // A computed attribute set as an argument.
+    has(
+        check(
+            "gcp-network",
+            "  routing_mode            = \"REGIONAL\"\n",
+            "  self_link = \"x\"\n",
+        ),
+        "argument 'self_link' is not in the schema of version 7.45.0 (it is computed",
+    );
+    // A provider not pinned to the version the facts came from.
+    let dir = templates_root().join("modules/gcp-gke");
+    let text = std::fs::read_to_string(dir.join("versions.tf")).unwrap();
+    let p = check_source("versions.tf", &text.replace("\"7.45.0\"", "\">= 6.0\""), &facts).unwrap();
+    has(
+        p,
+        "provider hashicorp/google must be pinned to version = \"7.45.0\"",
+    );
+}
+
+/// A module's own check of `kubernetes_version` lists exactly the versions its cloud's catalog offers, so a
+/// request the API accepts is never refused by the engine (and the catalog cannot grow past the module).
+#[test]
+fn the_modules_kubernetes_versions_are_the_catalogs() {
+    let cats = strato_domain::catalog::Catalogs::builtin();
+    for (module, provider) in [
+        ("gcp-gke", CloudProvider::Gcp),
+        ("azure-aks", CloudProvider::Azure),
+        ("do-doks", CloudProvider::Digitalocean),
+        ("linode-lke", CloudProvider::Linode),
+    ] {
+        let text =
+            std::fs::read_to_string(templates_root().join("modules").join(module).join("variables.tf"))
+                .unwrap();
+        let listed: Vec<String> = cats
+            .get(provider)
+            .kubernetes_versions
+            .iter()
+            .map(|v| format!("\"{v}\""))
+            .collect();
+        let expected = format!("contains([{}], var.kubernetes_version)", listed.join(", "));
+        assert!(text.contains(&expected), "{module}: expected {expected}");
+    }
 }

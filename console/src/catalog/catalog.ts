@@ -1,4 +1,4 @@
-// The provider catalogs (regions and instance types Strato offers per cloud) for the create form's
+// The provider catalogs (regions, instance types and Kubernetes versions Strato offers per cloud) for the create form's
 // selects. The API has no catalog endpoint; the console bundles the same data files the API validates
 // against (shared/domain/catalog/providers/*.toml, read at build time), so a select offers exactly what
 // the API accepts from that release.
@@ -32,6 +32,8 @@ export function withCatalog<F extends { catalog?: string; choices?: { value: str
       ? { ...f, choices: c.instance_types.map((i) => ({ value: i.name, label: instanceLabel(i) })) }
       : f.catalog === "region"
         ? { ...f, choices: c.regions.map((r) => ({ value: r.id, label: regionLabel(r) })) }
-        : f,
+        : f.catalog === "kubernetes_version"
+          ? { ...f, choices: c.kubernetes_versions.map((v) => ({ value: v, label: v })) }
+          : f,
   );
 }

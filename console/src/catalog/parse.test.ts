@@ -19,6 +19,8 @@ describe("provider catalogs", () => {
       expect(c.regions.length).toBe(text.match(/^\[\[regions\]\]/gm)!.length);
       expect(c.instance_types.length).toBe(text.match(/^\[\[instance_types\]\]/gm)!.length);
       for (const i of c.instance_types) expect(i.vcpu).toBeGreaterThan(0);
+      expect(c.kubernetes_versions.length).toBeGreaterThan(0);
+      for (const v of c.kubernetes_versions) expect(v).toMatch(/^1\.\d+$/);
     }
   });
   it("labels regions and instance types", () => {

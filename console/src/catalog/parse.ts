@@ -4,7 +4,7 @@
 
 export interface Region { id: string; name: string; zones: string[] }
 export interface InstanceType { name: string; vcpu: number; memory_gib: number; family: string }
-export interface ProviderCatalog { provider: string; display_name: string; regions: Region[]; instance_types: InstanceType[] }
+export interface ProviderCatalog { provider: string; display_name: string; kubernetes_versions: string[]; regions: Region[]; instance_types: InstanceType[] }
 
 function value(raw: string): unknown {
   const v = raw.trim();
@@ -33,6 +33,7 @@ export function parseCatalog(text: string): ProviderCatalog {
   return {
     provider: String(top.provider ?? ""),
     display_name: String(top.display_name ?? top.provider ?? ""),
+    kubernetes_versions: (top.kubernetes_versions as string[]) ?? [],
     regions: tables.regions.map((r) => ({ id: String(r.id), name: String(r.name ?? r.id), zones: (r.zones as string[]) ?? [] })),
     instance_types: tables.instance_types.map((i) => ({
       name: String(i.name), vcpu: Number(i.vcpu), memory_gib: Number(i.memory_gib), family: String(i.family ?? ""),

@@ -29,6 +29,10 @@ pub struct ProviderCatalog {
     pub provider: CloudProvider,
     pub display_name: String,
     pub source: String,
+    /// Kubernetes minor versions ("1.31") the cloud's managed Kubernetes offers; `catalog = "kubernetes_version"`
+    /// variables take one of these.
+    #[serde(default)]
+    pub kubernetes_versions: Vec<String>,
     pub regions: Vec<Region>,
     pub instance_types: Vec<InstanceType>,
 }
@@ -43,8 +47,10 @@ impl ProviderCatalog {
             provider: cat.provider.to_string(),
             reason,
         };
-        if cat.regions.is_empty() || cat.instance_types.is_empty() {
-            return Err(fail("needs at least one region and one instance type".into()));
+        if cat.regions.is_empty() || cat.instance_types.is_empty() || cat.kubernetes_versions.is_empty() {
+            return Err(fail(
+                "needs at least one region, one instance type and one Kubernetes version".into(),
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         for id in cat
@@ -52,6 +58,7 @@ impl ProviderCatalog {
             .iter()
             .map(|r| &r.id)
             .chain(cat.instance_types.iter().map(|i| &i.name))
+            .chain(cat.kubernetes_versions.iter())
         {
             if !seen.insert(id.as_str()) {
                 return Err(fail(format!("'{id}' is listed twice")));
@@ -66,6 +73,10 @@ impl ProviderCatalog {
 
     pub fn instance_type(&self, name: &str) -> Option<&InstanceType> {
         self.instance_types.iter().find(|i| i.name == name)
+    }
+
+    pub fn has_kubernetes_version(&self, version: &str) -> bool {
+        self.kubernetes_versions.iter().any(|v| v == version)
     }
 }
 
@@ -100,7 +111,14 @@ impl Catalogs {
         // Every provider has a shipped catalog; `builtin_catalogs_cover_every_provider` proves it.
         &self.0[&provider]
     }
+
+    pub fn all(&self) -> impl Iterator<Item = &ProviderCatalog> {
+        self.0.values()
+    }
 }
+
+mod suggest;
+pub use suggest::{Kind, explain};
 
 #[cfg(test)]
 mod tests {
@@ -119,6 +137,7 @@ mod tests {
                 c.instance_types.len()
             );
             assert!(!c.source.is_empty());
+            assert!(!c.kubernetes_versions.is_empty(), "{p}: no Kubernetes versions");
             for it in &c.instance_types {
                 assert!(it.vcpu > 0 && it.memory_gib > 0.0, "{p}: {}", it.name);
             }
@@ -147,6 +166,8 @@ mod tests {
             memory_gib = 2.0
             family = "burstable"
         "#;
+        let text = format!("kubernetes_versions = [\"1.31\"]\n{text}");
+        let text = text.as_str();
         let err = ProviderCatalog::from_toml(text).unwrap_err();
         assert!(err.to_string().contains("listed twice"), "{err}");
     }

@@ -64,6 +64,8 @@ impl fmt::Display for VarType {
 pub enum CatalogRef {
     InstanceType,
     Zone,
+    /// A Kubernetes minor version the cloud's managed Kubernetes offers (`kubernetes_versions` of its catalog).
+    KubernetesVersion,
 }
 
 /// What a string variable's value must be, checked by parsing it (`validate::format`), not by a pattern.

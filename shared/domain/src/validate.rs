@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::catalog::{Catalogs, ProviderCatalog};
+use crate::catalog::{Catalogs, Kind, ProviderCatalog, explain};
 use crate::model::ClusterSpec;
 use crate::template::{
     CatalogRef, DEFAULT_STRING_LEN, MAX_COLLECTION_ITEMS, MAX_STRING_LEN, Template, VarType, VariableDef,
@@ -216,29 +216,15 @@ impl Template {
             }
         }
         if let (Some(kind), Some(cat)) = (def.catalog, catalog) {
-            let (known, what): (Vec<&str>, &str) = match kind {
-                CatalogRef::InstanceType => (
-                    cat.instance_types.iter().map(|i| i.name.as_str()).collect(),
-                    "instance type",
-                ),
-                CatalogRef::Zone => (
-                    cat.regions
-                        .iter()
-                        .flat_map(|r| r.zones.iter().map(String::as_str))
-                        .collect(),
-                    "zone",
-                ),
+            let kind = match kind {
+                CatalogRef::InstanceType => Kind::InstanceType,
+                CatalogRef::Zone => Kind::Zone,
+                CatalogRef::KubernetesVersion => Kind::KubernetesVersion,
             };
-            if !known.contains(&s) {
-                push(
-                    field.to_owned(),
-                    format!(
-                        "'{}' is not a {} {what} Strato offers",
-                        short_str(s),
-                        cat.provider
-                    ),
-                    known.join(", "),
-                );
+            // The problem names the cloud the value belongs to and the nearest one of this cloud; `allowed`
+            // stays the whole list.
+            if let Some(problem) = explain(Catalogs::builtin(), cat.provider, kind, s) {
+                push(field.to_owned(), problem, kind.values(cat).join(", "));
             }
         }
     }
@@ -302,16 +288,11 @@ pub fn validate(
         });
     }
     let catalog = catalogs.get(spec.provider);
-    if catalog.region(&spec.region).is_none() {
-        let allowed: Vec<&str> = catalog.regions.iter().map(|r| r.id.as_str()).collect();
+    if let Some(problem) = explain(catalogs, spec.provider, Kind::Region, &spec.region) {
         errors.push(FieldError {
             field: "region".into(),
-            problem: format!(
-                "'{}' is not a {} region Strato offers",
-                short_str(&spec.region),
-                spec.provider
-            ),
-            allowed: allowed.join(", "),
+            problem,
+            allowed: Kind::Region.values(catalog).join(", "),
         });
     }
     let settable: Vec<&str> = m

@@ -10,6 +10,8 @@ use serde::Deserialize;
 use serde_json::Value;
 pub use strato_domain::cost::{CostEstimate, ResourceCost};
 
+pub mod clouds;
+
 /// One region's list prices (USD).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -114,6 +116,7 @@ fn estimate_side(table: &PriceTable, plan_json: &Value, region: &str, side: Side
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
+    let ctx = clouds::Context::of(changes, side);
     for rc in changes {
         // Data sources cost nothing and do not outlive the run.
         if rc.get("mode").and_then(Value::as_str) != Some("managed") {
@@ -134,7 +137,7 @@ fn estimate_side(table: &PriceTable, plan_json: &Value, region: &str, side: Side
                 if actions.iter().all(|a| a == "delete") && after.is_null() {
                     (Some(0.0), "deleted by this plan".to_owned())
                 } else {
-                    price(table, region, resource_type, after, unknown)
+                    price(table, region, resource_type, after, unknown, &ctx)
                 }
             }
             Side::Before => {
@@ -142,7 +145,7 @@ fn estimate_side(table: &PriceTable, plan_json: &Value, region: &str, side: Side
                 if before.is_null() {
                     (Some(0.0), "created by this plan".to_owned())
                 } else {
-                    price(table, region, resource_type, before, &Value::Null)
+                    price(table, region, resource_type, before, &Value::Null, &ctx)
                 }
             }
         };
@@ -162,6 +165,17 @@ fn estimate_side(table: &PriceTable, plan_json: &Value, region: &str, side: Side
         .filter(|r| r.monthly.is_none())
         .map(|r| r.address.clone())
         .collect();
+    // A plan of another cloud's template is priced from that cloud's table: the estimate names it.
+    if let Some(cloud) = est
+        .resources
+        .iter()
+        .find_map(|r| clouds::cloud_of(&r.resource_type))
+    {
+        let (date, source, currency) = clouds::CloudTables::builtin().provenance(cloud);
+        est.price_table_date = date.to_owned();
+        est.price_table_source = source.to_owned();
+        est.currency = currency.to_owned();
+    }
     est
 }
 
@@ -180,7 +194,17 @@ fn known<'a>(after: &'a Value, unknown: &Value, key: &str) -> Option<&'a Value> 
 }
 
 /// One arm per priced resource type (the price table's rows); long because the table is.
-fn price(table: &PriceTable, region: &str, ty: &str, after: &Value, unknown: &Value) -> Priced {
+fn price(
+    table: &PriceTable,
+    region: &str,
+    ty: &str,
+    after: &Value,
+    unknown: &Value,
+    ctx: &clouds::Context,
+) -> Priced {
+    if let Some(cloud) = clouds::cloud_of(ty) {
+        return clouds::price(cloud, ty, region, after, unknown, ctx);
+    }
     if FREE_TYPES.contains(&ty) {
         return (Some(0.0), "no charge".into());
     }

@@ -254,3 +254,109 @@ fn a_format_is_checked_by_parsing_what_the_pattern_lets_through() {
             .contains("format")
     );
 }
+
+/// A template for one cloud other than AWS, shaped like the catalog's (size and version from the catalog).
+fn aks() -> Template {
+    Template::from_toml(
+        r#"
+        name = "azure-aks-basic"
+        version = "1.0.0"
+        description = "x"
+        providers = ["azure"]
+        stages = [{ name = "cluster", modules = ["azure-aks"] }]
+        [variables.cluster_name]
+        type = "string"
+        managed = true
+        [variables.node_size]
+        type = "string"
+        catalog = "instance_type"
+        default = "Standard_D2s_v5"
+        [variables.kubernetes_version]
+        type = "string"
+        catalog = "kubernetes_version"
+        default = "1.30"
+        "#,
+    )
+    .unwrap()
+}
+
+fn aks_spec(region: &str, vars: Value) -> ClusterSpec {
+    let mut s = spec(vars);
+    s.template = TemplateRef {
+        name: "azure-aks-basic".into(),
+        version: "1.0.0".into(),
+    };
+    s.provider = CloudProvider::Azure;
+    s.region = region.into();
+    s
+}
+
+#[test]
+fn a_size_region_or_version_of_another_cloud_names_its_cloud_and_the_nearest() {
+    let errs = validate(
+        &aks_spec(
+            "us-east-1",
+            json!({"node_size": "e2-standard-4", "kubernetes_version": "1.32"}),
+        ),
+        &aks(),
+        Catalogs::builtin(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        fields(&errs),
+        ["region", "variables.kubernetes_version", "variables.node_size"]
+    );
+    assert!(
+        errs[0]
+            .problem
+            .starts_with("'us-east-1' is an aws region, not an azure region; nearest azure region: "),
+        "{errs:?}"
+    );
+    assert!(errs[0].allowed.contains("eastus"), "allowed stays the list");
+    assert_eq!(
+        errs[1].problem,
+        "'1.32' is a Kubernetes version of aws, gcp, digitalocean, linode, not an azure Kubernetes version; \
+         nearest azure Kubernetes version: 1.31"
+    );
+    assert_eq!(errs[1].allowed, "1.29, 1.30, 1.31");
+    assert_eq!(
+        errs[2].problem,
+        "'e2-standard-4' is a gcp machine type, not an azure size; nearest azure size: Standard_D4s_v5 (4 vCPU, \
+         16 GiB)"
+    );
+    assert!(errs[2].allowed.contains("Standard_B2s"));
+}
+
+#[test]
+fn catalog_values_of_the_requested_cloud_pass() {
+    let v = validate(
+        &aks_spec(
+            "westeurope",
+            json!({"node_size": "Standard_D4s_v5", "kubernetes_version": "1.29"}),
+        ),
+        &aks(),
+        Catalogs::builtin(),
+    )
+    .unwrap();
+    assert_eq!(v.variables()["kubernetes_version"], "1.29");
+}
+
+#[test]
+fn a_default_outside_the_catalog_is_refused_when_the_template_is_read() {
+    let text = r#"
+        name = "x"
+        version = "1.0.0"
+        description = "x"
+        providers = ["linode"]
+        stages = [{ name = "cluster", modules = ["linode-lke"] }]
+        [variables.kubernetes_version]
+        type = "string"
+        catalog = "kubernetes_version"
+        default = "1.29"
+    "#;
+    let err = Template::from_toml(text).unwrap_err().to_string();
+    assert!(
+        err.contains("default of 'kubernetes_version' for linode"),
+        "{err}"
+    );
+}
