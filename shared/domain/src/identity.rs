@@ -17,7 +17,6 @@ use std::future::Future;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use time::{Duration, OffsetDateTime};
 
 use crate::ids::{ClusterId, OperationId, TenantId};
@@ -148,7 +147,7 @@ pub struct Claims {
 }
 
 /// Strato's token-signing key: RSA 2048, RS256 (RSASSA-PKCS1-v1_5 with SHA-256). The AWS adapter is KMS
-/// (`strato_aws::ports::KmsSigner`: `Sign` of the SHA-256 digest, `GetPublicKey`); [`FakeSigner`] holds a
+/// (`strato_aws::ports::KmsSigner`: `Sign`, `GetPublicKey`); [`FakeSigner`] holds a
 /// key in memory.
 pub trait Signer: Send + Sync {
     /// The RS256 signature of `message` (the JWT's signing input).
@@ -205,11 +204,6 @@ pub async fn mint(
     );
     let sig = signer.sign(input.as_bytes()).await?;
     Ok(Sensitive::new(format!("{input}.{}", B64URL.encode(sig))))
-}
-
-/// The SHA-256 digest of a signing input (what KMS `Sign` gets with `MessageType = DIGEST`).
-pub fn digest(message: &[u8]) -> [u8; 32] {
-    Sha256::digest(message).into()
 }
 
 mod erased {
