@@ -78,25 +78,11 @@ pub struct ClusterSpec {
     pub variables: BTreeMap<String, serde_json::Value>,
     /// Run in the customer's own account (and keep state there) instead of the platform's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<TargetAccount>,
+    pub target: Option<Target>,
 }
 
-/// A customer's AWS account the runner provisions into: it assumes `role_arn` with the external id Strato
-/// issued the tenant (never chosen by the caller, never stored on the cluster: see `crate::sealed`) and gives
-/// the temporary credentials to the engine. With `state_bucket`, state lives in the customer's account too
-/// (bucket and lock table created with versioning and encryption if missing).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TargetAccount {
-    pub role_arn: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_bucket: Option<String>,
-    /// Defaults to `<state_bucket>-locks`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock_table: Option<String>,
-    /// Region of the role session and the state bucket; defaults to the cluster's region.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-}
+mod targets;
+pub use targets::*;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct DriftInfo {
