@@ -24,7 +24,9 @@ use crate::ports::PortError;
 use crate::secret::Sensitive;
 
 pub mod jwk;
+mod issue;
 mod sealed_tokens;
+pub use issue::{NoRunIdentities, RunIdentities, TokenIssuer};
 pub use sealed_tokens::{PURPOSE_RUN_IDENTITY, RunTokens, open_run_token, seal_run_tokens};
 
 #[cfg(any(test, feature = "fakes"))]

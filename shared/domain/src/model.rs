@@ -398,6 +398,10 @@ pub struct Operation {
     /// The trace all its jobs, runs and events join (its creator's); absent on older operations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<crate::telemetry::Traceparent>,
+    /// The current run's OIDC identity tokens, one per stage, sealed (minted by the dispatcher when the
+    /// target federates; see `crate::identity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_identity: Option<crate::identity::RunTokens>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -434,6 +438,7 @@ impl Operation {
             approval_required: false,
             approval: None,
             traceparent: Some(crate::telemetry::Traceparent::new_root()),
+            run_identity: None,
             created_at: now,
             updated_at: now,
         }
