@@ -22,7 +22,7 @@ use crate::views::{
     Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
 };
 use crate::{
-    agent, clusters, error::ApiError, estimates, operations, policies, state, target_access, templates,
+    agent, clusters, error::ApiError, estimates, federation, operations, policies, state, target_access, templates,
     tenant, tickets,
 };
 use axum::response::Response;
@@ -222,6 +222,14 @@ pub(crate) async fn create_estimate(
     JsonBody(body): JsonBody<SpecBody>,
 ) -> Answer<EstimateAccepted> {
     estimates::create(&ctx, &caller, body).await
+}
+
+pub(crate) async fn openid_configuration(State(ctx): State<AppState>) -> Answer<serde_json::Value> {
+    federation::openid_configuration(&ctx).await
+}
+
+pub(crate) async fn jwks(State(ctx): State<AppState>) -> Answer<strato_domain::identity::jwk::Jwks> {
+    federation::jwks(&ctx).await
 }
 
 pub(crate) async fn get_target_access(

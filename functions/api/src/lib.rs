@@ -20,6 +20,7 @@ mod edge;
 pub mod error;
 mod estimates;
 mod expiry;
+mod federation;
 mod handlers;
 mod idempotency;
 #[cfg(feature = "openapi")]

@@ -12,6 +12,8 @@ use crate::scopes::Scope;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
     Health,
+    OidcDiscovery,
+    OidcJwks,
     CreateCluster,
     ListClusters,
     GetCluster,

@@ -29,6 +29,37 @@ pub const ROUTES: &[Route] = &[
         audit: None,
         doc: doc("Liveness", None, &[(200, "Health", "Alive")], &[]),
     },
+    // Clouds fetch these anonymously to verify runs' identity tokens (`iss` is this api's URL).
+    Route {
+        endpoint: Endpoint::OidcDiscovery,
+        method: "GET",
+        path: "/.well-known/openid-configuration",
+        access: Access::Public,
+        body: Body::Ignored,
+        handler: |m| on(m, h::openid_configuration),
+        audit: None,
+        doc: doc(
+            "The OpenID discovery document of Strato's run identity tokens",
+            None,
+            &[(200, "OidcDiscovery", "Issuer, JWKS URL, RS256")],
+            &[404],
+        ),
+    },
+    Route {
+        endpoint: Endpoint::OidcJwks,
+        method: "GET",
+        path: "/.well-known/jwks.json",
+        access: Access::Public,
+        body: Body::Ignored,
+        handler: |m| on(m, h::jwks),
+        audit: None,
+        doc: doc(
+            "The public keys that verify Strato's run identity tokens",
+            None,
+            &[(200, "Jwks", "The signing key's public half, by kid")],
+            &[404],
+        ),
+    },
     Route {
         endpoint: Endpoint::CreateCluster,
         method: "POST",

@@ -237,8 +237,9 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
     let shown = &r.body["cluster"]["target"];
     assert_eq!(
         *shown,
-        json!({"role_arn": "arn:aws:iam::210987654321:role/strato-deployer",
-            "state_bucket": "acme-strato-state", "lock_table": null, "region": "eu-west-1"})
+        json!({"provider": "aws", "role_arn": "arn:aws:iam::210987654321:role/strato-deployer",
+            "auth": "assume_role", "state_bucket": "acme-strato-state", "lock_table": null,
+            "region": "eu-west-1"})
     );
     assert_eq!(r.body["operation"]["spec"]["target"], *shown);
     let cid = r.body["cluster"]["id"].as_str().unwrap();
