@@ -154,8 +154,14 @@ mod tests {
             s["Principal"]["Federated"],
             "arn:aws:iam::<your account id>:oidc-provider/api.strato.example.com"
         );
-        assert_eq!(s["Condition"]["StringLike"]["api.strato.example.com:sub"], "tenant:acme:*");
-        assert_eq!(s["Condition"]["StringEquals"]["api.strato.example.com:aud"], AUD_AWS);
+        assert_eq!(
+            s["Condition"]["StringLike"]["api.strato.example.com:sub"],
+            "tenant:acme:*"
+        );
+        assert_eq!(
+            s["Condition"]["StringEquals"]["api.strato.example.com:aud"],
+            AUD_AWS
+        );
         assert_eq!(f.gcp["attribute_condition"], "assertion.strato_tenant == 'acme'");
         assert_eq!(f.gcp["attribute_mapping"]["google.subject"], "assertion.sub");
         assert_eq!(f.azure["audiences"][0], AUD_AZURE);

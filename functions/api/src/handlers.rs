@@ -22,8 +22,8 @@ use crate::views::{
     Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
 };
 use crate::{
-    agent, clusters, error::ApiError, estimates, federation, operations, policies, state, target_access, templates,
-    tenant, tickets,
+    agent, clusters, error::ApiError, estimates, federation, operations, policies, state, target_access,
+    templates, tenant, tickets,
 };
 use axum::response::Response;
 

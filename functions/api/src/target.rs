@@ -16,7 +16,8 @@ use crate::requests::{Field, TargetBody, unknown};
 mod clouds;
 
 const FIELDS: &str = "role_arn, auth, state_bucket, lock_table, region";
-const AUTH_RULE: &str = "assume_role (default: with your external id) or web_identity (with the run's identity token)";
+const AUTH_RULE: &str =
+    "assume_role (default: with your external id) or web_identity (with the run's identity token)";
 /// What a request that names an external id is told.
 pub(crate) const EXTERNAL_ID_ISSUED: &str = "leave it out: Strato issues your external id and uses it for \
      every target; GET /v1/tenant/target-access shows it and the trust policy your role needs";
@@ -51,7 +52,10 @@ pub(crate) fn parse(
         errors.push(ApiError::field(
             "target.provider",
             format!("is {cloud}{absent}, but the cluster's provider is {p}"),
-            format!("\"provider\": \"{p}\" with {p}'s target fields ({})", clouds::fields_of(p)),
+            format!(
+                "\"provider\": \"{p}\" with {p}'s target fields ({})",
+                clouds::fields_of(p)
+            ),
         ));
         return None;
     }
@@ -173,7 +177,12 @@ pub(super) fn check(
 }
 
 /// A required member: absent or null "is required", anything but a string "must be a string".
-pub(super) fn required(v: Field<String>, k: &str, rule: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(super) fn required(
+    v: Field<String>,
+    k: &str,
+    rule: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
     match v {
         Field::Ok(s) => Some(s),
         Field::Missing | Field::Null => {
@@ -187,7 +196,12 @@ pub(super) fn required(v: Field<String>, k: &str, rule: &str, errors: &mut Vec<F
     }
 }
 
-pub(super) fn optional(v: Field<String>, k: &str, rule: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(super) fn optional(
+    v: Field<String>,
+    k: &str,
+    rule: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
     v.optional(&format!("target.{k}"), "must be a string", rule, errors)
 }
 

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use strato_aws::store::{OperationBrief, Store};
 use strato_domain::cost::CostEstimate;
 use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, DriftPolicy, Operation,
-    OperationKind, OperationStatus, ResourceChange, Target, TemplateRef, AwsAuth,
+    AwsAuth, CloudProvider, Cluster, ClusterSpec, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, DriftPolicy,
+    Operation, OperationKind, OperationStatus, ResourceChange, Target, TemplateRef,
 };
 use strato_domain::template::Template;
 use strato_domain::ts;

@@ -294,11 +294,14 @@ where
                 Ok(Err(Outcome::RetryAfter(delay)))
             }
             Err(e) => {
-                let what = format!("the run's identity tokens could not be issued after {receive_count} attempts: {e}");
+                let what = format!(
+                    "the run's identity tokens could not be issued after {receive_count} attempts: {e}"
+                );
                 let mut err = UserError::new(ErrorCategory::Internal, "dispatch", what);
                 err = err.with_fix("an operator must make Strato's token-signing key usable by the dispatcher (kms:Sign, kms:GetPublicKey) and the template published; then retry the operation");
                 self.fail(&op, err, true).await?;
-                self.record(&op, audit::Outcome::Failed, "identity tokens not issued".into()).await;
+                self.record(&op, audit::Outcome::Failed, "identity tokens not issued".into())
+                    .await;
                 Ok(Err(Outcome::Ack))
             }
         }

@@ -26,10 +26,10 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
 use strato_aws::ports::{DynamoAuditLog, EcsLauncher, KmsKeys, KmsSigner, SqsJobQueue};
-use strato_domain::identity::{Issuer, MAX_TOKEN_LIFE, NoRunIdentities, RunIdentities, TokenIssuer};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
 use strato_aws::store::Store;
+use strato_domain::identity::{Issuer, MAX_TOKEN_LIFE, NoRunIdentities, RunIdentities, TokenIssuer};
 use strato_domain::ports::SystemClock;
 use strato_domain::run_proof::RunProofKey;
 

@@ -876,7 +876,10 @@ async fn a_run_whose_target_federates_starts_with_a_sealed_token_per_stage_minte
     let tokens = started.run_identity.clone().expect("tokens on the operation");
     assert_eq!(tokens.aud, AUD_AWS);
     assert_eq!(tokens.stages.keys().collect::<Vec<_>>(), ["cluster", "network"]);
-    assert_eq!(tokens.expires_at, (w.clock.now() + Duration::minutes(30)).unix_timestamp());
+    assert_eq!(
+        tokens.expires_at,
+        (w.clock.now() + Duration::minutes(30)).unix_timestamp()
+    );
     let stored = serde_json::to_string(&started).unwrap();
     let token = open_run_token(&keys, &op.tenant_id, &op.operation_id, &tokens, "network")
         .await
@@ -886,23 +889,37 @@ async fn a_run_whose_target_federates_starts_with_a_sealed_token_per_stage_minte
     let claims: serde_json::Value = {
         use base64::Engine as _;
         let payload = token.expose().split('.').nth(1).unwrap();
-        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(payload)
+                .unwrap(),
+        )
+        .unwrap()
     };
     assert_eq!(
         claims["sub"],
-        format!("tenant:acme:cluster:{}:operation:{}:stage:network", op.cluster_id, op.operation_id)
+        format!(
+            "tenant:acme:cluster:{}:operation:{}:stage:network",
+            op.cluster_id, op.operation_id
+        )
     );
 
     // A target that does not federate (external id): no token is minted.
     let w2 = world();
-    let plain = federated(&w2, serde_json::json!({"role_arn": "arn:aws:iam::123456789012:role/strato"}));
+    let plain = federated(
+        &w2,
+        serde_json::json!({"role_arn": "arn:aws:iam::123456789012:role/strato"}),
+    );
     let identities2 = TokenIssuer {
         templates: &w2.templates,
         clock: &w2.clock,
         ..identities
     };
     let d = w2.dispatcher_with(&identities2);
-    assert_eq!(d.dispatch(&JobMessage::from(&plain), 1).await.unwrap(), Outcome::Ack);
+    assert_eq!(
+        d.dispatch(&JobMessage::from(&plain), 1).await.unwrap(),
+        Outcome::Ack
+    );
     assert_eq!(w2.stored(&plain).run_identity, None);
 }
 
@@ -923,21 +940,31 @@ async fn tokens_that_cannot_be_issued_retry_then_fail_the_run_before_it_starts()
         issuer: &issuer,
         life: Duration::minutes(30),
     };
-    let op = federated(&w, serde_json::json!({"provider": "azure",
+    let op = federated(
+        &w,
+        serde_json::json!({"provider": "azure",
         "tenant_id": "72f988bf-86f1-41af-91ab-2d7cd011db47",
         "client_id": "00000000-0000-0000-0000-000000000001",
-        "subscription_id": "a1b2c3d4-0000-0000-0000-00000000abcd"}));
+        "subscription_id": "a1b2c3d4-0000-0000-0000-00000000abcd"}),
+    );
     let d = w.dispatcher_with(&identities);
     assert!(matches!(
         d.dispatch(&JobMessage::from(&op), 1).await.unwrap(),
         Outcome::RetryAfter(_)
     ));
     assert_eq!(w.launcher.launch_calls(), 0, "no runner without its tokens");
-    assert_eq!(d.dispatch(&JobMessage::from(&op), MAX_RECEIVES).await.unwrap(), Outcome::Ack);
+    assert_eq!(
+        d.dispatch(&JobMessage::from(&op), MAX_RECEIVES).await.unwrap(),
+        Outcome::Ack
+    );
     let failed = w.stored(&op);
     assert_eq!(failed.status, OperationStatus::Failed);
     let err = failed.error.unwrap();
     assert_eq!(err.step, "dispatch");
-    assert!(err.what.contains("identity tokens could not be issued"), "{}", err.what);
+    assert!(
+        err.what.contains("identity tokens could not be issued"),
+        "{}",
+        err.what
+    );
     assert_eq!(w.launcher.launch_calls(), 0);
 }

@@ -23,8 +23,8 @@ use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::ports::PortError;
 use crate::secret::Sensitive;
 
-pub mod jwk;
 mod issue;
+pub mod jwk;
 mod sealed_tokens;
 pub use issue::{NoRunIdentities, RunIdentities, TokenIssuer};
 pub use sealed_tokens::{PURPOSE_RUN_IDENTITY, RunTokens, open_run_token, seal_run_tokens};
@@ -85,14 +85,16 @@ impl Issuer {
 impl TryFrom<String> for Issuer {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
-        let rule = "an https URL without a trailing slash, query or fragment, e.g. https://api.strato.example.com";
+        let rule =
+            "an https URL without a trailing slash, query or fragment, e.g. https://api.strato.example.com";
         let url = url::Url::parse(&s).map_err(|e| format!("'{s}' is not a URL ({e}): {rule}"))?;
         let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
         let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
         if !scheme_ok || url.host_str().is_none() {
             return Err(format!("'{s}' is not https: {rule}"));
         }
-        if s.ends_with('/') || url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        if s.ends_with('/') || url.query().is_some() || url.fragment().is_some() || !url.username().is_empty()
+        {
             return Err(format!("'{s}': {rule}"));
         }
         Ok(Self(s))

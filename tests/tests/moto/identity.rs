@@ -22,13 +22,24 @@ async fn a_token_signed_by_kms_verifies_with_the_jwks_made_from_its_public_key()
         operation: OperationId::generate(),
         stage: "k8s".into(),
     };
-    let token = mint(&signer, &issuer, &subject, AUD_AWS, OffsetDateTime::now_utc(), Duration::minutes(15))
-        .await
-        .unwrap();
+    let token = mint(
+        &signer,
+        &issuer,
+        &subject,
+        AUD_AWS,
+        OffsetDateTime::now_utc(),
+        Duration::minutes(15),
+    )
+    .await
+    .unwrap();
     let der = signer.public_key_der().await.unwrap();
     let jwks = Jwks::from_spki_ders([der.as_slice()]).unwrap();
     let kid = decode_header(token.expose()).unwrap().kid.unwrap();
-    let key = jwks.keys.iter().find(|k| k.kid == kid).expect("the token's kid is published");
+    let key = jwks
+        .keys
+        .iter()
+        .find(|k| k.kid == kid)
+        .expect("the token's kid is published");
     let mut v = Validation::new(Algorithm::RS256);
     v.set_issuer(&[issuer.as_str()]);
     v.set_audience(&[AUD_AWS]);
@@ -37,7 +48,9 @@ async fn a_token_signed_by_kms_verifies_with_the_jwks_made_from_its_public_key()
     assert_eq!(claims.sub, subject.sub());
     // Another KMS key's JWKS does not verify it.
     let other = TestEnv::new().await;
-    resources::create_signing_key(&other.aws, &other.names).await.unwrap();
+    resources::create_signing_key(&other.aws, &other.names)
+        .await
+        .unwrap();
     let other_der = KmsSigner::new(&other.aws.kms, other.names.oidc_key_alias())
         .public_key_der()
         .await

@@ -3,7 +3,8 @@
 
 use strato_domain::model::{
     AzureTarget, CloudProvider, GCP_PROJECT_RULE, GUID_RULE, GcpProjectId, GcpTarget, Guid,
-    SERVICE_ACCOUNT_RULE, ServiceAccountEmail, Target, TokenTarget, WIF_PROVIDER_RULE, WorkloadIdentityProvider,
+    SERVICE_ACCOUNT_RULE, ServiceAccountEmail, Target, TokenTarget, WIF_PROVIDER_RULE,
+    WorkloadIdentityProvider,
 };
 use strato_domain::validate::FieldError;
 
@@ -17,8 +18,7 @@ const CONTAINER_RULE: &str =
     "an Azure blob container name: 3-63 characters of a-z, 0-9 and '-', starting with a letter or digit";
 const RESOURCE_GROUP_RULE: &str =
     "an Azure resource group name: 1-90 characters of letters, digits, '_', '-', '.' and '()'";
-const REGION_RULE: &str =
-    "the object storage region, e.g. nyc3 (Spaces) or us-east-1 (Linode): 2-32 characters of a-z, 0-9 and '-'";
+const REGION_RULE: &str = "the object storage region, e.g. nyc3 (Spaces) or us-east-1 (Linode): 2-32 characters of a-z, 0-9 and '-'";
 const GCS_RULE: &str = "a GCS bucket name: 3-63 characters of a-z, 0-9, '-' and '_', starting and ending with a \
                         letter or digit";
 
@@ -60,11 +60,19 @@ fn present(t: &TargetBody) -> Vec<(&'static str, &'static [CloudProvider])> {
     let all: [(&'static str, bool, &'static [CloudProvider]); 15] = [
         ("role_arn", given(&t.role_arn), &[Aws]),
         ("auth", given(&t.auth), &[Aws]),
-        ("state_bucket", given(&t.state_bucket), &[Aws, Gcp, Digitalocean, Linode]),
+        (
+            "state_bucket",
+            given(&t.state_bucket),
+            &[Aws, Gcp, Digitalocean, Linode],
+        ),
         ("lock_table", given(&t.lock_table), &[Aws]),
         ("region", given(&t.region), &[Aws]),
         ("project_id", given(&t.project_id), &[Gcp]),
-        ("workload_identity_provider", given(&t.workload_identity_provider), &[Gcp]),
+        (
+            "workload_identity_provider",
+            given(&t.workload_identity_provider),
+            &[Gcp],
+        ),
         ("service_account", given(&t.service_account), &[Gcp]),
         ("tenant_id", given(&t.tenant_id), &[Azure]),
         ("client_id", given(&t.client_id), &[Azure]),
@@ -135,7 +143,13 @@ pub(super) fn parse(t: TargetBody, cloud: CloudProvider, errors: &mut Vec<FieldE
             fields_of(cloud),
         ));
     }
-    unknown(&other, "target.", "is not a field of target", fields_of(cloud), errors);
+    unknown(
+        &other,
+        "target.",
+        "is not a field of target",
+        fields_of(cloud),
+        errors,
+    );
     match cloud {
         CloudProvider::Gcp => gcp(t, errors),
         CloudProvider::Azure => azure(t, errors),
@@ -220,7 +234,12 @@ fn azure(t: TargetBody, errors: &mut Vec<FieldError>) -> Option<Target> {
     let client_id: Option<Guid> = parsed(t.client_id, "client_id", GUID_RULE, errors);
     let subscription_id: Option<Guid> = parsed(t.subscription_id, "subscription_id", GUID_RULE, errors);
     let account = check(
-        optional(t.state_storage_account, "state_storage_account", STORAGE_ACCOUNT_RULE, errors),
+        optional(
+            t.state_storage_account,
+            "state_storage_account",
+            STORAGE_ACCOUNT_RULE,
+            errors,
+        ),
         "state_storage_account",
         |a| (3..=24).contains(&a.len()) && a.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
         |a| format!("'{}' is not a valid storage account name", shown(a)),
@@ -243,11 +262,17 @@ fn azure(t: TargetBody, errors: &mut Vec<FieldError>) -> Option<Target> {
         errors,
     );
     let group = check(
-        optional(t.state_resource_group, "state_resource_group", RESOURCE_GROUP_RULE, errors),
+        optional(
+            t.state_resource_group,
+            "state_resource_group",
+            RESOURCE_GROUP_RULE,
+            errors,
+        ),
         "state_resource_group",
         |g| {
             (1..=90).contains(&g.len())
-                && g.chars().all(|c| c.is_ascii_alphanumeric() || "_-.()".contains(c))
+                && g.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.()".contains(c))
                 && !g.ends_with('.')
         },
         |g| format!("'{}' is not a valid resource group name", shown(g)),
@@ -289,7 +314,8 @@ mod tests {
         f
     }
 
-    const WIP: &str = "projects/123456789/locations/global/workloadIdentityPools/strato/providers/strato-oidc";
+    const WIP: &str =
+        "projects/123456789/locations/global/workloadIdentityPools/strato/providers/strato-oidc";
 
     #[test]
     fn each_clouds_target_parses_with_its_own_fields() {
@@ -364,7 +390,11 @@ mod tests {
         assert!(t.is_none());
         assert_eq!(
             fields(&e),
-            ["target.state_container", "target.subscription_id", "target.tenant_id"]
+            [
+                "target.state_container",
+                "target.subscription_id",
+                "target.tenant_id"
+            ]
         );
         assert!(e.iter().any(|e| e.allowed.contains("8-4-4-4-12")), "{e:?}");
 

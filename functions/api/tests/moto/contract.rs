@@ -308,11 +308,7 @@ async fn every_route_answers_as_the_document_says() {
     assert_eq!(r.body["keys"][0]["alg"], "RS256");
     assert_eq!(r.body["keys"][0]["kty"], "RSA");
     check(Method::GET, "/.well-known/jwks.json", &r);
-    let r = call_with(
-        &issuing,
-        Req::load("get-target-access"),
-    )
-    .await;
+    let r = call_with(&issuing, Req::load("get-target-access")).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
     assert_eq!(
         r.body["federation"]["gcp"]["attribute_mapping"]["google.subject"],

@@ -251,7 +251,12 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
         .await
         .unwrap()
         .unwrap();
-    let t = c.spec.target.as_ref().and_then(|t| t.aws()).expect("target stored on the cluster");
+    let t = c
+        .spec
+        .target
+        .as_ref()
+        .and_then(|t| t.aws())
+        .expect("target stored on the cluster");
     assert_eq!(t.state_bucket.as_deref(), Some("acme-strato-state"));
     let op = api
         .ctx
@@ -260,7 +265,13 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(op.spec.as_ref().and_then(|s| s.target.as_ref()).and_then(|t| t.aws()), Some(t));
+    assert_eq!(
+        op.spec
+            .as_ref()
+            .and_then(|s| s.target.as_ref())
+            .and_then(|t| t.aws()),
+        Some(t)
+    );
 
     // The tenant's external id: issued by Strato on first read, the same on every read, at least 32
     // characters, with the trust policy that requires it; stored only sealed.

@@ -527,6 +527,10 @@ async fn a_target_of_another_cloud_never_runs_with_the_platforms_engine_role() {
         let error = fails_at_prepare(&bed).await;
         assert_eq!(error.category, ErrorCategory::InvalidConfiguration);
         assert!(error.what.contains("does not provision into"), "{}", error.what);
-        assert!(bed.cloud.sessions().is_empty(), "no role assumed: {:?}", bed.cloud.sessions());
+        assert!(
+            bed.cloud.sessions().is_empty(),
+            "no role assumed: {:?}",
+            bed.cloud.sessions()
+        );
     }
 }

@@ -47,7 +47,11 @@ impl Signer for FakeSigner {
     }
 
     async fn public_key_der(&self) -> Result<Vec<u8>, PortError> {
-        let der = self.key.public_key().as_der().map_err(|_| failed("no public key DER"))?;
+        let der = self
+            .key
+            .public_key()
+            .as_der()
+            .map_err(|_| failed("no public key DER"))?;
         Ok(der.as_ref().to_vec())
     }
 }

@@ -71,7 +71,15 @@ impl<G: Signer, K: Keys, T: Templates, C: Clock> RunIdentities for TokenIssuer<'
             tokens.push((stage.name.clone(), token));
         }
         let expires_at = (now + life).unix_timestamp();
-        let sealed = seal_run_tokens(self.keys, &op.tenant_id, &op.operation_id, &aud, expires_at, &tokens).await?;
+        let sealed = seal_run_tokens(
+            self.keys,
+            &op.tenant_id,
+            &op.operation_id,
+            &aud,
+            expires_at,
+            &tokens,
+        )
+        .await?;
         Ok(Some(sealed))
     }
 }

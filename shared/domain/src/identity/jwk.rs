@@ -121,7 +121,10 @@ impl Jwks {
     /// The set publishing `keys` (more than one while a new signing key is rolled in).
     pub fn from_spki_ders<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Result<Self, PortError> {
         Ok(Self {
-            keys: keys.into_iter().map(Jwk::from_spki_der).collect::<Result<_, _>>()?,
+            keys: keys
+                .into_iter()
+                .map(Jwk::from_spki_der)
+                .collect::<Result<_, _>>()?,
         })
     }
 }

@@ -40,10 +40,16 @@ pub async fn seal_run_tokens(
     expires_at: i64,
     tokens: &[(String, Sensitive)],
 ) -> Result<RunTokens, PortError> {
-    let key = keys.data_key(&KeyContext::new(tenant, PURPOSE_RUN_IDENTITY)).await?;
+    let key = keys
+        .data_key(&KeyContext::new(tenant, PURPOSE_RUN_IDENTITY))
+        .await?;
     let mut stages = BTreeMap::new();
     for (stage, token) in tokens {
-        let env = seal_with(&key, &token_aad(tenant, operation, stage), token.expose().as_bytes())?;
+        let env = seal_with(
+            &key,
+            &token_aad(tenant, operation, stage),
+            token.expose().as_bytes(),
+        )?;
         stages.insert(stage.clone(), env);
     }
     Ok(RunTokens {

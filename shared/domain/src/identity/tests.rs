@@ -58,7 +58,9 @@ fn verify_like_a_cloud(
     v.set_required_spec_claims(&["exp", "nbf", "iss", "aud", "sub"]);
     v.validate_nbf = true;
     v.leeway = 0;
-    let claims = decode::<Claims>(token, &dk, &v).map_err(|e| e.to_string())?.claims;
+    let claims = decode::<Claims>(token, &dk, &v)
+        .map_err(|e| e.to_string())?
+        .claims;
     if !claims.sub.starts_with(&format!("tenant:{tenant}:")) {
         return Err("sub is another tenant's".into());
     }
@@ -92,7 +94,11 @@ fn a_minted_token_verifies_as_a_cloud_checks_it_and_says_who_runs_what() {
     assert_eq!(c.aud, AUD_AWS);
     assert!(c.sub.starts_with("tenant:acme:cluster:"), "{}", c.sub);
     assert!(c.sub.ends_with(":stage:k8s"), "{}", c.sub);
-    assert!(c.sub.contains(&format!(":operation:{}:", c.strato_operation)), "{}", c.sub);
+    assert!(
+        c.sub.contains(&format!(":operation:{}:", c.strato_operation)),
+        "{}",
+        c.sub
+    );
     assert_eq!(c.strato_tenant, "acme");
     assert_eq!(c.exp - c.iat, 1800);
     assert!(c.nbf <= c.iat);
@@ -145,7 +151,12 @@ fn tampered_foreign_expired_and_misaddressed_tokens_are_refused() {
     assert!(err.contains("ExpiredSignature"), "{err}");
 
     // Not yet valid: minted for an hour from now.
-    let early = mint_now(&signer, AUD_AZURE, now + Duration::minutes(30), Duration::hours(1));
+    let early = mint_now(
+        &signer,
+        AUD_AZURE,
+        now + Duration::minutes(30),
+        Duration::hours(1),
+    );
     let err = verify_like_a_cloud(&web, ISSUER, AUD_AZURE, "acme", &early).unwrap_err();
     assert!(err.contains("ImmatureSignature"), "{err}");
 
@@ -168,7 +179,13 @@ fn the_jwks_is_the_signing_keys_public_half_and_its_kid_the_thumbprint() {
     assert_eq!(n.len(), 256, "RSA 2048 modulus");
     assert_eq!(e, [1, 0, 1]);
     let jwks = Jwks::from_spki_ders([der.as_slice()]).unwrap();
-    let header = decode_header(&mint_now(&signer, AUD_AWS, OffsetDateTime::now_utc(), Duration::minutes(5))).unwrap();
+    let header = decode_header(mint_now(
+        &signer,
+        AUD_AWS,
+        OffsetDateTime::now_utc(),
+        Duration::minutes(5),
+    ))
+    .unwrap();
     assert_eq!(header.kid.as_deref(), Some(jwks.keys[0].kid.as_str()));
     assert_eq!(header.alg, Algorithm::RS256);
     assert!(rsa_components(b"\x30\x03\x02\x01\x01").is_err());
@@ -202,7 +219,14 @@ fn a_stage_name_that_would_break_the_subject_is_refused() {
     let mut s = subject();
     s.stage = "k8s:tenant:globex".into();
     let issuer: Issuer = ISSUER.parse().unwrap();
-    let r = block(mint(&signer, &issuer, &s, AUD_AWS, OffsetDateTime::now_utc(), Duration::minutes(5)));
+    let r = block(mint(
+        &signer,
+        &issuer,
+        &s,
+        AUD_AWS,
+        OffsetDateTime::now_utc(),
+        Duration::minutes(5),
+    ));
     assert!(r.is_err());
 }
 
@@ -211,19 +235,37 @@ fn a_runs_sealed_token_opens_only_for_its_operation_and_stage() {
     let keys = FakeKeys::default();
     let tenant: TenantId = "acme".parse().unwrap();
     let op = OperationId::generate();
-    let tokens = vec![("network".to_owned(), Sensitive::new("tok-net")), ("k8s".to_owned(), Sensitive::new("tok-k8s"))];
+    let tokens = vec![
+        ("network".to_owned(), Sensitive::new("tok-net")),
+        ("k8s".to_owned(), Sensitive::new("tok-k8s")),
+    ];
     let sealed = block(seal_run_tokens(&keys, &tenant, &op, AUD_AWS, 42, &tokens)).unwrap();
     let json = serde_json::to_string(&sealed).unwrap();
     assert!(!json.contains("tok-net") && !json.contains("tok-k8s"), "{json}");
-    let got = block(open_run_token(&keys, &tenant, &op, &sealed, "k8s")).unwrap().unwrap();
+    let got = block(open_run_token(&keys, &tenant, &op, &sealed, "k8s"))
+        .unwrap()
+        .unwrap();
     assert_eq!(got.expose(), "tok-k8s");
-    assert!(block(open_run_token(&keys, &tenant, &op, &sealed, "other")).unwrap().is_none());
+    assert!(
+        block(open_run_token(&keys, &tenant, &op, &sealed, "other"))
+            .unwrap()
+            .is_none()
+    );
     // Another operation's or stage's place: does not open.
     let mut moved = sealed.clone();
     let net = moved.stages["network"].clone();
     moved.stages.insert("k8s".into(), net);
     assert!(block(open_run_token(&keys, &tenant, &op, &moved, "k8s")).is_err());
-    assert!(block(open_run_token(&keys, &tenant, &OperationId::generate(), &sealed, "k8s")).is_err());
+    assert!(
+        block(open_run_token(
+            &keys,
+            &tenant,
+            &OperationId::generate(),
+            &sealed,
+            "k8s"
+        ))
+        .is_err()
+    );
     let other: TenantId = "globex".parse().unwrap();
     assert!(block(open_run_token(&keys, &other, &op, &sealed, "k8s")).is_err());
 }

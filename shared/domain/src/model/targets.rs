@@ -125,7 +125,9 @@ impl Target {
     pub fn identity_audience(&self) -> Option<String> {
         match self {
             Target::Aws(t) if t.auth == AwsAuth::WebIdentity => Some(crate::identity::AUD_AWS.to_owned()),
-            Target::Gcp(g) => Some(crate::identity::gcp_audience(g.workload_identity_provider.as_str())),
+            Target::Gcp(g) => Some(crate::identity::gcp_audience(
+                g.workload_identity_provider.as_str(),
+            )),
             Target::Azure(_) => Some(crate::identity::AUD_AZURE.to_owned()),
             _ => None,
         }
@@ -232,10 +234,12 @@ pub const GCP_PROJECT_RULE: &str =
 pub const WIF_PROVIDER_RULE: &str = "projects/<project number>/locations/global/workloadIdentityPools/<pool id>/providers/<provider id> \
      (the pool's provider resource name; ids 4-32 characters of a-z, 0-9 and '-')";
 pub const SERVICE_ACCOUNT_RULE: &str = "a service account email: <name>@<project>.iam.gserviceaccount.com";
-pub const GUID_RULE: &str = "a GUID: 8-4-4-4-12 hexadecimal digits, e.g. 00000000-0000-0000-0000-000000000000";
+pub const GUID_RULE: &str =
+    "a GUID: 8-4-4-4-12 hexadecimal digits, e.g. 00000000-0000-0000-0000-000000000000";
 
 fn lower_dash(s: &str) -> bool {
-    s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    s.chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 fn check_project(s: &str) -> Result<(), String> {
@@ -297,10 +301,15 @@ mod tests {
 
     #[test]
     fn a_target_without_provider_is_aws_and_is_stored_as_it_always_was() {
-        let t: Target = serde_json::from_value(serde_json::json!({"role_arn": "arn:aws:iam::123456789012:role/r"})).unwrap();
+        let t: Target =
+            serde_json::from_value(serde_json::json!({"role_arn": "arn:aws:iam::123456789012:role/r"}))
+                .unwrap();
         let Target::Aws(a) = &t else { panic!("{t:?}") };
         assert_eq!(a.auth, AwsAuth::AssumeRole);
-        assert_eq!(serde_json::to_value(&t).unwrap(), serde_json::json!({"role_arn": "arn:aws:iam::123456789012:role/r"}));
+        assert_eq!(
+            serde_json::to_value(&t).unwrap(),
+            serde_json::json!({"role_arn": "arn:aws:iam::123456789012:role/r"})
+        );
         let w: Target = serde_json::from_value(serde_json::json!({"provider": "aws", "role_arn": "arn:aws:iam::123456789012:role/r", "auth": "web_identity"})).unwrap();
         assert_eq!(w.identity_audience().as_deref(), Some("sts.amazonaws.com"));
         assert_eq!(t.identity_audience(), None);
@@ -314,7 +323,8 @@ mod tests {
         let azure = serde_json::json!({"provider": "azure", "tenant_id": "72f988bf-86f1-41af-91ab-2d7cd011db47",
             "client_id": "00000000-0000-0000-0000-000000000001", "subscription_id": "a1b2c3d4-0000-0000-0000-00000000abcd"});
         let digitalocean = serde_json::json!({"provider": "digitalocean"});
-        let linode = serde_json::json!({"provider": "linode", "state_bucket": "tfstate", "state_region": "us-east-1"});
+        let linode =
+            serde_json::json!({"provider": "linode", "state_bucket": "tfstate", "state_region": "us-east-1"});
         for v in [gcp, azure, digitalocean, linode] {
             let t: Target = serde_json::from_value(v.clone()).unwrap();
             assert_eq!(t.provider().as_str(), v["provider"]);
@@ -341,10 +351,18 @@ mod tests {
         ] {
             assert!(bad.parse::<WorkloadIdentityProvider>().is_err(), "{bad}");
         }
-        assert!("terraform@acme-prod-1.iam.gserviceaccount.com".parse::<ServiceAccountEmail>().is_ok());
+        assert!(
+            "terraform@acme-prod-1.iam.gserviceaccount.com"
+                .parse::<ServiceAccountEmail>()
+                .is_ok()
+        );
         assert!("terraform@gmail.com".parse::<ServiceAccountEmail>().is_err());
         assert!("72f988bf-86f1-41af-91ab-2d7cd011db47".parse::<Guid>().is_ok());
-        for bad in ["72f988bf86f141af91ab2d7cd011db47", "72f988bf-86f1-41af-91ab-2d7cd011db4", "zzzzzzzz-86f1-41af-91ab-2d7cd011db47"] {
+        for bad in [
+            "72f988bf86f141af91ab2d7cd011db47",
+            "72f988bf-86f1-41af-91ab-2d7cd011db4",
+            "zzzzzzzz-86f1-41af-91ab-2d7cd011db47",
+        ] {
             assert!(bad.parse::<Guid>().is_err(), "{bad}");
         }
         // A stored target with a malformed id does not load as a target.
