@@ -10,6 +10,7 @@ mod approval;
 mod audit;
 mod audit_draft;
 mod caller;
+mod cloud_tokens;
 mod clusters;
 pub mod commands;
 mod connect;

@@ -23,6 +23,7 @@ use crate::ids::{ClusterId, OperationId, TenantId};
 use crate::ports::PortError;
 use crate::secret::Sensitive;
 
+pub mod cloud_tokens;
 mod issue;
 pub mod jwk;
 mod sealed_tokens;

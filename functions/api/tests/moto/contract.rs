@@ -247,6 +247,20 @@ async fn every_route_answers_as_the_document_says() {
         .call(policy(Method::DELETE, "/v1/policies/sample").raw_body(""))
         .await;
     check(Method::DELETE, "/v1/policies/{name}", &r);
+    let token = json!({"token": "dop_v1_contract0123456789abcdef0123456789"});
+    let r = api
+        .call(policy(Method::PUT, "/v1/tenant/cloud-tokens/digitalocean").body(&token))
+        .await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    check(Method::PUT, "/v1/tenant/cloud-tokens/{provider}", &r);
+    let r = api
+        .call(policy(Method::GET, "/v1/tenant/cloud-tokens").raw_body(""))
+        .await;
+    check(Method::GET, "/v1/tenant/cloud-tokens", &r);
+    let r = api
+        .call(policy(Method::DELETE, "/v1/tenant/cloud-tokens/digitalocean").raw_body(""))
+        .await;
+    check(Method::DELETE, "/v1/tenant/cloud-tokens/{provider}", &r);
     check(
         Method::GET,
         "/v1/tenant/target-access",
