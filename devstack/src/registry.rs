@@ -162,6 +162,9 @@ impl Registry {
                 run_proofs: env.run_proofs.clone(),
                 audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
                 operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
+                // devstack's runs take no federated targets: no issuer, no tokens.
+                oidc_issuer: None,
+                oidc_signing_key: env.names.oidc_key_alias(),
             }
         };
         let dispatcher = Arc::new(

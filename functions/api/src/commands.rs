@@ -8,7 +8,7 @@ use serde_json::Value;
 use strato_domain::approval::ApprovalMode;
 use strato_domain::expiry::ExpiryRequest;
 use strato_domain::ids::ClusterName;
-use strato_domain::model::{CloudProvider, Cluster, DriftPolicy, TargetAccount, TemplateRef};
+use strato_domain::model::{CloudProvider, Cluster, DriftPolicy, Target, TemplateRef};
 use strato_domain::validate::FieldError;
 
 /// A new cluster.
@@ -55,7 +55,7 @@ pub struct SpecDraft {
     pub provider: Option<CloudProvider>,
     pub region: Option<String>,
     pub variables: BTreeMap<String, Value>,
-    pub target: Option<TargetAccount>,
+    pub target: Option<Target>,
     /// A create's drift settings (an estimate has none).
     pub drift: DriftSettings,
 }

@@ -150,7 +150,7 @@ fn decide(c: &Cluster, template: Option<&Template>, asked: Asked) -> Result<Kube
         )),
     })?;
     let ConnectKind::Eks = connect.kind;
-    let target = c.spec.target.as_ref();
+    let target = c.spec.target.as_ref().and_then(|t| t.aws());
     let role_arn = match asked.role {
         Some(role) => role,
         None => target.map(|t| t.role_arn.clone()),

@@ -5,7 +5,7 @@ use secrecy::{ExposeSecret, SecretSlice};
 use strato_aws::aws::AwsClients;
 use strato_aws::connections::tickets as ticket_claims;
 use strato_aws::env::Env;
-use strato_aws::ports::{KmsKeys, SqsJobQueue};
+use strato_aws::ports::{KmsKeys, KmsSigner, SqsJobQueue};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
@@ -66,6 +66,12 @@ pub struct Config {
     /// Separation of duties for plan approvals (`STRATO_APPROVAL_SEPARATION`, default `true`): the
     /// requester of an operation cannot approve it.
     pub approval_separation: bool,
+    /// The OIDC issuer of runs' identity tokens (`STRATO_OIDC_ISSUER`, the dispatcher's setting): this api
+    /// serves its discovery document and JWKS, and shows tenants each cloud's trust settings. Unset: none.
+    pub oidc_issuer: Option<strato_domain::identity::Issuer>,
+    /// The token-signing KMS key whose public half the JWKS publishes (`STRATO_OIDC_SIGNING_KEY`, default
+    /// `alias/<prefix>-oidc`).
+    pub oidc_signing_key: String,
 }
 
 impl Config {
@@ -79,8 +85,19 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ApiError> {
         let egress = strato_domain::webhook::Egress::from_lookup(&get);
         let env = Env::new(get);
+        let names = env.names()?;
         Ok(Self {
-            names: env.names()?,
+            oidc_issuer: env
+                .optional("STRATO_OIDC_ISSUER")
+                .map(|i| {
+                    i.parse().map_err(|reason| strato_aws::env::EnvError {
+                        var: "STRATO_OIDC_ISSUER",
+                        reason,
+                    })
+                })
+                .transpose()?,
+            oidc_signing_key: env.or("STRATO_OIDC_SIGNING_KEY", &names.oidc_key_alias()),
+            names,
             tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
             scope_claim: env.or("STRATO_SCOPE_CLAIM", "scope"),
             scope_prefix: env.or("STRATO_SCOPE_PREFIX", ""),
@@ -116,6 +133,8 @@ pub struct Ctx {
     pub s3: aws_sdk_s3::Client,
     /// Strato's KMS key (by its alias), which seals sensitive values before they are stored.
     pub keys: KmsKeys,
+    /// Strato's token-signing key, for its public half only (the JWKS): the api never signs.
+    pub signer: KmsSigner,
     pub queues: QueueUrls,
     /// The append-only audit log (`GET /v1/audit`; every mutating call appends to it).
     pub audit: strato_aws::ports::DynamoAuditLog,
@@ -132,6 +151,7 @@ impl Ctx {
             sqs: aws.sqs.clone(),
             s3: aws.s3.clone(),
             keys: KmsKeys::new(&aws.kms, &config.names),
+            signer: KmsSigner::new(&aws.kms, config.oidc_signing_key.clone()),
             queues,
             audit: strato_aws::ports::DynamoAuditLog::new(
                 aws.dynamodb.clone(),

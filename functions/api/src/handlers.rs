@@ -22,8 +22,8 @@ use crate::views::{
     Accepted, ClusterPage, ClusterView, Deleted, EstimateAccepted, Health, OperationList, OperationView,
 };
 use crate::{
-    agent, clusters, error::ApiError, estimates, operations, policies, state, target_access, templates,
-    tenant, tickets,
+    agent, cloud_tokens, clusters, error::ApiError, estimates, federation, operations, policies, state,
+    target_access, templates, tenant, tickets,
 };
 use axum::response::Response;
 
@@ -222,6 +222,38 @@ pub(crate) async fn create_estimate(
     JsonBody(body): JsonBody<SpecBody>,
 ) -> Answer<EstimateAccepted> {
     estimates::create(&ctx, &caller, body).await
+}
+
+pub(crate) async fn openid_configuration(State(ctx): State<AppState>) -> Answer<serde_json::Value> {
+    federation::openid_configuration(&ctx).await
+}
+
+pub(crate) async fn jwks(State(ctx): State<AppState>) -> Answer<strato_domain::identity::jwk::Jwks> {
+    federation::jwks(&ctx).await
+}
+
+pub(crate) async fn list_cloud_tokens(
+    State(ctx): State<AppState>,
+    caller: Caller,
+) -> Answer<cloud_tokens::CloudTokenListView> {
+    cloud_tokens::list(&ctx, &caller).await
+}
+
+pub(crate) async fn put_cloud_token(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(provider): P<String>,
+    JsonBody(body): JsonBody<cloud_tokens::CloudTokenBody>,
+) -> Answer<cloud_tokens::CloudTokenView> {
+    cloud_tokens::put(&ctx, &caller, &provider, body).await
+}
+
+pub(crate) async fn delete_cloud_token(
+    State(ctx): State<AppState>,
+    caller: Caller,
+    P(provider): P<String>,
+) -> Answer<Deleted> {
+    cloud_tokens::delete(&ctx, &caller, &provider).await
 }
 
 pub(crate) async fn get_target_access(

@@ -10,6 +10,7 @@ mod approval;
 mod audit;
 mod audit_draft;
 mod caller;
+mod cloud_tokens;
 mod clusters;
 pub mod commands;
 mod connect;
@@ -20,6 +21,7 @@ mod edge;
 pub mod error;
 mod estimates;
 mod expiry;
+mod federation;
 mod handlers;
 mod idempotency;
 #[cfg(feature = "openapi")]

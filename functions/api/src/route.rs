@@ -12,6 +12,8 @@ use crate::scopes::Scope;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
     Health,
+    OidcDiscovery,
+    OidcJwks,
     CreateCluster,
     ListClusters,
     GetCluster,
@@ -38,6 +40,9 @@ pub enum Endpoint {
     PutPolicy,
     DeletePolicy,
     GetTargetAccess,
+    ListCloudTokens,
+    PutCloudToken,
+    DeleteCloudToken,
     CreateWsTicket,
     ListTemplates,
     GetTemplate,

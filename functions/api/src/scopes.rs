@@ -180,7 +180,10 @@ mod tests {
     #[test]
     fn every_tenant_route_needs_a_scope() {
         for r in ROUTES {
-            let public = matches!(r.endpoint, Health | AgentRegister | AgentHeartbeat);
+            let public = matches!(
+                r.endpoint,
+                Health | OidcDiscovery | OidcJwks | AgentRegister | AgentHeartbeat
+            );
             assert_eq!(required(r.endpoint).is_none(), public, "{} {}", r.method, r.path);
             // Reads never need more than read (but the audit log, an admin's); nothing that changes a
             // cluster is open to a viewer.

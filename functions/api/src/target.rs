@@ -1,17 +1,23 @@
-//! The optional `target` of a create: the customer's AWS account the runner provisions into (a role it
-//! assumes with the external id Strato issued the tenant, and optionally the customer's own state bucket and
-//! lock table). Checked here, field by field, before anything is written. A caller-chosen `external_id` is
-//! refused: the id is issued by Strato (`GET /v1/tenant/target-access`), so one tenant cannot try another
-//! tenant's role with a guessed id (the confused deputy).
+//! The optional `target` of a create: the customer's account the runner provisions into, per cloud
+//! (`provider`, absent: aws; it must be the cluster's provider). AWS: a role it assumes with the external id
+//! Strato issued the tenant (or with the run's identity token, `auth: web_identity`), and optionally the
+//! customer's own state bucket and lock table; the other clouds in [`clouds`]. Checked here, field by field,
+//! before anything is written. A caller-chosen `external_id` is refused: the id is issued by Strato
+//! (`GET /v1/tenant/target-access`), so one tenant cannot try another tenant's role with a guessed id (the
+//! confused deputy).
 
 use strato_domain::catalog::Catalogs;
-use strato_domain::model::{CloudProvider, TargetAccount};
+use strato_domain::model::{AwsAuth, CloudProvider, Target, TargetAccount};
 use strato_domain::validate::FieldError;
 
 use crate::error::ApiError;
 use crate::requests::{Field, TargetBody, unknown};
 
-const FIELDS: &str = "role_arn, state_bucket, lock_table, region";
+mod clouds;
+
+const FIELDS: &str = "role_arn, auth, state_bucket, lock_table, region";
+const AUTH_RULE: &str =
+    "assume_role (default: with your external id) or web_identity (with the run's identity token)";
 /// What a request that names an external id is told.
 pub(crate) const EXTERNAL_ID_ISSUED: &str = "leave it out: Strato issues your external id and uses it for \
      every target; GET /v1/tenant/target-access shows it and the trust policy your role needs";
@@ -26,27 +32,43 @@ pub(crate) fn parse(
     v: Field<TargetBody>,
     provider: Option<CloudProvider>,
     errors: &mut Vec<FieldError>,
-) -> Option<TargetAccount> {
-    let t = match v {
+) -> Option<Target> {
+    let mut t = match v {
         Field::Missing | Field::Null => return None,
         Field::Ok(t) => t,
         Field::Bad(_) => {
             errors.push(ApiError::field(
                 "target",
                 "must be an object",
-                "{\"role_arn\": …, \"state_bucket\"?: …, \"lock_table\"?: …, \"region\"?: …}",
+                "{\"provider\"?: …, and that cloud's fields: see TargetRequest}",
             ));
             return None;
         }
     };
-    let before = errors.len();
-    if provider.is_some_and(|p| p != CloudProvider::Aws) {
+    let absent = matches!(t.provider, Field::Missing | Field::Null);
+    let cloud = clouds::provider(std::mem::take(&mut t.provider), errors)?;
+    if let Some(p) = provider.filter(|p| *p != cloud) {
+        let absent = if absent { " (no provider means aws)" } else { "" };
         errors.push(ApiError::field(
-            "target",
-            "a target account is supported for provider aws only",
-            "no target, or provider aws",
+            "target.provider",
+            format!("is {cloud}{absent}, but the cluster's provider is {p}"),
+            format!(
+                "\"provider\": \"{p}\" with {p}'s target fields ({})",
+                clouds::fields_of(p)
+            ),
         ));
+        return None;
     }
+    let before = errors.len();
+    clouds::refuse_foreign_fields(&t, cloud, errors);
+    if cloud != CloudProvider::Aws {
+        let parsed = clouds::parse(t, cloud, errors);
+        return parsed.filter(|_| errors.len() == before);
+    }
+    parse_aws(t, errors, before).map(Target::Aws)
+}
+
+fn parse_aws(t: TargetBody, errors: &mut Vec<FieldError>, before: usize) -> Option<TargetAccount> {
     let mut other = t.other.clone();
     if other.remove("external_id").is_some() {
         // Its value is never echoed: it may be a secret the caller meant for its trust policy.
@@ -58,6 +80,23 @@ pub(crate) fn parse(
     }
     unknown(&other, "target.", "is not a field of target", FIELDS, errors);
     let has_bucket = !matches!(t.state_bucket, Field::Missing);
+    let auth = match t.auth {
+        Field::Missing | Field::Null => AwsAuth::AssumeRole,
+        Field::Ok(a) if a == "assume_role" => AwsAuth::AssumeRole,
+        Field::Ok(a) if a == "web_identity" => AwsAuth::WebIdentity,
+        Field::Ok(a) => {
+            errors.push(ApiError::field(
+                "target.auth",
+                format!("'{}' is not a way to assume the role", shown(&a)),
+                AUTH_RULE,
+            ));
+            AwsAuth::AssumeRole
+        }
+        Field::Bad(_) => {
+            errors.push(ApiError::field("target.auth", "must be a string", AUTH_RULE));
+            AwsAuth::AssumeRole
+        }
+    };
     let role_arn = check(
         required(t.role_arn, "role_arn", ARN_RULE, errors),
         "role_arn",
@@ -109,18 +148,19 @@ pub(crate) fn parse(
     }
     Some(TargetAccount {
         role_arn: role_arn?,
+        auth,
         state_bucket,
         lock_table,
         region,
     })
 }
 
-fn shown(s: &str) -> String {
+pub(super) fn shown(s: &str) -> String {
     s.chars().take(64).collect()
 }
 
 /// Keeps `value` when `ok` accepts it; otherwise records `problem` for `target.<k>` and drops it.
-fn check(
+pub(super) fn check(
     value: Option<String>,
     k: &str,
     ok: impl Fn(&str) -> bool,
@@ -137,7 +177,12 @@ fn check(
 }
 
 /// A required member: absent or null "is required", anything but a string "must be a string".
-fn required(v: Field<String>, k: &str, rule: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(super) fn required(
+    v: Field<String>,
+    k: &str,
+    rule: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
     match v {
         Field::Ok(s) => Some(s),
         Field::Missing | Field::Null => {
@@ -151,7 +196,12 @@ fn required(v: Field<String>, k: &str, rule: &str, errors: &mut Vec<FieldError>)
     }
 }
 
-fn optional(v: Field<String>, k: &str, rule: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+pub(super) fn optional(
+    v: Field<String>,
+    k: &str,
+    rule: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
     v.optional(&format!("target.{k}"), "must be a string", rule, errors)
 }
 
@@ -309,11 +359,12 @@ mod tests {
         let mut errors = Vec::new();
         let t = parse(field(&v), Some(CloudProvider::Aws), &mut errors).unwrap();
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(t.role_arn, "arn:aws:iam::123456789012:role/strato");
+        assert_eq!(t.aws().unwrap().role_arn, "arn:aws:iam::123456789012:role/strato");
 
         let mut errors = Vec::new();
         assert!(parse(field(&v), Some(CloudProvider::Gcp), &mut errors).is_none());
-        assert_eq!(errors[0].field, "target");
+        assert_eq!(errors[0].field, "target.provider");
+        assert!(errors[0].problem.contains("no provider means aws"), "{errors:?}");
         let mut errors = Vec::new();
         let only_table = json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "lock_table": "locks"});
         assert!(parse(field(&only_table), None, &mut errors).is_none());

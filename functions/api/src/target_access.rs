@@ -23,6 +23,9 @@ pub(crate) struct TargetAccessView {
     /// A trust policy for your role: only Strato's principal, and only with your external id.
     #[schema(value_type = Object)]
     pub trust_policy: Value,
+    /// Each cloud's settings to trust your runs' OIDC identity tokens (AWS `web_identity`, GCP, Azure);
+    /// absent when the deployment issues none.
+    pub federation: Option<crate::federation::Federation>,
 }
 
 /// The trust policy a tenant's target role needs: `sts:AssumeRole` for Strato's principal, only with the
@@ -68,6 +71,11 @@ pub(crate) async fn get(ctx: &Ctx, caller: &Caller) -> Result<Reply<TargetAccess
         trust_policy: trust_policy(principal.as_deref(), id.expose()),
         external_id: id.expose().to_owned(),
         principal,
+        federation: ctx
+            .config
+            .oidc_issuer
+            .as_ref()
+            .map(|i| crate::federation::federation(i, &caller.tenant)),
     }))
 }
 

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use strato_aws::store::{OperationBrief, Store};
 use strato_domain::cost::CostEstimate;
 use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, DriftPolicy, Operation,
-    OperationKind, OperationStatus, ResourceChange, TargetAccount, TemplateRef,
+    AwsAuth, CloudProvider, Cluster, ClusterSpec, ClusterState, DEFAULT_DRIFT_INTERVAL_SECS, DriftPolicy,
+    Operation, OperationKind, OperationStatus, ResourceChange, Target, TemplateRef,
 };
 use strato_domain::template::Template;
 use strato_domain::ts;
@@ -94,23 +94,98 @@ impl From<&TemplateRef> for TemplateRefView {
     }
 }
 
-/// The customer account a cluster lives in. The role is assumed with the external id Strato issued the tenant
-/// (`GET /v1/tenant/target-access`), which is not part of the cluster.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+/// The customer account a cluster lives in, on its cloud (`provider`): only that cloud's fields are shown.
+/// An AWS role is assumed with the external id Strato issued the tenant (`GET /v1/tenant/target-access`),
+/// which is not part of the cluster, or with the run's identity token (`auth: web_identity`).
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
 pub(crate) struct TargetView {
-    pub role_arn: String,
+    #[schema(value_type = schema::CloudProvider)]
+    pub provider: Option<CloudProvider>,
+    /// aws.
+    pub role_arn: Option<String>,
     pub state_bucket: Option<String>,
+    /// aws.
     pub lock_table: Option<String>,
+    /// aws.
     pub region: Option<String>,
+    /// aws: `assume_role` or `web_identity`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+    /// gcp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    /// gcp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload_identity_provider: Option<String>,
+    /// gcp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+    /// azure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+    /// azure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// azure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_id: Option<String>,
+    /// azure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_storage_account: Option<String>,
+    /// azure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_container: Option<String>,
+    /// azure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_resource_group: Option<String>,
+    /// digitalocean, linode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_region: Option<String>,
 }
 
-impl From<&TargetAccount> for TargetView {
-    fn from(t: &TargetAccount) -> Self {
-        Self {
-            role_arn: t.role_arn.clone(),
-            state_bucket: t.state_bucket.clone(),
-            lock_table: t.lock_table.clone(),
-            region: t.region.clone(),
+impl From<&Target> for TargetView {
+    fn from(t: &Target) -> Self {
+        let s = |v: &dyn ToString| Some(v.to_string());
+        let base = TargetView {
+            provider: Some(t.provider()),
+            ..Default::default()
+        };
+        match t {
+            Target::Aws(a) => TargetView {
+                role_arn: Some(a.role_arn.clone()),
+                auth: Some(
+                    match a.auth {
+                        AwsAuth::AssumeRole => "assume_role",
+                        AwsAuth::WebIdentity => "web_identity",
+                    }
+                    .to_owned(),
+                ),
+                state_bucket: a.state_bucket.clone(),
+                lock_table: a.lock_table.clone(),
+                region: a.region.clone(),
+                ..base
+            },
+            Target::Gcp(g) => TargetView {
+                project_id: s(&g.project_id),
+                workload_identity_provider: s(&g.workload_identity_provider),
+                service_account: s(&g.service_account),
+                state_bucket: g.state_bucket.clone(),
+                ..base
+            },
+            Target::Azure(z) => TargetView {
+                tenant_id: s(&z.tenant_id),
+                client_id: s(&z.client_id),
+                subscription_id: s(&z.subscription_id),
+                state_storage_account: z.state_storage_account.clone(),
+                state_container: z.state_container.clone(),
+                state_resource_group: z.state_resource_group.clone(),
+                ..base
+            },
+            Target::Digitalocean(d) | Target::Linode(d) => TargetView {
+                state_bucket: d.state_bucket.clone(),
+                state_region: d.state_region.clone(),
+                ..base
+            },
         }
     }
 }

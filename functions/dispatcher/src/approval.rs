@@ -36,7 +36,7 @@ pub(crate) fn not_approved_error(op: &Operation, verdict: Verdict) -> UserError 
     )
 }
 
-impl<S, Q, L, C, A> Dispatcher<'_, S, Q, L, C, A>
+impl<S, Q, L, C, A, I> Dispatcher<'_, S, Q, L, C, A, I>
 where
     S: Storage,
     Q: JobQueue,

@@ -10,6 +10,7 @@ use strato_coordination::{
 };
 use strato_domain::audit::{self, AuditEntry, AuditLog};
 use strato_domain::error::{ErrorCategory, UserError};
+use strato_domain::identity::{NoRunIdentities, RunIdentities};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{
@@ -23,7 +24,7 @@ use crate::DispatchError;
 
 /// The dispatcher's dependencies, as ports.
 #[derive(Debug, Clone, Copy)]
-pub struct Dispatcher<'a, S, Q, L, C, A> {
+pub struct Dispatcher<'a, S, Q, L, C, A, I = NoRunIdentities> {
     /// Operations, clusters, cluster locks, tenant slots.
     pub store: &'a S,
     /// `jobs.fifo`: wake-ups of waiting operations, and backoff of the record being handled.
@@ -35,6 +36,8 @@ pub struct Dispatcher<'a, S, Q, L, C, A> {
     /// Deliveries a job gets before the queue moves it to its DLQ: a runner that still cannot start on
     /// the last one fails its operation instead.
     pub max_receives: u32,
+    /// Mints and seals the run's OIDC identity tokens when its target federates (never the runner).
+    pub identities: &'a I,
 }
 
 /// What became of one record: `Ack` when done with (started, parked, failed for good, or nothing to do),
@@ -100,13 +103,14 @@ fn refusal_error(op: &Operation, refusal: &str) -> UserError {
     UserError::new(ErrorCategory::InvalidConfiguration, "dispatch", what).with_fix(fix)
 }
 
-impl<S, Q, L, C, A> Dispatcher<'_, S, Q, L, C, A>
+impl<S, Q, L, C, A, I> Dispatcher<'_, S, Q, L, C, A, I>
 where
     S: Storage,
     Q: JobQueue,
     L: TaskLauncher,
     C: Clock,
     A: AuditLog,
+    I: RunIdentities,
 {
     /// Processes a batch. Records that must be retried are reported in `batch_item_failures`; on this FIFO
     /// queue a failed record also fails the later records of its message group unprocessed, so one
@@ -182,6 +186,15 @@ where
         // The task that planned for an approval may still be stopping: it is not this run's.
         let planned_by = op.approval.as_ref().and_then(|a| a.task_arn.as_deref());
         let found = found.filter(|arn| Some(arn.as_str()) != planned_by);
+        // A run about to start gets its identity tokens first (saved on the operation it then carries on
+        // with, so the writes below see its version).
+        let op = match found {
+            Some(_) => op,
+            None => match self.with_identity(op, receive_count).await? {
+                Ok(op) => op,
+                Err(outcome) => return Ok(outcome),
+            },
+        };
         let task_arn = match found {
             Some(arn) => arn,
             None => match self.launcher.launch(&op, token, current_trace().as_ref()).await {
@@ -244,6 +257,54 @@ where
             audit::record(self.audit, entry).await;
         }
         Ok(Outcome::Ack)
+    }
+
+    /// `op` with its run's identity tokens saved on it, written before the runner starts so it finds them
+    /// (a fresh set per start: an earlier start's tokens may have expired). A spec whose target does not
+    /// federate gets none and nothing is written. Tokens that cannot be issued (the signing key unavailable)
+    /// are retried like a runner that cannot start, then fail the operation.
+    async fn with_identity(
+        &self,
+        op: Operation,
+        receive_count: u32,
+    ) -> Result<Result<Operation, Outcome>, DispatchError> {
+        let spec = match &op.spec {
+            Some(spec) => spec.clone(),
+            None => match self.store.load_cluster(&op.tenant_id, &op.cluster_id).await? {
+                Some(c) => c.spec,
+                None => return Ok(Ok(op)),
+            },
+        };
+        if spec.target.as_ref().and_then(|t| t.identity_audience()).is_none() {
+            return Ok(Ok(op));
+        }
+        match self.identities.issue(&op, &spec).await {
+            Ok(None) => Ok(Ok(op)),
+            Ok(Some(tokens)) => {
+                let saved = update_operation_from(self.store, op.clone(), |o| {
+                    o.run_identity = Some(tokens.clone());
+                    true
+                })
+                .await?;
+                Ok(Ok(saved.unwrap_or(op)))
+            }
+            Err(e) if receive_count < self.max_receives => {
+                let delay = backoff_secs(receive_count);
+                tracing::warn!(operation_id = %op.operation_id, error = %e, delay, "identity tokens not issued yet; retrying");
+                Ok(Err(Outcome::RetryAfter(delay)))
+            }
+            Err(e) => {
+                let what = format!(
+                    "the run's identity tokens could not be issued after {receive_count} attempts: {e}"
+                );
+                let mut err = UserError::new(ErrorCategory::Internal, "dispatch", what);
+                err = err.with_fix("an operator must make Strato's token-signing key usable by the dispatcher (kms:Sign, kms:GetPublicKey) and the template published; then retry the operation");
+                self.fail(&op, err, true).await?;
+                self.record(&op, audit::Outcome::Failed, "identity tokens not issued".into())
+                    .await;
+                Ok(Err(Outcome::Ack))
+            }
+        }
     }
 
     /// The audit entry of a dispatch (never fails the dispatch: see `audit::record`).

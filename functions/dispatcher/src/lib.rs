@@ -25,10 +25,11 @@ pub use decide::{Dispatcher, Outcome, backoff_secs};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
-use strato_aws::ports::{DynamoAuditLog, EcsLauncher, SqsJobQueue};
+use strato_aws::ports::{DynamoAuditLog, EcsLauncher, KmsKeys, KmsSigner, SqsJobQueue};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::{self, Names};
 use strato_aws::store::Store;
+use strato_domain::identity::{Issuer, MAX_TOKEN_LIFE, NoRunIdentities, RunIdentities, TokenIssuer};
 use strato_domain::ports::SystemClock;
 use strato_domain::run_proof::RunProofKey;
 
@@ -66,6 +67,10 @@ pub struct Config {
     pub audit_retention_days: u64,
     /// Days a finished operation is kept (`STRATO_OPERATION_RETENTION_DAYS`, default 90; DynamoDB TTL).
     pub operation_retention_days: u32,
+    /// The OIDC issuer runs' identity tokens name (`STRATO_OIDC_ISSUER`); unset: no run gets a token.
+    pub oidc_issuer: Option<Issuer>,
+    /// The KMS key that signs them (`STRATO_OIDC_SIGNING_KEY`, default `alias/<prefix>-oidc`).
+    pub oidc_signing_key: String,
 }
 
 impl Config {
@@ -76,8 +81,8 @@ impl Config {
     /// `lookup` stands for the environment, so the parsing is testable without mutating it.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, DispatchError> {
         let env = Env::new(lookup);
+        let names = env.names()?;
         Ok(Self {
-            names: env.names()?,
             runner: RunnerSettings {
                 cluster: env.required("STRATO_RUNNER_CLUSTER")?,
                 task_definition: env.required("STRATO_RUNNER_TASK_DEFINITION")?,
@@ -89,6 +94,17 @@ impl Config {
             run_proofs: env.run_proof_key()?,
             audit_retention_days: DynamoAuditLog::retention_days(&env)?,
             operation_retention_days: strato_aws::store::operation_retention_days(&env)?,
+            oidc_issuer: env
+                .optional("STRATO_OIDC_ISSUER")
+                .map(|i| {
+                    i.parse().map_err(|reason| EnvError {
+                        var: "STRATO_OIDC_ISSUER",
+                        reason,
+                    })
+                })
+                .transpose()?,
+            oidc_signing_key: env.or("STRATO_OIDC_SIGNING_KEY", &names.oidc_key_alias()),
+            names,
         })
     }
 }
@@ -102,6 +118,9 @@ pub struct Ctx {
     pub ecs: aws_sdk_ecs::Client,
     pub queues: QueueUrls,
     pub audit: DynamoAuditLog,
+    /// Strato's data key (seals the run's tokens) and token-signing key (mints them).
+    pub keys: KmsKeys,
+    pub signer: KmsSigner,
 }
 
 impl Ctx {
@@ -119,6 +138,8 @@ impl Ctx {
             sqs: aws.sqs.clone(),
             ecs,
             queues,
+            keys: KmsKeys::new(&aws.kms, &config.names),
+            signer: KmsSigner::new(&aws.kms, config.oidc_signing_key.clone()),
             config,
         })
     }
@@ -135,15 +156,37 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Disp
         runner: &ctx.config.runner,
         proofs: &ctx.config.run_proofs,
     };
+    let Some(issuer) = &ctx.config.oidc_issuer else {
+        return Ok(dispatch(ctx, &jobs, &launcher, &NoRunIdentities, event).await);
+    };
+    let identities = TokenIssuer {
+        signer: &ctx.signer,
+        keys: &ctx.keys,
+        templates: &ctx.store,
+        clock: &SystemClock,
+        issuer,
+        life: MAX_TOKEN_LIFE,
+    };
+    Ok(dispatch(ctx, &jobs, &launcher, &identities, event).await)
+}
+
+async fn dispatch(
+    ctx: &Ctx,
+    jobs: &SqsJobQueue<'_>,
+    launcher: &EcsLauncher<'_>,
+    identities: &impl RunIdentities,
+    event: SqsEvent,
+) -> SqsBatchResponse {
     let dispatcher = Dispatcher {
         store: &ctx.store,
-        jobs: &jobs,
-        launcher: &launcher,
+        jobs,
+        launcher,
         clock: &SystemClock,
         audit: &ctx.audit,
         max_receives: resources::queue("jobs").max_receive_count,
+        identities,
     };
-    Ok(dispatcher.handle(event).await)
+    dispatcher.handle(event).await
 }
 
 #[cfg(test)]

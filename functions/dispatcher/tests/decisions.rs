@@ -45,6 +45,23 @@ impl World {
             clock: &self.clock,
             audit: &self.audit,
             max_receives: MAX_RECEIVES,
+            identities: &strato_domain::identity::NoRunIdentities,
+        }
+    }
+
+    /// The dispatcher minting runs' identity tokens with `identities`.
+    fn dispatcher_with<'a, I>(
+        &'a self,
+        identities: &'a I,
+    ) -> Dispatcher<'a, FakeStore, FakeJobQueue, FakeLauncher, FakeClock, FakeAuditLog, I> {
+        Dispatcher {
+            store: &self.store,
+            jobs: &self.jobs,
+            launcher: &self.launcher,
+            clock: &self.clock,
+            audit: &self.audit,
+            max_receives: MAX_RECEIVES,
+            identities,
         }
     }
 
@@ -805,4 +822,149 @@ async fn an_expired_create_ends_cancelled_and_its_cluster_failed() {
     let c = w.cluster(&cluster);
     assert_eq!(c.state(), ClusterState::Failed);
     assert!(c.last_error.unwrap().what.contains("expired"));
+}
+
+/// A world whose `prod` cluster's create targets `target` (a template of two stages published).
+fn federated(w: &World, target: serde_json::Value) -> Operation {
+    w.templates.publish(
+        strato_domain::template::Template::from_toml(
+            r#"
+name = "aws-eks-basic"
+version = "1.2.0"
+providers = ["aws", "gcp"]
+stages = [{ name = "network", modules = ["network"] }, { name = "cluster", modules = ["k8s"] }]
+[variables.node_count]
+type = "integer"
+default = 2
+"#,
+        )
+        .unwrap(),
+    );
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let mut op = w.queued(&cluster, OperationKind::Create);
+    let mut spec = strato_fakes::World::spec("prod");
+    spec.target = Some(serde_json::from_value(target).unwrap());
+    op.spec = Some(spec);
+    w.store.put_operation(op.clone());
+    op
+}
+
+#[tokio::test]
+async fn a_run_whose_target_federates_starts_with_a_sealed_token_per_stage_minted_here() {
+    use strato_domain::identity::{AUD_AWS, FakeSigner, Issuer, TokenIssuer, open_run_token};
+    use strato_domain::sealed::FakeKeys;
+    let w = world();
+    let signer = FakeSigner::default();
+    let keys = FakeKeys::default();
+    let issuer: Issuer = "https://api.strato.example.com".parse().unwrap();
+    let identities = TokenIssuer {
+        signer: &signer,
+        keys: &keys,
+        templates: &w.templates,
+        clock: &w.clock,
+        issuer: &issuer,
+        life: Duration::minutes(30),
+    };
+    let op = federated(
+        &w,
+        serde_json::json!({"role_arn": "arn:aws:iam::123456789012:role/strato", "auth": "web_identity"}),
+    );
+    let d = w.dispatcher_with(&identities);
+    assert_eq!(d.dispatch(&JobMessage::from(&op), 1).await.unwrap(), Outcome::Ack);
+    let started = w.stored(&op);
+    assert_eq!(started.status, OperationStatus::Dispatched, "{started:?}");
+    let tokens = started.run_identity.clone().expect("tokens on the operation");
+    assert_eq!(tokens.aud, AUD_AWS);
+    assert_eq!(tokens.stages.keys().collect::<Vec<_>>(), ["cluster", "network"]);
+    assert_eq!(
+        tokens.expires_at,
+        (w.clock.now() + Duration::minutes(30)).unix_timestamp()
+    );
+    let stored = serde_json::to_string(&started).unwrap();
+    let token = open_run_token(&keys, &op.tenant_id, &op.operation_id, &tokens, "network")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!stored.contains(token.expose()), "sealed at rest");
+    let claims: serde_json::Value = {
+        use base64::Engine as _;
+        let payload = token.expose().split('.').nth(1).unwrap();
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(payload)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        claims["sub"],
+        format!(
+            "tenant:acme:cluster:{}:operation:{}:stage:network",
+            op.cluster_id, op.operation_id
+        )
+    );
+
+    // A target that does not federate (external id): no token is minted.
+    let w2 = world();
+    let plain = federated(
+        &w2,
+        serde_json::json!({"role_arn": "arn:aws:iam::123456789012:role/strato"}),
+    );
+    let identities2 = TokenIssuer {
+        templates: &w2.templates,
+        clock: &w2.clock,
+        ..identities
+    };
+    let d = w2.dispatcher_with(&identities2);
+    assert_eq!(
+        d.dispatch(&JobMessage::from(&plain), 1).await.unwrap(),
+        Outcome::Ack
+    );
+    assert_eq!(w2.stored(&plain).run_identity, None);
+}
+
+#[tokio::test]
+async fn tokens_that_cannot_be_issued_retry_then_fail_the_run_before_it_starts() {
+    use strato_domain::identity::{FakeSigner, Issuer, TokenIssuer};
+    use strato_domain::sealed::FakeKeys;
+    let w = world();
+    let (signer, keys) = (FakeSigner::default(), FakeKeys::default());
+    let issuer: Issuer = "https://api.strato.example.com".parse().unwrap();
+    // The template is not published in this world's catalog: its stages, and so the tokens, are unknown.
+    let empty = strato_fakes::FakeTemplates::default();
+    let identities = TokenIssuer {
+        signer: &signer,
+        keys: &keys,
+        templates: &empty,
+        clock: &w.clock,
+        issuer: &issuer,
+        life: Duration::minutes(30),
+    };
+    let op = federated(
+        &w,
+        serde_json::json!({"provider": "azure",
+        "tenant_id": "72f988bf-86f1-41af-91ab-2d7cd011db47",
+        "client_id": "00000000-0000-0000-0000-000000000001",
+        "subscription_id": "a1b2c3d4-0000-0000-0000-00000000abcd"}),
+    );
+    let d = w.dispatcher_with(&identities);
+    assert!(matches!(
+        d.dispatch(&JobMessage::from(&op), 1).await.unwrap(),
+        Outcome::RetryAfter(_)
+    ));
+    assert_eq!(w.launcher.launch_calls(), 0, "no runner without its tokens");
+    assert_eq!(
+        d.dispatch(&JobMessage::from(&op), MAX_RECEIVES).await.unwrap(),
+        Outcome::Ack
+    );
+    let failed = w.stored(&op);
+    assert_eq!(failed.status, OperationStatus::Failed);
+    let err = failed.error.unwrap();
+    assert_eq!(err.step, "dispatch");
+    assert!(
+        err.what.contains("identity tokens could not be issued"),
+        "{}",
+        err.what
+    );
+    assert_eq!(w.launcher.launch_calls(), 0);
 }

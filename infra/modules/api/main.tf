@@ -6,12 +6,15 @@ locals {
   ws_stage = "live"
 
   # Everything under /v1 needs a tenant's JWT, except the cluster agent's calls, which carry the agent's own
-  # token (checked by the api function); /healthz is open. API Gateway picks the most specific route.
+  # token (checked by the api function); /healthz and the OIDC issuer's two documents (clouds fetch them
+  # anonymously to verify runs' identity tokens) are open. API Gateway picks the most specific route.
   http_routes = {
-    "ANY /v1/{proxy+}"         = true
-    "GET /healthz"             = false
-    "POST /v1/agent/register"  = false
-    "POST /v1/agent/heartbeat" = false
+    "ANY /v1/{proxy+}"                      = true
+    "GET /healthz"                          = false
+    "GET /.well-known/openid-configuration" = false
+    "GET /.well-known/jwks.json"            = false
+    "POST /v1/agent/register"               = false
+    "POST /v1/agent/heartbeat"              = false
   }
 
   # `$connect?token=<JWT>` is checked by the ws function itself (a browser cannot set headers on it).
@@ -59,7 +62,7 @@ resource "aws_apigatewayv2_integration" "api" {
 }
 
 resource "aws_apigatewayv2_route" "http" {
-  #checkov:skip=CKV_AWS_309:Routes without the JWT authorizer are public by design: /healthz, and the agent routes, which check the agent's token in the api function.
+  #checkov:skip=CKV_AWS_309:Routes without the JWT authorizer are public by design: /healthz, the OIDC issuer's discovery document and JWKS, and the agent routes, which check the agent's token in the api function.
   for_each = local.http_routes
 
   api_id             = aws_apigatewayv2_api.http.id

@@ -7,8 +7,8 @@ locals {
   partition    = data.aws_partition.current.partition
   region       = data.aws_region.current.name
   account_root = "arn:${local.partition}:iam::${local.account}:root"
-  # strato_domain::sealed::PURPOSE_*
-  sealed_purposes = ["variables", "external_id", "plan"]
+  # strato_domain::sealed::PURPOSE_*, strato_domain::identity::{PURPOSE_RUN_IDENTITY, cloud_tokens::PURPOSE_CLOUD_TOKEN}
+  sealed_purposes = ["variables", "external_id", "plan", "run-identity", "cloud-token"]
   kms_buckets = [
     for k, b in local.buckets : "arn:${local.partition}:s3:::${var.prefix}-${k}" if b.kms
   ]

@@ -17,7 +17,7 @@
 
 use secrecy::ExposeSecret;
 use strato_domain::ErrorCategory;
-use strato_domain::model::{ClusterSpec, TargetAccount};
+use strato_domain::model::{AwsAuth, ClusterSpec, Target, TargetAccount};
 use strato_terraform::run_access::{StateScope, engine_session_policy, partition, state_session_policy};
 
 use super::RunContext;
@@ -111,7 +111,7 @@ pub(super) async fn engine_access<'s, P: Ports>(
     }
     let cloud = &ctx.ports.cloud;
     let (provider, target) = match &spec.target {
-        Some(t) => {
+        Some(Target::Aws(t)) if t.auth == AwsAuth::AssumeRole => {
             let external_id = super::sealed::tenant_external_id(ctx, STEP).await?;
             // The external id is the tenant's secret: it never appears in a log line or a message.
             ctx.logs.redactor.add(external_id.expose());
@@ -135,6 +135,9 @@ pub(super) async fn engine_access<'s, P: Ports>(
             .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
             (c.clone(), Some((t, c)))
         }
+        // Never the platform's engine role for a target of the tenant's: until this runner hands the engine
+        // that cloud's credentials, such a run stops here.
+        Some(other) => return Err(unsupported_target(other)),
         None => {
             let role = &ctx.cfg.engine_role_arn;
             let policy = engine_session_policy(partition(&spec.region), ctx.cfg.names.prefix());
@@ -158,6 +161,21 @@ pub(super) async fn engine_access<'s, P: Ports>(
         target,
         provider,
     })
+}
+
+/// A target whose credentials this runner does not hand the engine yet: refused before any engine runs.
+fn unsupported_target(t: &Target) -> Failure {
+    let how = match t {
+        Target::Aws(_) => "an AWS role assumed with web_identity".to_owned(),
+        other => format!("a {} target", other.provider()),
+    };
+    let mut f = Failure::new(
+        STEP,
+        ErrorCategory::InvalidConfiguration,
+        format!("this runner does not provision into {how} yet"),
+    );
+    f.fix = "use an AWS target with auth assume_role (your external id), or no target".to_owned();
+    f
 }
 
 /// Where the stages' state lives: the customer's bucket (created with versioning + encryption if missing)

@@ -481,7 +481,7 @@ impl<P: Ports> PreparedRun<'_, P> {
         let Some(state) = self.platform_state.as_ref() else {
             return Ok(());
         };
-        if spec.target.as_ref().is_some_and(|t| t.state_bucket.is_some()) {
+        if spec.target.as_ref().is_some_and(|t| t.customer_state()) {
             return Ok(());
         }
         self.ctx.fenced("retire the state").await?;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use strato_domain::ErrorCategory;
 use strato_domain::messages::RunnerEvent;
-use strato_domain::model::{OperationKind, TargetAccount};
+use strato_domain::model::{OperationKind, Target, TargetAccount};
 use support::proxy::FaultProxy;
 use support::{Bed, final_events, steps_started, wait_for_log, wait_for_step};
 
@@ -164,12 +164,13 @@ async fn an_unreachable_credentials_endpoint_fails_fast_with_the_credentials_cat
     };
     bed.issue_external_id().await;
     let mut spec = bed.spec("runner-net", "no-creds", json!({}));
-    spec.target = Some(TargetAccount {
+    spec.target = Some(Target::Aws(TargetAccount {
         role_arn: "arn:aws:iam::210987654321:role/strato".into(),
         state_bucket: None,
         lock_table: None,
         region: None,
-    });
+        ..Default::default()
+    }));
     let (_cluster, job) = bed.create(spec).await;
     let sts = format!("http://127.0.0.1:{closed}");
     let cfg = bed.config(
@@ -209,12 +210,13 @@ async fn a_target_account_gets_assumed_credentials_and_its_own_state_bucket(engi
     let issued = bed.issue_external_id().await;
     let external_id = issued.as_str();
     let mut spec = bed.spec("runner-net", "own-state", json!({"tags": {"ref": external_id}}));
-    spec.target = Some(TargetAccount {
+    spec.target = Some(Target::Aws(TargetAccount {
         role_arn: "arn:aws:iam::210987654321:role/strato".into(),
         state_bucket: Some(bucket.clone()),
         lock_table: None,
         region: None,
-    });
+        ..Default::default()
+    }));
     let (cluster, job) = bed.create_sealed(spec, &["tags"]).await;
     let raw = bed
         .store

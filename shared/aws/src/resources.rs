@@ -342,6 +342,12 @@ impl Names {
         format!("alias/{}-data", self.prefix)
     }
 
+    /// Strato's token-signing key (`infra/modules/data`, RSA_2048 SIGN_VERIFY): it signs the runs' OIDC
+    /// identity tokens; only the dispatcher may `Sign` with it, the api reads its public key for the JWKS.
+    pub fn oidc_key_alias(&self) -> String {
+        format!("alias/{}-oidc", self.prefix)
+    }
+
     pub fn bucket(&self, logical: &str) -> String {
         let b = BUCKETS
             .iter()
@@ -402,6 +408,38 @@ pub async fn create_kms_key(aws: &AwsClients, names: &Names) -> Result<(), Error
         .kms
         .create_key()
         .description(format!("{} data key", names.prefix()))
+        .send()
+        .await
+        .map_err(|e| Error::aws("CreateKey", e))?;
+    let id = key
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .unwrap_or_default();
+    aws.kms
+        .create_alias()
+        .alias_name(&alias)
+        .target_key_id(id)
+        .send()
+        .await
+        .map_err(|e| Error::aws("CreateAlias", e))?;
+    Ok(())
+}
+
+/// Creates the token-signing key under [`Names::oidc_key_alias`] unless the alias exists (moto, devstack;
+/// in AWS it is `infra/modules/data`'s). Not part of [`create_all`]: an RSA key costs the emulator a key
+/// generation, and only what mints or publishes tokens needs it.
+pub async fn create_signing_key(aws: &AwsClients, names: &Names) -> Result<(), Error> {
+    use aws_sdk_kms::types::{KeySpec, KeyUsageType};
+    let alias = names.oidc_key_alias();
+    if aws.kms.describe_key().key_id(&alias).send().await.is_ok() {
+        return Ok(());
+    }
+    let key = aws
+        .kms
+        .create_key()
+        .description(format!("{} OIDC token signing key", names.prefix()))
+        .key_usage(KeyUsageType::SignVerify)
+        .key_spec(KeySpec::Rsa2048)
         .send()
         .await
         .map_err(|e| Error::aws("CreateKey", e))?;

@@ -78,25 +78,11 @@ pub struct ClusterSpec {
     pub variables: BTreeMap<String, serde_json::Value>,
     /// Run in the customer's own account (and keep state there) instead of the platform's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<TargetAccount>,
+    pub target: Option<Target>,
 }
 
-/// A customer's AWS account the runner provisions into: it assumes `role_arn` with the external id Strato
-/// issued the tenant (never chosen by the caller, never stored on the cluster: see `crate::sealed`) and gives
-/// the temporary credentials to the engine. With `state_bucket`, state lives in the customer's account too
-/// (bucket and lock table created with versioning and encryption if missing).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TargetAccount {
-    pub role_arn: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_bucket: Option<String>,
-    /// Defaults to `<state_bucket>-locks`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock_table: Option<String>,
-    /// Region of the role session and the state bucket; defaults to the cluster's region.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-}
+mod targets;
+pub use targets::*;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct DriftInfo {
@@ -412,6 +398,10 @@ pub struct Operation {
     /// The trace all its jobs, runs and events join (its creator's); absent on older operations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<crate::telemetry::Traceparent>,
+    /// The current run's OIDC identity tokens, one per stage, sealed (minted by the dispatcher when the
+    /// target federates; see `crate::identity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_identity: Option<crate::identity::RunTokens>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -448,6 +438,7 @@ impl Operation {
             approval_required: false,
             approval: None,
             traceparent: Some(crate::telemetry::Traceparent::new_root()),
+            run_identity: None,
             created_at: now,
             updated_at: now,
         }

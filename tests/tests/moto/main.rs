@@ -8,6 +8,7 @@ mod live_logs_support;
 
 mod dispatch;
 mod emulator;
+mod identity;
 mod live_logs;
 mod scheduler;
 mod state_restore;

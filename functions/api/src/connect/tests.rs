@@ -34,11 +34,12 @@ fn cluster(state: ClusterState, target: Option<&str>) -> Cluster {
     }))
     .unwrap();
     let spec = ClusterSpec {
-        target: target.map(|r| TargetAccount {
-            role_arn: r.into(),
-            state_bucket: None,
-            lock_table: None,
-            region: None,
+        target: target.map(|r| {
+            TargetAccount {
+                role_arn: r.into(),
+                ..Default::default()
+            }
+            .into()
         }),
         ..spec
     };

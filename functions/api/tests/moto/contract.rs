@@ -247,6 +247,20 @@ async fn every_route_answers_as_the_document_says() {
         .call(policy(Method::DELETE, "/v1/policies/sample").raw_body(""))
         .await;
     check(Method::DELETE, "/v1/policies/{name}", &r);
+    let token = json!({"token": "dop_v1_contract0123456789abcdef0123456789"});
+    let r = api
+        .call(policy(Method::PUT, "/v1/tenant/cloud-tokens/digitalocean").body(&token))
+        .await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    check(Method::PUT, "/v1/tenant/cloud-tokens/{provider}", &r);
+    let r = api
+        .call(policy(Method::GET, "/v1/tenant/cloud-tokens").raw_body(""))
+        .await;
+    check(Method::GET, "/v1/tenant/cloud-tokens", &r);
+    let r = api
+        .call(policy(Method::DELETE, "/v1/tenant/cloud-tokens/digitalocean").raw_body(""))
+        .await;
+    check(Method::DELETE, "/v1/tenant/cloud-tokens/{provider}", &r);
     check(
         Method::GET,
         "/v1/tenant/target-access",
@@ -275,6 +289,46 @@ async fn every_route_answers_as_the_document_says() {
         "/v1/ws-tickets",
         &call_with(&service(ticketing), Req::load("create-ws-ticket")).await,
     );
+    // The issuer's documents: 404 where the deployment issues no tokens, 200 where it does (its
+    // signing key on moto's KMS); the JWKS's key is the one that signs.
+    for path in ["/.well-known/openid-configuration", "/.well-known/jwks.json"] {
+        let r = api.call(call("healthz", Method::GET, path)).await;
+        assert_eq!(r.status.as_u16(), 404, "{}", r.text);
+        check(Method::GET, path, &r);
+    }
+    strato_aws::resources::create_signing_key(&api.env.aws, &api.env.names)
+        .await
+        .unwrap();
+    let config = Config::from_lookup(|k| match k {
+        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+        "STRATO_OIDC_ISSUER" => Some("https://api.strato.example.com".into()),
+        _ => None,
+    })
+    .unwrap();
+    let issuing = service(Ctx::new(&api.env.aws, config).await.unwrap());
+    let r = call_with(
+        &issuing,
+        call("healthz", Method::GET, "/.well-known/openid-configuration"),
+    )
+    .await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    assert_eq!(
+        r.body["jwks_uri"],
+        "https://api.strato.example.com/.well-known/jwks.json"
+    );
+    check(Method::GET, "/.well-known/openid-configuration", &r);
+    let r = call_with(&issuing, call("healthz", Method::GET, "/.well-known/jwks.json")).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    assert_eq!(r.body["keys"][0]["alg"], "RS256");
+    assert_eq!(r.body["keys"][0]["kty"], "RSA");
+    check(Method::GET, "/.well-known/jwks.json", &r);
+    let r = call_with(&issuing, Req::load("get-target-access")).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    assert_eq!(
+        r.body["federation"]["gcp"]["attribute_mapping"]["google.subject"],
+        "assertion.sub"
+    );
+    check(Method::GET, "/v1/tenant/target-access", &r);
     // No cluster has this agent token (401 problem).
     check(
         Method::POST,

@@ -237,8 +237,9 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
     let shown = &r.body["cluster"]["target"];
     assert_eq!(
         *shown,
-        json!({"role_arn": "arn:aws:iam::210987654321:role/strato-deployer",
-            "state_bucket": "acme-strato-state", "lock_table": null, "region": "eu-west-1"})
+        json!({"provider": "aws", "role_arn": "arn:aws:iam::210987654321:role/strato-deployer",
+            "auth": "assume_role", "state_bucket": "acme-strato-state", "lock_table": null,
+            "region": "eu-west-1"})
     );
     assert_eq!(r.body["operation"]["spec"]["target"], *shown);
     let cid = r.body["cluster"]["id"].as_str().unwrap();
@@ -250,7 +251,12 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
         .await
         .unwrap()
         .unwrap();
-    let t = c.spec.target.as_ref().expect("target stored on the cluster");
+    let t = c
+        .spec
+        .target
+        .as_ref()
+        .and_then(|t| t.aws())
+        .expect("target stored on the cluster");
     assert_eq!(t.state_bucket.as_deref(), Some("acme-strato-state"));
     let op = api
         .ctx
@@ -259,7 +265,13 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(op.spec.as_ref().and_then(|s| s.target.as_ref()), Some(t));
+    assert_eq!(
+        op.spec
+            .as_ref()
+            .and_then(|s| s.target.as_ref())
+            .and_then(|t| t.aws()),
+        Some(t)
+    );
 
     // The tenant's external id: issued by Strato on first read, the same on every read, at least 32
     // characters, with the trust policy that requires it; stored only sealed.

@@ -112,3 +112,81 @@ async fn sensitive_variables_are_sealed_at_rest_and_open_only_where_they_belong(
     r.problem(422);
     assert_eq!(r.fields(), ["variables.db_password"], "{}", r.text);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cloud_token_is_sealed_at_rest_never_shown_and_rotatable() {
+    const TOKEN: &str = "dop_v1_9f8e7d6c5b4a39281706f5e4d3c2b1a0ffeeddccbbaa";
+    const ROTATED: &str = "dop_v1_00112233445566778899aabbccddeeff00112233";
+    let api = Api::new().await;
+    let req = |m: lambda_http::http::Method, path: &str| Req::load("put-webhook").method(m).path(path);
+    let put = |token: &str| {
+        req(
+            lambda_http::http::Method::PUT,
+            "/v1/tenant/cloud-tokens/digitalocean",
+        )
+        .body(&serde_json::json!({"token": token}))
+    };
+    let r = api.call(put(TOKEN)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["provider"], "digitalocean");
+    assert!(!r.text.contains(TOKEN), "{}", r.text);
+    let raw = raw_items(&api, "tenants").await;
+    assert!(!raw.contains(TOKEN), "in the clear at rest: {raw}");
+    assert!(raw.contains("cloud_tokens"), "{raw}");
+    // The runner's side: it opens under the tenant and cloud it was sealed for.
+    let tenant: TenantId = TENANT.parse().unwrap();
+    let stored = api.ctx.store.cloud_tokens(&tenant).await.unwrap();
+    let opened = strato_domain::identity::cloud_tokens::open_cloud_token(
+        &api.ctx.keys,
+        &tenant,
+        strato_domain::model::CloudProvider::Digitalocean,
+        &stored["digitalocean"].sealed,
+    )
+    .await
+    .unwrap();
+    assert_eq!(opened.expose(), TOKEN);
+
+    let r = api
+        .call(req(lambda_http::http::Method::GET, "/v1/tenant/cloud-tokens").raw_body(""))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["tokens"][0]["provider"], "digitalocean");
+    assert!(r.body["tokens"][0]["set_by"].is_string());
+    assert!(!r.text.contains(TOKEN));
+
+    // Rotation replaces it; a bad one is refused without echoing it; a federating cloud takes none.
+    assert_eq!(api.call(put(ROTATED)).await.status, StatusCode::OK);
+    let stored = api.ctx.store.cloud_tokens(&tenant).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    let bad = "dop v1 with spaces and a secret-ish tail 1234";
+    let r = api.call(put(bad)).await;
+    r.problem(422);
+    assert_eq!(r.body["errors"][0]["field"], "token");
+    assert!(!r.text.contains(bad), "{}", r.text);
+    let r = api
+        .call(
+            req(lambda_http::http::Method::PUT, "/v1/tenant/cloud-tokens/gcp")
+                .body(&serde_json::json!({"token": TOKEN})),
+        )
+        .await;
+    r.problem(404);
+    assert!(!r.text.contains(TOKEN));
+
+    // The audit log names the calls, never a value.
+    let audit = raw_items(&api, "audit").await;
+    assert!(audit.contains("cloud_token.put"), "{audit}");
+    for secret in [TOKEN, ROTATED, bad] {
+        assert!(!audit.contains(secret), "audit holds a token: {audit}");
+    }
+
+    let del = || {
+        req(
+            lambda_http::http::Method::DELETE,
+            "/v1/tenant/cloud-tokens/digitalocean",
+        )
+        .raw_body("")
+    };
+    assert_eq!(api.call(del()).await.status, StatusCode::OK);
+    api.call(del()).await.problem(404);
+    assert!(api.ctx.store.cloud_tokens(&tenant).await.unwrap().is_empty());
+}

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use strato_domain::ErrorCategory;
-use strato_domain::model::{Operation, OperationKind, OperationStatus, TargetAccount};
+use strato_domain::model::{Operation, OperationKind, OperationStatus, Target, TargetAccount};
 use strato_domain::sealed;
 
 use super::support::{Bed, ENGINE_ROLE, STATE_ROLE, applies, credential_profiles, outputs, vpc_plan};
@@ -38,12 +38,13 @@ async fn issue_external_id(bed: &Bed) -> String {
 
 fn target(bed: &mut Bed, state_bucket: Option<&str>) {
     bed.edit_op(|op| {
-        op.spec.as_mut().unwrap().target = Some(TargetAccount {
+        op.spec.as_mut().unwrap().target = Some(Target::Aws(TargetAccount {
             role_arn: TARGET_ROLE.into(),
             state_bucket: state_bucket.map(str::to_owned),
             lock_table: None,
             region: None,
-        });
+            ..Default::default()
+        }));
     });
 }
 
@@ -509,4 +510,27 @@ async fn a_template_without_a_lock_file_lets_init_choose_and_a_lock_mismatch_nam
     assert_eq!(error.step, "init", "{error:?}");
     assert_eq!(error.category, ErrorCategory::InvalidConfiguration, "{error:?}");
     assert!(error.fix.contains("providers lock"), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_target_of_another_cloud_never_runs_with_the_platforms_engine_role() {
+    for t in [
+        serde_json::json!({"provider": "gcp", "project_id": "acme-prod-1",
+            "workload_identity_provider": "projects/1/locations/global/workloadIdentityPools/strato/providers/oidc",
+            "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com"}),
+        serde_json::json!({"provider": "linode"}),
+        serde_json::json!({"role_arn": TARGET_ROLE, "auth": "web_identity"}),
+    ] {
+        let mut bed = Bed::new(OperationKind::Create, "net").await;
+        let target: Target = serde_json::from_value(t).unwrap();
+        bed.edit_op(|op| op.spec.as_mut().unwrap().target = Some(target));
+        let error = fails_at_prepare(&bed).await;
+        assert_eq!(error.category, ErrorCategory::InvalidConfiguration);
+        assert!(error.what.contains("does not provision into"), "{}", error.what);
+        assert!(
+            bed.cloud.sessions().is_empty(),
+            "no role assumed: {:?}",
+            bed.cloud.sessions()
+        );
+    }
 }

@@ -10,6 +10,7 @@
 mod audit;
 mod ecs;
 mod keys;
+mod signer;
 mod state;
 mod status;
 mod sweep;
@@ -19,6 +20,7 @@ pub use crate::store::audit_items::DEFAULT_RETENTION_DAYS as AUDIT_RETENTION_DAY
 pub use audit::DynamoAuditLog;
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
 pub use keys::KmsKeys;
+pub use signer::KmsSigner;
 pub use state::{S3StateArchive, state_prefix};
 pub use status::{S3RunArchive, SqsStatusQueues};
 pub use sweep::{DynamoStateLocks, EcsTaskStatus, SqsTaskEvents};

@@ -6,6 +6,7 @@
 
 pub(crate) mod audit_items;
 mod claim;
+mod cloud_tokens;
 mod clusters;
 mod idempotency;
 mod locks;

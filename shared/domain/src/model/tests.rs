@@ -75,7 +75,7 @@ fn target_account_is_optional_and_omitted_when_absent() {
         "provider": "aws", "region": "us-east-1",
         "target": {"role_arn": "arn:aws:iam::1:role/r", "external_id": "ext-secret-42", "state_bucket": "b"}});
     let spec: ClusterSpec = serde_json::from_value(with).unwrap();
-    let t = spec.target.clone().unwrap();
+    let t = spec.target.clone().unwrap().aws().cloned().unwrap();
     assert_eq!(t.state_bucket.as_deref(), Some("b"));
     assert_eq!(t.lock_table, None);
     // An item written before external ids were issued loses its caller-chosen id on the next write.

@@ -328,6 +328,8 @@ pub fn check_data_key(state: &State, names: &Names) -> String {
 /// encryption through S3; nothing else, whatever IAM allows.
 fn check_key_policy(policy: &Value, key: &str, names: &Names) {
     use super::iam::{RequestContext, allows_in};
+    use strato_domain::identity::PURPOSE_RUN_IDENTITY;
+    use strato_domain::identity::cloud_tokens::PURPOSE_CLOUD_TOKEN;
     use strato_domain::sealed::{KeyContext, PURPOSE_EXTERNAL_ID, PURPOSE_PLAN, PURPOSE_VARIABLES};
     let sealed = |pairs: &[(&'static str, &str)]| -> RequestContext {
         let mut ctx: RequestContext = vec![(
@@ -341,7 +343,13 @@ fn check_key_policy(policy: &Value, key: &str, names: &Names) {
         ctx
     };
     let tenant = "acme".parse().unwrap();
-    for purpose in [PURPOSE_VARIABLES, PURPOSE_EXTERNAL_ID, PURPOSE_PLAN] {
+    for purpose in [
+        PURPOSE_VARIABLES,
+        PURPOSE_EXTERNAL_ID,
+        PURPOSE_PLAN,
+        PURPOSE_RUN_IDENTITY,
+        PURPOSE_CLOUD_TOKEN,
+    ] {
         let pairs = KeyContext::new(&tenant, purpose).pairs();
         let ctx = sealed(&[
             ("kms:EncryptionContext:tenant", pairs["tenant"].as_str()),

@@ -132,6 +132,8 @@ impl World {
             run_proofs: run_proofs(),
             audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
             operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
+            oidc_issuer: None,
+            oidc_signing_key: env.names.oidc_key_alias(),
         };
         let dispatcher = Ctx::new(config.clone(), &env.aws, ecs.clone()).await.unwrap();
         let queues = dispatcher.queues.clone();
