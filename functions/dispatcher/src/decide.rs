@@ -133,7 +133,9 @@ where
             serde_json::from_str(body).map_err(|source| DispatchError::BadBody { message_id, source })?;
         // The record's span (strato_aws::batch) is in the job's trace; it gets the job's ids.
         job.record_on(&tracing::Span::current());
-        self.dispatch(&job, receive_count(record)).await
+        // Boxed: a job's state machine (claim, identities, launch, records) is large; on the caller's stack
+        // it overflowed a 2 MiB thread in a debug build.
+        Box::pin(self.dispatch(&job, receive_count(record))).await
     }
 
     /// Takes one job as far as it can go now; `receive_count` is how often the queue delivered it: claim

@@ -156,8 +156,10 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Disp
         runner: &ctx.config.runner,
         proofs: &ctx.config.run_proofs,
     };
+    // Boxed: each instantiation's state machine is large, and both inline would sit on the caller's stack
+    // (a test thread's 2 MiB overflowed).
     let Some(issuer) = &ctx.config.oidc_issuer else {
-        return Ok(dispatch(ctx, &jobs, &launcher, &NoRunIdentities, event).await);
+        return Ok(Box::pin(dispatch(ctx, &jobs, &launcher, &NoRunIdentities, event)).await);
     };
     let identities = TokenIssuer {
         signer: &ctx.signer,
@@ -167,7 +169,7 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Disp
         issuer,
         life: MAX_TOKEN_LIFE,
     };
-    Ok(dispatch(ctx, &jobs, &launcher, &identities, event).await)
+    Ok(Box::pin(dispatch(ctx, &jobs, &launcher, &identities, event)).await)
 }
 
 async fn dispatch(

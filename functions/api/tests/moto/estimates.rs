@@ -365,9 +365,10 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
     let r = api.call(with(&|b| b["target"] = json!("arn"))).await;
     r.problem(422);
     assert_eq!(r.fields(), ["target"], "{}", r.text);
+    // An AWS target on a cluster of another cloud: refused, naming the target's provider.
     let r = api.call(with(&|b| b["provider"] = json!("gcp"))).await;
     r.problem(422);
-    assert!(r.fields().contains(&"target".to_owned()), "{}", r.text);
+    assert!(r.fields().contains(&"target.provider".to_owned()), "{}", r.text);
     // Nothing of the refused creates was written.
     let list = api.call(Req::load("list-clusters").query("")).await;
     assert_eq!(list.body["clusters"].as_array().unwrap().len(), 1);
