@@ -35,6 +35,8 @@ impl ConsoleSite {
             && !path.starts_with("/v1/")
             && path != "/v1"
             && path != "/healthz"
+            // The OIDC issuer's documents are the api's (public routes at the issuer URL).
+            && !path.starts_with("/.well-known/")
     }
 
     pub async fn serve(&self, path: &str) -> Response {
@@ -177,6 +179,10 @@ mod tests {
         );
         assert!(ConsoleSite::claims(&axum::http::Method::GET, "/"));
         assert!(!ConsoleSite::claims(&axum::http::Method::GET, "/v1/clusters"));
+        assert!(!ConsoleSite::claims(
+            &axum::http::Method::GET,
+            "/.well-known/jwks.json"
+        ));
         assert!(!ConsoleSite::claims(&axum::http::Method::POST, "/"));
         assert!(ConsoleSite::new(&root.path().join("nothing"), "ws://x").is_none());
     }

@@ -34,7 +34,20 @@ pub(crate) fn parse(
     errors: &mut Vec<FieldError>,
 ) -> Option<Target> {
     let mut t = match v {
-        Field::Missing | Field::Null => return None,
+        // Strato's own account is an AWS account: a cluster on another cloud runs in the tenant's.
+        Field::Missing | Field::Null => {
+            if let Some(p) = provider.filter(|p| *p != CloudProvider::Aws) {
+                errors.push(ApiError::field(
+                    "target",
+                    format!("is required for a {p} cluster: it runs in your own {p} account"),
+                    format!(
+                        "\"target\": {{\"provider\": \"{p}\", {}}} (GET /v1/tenant/target-access shows what to set up)",
+                        clouds::fields_of(p)
+                    ),
+                ));
+            }
+            return None;
+        }
         Field::Ok(t) => t,
         Field::Bad(_) => {
             errors.push(ApiError::field(
@@ -264,6 +277,38 @@ mod tests {
 
     fn field(v: &Value) -> Field<TargetBody> {
         serde_json::from_value(v.clone()).unwrap()
+    }
+
+    #[test]
+    fn a_cluster_on_another_cloud_needs_a_target_and_an_aws_one_does_not() {
+        for p in [
+            CloudProvider::Gcp,
+            CloudProvider::Azure,
+            CloudProvider::Digitalocean,
+            CloudProvider::Linode,
+        ] {
+            let mut errors = Vec::new();
+            assert!(parse(Field::Missing, Some(p), &mut errors).is_none());
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert_eq!(errors[0].field, "target");
+            assert!(
+                errors[0].problem.contains(&format!("required for a {p} cluster")),
+                "{errors:?}"
+            );
+            assert!(
+                errors[0].allowed.contains(&format!("\"provider\": \"{p}\"")),
+                "{errors:?}"
+            );
+        }
+        for absent in [Field::Missing, Field::Null] {
+            let mut errors = Vec::new();
+            assert!(parse(absent, Some(CloudProvider::Aws), &mut errors).is_none());
+            assert!(errors.is_empty(), "{errors:?}");
+        }
+        // An unknown provider is reported as such, not as a missing target too.
+        let mut errors = Vec::new();
+        parse(Field::Missing, None, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
     }
 
     #[test]
