@@ -11,6 +11,7 @@ const READ: Access = Access::Tenant(Scope::ClustersRead);
 const WRITE: Access = Access::Tenant(Scope::ClustersWrite);
 const APPROVE: Access = Access::Tenant(Scope::OperationsApprove);
 const ADMIN: Access = Access::Tenant(Scope::Admin);
+mod identity;
 mod texts;
 use texts::{
     APPROVE_DESCRIPTION, AUDIT_DESCRIPTION, KUBECONFIG_DESCRIPTION, NEXT, OPERATIONS_DESCRIPTION,
@@ -29,37 +30,8 @@ pub const ROUTES: &[Route] = &[
         audit: None,
         doc: doc("Liveness", None, &[(200, "Health", "Alive")], &[]),
     },
-    // Clouds fetch these anonymously to verify runs' identity tokens (`iss` is this api's URL).
-    Route {
-        endpoint: Endpoint::OidcDiscovery,
-        method: "GET",
-        path: "/.well-known/openid-configuration",
-        access: Access::Public,
-        body: Body::Ignored,
-        handler: |m| on(m, h::openid_configuration),
-        audit: None,
-        doc: doc(
-            "The OpenID discovery document of Strato's run identity tokens",
-            None,
-            &[(200, "OidcDiscovery", "Issuer, JWKS URL, RS256")],
-            &[404],
-        ),
-    },
-    Route {
-        endpoint: Endpoint::OidcJwks,
-        method: "GET",
-        path: "/.well-known/jwks.json",
-        access: Access::Public,
-        body: Body::Ignored,
-        handler: |m| on(m, h::jwks),
-        audit: None,
-        doc: doc(
-            "The public keys that verify Strato's run identity tokens",
-            None,
-            &[(200, "Jwks", "The signing key's public half, by kid")],
-            &[404],
-        ),
-    },
+    identity::OIDC_DISCOVERY,
+    identity::OIDC_JWKS,
     Route {
         endpoint: Endpoint::CreateCluster,
         method: "POST",
@@ -493,66 +465,10 @@ pub const ROUTES: &[Route] = &[
             &[400, 404, 409, 422],
         ),
     },
-    Route {
-        endpoint: Endpoint::GetTargetAccess,
-        method: "GET",
-        path: "/v1/tenant/target-access",
-        access: READ,
-        body: Body::Limited,
-        handler: |m| on(m, h::get_target_access),
-        audit: None,
-        doc: doc(
-            "Your issued external id and the trust policy your target roles need",
-            None,
-            &[(200, "TargetAccess", "Issued on first read, never replaced")],
-            &[],
-        ),
-    },
-    Route {
-        endpoint: Endpoint::ListCloudTokens,
-        method: "GET",
-        path: "/v1/tenant/cloud-tokens",
-        access: READ,
-        body: Body::Limited,
-        handler: |m| on(m, h::list_cloud_tokens),
-        audit: None,
-        doc: doc(
-            "Which cloud API tokens you have set, when and by whom (never their values)",
-            None,
-            &[(200, "CloudTokenList", "The stored tokens")],
-            &[],
-        ),
-    },
-    Route {
-        endpoint: Endpoint::PutCloudToken,
-        method: "PUT",
-        path: "/v1/tenant/cloud-tokens/{provider}",
-        access: ADMIN,
-        body: Body::Limited,
-        handler: |m| on(m, h::put_cloud_token),
-        audit: Some("cloud_token.put"),
-        doc: doc(
-            "Set or rotate your API token for digitalocean or linode (sealed, never shown again)",
-            Some("CloudTokenRequest"),
-            &[(200, "CloudToken", "Stored")],
-            &[400, 404, 422],
-        ),
-    },
-    Route {
-        endpoint: Endpoint::DeleteCloudToken,
-        method: "DELETE",
-        path: "/v1/tenant/cloud-tokens/{provider}",
-        access: ADMIN,
-        body: Body::Keyed,
-        handler: |m| on(m, h::delete_cloud_token),
-        audit: Some("cloud_token.delete"),
-        doc: doc(
-            "Remove your API token for digitalocean or linode",
-            None,
-            &[(200, "Deleted", "Removed")],
-            &[400, 404, 409, 422],
-        ),
-    },
+    identity::TARGET_ACCESS,
+    identity::LIST_CLOUD_TOKENS,
+    identity::PUT_CLOUD_TOKEN,
+    identity::DELETE_CLOUD_TOKEN,
     // A ticket is not kept for replay: the stored answer would be a credential, and a new one is harmless.
     Route {
         endpoint: Endpoint::CreateWsTicket,

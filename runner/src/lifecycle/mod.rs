@@ -18,6 +18,7 @@ mod access;
 mod adopt;
 mod approval;
 mod cleanup;
+mod estimate;
 mod failure;
 mod plan;
 mod prepare;

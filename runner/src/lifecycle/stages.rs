@@ -7,7 +7,6 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Map, Value};
 use strato_domain::approval::SavedPlan;
-use strato_domain::messages::PlanSummary;
 use strato_domain::model::{OperationKind, ResourceChange};
 use strato_domain::preview::Preview;
 use strato_terraform::compose::ComposedStage;
@@ -35,7 +34,7 @@ pub(super) struct ExecOutcome {
 }
 
 impl ExecOutcome {
-    fn nothing() -> Self {
+    pub(super) fn nothing() -> Self {
         Self {
             outputs: Map::new(),
             drift: None,
@@ -141,7 +140,11 @@ impl<P: Ports> PreparedRun<'_, P> {
         let _ = logs::upload_debug(&self.ctx.ports.sinks, &self.ctx.op.operation_id, &key_step, debug).await;
     }
 
-    fn write_tfvars(&self, stage: &ComposedStage, earlier: &Map<String, Value>) -> Result<(), Failure> {
+    pub(super) fn write_tfvars(
+        &self,
+        stage: &ComposedStage,
+        earlier: &Map<String, Value>,
+    ) -> Result<(), Failure> {
         self.ws
             .write_tfvars(stage, &self.rendered, earlier)
             .map_err(|e| Failure::internal(&self.step(&stage.stage, "init"), e))
@@ -155,7 +158,7 @@ impl<P: Ports> PreparedRun<'_, P> {
         }
     }
 
-    async fn init(&mut self, stage: &str) -> Result<(), Failure> {
+    pub(super) async fn init(&mut self, stage: &str) -> Result<(), Failure> {
         let mut args = vec!["init", "-input=false", "-no-color"];
         // A template that pins its providers: the engine installs exactly those packages or fails.
         if self.ws.locked {
@@ -561,42 +564,5 @@ impl<P: Ports> PreparedRun<'_, P> {
             preview: (!drift).then(|| Box::new(self.finish_preview(preview))),
             ..ExecOutcome::nothing()
         })
-    }
-
-    /// An estimate: each stage is planned (and priced) with local state; nothing is applied or stored. A
-    /// later stage whose inputs are earlier stages' outputs cannot be planned (those outputs exist only after
-    /// an apply): it is reported as one "not estimated" entry naming those inputs, never as zero.
-    async fn estimate_only(&mut self) -> Result<ExecOutcome, Failure> {
-        let stages = self.ws.stages.clone();
-        for (i, stage) in stages.iter().enumerate() {
-            let from_earlier: Vec<String> = stage
-                .variables
-                .keys()
-                .filter(|v| !self.rendered.contains_key(*v))
-                .filter(|v| stages[..i].iter().any(|s| s.outputs.contains_key(*v)))
-                .cloned()
-                .collect();
-            if from_earlier.is_empty() {
-                self.write_tfvars(stage, &Map::new())?;
-                self.init(&stage.stage).await?;
-                self.plan(&stage.stage, false).await?;
-            } else {
-                self.not_estimated(&stage.stage, &from_earlier);
-            }
-        }
-        Ok(ExecOutcome::nothing())
-    }
-
-    /// Reports a stage the estimate could not plan, and why.
-    fn not_estimated(&mut self, stage: &str, from_earlier: &[String]) {
-        let why = format!(
-            "stage {stage} was not planned: its inputs {} are outputs of earlier stages, which exist only after \
-             those are applied",
-            from_earlier.join(", ")
-        );
-        self.note(&self.step(stage, "plan"), &why);
-        let skipped = strato_terraform::cost::not_planned(&format!("stage.{stage}"), &why);
-        self.estimate.merge_stage(stage, &skipped);
-        self.plan_ready(stage, PlanSummary::default(), skipped);
     }
 }
