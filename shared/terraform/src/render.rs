@@ -120,7 +120,7 @@ pub struct BackendConfig {
 
 /// Per tenant, per cluster, per stage. Ids are restricted alphabets, so the key needs no escaping.
 pub fn state_key(tenant: &TenantId, cluster: &ClusterId, stage: &str) -> String {
-    format!("tenants/{tenant}/clusters/{cluster}/{stage}.tfstate")
+    format!("{}.tfstate", crate::backend::state_prefix(tenant, cluster, stage))
 }
 
 impl BackendConfig {

