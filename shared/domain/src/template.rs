@@ -514,8 +514,8 @@ impl Template {
     }
 }
 
-#[cfg(any(test, feature = "fakes"))]
 pub mod adopt;
+#[cfg(any(test, feature = "fakes"))]
 pub mod sample;
 #[cfg(test)]
 mod tests;
