@@ -119,6 +119,7 @@ pub(crate) async fn put(
         sealed,
         set_at: strato_domain::ts::now(),
         set_by: caller.subject.clone().unwrap_or_default(),
+        storage_keys: None,
     };
     ctx.store
         .put_cloud_token(&caller.tenant, cloud.as_str(), &record)

@@ -28,6 +28,78 @@ pub struct CloudToken {
     #[serde(with = "crate::ts")]
     pub set_at: OffsetDateTime,
     pub set_by: String,
+    /// The access key of the tenant's S3-compatible object storage (DigitalOcean Spaces, Linode Object
+    /// Storage), sealed as a [`StorageKeys`]: the API token does not sign S3 requests, so a target that keeps
+    /// its state there needs these too. `None`: none registered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_keys: Option<Envelope>,
+}
+
+/// An S3-compatible store's access key pair (Spaces keys, Linode Object Storage keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageKeys {
+    pub access_key_id: String,
+    pub secret_access_key: Sensitive,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StorageKeysPlain {
+    access_key_id: String,
+    secret_access_key: String,
+}
+
+fn storage_aad(tenant: &TenantId, cloud: CloudProvider) -> String {
+    aad(tenant, "tenant", &format!("cloud_tokens.{cloud}.storage_keys"))
+}
+
+/// What an access key id must look like (Spaces: 20 upper-case letters and digits; Linode: the same).
+pub const ACCESS_KEY_RULE: &str = "the object storage access key id: 16-128 letters and digits";
+/// What a secret access key must look like (never echoed).
+pub const SECRET_KEY_RULE: &str =
+    "the object storage secret key: 20-512 printable ASCII characters without spaces";
+
+pub fn access_key_ok(id: &str) -> bool {
+    (16..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// Seals `keys_in` for `tenant`'s `cloud` (same key context as its token, associated data of its own).
+pub async fn seal_storage_keys(
+    keys: &impl Keys,
+    tenant: &TenantId,
+    cloud: CloudProvider,
+    pair: &StorageKeys,
+) -> Result<Envelope, PortError> {
+    let ctx = KeyContext::new(tenant, PURPOSE_CLOUD_TOKEN);
+    let plain = serde_json::to_vec(&StorageKeysPlain {
+        access_key_id: pair.access_key_id.clone(),
+        secret_access_key: pair.secret_access_key.expose().to_owned(),
+    })
+    .map_err(|e| PortError::Corrupt {
+        what: "storage keys".into(),
+        reason: e.to_string(),
+    })?;
+    seal(keys, &ctx, &storage_aad(tenant, cloud), &plain).await
+}
+
+/// Opens `tenant`'s storage keys for `cloud` (the runner's, for the state backend's credentials profile).
+pub async fn open_storage_keys(
+    keys: &impl Keys,
+    tenant: &TenantId,
+    cloud: CloudProvider,
+    sealed: &Envelope,
+) -> Result<StorageKeys, PortError> {
+    use secrecy::ExposeSecret;
+    let ctx = KeyContext::new(tenant, PURPOSE_CLOUD_TOKEN);
+    let plain = open(keys, sealed, &ctx, &storage_aad(tenant, cloud)).await?;
+    let p: StorageKeysPlain =
+        serde_json::from_slice(plain.expose_secret()).map_err(|_| PortError::Corrupt {
+            what: "storage keys".into(),
+            reason: "not the sealed key pair".into(),
+        })?;
+    Ok(StorageKeys {
+        access_key_id: p.access_key_id,
+        secret_access_key: Sensitive::new(p.secret_access_key),
+    })
 }
 
 fn token_aad(tenant: &TenantId, cloud: CloudProvider) -> String {
@@ -96,6 +168,31 @@ mod tests {
                 .await
                 .is_err()
         );
+        let pair = StorageKeys {
+            access_key_id: "DO00ABCDEFGHIJKLMNOP".into(),
+            secret_access_key: Sensitive::new("s3cr3t/ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
+        };
+        let sealed = seal_storage_keys(&keys, &acme, CloudProvider::Digitalocean, &pair)
+            .await
+            .unwrap();
+        assert!(!serde_json::to_string(&sealed).unwrap().contains("s3cr3t"));
+        let back = open_storage_keys(&keys, &acme, CloudProvider::Digitalocean, &sealed)
+            .await
+            .unwrap();
+        assert_eq!(back, pair);
+        // Not interchangeable with the token's envelope, nor another cloud's.
+        assert!(
+            open_storage_keys(&keys, &acme, CloudProvider::Digitalocean, &env)
+                .await
+                .is_err()
+        );
+        assert!(
+            open_storage_keys(&keys, &acme, CloudProvider::Linode, &sealed)
+                .await
+                .is_err()
+        );
+        assert!(access_key_ok(&pair.access_key_id));
+        assert!(!access_key_ok("short"));
         assert!(token_ok(token.expose()));
         assert!(!token_ok("short"));
         assert!(!token_ok("has a space in it 0123456789"));
