@@ -42,6 +42,8 @@ use crate::RunnerError;
 /// | `STRATO_PREFLIGHT_TIMEOUT_SECS` | credential preflight timeout (default 10) |
 /// | `STRATO_WORK_DIR` | parent of the per-operation workspace (default the system temp dir) |
 /// | `STRATO_STATE_KMS_KEY` | KMS key (ARN) the platform's state objects are written with (SSE-KMS; `infra/` sets Strato's data key). Unset: SSE-S3 |
+/// | `STRATO_GCS_ENDPOINT` | the Cloud Storage JSON API (`…/storage/v1/`) a GCP target's state bucket is reached at (emulators; default Google's) |
+/// | `STRATO_S3_COMPATIBLE_ENDPOINT` | the S3 endpoint a DigitalOcean or Linode target's state bucket is reached at, path-style (emulators; default the cloud's own per region) |
 /// | `STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE` | `true` turns off the check that a target role refuses Strato without the tenant's external id. Only for emulators whose STS ignores trust policies (moto: devstack); never in AWS |
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -82,6 +84,15 @@ pub struct Config {
     /// malformed value starts a new trace), then made this run's own by `main`; its events and log batches
     /// carry it.
     pub traceparent: Option<Traceparent>,
+    /// Where customers' non-AWS state stores are reached when not at the clouds' own endpoints.
+    pub state_stores: StateStores,
+}
+
+/// Endpoints of customers' state stores other than AWS S3, for emulators; `None`: the cloud's own.
+#[derive(Debug, Clone, Default)]
+pub struct StateStores {
+    pub gcs: Option<String>,
+    pub s3_compatible: Option<String>,
 }
 
 impl Config {
@@ -135,6 +146,10 @@ impl Config {
                 .unwrap_or(false),
             extra_engine_env: Vec::new(),
             traceparent: env.optional(ENV_TRACEPARENT).and_then(|v| v.parse().ok()),
+            state_stores: StateStores {
+                gcs: env.optional("STRATO_GCS_ENDPOINT"),
+                s3_compatible: env.optional("STRATO_S3_COMPATIBLE_ENDPOINT"),
+            },
         })
     }
 }

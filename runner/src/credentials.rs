@@ -134,6 +134,52 @@ pub async fn assume_role(
     })
 }
 
+/// Assumes `role_arn` with a run identity token (`sts:AssumeRoleWithWebIdentity`, an unsigned call: the
+/// token is the proof). Errors are messages for the user, never carrying the token.
+pub async fn assume_web_identity(
+    base: &SdkConfig,
+    endpoint: Option<&str>,
+    region: &str,
+    role_arn: &str,
+    session_name: &str,
+    token: &str,
+    timeout: Duration,
+) -> Result<EngineCredentials, String> {
+    let client = sts_client(base, endpoint, region, timeout, None);
+    let call = client
+        .assume_role_with_web_identity()
+        .role_arn(role_arn)
+        .role_session_name(session_name)
+        .web_identity_token(token)
+        .duration_seconds(3600)
+        .send();
+    let out = match tokio::time::timeout(timeout, call).await {
+        Err(_) => {
+            return Err(format!(
+                "assuming role {role_arn} with the run's identity token did not answer within {}s",
+                timeout.as_secs()
+            ));
+        }
+        Ok(Err(e)) => {
+            let reason = strato_aws::Error::aws("AssumeRoleWithWebIdentity", e)
+                .to_string()
+                .replace(token, "(identity token)");
+            return Err(format!(
+                "assuming role {role_arn} with the run's identity token failed: {reason}"
+            ));
+        }
+        Ok(Ok(out)) => out,
+    };
+    let c = out
+        .credentials()
+        .ok_or_else(|| format!("assuming role {role_arn} returned no credentials"))?;
+    Ok(EngineCredentials {
+        access_key_id: c.access_key_id().to_owned(),
+        secret_access_key: c.secret_access_key().into(),
+        session_token: Some(c.session_token().into()),
+    })
+}
+
 /// sts:GetCallerIdentity with the engine's credentials (or the runner's own when `None`), bounded by
 /// `timeout`. Returns the account id.
 pub async fn preflight(

@@ -16,9 +16,10 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use strato_aws::state_lock::HeldLock;
 use strato_aws::store::StoredTemplate;
+use strato_domain::identity::cloud_tokens::CloudToken;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::RunnerEvent;
-use strato_domain::model::{Cluster, Operation};
+use strato_domain::model::{CloudProvider, Cluster, Operation};
 use strato_domain::sealed::{Envelope, Keys};
 use strato_domain::template::Template;
 
@@ -102,6 +103,13 @@ pub trait RunStore: Clone + Send + Sync + 'static {
         tenant: &TenantId,
     ) -> impl Future<Output = Result<Option<Envelope>, RunnerError>> + Send;
 
+    /// The tenant's API token record for `cloud` (DigitalOcean, Linode), sealed.
+    fn cloud_token(
+        &self,
+        tenant: &TenantId,
+        cloud: CloudProvider,
+    ) -> impl Future<Output = Result<Option<CloudToken>, RunnerError>> + Send;
+
     /// A published template with its bundle's key and checksum.
     fn template(
         &self,
@@ -164,6 +172,17 @@ pub trait Cloud: Send + Sync + 'static {
         session: &str,
         external_id: Option<&str>,
     ) -> impl Future<Output = Result<EngineCredentials, AssumeFailure>> + Send;
+
+    /// A session of a tenant's target role assumed with a run identity token
+    /// (`sts:AssumeRoleWithWebIdentity`: the role trusts Strato's OIDC issuer). The error is a message for
+    /// the tenant, without the token.
+    fn assume_web_identity(
+        &self,
+        role_arn: &str,
+        region: &str,
+        session: &str,
+        token: &str,
+    ) -> impl Future<Output = Result<EngineCredentials, String>> + Send;
 
     /// `sts:GetCallerIdentity` with `creds`, bounded by the preflight timeout: the account id, or a message
     /// for the tenant.

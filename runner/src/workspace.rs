@@ -7,9 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use strato_domain::template::Template;
+use strato_terraform::backend::StateBackend;
 use strato_terraform::compose::{ComposedStage, compose_template};
 use strato_terraform::modules::ModuleInterface;
-use strato_terraform::render::{BackendConfig, EngineDialect, ProviderDialect, aws_provider_tf_json};
+use strato_terraform::render::{
+    BackendConfig, EngineDialect, EngineVersion, ProviderDialect, aws_provider_tf_json,
+};
 
 use crate::RunnerError;
 use crate::credentials::EngineCredentials;
@@ -25,6 +28,9 @@ pub const PLAN_FILE: &str = "strato.tfplan";
 /// The run's shared credentials file (one profile per session), at the workspace's root: named to the
 /// engine by `AWS_SHARED_CREDENTIALS_FILE`, so no configuration file (nor a saved plan) holds a key.
 pub const CREDENTIALS_FILE: &str = ".strato-aws-credentials";
+/// The run's identity files (identity tokens, credential configurations), owner-only, at the workspace's
+/// root: named to the engine by its environment, like the credentials file.
+pub const IDENTITY_DIR: &str = ".strato-identity";
 /// Written by `init`: the provider versions it selected. A template that carries one (at its bundle's
 /// root) has it copied into every stage, and `init` must then keep to it (`-lockfile=readonly`).
 pub const LOCK_FILE: &str = strato_terraform::provider_lock::LOCK_FILE;
@@ -98,7 +104,14 @@ impl Workspace {
             doc["provider"]["aws"]["max_retries"] = Value::from(n);
         }
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-        for s in &self.stages {
+        // A template of another cloud (a stand-in) has no AWS resource: a root AWS provider would only make
+        // every command load its schema.
+        let aws = self
+            .template
+            .manifest
+            .providers
+            .contains(&strato_domain::model::CloudProvider::Aws);
+        for s in self.stages.iter().filter(|_| aws) {
             std::fs::write(self.stage_dir(&s.stage).join(ROOT_PROVIDER_FILE), &text)
                 .map_err(io("writing provider file"))?;
         }
@@ -131,6 +144,41 @@ impl Workspace {
             .map_err(io("opening the run's credentials file"))?;
         f.write_all(creds.profile_section(profile).as_bytes())
             .map_err(io("writing the run's credentials file"))
+    }
+
+    /// Writes `contents` as `name` in the run's identity folder (created owner-only; the file too) and
+    /// returns its path. Replaces an earlier file of that name.
+    pub fn write_private(&self, name: &str, contents: &[u8]) -> Result<PathBuf, RunnerError> {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = self.dir.path().join(IDENTITY_DIR);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io("creating the run's identity folder"))?;
+        let path = dir.join(name);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io(format!("writing {name}")))?;
+        f.write_all(contents).map_err(io(format!("writing {name}")))?;
+        Ok(path)
+    }
+
+    /// A stage's backend block for a state location other than S3 with a lock table (see
+    /// [`strato_terraform::backend`]), for `engine`; refused when the engine is too old for it.
+    pub fn write_state_backend(
+        &self,
+        stage: &str,
+        backend: &StateBackend,
+        engine: &EngineVersion,
+    ) -> Result<(), RunnerError> {
+        std::fs::write(self.stage_dir(stage).join(BACKEND_FILE), backend.tf_json(engine)?)
+            .map_err(io("writing backend configuration"))
     }
 
     pub fn write_backend(

@@ -84,6 +84,25 @@ impl Cloud for AwsCloud {
         sts.assume(external_id).await
     }
 
+    async fn assume_web_identity(
+        &self,
+        role_arn: &str,
+        region: &str,
+        session: &str,
+        token: &str,
+    ) -> Result<EngineCredentials, String> {
+        credentials::assume_web_identity(
+            self.base(),
+            self.sts_endpoint.as_deref(),
+            region,
+            role_arn,
+            session,
+            token,
+            self.timeout,
+        )
+        .await
+    }
+
     async fn preflight(&self, region: &str, creds: &EngineCredentials) -> Result<String, String> {
         credentials::preflight(
             self.base(),

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use strato_aws::store::{Store, StoredTemplate};
+use strato_domain::identity::cloud_tokens::CloudToken;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
-use strato_domain::model::{Cluster, Operation};
+use strato_domain::model::{CloudProvider, Cluster, Operation};
 use strato_domain::sealed::Envelope;
 
 use crate::RunnerError;
@@ -39,6 +40,14 @@ impl RunStore for Store {
 
     async fn tenant_external_id(&self, tenant: &TenantId) -> Result<Option<Envelope>, RunnerError> {
         Ok(Store::tenant_external_id(self, tenant).await?)
+    }
+
+    async fn cloud_token(
+        &self,
+        tenant: &TenantId,
+        cloud: CloudProvider,
+    ) -> Result<Option<CloudToken>, RunnerError> {
+        Ok(self.cloud_tokens(tenant).await?.remove(cloud.as_str()))
     }
 
     async fn template(&self, name: &str, version: &str) -> Result<Option<StoredTemplate>, RunnerError> {

@@ -25,6 +25,8 @@ pub struct Session {
     /// The session policy (own roles), or the external id the target role was assumed with.
     pub policy: Option<String>,
     pub external_id: Option<String>,
+    /// The identity token the role was assumed with (`AssumeRoleWithWebIdentity`).
+    pub web_identity: Option<String>,
 }
 
 #[derive(Default)]
@@ -160,6 +162,7 @@ impl Cloud for FakeCloud {
             region: region.to_owned(),
             policy: Some(policy.to_owned()),
             external_id: None,
+            web_identity: None,
         })
         .map_err(|()| format!("assuming role {role_arn} failed: AccessDenied"))
     }
@@ -192,8 +195,26 @@ impl Cloud for FakeCloud {
             region: region.to_owned(),
             policy: None,
             external_id: external_id.map(str::to_owned),
+            web_identity: None,
         })
         .map_err(|()| AssumeFailure::Refused)
+    }
+
+    async fn assume_web_identity(
+        &self,
+        role_arn: &str,
+        region: &str,
+        _session: &str,
+        token: &str,
+    ) -> Result<EngineCredentials, String> {
+        self.session(Session {
+            role_arn: role_arn.to_owned(),
+            region: region.to_owned(),
+            policy: None,
+            external_id: None,
+            web_identity: Some(token.to_owned()),
+        })
+        .map_err(|()| format!("assuming role {role_arn} with the run's identity token failed: AccessDenied"))
     }
 
     async fn preflight(&self, _region: &str, _creds: &EngineCredentials) -> Result<String, String> {

@@ -4,8 +4,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use strato_aws::store::StoredTemplate;
+use strato_domain::identity::cloud_tokens::CloudToken;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
-use strato_domain::model::{Cluster, Operation};
+use strato_domain::model::{CloudProvider, Cluster, Operation};
 use strato_domain::ports::{ClusterLocks, Operations};
 use strato_domain::sealed::Envelope;
 use strato_fakes::FakeStore;
@@ -19,6 +20,7 @@ struct Tenants {
     budgets: HashMap<TenantId, f64>,
     policies: HashMap<TenantId, BTreeMap<String, String>>,
     external_ids: HashMap<TenantId, Envelope>,
+    cloud_tokens: HashMap<(TenantId, CloudProvider), CloudToken>,
     templates: HashMap<(String, String), StoredTemplate>,
 }
 
@@ -53,6 +55,12 @@ impl FakeRunStore {
 
     pub fn set_external_id(&self, tenant: &TenantId, sealed: Envelope) {
         lock(&self.tenants).external_ids.insert(tenant.clone(), sealed);
+    }
+
+    pub fn set_cloud_token(&self, tenant: &TenantId, cloud: CloudProvider, token: CloudToken) {
+        lock(&self.tenants)
+            .cloud_tokens
+            .insert((tenant.clone(), cloud), token);
     }
 
     pub fn put_template(&self, stored: StoredTemplate) {
@@ -95,6 +103,17 @@ impl RunStore for FakeRunStore {
 
     async fn tenant_external_id(&self, tenant: &TenantId) -> Result<Option<Envelope>, RunnerError> {
         Ok(lock(&self.tenants).external_ids.get(tenant).cloned())
+    }
+
+    async fn cloud_token(
+        &self,
+        tenant: &TenantId,
+        cloud: CloudProvider,
+    ) -> Result<Option<CloudToken>, RunnerError> {
+        Ok(lock(&self.tenants)
+            .cloud_tokens
+            .get(&(tenant.clone(), cloud))
+            .cloned())
     }
 
     async fn template(&self, name: &str, version: &str) -> Result<Option<StoredTemplate>, RunnerError> {

@@ -15,9 +15,12 @@
 //! The runner keeps its task role for the control plane (its operation, events, logs); the engine inherits
 //! none of it ([`crate::engine::inherited`]).
 
+use std::collections::BTreeMap;
+
 use secrecy::ExposeSecret;
 use strato_domain::ErrorCategory;
 use strato_domain::model::{AwsAuth, ClusterSpec, Target, TargetAccount};
+use strato_domain::secret::Sensitive;
 use strato_terraform::run_access::{StateScope, engine_session_policy, partition, state_session_policy};
 
 use super::RunContext;
@@ -29,12 +32,16 @@ use crate::workspace::Workspace;
 
 const STEP: &str = "prepare";
 
-/// The engine's environment, the target account with its assumed credentials (if any), and the
-/// credentials the providers run with (checked by the preflight).
+/// The engine's environment (every stage's, and a stage's own additions), the AWS target account with its
+/// assumed credentials (if any), and what the preflight checks.
 pub(super) struct EngineAccess<'s> {
     pub(super) env: Vec<(String, String)>,
+    pub(super) stage_env: BTreeMap<String, Vec<(String, String)>>,
     pub(super) target: Option<(&'s TargetAccount, EngineCredentials)>,
-    pub(super) provider: EngineCredentials,
+    /// The AWS credentials the providers run with; `None` on another cloud.
+    pub(super) provider: Option<EngineCredentials>,
+    /// Another cloud's target and the token its preflight proves.
+    pub(super) cloud: Option<(&'s Target, Sensitive)>,
 }
 
 fn session_name<P: Ports>(ctx: &RunContext<P>) -> String {
@@ -135,9 +142,7 @@ pub(super) async fn engine_access<'s, P: Ports>(
             .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
             (c.clone(), Some((t, c)))
         }
-        // Never the platform's engine role for a target of the tenant's: until this runner hands the engine
-        // that cloud's credentials, such a run stops here.
-        Some(other) => return Err(unsupported_target(other)),
+        Some(other) => return federated_access(ctx, spec, ws, other, env).await,
         None => {
             let role = &ctx.cfg.engine_role_arn;
             let policy = engine_session_policy(partition(&spec.region), ctx.cfg.names.prefix());
@@ -158,24 +163,40 @@ pub(super) async fn engine_access<'s, P: Ports>(
     env.push(("AWS_PROFILE".to_owned(), ENGINE_PROFILE.to_owned()));
     Ok(EngineAccess {
         env,
+        stage_env: BTreeMap::new(),
         target,
-        provider,
+        provider: Some(provider),
+        cloud: None,
     })
 }
 
-/// A target whose credentials this runner does not hand the engine yet: refused before any engine runs.
-fn unsupported_target(t: &Target) -> Failure {
-    let how = match t {
-        Target::Aws(_) => "an AWS role assumed with web_identity".to_owned(),
-        other => format!("a {} target", other.provider()),
+/// [`EngineAccess`] for a target reached without the external id (see [`super::federation`]).
+async fn federated_access<'s, P: Ports>(
+    ctx: &RunContext<P>,
+    spec: &'s ClusterSpec,
+    ws: &Workspace,
+    target: &'s Target,
+    mut env: Vec<(String, String)>,
+) -> Result<EngineAccess<'s>, Failure> {
+    let f = super::federation::federate(ctx, spec, ws, target).await?;
+    env.extend(f.env);
+    // AWS sessions, an S3-compatible store's keys and the platform state's session are profiles of the
+    // run's credentials file.
+    env.push((
+        "AWS_SHARED_CREDENTIALS_FILE".to_owned(),
+        ws.credentials_file().display().to_string(),
+    ));
+    let (aws_target, cloud) = match (target, &f.aws) {
+        (Target::Aws(t), Some(c)) => (Some((t, c.clone())), None),
+        _ => (None, f.proof.map(|p| (target, p))),
     };
-    let mut f = Failure::new(
-        STEP,
-        ErrorCategory::InvalidConfiguration,
-        format!("this runner does not provision into {how} yet"),
-    );
-    f.fix = "use an AWS target with auth assume_role (your external id), or no target".to_owned();
-    f
+    Ok(EngineAccess {
+        env,
+        stage_env: f.stage_env,
+        provider: f.aws,
+        target: aws_target,
+        cloud,
+    })
 }
 
 /// Where the stages' state lives: the customer's bucket (created with versioning + encryption if missing)

@@ -150,7 +150,7 @@ impl<P: Ports> PreparedRun<'_, P> {
         let dir = self.ws.stage_dir(stage);
         let mut never = watch::channel(None).1;
         let out = self
-            .engine
+            .engine_for(stage)
             .run(
                 &dir,
                 &["state".into(), "list".into()],

@@ -20,6 +20,7 @@ mod approval;
 mod cleanup;
 mod estimate;
 mod failure;
+mod federation;
 mod plan;
 mod prepare;
 mod preview;
@@ -114,6 +115,8 @@ struct PreparedRun<'r, P: Ports> {
     ctx: &'r RunContext<P>,
     /// The engine with the run's environment (credentials).
     engine: P::Engine,
+    /// A stage's engine when its environment differs (its own identity token), by stage.
+    stage_engines: BTreeMap<String, P::Engine>,
     version: EngineVersion,
     ws: Workspace,
     /// The rendered inputs (template and managed variables), by name.
@@ -480,6 +483,11 @@ impl<P: Ports> PreparedRun<'_, P> {
 
     fn note(&self, step: &str, text: &str) {
         self.ctx.note(step, text);
+    }
+
+    /// The engine `stage`'s commands run with.
+    fn engine_for(&self, stage: &str) -> &P::Engine {
+        self.stage_engines.get(stage).unwrap_or(&self.engine)
     }
 
     fn into_workspace(self) -> Workspace {

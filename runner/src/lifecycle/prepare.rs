@@ -49,19 +49,41 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
     let ws = unpack_workspace(ctx, &stored).await?;
     let rendered = render_inputs(ctx, &spec, &validated)?;
     let access = engine_access(ctx, &spec, &ws).await?;
-    let account = ctx
-        .ports
-        .cloud
-        .preflight(&spec.region, &access.provider)
-        .await
-        .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
-    ctx.note(STEP, &format!("credentials checked (account {account})"));
+    if let Some(creds) = &access.provider {
+        let account = ctx
+            .ports
+            .cloud
+            .preflight(&spec.region, creds)
+            .await
+            .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
+        ctx.note(STEP, &format!("credentials checked (account {account})"));
+    }
+    if let Some((target, _proof)) = &access.cloud {
+        ctx.note(
+            STEP,
+            &format!("{} credentials given to the engine", target.provider()),
+        );
+    }
     let version = version
         .await
         .map_err(|e| Failure::internal(STEP, format!("engine version probe: {e}")))?;
-    let (engine, version, saved_plan_apply) = start_engine(ctx, access.env, version)?;
+    let (engine, version, saved_plan_apply) = start_engine(ctx, access.env.clone(), version)?;
+    let stage_engines = access
+        .stage_env
+        .iter()
+        .map(|(stage, extra)| {
+            let env = super::federation::merged_env(&access.env, extra);
+            (stage.clone(), ctx.ports.engine.with_env(env))
+        })
+        .collect();
+    let customer = match &spec.target {
+        Some(t) => super::federation::customer_backends(ctx, &spec, &ws, t),
+        None => None,
+    };
     let mut platform_state = None;
-    if ctx.op.kind.has_cluster() {
+    if let (true, Some(backends)) = (ctx.op.kind.has_cluster(), &customer) {
+        write_customer_backends(ctx, &ws, backends, &version)?;
+    } else if ctx.op.kind.has_cluster() {
         platform_state = write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
     } else {
         // An estimate plans with no backend: its state is local to the workspace (removed with it), so
@@ -74,6 +96,7 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
     Ok(PreparedRun {
         ctx,
         engine,
+        stage_engines,
         version,
         ws,
         rendered,
@@ -233,6 +256,28 @@ fn start_engine<P: Ports>(
         ),
     );
     Ok((engine, version, saved_plan_apply))
+}
+
+/// Writes every stage's backend block in the customer's own storage on another cloud. The engine locks
+/// the state there itself (a lock object, a blob lease, a lock file); a lock left by a dead run is released
+/// with `terraform force-unlock`, as the failure's fix says.
+fn write_customer_backends<P: Ports>(
+    ctx: &RunContext<P>,
+    ws: &Workspace,
+    backends: &[(String, strato_terraform::backend::StateBackend)],
+    engine: &EngineVersion,
+) -> Result<(), Failure> {
+    for (stage, backend) in backends {
+        backend
+            .tf_json(engine)
+            .map_err(|e| Failure::new(STEP, ErrorCategory::InvalidConfiguration, e.to_string()))?;
+        ws.write_state_backend(stage, backend, engine)
+            .map_err(|e| Failure::internal(STEP, e))?;
+    }
+    if let Some((_, b)) = backends.first() {
+        ctx.note(STEP, &format!("state in your {}", b.describe()));
+    }
+    Ok(())
 }
 
 /// Writes every stage's S3 backend block, then (as the cluster lock's holder) releases leftover state locks.

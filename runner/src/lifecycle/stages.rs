@@ -86,7 +86,7 @@ impl<P: Ports> PreparedRun<'_, P> {
             self.ctx.stop.clone()
         };
         let out = self
-            .engine
+            .engine_for(stage)
             .run(&dir, &args, &name, capture, &self.ctx.logs, &mut stop)
             .await;
         let took = began.elapsed();

@@ -8,6 +8,7 @@ mod api_samples;
 mod cli_e2e;
 mod console_e2e;
 mod devstack_agent;
+mod devstack_clouds;
 mod devstack_contract;
 mod devstack_demo;
 mod devstack_drift;

@@ -59,7 +59,7 @@ impl Stage {
     fn vars(&self, node_count: u32) {
         let vars = json!({
             "cluster_name": "shop-1a2b3c4d", "region": "nyc3", "kubernetes_version": "1.31",
-            "node_size": "s-2vcpu-4gb", "node_count": node_count, "tags": {"strato-tenant": "acme"},
+            "node_instance_type": "s-2vcpu-4gb", "node_count": node_count, "tags": {"strato-tenant": "acme"},
         });
         std::fs::write(self.dir.join("terraform.tfvars.json"), vars.to_string()).unwrap();
     }

@@ -7,6 +7,7 @@ mod support;
 mod adopt;
 mod approval;
 mod cleanup;
+mod clouds;
 mod gates;
 mod prepare;
 mod preview;

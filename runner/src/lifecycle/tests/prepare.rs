@@ -511,26 +511,3 @@ async fn a_template_without_a_lock_file_lets_init_choose_and_a_lock_mismatch_nam
     assert_eq!(error.category, ErrorCategory::InvalidConfiguration, "{error:?}");
     assert!(error.fix.contains("providers lock"), "{error:?}");
 }
-
-#[tokio::test]
-async fn a_target_of_another_cloud_never_runs_with_the_platforms_engine_role() {
-    for t in [
-        serde_json::json!({"provider": "gcp", "project_id": "acme-prod-1",
-            "workload_identity_provider": "projects/1/locations/global/workloadIdentityPools/strato/providers/oidc",
-            "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com"}),
-        serde_json::json!({"provider": "linode"}),
-        serde_json::json!({"role_arn": TARGET_ROLE, "auth": "web_identity"}),
-    ] {
-        let mut bed = Bed::new(OperationKind::Create, "net").await;
-        let target: Target = serde_json::from_value(t).unwrap();
-        bed.edit_op(|op| op.spec.as_mut().unwrap().target = Some(target));
-        let error = fails_at_prepare(&bed).await;
-        assert_eq!(error.category, ErrorCategory::InvalidConfiguration);
-        assert!(error.what.contains("does not provision into"), "{}", error.what);
-        assert!(
-            bed.cloud.sessions().is_empty(),
-            "no role assumed: {:?}",
-            bed.cloud.sessions()
-        );
-    }
-}

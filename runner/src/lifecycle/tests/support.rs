@@ -58,7 +58,7 @@ impl Bed {
         let clock = FakeClock::default();
         let store = FakeRunStore::new(FakeStore::new(clock.clone()));
         let cloud = FakeCloud::default();
-        for t in ["net", "eks", "locked"] {
+        for t in ["net", "eks", "locked", "clouds"] {
             let bundle = strato_terraform::bundle::pack(
                 &fixtures().join("templates").join(t),
                 &fixtures().join("modules"),

@@ -15,7 +15,7 @@ resource "null_resource" "node" {
 
   triggers = {
     control_plane = null_resource.control_plane.id
-    size          = var.node_size
+    size          = var.node_instance_type
     index         = count.index
   }
 }

@@ -13,7 +13,7 @@ variable "kubernetes_version" {
   description = "Kubernetes version of the control plane"
 }
 
-variable "node_size" {
+variable "node_instance_type" {
   type        = string
   description = "The cloud's machine type of the nodes"
 }
