@@ -39,6 +39,15 @@ where
         id: &str,
     ) -> Result<(Cluster, Vec<StateVersion>), ApiError> {
         let c = self.load_cluster(caller, id).await?;
+        let folder = format!("tenants/{}/clusters/{}", c.tenant_id, c.cluster_id);
+        if let Some(elsewhere) = c
+            .spec
+            .target
+            .as_ref()
+            .and_then(|t| t.customer_state_versions(&folder))
+        {
+            return Err(ApiError::Conflict(elsewhere));
+        }
         let versions = archive.state_versions(&c.tenant_id, &c.cluster_id).await?;
         Ok((c, versions))
     }

@@ -834,3 +834,4 @@ async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
 mod expiry;
 mod history;
 mod openapi;
+mod state;

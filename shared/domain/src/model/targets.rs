@@ -133,6 +133,57 @@ impl Target {
         }
     }
 
+    /// Where the state of a cluster with this target lives when it is the customer's own storage, and the
+    /// command that lists its versions there (Strato holds no credentials of that storage between runs);
+    /// `None` when the state is in Strato's bucket.
+    pub fn customer_state_versions(&self, folder: &str) -> Option<String> {
+        let (what, how) = match self {
+            Target::Aws(t) => {
+                let b = t.state_bucket.as_ref()?;
+                (
+                    format!("your S3 bucket {b}"),
+                    format!("aws s3api list-object-versions --bucket {b} --prefix {folder}/"),
+                )
+            }
+            Target::Gcp(g) => {
+                let b = g.state_bucket.as_ref()?;
+                (
+                    format!("your Cloud Storage bucket {b}"),
+                    format!("gcloud storage ls --all-versions gs://{b}/{folder}/"),
+                )
+            }
+            Target::Azure(a) => {
+                let account = a.state_storage_account.as_ref()?;
+                let container = a.state_container.as_deref().unwrap_or("tfstate");
+                (
+                    format!("your storage account {account} (container {container})"),
+                    format!(
+                        "az storage blob list --auth-mode login --account-name {account} \
+                         --container-name {container} --prefix {folder}/ --include v"
+                    ),
+                )
+            }
+            Target::Digitalocean(t) | Target::Linode(t) => {
+                let b = t.state_bucket.as_ref()?;
+                let region = t.state_region.as_deref().unwrap_or("<region>");
+                let endpoint = match self {
+                    Target::Linode(_) => format!("https://{region}.linodeobjects.com"),
+                    _ => format!("https://{region}.digitaloceanspaces.com"),
+                };
+                (
+                    format!("your bucket {b} at {endpoint}"),
+                    format!(
+                        "aws s3api list-object-versions --endpoint-url {endpoint} --bucket {b} --prefix {folder}/"
+                    ),
+                )
+            }
+        };
+        Some(format!(
+            "this cluster's Terraform state is in {what}, not in Strato's bucket; list and restore its \
+             versions there: {how}"
+        ))
+    }
+
     /// Whether the state lives in the customer's own storage rather than Strato's bucket.
     pub fn customer_state(&self) -> bool {
         match self {
@@ -330,6 +381,37 @@ mod tests {
             assert_eq!(t.provider().as_str(), v["provider"]);
             assert_eq!(serde_json::to_value(&t).unwrap(), v);
         }
+    }
+
+    #[test]
+    fn a_customers_state_is_said_to_be_in_its_storage_with_the_command_that_lists_its_versions() {
+        let folder = "tenants/acme/clusters/cl-1";
+        let t: Target = serde_json::from_value(serde_json::json!(
+            {"provider": "digitalocean", "state_bucket": "acme-tf", "state_region": "ams3"}
+        ))
+        .unwrap();
+        let said = t.customer_state_versions(folder).unwrap();
+        assert!(
+            said.contains("acme-tf at https://ams3.digitaloceanspaces.com"),
+            "{said}"
+        );
+        assert!(said.contains("--prefix tenants/acme/clusters/cl-1/"), "{said}");
+        let gcs: Target = serde_json::from_value(serde_json::json!({"provider": "gcp",
+            "project_id": "acme-prod-1",
+            "workload_identity_provider": "projects/1/locations/global/workloadIdentityPools/strato/providers/oidc",
+            "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com", "state_bucket": "acme-gcs"}))
+        .unwrap();
+        assert!(
+            gcs.customer_state_versions(folder)
+                .unwrap()
+                .contains("gs://acme-gcs/tenants/acme/clusters/cl-1/")
+        );
+        // Strato's bucket: nothing to say.
+        let plain: Target = serde_json::from_value(serde_json::json!({"provider": "linode"})).unwrap();
+        assert_eq!(plain.customer_state_versions(folder), None);
+        let aws: Target =
+            serde_json::from_value(serde_json::json!({"role_arn": "arn:aws:iam::1:role/x"})).unwrap();
+        assert_eq!(aws.customer_state_versions(folder), None);
     }
 
     #[test]
