@@ -1,5 +1,6 @@
 //! Run identity tokens signed by the KMS adapter on moto's KMS (an RSA_2048 SIGN_VERIFY key): the JWKS made
-//! from `GetPublicKey` verifies what `Sign` signed, as a cloud checks it.
+//! from `GetPublicKey` verifies what `Sign` signed, as a cloud checks it; and the runner trades such a token
+//! for an AWS session on moto's STS.
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use strato_aws::ports::KmsSigner;
@@ -46,6 +47,34 @@ async fn a_token_signed_by_kms_verifies_with_the_jwks_made_from_its_public_key()
     let dk = DecodingKey::from_rsa_components(&key.n, &key.e).unwrap();
     let claims = decode::<Claims>(token.expose(), &dk, &v).unwrap().claims;
     assert_eq!(claims.sub, subject.sub());
+    // The AWS path: the runner trades the token for the target role's session
+    // (`AssumeRoleWithWebIdentity`, unsigned), and the session answers as that account. moto checks neither
+    // the role's trust nor the token's signature (AWS does both); what is shown here is the call and its use.
+    let base = strato_runner::credentials::default_base().await;
+    let role = "arn:aws:iam::123456789012:role/strato-oidc";
+    let timeout = std::time::Duration::from_secs(10);
+    let session = strato_runner::credentials::assume_web_identity(
+        &base,
+        Some(&env.endpoint),
+        &env.region,
+        role,
+        "strato-op-test",
+        token.expose(),
+        timeout,
+    )
+    .await
+    .unwrap();
+    assert!(!session.access_key_id.is_empty());
+    let account = strato_runner::credentials::preflight(
+        &base,
+        Some(&env.endpoint),
+        &env.region,
+        Some(&session),
+        timeout,
+    )
+    .await
+    .unwrap();
+    assert_eq!(account, "123456789012");
     // Another KMS key's JWKS does not verify it.
     let other = TestEnv::new().await;
     resources::create_signing_key(&other.aws, &other.names)
