@@ -29,6 +29,8 @@ pub enum Cmd {
     StateList,
     /// `import ADDRESS ID` (adoption after a false failure).
     Import,
+    /// `force-unlock -force ID` (a dead run's lock in a customer's state storage).
+    ForceUnlock,
     Other,
 }
 
@@ -44,6 +46,7 @@ impl Cmd {
             Some("output") => Self::Output,
             Some("destroy") => Self::Destroy,
             Some("import") => Self::Import,
+            Some("force-unlock") => Self::ForceUnlock,
             Some("state") => match args.get(1).map(String::as_str) {
                 Some("pull") => Self::StatePull,
                 Some("list") => Self::StateList,

@@ -21,6 +21,7 @@ mod cleanup;
 mod estimate;
 mod failure;
 mod federation;
+mod foreign_lock;
 mod plan;
 mod prepare;
 mod preview;
@@ -117,6 +118,9 @@ struct PreparedRun<'r, P: Ports> {
     engine: P::Engine,
     /// A stage's engine when its environment differs (its own identity token), by stage.
     stage_engines: BTreeMap<String, P::Engine>,
+    /// The state is in a customer's storage on another cloud, locked by the engine alone: a dead run's lock
+    /// there is released by the engine (`force-unlock`), at most once per stage.
+    foreign_locks: Option<std::sync::Mutex<Vec<String>>>,
     version: EngineVersion,
     ws: Workspace,
     /// The rendered inputs (template and managed variables), by name.

@@ -81,8 +81,10 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
         None => None,
     };
     let mut platform_state = None;
+    let mut foreign_locks = None;
     if let (true, Some(backends)) = (ctx.op.kind.has_cluster(), &customer) {
         write_customer_backends(ctx, &ws, backends, &version)?;
+        foreign_locks = Some(Default::default());
     } else if ctx.op.kind.has_cluster() {
         platform_state = write_backends(ctx, &spec, &ws, access.target.as_ref(), version.dialect()).await?;
     } else {
@@ -97,6 +99,7 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
         ctx,
         engine,
         stage_engines,
+        foreign_locks,
         version,
         ws,
         rendered,

@@ -85,10 +85,26 @@ impl<P: Ports> PreparedRun<'_, P> {
         } else {
             self.ctx.stop.clone()
         };
-        let out = self
-            .engine_for(stage)
+        let engine = self.engine_for(stage);
+        let mut out = engine
             .run(&dir, &args, &name, capture, &self.ctx.logs, &mut stop)
             .await;
+        // A dead run's lock in the customer's storage: released, then the command runs once more.
+        if let Ok(o) = &out {
+            match self.released_foreign_lock(stage, &name, o).await {
+                Ok(true) => {
+                    out = engine
+                        .run(&dir, &args, &name, capture, &self.ctx.logs, &mut stop)
+                        .await;
+                }
+                Ok(false) => {}
+                Err(f) => {
+                    vitals::step_finished(self.ctx.op.kind, &name, false, began.elapsed());
+                    self.ctx.event_step(&name, Some(false));
+                    return Err(f);
+                }
+            }
+        }
         let took = began.elapsed();
         self.ctx.engine_time.record(took);
         let out = match out {

@@ -403,3 +403,72 @@ async fn a_federated_target_without_a_live_identity_token_stops_at_prepare() {
     assert!(error.fix.contains("retry"), "{error:?}");
     assert!(bed2.engine.calls().is_empty());
 }
+
+/// What Terraform's gcs backend prints when another writer holds the lock (its lock info block).
+fn locked_by(id: &str) -> String {
+    format!(
+        "Error: Error acquiring the state lock\n\nError message: writing \"gs://acme-tfstate/x/default.tflock\" \
+         failed: googleapi: Error 412: At least one of the pre-conditions you specified did not hold., \
+         conditionNotMet\nLock Info:\n  ID:        {id}\n  Path:      gs://acme-tfstate/x/default.tflock\n  \
+         Operation: OperationTypeApply\n  Who:       root@runner\n"
+    )
+}
+
+async fn gcp_bed_with_state() -> Bed {
+    let mut bed = bed(
+        "gcp",
+        "us-central1",
+        json!({"provider": "gcp", "project_id": "acme-prod-1",
+            "workload_identity_provider": "projects/123/locations/global/workloadIdentityPools/strato/providers/oidc",
+            "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com",
+            "state_bucket": "acme-tfstate"}),
+    )
+    .await;
+    issue_run_tokens(&mut bed, "aud", 3600).await;
+    bed
+}
+
+#[tokio::test]
+async fn a_dead_runs_lock_in_the_customers_storage_is_force_unlocked_once_and_the_command_rerun() {
+    let bed = gcp_bed_with_state().await;
+    let id = "1700000000123456";
+    bed.engine
+        .expect_in("network", Cmd::Plan, Reply::fail(&locked_by(id)))
+        .expect_in("network", Cmd::ForceUnlock, Reply::ok());
+    both_stages_apply(&bed, "");
+    bed.run_to_success().await;
+    let unlock = first(&bed, "network", Cmd::ForceUnlock);
+    assert_eq!(unlock.args, ["force-unlock", "-force", id]);
+    assert_eq!(
+        bed.engine.count(Cmd::Plan),
+        3,
+        "the locked plan, its rerun, the next stage's"
+    );
+    assert!(bed.logged(&format!("released Terraform state lock {id}")));
+}
+
+#[tokio::test]
+async fn a_lock_whose_holder_may_still_run_is_left_and_the_run_fails_state_locked() {
+    let bed = gcp_bed_with_state().await;
+    // Another operation of the cluster is unfinished (its lease ran out but its task may still run).
+    let mut other = strato_domain::model::Operation::new(
+        bed.op.tenant_id.clone(),
+        bed.op.cluster_id.clone(),
+        OperationKind::Update,
+        strato_domain::ts::now(),
+    );
+    other.status = strato_domain::model::OperationStatus::Running;
+    bed.store.store.put_operation(other.clone());
+    bed.engine.expect_in("network", Cmd::Init, Reply::ok()).expect_in(
+        "network",
+        Cmd::Plan,
+        Reply::fail(&locked_by("42")),
+    );
+    let error = bed.run_to_failure().await;
+    assert_eq!(error.category, ErrorCategory::StateLocked, "{error:?}");
+    assert_eq!(bed.engine.count(Cmd::ForceUnlock), 0);
+    assert!(bed.logged(&format!(
+        "operation(s) {} of this cluster may still run",
+        other.operation_id
+    )));
+}
