@@ -21,6 +21,23 @@ module "secrets" {
   recovery_window_days = var.disposable ? 0 : 7
 }
 
+# Strato as an OIDC issuer: the signing keys, and the discovery document and JWKS on their own CloudFront
+# distribution (independent of the console, so turning the console off never breaks tenants' trust).
+module "issuer" {
+  source = "../modules/issuer"
+  count  = var.oidc_issuer.enabled ? 1 : 0
+
+  prefix               = var.prefix
+  keys                 = var.oidc_issuer.keys
+  signing_key          = var.oidc_issuer.signing_key
+  price_class          = var.oidc_issuer.price_class
+  certificate_arn      = var.oidc_issuer.certificate_arn
+  aliases              = var.oidc_issuer.aliases
+  waf_web_acl_arn      = var.oidc_issuer.waf_web_acl_arn
+  deletion_window_days = var.disposable ? 7 : 30
+  force_destroy_bucket = true
+}
+
 module "api" {
   source = "../modules/api"
 
@@ -78,6 +95,7 @@ module "functions" {
   queues                  = module.data.queues
   buckets                 = module.data.buckets
   kms_key_arn             = module.data.kms_key_arn
+  oidc                    = var.oidc_issuer.enabled ? { issuer = module.issuer[0].issuer, signing_key_arn = module.issuer[0].signing_key_arn } : null
   drift_batch             = var.drift_batch
   sweep_grace_secs        = var.sweep_grace_secs
   heartbeat_stale_secs    = var.heartbeat_stale_secs

@@ -101,3 +101,18 @@ output "console_url" {
   description = "The web console (CloudFront; the HTTP API also answers there at /v1/*). Null when the console is off."
   value       = var.console.enabled ? module.console[0].url : null
 }
+
+output "oidc_issuer" {
+  description = "Strato's OIDC issuer URL (https://host, no trailing slash): the `iss` of runs' identity tokens and STRATO_OIDC_ISSUER of the dispatcher and the api; <issuer>/.well-known/openid-configuration and /jwks.json are what tenants' clouds fetch. Null when the issuer is off."
+  value       = var.oidc_issuer.enabled ? module.issuer[0].issuer : null
+}
+
+output "oidc_signing_key_arn" {
+  description = "The KMS key that signs runs' identity tokens (alias/<prefix>-oidc). Null when the issuer is off."
+  value       = var.oidc_issuer.enabled ? module.issuer[0].signing_key_arn : null
+}
+
+output "oidc_distribution_domain_name" {
+  description = "The issuer's CloudFront name: the target of your DNS record when oidc_issuer.aliases are set. Null when the issuer is off."
+  value       = var.oidc_issuer.enabled ? module.issuer[0].distribution_domain_name : null
+}

@@ -337,3 +337,30 @@ variable "console" {
   default  = {}
   nullable = false
 }
+
+# ---- Strato as an OIDC issuer (modules/issuer) -----------------------------------------------------------
+
+variable "oidc_issuer" {
+  description = <<-EOT
+    Strato as an OpenID Connect issuer: each run gets short-lived identity tokens (RS256, signed by a KMS key)
+    that tenants' clouds exchange for credentials (AWS AssumeRoleWithWebIdentity, GCP workload identity
+    federation, Azure federated credentials), so no tenant stores cloud keys. On unless enabled = false: its
+    discovery document and JWKS are static objects behind their own CloudFront distribution, and the issuer URL
+    (output oidc_issuer) is STRATO_OIDC_ISSUER of the dispatcher and the api. Tenants' clouds trust that URL:
+    give it your own name (certificate_arn, ACM in us-east-1, with aliases; the first alias is the issuer's
+    host) before tenants configure trust, because the *.cloudfront.net name changes if the distribution is
+    ever re-created. keys / signing_key: the signing key generations and the one that signs (rotation:
+    infra/README.md). Off: runs get no identity tokens, exactly as before.
+  EOT
+  type = object({
+    enabled         = optional(bool, true)
+    keys            = optional(list(string), ["1"])
+    signing_key     = optional(string, "1")
+    price_class     = optional(string, "PriceClass_100")
+    certificate_arn = optional(string)
+    aliases         = optional(list(string), [])
+    waf_web_acl_arn = optional(string)
+  })
+  default  = {}
+  nullable = false
+}

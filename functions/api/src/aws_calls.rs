@@ -50,6 +50,8 @@ const OWN: &[AwsCall] = &[
     // the external id is opened to show it; a restore copies SSE-KMS state objects.
     call("kms:GenerateDataKey", DataKey),
     call("kms:Decrypt", DataKey),
+    // The JWKS (GET /.well-known/jwks.json) is the signing key's public half.
+    call("kms:GetPublicKey", SigningKey),
     // Secrets given by reference (STRATO_*_SECRET_ARN), read once at cold start (strato_aws::secret_env).
     call("secretsmanager:GetSecretValue", Secret("ws-jwt-secret")),
     call("secretsmanager:GetSecretValue", Secret("agent-token-secret")),

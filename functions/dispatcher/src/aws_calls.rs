@@ -26,4 +26,10 @@ const OWN: &[AwsCall] = &[
     call("secretsmanager:GetSecretValue", Secret("run-proof-secret")),
     // The audit log: what this function does on its own (principal `strato:<function>`), appended only.
     call("dynamodb:PutItem", Table("audit")),
+    // With an OIDC issuer (STRATO_OIDC_ISSUER): each run's identity tokens are signed (the key's public half
+    // gives their kid) and sealed for the runner with a data key ({tenant, purpose: run-identity}); the
+    // template's stages come from the GetItem of templates above.
+    call("kms:Sign", SigningKey),
+    call("kms:GetPublicKey", SigningKey),
+    call("kms:GenerateDataKey", DataKey),
 ];

@@ -93,6 +93,32 @@ locals {
 
   ecs_cluster = { ArnEquals = { "ecs:cluster" = var.runner.cluster_arn } }
 
+  # Strato as an OIDC issuer (var.oidc): the dispatcher mints each run's identity tokens (Sign, with the
+  # key's public half for the kid) and seals them for the runner (a data key under {tenant, purpose:
+  # run-identity}); the api reads the public half for its JWKS. Nothing when the issuer is off.
+  oidc_statements = var.oidc == null ? { api = [], dispatcher = [] } : {
+    api = [{
+      Sid      = "SigningKeyPublicHalf"
+      Effect   = "Allow"
+      Action   = ["kms:GetPublicKey"]
+      Resource = var.oidc.signing_key_arn
+    }]
+    dispatcher = [
+      {
+        Sid      = "SignRunTokens"
+        Effect   = "Allow"
+        Action   = ["kms:Sign", "kms:GetPublicKey"]
+        Resource = var.oidc.signing_key_arn
+      },
+      {
+        Sid      = "SealRunTokens"
+        Effect   = "Allow"
+        Action   = ["kms:GenerateDataKey"]
+        Resource = var.kms_key_arn
+      },
+    ]
+  }
+
   function_statements = {
     api = concat(local.store, [
       local.audit_append,
@@ -147,9 +173,9 @@ locals {
         Resource  = var.tables["tf-locks"].arn
         Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["${local.state_bucket.name}/tenants/*-md5"] } }
       },
-    ])
+    ], local.oidc_statements.api)
 
-    dispatcher = concat(local.store, [
+    dispatcher = concat(local.store, local.oidc_statements.dispatcher, [
       local.audit_append,
       local.resolve_queues,
       {

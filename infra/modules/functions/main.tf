@@ -34,6 +34,14 @@ locals {
   } : {}
   # The functions that append to the audit log set its entries' expiry (DynamoDB TTL).
   audit_env = { STRATO_AUDIT_RETENTION_DAYS = tostring(var.audit_retention_days) }
+  # The issuer, identical for both: the dispatcher names it in every token's `iss`, the api in the documents
+  # and trust settings it shows (a verifier compares `iss` byte for byte). The key by ARN: a new signing key is
+  # a new environment, so no warm process signs with it under the old key's kid (KmsSigner caches the public
+  # half per process).
+  oidc_env = var.oidc == null ? {} : {
+    STRATO_OIDC_ISSUER      = var.oidc.issuer
+    STRATO_OIDC_SIGNING_KEY = var.oidc.signing_key_arn
+  }
   function_env = {
     api = merge(
       local.audit_env,
@@ -51,8 +59,9 @@ locals {
       var.scope_prefix == "" ? {} : { STRATO_SCOPE_PREFIX = var.scope_prefix },
       # Unset when off: templates with a cluster agent are then refused with a clear error.
       local.agent_enabled ? { STRATO_AGENT_TOKEN_SECRET_ARN = var.secrets.agent_token_arn } : {},
+      local.oidc_env,
     )
-    dispatcher = merge(local.audit_env, local.operation_env, {
+    dispatcher = merge(local.audit_env, local.operation_env, local.oidc_env, {
       STRATO_RUNNER_CLUSTER          = var.runner.cluster_arn
       STRATO_RUNNER_TASK_DEFINITION  = var.runner.task_definition_arn
       STRATO_RUNNER_CONTAINER        = var.runner.container

@@ -151,3 +151,15 @@ variable "code_signing_config_arn" {
   type        = string
   default     = null
 }
+
+variable "oidc" {
+  description = "Strato as an OIDC issuer (the issuer module): the issuer URL (STRATO_OIDC_ISSUER of the dispatcher and the api, exactly as every token's iss) and the signing key's ARN (STRATO_OIDC_SIGNING_KEY). The dispatcher may then Sign with that key and seal the run's tokens with the data key; the api may read its public half. Null: no run gets an identity token, and neither function may use a signing key."
+  type        = object({ issuer = string, signing_key_arn = string })
+  default     = null
+
+  validation {
+    # strato_domain::identity::Issuer's rule: the functions refuse anything else at start.
+    condition     = var.oidc == null || can(regex("^https://[^/?#@]+(/[^?#]*[^/?#])?$", var.oidc.issuer))
+    error_message = "oidc.issuer must be an https URL without a trailing slash, query or fragment (https://host[/path])."
+  }
+}

@@ -122,6 +122,8 @@ pub enum Resource {
     RunRoles,
     /// Strato's KMS data key (`alias/<prefix>-data`): envelope encryption, SSE-KMS buckets.
     DataKey,
+    /// Strato's asymmetric token-signing key (`alias/<prefix>-oidc`, given by ARN): runs' identity tokens.
+    SigningKey,
     /// Secrets Manager secrets named `strato/<prefix>/<pattern>`.
     Secret(&'static str),
 }
@@ -160,7 +162,7 @@ pub enum Target {
     Connections,
     /// A role ARN (AssumeRole).
     Role(String),
-    /// A KMS key (Strato uses only its data key; Decrypt does not name it).
+    /// A KMS key (the data key or the signing key; Decrypt does not name it).
     Key,
     /// A secret name without its `strato/<prefix>/` part.
     Secret(String),
@@ -246,7 +248,8 @@ impl Resource {
             }
             // Any role: which ones is `target_role_arns`' business, checked by AWS at assume time.
             (Resource::TargetRoles, Target::Role(_)) => true,
-            (Resource::DataKey, Target::Key) => true,
+            // The recorder does not tell keys apart; the action does (only the signing key signs).
+            (Resource::DataKey | Resource::SigningKey, Target::Key) => true,
             (Resource::Secret(pattern), Target::Secret(name)) => glob(pattern, name),
             _ => false,
         }
@@ -294,6 +297,25 @@ mod tests {
         assert!(glob("?*", "acme") && !glob("?*", ""));
         assert!(glob("a?c", "abc") && !glob("a?c", "ac"));
         assert!(!glob("ab*ba", "aba"), "prefix and suffix may not overlap");
+    }
+
+    #[test]
+    fn a_recorded_kms_call_is_covered_by_an_entry_of_its_action_on_either_key() {
+        let names = Names::new("strato-t").unwrap();
+        let seen = |action: &str| Observed {
+            function: "dispatcher".into(),
+            action: action.into(),
+            target: Target::Key,
+        };
+        let list = [
+            call("kms:Sign", Resource::SigningKey),
+            call("kms:GenerateDataKey", Resource::DataKey),
+        ];
+        let observed = [seen("kms:Sign"), seen("kms:GenerateDataKey"), seen("kms:Decrypt")];
+        assert_eq!(
+            uncovered(&names, "dispatcher", &list, &observed),
+            vec!["function dispatcher calls kms:Decrypt on KMS key but its AWS_CALLS list does not say so"]
+        );
     }
 
     #[test]

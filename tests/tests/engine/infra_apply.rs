@@ -13,6 +13,9 @@
 //! - no `RedriveAllowPolicy` attribute: the data module sets none;
 //! - no Logs query definitions: the override sets `logs_saved_query = false`, and the saved query is
 //!   checked on a plan of it alone;
+//! - the OIDC issuer's distribution reads back with moto's own defaults and its bucket's TLS-only policy
+//!   refuses the engine's plain-HTTP reads: infra_support/issuer.rs probes the refusal, lifts the policy and
+//!   tolerates exactly those changes in the second plan (`moto_artifact`);
 //! - no CloudFront response headers policies or functions, and the data checks want exactly Strato's
 //!   buckets: the web console stays off (`console`'s default); the example's console is planned on the
 //!   applied deployment with a placeholder build, and that plan checked (infra_support/console.rs): its
@@ -41,6 +44,7 @@ const CREDS: [(&str, &str); 4] = [
 /// Services the example root talks to, pointed at moto (provider >= 5 dialect).
 const SERVICES: &[&str] = &[
     "apigatewayv2",
+    "cloudfront",
     "cloudwatch",
     "logs",
     "dynamodb",
@@ -266,7 +270,13 @@ fn check_outputs_contract(outputs: &Value, aws_endpoint: &str) {
     for k in ["ws_jwt_arn", "run_proof_arn", "agent_token_arn"] {
         non_empty_str(&outputs["secrets"][k], &format!("secrets.{k}"));
     }
+    // The OIDC issuer is on by default: https, no trailing slash (what the functions accept).
+    let issuer = outputs["oidc_issuer"].as_str().unwrap_or_default();
+    issuer
+        .parse::<strato_domain::identity::Issuer>()
+        .unwrap_or_else(|e| panic!("output oidc_issuer: {e}"));
     for k in [
+        "oidc_signing_key_arn",
         "kms_key_arn",
         "http_api_url",
         "websocket_url",
@@ -349,12 +359,13 @@ fn unexpected_changes(plan: &Value) -> Vec<String> {
             let parse = |v: &Value| serde_json::from_str::<Value>(v.as_str().unwrap_or("null")).ok();
             parse(&before[k]).is_some() && parse(&before[k]) == parse(&after[k])
         };
-        let tolerated = actions == &serde_json::json!(["update"])
-            && match (kind, differing.as_slice()) {
-                ("aws_lambda_function", [k]) => k.as_str() == "logging_config",
-                ("aws_sqs_queue", [k]) => k.as_str() == "redrive_policy" && json_equal("redrive_policy"),
-                _ => false,
-            };
+        let tolerated = infra_support::issuer::moto_artifact(c)
+            || actions == &serde_json::json!(["update"])
+                && match (kind, differing.as_slice()) {
+                    ("aws_lambda_function", [k]) => k.as_str() == "logging_config",
+                    ("aws_sqs_queue", [k]) => k.as_str() == "redrive_policy" && json_equal("redrive_policy"),
+                    _ => false,
+                };
         let line = format!("{} {actions}: {differing:?}", c["address"]);
         if tolerated {
             eprintln!("infra_apply: second plan, moto artifact tolerated: {line}");
@@ -502,6 +513,15 @@ async fn leftovers(endpoint: &str) -> Vec<String> {
             text(target("logs", "Logs_20140328.DescribeLogGroups")).await,
         ),
         ("EventBridge", text(target("events", "AWSEvents.ListRules")).await),
+        (
+            "CloudFront",
+            text(wire(
+                "cloudfront",
+                reqwest::Method::GET,
+                "/2020-05-31/distribution",
+            ))
+            .await,
+        ),
     ] {
         if body.contains(PREFIX) {
             left.push(format!("{what}: {body}"));
@@ -559,6 +579,7 @@ async fn infra_applies_into_moto_and_destroys_cleanly() {
         &[0],
     );
     let applied = Instant::now();
+    infra_support::issuer::tls_only_bucket_refuses_plain_http_then_lift(&moto.endpoint).await;
     let state = State::parse(&run(&["show", "-json"], &[0]).stdout, "values");
 
     // A second plan changes nothing (moto's read-back artifacts aside, see above).
@@ -617,6 +638,29 @@ async fn infra_applies_into_moto_and_destroys_cleanly() {
         "the console is off unless enabled"
     );
     console_planned_on_the_deployment(&run, &example, &outputs);
+    let names = strato_aws::resources::Names::new(PREFIX).unwrap();
+    let published = infra_support::issuer::check_issuer(
+        &state,
+        &planned.resources,
+        &names,
+        &checks::functions(&state),
+        outputs["oidc_issuer"].as_str().unwrap_or_default(),
+    );
+    infra_support::issuer::published_jwks_verifies_a_run_token(&published, &moto.endpoint).await;
+    run(
+        &[
+            "plan",
+            "-input=false",
+            "-no-color",
+            vars,
+            "-var=oidc_issuer={enabled=false}",
+            "-out=off.plan",
+        ],
+        &[0],
+    );
+    infra_support::issuer::check_issuer_off(
+        &serde_json::from_slice(&run(&["show", "-json", "off.plan"], &[0]).stdout).unwrap(),
+    );
     on_applied(&Value::Object(outputs), &moto.endpoint).await;
 
     run(

@@ -196,7 +196,8 @@ pub fn check_buckets(state: &State, names: &Names, data_key: &str) {
     let access_logs = format!("{}-access-logs", names.prefix());
     for r in state.all("aws_s3_bucket") {
         let name = r.s("bucket").to_owned();
-        if name == access_logs {
+        // Not data buckets: the access logs (below) and the OIDC issuer's documents (issuer.rs).
+        if name == access_logs || name == format!("{}-oidc", names.prefix()) {
             continue;
         }
         let def = BUCKETS

@@ -129,6 +129,13 @@ impl World<'_> {
             .s("target_key_arn")
             .to_owned()
     }
+    /// The key `alias/<prefix>-oidc` points at (the signing generation).
+    pub fn signing_key(&self) -> String {
+        self.state
+            .by("aws_kms_alias", "name", &self.names.oidc_key_alias())
+            .s("target_key_arn")
+            .to_owned()
+    }
     pub fn ws_execution_arn(&self) -> String {
         self.state
             .by("aws_apigatewayv2_api", "name", &format!("{PREFIX}-ws"))
@@ -185,6 +192,7 @@ pub fn requests(c: &AwsCall, w: &World) -> Vec<(String, RequestContext)> {
             .map(|r| (w.role(r), Vec::new()))
             .into(),
         Resource::DataKey => vec![(w.data_key(), Vec::new())],
+        Resource::SigningKey => vec![(w.signing_key(), Vec::new())],
         Resource::TargetRoles => vec![(
             "arn:aws:iam::111122223333:role/strato-target".to_owned(),
             Vec::new(),

@@ -13,6 +13,7 @@ pub mod checks;
 pub mod console;
 pub mod data_checks;
 pub mod iam;
+pub mod issuer;
 pub mod observability;
 pub mod permissions_checks;
 pub mod runner_checks;
