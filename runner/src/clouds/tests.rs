@@ -26,7 +26,8 @@ const ISSUED: [&str; 3] = ["fake-federated-", "fake-arm-token-", "fake-sa-token-
 
 struct Bed {
     fake: FakeClouds,
-    signer: FakeSigner,
+    /// `None` for the token clouds' tests: generating an RSA key is most of a test's time.
+    key: Option<FakeSigner>,
     endpoints: CloudEndpoints,
     http: reqwest::Client,
 }
@@ -34,13 +35,17 @@ struct Bed {
 /// The fake with acme's GCP provider and binding, Azure app, subscription and role, and one token per
 /// token cloud.
 async fn bed() -> Bed {
+    bed_signing(true).await
+}
+
+async fn bed_signing(sign: bool) -> Bed {
     let fake = FakeClouds::start().await.unwrap();
-    // One key for every test: generating an RSA key is most of a test's time.
-    static SIGNER: std::sync::OnceLock<FakeSigner> = std::sync::OnceLock::new();
-    let signer = SIGNER.get_or_init(FakeSigner::default).clone();
+    let key = sign.then(FakeSigner::default);
     let k = &fake.knobs;
     k.trust_issuer(ISSUER);
-    k.verify_with(signer.public_key_der().await.unwrap());
+    if let Some(signer) = &key {
+        k.verify_with(signer.public_key_der().await.unwrap());
+    }
     k.gcp_provider(PROVIDER, "acme");
     k.gcp_impersonation(SA, "acme");
     k.azure_app(ENTRA_TENANT, APP, "tenant:acme:");
@@ -51,7 +56,7 @@ async fn bed() -> Bed {
     let endpoints = CloudEndpoints::all_at(&fake.base_url);
     Bed {
         fake,
-        signer,
+        key,
         endpoints,
         http: super::http::client().unwrap(),
     }
@@ -109,6 +114,10 @@ fn assert_clean(r: &Result<String, PreflightError>, secrets: &[&str]) {
 }
 
 impl Bed {
+    fn signer(&self) -> &FakeSigner {
+        self.key.as_ref().expect("a bed with a signing key")
+    }
+
     async fn run(&self, c: CloudCheck<'_>) -> Result<String, PreflightError> {
         check(&self.http, &self.endpoints, c, TIMEOUT).await
     }
@@ -127,7 +136,7 @@ impl Bed {
 
     async fn gcp_token(&self, tenant: &str) -> String {
         token(
-            &self.signer,
+            self.signer(),
             ISSUER,
             tenant,
             &gcp_audience(PROVIDER),
@@ -137,7 +146,7 @@ impl Bed {
     }
 
     async fn azure_token(&self, tenant: &str) -> String {
-        token(&self.signer, ISSUER, tenant, AUD_AZURE, time::Duration::ZERO).await
+        token(self.signer(), ISSUER, tenant, AUD_AZURE, time::Duration::ZERO).await
     }
 }
 
@@ -185,7 +194,7 @@ async fn gcp_refusals_name_the_setting_to_fix() {
     let bed = bed().await;
     let target = gcp_target(SA, PROVIDER);
     // Another audience than the provider's.
-    let wrong_aud = token(&bed.signer, ISSUER, "acme", AUD_AZURE, time::Duration::ZERO).await;
+    let wrong_aud = token(bed.signer(), ISSUER, "acme", AUD_AZURE, time::Duration::ZERO).await;
     let e = bed.gcp(&target, &wrong_aud).await.unwrap_err();
     assert!(e.what.contains("invalid_grant"), "{e}");
     assert!(
@@ -195,7 +204,7 @@ async fn gcp_refusals_name_the_setting_to_fix() {
     // Another issuer than the one the provider trusts.
     let aud = gcp_audience(PROVIDER);
     let other = token(
-        &bed.signer,
+        bed.signer(),
         "https://other.example.com",
         "acme",
         &aud,
@@ -225,7 +234,7 @@ async fn gcp_refusals_name_the_setting_to_fix() {
     // No such provider.
     let missing = PROVIDER.replace("strato-oidc", "gone-oidc");
     let t = token(
-        &bed.signer,
+        bed.signer(),
         ISSUER,
         "acme",
         &gcp_audience(&missing),
@@ -263,7 +272,7 @@ async fn azure_refusals_name_the_federated_credential_or_role_to_add() {
     let bed = bed().await;
     let target = azure_target(ENTRA_TENANT, APP, SUBSCRIPTION);
     let other = token(
-        &bed.signer,
+        bed.signer(),
         "https://other.example.com",
         "acme",
         AUD_AZURE,
@@ -285,7 +294,7 @@ async fn azure_refusals_name_the_federated_credential_or_role_to_add() {
     assert!(e.what.contains("AADSTS700213"), "{e}");
     assert!(e.fix.contains("matches subject tenant:globex:cluster:"), "{e}");
     // A token past its expiry.
-    let old = token(&bed.signer, ISSUER, "acme", AUD_AZURE, time::Duration::hours(2)).await;
+    let old = token(bed.signer(), ISSUER, "acme", AUD_AZURE, time::Duration::hours(2)).await;
     let e = bed.azure(&target, &old).await.unwrap_err();
     assert!(
         e.what.contains("AADSTS700024") && e.fix.contains("validity window"),
@@ -340,7 +349,7 @@ async fn azure_refusals_name_the_federated_credential_or_role_to_add() {
 
 #[tokio::test]
 async fn token_clouds_refusals_say_to_register_a_new_token_or_add_scopes() {
-    let bed = bed().await;
+    let bed = bed_signing(false).await;
     let r = bed
         .run(CloudCheck::Digitalocean {
             token: "dop_v1_revoked",
@@ -392,7 +401,7 @@ async fn token_clouds_refusals_say_to_register_a_new_token_or_add_scopes() {
 
 #[tokio::test]
 async fn a_token_an_endpoint_echoes_back_is_redacted_from_the_message() {
-    let bed = bed().await;
+    let bed = bed_signing(false).await;
     bed.fake.knobs.echo_tokens(true);
     let secret = "dop_v1_echoed_secret_value";
     let e = bed
@@ -466,4 +475,27 @@ fn endpoints_default_to_the_clouds_and_each_is_overridden_by_its_variable() {
     assert_eq!(ep.gcp_sts, "https://sts.googleapis.com");
     assert_eq!(ep.azure_login, "https://login.microsoftonline.com");
     assert_eq!(ep.digitalocean, "https://api.digitalocean.com");
+}
+
+#[tokio::test]
+async fn the_fake_cloud_port_records_each_check_and_answers_as_scripted() {
+    use crate::ports::Cloud;
+    let cloud = crate::fakes::FakeCloud::default();
+    assert!(
+        cloud
+            .cloud_preflight(CloudCheck::Linode { token: LINODE_TOKEN })
+            .await
+            .is_ok()
+    );
+    let refusal = PreflightError {
+        what: "the DigitalOcean API refused the registered API token (HTTP 401: unauthorized)".into(),
+        fix: "register a new token".into(),
+    };
+    cloud.fail_cloud_preflight(refusal.clone());
+    let e = cloud
+        .cloud_preflight(CloudCheck::Digitalocean { token: DO_TOKEN })
+        .await
+        .unwrap_err();
+    assert_eq!(e, refusal);
+    assert_eq!(cloud.cloud_checks(), ["Linode", "DigitalOcean"]);
 }
