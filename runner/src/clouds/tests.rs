@@ -499,3 +499,13 @@ async fn the_fake_cloud_port_records_each_check_and_answers_as_scripted() {
     assert_eq!(e, refusal);
     assert_eq!(cloud.cloud_checks(), ["Linode", "DigitalOcean"]);
 }
+
+#[tokio::test]
+async fn the_fakes_runner_environment_points_every_endpoint_at_it() {
+    let fake = FakeClouds::start().await.unwrap();
+    let env = fake.runner_env();
+    let ep = CloudEndpoints::from_env(&strato_aws::env::Env::new(|k: &str| {
+        env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }));
+    assert_eq!(ep, CloudEndpoints::all_at(&fake.base_url));
+}
