@@ -12,6 +12,7 @@ use strato_domain::run_proof::ENV_RUN_PROOF;
 use strato_domain::telemetry::{ENV_TRACEPARENT, Traceparent};
 
 use crate::RunnerError;
+use crate::clouds::CloudEndpoints;
 
 /// The runner's configuration. Every variable is read once, at start; a missing or malformed required one
 /// stops the runner with a message naming it.
@@ -39,7 +40,8 @@ use crate::RunnerError;
 /// | `STRATO_STALL_SECS` | heartbeats stop for good once the run has shown no progress (no line of output, no step) this long (default 900) |
 /// | `STRATO_EXIT_MARGIN_SECS` | after the time limit and the grace, this long for the final event; then the process exits whatever it is doing (default 120) |
 /// | `STRATO_RETRY_BASE_MS` | first backoff delay of transient-failure retries (default 2000) |
-/// | `STRATO_PREFLIGHT_TIMEOUT_SECS` | credential preflight timeout (default 10) |
+/// | `STRATO_PREFLIGHT_TIMEOUT_SECS` | credential preflight timeout, each cloud's whole check (default 10) |
+/// | `STRATO_ENDPOINT_GCP_STS`, `_GCP_IAM_CREDENTIALS`, `_AZURE_LOGIN`, `_AZURE_MANAGEMENT`, `_DIGITALOCEAN`, `_LINODE` | base URL of that cloud identity endpoint for the preflight (default the cloud's public one; emulators) |
 /// | `STRATO_WORK_DIR` | parent of the per-operation workspace (default the system temp dir) |
 /// | `STRATO_STATE_KMS_KEY` | KMS key (ARN) the platform's state objects are written with (SSE-KMS; `infra/` sets Strato's data key). Unset: SSE-S3 |
 /// | `STRATO_GCS_ENDPOINT` | the Cloud Storage JSON API (`…/storage/v1/`) a GCP target's state bucket is reached at (emulators; default Google's) |
@@ -71,6 +73,8 @@ pub struct Config {
     pub exit_margin: Duration,
     pub retry_base: Duration,
     pub preflight_timeout: Duration,
+    /// The other clouds' identity endpoints the preflight calls.
+    pub cloud_endpoints: CloudEndpoints,
     pub work_dir: Option<PathBuf>,
     /// SSE-KMS key of the platform's state objects (the S3 backend's `kms_key_id`).
     pub state_kms_key: Option<String>,
@@ -138,6 +142,7 @@ impl Config {
             exit_margin: secs("STRATO_EXIT_MARGIN_SECS", 120)?,
             retry_base: Duration::from_millis(env.number("STRATO_RETRY_BASE_MS", 2000).map_err(config)?),
             preflight_timeout: secs("STRATO_PREFLIGHT_TIMEOUT_SECS", 10)?,
+            cloud_endpoints: CloudEndpoints::from_env(&env),
             work_dir: env.optional("STRATO_WORK_DIR").map(PathBuf::from),
             state_kms_key: env.optional("STRATO_STATE_KMS_KEY"),
             unsafe_skip_external_id_probe: env

@@ -12,6 +12,7 @@ pub mod aws;
 mod aws_calls;
 pub use aws_calls::{AWS_CALLS, STATE_ROLE_CALLS};
 pub mod classify;
+pub mod clouds;
 pub mod config;
 pub mod credentials;
 pub mod engine;

@@ -24,6 +24,7 @@ use strato_domain::sealed::{Envelope, Keys};
 use strato_domain::template::Template;
 
 use crate::RunnerError;
+use crate::clouds::{CloudCheck, PreflightError};
 use crate::credentials::EngineCredentials;
 use crate::logs::LogHub;
 use crate::outcome::{Outcome, StopRx};
@@ -191,6 +192,13 @@ pub trait Cloud: Send + Sync + 'static {
         region: &str,
         creds: &EngineCredentials,
     ) -> impl Future<Output = Result<String, String>> + Send;
+
+    /// The identity call(s) of a cloud other than AWS ([`crate::clouds::preflight::check`]), bounded by the
+    /// preflight timeout: what was proven, or what failed and the fix.
+    fn cloud_preflight(
+        &self,
+        check: CloudCheck<'_>,
+    ) -> impl Future<Output = Result<String, PreflightError>> + Send;
 
     /// The region of the runner's own clients (where the platform's state bucket is), if configured.
     fn home_region(&self) -> Option<String>;

@@ -13,6 +13,7 @@ use strato_aws::store::StoredTemplate;
 use strato_domain::template::Template;
 
 use crate::RunnerError;
+use crate::clouds::{CloudCheck, CloudEndpoints, PreflightError};
 use crate::credentials::{self, EngineCredentials};
 use crate::ports::{Cloud, StateBackend};
 use crate::trust::{AssumeFailure, SdkSts, Sts};
@@ -26,8 +27,10 @@ pub struct AwsCloud {
     pub sts_endpoint: Option<String>,
     /// The emulator endpoint a customer's state bucket is created at (`STRATO_PROVIDER_ENDPOINT`).
     pub provider_endpoint: Option<String>,
-    /// Bounds every STS call (`STRATO_PREFLIGHT_TIMEOUT_SECS`).
+    /// Bounds every STS call and each other cloud's preflight (`STRATO_PREFLIGHT_TIMEOUT_SECS`).
     pub timeout: Duration,
+    /// The other clouds' identity endpoints (`STRATO_ENDPOINT_*`).
+    pub endpoints: CloudEndpoints,
 }
 
 impl AwsCloud {
@@ -112,6 +115,15 @@ impl Cloud for AwsCloud {
             self.timeout,
         )
         .await
+    }
+
+    async fn cloud_preflight(&self, check: CloudCheck<'_>) -> Result<String, PreflightError> {
+        // Built per check: most runs are AWS-only and never load the system's roots for it.
+        let http = crate::clouds::http::client().map_err(|e| PreflightError {
+            what: format!("the {} credential check could not start: {e}", check.cloud()),
+            fix: "retry the operation; report it if it persists".into(),
+        })?;
+        crate::clouds::preflight::check(&http, &self.endpoints, check, self.timeout).await
     }
 
     fn home_region(&self) -> Option<String> {

@@ -77,6 +77,7 @@ pub fn adapters(cfg: &Config, clients: Clients) -> RunPorts<AwsPorts> {
             sts_endpoint: cfg.sts_endpoint.clone().or_else(|| cfg.provider_endpoint.clone()),
             provider_endpoint: cfg.provider_endpoint.clone(),
             timeout: cfg.preflight_timeout,
+            endpoints: cfg.cloud_endpoints.clone(),
             aws: clients.aws,
         },
         engine: ProcessEngine {

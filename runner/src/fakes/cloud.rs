@@ -13,6 +13,7 @@ use strato_terraform::bundle::Bundle;
 
 use super::lock;
 use crate::RunnerError;
+use crate::clouds::{CloudCheck, PreflightError};
 use crate::credentials::EngineCredentials;
 use crate::ports::{Cloud, StateBackend};
 use crate::trust::AssumeFailure;
@@ -42,6 +43,9 @@ struct CloudState {
     /// was written for that tenant); any other is refused, as STS would.
     trusted_ids: BTreeMap<String, String>,
     preflight_error: Option<String>,
+    /// The other clouds' checks asked for (the cloud's name), and the scripted refusal.
+    cloud_checks: Vec<String>,
+    cloud_preflight_error: Option<PreflightError>,
     /// Lock tables: table → lock id → info.
     locks: BTreeMap<String, BTreeMap<String, String>>,
     /// State objects made no longer current, as `bucket/key`.
@@ -87,6 +91,16 @@ impl FakeCloud {
     /// The credential check fails with `why`.
     pub fn fail_preflight(&self, why: &str) {
         lock(&self.0).preflight_error = Some(why.to_owned());
+    }
+
+    /// Every other cloud's credential check asked for, by cloud name ("GCP", "Azure", …), in order.
+    pub fn cloud_checks(&self) -> Vec<String> {
+        lock(&self.0).cloud_checks.clone()
+    }
+
+    /// The other clouds' credential checks fail with `e`.
+    pub fn fail_cloud_preflight(&self, e: PreflightError) {
+        lock(&self.0).cloud_preflight_error = Some(e);
     }
 
     /// A Terraform state lock held in `table` (as a runner that died holding it left it).
@@ -221,6 +235,15 @@ impl Cloud for FakeCloud {
         match lock(&self.0).preflight_error.clone() {
             Some(why) => Err(why),
             None => Ok("123456789012".into()),
+        }
+    }
+
+    async fn cloud_preflight(&self, check: CloudCheck<'_>) -> Result<String, PreflightError> {
+        let mut st = lock(&self.0);
+        st.cloud_checks.push(check.cloud().to_owned());
+        match st.cloud_preflight_error.clone() {
+            Some(e) => Err(e),
+            None => Ok(format!("{} credentials checked (fake)", check.cloud())),
         }
     }
 

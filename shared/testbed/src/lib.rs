@@ -3,6 +3,7 @@
 
 mod clouds;
 mod engines;
+mod fake_clouds;
 mod install;
 mod modern;
 mod moto;
@@ -13,6 +14,7 @@ pub use clouds::{
     stand_in_cli_config,
 };
 pub use engines::{TEST_STACK, TestEngine, preferred_engine, report_time, run_async};
+pub use fake_clouds::{FakeClouds, Knobs as FakeCloudKnobs};
 pub use install::{
     CHECKOV_VERSION, SCHEMATHESIS_VERSION, Tools, ToolsError, checkov, schemathesis, tools, tools_dir,
 };
