@@ -31,20 +31,12 @@ use strato_terraform::backend::{
 
 use super::RunContext;
 use super::failure::Failure;
+use crate::clouds::CloudEndpoints;
 use crate::credentials::{EngineCredentials, STATE_PROFILE};
 use crate::ports::{Cloud, Ports, RunStore};
 use crate::workspace::Workspace;
 
 const STEP: &str = "prepare";
-
-/// Google's token exchange and impersonation endpoints (the `external_account` file's URLs).
-pub(crate) const GCP_STS_URL: &str = "https://sts.googleapis.com";
-pub(crate) const GCP_IAM_CREDENTIALS_URL: &str = "https://iamcredentials.googleapis.com";
-
-/// Google's token exchange and impersonation base URLs.
-fn gcp_endpoints() -> (String, String) {
-    (GCP_STS_URL.to_owned(), GCP_IAM_CREDENTIALS_URL.to_owned())
-}
 
 /// What a federated or token target gives the engine.
 #[derive(Default)]
@@ -186,7 +178,7 @@ async fn gcp<P: Ports>(ctx: &RunContext<P>, ws: &Workspace, g: &GcpTarget) -> Re
     };
     for (stage, token) in &tokens {
         let token_file = write(ws, &format!("{stage}.jwt"), token.expose().as_bytes())?;
-        let config = external_account(g, &token_file.display().to_string(), &gcp_endpoints());
+        let config = external_account(g, &token_file.display().to_string(), &ctx.cfg.cloud_endpoints);
         let file = write(ws, &format!("{stage}.gcp.json"), config.to_string().as_bytes())?;
         let path = file.display().to_string();
         out.stage_env.insert(
@@ -203,11 +195,8 @@ async fn gcp<P: Ports>(ctx: &RunContext<P>, ws: &Workspace, g: &GcpTarget) -> Re
 
 /// Google's `external_account` credential configuration: the token file is exchanged at Google's STS for
 /// the pool's federated token, which impersonates the target's service account.
-pub(crate) fn external_account(
-    g: &GcpTarget,
-    token_file: &str,
-    (sts, iam): &(String, String),
-) -> serde_json::Value {
+pub(crate) fn external_account(g: &GcpTarget, token_file: &str, ep: &CloudEndpoints) -> serde_json::Value {
+    let (sts, iam) = (&ep.gcp_sts, &ep.gcp_iam_credentials);
     json!({
         "type": "external_account",
         "audience": gcp_audience(g.workload_identity_provider.as_str()),

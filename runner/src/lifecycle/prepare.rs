@@ -10,7 +10,8 @@ use strato_aws::store::StoredTemplate;
 use strato_domain::ErrorCategory;
 use strato_domain::catalog::Catalogs;
 use strato_domain::cost::CostEstimate;
-use strato_domain::model::{ClusterSpec, TargetAccount};
+use strato_domain::model::{ClusterSpec, Target, TargetAccount};
+use strato_domain::secret::Sensitive;
 use strato_domain::validate::{ValidatedSpec, validate};
 use strato_terraform::render::{
     BackendConfig, EngineDialect, EngineVersion, ManagedValues, ProviderDialect, state_key, tfvars_json,
@@ -20,6 +21,7 @@ use strato_terraform::run_access::engine_boundary_arn;
 use super::access::{StateOf, engine_access, state_location};
 use super::failure::Failure;
 use super::{PreparedRun, RunContext};
+use crate::clouds::CloudCheck;
 use crate::credentials::EngineCredentials;
 use crate::ports::{Cloud, Engine, Ports, RunStore, StateBackend};
 use crate::workspace::Workspace;
@@ -58,11 +60,8 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
             .map_err(|e| Failure::new(STEP, ErrorCategory::Credentials, e))?;
         ctx.note(STEP, &format!("credentials checked (account {account})"));
     }
-    if let Some((target, _proof)) = &access.cloud {
-        ctx.note(
-            STEP,
-            &format!("{} credentials given to the engine", target.provider()),
-        );
+    if let Some((target, proof)) = &access.cloud {
+        cloud_preflight(ctx, target, proof).await?;
     }
     let version = version
         .await
@@ -112,6 +111,37 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
         provider_dialect: ProviderDialect::Legacy,
         adopt: super::adopt::Adoption::new(stored.template.manifest.adopt.clone()),
     })
+}
+
+/// The cloud's own identity check with what the engine got (bounded by the preflight timeout): a refusal
+/// fails the step with what the cloud said and the setting to fix, before any engine command.
+async fn cloud_preflight<P: Ports>(
+    ctx: &RunContext<P>,
+    target: &Target,
+    proof: &Sensitive,
+) -> Result<(), Failure> {
+    let token = proof.expose();
+    let check = match target {
+        Target::Gcp(g) => CloudCheck::Gcp {
+            target: g,
+            id_token: token,
+        },
+        Target::Azure(a) => CloudCheck::Azure {
+            target: a,
+            id_token: token,
+        },
+        Target::Digitalocean(_) => CloudCheck::Digitalocean { token },
+        Target::Linode(_) => CloudCheck::Linode { token },
+        // An AWS target's session is checked with sts:GetCallerIdentity above.
+        Target::Aws(_) => return Ok(()),
+    };
+    let who = ctx.ports.cloud.cloud_preflight(check).await.map_err(|e| {
+        let mut f = Failure::new(STEP, ErrorCategory::Credentials, e.what);
+        f.fix = e.fix;
+        f
+    })?;
+    ctx.note(STEP, &format!("credentials checked ({who})"));
+    Ok(())
 }
 
 /// The spec's template from the catalog, and the spec validated against it again. Sensitive variables are

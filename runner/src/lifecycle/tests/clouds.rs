@@ -185,6 +185,11 @@ async fn a_digitalocean_target_gets_the_tenants_token_and_keeps_its_state_in_spa
         );
     }
     assert!(bed.logged("state in your bucket acme-tfstate at https://ams3.digitaloceanspaces.com"));
+    assert_eq!(
+        bed.cloud.cloud_checks(),
+        ["DigitalOcean"],
+        "the token is checked first"
+    );
     let said = everything_said(&bed);
     assert!(
         !said.contains(DO_TOKEN) && !said.contains(SPACES_SECRET),
@@ -278,7 +283,7 @@ async fn a_gcp_target_gives_each_stage_an_external_account_file_for_its_own_toke
             "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com"}))
         .unwrap(),
         "/w/network.jwt",
-        &("https://sts.googleapis.com".to_owned(), "https://iamcredentials.googleapis.com".to_owned()),
+        &crate::clouds::CloudEndpoints::default(),
     );
     assert_eq!(config["type"], "external_account");
     assert_eq!(
@@ -471,4 +476,22 @@ async fn a_lock_whose_holder_may_still_run_is_left_and_the_run_fails_state_locke
         "operation(s) {} of this cluster may still run",
         other.operation_id
     )));
+}
+
+#[tokio::test]
+async fn a_cloud_that_refuses_the_credentials_fails_prepare_with_its_fix_before_any_engine_command() {
+    let bed = gcp_bed_with_state().await;
+    bed.cloud.fail_cloud_preflight(crate::clouds::PreflightError {
+        what: "the workload identity pool provider does not trust this issuer".into(),
+        fix: "add issuer https://oidc.example.com to the provider".into(),
+    });
+    let error = bed.run_to_failure().await;
+    assert_eq!(
+        (error.step.as_str(), error.category),
+        ("prepare", ErrorCategory::Credentials)
+    );
+    assert!(error.what.contains("does not trust this issuer"), "{error:?}");
+    assert!(error.fix.contains("add issuer"), "{error:?}");
+    assert!(bed.engine.calls().is_empty());
+    assert_eq!(bed.cloud.cloud_checks(), ["GCP"]);
 }
