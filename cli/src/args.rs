@@ -166,8 +166,9 @@ pub struct SpecArgs {
     pub region: Option<String>,
     #[command(flatten)]
     pub vars: VarArgs,
+    // Boxed: eleven optional strings would make every command that embeds a spec a large enum variant.
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub target: Box<TargetArgs>,
 }
 
 #[derive(Debug, Subcommand)]
