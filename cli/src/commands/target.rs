@@ -138,7 +138,7 @@ pub(crate) fn read_file(f: &str) -> Result<String, CliError> {
 }
 
 /// Each cloud's section of `strato target-access`, from the API's answer and the tenant's tokens (`None`:
-/// not readable, e.g. not an admin).
+/// the list could not be read).
 pub(crate) fn access_sections(access: &Value, tokens: Option<&Value>) -> Vec<(&'static str, Value)> {
     let fed = &access["federation"];
     let no_federation = json!({
@@ -173,7 +173,7 @@ pub(crate) fn access_sections(access: &Value, tokens: Option<&Value>) -> Vec<(&'
                 .cloned()
         });
         let status = match (tokens, set) {
-            (None, _) => json!("unknown (listing tokens needs an admin)"),
+            (None, _) => json!("unknown (the tokens could not be listed)"),
             (Some(_), None) => json!("not set"),
             (Some(_), Some(t)) => json!({
                 "set_at": t["set_at"],

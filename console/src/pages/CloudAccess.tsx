@@ -97,7 +97,7 @@ function TokenForm({ cloud, stored, listError, reload }: { cloud: Cloud; stored?
   };
   return (
     <form onSubmit={save} noValidate aria-label={`${cloud} API token`} data-testid={`token-${cloud}`}>
-      <ProblemBox problem={listError} label="Could not list the tokens (an admin's)" />
+      <ProblemBox problem={listError} label="Could not list the tokens" />
       <p role="status">
         {stored ? `A token is set (${when(stored.set_at)}, by ${stored.set_by})${stored.storage_keys ? `, with a ${storage} key pair` : ""}.` : listError ? "" : "No token is set."}
       </p>
