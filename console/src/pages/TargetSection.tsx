@@ -22,7 +22,11 @@ export function TargetSection(props: {
       : (TOKEN_CLOUDS as string[]).includes(props.provider)
         ? `Runs use the ${props.provider} API token you registered on the Cloud access page.`
         : `Runs federate with Strato's identity tokens: set up the trust on the Cloud access page first.`;
-  return (
+  // An optional target (AWS: Strato's own account without one; DigitalOcean, Linode: only state settings) starts
+  // folded, and opens by itself once something is typed in it or the API names one of its fields.
+  const optional = props.provider === "aws" || (TOKEN_CLOUDS as string[]).includes(props.provider);
+  const open = !optional || fields.some((f) => (props.values[f.name] ?? "") !== "" || (props.apiErrs[`target.${f.name}`]?.length ?? 0) > 0) || whole.length > 0;
+  const section = (
     <fieldset class="section" data-testid="target-section">
       <legend>Target: your {props.provider} account</legend>
       <p class="help" id="c-target-help">
@@ -52,5 +56,13 @@ export function TargetSection(props: {
         );
       })}
     </fieldset>
+  );
+  return optional ? (
+    <details open={open} class="target">
+      <summary>{props.provider === "aws" ? "Deploy into your own AWS account (optional)" : `State in your own ${props.provider} object storage (optional)`}</summary>
+      {section}
+    </details>
+  ) : (
+    section
   );
 }
