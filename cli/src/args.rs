@@ -5,7 +5,9 @@ use clap::{Args, Parser, Subcommand};
 use crate::render::Format;
 
 mod clusters;
+mod target;
 pub use clusters::Clusters;
+pub use target::{CloudTokens, TargetArgs};
 
 const AFTER_HELP: &str = "\
 Getting started:
@@ -84,8 +86,16 @@ pub enum Command {
     /// Your tenant's policies (Rego), checked on requests and plans; the platform's are listed too (admin).
     #[command(subcommand, alias = "policy")]
     Policies(Policies),
-    /// The external id and trust policy a target account's role needs.
-    TargetAccess,
+    /// What each cloud needs to trust Strato's runs in your account: AWS's external id and trust policy,
+    /// GCP's and Azure's federation settings, DigitalOcean's and Linode's API token.
+    TargetAccess {
+        /// Only this cloud's section (aws, gcp, azure, digitalocean, linode).
+        #[arg(long)]
+        provider: Option<String>,
+    },
+    /// The API tokens Strato uses on clouds without federation (DigitalOcean, Linode): set, list, delete.
+    #[command(subcommand, name = "cloud-tokens", alias = "cloud-token")]
+    CloudTokens(CloudTokens),
     /// Your tenant's audit log, newest first: who did what, to which cluster, and how it ended (admin).
     Audit(Audit),
     /// Shell completions: `strato completions bash > /etc/bash_completion.d/strato`.
@@ -156,18 +166,9 @@ pub struct SpecArgs {
     pub region: Option<String>,
     #[command(flatten)]
     pub vars: VarArgs,
-    /// Deploy into your own account: the role Strato assumes (with `strato target-access`'s external id).
-    #[arg(long)]
-    pub target_role_arn: Option<String>,
-    /// With --target-role-arn: the S3 bucket for your cluster's Terraform state.
-    #[arg(long, requires = "target_role_arn")]
-    pub target_state_bucket: Option<String>,
-    /// With --target-role-arn: the DynamoDB table that locks your state.
-    #[arg(long, requires = "target_role_arn")]
-    pub target_lock_table: Option<String>,
-    /// With --target-role-arn: the region of your state bucket and lock table.
-    #[arg(long, requires = "target_role_arn")]
-    pub target_region: Option<String>,
+    // Boxed: eleven optional strings would make every command that embeds a spec a large enum variant.
+    #[command(flatten)]
+    pub target: Box<TargetArgs>,
 }
 
 #[derive(Debug, Subcommand)]

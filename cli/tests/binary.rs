@@ -359,3 +359,62 @@ fn a_name_of_no_cluster_is_not_found_and_an_empty_list_says_so() {
     );
     server.join().unwrap();
 }
+
+fn token_stored(_method: &str, _path: &str) -> (u16, serde_json::Value) {
+    let v = serde_json::json!({"provider": "digitalocean", "set_at": "2026-11-30T05:00:00Z", "set_by": "alice",
+                               "storage_keys": true});
+    (200, v)
+}
+
+#[test]
+fn a_cloud_token_and_its_storage_secret_are_read_from_stdin_and_never_printed() {
+    const TOKEN: &str = "dop_v1_0123456789abcdef0123456789abcdef";
+    const SECRET: &str = "spaces/SECRET0123456789abcdef";
+    let (url, server) = stub(1, token_stored);
+    let config = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strato"))
+        .args([
+            "--endpoint",
+            &url,
+            "--token",
+            "t",
+            "cloud-tokens",
+            "set",
+            "digitalocean",
+        ])
+        .args(["--storage-access-key-id", "DO00KEYID0123456789A"])
+        .env("STRATO_CONFIG_DIR", config.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    write!(child.stdin.take().unwrap(), "{TOKEN}\n{SECRET}\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("digitalocean") && stdout.contains("set"),
+        "{stdout}"
+    );
+    for secret in [TOKEN, SECRET] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{stdout}{stderr}"
+        );
+    }
+    let seen = server.join().unwrap();
+    let (method, path, body) = seen.last().unwrap();
+    assert_eq!(
+        (method.as_str(), path.as_str()),
+        ("PUT", "/v1/tenant/cloud-tokens/digitalocean")
+    );
+    assert_eq!(
+        body,
+        &serde_json::json!({"token": TOKEN, "storage_access_key_id": "DO00KEYID0123456789A",
+                            "storage_secret_access_key": SECRET})
+    );
+}

@@ -434,6 +434,23 @@ try {
   await check(page, "webhook");
   if (consoleErrors.length) fail(`page errors: ${consoleErrors.join("; ")}`);
 
+  step("cloud access page: every cloud's section; a DigitalOcean token set, never shown");
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Cloud access" }).click();
+  await heading(page, /^Cloud access$/);
+  for (const c of ["aws", "gcp", "azure", "digitalocean", "linode"]) await page.getByTestId(`access-${c}`).waitFor();
+  {
+    const DO_TOKEN = "dop_v1_e2e0123456789abcdef0123456789abcdef";
+    const form = page.getByRole("form", { name: "digitalocean API token" });
+    if ((await form.getByLabel("API token", { exact: true }).getAttribute("type")) !== "password") fail("the cloud token is not a password input");
+    await form.getByLabel("API token", { exact: true }).fill(DO_TOKEN);
+    await form.getByRole("button", { name: /^(Set|Rotate) token$/ }).click();
+    await form.getByText(/^A token is set/).waitFor({ timeout: 15_000 });
+    if ((await form.getByLabel("API token", { exact: true }).inputValue()) !== "") fail("the token stays in its input once saved");
+    if ((await page.locator("body").innerText()).includes(DO_TOKEN)) fail("the cloud token is shown on the page");
+  }
+  await check(page, "cloud-access");
+  if (consoleErrors.length) fail(`page errors: ${consoleErrors.join("; ")}`);
+
   step("tenant B does not see it");
   const ctxB = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
   const pb = await ctxB.newPage();

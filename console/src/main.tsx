@@ -11,6 +11,7 @@ import { ClusterPage } from "./pages/Cluster";
 import { CreatePage } from "./pages/Create";
 import { OperationPage } from "./pages/Operation";
 import { WebhookPage } from "./pages/Webhook";
+import { CloudAccessPage } from "./pages/CloudAccess";
 import { AuditPage } from "./pages/Audit";
 import { LoginPage } from "./pages/Login";
 
@@ -44,6 +45,7 @@ function App({ signInError }: { signInError?: string }) {
             <li><Link href="/clusters">Clusters</Link></li>
             <li><Link href="/clusters/new">New cluster</Link></li>
             <li><Link href="/webhook">Webhook</Link></li>
+            <li><Link href="/cloud-access">Cloud access</Link></li>
             <li><Link href="/audit">Audit log</Link></li>
           </ul>
         </nav>
@@ -59,6 +61,7 @@ function App({ signInError }: { signInError?: string }) {
         {route.page === "create" && <CreatePage />}
         {route.page === "operation" && <OperationPage key={route.id} id={route.id} />}
         {route.page === "webhook" && <WebhookPage />}
+        {route.page === "cloud-access" && <CloudAccessPage />}
         {route.page === "audit" && <AuditPage />}
         {route.page === "notfound" && (
           <p>

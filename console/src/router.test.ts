@@ -11,6 +11,7 @@ describe("parseRoute", () => {
     expect(parseRoute("/clusters/cl-1/settings")).toEqual({ page: "cluster", id: "cl-1", tab: "settings" });
     expect(parseRoute("/operations/op-%2F1")).toEqual({ page: "operation", id: "op-/1" });
     expect(parseRoute("/webhook")).toEqual({ page: "webhook" });
+    expect(parseRoute("/cloud-access/")).toEqual({ page: "cloud-access" });
     expect(parseRoute("/audit/")).toEqual({ page: "audit" });
     expect(parseRoute("/login")).toEqual({ page: "login" });
     expect(parseRoute("/nope/x")).toEqual({ page: "notfound" });

@@ -9,6 +9,7 @@ export type Route =
   | { page: "create" }
   | { page: "operation"; id: string }
   | { page: "webhook" }
+  | { page: "cloud-access" }
   | { page: "audit" }
   | { page: "login" }
   | { page: "notfound" };
@@ -23,6 +24,7 @@ export function parseRoute(path: string): Route {
   if ((m = /^\/clusters\/([^/]+)\/([a-z]+)$/.exec(p))) return { page: "cluster", id: decodeURIComponent(m[1]), tab: m[2] };
   if ((m = /^\/operations\/([^/]+)$/.exec(p))) return { page: "operation", id: decodeURIComponent(m[1]) };
   if (p === "/webhook") return { page: "webhook" };
+  if (p === "/cloud-access") return { page: "cloud-access" };
   if (p === "/audit") return { page: "audit" };
   if (p === "/login") return { page: "login" };
   return { page: "notfound" };

@@ -386,16 +386,8 @@ async fn spec_body(ctx: &Ctx, spec: &SpecArgs) -> Result<Map<String, Value>, Cli
     body.insert("provider".into(), json!(provider));
     body.insert("region".into(), json!(region));
     body.insert("variables".into(), Value::Object(variables));
-    if let Some(role) = &spec.target_role_arn {
-        body.insert(
-            "target".into(),
-            json!({
-                "role_arn": role,
-                "state_bucket": spec.target_state_bucket,
-                "lock_table": spec.target_lock_table,
-                "region": spec.target_region,
-            }),
-        );
+    if let Some(target) = super::target::target_body(&spec.target, &provider, super::target::read_file)? {
+        body.insert("target".into(), target);
     }
     Ok(body)
 }

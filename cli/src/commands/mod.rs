@@ -6,6 +6,7 @@ mod clusters;
 mod kubeconfig;
 mod operations;
 mod preview;
+mod target;
 mod wait;
 
 use std::io::{IsTerminal, Read};
@@ -61,13 +62,8 @@ pub(crate) async fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError
         Command::Webhook(w) => webhook(ctx, w).await,
         Command::Audit(a) => audit::run(ctx, a).await,
         Command::Policies(p) => policies(ctx, p).await,
-        Command::TargetAccess => {
-            let v = ctx.api.get("/v1/tenant/target-access").await?;
-            if !ctx.out.raw(&v)? {
-                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-            }
-            Ok(())
-        }
+        Command::TargetAccess { provider } => target::target_access(ctx, provider).await,
+        Command::CloudTokens(c) => target::cloud_tokens(ctx, c).await,
         Command::Login(_) | Command::Profiles | Command::Completions { .. } => {
             unreachable!("handled before a profile is resolved")
         }

@@ -3,7 +3,7 @@
 // field error comes back at once, beside its field); the create is confirmed once the estimate is shown.
 
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { api, asProblem, idempotencyKey, waitOperation, type Operation, type Problem, type TemplateDetail } from "../api/client";
+import { api, asProblem, idempotencyKey, waitOperation, type Operation, type Problem, type Schemas, type TemplateDetail } from "../api/client";
 import {
   asRules, buildVariables, checkRules, describeRule, fieldsFromTemplate, initialValue, mapFieldErrors, validateField, validateName,
   type FieldError, type RawValue,
@@ -17,6 +17,8 @@ import { EstimateView } from "./Estimate";
 import { catalogOf, regionLabel, withCatalog } from "../catalog/catalog";
 import { groupFields } from "../form/sections";
 import { fieldLabel, valueText } from "../form/words";
+import { buildTarget, targetFields, targetPaths } from "../target/target";
+import { TargetSection } from "./TargetSection";
 
 type CloudProvider = TemplateDetail["providers"][number];
 
@@ -93,6 +95,12 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const [ttl, setTtl] = useState("");
   // Optional approval mode: "" leaves it to the template's and tenant's (the strictest of the three applies).
   const [approval, setApproval] = useState<ApprovalChoice>("");
+  // The target's typed values by member; only the chosen cloud's reach the request (see buildTarget).
+  const [targetValues, setTargetValues] = useState<Record<string, string>>({});
+  const access = usePoll(async (signal) => {
+    const { data } = await api.GET("/v1/tenant/target-access", { signal });
+    return data ?? null;
+  }, 0, []);
   const [values, setValues] = useState<Record<string, RawValue>>(() => Object.fromEntries(fields.map((f) => [f.name, initialValue(f)])));
   const [touched, setTouched] = useState<Set<string>>(new Set());
   const [apiErrs, setApiErrs] = useState<Record<string, FieldError[]>>({});
@@ -108,7 +116,8 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const touch = (p: string) => setTouched((s) => (s.has(p) ? s : new Set(s).add(p)));
   const clearApi = (p: string) => setApiErrs((e) => (e[p] ? { ...e, [p]: [] } : e));
   const variables = buildVariables(fields, values);
-  const body = { name, template: { name: t.name, version: t.version }, provider, region, variables };
+  const target = buildTarget(provider, targetValues) as Schemas["TargetRequest"] | undefined;
+  const body = { name, template: { name: t.name, version: t.version }, provider, region, variables, ...(target ? { target } : {}) };
   const bodyJson = JSON.stringify(body);
   // The lifetime and approval do not change the estimate, but a create with another one is another request.
   const createJson = JSON.stringify({ ...body, ttl, approval });
@@ -116,14 +125,15 @@ function CreateForm({ t }: { t: TemplateDetail }) {
   const clientErrs: Record<string, string[]> = { name: validateName(name), region: region ? [] : ["required"], ttl_hours: validateTtl(ttl) };
   for (const f of fields) clientErrs[f.path] = [...validateField(f, values[f.name]), ...(ruleErrs[f.path] ?? [])];
   const shown = (p: string) => (touched.has(p) ? clientErrs[p] ?? [] : []);
-  const paths = ["name", "provider", "region", "template", "ttl_hours", "expires_at", "approval", ...fields.map((f) => f.path)];
+  const paths = ["name", "provider", "region", "template", "ttl_hours", "expires_at", "approval", ...targetPaths(provider), ...fields.map((f) => f.path)];
+  const targetLabel = (k: string) => (k.startsWith("target.") ? targetFields(provider).find((f) => `target.${f.name}` === k)?.label : k === "target" ? "Target" : undefined);
 
   const showApiErrors = (p: Problem) => {
     const { byPath, unmatched } = mapFieldErrors(p.errors, paths);
     setApiErrs(byPath);
     setUnmatched(unmatched);
     // With field errors, the box names the fields to fix (each says why beside itself), not the errors again.
-    const bad = Object.keys(byPath).filter((k) => byPath[k].length).map((k) => (k.startsWith("variables.") ? fieldLabel(fields.find((f) => f.path === k) ?? { name: k.slice(10) }) : TOP_LABELS[k] ?? k));
+    const bad = Object.keys(byPath).filter((k) => byPath[k].length).map((k) => (k.startsWith("variables.") ? fieldLabel(fields.find((f) => f.path === k) ?? { name: k.slice(10) }) : TOP_LABELS[k] ?? targetLabel(k) ?? k));
     setProblem(p.errors?.length ? (bad.length ? `fix ${bad.join(", ")} (marked below)${unmatched.length ? " and the problems listed here" : ""}.` : `${p.title}: ${p.detail}`) : p);
     setTouched(new Set(paths));
     const first = paths.find((x) => byPath[x]?.length);
@@ -214,6 +224,13 @@ function CreateForm({ t }: { t: TemplateDetail }) {
         </div>
       ) : top("region", "Region", region, setRegion, `A region of ${provider}${t.defaults[provider]?.region ? ` (default ${t.defaults[provider]?.region})` : ""}.`)}
       </fieldset>
+      <TargetSection
+        provider={provider}
+        values={targetValues}
+        onChange={(k, v) => { setTargetValues((s) => ({ ...s, [k]: v })); clearApi(`target.${k}`); clearApi("target"); }}
+        apiErrs={apiErrs}
+        externalId={access.data?.external_id}
+      />
       {sections.map((sec) => (
         <fieldset key={sec.id} class="section">
           <legend>{sec.title}</legend>
@@ -257,6 +274,7 @@ function CreateForm({ t }: { t: TemplateDetail }) {
           <dt>Name</dt><dd>{name || "—"}</dd>
           <dt>Template</dt><dd>{t.name}@{t.version}</dd>
           <dt>Where</dt><dd>{provider} / {region || "—"}</dd>
+          {target ? <><dt>Target</dt><dd class="wrap">{Object.entries(target).filter(([k]) => k !== "provider").map(([k, v]) => `${k}: ${v}`).join(", ") || "your registered token"}</dd></> : null}
           {Object.entries(variables).map(([k, v]) => (
             <><dt>{fieldLabel(fields.find((f) => f.name === k) ?? { name: k })}</dt><dd class="wrap">{fields.find((f) => f.name === k)?.sensitive ? "(set; hidden)" : valueText(v)}</dd></>
           ))}

@@ -154,6 +154,18 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
         show(&o)
     );
 
+    // A cloud token: read from stdin (never a flag), listed without its value.
+    const DO_TOKEN: &str = "dop_v1_clie2e0123456789abcdef0123456789ab";
+    let o = strato(cfg, &[], Some(DO_TOKEN), &["cloud-tokens", "set", "digitalocean"]).await;
+    assert!(o.status.success(), "{}", show(&o));
+    let o = strato(cfg, &[], None, &["cloud-tokens", "list"]).await;
+    assert!(
+        o.status.success() && text(&o.stdout).contains("digitalocean"),
+        "{}",
+        show(&o)
+    );
+    assert!(!show(&o).contains(DO_TOKEN), "{}", show(&o));
+
     // A refused create: exit 6 and every field named, with what is allowed; nothing created.
     let o = strato(
         cfg,

@@ -247,7 +247,11 @@ async fn every_route_answers_as_the_document_says() {
         .call(policy(Method::DELETE, "/v1/policies/sample").raw_body(""))
         .await;
     check(Method::DELETE, "/v1/policies/{name}", &r);
-    let token = json!({"token": "dop_v1_contract0123456789abcdef0123456789"});
+    let token = json!({
+        "token": "dop_v1_contract0123456789abcdef0123456789",
+        "storage_access_key_id": "DO00CONTRACT0123456789",
+        "storage_secret_access_key": "contract/secret0123456789abcdefABCDEF",
+    });
     let r = api
         .call(policy(Method::PUT, "/v1/tenant/cloud-tokens/digitalocean").body(&token))
         .await;

@@ -179,6 +179,57 @@ async fn a_cloud_token_is_sealed_at_rest_never_shown_and_rotatable() {
         assert!(!audit.contains(secret), "audit holds a token: {audit}");
     }
 
+    // An object storage key pair set with the token: sealed apart from it, shown only as set.
+    const KEY_ID: &str = "DO00KEYIDABCDEFGHIJK";
+    const SECRET: &str = "spaces/SECRET0123456789abcdefABCDEFGHIJ";
+    let with_keys = serde_json::json!({
+        "token": ROTATED,
+        "storage_access_key_id": KEY_ID,
+        "storage_secret_access_key": SECRET,
+    });
+    let r = api
+        .call(
+            req(
+                lambda_http::http::Method::PUT,
+                "/v1/tenant/cloud-tokens/digitalocean",
+            )
+            .body(&with_keys),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["storage_keys"], true, "{}", r.text);
+    assert!(!r.text.contains(KEY_ID) && !r.text.contains(SECRET), "{}", r.text);
+    let raw = raw_items(&api, "tenants").await;
+    for plain in [KEY_ID, SECRET, ROTATED] {
+        assert!(!raw.contains(plain), "in the clear at rest: {raw}");
+    }
+    let stored = api.ctx.store.cloud_tokens(&tenant).await.unwrap();
+    let pair = strato_domain::identity::cloud_tokens::open_storage_keys(
+        &api.ctx.keys,
+        &tenant,
+        strato_domain::model::CloudProvider::Digitalocean,
+        stored["digitalocean"].storage_keys.as_ref().unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (pair.access_key_id.as_str(), pair.secret_access_key.expose()),
+        (KEY_ID, SECRET)
+    );
+    let r = api
+        .call(req(lambda_http::http::Method::GET, "/v1/tenant/cloud-tokens").raw_body(""))
+        .await;
+    assert_eq!(r.body["tokens"][0]["storage_keys"], true, "{}", r.text);
+    assert!(!r.text.contains(KEY_ID) && !r.text.contains(SECRET), "{}", r.text);
+    // A PUT replaces the record: without a pair, none is kept.
+    assert_eq!(api.call(put(ROTATED)).await.body["storage_keys"], false);
+    let stored = api.ctx.store.cloud_tokens(&tenant).await.unwrap();
+    assert!(stored["digitalocean"].storage_keys.is_none());
+    let audit = raw_items(&api, "audit").await;
+    for secret in [KEY_ID, SECRET] {
+        assert!(!audit.contains(secret), "audit holds a key: {audit}");
+    }
+
     let del = || {
         req(
             lambda_http::http::Method::DELETE,
