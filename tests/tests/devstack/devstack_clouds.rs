@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use strato_devstack::client::Client;
-use strato_testbed::{TestEngine, cloud_bed, modern_engine_or_skip, stand_in_cli_config};
+use strato_testbed::{FakeClouds, TestEngine, cloud_bed, modern_engine_or_skip, stand_in_cli_config};
 
 const DO_TOKEN: &str = "dop_v1_devstack0123456789abcdef0123456789abcdef0123456789";
 const SPACES_KEY: &str = "DO00DEVSTACKKEY00001";
@@ -29,17 +29,24 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
         .unwrap_or_else(|e| panic!("installing the cloud bed: {e}"));
     let cli = stand_in_cli_config(modern, bed).unwrap_or_else(|e| panic!("{e}"));
     let standins = devstack_support::workspace().join("templates/standins");
+    // DigitalOcean's account endpoint, which the runner's preflight asks with the tenant's token.
+    let clouds = FakeClouds::start().await.unwrap();
+    clouds.knobs.digitalocean_token(DO_TOKEN);
     let base = devstack_support::config("cl").await;
     let moto = base.aws_endpoint.clone().unwrap();
+    let mut runner_env = clouds.runner_env();
     let stack = devstack_support::start(strato_devstack::DevstackConfig {
         extra_templates: vec![(standins.join("do-doks-standin"), standins.join("modules"))],
         engine: Some(TestEngine::modern(modern)),
-        runner_env: vec![
-            // Spaces is moto here; the engine reaches it path-style.
-            ("STRATO_S3_COMPATIBLE_ENDPOINT".into(), moto),
-            // The bed's null provider beside the machine's AWS mirror.
-            ("TF_CLI_CONFIG_FILE".into(), cli.display().to_string()),
-        ],
+        runner_env: {
+            runner_env.extend([
+                // Spaces is moto here; the engine reaches it path-style.
+                ("STRATO_S3_COMPATIBLE_ENDPOINT".into(), moto),
+                // The bed's null provider beside the machine's AWS mirror.
+                ("TF_CLI_CONFIG_FILE".into(), cli.display().to_string()),
+            ]);
+            runner_env
+        },
         ..base
     })
     .await;
@@ -105,6 +112,10 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
         said.iter()
             .any(|l| l.contains(&format!("state in your bucket {bucket}"))),
         "{said:#?}"
+    );
+    assert!(
+        clouds.knobs.calls().iter().any(|c| c == "GET /v2/account"),
+        "the token was checked before the engine ran"
     );
     let c = api
         .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(60))
