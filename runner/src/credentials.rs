@@ -124,9 +124,15 @@ pub async fn assume_role(
         }
         Ok(Ok(out)) => out,
     };
-    let c = out
-        .credentials()
-        .ok_or_else(|| format!("assuming role {role_arn} returned no credentials"))?;
+    session_of(out.credentials(), role_arn)
+}
+
+/// The session an STS call returned, as the engine's credentials.
+fn session_of(
+    c: Option<&aws_sdk_sts::types::Credentials>,
+    role_arn: &str,
+) -> Result<EngineCredentials, String> {
+    let c = c.ok_or_else(|| format!("assuming role {role_arn} returned no credentials"))?;
     Ok(EngineCredentials {
         access_key_id: c.access_key_id().to_owned(),
         secret_access_key: c.secret_access_key().into(),
@@ -170,14 +176,7 @@ pub async fn assume_web_identity(
         }
         Ok(Ok(out)) => out,
     };
-    let c = out
-        .credentials()
-        .ok_or_else(|| format!("assuming role {role_arn} returned no credentials"))?;
-    Ok(EngineCredentials {
-        access_key_id: c.access_key_id().to_owned(),
-        secret_access_key: c.secret_access_key().into(),
-        session_token: Some(c.session_token().into()),
-    })
+    session_of(out.credentials(), role_arn)
 }
 
 /// sts:GetCallerIdentity with the engine's credentials (or the runner's own when `None`), bounded by

@@ -77,6 +77,34 @@ fn a_region_outside_the_allowed_list_is_denied() {
 }
 
 #[test]
+fn each_cloud_has_its_own_allowed_regions() {
+    let on = |provider: &str, region: &str| {
+        let mut r = request(region, 3, json!({ "owner": "a" }));
+        r["provider"] = json!(provider);
+        platform_set().evaluate(Stage::Request, &r)
+    };
+    for (provider, region) in [
+        ("gcp", "europe-west4"),
+        ("azure", "westeurope"),
+        ("digitalocean", "fra1"),
+        ("linode", "eu-central"),
+    ] {
+        assert_eq!(on(provider, region).deny, vec![], "{provider} {region}");
+    }
+    // Another cloud's region is no region of this one.
+    let v = on("gcp", "us-east-1");
+    assert_eq!(policies(&v.deny), ["platform/regions"]);
+    assert!(
+        v.deny[0]
+            .message
+            .contains("region 'us-east-1' is not allowed for gcp")
+            && v.deny[0].message.contains("us-central1"),
+        "{}",
+        v.deny[0]
+    );
+}
+
+#[test]
 fn deleting_is_never_denied_for_its_region() {
     let mut input = request("sa-east-1", 3, json!({}));
     input["action"] = json!("delete");
