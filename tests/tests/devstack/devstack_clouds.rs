@@ -1,8 +1,10 @@
-//! A tenant's target on another cloud, through devstack's public endpoints only: the `do-doks-standin`
-//! template (do-doks-basic's request and validation, played by the null provider on the modern engine)
-//! created → ACTIVE with its outputs → drift check (clean) → deleted, with the tenant's DigitalOcean API
-//! token and Spaces key registered through the API and the cluster's state in the tenant's own
-//! S3-compatible bucket (moto plays Spaces: path-style, `use_lockfile`, no lock table), never in Strato's.
+//! A tenant's target on another cloud, through devstack's public endpoints only: the `do-doks-standin` and
+//! `linode-lke-standin` templates (do-doks-basic's and linode-lke-basic's requests and validation, played by
+//! the null provider on the modern engine) created → ACTIVE with their outputs → drift check (clean) →
+//! deleted, with the tenant's API token and object storage key registered through the API, checked by the
+//! runner's preflight against the clouds' account endpoints (FakeClouds), and each cluster's state in the
+//! tenant's own S3-compatible bucket (moto plays Spaces and Linode Object Storage: path-style,
+//! `use_lockfile`, no lock table), never in Strato's.
 //! Skipped loudly where the modern engine is absent (the S3 backend's lock file needs Terraform 1.10).
 
 use crate::devstack_support;
@@ -13,13 +15,46 @@ use serde_json::{Value, json};
 use strato_devstack::client::Client;
 use strato_testbed::{FakeClouds, TestEngine, cloud_bed, modern_engine_or_skip, stand_in_cli_config};
 
-const DO_TOKEN: &str = "dop_v1_devstack0123456789abcdef0123456789abcdef0123456789";
-const SPACES_KEY: &str = "DO00DEVSTACKKEY00001";
-const SPACES_SECRET: &str = "spaces/devstack-secret-0123456789abcdefghij";
 const OP_TIMEOUT: Duration = Duration::from_secs(240);
 
+/// One token cloud's stand-in, as its tenant asks for it.
+struct Cloud {
+    provider: &'static str,
+    template: &'static str,
+    region: &'static str,
+    size: &'static str,
+    token: &'static str,
+    key_id: &'static str,
+    secret: &'static str,
+    /// The endpoint the runner's preflight asks with the token.
+    account_call: &'static str,
+}
+
+const CLOUDS: [Cloud; 2] = [
+    Cloud {
+        provider: "digitalocean",
+        template: "do-doks-standin",
+        region: "fra1",
+        size: "s-2vcpu-4gb",
+        token: "dop_v1_devstack0123456789abcdef0123456789abcdef0123456789",
+        key_id: "DO00DEVSTACKKEY00001",
+        secret: "spaces/devstack-secret-0123456789abcdefghij",
+        account_call: "GET /v2/account",
+    },
+    Cloud {
+        provider: "linode",
+        template: "linode-lke-standin",
+        region: "eu-central",
+        size: "g6-standard-2",
+        token: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        key_id: "LINODEDEVSTACKKEY001",
+        secret: "linode-obj/devstack-secret-0123456789abcdef",
+        account_call: "GET /v4/profile",
+    },
+];
+
 #[tokio::test(flavor = "multi_thread")]
-async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bucket() {
+async fn digitalocean_and_linode_stand_ins_live_and_die_with_their_state_in_the_tenants_buckets() {
     let Some(modern) = modern_engine_or_skip("devstack_clouds") else {
         return;
     };
@@ -29,32 +64,40 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
         .unwrap_or_else(|e| panic!("installing the cloud bed: {e}"));
     let cli = stand_in_cli_config(modern, bed).unwrap_or_else(|e| panic!("{e}"));
     let standins = devstack_support::workspace().join("templates/standins");
-    // DigitalOcean's account endpoint, which the runner's preflight asks with the tenant's token.
+    // The clouds' account endpoints, which the runner's preflight asks with the tenant's token.
     let clouds = FakeClouds::start().await.unwrap();
-    clouds.knobs.digitalocean_token(DO_TOKEN);
+    clouds.knobs.digitalocean_token(CLOUDS[0].token);
+    clouds.knobs.linode_token(CLOUDS[1].token);
     let base = devstack_support::config("cl").await;
     let moto = base.aws_endpoint.clone().unwrap();
     let mut runner_env = clouds.runner_env();
+    runner_env.extend([
+        // Spaces and Linode Object Storage are moto here; the engine reaches it path-style.
+        ("STRATO_S3_COMPATIBLE_ENDPOINT".into(), moto),
+        // The bed's null provider beside the machine's AWS mirror.
+        ("TF_CLI_CONFIG_FILE".into(), cli.display().to_string()),
+    ]);
     let stack = devstack_support::start(strato_devstack::DevstackConfig {
-        extra_templates: vec![(standins.join("do-doks-standin"), standins.join("modules"))],
+        extra_templates: CLOUDS
+            .iter()
+            .map(|c| (standins.join(c.template), standins.join("modules")))
+            .collect(),
         engine: Some(TestEngine::modern(modern)),
-        runner_env: {
-            runner_env.extend([
-                // Spaces is moto here; the engine reaches it path-style.
-                ("STRATO_S3_COMPATIBLE_ENDPOINT".into(), moto),
-                // The bed's null provider beside the machine's AWS mirror.
-                ("TF_CLI_CONFIG_FILE".into(), cli.display().to_string()),
-            ]);
-            runner_env
-        },
+        runner_env,
         ..base
     })
     .await;
+    for cloud in &CLOUDS {
+        lives_and_dies(&stack, &clouds, cloud).await;
+    }
+}
+
+async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, cloud: &Cloud) {
     let token = stack.token("acme");
     let api = Client::new(&stack.endpoints.http_api).with_token(token.clone());
 
     // The tenant's own bucket (it exists before Strato is asked to use it), versioned.
-    let bucket = format!("{}-spaces", stack.env.names.prefix());
+    let bucket = format!("{}-{}", stack.env.names.prefix(), cloud.provider);
     let s3 = &stack.env.aws.s3;
     s3.create_bucket().bucket(&bucket).send().await.unwrap();
     s3.put_bucket_versioning()
@@ -68,34 +111,36 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
         .await
         .unwrap();
 
-    // The token and the Spaces key, registered once and never shown again.
+    // The token and the object storage key, registered once and never shown again.
     let r = api
         .request(
             reqwest::Method::PUT,
-            "/v1/tenant/cloud-tokens/digitalocean",
-            Some(&json!({"token": DO_TOKEN, "storage_access_key_id": SPACES_KEY,
-                "storage_secret_access_key": SPACES_SECRET})),
+            &format!("/v1/tenant/cloud-tokens/{}", cloud.provider),
+            Some(
+                &json!({"token": cloud.token, "storage_access_key_id": cloud.key_id,
+                "storage_secret_access_key": cloud.secret}),
+            ),
         )
         .await
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.text);
     assert!(
-        !r.text.contains(DO_TOKEN) && !r.text.contains(SPACES_SECRET),
+        !r.text.contains(cloud.token) && !r.text.contains(cloud.secret),
         "{}",
         r.text
     );
 
-    let target = json!({"provider": "digitalocean", "state_bucket": bucket, "state_region": "fra1"});
+    let target = json!({"provider": cloud.provider, "state_bucket": bucket, "state_region": cloud.region});
     let request = |size: &str| {
         json!({
-            "name": "doks-life",
-            "template": {"name": "do-doks-standin", "version": "1.0.0"},
-            "provider": "digitalocean", "region": "fra1",
+            "name": format!("{}-life", cloud.provider),
+            "template": {"name": cloud.template, "version": "1.0.0"},
+            "provider": cloud.provider, "region": cloud.region,
             "variables": {"node_count": 2, "node_instance_type": size},
             "target": target,
         })
     };
-    // Validated as the real template is: a size of another cloud names the field and the nearest size.
+    // Validated as the real template is: a size of another cloud names the field and its cloud.
     let r = api.post("/v1/clusters", &request("e2-standard-4")).await.unwrap();
     assert_eq!(r.status, 422, "{}", r.text);
     assert!(
@@ -104,8 +149,8 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
         r.text
     );
 
-    let (cluster, create, _) = api.create_cluster(&request("s-2vcpu-4gb")).await.unwrap();
-    let w = devstack_support::follow(&stack, &token, &create).await;
+    let (cluster, create, _) = api.create_cluster(&request(cloud.size)).await.unwrap();
+    let w = devstack_support::follow(stack, &token, &create).await;
     let said: Vec<&str> = w.lines.values().map(|l| l.text.as_str()).collect();
     assert_eq!(w.final_status.as_deref(), Some("succeeded"), "{said:#?}");
     assert!(
@@ -114,7 +159,7 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
         "{said:#?}"
     );
     assert!(
-        clouds.knobs.calls().iter().any(|c| c == "GET /v2/account"),
+        clouds.knobs.calls().iter().any(|c| c == cloud.account_call),
         "the token was checked before the engine ran"
     );
     let c = api
@@ -123,13 +168,13 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
         .unwrap();
     let endpoint = c["outputs"]["cluster_endpoint"].as_str().unwrap_or_default();
     assert!(
-        endpoint.starts_with("https://") && endpoint.contains("fra1"),
+        endpoint.starts_with("https://") && endpoint.contains(cloud.region),
         "{c}"
     );
 
     // The state is in the tenant's bucket, with its nodes; Strato's own bucket has none of it.
     let key = format!("tenants/acme/clusters/{cluster}/cluster.tfstate");
-    let state = object_json(&stack, &bucket, &key).await;
+    let state = object_json(stack, &bucket, &key).await;
     assert_eq!(resources(&state), 3, "control plane + 2 nodes: {state}");
     let ours = s3
         .list_objects_v2()
@@ -139,6 +184,13 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
         .await
         .unwrap();
     assert_eq!(ours.key_count(), Some(0), "{ours:?}");
+    // Its versions are listed where they are, not read as "none" from Strato's bucket.
+    let r = api
+        .get(&format!("/v1/clusters/{cluster}/state-versions"))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(r.text.contains(&bucket), "{}", r.text);
 
     let r = api
         .post(&format!("/v1/clusters/{cluster}/drift-check"), &json!({}))
@@ -154,12 +206,12 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
     let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
     assert_eq!(r.status, 202, "{}", r.text);
     let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let w2 = devstack_support::follow(&stack, &token, &del).await;
+    let w2 = devstack_support::follow(stack, &token, &del).await;
     assert_eq!(w2.final_status.as_deref(), Some("succeeded"));
     api.wait_cluster_state(&cluster, &["DELETED"], Duration::from_secs(60))
         .await
         .unwrap();
-    let state = object_json(&stack, &bucket, &key).await;
+    let state = object_json(stack, &bucket, &key).await;
     assert_eq!(resources(&state), 0, "{state}");
     let versions = s3
         .list_object_versions()
@@ -173,7 +225,7 @@ async fn a_digitalocean_stand_in_lives_and_dies_with_its_state_in_the_tenants_bu
     // Neither secret reached a log line.
     for l in w.lines.values().chain(w2.lines.values()) {
         assert!(
-            !l.text.contains(DO_TOKEN) && !l.text.contains(SPACES_SECRET),
+            !l.text.contains(cloud.token) && !l.text.contains(cloud.secret),
             "{}",
             l.text
         );
