@@ -44,12 +44,12 @@ pub(super) struct EngineAccess<'s> {
     pub(super) cloud: Option<(&'s Target, Sensitive)>,
 }
 
-fn session_name<P: Ports>(ctx: &RunContext<P>) -> String {
+pub(super) fn session_name<P: Ports>(ctx: &RunContext<P>) -> String {
     format!("strato-{}", ctx.op.operation_id)
 }
 
 /// Credentials never reach a log line or a message.
-fn redact<P: Ports>(ctx: &RunContext<P>, c: &EngineCredentials) {
+pub(super) fn redact<P: Ports>(ctx: &RunContext<P>, c: &EngineCredentials) {
     ctx.logs.redactor.add(c.secret_access_key.expose_secret());
     if let Some(t) = &c.session_token {
         ctx.logs.redactor.add(t.expose_secret());

@@ -23,13 +23,16 @@ use serde_json::json;
 use strato_domain::ErrorCategory;
 use strato_domain::identity::cloud_tokens::{open_cloud_token, open_storage_keys};
 use strato_domain::identity::{gcp_audience, open_run_token};
-use strato_domain::model::{AzureTarget, CloudProvider, ClusterSpec, GcpTarget, Target, TokenTarget};
+use strato_domain::model::{
+    AzureTarget, CloudProvider, ClusterSpec, GcpTarget, Target, TokenTarget, object_storage_endpoint,
+};
 use strato_domain::secret::Sensitive;
 use strato_terraform::backend::{
     AzureBlobBackend, GcsBackend, S3CompatibleBackend, StateBackend, state_prefix,
 };
 
 use super::RunContext;
+use super::access::{redact, session_name};
 use super::failure::Failure;
 use crate::clouds::CloudEndpoints;
 use crate::credentials::{EngineCredentials, STATE_PROFILE};
@@ -49,11 +52,6 @@ pub(super) struct Federated {
     pub(super) aws: Option<EngineCredentials>,
     /// The token the cloud's own preflight proves: the first stage's identity token, or the API token.
     pub(super) proof: Option<Sensitive>,
-}
-
-/// The session name of a run's AWS sessions (CloudTrail shows it).
-fn session_name<P: Ports>(ctx: &RunContext<P>) -> String {
-    format!("strato-{}", ctx.op.operation_id)
 }
 
 fn failure(what: impl Into<String>, fix: impl Into<String>) -> Failure {
@@ -90,7 +88,7 @@ pub(super) async fn federate<P: Ports>(
                             ),
                         )
                     })?;
-                redact_aws(ctx, &c);
+                redact(ctx, &c);
                 let profile = format!("strato-engine-{stage}");
                 ws.add_credentials(&profile, &c)
                     .map_err(|e| Failure::internal(STEP, e))?;
@@ -105,14 +103,6 @@ pub(super) async fn federate<P: Ports>(
         Target::Azure(a) => azure(ctx, ws, a).await,
         Target::Digitalocean(t) => token_cloud(ctx, ws, CloudProvider::Digitalocean, t).await,
         Target::Linode(t) => token_cloud(ctx, ws, CloudProvider::Linode, t).await,
-    }
-}
-
-fn redact_aws<P: Ports>(ctx: &RunContext<P>, c: &EngineCredentials) {
-    use secrecy::ExposeSecret;
-    ctx.logs.redactor.add(c.secret_access_key.expose_secret());
-    if let Some(t) = &c.session_token {
-        ctx.logs.redactor.add(t.expose_secret());
     }
 }
 
@@ -341,10 +331,12 @@ pub(super) fn customer_backends<P: Ports>(
             }),
             Target::Digitalocean(t) | Target::Linode(t) => {
                 let bucket = t.state_bucket.clone()?;
-                let region = t.state_region.clone().unwrap_or_else(|| spec.region.clone());
                 let (endpoint, path_style) = match &stores.s3_compatible {
                     Some(ep) => (ep.clone(), true),
-                    None => (object_storage_endpoint(target.provider(), &region), false),
+                    None => (
+                        object_storage_endpoint(target.provider(), t.state_region(&spec.region)),
+                        false,
+                    ),
                 };
                 StateBackend::S3Compatible(S3CompatibleBackend {
                     endpoint,
@@ -362,15 +354,6 @@ pub(super) fn customer_backends<P: Ports>(
         .iter()
         .map(|s| backend(&s.stage).map(|b| (s.stage.clone(), b)))
         .collect()
-}
-
-/// The S3 endpoint of a cloud's object storage in `region` (a Spaces region such as `nyc3`, a Linode
-/// Object Storage cluster such as `us-east-1`).
-pub(crate) fn object_storage_endpoint(cloud: CloudProvider, region: &str) -> String {
-    match cloud {
-        CloudProvider::Linode => format!("https://{region}.linodeobjects.com"),
-        _ => format!("https://{region}.digitaloceanspaces.com"),
-    }
 }
 
 /// `base` with `extra`'s variables set (replacing those of the same name).

@@ -44,7 +44,7 @@ where
             .spec
             .target
             .as_ref()
-            .and_then(|t| t.customer_state_versions(&folder))
+            .and_then(|t| t.customer_state_versions(&folder, &c.spec.region))
         {
             return Err(ApiError::Conflict(elsewhere));
         }

@@ -58,56 +58,44 @@ pub async fn create_all(aws: &AwsClients, names: &Names) -> Result<(), Error> {
 /// Creates Strato's KMS key under [`Names::kms_alias`] unless the alias exists (moto, devstack; in AWS it is
 /// `infra/modules/data`'s).
 pub async fn create_kms_key(aws: &AwsClients, names: &Names) -> Result<(), Error> {
-    let alias = names.kms_alias();
-    if aws.kms.describe_key().key_id(&alias).send().await.is_ok() {
-        return Ok(());
-    }
     let key = aws
         .kms
         .create_key()
-        .description(format!("{} data key", names.prefix()))
-        .send()
-        .await
-        .map_err(|e| Error::aws("CreateKey", e))?;
-    let id = key
-        .key_metadata()
-        .map(|m| m.key_id().to_owned())
-        .unwrap_or_default();
-    aws.kms
-        .create_alias()
-        .alias_name(&alias)
-        .target_key_id(id)
-        .send()
-        .await
-        .map_err(|e| Error::aws("CreateAlias", e))?;
-    Ok(())
+        .description(format!("{} data key", names.prefix()));
+    create_aliased_key(aws, &names.kms_alias(), key).await
 }
 
 /// Creates the token-signing key under [`Names::oidc_key_alias`] unless the alias exists (moto, devstack;
-/// in AWS it is `infra/modules/data`'s). Not part of [`create_all`]: an RSA key costs the emulator a key
+/// in AWS it is `infra/modules/issuer`'s). Not part of [`create_all`]: an RSA key costs the emulator a key
 /// generation, and only what mints or publishes tokens needs it.
 pub async fn create_signing_key(aws: &AwsClients, names: &Names) -> Result<(), Error> {
     use aws_sdk_kms::types::{KeySpec, KeyUsageType};
-    let alias = names.oidc_key_alias();
-    if aws.kms.describe_key().key_id(&alias).send().await.is_ok() {
-        return Ok(());
-    }
     let key = aws
         .kms
         .create_key()
         .description(format!("{} OIDC token signing key", names.prefix()))
         .key_usage(KeyUsageType::SignVerify)
-        .key_spec(KeySpec::Rsa2048)
-        .send()
-        .await
-        .map_err(|e| Error::aws("CreateKey", e))?;
+        .key_spec(KeySpec::Rsa2048);
+    create_aliased_key(aws, &names.oidc_key_alias(), key).await
+}
+
+/// Sends `key` (a CreateKey request) and points `alias` at the new key, unless `alias` already names one.
+async fn create_aliased_key(
+    aws: &AwsClients,
+    alias: &str,
+    key: aws_sdk_kms::operation::create_key::builders::CreateKeyFluentBuilder,
+) -> Result<(), Error> {
+    if aws.kms.describe_key().key_id(alias).send().await.is_ok() {
+        return Ok(());
+    }
+    let key = key.send().await.map_err(|e| Error::aws("CreateKey", e))?;
     let id = key
         .key_metadata()
         .map(|m| m.key_id().to_owned())
         .unwrap_or_default();
     aws.kms
         .create_alias()
-        .alias_name(&alias)
+        .alias_name(alias)
         .target_key_id(id)
         .send()
         .await

@@ -91,6 +91,22 @@ pub struct TokenTarget {
     pub state_region: Option<String>,
 }
 
+impl TokenTarget {
+    /// The state bucket's region: its own, else the cluster's.
+    pub fn state_region<'a>(&'a self, cluster_region: &'a str) -> &'a str {
+        self.state_region.as_deref().unwrap_or(cluster_region)
+    }
+}
+
+/// The S3 endpoint of a cloud's object storage in `region` (a Spaces region such as `nyc3`, a Linode
+/// Object Storage cluster such as `us-east-1`).
+pub fn object_storage_endpoint(cloud: CloudProvider, region: &str) -> String {
+    match cloud {
+        CloudProvider::Linode => format!("https://{region}.linodeobjects.com"),
+        _ => format!("https://{region}.digitaloceanspaces.com"),
+    }
+}
+
 /// A cluster's target, per cloud.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -136,7 +152,7 @@ impl Target {
     /// Where the state of a cluster with this target lives when it is the customer's own storage, and the
     /// command that lists its versions there (Strato holds no credentials of that storage between runs);
     /// `None` when the state is in Strato's bucket.
-    pub fn customer_state_versions(&self, folder: &str) -> Option<String> {
+    pub fn customer_state_versions(&self, folder: &str, cluster_region: &str) -> Option<String> {
         let (what, how) = match self {
             Target::Aws(t) => {
                 let b = t.state_bucket.as_ref()?;
@@ -165,11 +181,7 @@ impl Target {
             }
             Target::Digitalocean(t) | Target::Linode(t) => {
                 let b = t.state_bucket.as_ref()?;
-                let region = t.state_region.as_deref().unwrap_or("<region>");
-                let endpoint = match self {
-                    Target::Linode(_) => format!("https://{region}.linodeobjects.com"),
-                    _ => format!("https://{region}.digitaloceanspaces.com"),
-                };
+                let endpoint = object_storage_endpoint(self.provider(), t.state_region(cluster_region));
                 (
                     format!("your bucket {b} at {endpoint}"),
                     format!(
@@ -390,7 +402,7 @@ mod tests {
             {"provider": "digitalocean", "state_bucket": "acme-tf", "state_region": "ams3"}
         ))
         .unwrap();
-        let said = t.customer_state_versions(folder).unwrap();
+        let said = t.customer_state_versions(folder, "fra1").unwrap();
         assert!(
             said.contains("acme-tf at https://ams3.digitaloceanspaces.com"),
             "{said}"
@@ -402,16 +414,16 @@ mod tests {
             "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com", "state_bucket": "acme-gcs"}))
         .unwrap();
         assert!(
-            gcs.customer_state_versions(folder)
+            gcs.customer_state_versions(folder, "us-central1")
                 .unwrap()
                 .contains("gs://acme-gcs/tenants/acme/clusters/cl-1/")
         );
         // Strato's bucket: nothing to say.
         let plain: Target = serde_json::from_value(serde_json::json!({"provider": "linode"})).unwrap();
-        assert_eq!(plain.customer_state_versions(folder), None);
+        assert_eq!(plain.customer_state_versions(folder, "us-east"), None);
         let aws: Target =
             serde_json::from_value(serde_json::json!({"role_arn": "arn:aws:iam::1:role/x"})).unwrap();
-        assert_eq!(aws.customer_state_versions(folder), None);
+        assert_eq!(aws.customer_state_versions(folder, "us-east-1"), None);
     }
 
     #[test]
