@@ -307,6 +307,7 @@ fn console_planned_on_the_deployment(
             "-no-color",
             "-var-file=test.tfvars.json",
             "-var-file=console.tfvars.json",
+            "-refresh=false",
             "-target=module.console",
             "-out=console.plan",
         ],
@@ -612,6 +613,9 @@ async fn infra_applies_into_moto_and_destroys_cleanly() {
             "-input=false",
             "-no-color",
             vars,
+            // The second plan has just refreshed every resource: this one and the two below check what the
+            // configuration plans, so they skip a second refresh of ~160 resources against moto.
+            "-refresh=false",
             "-var=logs_saved_query=true",
             "-target=module.observability.aws_cloudwatch_query_definition.operation",
             "-out=query.plan",
@@ -653,6 +657,7 @@ async fn infra_applies_into_moto_and_destroys_cleanly() {
             "-input=false",
             "-no-color",
             vars,
+            "-refresh=false",
             "-var=oidc_issuer={enabled=false}",
             "-out=off.plan",
         ],

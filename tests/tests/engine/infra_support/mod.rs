@@ -97,6 +97,7 @@ pub fn tf(
     env: &[(&str, &str)],
     ok_codes: &[i32],
 ) -> Output {
+    let started = std::time::Instant::now();
     let out = Command::new(&engine.terraform)
         .args(args)
         .current_dir(dir)
@@ -104,6 +105,8 @@ pub fn tf(
         .envs(env.iter().copied())
         .output()
         .expect("running the engine");
+    // Where an engine test's minutes go, command by command (CI's slowest-tests list names only the test).
+    eprintln!("terraform {} took {:.1?}", args.first().unwrap_or(&""), started.elapsed());
     if !ok_codes.contains(&out.status.code().unwrap_or(-1)) {
         panic!(
             "terraform {args:?} failed ({}):\n{}\n{}",
