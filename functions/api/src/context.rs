@@ -10,10 +10,14 @@ use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
 use strato_domain::ports::{SystemClock, TenantRules};
+use strato_domain::sealed::{CachedKeys, DEFAULT_MAX_AGE, DEFAULT_MAX_USES};
 
 use crate::audit_draft::AuditDraft;
 use crate::decide;
 use crate::error::ApiError;
+
+/// The api's keys: KMS behind the bounded data-key cache (its clones share one cache).
+pub(crate) type ApiKeys = CachedKeys<KmsKeys>;
 
 /// What the `ws` function checks tickets with (`STRATO_JWT_SECRET`, at least 32 bytes; `STRATO_JWT_AUDIENCE`,
 /// default `strato-ws`; `STRATO_JWT_ISSUER` when set): the api signs with the same settings.
@@ -132,7 +136,8 @@ pub struct Ctx {
     pub sqs: aws_sdk_sqs::Client,
     pub s3: aws_sdk_s3::Client,
     /// Strato's KMS key (by its alias), which seals sensitive values before they are stored.
-    pub keys: KmsKeys,
+    /// Data keys for sealing come from a bounded per-tenant cache (strato_domain::sealed::CachedKeys).
+    pub keys: ApiKeys,
     /// Strato's token-signing key, for its public half only (the JWKS): the api never signs.
     pub signer: KmsSigner,
     pub queues: QueueUrls,
@@ -150,7 +155,11 @@ impl Ctx {
                 .with_audit_retention(config.audit_retention_days),
             sqs: aws.sqs.clone(),
             s3: aws.s3.clone(),
-            keys: KmsKeys::new(&aws.kms, &config.names),
+            keys: CachedKeys::new(
+                KmsKeys::new(&aws.kms, &config.names),
+                DEFAULT_MAX_AGE,
+                DEFAULT_MAX_USES,
+            ),
             signer: KmsSigner::new(&aws.kms, config.oidc_signing_key.clone()),
             queues,
             audit: strato_aws::ports::DynamoAuditLog::new(
@@ -163,7 +172,7 @@ impl Ctx {
     }
 
     /// The decisions on the AWS adapters.
-    pub(crate) fn api(&self) -> decide::Api<'_, Store, Store, SqsJobQueue<'_>, SystemClock, KmsKeys> {
+    pub(crate) fn api(&self) -> decide::Api<'_, Store, Store, SqsJobQueue<'_>, SystemClock, ApiKeys> {
         decide::Api {
             store: &self.store,
             templates: &self.store,
@@ -189,7 +198,7 @@ impl Ctx {
         policies: &'a strato_policy::PolicySet,
         rules: TenantRules,
         audit: Option<&'a AuditDraft>,
-    ) -> decide::Api<'a, Store, Store, SqsJobQueue<'a>, SystemClock, KmsKeys> {
+    ) -> decide::Api<'a, Store, Store, SqsJobQueue<'a>, SystemClock, ApiKeys> {
         decide::Api {
             policies: Some(policies),
             rules: Some(rules),

@@ -4,7 +4,6 @@
 //! `target` is assumed with it, so no tenant can choose (or guess) the id another tenant's role trusts.
 
 use serde_json::{Value, json};
-use strato_aws::ports::KmsKeys;
 use strato_aws::store::Store;
 use strato_domain::ids::TenantId;
 use strato_domain::sealed;
@@ -46,7 +45,7 @@ pub(crate) fn trust_policy(principal: Option<&str>, external_id: &str) -> Value 
 /// the conditional write reads the winner's.
 pub(crate) async fn issued_external_id(
     store: &Store,
-    keys: &KmsKeys,
+    keys: &crate::context::ApiKeys,
     tenant: &TenantId,
 ) -> Result<Sensitive, ApiError> {
     for _ in 0..2 {

@@ -141,6 +141,20 @@ where
     /// Takes one job as far as it can go now; `receive_count` is how often the queue delivered it: claim
     /// (in one write when it can, else step by step), adopt or start the runner, record it.
     pub async fn dispatch(&self, job: &JobMessage, receive_count: u32) -> Result<Outcome, DispatchError> {
+        // A first delivery carrying its operation as the api wrote it claims that copy without reading it:
+        // the claim is conditioned on the copy's `updated_at`, so a copy that is no longer current (cancelled,
+        // claimed, changed) loses, and the job is decided below on a fresh read like every other delivery.
+        if receive_count == 1
+            && let Some(carried) = job
+                .operation
+                .as_deref()
+                .filter(|o| o.operation_id == job.operation_id)
+        {
+            strato_telemetry::record_operation(carried);
+            if let Some((op, token)) = self.claim_at_once(carried).await? {
+                return self.start_claimed(op, token, false, receive_count).await;
+            }
+        }
         let store = self.store;
         let op = store
             .load_operation(&job.operation_id)
@@ -179,7 +193,19 @@ where
                 Claimed::Settled(outcome) => return Ok(outcome),
             },
         };
+        self.start_claimed(op, token, earlier_claim, receive_count).await
+    }
 
+    /// A claimed operation's runner: adopted when an earlier claim may have started it, else started with
+    /// its run's identity tokens; then recorded on the operation with its audit entry.
+    async fn start_claimed(
+        &self,
+        op: Operation,
+        token: u64,
+        earlier_claim: bool,
+        receive_count: u32,
+    ) -> Result<Outcome, DispatchError> {
+        let store = self.store;
         let found = if earlier_claim {
             self.launcher.find_started(&op.operation_id).await?
         } else {

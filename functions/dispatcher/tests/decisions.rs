@@ -161,6 +161,63 @@ async fn a_claim_takes_lock_and_slot_moves_the_cluster_and_launches_once() {
 }
 
 #[tokio::test]
+async fn a_first_delivery_carrying_its_operation_starts_it_without_reading_it() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.queued(&cluster, OperationKind::Create);
+    let job = JobMessage::carrying(&op);
+    assert!(job.operation.is_some());
+
+    let d = w.dispatcher();
+    assert_eq!(d.dispatch(&job, 1).await.unwrap(), Outcome::Ack);
+    assert_eq!(w.store.operations_loaded(), 0, "claimed on the carried copy");
+    let started = w.stored(&op);
+    assert_eq!(started.status, OperationStatus::Dispatched);
+    assert_eq!(
+        started.task_arn.as_deref(),
+        Some(w.launcher.tasks()[0].task_id.as_str())
+    );
+    assert_eq!(w.cluster(&cluster).state(), ClusterState::Provisioning);
+    assert_eq!(w.audit.entries().len(), 1);
+
+    // A redelivery of the same job reads: its copy is stale by now, and the task is adopted, not doubled.
+    assert_eq!(d.dispatch(&job, 2).await.unwrap(), Outcome::Ack);
+    assert_eq!(w.store.operations_loaded(), 1);
+    assert_eq!(w.launcher.launch_calls(), 1);
+}
+
+#[tokio::test]
+async fn a_carried_copy_that_is_no_longer_current_is_decided_on_a_fresh_read() {
+    let w = world();
+    let cluster = w.cluster_in("prod", ClusterState::Pending);
+    let op = w.queued(&cluster, OperationKind::Create);
+    let job = JobMessage::carrying(&op);
+    // Cancelled after the job was sent: the copy still says queued.
+    let mut cancelled = w.stored(&op);
+    cancelled.status = OperationStatus::Cancelled;
+    cancelled.updated_at += Duration::seconds(1);
+    w.store.put_operation(cancelled);
+
+    assert_eq!(w.dispatcher().dispatch(&job, 1).await.unwrap(), Outcome::Ack);
+    assert_eq!(w.store.operations_loaded(), 1, "the lost claim led to a read");
+    assert_eq!(w.launcher.launch_calls(), 0, "a cancelled operation never starts");
+    assert_eq!(w.stored(&op).status, OperationStatus::Cancelled);
+    assert_eq!(w.store.lock_holder(&cluster), None, "nothing held");
+    assert!(w.store.slots(&w.tenant).is_empty());
+
+    // A copy of another operation than the job names is not used at all.
+    let other = w.queued(
+        &w.cluster_in("other", ClusterState::Pending),
+        OperationKind::Create,
+    );
+    let mut mixed = JobMessage::carrying(&other);
+    mixed.operation_id = op.operation_id.clone();
+    assert_eq!(w.dispatcher().dispatch(&mixed, 1).await.unwrap(), Outcome::Ack);
+    assert_eq!(w.launcher.launch_calls(), 0);
+    assert_eq!(w.stored(&other).status, OperationStatus::Queued);
+}
+
+#[tokio::test]
 async fn a_busy_cluster_parks_the_operation_with_its_holder_and_takes_nothing() {
     let w = world();
     let cluster = w.cluster_in("prod", ClusterState::Active);

@@ -15,7 +15,7 @@ use crate::telemetry::Traceparent;
 
 /// `jobs.fifo`: start this operation. MessageGroupId = cluster id; deduplication id = operation id plus a
 /// wake-up counter, so a deliberate re-enqueue is not swallowed by FIFO deduplication.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobMessage {
     pub operation_id: OperationId,
     pub cluster_id: ClusterId,
@@ -24,7 +24,14 @@ pub struct JobMessage {
     /// The operation's trace context ([`Operation::traceparent`]); absent in messages written before traces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<Traceparent>,
+    /// The operation as its writer recorded it (see [`JobMessage::carrying`]); absent in every other job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Box<Operation>>,
 }
+
+/// A carried operation larger than this (as JSON) is left out: the dispatcher reads it instead, and the
+/// message stays far below SQS's 256 KiB.
+pub const MAX_CARRIED_OPERATION_BYTES: usize = 64 * 1024;
 
 impl From<&Operation> for JobMessage {
     fn from(op: &Operation) -> Self {
@@ -34,6 +41,23 @@ impl From<&Operation> for JobMessage {
             tenant_id: op.tenant_id.clone(),
             kind: op.kind,
             traceparent: op.traceparent,
+            operation: None,
+        }
+    }
+}
+
+impl JobMessage {
+    /// The job for an operation just written as `op`, carrying it: a first delivery can claim it in one
+    /// write without reading it first. The claim is conditioned on the operation's `updated_at`, so a copy
+    /// that is no longer current only loses the claim and the dispatcher reads and decides as for any job.
+    /// Sealed values stay sealed in the copy (it is the stored item's content). Too large: not carried.
+    pub fn carrying(op: &Operation) -> Self {
+        let carried = serde_json::to_vec(op)
+            .is_ok_and(|json| json.len() <= MAX_CARRIED_OPERATION_BYTES)
+            .then(|| Box::new(op.clone()));
+        Self {
+            operation: carried,
+            ..Self::from(op)
         }
     }
 }

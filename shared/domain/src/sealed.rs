@@ -44,7 +44,7 @@ pub const PURPOSE_PLAN: &str = "plan";
 
 /// The KMS encryption context of a data key: `{"tenant": <tenant id>, "purpose": <purpose>}`. Not secret
 /// (KMS logs it in CloudTrail); it binds the wrapped key to the tenant and the kind of value it seals.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KeyContext {
     pub tenant: TenantId,
     pub purpose: &'static str,
@@ -353,6 +353,9 @@ impl Keys for FakeKeys {
         Ok(SecretBox::new(Box::new(k)))
     }
 }
+
+mod cache;
+pub use cache::{CachedKeys, DEFAULT_MAX_AGE, DEFAULT_MAX_USES};
 
 #[cfg(test)]
 mod tests;

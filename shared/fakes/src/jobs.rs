@@ -9,7 +9,7 @@ use strato_domain::messages::JobMessage;
 use strato_domain::ports::{Clock, JobQueue, PortError};
 
 /// A message the fake job queue accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SentJob {
     pub job: JobMessage,
     /// The FIFO message group (the cluster).

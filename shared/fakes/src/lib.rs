@@ -102,6 +102,8 @@ struct StoreState {
     lagging_index: Option<BTreeMap<OperationId, Operation>>,
     /// Operation records handed out by the cluster-scoped listings so far ([`FakeStore::operations_listed`]).
     listed: usize,
+    /// `load_operation` calls so far ([`FakeStore::operations_loaded`]).
+    loaded: usize,
 }
 
 /// Operations, clusters, cluster locks and tenant slots in memory. Clones share the data.
@@ -239,6 +241,11 @@ impl FakeStore {
         lock(&self.state).listed
     }
 
+    /// How many single operations have been read by id (a GetItem each in the real store).
+    pub fn operations_loaded(&self) -> usize {
+        lock(&self.state).loaded
+    }
+
     /// The cluster's operations as the (possibly lagging) index lists them, oldest first.
     fn indexed_operations_of(&self, cluster: &ClusterId) -> Vec<Operation> {
         let s = lock(&self.state);
@@ -316,6 +323,7 @@ impl FakeStore {
 
 impl Operations for FakeStore {
     async fn load_operation(&self, id: &OperationId) -> Result<Option<Operation>, PortError> {
+        lock(&self.state).loaded += 1;
         Ok(self.operation(id))
     }
 

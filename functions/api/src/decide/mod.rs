@@ -193,11 +193,11 @@ where
         }
     }
 
-    /// Sends the job after the operation is recorded. A failed send is not the client's problem: the
+    /// Sends the job, carrying the operation as just recorded, after it is recorded. A failed send is not the client's problem: the
     /// operation stays `queued` and the scheduler's sweeper re-enqueues queued operations, so the request is
     /// still accepted (202).
     async fn enqueue(&self, op: &Operation) {
-        let job = JobMessage::from(op);
+        let job = JobMessage::carrying(op);
         if let Err(e) = self.jobs.enqueue(&job, "0").await {
             tracing::warn!(
                 operation_id = %op.operation_id,

@@ -106,7 +106,11 @@ pub fn tf(
         .output()
         .expect("running the engine");
     // Where an engine test's minutes go, command by command (CI's slowest-tests list names only the test).
-    eprintln!("terraform {} took {:.1?}", args.first().unwrap_or(&""), started.elapsed());
+    eprintln!(
+        "terraform {} took {:.1?}",
+        args.first().unwrap_or(&""),
+        started.elapsed()
+    );
     if !ok_codes.contains(&out.status.code().unwrap_or(-1)) {
         panic!(
             "terraform {args:?} failed ({}):\n{}\n{}",
