@@ -6,6 +6,7 @@ mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
 mod agent;
+mod agent_report;
 mod approval;
 mod audit;
 mod audit_draft;
@@ -21,6 +22,7 @@ mod edge;
 pub mod error;
 mod estimates;
 mod expiry;
+mod health_view;
 mod federation;
 mod handlers;
 mod idempotency;

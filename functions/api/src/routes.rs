@@ -17,6 +17,7 @@ use texts::{
     APPROVE_DESCRIPTION, AUDIT_DESCRIPTION, KUBECONFIG_DESCRIPTION, NEXT, OPERATIONS_DESCRIPTION,
     PLAN_DESCRIPTION, POLICY_DESCRIPTION, QUEUED, TIMELINE_DESCRIPTION, UPDATE_DESCRIPTION,
 };
+use texts::{CREDENTIAL_DESCRIPTION, HEARTBEAT_DESCRIPTION, REGISTER_DESCRIPTION};
 
 /// Every route, in the order the OpenAPI document lists them.
 pub const ROUTES: &[Route] = &[
@@ -526,12 +527,15 @@ pub const ROUTES: &[Route] = &[
         body: Body::Limited,
         handler: |m| on(m, h::agent_register),
         audit: None,
-        doc: doc(
-            "Register a cluster's agent (agent token)",
-            Some("AgentReportRequest"),
-            &[(200, "AgentReport", "Registered")],
-            &[400, 409, 410],
-        ),
+        doc: Doc {
+            description: Some(REGISTER_DESCRIPTION),
+            ..doc(
+                "Register a cluster's agent (registration token)",
+                Some("AgentReportRequest"),
+                &[(201, "AgentRegistered", "Registered: the agent's credential")],
+                &[400, 409, 410],
+            )
+        },
     },
     Route {
         endpoint: Endpoint::AgentHeartbeat,
@@ -541,12 +545,33 @@ pub const ROUTES: &[Route] = &[
         body: Body::Limited,
         handler: |m| on(m, h::agent_heartbeat),
         audit: None,
-        doc: doc(
-            "A cluster agent's heartbeat (agent token)",
-            Some("AgentReportRequest"),
-            &[(200, "AgentReport", "Recorded")],
-            &[400, 409],
-        ),
+        doc: Doc {
+            description: Some(HEARTBEAT_DESCRIPTION),
+            ..doc(
+                "A cluster agent's heartbeat (agent credential)",
+                Some("AgentReportRequest"),
+                &[(200, "AgentAck", "Recorded")],
+                &[400, 409, 429],
+            )
+        },
+    },
+    Route {
+        endpoint: Endpoint::AgentCredential,
+        method: "POST",
+        path: "/v1/agent/credential",
+        access: Access::Agent,
+        body: Body::Limited,
+        handler: |m| on(m, h::agent_credential),
+        audit: None,
+        doc: Doc {
+            description: Some(CREDENTIAL_DESCRIPTION),
+            ..doc(
+                "Rotate a cluster agent's credential (agent credential)",
+                None,
+                &[(200, "AgentRotated", "The new credential")],
+                &[409],
+            )
+        },
     },
     Route {
         endpoint: Endpoint::ListAudit,

@@ -435,6 +435,7 @@ impl Clusters for FakeStore {
         cluster.updated_at = self.clock.now();
         // As the store keeps the sparse expiry index's key.
         cluster.expiry_bucket = strato_domain::expiry::index_bucket(cluster);
+        cluster.agent_watch = strato_domain::health::watch_bucket(cluster);
         s.clusters.insert(key, cluster.clone());
         Ok(())
     }
@@ -451,6 +452,27 @@ impl Clusters for FakeStore {
             .values()
             .filter(|c| c.expiry_bucket.is_some())
             .filter_map(|c| c.expires_at.filter(|at| *at <= before).map(|at| (at, c.clone())))
+            .collect();
+        due.sort_by_key(|(at, _)| *at);
+        Ok(due
+            .into_iter()
+            .take(limit.max(0) as usize)
+            .map(|(_, c)| c)
+            .collect())
+    }
+
+    async fn clusters_silent_since(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, PortError> {
+        let s = lock(&self.state);
+        // As the sparse index holds them: those with the bucket set, by the agent's last report.
+        let mut due: Vec<(OffsetDateTime, Cluster)> = s
+            .clusters
+            .values()
+            .filter(|c| c.agent_watch.is_some())
+            .filter_map(|c| c.agent_last_seen.filter(|at| *at <= before).map(|at| (at, c.clone())))
             .collect();
         due.sort_by_key(|(at, _)| *at);
         Ok(due
