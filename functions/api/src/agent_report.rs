@@ -84,7 +84,8 @@ pub(crate) struct AgentWarning {
 
 const FIELDS: &str = "nodes_ready, nodes_total, kubernetes_version, components, warnings, agent_version, \
                       missed_reports";
-const COMPONENT: &str = "{\"role\", \"name\", \"kind\": \"Deployment\"|\"DaemonSet\", \"ready\", \"desired\"}";
+const COMPONENT: &str =
+    "{\"role\", \"name\", \"kind\": \"Deployment\"|\"DaemonSet\", \"ready\", \"desired\"}";
 const WARNING: &str = "{\"reason\", \"object\", \"message\", \"count\", \"last_seen\"}";
 
 fn text_fits(path: &str, value: &str, errors: &mut Vec<FieldError>) {
@@ -127,7 +128,11 @@ fn list<T: serde::de::DeserializeOwned>(
         Field::Ok(v) => v,
         Field::Missing | Field::Null => return Vec::new(),
         Field::Bad(_) => {
-            errors.push(ApiError::field(path, "must be a list", format!("a list of {shape}")));
+            errors.push(ApiError::field(
+                path,
+                "must be a list",
+                format!("a list of {shape}"),
+            ));
             return Vec::new();
         }
     };
@@ -147,7 +152,11 @@ fn list<T: serde::de::DeserializeOwned>(
                 check(&at, &t, errors);
                 out.push(t);
             }
-            Err(e) => errors.push(ApiError::field(&at, format!("does not have the expected shape: {e}"), shape)),
+            Err(e) => errors.push(ApiError::field(
+                &at,
+                format!("does not have the expected shape: {e}"),
+                shape,
+            )),
         }
     }
     out
@@ -261,10 +270,12 @@ mod tests {
     #[test]
     fn every_problem_names_its_field() {
         let long = "x".repeat(MAX_TEXT + 1);
-        let got = fields(json!({"nodes_total": -1, "kubernetes_version": long, "agent_version": 3,
+        let got = fields(
+            json!({"nodes_total": -1, "kubernetes_version": long, "agent_version": 3,
             "components": [{"role": "dns", "name": long, "kind": "Deployment", "ready": 1, "desired": 1},
                 {"name": "x"}],
-            "warnings": "none", "extra": 1}));
+            "warnings": "none", "extra": 1}),
+        );
         for f in [
             "nodes_ready",
             "nodes_total",
@@ -280,12 +291,21 @@ mod tests {
         let many: Vec<Value> = (0..=MAX_WARNINGS)
             .map(|_| json!({"reason": "r", "object": "o", "message": "m", "count": 1, "last_seen": "t"}))
             .collect();
-        assert_eq!(fields(json!({"nodes_ready": 1, "warnings": many})), vec!["warnings"]);
+        assert_eq!(
+            fields(json!({"nodes_ready": 1, "warnings": many})),
+            vec!["warnings"]
+        );
     }
 
     #[test]
     fn an_oversized_body_is_413() {
-        let body = format!("{{\"nodes_ready\": 1, \"pad\": \"{}\"}}", "x".repeat(MAX_REPORT_BYTES));
-        assert!(matches!(read(body.as_bytes()), Err(ApiError::PayloadTooLarge { .. })));
+        let body = format!(
+            "{{\"nodes_ready\": 1, \"pad\": \"{}\"}}",
+            "x".repeat(MAX_REPORT_BYTES)
+        );
+        assert!(matches!(
+            read(body.as_bytes()),
+            Err(ApiError::PayloadTooLarge { .. })
+        ));
     }
 }

@@ -22,9 +22,9 @@ mod edge;
 pub mod error;
 mod estimates;
 mod expiry;
-mod health_view;
 mod federation;
 mod handlers;
+mod health_view;
 mod idempotency;
 #[cfg(feature = "openapi")]
 mod openapi;

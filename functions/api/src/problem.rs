@@ -294,7 +294,8 @@ impl IntoResponse for ApiError {
         let (problem, allow) = self.problem();
         let mut resp = problem.into_response_with(allow);
         if let Some(secs) = retry_after {
-            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }

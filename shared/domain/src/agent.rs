@@ -31,7 +31,11 @@ pub fn token_hash(token: &str) -> String {
 }
 
 /// The attributes [`revoke`] clears (the store removes them in the write that accepts a delete).
-pub const REVOKED_ATTRIBUTES: [&str; 3] = ["agent_credential_hash", "agent_next_credential_hash", "agent_watch"];
+pub const REVOKED_ATTRIBUTES: [&str; 3] = [
+    "agent_credential_hash",
+    "agent_next_credential_hash",
+    "agent_watch",
+];
 
 /// A delete was accepted: the agent's credentials stop working (and it is no longer expected to report).
 pub fn revoke(c: &mut crate::model::Cluster) {
@@ -65,7 +69,10 @@ mod tests {
         let c = new_credential(&id);
         assert_eq!(strato_agent_wire::credential_cluster(&c), Some(id.as_str()));
         let secret = c.split_once('.').unwrap().1;
-        assert_eq!(URL_SAFE_NO_PAD.decode(secret).unwrap().len(), CREDENTIAL_SECRET_BYTES);
+        assert_eq!(
+            URL_SAFE_NO_PAD.decode(secret).unwrap().len(),
+            CREDENTIAL_SECRET_BYTES
+        );
         assert_ne!(c, new_credential(&id), "random");
         let stored = token_hash(&c);
         assert!(credential_matches(&stored, &c));

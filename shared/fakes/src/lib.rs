@@ -472,7 +472,11 @@ impl Clusters for FakeStore {
             .clusters
             .values()
             .filter(|c| c.agent_watch.is_some())
-            .filter_map(|c| c.agent_last_seen.filter(|at| *at <= before).map(|at| (at, c.clone())))
+            .filter_map(|c| {
+                c.agent_last_seen
+                    .filter(|at| *at <= before)
+                    .map(|at| (at, c.clone()))
+            })
             .collect();
         due.sort_by_key(|(at, _)| *at);
         Ok(due

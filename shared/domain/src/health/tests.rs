@@ -65,7 +65,11 @@ fn healthy_needs_the_requested_nodes_and_every_component() {
     let h = assess(&broken, 3, now());
     assert_eq!(h.status, HealthStatus::Degraded);
     assert_eq!(h.unhealthy_components, vec!["coredns"]);
-    assert!(h.reasons[0].contains("coredns") && h.reasons[0].contains("1 of 2"), "{:?}", h.reasons);
+    assert!(
+        h.reasons[0].contains("coredns") && h.reasons[0].contains("1 of 2"),
+        "{:?}",
+        h.reasons
+    );
 }
 
 #[test]
@@ -95,9 +99,16 @@ fn recording_reports_a_change_of_status_only_and_keeps_since() {
     let later = now() + Duration::minutes(1);
     assert_eq!(record(&mut c, assess(&good, 1, later)), None);
     let h = c.health.clone().unwrap();
-    assert_eq!((h.since, h.last_seen), (now(), later), "healthy since the first report");
+    assert_eq!(
+        (h.since, h.last_seen),
+        (now(), later),
+        "healthy since the first report"
+    );
     let bad = record(&mut c, assess(&good, 2, later)).unwrap();
-    assert_eq!((bad.from, bad.to), (HealthStatus::Healthy, HealthStatus::Degraded));
+    assert_eq!(
+        (bad.from, bad.to),
+        (HealthStatus::Healthy, HealthStatus::Degraded)
+    );
     assert_eq!(bad.reasons, vec!["1 of 2 requested nodes are Ready"]);
 }
 
@@ -105,24 +116,58 @@ fn recording_reports_a_change_of_status_only_and_keeps_since() {
 fn a_silent_agent_degrades_its_cluster_once_and_a_report_brings_it_back() {
     let stale = Duration::seconds(600);
     let mut c = cluster(ClusterState::Active);
-    record(&mut c, assess(&Report { nodes_ready: 1, ..Report::default() }, 1, now()));
+    record(
+        &mut c,
+        assess(
+            &Report {
+                nodes_ready: 1,
+                ..Report::default()
+            },
+            1,
+            now(),
+        ),
+    );
     assert_eq!(watch_bucket(&c).as_deref(), Some(WATCH_BUCKET));
-    assert_eq!(mark_silent(&mut c, now() + Duration::seconds(599), stale), Silence::NotDue);
+    assert_eq!(
+        mark_silent(&mut c, now() + Duration::seconds(599), stale),
+        Silence::NotDue
+    );
 
     let at = now() + Duration::seconds(600);
     let Silence::Marked { change: Some(ch) } = mark_silent(&mut c, at, stale) else {
         panic!("due after 600 s")
     };
     assert_eq!((ch.from, ch.to), (HealthStatus::Healthy, HealthStatus::Degraded));
-    assert_eq!(ch.reasons, vec!["the agent has not reported since 2026-11-30T10:00:00.000000Z"]);
+    assert_eq!(
+        ch.reasons,
+        vec!["the agent has not reported since 2026-11-30T10:00:00.000000Z"]
+    );
     let h = c.health.clone().unwrap();
     assert!(h.silent && h.since == at);
     assert_eq!(watch_bucket(&c), None, "out of the index once marked");
-    assert_eq!(mark_silent(&mut c, at + stale, stale), Silence::NotDue, "idempotent");
+    assert_eq!(
+        mark_silent(&mut c, at + stale, stale),
+        Silence::NotDue,
+        "idempotent"
+    );
 
     c.agent_last_seen = Some(at + stale);
-    let back = record(&mut c, assess(&Report { nodes_ready: 1, ..Report::default() }, 1, at + stale)).unwrap();
-    assert_eq!((back.from, back.to), (HealthStatus::Degraded, HealthStatus::Healthy));
+    let back = record(
+        &mut c,
+        assess(
+            &Report {
+                nodes_ready: 1,
+                ..Report::default()
+            },
+            1,
+            at + stale,
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        (back.from, back.to),
+        (HealthStatus::Degraded, HealthStatus::Healthy)
+    );
     assert!(!c.health.as_ref().unwrap().silent);
     assert!(watch_bucket(&c).is_some());
 }
@@ -130,8 +175,19 @@ fn a_silent_agent_degrades_its_cluster_once_and_a_report_brings_it_back() {
 #[test]
 fn already_degraded_clusters_gain_the_reason_without_a_change() {
     let mut c = cluster(ClusterState::Updating);
-    record(&mut c, assess(&Report { nodes_ready: 0, ..Report::default() }, 1, now()));
-    let Silence::Marked { change } = mark_silent(&mut c, now() + Duration::hours(1), Duration::seconds(600)) else {
+    record(
+        &mut c,
+        assess(
+            &Report {
+                nodes_ready: 0,
+                ..Report::default()
+            },
+            1,
+            now(),
+        ),
+    );
+    let Silence::Marked { change } = mark_silent(&mut c, now() + Duration::hours(1), Duration::seconds(600))
+    else {
         panic!("due")
     };
     assert_eq!(change, None);
@@ -144,7 +200,11 @@ fn already_degraded_clusters_gain_the_reason_without_a_change() {
 fn only_registered_agents_of_active_or_updating_clusters_are_watched() {
     let late = now() + Duration::hours(1);
     let stale = Duration::seconds(600);
-    for state in [ClusterState::Configuring, ClusterState::Deleting, ClusterState::Failed] {
+    for state in [
+        ClusterState::Configuring,
+        ClusterState::Deleting,
+        ClusterState::Failed,
+    ] {
         let mut c = cluster(state);
         assert_eq!(watch_bucket(&c), None, "{state}");
         assert_eq!(mark_silent(&mut c, late, stale), Silence::NotDue, "{state}");
