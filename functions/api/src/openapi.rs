@@ -135,7 +135,7 @@ fn links(from: Endpoint, schema: &str) -> Vec<(String, Endpoint, &'static str, &
 fn error_description(status: u16) -> &'static str {
     match status {
         400 => "Malformed request: not JSON, a bad query parameter or Idempotency-Key",
-        401 => "No valid token (the JWT authorizer, or the agent's registration token or credential)",
+        401 => "No valid token (the JWT authorizer, or the agent token)",
         403 => "The token lacks the scope this route needs (`errors` names it)",
         404 => "No such resource, or not yours",
         409 => "The resource's state forbids this now; the detail says why",
