@@ -11,13 +11,13 @@ const READ: Access = Access::Tenant(Scope::ClustersRead);
 const WRITE: Access = Access::Tenant(Scope::ClustersWrite);
 const APPROVE: Access = Access::Tenant(Scope::OperationsApprove);
 const ADMIN: Access = Access::Tenant(Scope::Admin);
+mod agent;
 mod identity;
 mod texts;
 use texts::{
     APPROVE_DESCRIPTION, AUDIT_DESCRIPTION, KUBECONFIG_DESCRIPTION, NEXT, OPERATIONS_DESCRIPTION,
     PLAN_DESCRIPTION, POLICY_DESCRIPTION, QUEUED, TIMELINE_DESCRIPTION, UPDATE_DESCRIPTION,
 };
-use texts::{CREDENTIAL_DESCRIPTION, HEARTBEAT_DESCRIPTION, REGISTER_DESCRIPTION};
 
 /// Every route, in the order the OpenAPI document lists them.
 pub const ROUTES: &[Route] = &[
@@ -519,60 +519,9 @@ pub const ROUTES: &[Route] = &[
             )
         },
     },
-    Route {
-        endpoint: Endpoint::AgentRegister,
-        method: "POST",
-        path: "/v1/agent/register",
-        access: Access::Agent,
-        body: Body::Limited,
-        handler: |m| on(m, h::agent_register),
-        audit: None,
-        doc: Doc {
-            description: Some(REGISTER_DESCRIPTION),
-            ..doc(
-                "Register a cluster's agent (registration token)",
-                Some("AgentReportRequest"),
-                &[(201, "AgentRegistered", "Registered: the agent's credential")],
-                &[400, 409, 410],
-            )
-        },
-    },
-    Route {
-        endpoint: Endpoint::AgentHeartbeat,
-        method: "POST",
-        path: "/v1/agent/heartbeat",
-        access: Access::Agent,
-        body: Body::Limited,
-        handler: |m| on(m, h::agent_heartbeat),
-        audit: None,
-        doc: Doc {
-            description: Some(HEARTBEAT_DESCRIPTION),
-            ..doc(
-                "A cluster agent's heartbeat (agent credential)",
-                Some("AgentReportRequest"),
-                &[(200, "AgentAck", "Recorded")],
-                &[400, 409, 429],
-            )
-        },
-    },
-    Route {
-        endpoint: Endpoint::AgentCredential,
-        method: "POST",
-        path: "/v1/agent/credential",
-        access: Access::Agent,
-        body: Body::Limited,
-        handler: |m| on(m, h::agent_credential),
-        audit: None,
-        doc: Doc {
-            description: Some(CREDENTIAL_DESCRIPTION),
-            ..doc(
-                "Rotate a cluster agent's credential (agent credential)",
-                None,
-                &[(200, "AgentRotated", "The new credential")],
-                &[409],
-            )
-        },
-    },
+    agent::REGISTER,
+    agent::HEARTBEAT,
+    agent::CREDENTIAL,
     Route {
         endpoint: Endpoint::ListAudit,
         method: "GET",
