@@ -249,7 +249,11 @@ async fn list(ctx: &Ctx, state: Option<String>, all: bool, include_deleted: bool
         t.add_row(vec![
             cell(&c["id"]),
             cell(&c["name"]),
-            out.state(c["state"].as_str().unwrap_or("?")),
+            format!(
+                "{}{}",
+                out.state(c["state"].as_str().unwrap_or("?")),
+                super::health::marker(out, &c["health"])
+            ),
             format!(
                 "{}@{}",
                 cell(&c["template"]["name"]),
@@ -314,6 +318,9 @@ pub(crate) fn show_cluster(ctx: &Ctx, c: &Value) {
         ),
         ("version", cell(&c["version"])),
     ]);
+    for line in super::health::lines(out, &c["health"]) {
+        println!("{line}");
+    }
     for line in user_error(out, &c["last_error"]) {
         println!("{line}");
     }

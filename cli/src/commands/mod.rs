@@ -3,6 +3,7 @@
 
 mod audit;
 mod clusters;
+mod health;
 mod kubeconfig;
 mod operations;
 mod preview;

@@ -10,6 +10,7 @@ import type { Act } from "./Cluster";
 import { DriftSettings } from "./ClusterParts";
 import { ConnectPanel } from "./Connect";
 import { ExpirySettings } from "./Expiry";
+import { HealthPanel } from "./Health";
 
 export const TABS = [
   { id: "overview", title: "Overview" },
@@ -86,6 +87,8 @@ export function ClusterOverview({ cluster: c, act, reload }: { cluster: Cluster;
         </div>
         {c.state === "DELETED" ? null : <ConnectPanel id={c.id} name={c.name} ready={`${c.state}-${c.version}`} />}
       </div>
+
+      <HealthPanel health={c.health} />
 
       <h2>Outputs</h2>
       {Object.keys(c.outputs ?? {}).length ? (

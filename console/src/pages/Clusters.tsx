@@ -1,3 +1,4 @@
+import { isDegraded } from "../health";
 import { useState } from "preact/hooks";
 import { api, asProblem, type Cluster, type ClusterState } from "../api/client";
 import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
@@ -91,6 +92,7 @@ export function ClustersPage() {
                 </td>
                 <td>
                   <StateBadge state={c.state} /> <AwaitingApproval last={c.last_operation} />
+                  {isDegraded(c.health) ? <> <span class="badge badge-degraded" title={c.health.reasons.join("; ")}>Degraded</span></> : null}
                 </td>
                 <td>
                   {c.template.name}@{c.template.version}

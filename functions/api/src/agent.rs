@@ -1,67 +1,51 @@
 //! The cluster agent's endpoints. After apply a cluster is CONFIGURING; the agent the template installed
-//! registers once with its token and then sends heartbeats. When it reports at least as many Ready nodes as
-//! the cluster asked for, an `AgentReady` event goes to the events queue and the status function finishes
-//! the create (functions talk through queues, never directly).
+//! registers once with its registration token and gets its own credential, then sends heartbeats with it
+//! and may rotate it. Each report records the cluster's health; a change of health status goes out as the
+//! `cluster.health_changed` webhook event and a metric. When the agent reports at least as many Ready
+//! nodes as the cluster asked for, an `AgentReady` event goes to the events queue and the status function
+//! finishes the create (functions talk through queues, never directly). The decisions are in
+//! [`crate::decide::agent`].
 
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, StatusCode, header};
+use strato_agent_wire::{DEFAULT_HEARTBEAT_SECS, Report};
 use strato_domain::agent::token_hash;
+use strato_domain::health::{self, HealthChange};
 use strato_domain::messages::ControlEvent;
 use strato_domain::model::{Cluster, ClusterState, OperationKind};
 use strato_domain::ts;
+use time::OffsetDateTime;
 
-use crate::requests::{AgentBody, Field, unknown};
-use crate::{context::Ctx, edge::Reply, error::ApiError, schema};
+use crate::decide::agent as decide;
+use crate::{context::Ctx, edge::Reply, error::ApiError};
 
-/// What the control plane recorded from an agent's report.
+/// The answer to a registration: the agent keeps `credential` (it is shown only here).
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = AgentReport)]
-pub(crate) struct AgentReportView {
+#[schema(as = AgentRegistered)]
+pub(crate) struct RegisteredView {
     pub cluster_id: String,
-    #[schema(value_type = schema::ClusterState)]
-    pub state: ClusterState,
-    pub nodes_ready: u32,
-    /// Ready nodes the cluster asked for.
-    pub nodes_requested: u64,
-    pub kubernetes_version: Option<String>,
+    /// `<cluster id>.<secret>`: send it as `Authorization: Bearer …` on heartbeats and rotations.
+    pub credential: String,
+    /// When to report next, in seconds (the agent adds jitter).
+    pub heartbeat_secs: u64,
 }
 
-/// A report as far as it could be read: every problem with its field, as a 400 (the agent is a program).
-fn report(body: &[u8]) -> Result<(u32, Option<String>), ApiError> {
-    let shape = "{\"nodes_ready\": <count>, \"kubernetes_version\": <optional string>}";
-    let b: AgentBody = crate::requests::read(body)?;
-    let mut errors = Vec::new();
-    unknown(
-        &b.other,
-        "",
-        "is not a field of this request",
-        "nodes_ready, kubernetes_version",
-        &mut errors,
-    );
-    let count = "a whole number of Ready nodes";
-    let nodes_ready = match b.nodes_ready {
-        Field::Ok(n) => Some(n),
-        Field::Missing => {
-            errors.push(ApiError::field("nodes_ready", "is required", count));
-            None
-        }
-        Field::Null | Field::Bad(_) => {
-            errors.push(ApiError::field("nodes_ready", "is not a whole number", count));
-            None
-        }
-    };
-    let version = b.kubernetes_version.optional(
-        "kubernetes_version",
-        "must be a string",
-        "the cluster's Kubernetes version, e.g. v1.31.2",
-        &mut errors,
-    );
-    match nodes_ready {
-        Some(n) if errors.is_empty() => Ok((n, version)),
-        _ => Err(ApiError::BadRequest {
-            detail: format!("the body must be {shape}; see errors"),
-            errors,
-        }),
-    }
+/// The answer to a heartbeat.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = AgentAck)]
+pub(crate) struct AckView {
+    pub cluster_id: String,
+    /// When to report next, in seconds (the agent adds jitter).
+    pub heartbeat_secs: u64,
+    /// The cluster's health as now recorded: `healthy`, `degraded` or `unknown`.
+    #[schema(example = "healthy")]
+    pub health: String,
+}
+
+/// A new credential; the previous one works until this one is first used.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = AgentRotated)]
+pub(crate) struct RotatedView {
+    pub credential: String,
 }
 
 fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
@@ -71,8 +55,21 @@ fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
         .and_then(|v| v.strip_prefix("Bearer "))
         .filter(|t| !t.is_empty())
         .ok_or_else(|| {
-            ApiError::Unauthorized("send the agent token as 'Authorization: Bearer <token>'".into())
+            ApiError::Unauthorized(
+                "send the agent's registration token or credential as 'Authorization: Bearer <token>'".into(),
+            )
         })
+}
+
+/// The cluster a credential names, opened by it (any failure is the same 401).
+async fn authenticated(ctx: &Ctx, headers: &HeaderMap) -> Result<Cluster, ApiError> {
+    let credential = bearer(headers)?;
+    let id = strato_agent_wire::credential_cluster(credential)
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(decide::refused)?;
+    let mut c = ctx.store.find_cluster(&id).await?.ok_or_else(decide::refused)?;
+    decide::authenticate(&mut c, credential)?;
+    Ok(c)
 }
 
 /// Nodes the cluster asked for: the template's ready-nodes variable, from the spec or its default.
@@ -97,55 +94,29 @@ async fn requested_nodes(ctx: &Ctx, c: &Cluster) -> Result<u64, ApiError> {
     Ok(value.and_then(|v| v.as_u64()).unwrap_or(1))
 }
 
-pub(crate) async fn handle(
+/// What follows an accepted, saved report: the health change told, the create finished when enough nodes
+/// are Ready.
+async fn after_report(
     ctx: &Ctx,
-    headers: &HeaderMap,
-    body: &[u8],
-    register: bool,
-) -> Result<Reply<AgentReportView>, ApiError> {
-    let token = bearer(headers)?;
-    let mut c = ctx
-        .store
-        .find_cluster_by_agent_token(&token_hash(token))
-        .await?
-        .ok_or_else(|| ApiError::Unauthorized("the agent token is not valid".into()))?;
-    let (nodes_ready, kubernetes_version) = report(body)?;
-    let now = ts::now();
-    if register {
-        if c.agent_registered_at.is_some() {
-            return Err(ApiError::Conflict(
-                "this cluster's agent is already registered; the registration token works once. \
-                 Use /v1/agent/heartbeat with the same token"
-                    .into(),
-            ));
+    c: &Cluster,
+    report: &Report,
+    requested: u64,
+    state: ClusterState,
+    change: Option<HealthChange>,
+    now: OffsetDateTime,
+) -> Result<(), ApiError> {
+    if let Some(change) = change {
+        let webhooks = strato_aws::ports::SqsWebhooks {
+            store: &ctx.store,
+            sqs: &ctx.sqs,
+            url: &ctx.queues.webhooks,
+        };
+        // The report is recorded either way; a lost notice is logged, not the agent's problem.
+        if let Err(e) = health::announce(&webhooks, c, &change, now).await {
+            tracing::warn!(cluster_id = %c.cluster_id, error = %e, "cluster.health_changed not queued");
         }
-        if c.state() != ClusterState::Configuring {
-            return Err(ApiError::Conflict(format!(
-                "the cluster is {}; agents register only while it is CONFIGURING",
-                c.state()
-            )));
-        }
-        if let Some(deadline) = c.configuring_deadline
-            && now > deadline
-        {
-            return Err(ApiError::Gone(format!(
-                "the registration deadline passed at {}; the cluster fails — retry it once the agent can \
-                 reach the control plane",
-                ts::format(deadline)
-            )));
-        }
-        c.agent_registered_at = Some(now);
-    } else if c.agent_registered_at.is_none() {
-        return Err(ApiError::Conflict(
-            "register the agent (POST /v1/agent/register) before heartbeats".into(),
-        ));
     }
-    c.agent_last_seen = Some(now);
-    let state = c.state();
-    ctx.store.save_cluster(&mut c).await?;
-    let requested = requested_nodes(ctx, &c).await?;
-    let ready = u64::from(nodes_ready) >= requested;
-    if ready && state == ClusterState::Configuring {
+    if u64::from(report.nodes_ready) >= requested && state == ClusterState::Configuring {
         let ops = ctx.store.open_operations_of(&c.cluster_id).await?;
         if let Some(op) = ops
             .iter()
@@ -155,7 +126,7 @@ pub(crate) async fn handle(
             let event = ControlEvent::AgentReady {
                 operation_id: op.operation_id.clone(),
                 cluster_id: c.cluster_id.clone(),
-                nodes_ready,
+                nodes_ready: report.nodes_ready,
             };
             let body = serde_json::to_string(&event).map_err(|e| ApiError::Config(e.to_string()))?;
             ctx.sqs
@@ -167,12 +138,68 @@ pub(crate) async fn handle(
                 .map_err(|e| ApiError::Store(strato_aws::Error::aws("SendMessage", e)))?;
         }
     }
-    tracing::info!(cluster_id = %c.cluster_id, register, nodes_ready = nodes_ready, requested, "agent report");
-    Ok(Reply::ok(AgentReportView {
+    Ok(())
+}
+
+/// `POST /v1/agent/register`: the registration token, once → 201 with the agent's credential.
+pub(crate) async fn register(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Reply<RegisteredView>, ApiError> {
+    let token = bearer(headers)?;
+    let mut c = ctx
+        .store
+        .find_cluster_by_agent_token(&token_hash(token))
+        .await?
+        .ok_or_else(|| ApiError::Unauthorized("the agent registration token is not valid".into()))?;
+    let report = crate::agent_report::read(body)?;
+    let now = ts::now();
+    let credential = decide::register(&mut c, now)?;
+    let requested = requested_nodes(ctx, &c).await?;
+    let change = decide::accept(&mut c, &report, requested, now);
+    let state = c.state();
+    ctx.store.save_cluster(&mut c).await?;
+    after_report(ctx, &c, &report, requested, state, change, now).await?;
+    tracing::info!(cluster_id = %c.cluster_id, nodes_ready = report.nodes_ready, requested, "agent registered");
+    let mut reply = Reply::ok(RegisteredView {
         cluster_id: c.cluster_id.to_string(),
-        state: c.state(),
-        nodes_ready,
-        nodes_requested: requested,
-        kubernetes_version,
+        credential,
+        heartbeat_secs: DEFAULT_HEARTBEAT_SECS,
+    });
+    reply.status = StatusCode::CREATED;
+    Ok(reply)
+}
+
+/// `POST /v1/agent/heartbeat`: the credential and a report → the health recorded.
+pub(crate) async fn heartbeat(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Reply<AckView>, ApiError> {
+    let mut c = authenticated(ctx, headers).await?;
+    let report = crate::agent_report::read(body)?;
+    let now = ts::now();
+    decide::throttle(&c, now)?;
+    let requested = requested_nodes(ctx, &c).await?;
+    let change = decide::accept(&mut c, &report, requested, now);
+    let state = c.state();
+    ctx.store.save_cluster(&mut c).await?;
+    after_report(ctx, &c, &report, requested, state, change, now).await?;
+    let status = c.health.as_ref().map(|h| h.status).unwrap_or_default();
+    tracing::info!(cluster_id = %c.cluster_id, nodes_ready = report.nodes_ready, requested, health = %status, "agent report");
+    Ok(Reply::ok(AckView {
+        cluster_id: c.cluster_id.to_string(),
+        heartbeat_secs: DEFAULT_HEARTBEAT_SECS,
+        health: status.to_string(),
     }))
+}
+
+/// `POST /v1/agent/credential`: the credential → a new one (the old one works until the new one is used).
+pub(crate) async fn rotate(ctx: &Ctx, headers: &HeaderMap) -> Result<Reply<RotatedView>, ApiError> {
+    let mut c = authenticated(ctx, headers).await?;
+    let credential = decide::rotate(&mut c);
+    ctx.store.save_cluster(&mut c).await?;
+    tracing::info!(cluster_id = %c.cluster_id, "agent credential rotated");
+    Ok(Reply::ok(RotatedView { credential }))
 }

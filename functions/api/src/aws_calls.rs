@@ -14,8 +14,10 @@ const OWN: &[AwsCall] = &[
     call("dynamodb:Query", Index("operations", "by_cluster")),
     // The clusters list's last operations: one BatchGetItem per page.
     call("dynamodb:BatchGetItem", Table("operations")),
-    // The agent API forwards a cluster agent's report to the status function.
+    // The agent API forwards a cluster agent's report to the status function, and a change of the
+    // cluster's health to the webhooks function (cluster.health_changed).
     call("sqs:SendMessage", Queue("events")),
+    call("sqs:SendMessage", Queue("webhooks")),
     // A tenant's clusters (GET /v1/clusters): a Query of the table by tenant.
     call("dynamodb:Query", Table("clusters")),
     // Tenant webhook settings (PUT /v1/webhook), quotas and budgets.

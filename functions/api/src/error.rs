@@ -61,6 +61,9 @@ pub enum ApiError {
     PreconditionFailed(String),
     #[error("quota exceeded: {0}")]
     Quota(String),
+    /// Too soon after the caller's last accepted request (an agent's reports): answered with `Retry-After`.
+    #[error("too many requests: {detail}")]
+    TooSoon { retry_after_secs: u64, detail: String },
     /// Something that was possible has expired for good (an agent registration past its deadline).
     #[error("gone: {0}")]
     Gone(String),

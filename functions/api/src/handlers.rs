@@ -339,16 +339,23 @@ pub(crate) async fn agent_register(
     State(ctx): State<AppState>,
     headers: HeaderMap,
     body: Bytes,
-) -> Answer<agent::AgentReportView> {
-    agent::handle(&ctx, &headers, &body, true).await
+) -> Answer<agent::RegisteredView> {
+    agent::register(&ctx, &headers, &body).await
 }
 
 pub(crate) async fn agent_heartbeat(
     State(ctx): State<AppState>,
     headers: HeaderMap,
     body: Bytes,
-) -> Answer<agent::AgentReportView> {
-    agent::handle(&ctx, &headers, &body, false).await
+) -> Answer<agent::AckView> {
+    agent::heartbeat(&ctx, &headers, &body).await
+}
+
+pub(crate) async fn agent_credential(
+    State(ctx): State<AppState>,
+    headers: HeaderMap,
+) -> Answer<agent::RotatedView> {
+    agent::rotate(&ctx, &headers).await
 }
 
 pub(crate) async fn list_audit(

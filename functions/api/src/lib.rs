@@ -6,6 +6,7 @@ mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
 mod agent;
+mod agent_report;
 mod approval;
 mod audit;
 mod audit_draft;
@@ -23,6 +24,7 @@ mod estimates;
 mod expiry;
 mod federation;
 mod handlers;
+mod health_view;
 mod idempotency;
 #[cfg(feature = "openapi")]
 mod openapi;

@@ -56,13 +56,19 @@ use crate::{
     tickets::TicketView,
     templates::TemplateList,
     templates::TemplateDetail,
-    agent::AgentReportView,
+    agent::RegisteredView,
+    agent::AckView,
+    agent::RotatedView,
+    crate::agent_report::AgentComponent,
+    crate::agent_report::AgentWarning,
+    crate::health_view::HealthView,
+    crate::health_view::HealthWarningView,
     requests::SpecBody,
     requests::EstimateBody,
     requests::UpdateBody,
     requests::WebhookBody,
     requests::DecisionBody,
-    requests::AgentBody,
+    crate::agent_report::AgentBody,
     crate::approval::ApprovalView,
     crate::approval::DecisionView,
     crate::approval::PlannedChangeView,
@@ -141,7 +147,7 @@ fn error_description(status: u16) -> &'static str {
                 `Content-Type: application/json` (`errors` names `Content-Type`)"
         }
         422 => "The request is invalid; `errors` names every field",
-        429 => "A quota is exhausted",
+        429 => "A quota is exhausted, or (agent reports) too soon after the last one: see `Retry-After`",
         _ => "Strato could not complete the request",
     }
 }
@@ -337,7 +343,13 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         "jwt",
         bearer("The identity provider's JWT, checked by API Gateway's JWT authorizer"),
     );
-    components.add_security_scheme("agent_token", bearer("The cluster agent's registration token"));
+    components.add_security_scheme(
+        "agent_token",
+        bearer(
+            "The cluster agent's one-time registration token (register), then the credential registration \
+             gave it (`<cluster id>.<secret>`: heartbeat, credential)",
+        ),
+    );
     let mut paths = Paths::new();
     for r in ROUTES {
         let method = match r.method {

@@ -31,7 +31,7 @@ impl ApiError {
             ApiError::Store(strato_aws::Error::Conflict(_)) | ApiError::KeptChanging(_) => {
                 StatusCode::CONFLICT
             }
-            ApiError::Quota(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Quota(_) | ApiError::TooSoon { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::Config(_) | ApiError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -56,6 +56,7 @@ impl ApiError {
             | ApiError::KeptChanging(_)
             | ApiError::Store(strato_aws::Error::Conflict(_)) => ("conflict", "Conflict"),
             ApiError::Quota(_) => ("quota-exceeded", "Quota exceeded"),
+            ApiError::TooSoon { .. } => ("too-many-requests", "Too many requests"),
             ApiError::Gone(_) => ("gone", "Gone"),
             ApiError::PreconditionFailed(_) => ("precondition-failed", "Precondition failed"),
             ApiError::Store(strato_aws::Error::StateRestore { .. }) => {
@@ -78,7 +79,8 @@ impl ApiError {
             | ApiError::Quota(d)
             | ApiError::PreconditionFailed(d)
             | ApiError::Gone(d)
-            | ApiError::SelfApproval(d) => (d, Vec::new()),
+            | ApiError::SelfApproval(d)
+            | ApiError::TooSoon { detail: d, .. } => (d, Vec::new()),
             ApiError::Forbidden { need } => {
                 let need = need.as_str();
                 (
@@ -285,8 +287,17 @@ impl Problem {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_after = match &self {
+            ApiError::TooSoon { retry_after_secs, .. } => Some(*retry_after_secs),
+            _ => None,
+        };
         let (problem, allow) = self.problem();
-        problem.into_response_with(allow)
+        let mut resp = problem.into_response_with(allow);
+        if let Some(secs) = retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
     }
 }
 

@@ -324,27 +324,12 @@ pub(crate) struct WebhookBody {
     #[schema(value_type = String, required = true, write_only, min_length = 16)]
     pub secret: Field<String>,
     /// The event types to receive (`operation.started`, `operation.succeeded`, `operation.failed`,
-    /// `operation.awaiting_approval`, `cluster.state_changed`, `drift.detected`, `cluster.expiring`);
+    /// `operation.awaiting_approval`, `cluster.state_changed`, `drift.detected`, `cluster.expiring`,
+    /// `cluster.health_changed`);
     /// absent, null or empty: all of them.
     #[serde(default)]
     #[schema(value_type = Option<Vec<String>>)]
     pub events: Field<Vec<String>>,
-    #[serde(flatten)]
-    #[schema(ignore)]
-    pub other: BTreeMap<String, Value>,
-}
-
-/// `POST /v1/agent/register` and `/v1/agent/heartbeat`: what the cluster agent sees.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[schema(as = AgentReportRequest)]
-pub(crate) struct AgentBody {
-    /// Nodes in the Ready condition.
-    #[serde(default)]
-    #[schema(value_type = u32, required = true)]
-    pub nodes_ready: Field<u32>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub kubernetes_version: Field<String>,
     #[serde(flatten)]
     #[schema(ignore)]
     pub other: BTreeMap<String, Value>,

@@ -48,6 +48,7 @@ pub enum Endpoint {
     GetTemplate,
     AgentRegister,
     AgentHeartbeat,
+    AgentCredential,
     ListAudit,
 }
 
@@ -56,7 +57,7 @@ pub enum Endpoint {
 pub enum Access {
     /// Anyone, no token: the liveness probe.
     Public,
-    /// The cluster agent, by the registration token in its body (no tenant JWT).
+    /// The cluster agent, by its registration token or credential (no tenant JWT).
     Agent,
     /// A tenant's token granting this scope (or one that includes it).
     Tenant(Scope),

@@ -11,6 +11,7 @@ const READ: Access = Access::Tenant(Scope::ClustersRead);
 const WRITE: Access = Access::Tenant(Scope::ClustersWrite);
 const APPROVE: Access = Access::Tenant(Scope::OperationsApprove);
 const ADMIN: Access = Access::Tenant(Scope::Admin);
+mod agent;
 mod identity;
 mod texts;
 use texts::{
@@ -518,36 +519,9 @@ pub const ROUTES: &[Route] = &[
             )
         },
     },
-    Route {
-        endpoint: Endpoint::AgentRegister,
-        method: "POST",
-        path: "/v1/agent/register",
-        access: Access::Agent,
-        body: Body::Limited,
-        handler: |m| on(m, h::agent_register),
-        audit: None,
-        doc: doc(
-            "Register a cluster's agent (agent token)",
-            Some("AgentReportRequest"),
-            &[(200, "AgentReport", "Registered")],
-            &[400, 409, 410],
-        ),
-    },
-    Route {
-        endpoint: Endpoint::AgentHeartbeat,
-        method: "POST",
-        path: "/v1/agent/heartbeat",
-        access: Access::Agent,
-        body: Body::Limited,
-        handler: |m| on(m, h::agent_heartbeat),
-        audit: None,
-        doc: doc(
-            "A cluster agent's heartbeat (agent token)",
-            Some("AgentReportRequest"),
-            &[(200, "AgentReport", "Recorded")],
-            &[400, 409],
-        ),
-    },
+    agent::REGISTER,
+    agent::HEARTBEAT,
+    agent::CREDENTIAL,
     Route {
         endpoint: Endpoint::ListAudit,
         method: "GET",

@@ -182,7 +182,7 @@ mod tests {
         for r in ROUTES {
             let public = matches!(
                 r.endpoint,
-                Health | OidcDiscovery | OidcJwks | AgentRegister | AgentHeartbeat
+                Health | OidcDiscovery | OidcJwks | AgentRegister | AgentHeartbeat | AgentCredential
             );
             assert_eq!(required(r.endpoint).is_none(), public, "{} {}", r.method, r.path);
             // Reads never need more than read (but the audit log, an admin's); nothing that changes a

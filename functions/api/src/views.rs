@@ -263,6 +263,8 @@ pub(crate) struct ClusterView {
     /// template's and the tenant's default applies.
     #[schema(value_type = Option<String>, example = "required")]
     pub approval: Option<strato_domain::approval::ApprovalMode>,
+    /// What the cluster's agent reports (`unknown` without one).
+    pub health: crate::health_view::HealthView,
     #[schema(value_type = schema::Timestamp)]
     pub created_at: String,
     #[schema(value_type = schema::Timestamp)]
@@ -343,6 +345,7 @@ pub(crate) fn cluster(
         version: c.version,
         expires_at: c.expires_at.map(ts::format),
         approval: c.approval,
+        health: crate::health_view::HealthView::of(c.health.as_ref().filter(|_| !gone)),
         created_at: ts::format(c.created_at),
         updated_at: ts::format(c.updated_at),
     }

@@ -20,6 +20,8 @@ const OWN: &[AwsCall] = &[
     // Expiry: clusters due (the sparse by_expiry index, never a Scan); their cluster.expiring events.
     call("dynamodb:Query", Index("clusters", "by_expiry")),
     call("sqs:SendMessage", Queue("webhooks")),
+    // Silent cluster agents: the sparse by_agent_seen index (never a Scan); their cluster.health_changed.
+    call("dynamodb:Query", Index("clusters", "by_agent_seen")),
     // WebSocket connections past API Gateway's 2 h limit, with their subscriptions.
     call("dynamodb:Query", Index("connections", "by_expiry")),
     call("dynamodb:Query", Table("connections")),

@@ -53,6 +53,10 @@ pub struct Report {
     pub approvals_expired: u32,
     /// Decided approval requests whose job was sent again (the first send was lost).
     pub decisions_resent: u32,
+    /// Clusters whose agent went silent, marked `degraded`.
+    pub agents_marked_silent: u32,
+    /// `cluster.health_changed` events queued (for those marks).
+    pub health_events_sent: u32,
     /// Age of the oldest open operation the sweep saw, in seconds (0: none open).
     pub oldest_open_secs: u64,
     /// The sweep's running minimum of open operations' creation times, folded into `oldest_open_secs`.

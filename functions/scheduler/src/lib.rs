@@ -13,7 +13,10 @@
 //!   2 h limit are removed with their subscriptions (found through an index, not a Scan).
 //!
 //!   Then cluster expiry ([`Expirer`]): due clusters get a `delete`, clusters near their expiry a
-//!   `cluster.expiring` event (the sparse `by_expiry` index, a Query).
+//!   `cluster.expiring` event (the sparse `by_expiry` index, a Query). Then silent cluster agents
+//!   ([`SilentAgents`]): an ACTIVE or UPDATING cluster whose agent has not reported for
+//!   `STRATO_AGENT_STALE_SECS` is marked `degraded`, with `cluster.health_changed` (the sparse
+//!   `by_agent_seen` index, a Query).
 //!
 //! The decisions ([`Scheduler`]) take their dependencies through the domain's ports; [`handle`] runs them on
 //! the AWS adapters (DynamoDB store, `jobs.fifo`, ECS, the events queue, Terraform's lock table), the fast
@@ -22,10 +25,12 @@
 mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
+mod agents;
 mod approvals;
 mod decide;
 mod expiry;
 
+pub use agents::SilentAgents;
 pub use decide::{BUSY_RETRY, Report, SCHEDULER, Scheduler, jitter};
 pub use expiry::{DELETE_RETRY, Expirer};
 
@@ -69,6 +74,8 @@ pub struct Config {
     pub operation_retention_days: u32,
     /// How long before a cluster expires its `cluster.expiring` event is sent.
     pub expiry_notice: Duration,
+    /// A cluster agent silent this long marks its cluster degraded (`STRATO_AGENT_STALE_SECS`, default 600).
+    pub agent_stale: Duration,
 }
 
 impl Config {
@@ -94,6 +101,13 @@ impl Config {
                     strato_domain::expiry::DEFAULT_EXPIRY_NOTICE_HOURS,
                 )?
                 .min(24 * 365) as i64,
+            ),
+            agent_stale: Duration::seconds(
+                env.positive(
+                    strato_domain::health::STALE_ENV,
+                    strato_domain::health::DEFAULT_STALE_SECS,
+                )?
+                .min(i64::MAX as u64 / 2) as i64,
             ),
         })
     }
@@ -196,6 +210,13 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
                 batch: ctx.config.drift_batch,
             };
             expirer.run(now, &mut report).await?;
+            let silent = SilentAgents {
+                store: &ctx.store,
+                webhooks: &webhooks,
+                stale_after: ctx.config.agent_stale,
+                batch: ctx.config.drift_batch,
+            };
+            silent.run(now, &mut report).await?;
             report
         }
     };
@@ -215,6 +236,8 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
         expiry_deletes_queued = r.expiry_deletes_queued,
         expiry_postponed_busy = r.expiry_postponed_busy,
         expiry_notices_sent = r.expiry_notices_sent,
+        agents_marked_silent = r.agents_marked_silent,
+        health_events_sent = r.health_events_sent,
         "scheduler run"
     );
     Ok(report)
@@ -272,6 +295,9 @@ mod tests {
         assert_eq!(c.drift_batch, 50);
         assert_eq!(c.queued_grace, Duration::seconds(120));
         assert_eq!(c.expiry_notice, Duration::hours(24));
+        assert_eq!(c.agent_stale, Duration::seconds(600));
+        let c = Config::from_lookup(env(&[("STRATO_AGENT_STALE_SECS", "90")])).unwrap();
+        assert_eq!(c.agent_stale, Duration::seconds(90));
         let c = Config::from_lookup(env(&[("STRATO_EXPIRY_NOTICE_HOURS", "2")])).unwrap();
         assert_eq!(c.expiry_notice, Duration::hours(2));
         let err = Config::from_lookup(env(&[("STRATO_SWEEP_GRACE_SECS", "soon")])).unwrap_err();

@@ -15,6 +15,7 @@ locals {
     "GET /.well-known/jwks.json"            = false
     "POST /v1/agent/register"               = false
     "POST /v1/agent/heartbeat"              = false
+    "POST /v1/agent/credential"             = false
   }
 
   # `$connect?token=<JWT>` is checked by the ws function itself (a browser cannot set headers on it).

@@ -3,7 +3,7 @@
 locals {
   tables = {
     # Clusters per tenant; by_state drives drift checks, by_cluster_id serves ECS events and the agent API,
-    # by_expiry (sparse) finds clusters due to expire.
+    # by_expiry (sparse) finds clusters due to expire, by_agent_seen (sparse) clusters whose agent went silent.
     clusters = {
       hash_key  = "tenant_id"
       range_key = "cluster_id"
@@ -12,6 +12,7 @@ locals {
         by_cluster_id  = { hash_key = "cluster_id", range_key = null }
         by_agent_token = { hash_key = "agent_token_hash", range_key = null }
         by_expiry      = { hash_key = "expiry_bucket", range_key = "expires_at" }
+        by_agent_seen  = { hash_key = "agent_watch", range_key = "agent_last_seen" }
       }
       ttl = null
     }

@@ -139,10 +139,12 @@ locals {
       },
       local.resolve_queues,
       {
+        # Jobs; the agent's readiness for the status function; its cluster's health changes for the
+        # webhooks function.
         Sid      = "SendJobsAndAgentEvents"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [local.queue_arn["jobs"], local.queue_arn["events"]]
+        Resource = [local.queue_arn["jobs"], local.queue_arn["events"], local.queue_arn["webhooks"]]
       },
       {
         # GET /v1/templates and an unknown template's suggestions scan the catalog.

@@ -14,6 +14,7 @@ locals {
     status    = "SCHEMA(\"Strato\", status)"
     reason    = "SCHEMA(\"Strato\", reason)"
     templates = "SCHEMA(\"Strato\", template)"
+    health    = "SCHEMA(\"Strato\", from, to)"
   }
 
   # title → one Metrics Insights query.
@@ -31,6 +32,7 @@ locals {
     ["Operations parked, by reason", "SELECT SUM(OperationsParked) FROM ${local.schema.reason} GROUP BY reason"],
     ["Webhook deliveries, by outcome", "SELECT SUM(WebhookDeliveries) FROM ${local.schema.outcome} GROUP BY outcome"],
     ["Drift found, by template", "SELECT SUM(DriftFound) FROM ${local.schema.templates} GROUP BY template"],
+    ["Cluster health changes, by new status", "SELECT SUM(ClusterHealthChanges) FROM ${local.schema.health} GROUP BY to"],
     ["Runner wall time (ms, avg), by kind", "SELECT AVG(RunnerWallTime) FROM ${local.schema.by_kind} GROUP BY kind"],
     ["Runner overhead outside the engine, wall (ms, avg)", "SELECT AVG(RunnerOverheadWall) FROM ${local.schema.by_kind} GROUP BY kind"],
     ["Runner overhead outside the engine, CPU (ms, avg)", "SELECT AVG(RunnerOverheadCpu) FROM ${local.schema.by_kind} GROUP BY kind"],

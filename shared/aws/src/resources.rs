@@ -98,6 +98,13 @@ pub const TABLES: &[TableDef] = &[
                 pk: "expiry_bucket",
                 sk: Some("expires_at"),
             },
+            // Silent agents: sparse (`agent_watch` is set only while a registered agent is expected to
+            // report and its cluster is not marked silent yet), ordered by the agent's last report.
+            IndexDef {
+                name: "by_agent_seen",
+                pk: "agent_watch",
+                sk: Some("agent_last_seen"),
+            },
         ],
         ttl: None,
     },

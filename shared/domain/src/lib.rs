@@ -17,6 +17,7 @@ pub mod cost;
 pub mod ecs_event;
 pub mod error;
 pub mod expiry;
+pub mod health;
 pub mod identity;
 pub mod ids;
 pub mod messages;

@@ -160,8 +160,25 @@ pub struct Cluster {
     pub agent_token_hash: Option<String>,
     #[serde(with = "crate::ts::option", default)]
     pub agent_registered_at: Option<OffsetDateTime>,
-    #[serde(with = "crate::ts::option", default)]
+    /// When the agent's last accepted report (registration or heartbeat) arrived. Sort key of the sparse
+    /// `by_agent_seen` index, so never written as null.
+    #[serde(with = "crate::ts::option", default, skip_serializing_if = "Option::is_none")]
     pub agent_last_seen: Option<OffsetDateTime>,
+    /// sha256 of the agent's credential (`<cluster id>.<secret>`, issued at registration); cleared when a
+    /// delete is accepted, which revokes it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent_credential_hash: Option<String>,
+    /// sha256 of a rotated credential not used yet: both work until this one is first used, which retires
+    /// the other.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent_next_credential_hash: Option<String>,
+    /// The health the agent's reports show ([`crate::health`]); `None`: unknown (no report yet).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub health: Option<crate::health::ClusterHealth>,
+    /// Partition key of the sparse `by_agent_seen` index ([`crate::health::watch_bucket`]); the store
+    /// sets it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent_watch: Option<String>,
     #[serde(with = "crate::ts::option", default)]
     pub configuring_deadline: Option<OffsetDateTime>,
     /// The newest operation the API queued on this cluster, written in the same transaction as that
@@ -219,6 +236,10 @@ impl Cluster {
             agent_token_hash: None,
             agent_registered_at: None,
             agent_last_seen: None,
+            agent_credential_hash: None,
+            agent_next_credential_hash: None,
+            health: None,
+            agent_watch: None,
             configuring_deadline: None,
             pending_operation: None,
             expires_at: None,

@@ -157,6 +157,15 @@ pub trait Clusters: Send + Sync {
         before: OffsetDateTime,
         limit: i32,
     ) -> impl Future<Output = Result<Vec<Cluster>, PortError>> + Send;
+
+    /// Clusters whose agent is expected to report and last did at or before `before`, longest silent
+    /// first, at most `limit` (the sparse `by_agent_seen` index: clusters already marked silent are not
+    /// in it; see [`crate::health::watch_bucket`]).
+    fn clusters_silent_since(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> impl Future<Output = Result<Vec<Cluster>, PortError>> + Send;
 }
 
 /// Why new work could not be recorded: a rule the tenant can act on, not a fault.

@@ -34,6 +34,8 @@ pub const LOG_LINES_SKIPPED: &str = "LogLinesSkipped";
 pub const LOG_FANOUT_LATENCY: &str = "LogFanoutLatency";
 pub const WEBHOOK_DELIVERIES: &str = "WebhookDeliveries";
 pub const DRIFT_FOUND: &str = "DriftFound";
+/// A cluster's health status changed (dimensions `from`, `to`).
+pub const CLUSTER_HEALTH_CHANGES: &str = "ClusterHealthChanges";
 /// Audit entries that could not be written (the action itself went on; see `audit::record`).
 pub const AUDIT_WRITE_FAILURES: &str = "AuditWriteFailures";
 pub const OPERATIONS_ACTIVE: &str = "OperationsActive";
@@ -59,7 +61,7 @@ const TIMINGS: [&str; 11] = [
     RUNNER_OVERHEAD_CPU,
     ENGINE_CPU,
 ];
-const COUNTS: [&str; 11] = [
+const COUNTS: [&str; 12] = [
     OPERATIONS_ENDED,
     OPERATION_OUTCOMES,
     OPERATION_FAILURES,
@@ -71,6 +73,7 @@ const COUNTS: [&str; 11] = [
     WEBHOOK_DELIVERIES,
     DRIFT_FOUND,
     AUDIT_WRITE_FAILURES,
+    CLUSTER_HEALTH_CHANGES,
 ];
 
 /// Every metric name the code emits (what infra/'s dashboard may chart, and must).
@@ -219,6 +222,12 @@ pub fn webhook_delivery(outcome: &'static str) {
 /// A drift check found drift on a cluster of `template`.
 pub fn drift_found(template: &str) {
     counter!(DRIFT_FOUND, "template" => template.to_owned()).increment(1);
+}
+
+/// A cluster's health status changed (`unknown`, `healthy`, `degraded`), wherever it was decided (api,
+/// scheduler).
+pub fn health_changed(from: &str, to: &str) {
+    counter!(CLUSTER_HEALTH_CHANGES, "from" => from.to_owned(), "to" => to.to_owned()).increment(1);
 }
 
 /// Open operations in one bucket of the store's index (`queued`, `waiting` = parked, `dispatched`,

@@ -113,6 +113,10 @@ impl Intake for FakeStore {
         let c = s.clusters.get_mut(&key).expect("the version check found it");
         c.version += 1;
         c.pending_operation = Some(op.operation_id.clone());
+        // As the store: accepting a delete revokes the cluster agent's credential in the same write.
+        if op.kind == strato_domain::model::OperationKind::Delete {
+            strato_domain::agent::revoke(c);
+        }
         *cluster = c.clone();
         s.operations.insert(op.operation_id.clone(), op.clone());
         Ok(Ok(()))

@@ -5,6 +5,7 @@
 
 mod audit;
 mod claim;
+mod clusters;
 mod intake;
 mod scheduler;
 mod state;
@@ -25,11 +26,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use time::{Duration, OffsetDateTime};
 
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
-use strato_domain::model::ClusterState;
 use strato_domain::model::{Cluster, Operation, OperationStatus};
 use strato_domain::ports::{
-    Clock, ClusterLocks, Clusters, LaunchFailure, LockOutcome, OpenStatus, Operations, PortError,
-    QuotaExceeded, TaskLauncher, TaskState, TenantSlots,
+    Clock, ClusterLocks, LaunchFailure, LockOutcome, OpenStatus, Operations, PortError, QuotaExceeded,
+    TaskLauncher, TaskState, TenantSlots,
 };
 
 mod approval;
@@ -418,78 +418,6 @@ impl strato_domain::ports::TenantSettings for FakeStore {
             max_ttl_hours: s.max_ttl.get(tenant).copied(),
             approval: s.approval.get(tenant).copied(),
         })
-    }
-}
-
-impl Clusters for FakeStore {
-    async fn load_cluster(&self, tenant: &TenantId, id: &ClusterId) -> Result<Option<Cluster>, PortError> {
-        Ok(lock(&self.state)
-            .clusters
-            .get(&(tenant.clone(), id.clone()))
-            .cloned())
-    }
-
-    async fn store_cluster(&self, cluster: &mut Cluster) -> Result<(), PortError> {
-        let mut s = lock(&self.state);
-        let key = (cluster.tenant_id.clone(), cluster.cluster_id.clone());
-        let stored = s.clusters.get(&key).map(|c| c.version);
-        if stored != Some(cluster.version) || Self::take_injected_conflict(&mut s) {
-            return Err(PortError::Conflict(format!(
-                "cluster {} changed since version {}",
-                cluster.cluster_id, cluster.version
-            )));
-        }
-        cluster.version += 1;
-        cluster.updated_at = self.clock.now();
-        // As the store keeps the sparse expiry index's key.
-        cluster.expiry_bucket = strato_domain::expiry::index_bucket(cluster);
-        s.clusters.insert(key, cluster.clone());
-        Ok(())
-    }
-
-    async fn clusters_expiring_before(
-        &self,
-        before: OffsetDateTime,
-        limit: i32,
-    ) -> Result<Vec<Cluster>, PortError> {
-        let s = lock(&self.state);
-        // As the sparse index holds them: those with the bucket set, by expiry time.
-        let mut due: Vec<(OffsetDateTime, Cluster)> = s
-            .clusters
-            .values()
-            .filter(|c| c.expiry_bucket.is_some())
-            .filter_map(|c| c.expires_at.filter(|at| *at <= before).map(|at| (at, c.clone())))
-            .collect();
-        due.sort_by_key(|(at, _)| *at);
-        Ok(due
-            .into_iter()
-            .take(limit.max(0) as usize)
-            .map(|(_, c)| c)
-            .collect())
-    }
-
-    async fn clusters_due_for_drift(
-        &self,
-        now: OffsetDateTime,
-        limit: i32,
-    ) -> Result<Vec<Cluster>, PortError> {
-        let s = lock(&self.state);
-        // As the index orders them: by next check time.
-        let mut due: Vec<(OffsetDateTime, Cluster)> = s
-            .clusters
-            .values()
-            .filter(|c| c.state() == ClusterState::Active)
-            .filter_map(|c| {
-                let at = strato_domain::ts::parse(c.next_drift_check_at.as_deref()?)?;
-                (at <= now).then(|| (at, c.clone()))
-            })
-            .collect();
-        due.sort_by_key(|(at, _)| *at);
-        Ok(due
-            .into_iter()
-            .take(limit.max(0) as usize)
-            .map(|(_, c)| c)
-            .collect())
     }
 }
 

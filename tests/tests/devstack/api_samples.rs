@@ -23,7 +23,7 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// The tenant of the samples' JWT claims.
 const TENANT: &str = "acme";
 /// Samples whose bearer is a cluster agent's token (see the module docs).
-const AGENT_SAMPLES: [&str; 2] = ["agent-register", "agent-heartbeat"];
+const AGENT_SAMPLES: [&str; 3] = ["agent-register", "agent-heartbeat", "agent-credential"];
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")

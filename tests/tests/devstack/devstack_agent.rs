@@ -1,9 +1,10 @@
 //! Issue 15, defect 1, end to end through devstack: a template with an `[agent]` section
 //! (`tests/fixtures/agent-handshake`, configure deadline 75 s) and the real runner and engine. After apply the
 //! create waits in CONFIGURING; its runner exits 0 and the task's STOPPED event is delivered and applied. Then
-//! a stand-in agent (this test, with the token the runner handed to Terraform) registers and reports its Ready
-//! nodes: the cluster becomes ACTIVE. A second cluster, whose agent never comes, ends FAILED at the deadline
-//! with what / step / fix.
+//! a stand-in agent (this test, with the token the runner handed to Terraform) registers, gets its credential
+//! and reports its Ready nodes with it: the cluster becomes ACTIVE and healthy. The credential rotates (the
+//! old one retires when the new one is first used). A second cluster, whose agent never comes, ends FAILED
+//! at the deadline with what / step / fix.
 
 use crate::devstack_support;
 
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_sqs::types::QueueAttributeName;
 use devstack_support::fixtures;
 use serde_json::{Value, json};
+use strato_agent_wire::{Ack, MIN_HEARTBEAT_SECS, Registered, Rotated};
 use strato_devstack::client::Client;
 use strato_devstack::{Devstack, DevstackConfig};
 use strato_domain::agent::registration_token;
@@ -144,25 +146,31 @@ async fn agent_handshake_reaches_active_after_the_runner_stopped_or_fails_at_the
     }
 
     // The stand-in agent: the token the runner derived for Terraform (the fixture checks it got one), from
-    // the same secret; it registers once.
+    // the same secret; it registers once and gets its credential, which its heartbeats carry.
     let secret = stack.env.agent_token_secret.as_bytes();
     let token = registration_token(secret, &agented.parse::<ClusterId>().unwrap());
-    let agent = Client::new(&stack.endpoints.http_api).with_token(token);
-    let r = agent
+    let registrar = Client::new(&stack.endpoints.http_api).with_token(token);
+    let r = registrar
         .post("/v1/agent/register", &json!({"nodes_ready": 1}))
         .await
         .unwrap();
-    assert_eq!(r.status, 200, "register: {}", r.text);
-    assert_eq!(r.body["nodes_requested"], 2);
-    assert_eq!(r.body["state"], "CONFIGURING", "1 of 2 nodes Ready");
-    let r = agent
-        .post(
-            "/v1/agent/heartbeat",
-            &json!({"nodes_ready": 2, "kubernetes_version": "v1.31.2"}),
-        )
-        .await
-        .unwrap();
+    assert_eq!(r.status, 201, "register: {}", r.text);
+    let registered: Registered = serde_json::from_value(r.body.clone()).unwrap();
+    assert_eq!(registered.cluster_id, agented);
+    let cluster = get(&api, &format!("/v1/clusters/{agented}")).await;
+    assert_eq!(cluster["state"], "CONFIGURING", "1 of 2 nodes Ready");
+    assert_eq!(cluster["health"]["status"], "degraded", "{cluster}");
+    assert_eq!(cluster["health"]["nodes_requested"], 2, "{cluster}");
+    let agent = Client::new(&stack.endpoints.http_api).with_token(registered.credential.clone());
+    let heartbeat = json!({"nodes_ready": 2, "kubernetes_version": "v1.31.2"});
+    // The control plane takes a report at most every MIN_HEARTBEAT_SECS.
+    let r = agent.post("/v1/agent/heartbeat", &heartbeat).await.unwrap();
+    assert_eq!(r.status, 429, "too soon after registering: {}", r.text);
+    tokio::time::sleep(Duration::from_secs(MIN_HEARTBEAT_SECS)).await;
+    let r = agent.post("/v1/agent/heartbeat", &heartbeat).await.unwrap();
     assert_eq!(r.status, 200, "heartbeat: {}", r.text);
+    let ack: Ack = serde_json::from_value(r.body.clone()).unwrap();
+    assert_eq!(ack.health, "healthy", "{}", r.text);
     let done = api
         .wait_operation(&agented_op, Duration::from_secs(60))
         .await
@@ -172,11 +180,26 @@ async fn agent_handshake_reaches_active_after_the_runner_stopped_or_fails_at_the
     api.wait_cluster_state(&agented, &["ACTIVE"], Duration::from_secs(30))
         .await
         .unwrap();
-    let r = agent
+    let r = registrar
         .post("/v1/agent/register", &json!({"nodes_ready": 2}))
         .await
         .unwrap();
     assert_eq!(r.status, 409, "the token registers once: {}", r.text);
+
+    // Rotation: the old credential works until the new one is first used.
+    let r = agent.post("/v1/agent/credential", &json!({})).await.unwrap();
+    assert_eq!(r.status, 200, "rotate: {}", r.text);
+    let rotated: Rotated = serde_json::from_value(r.body.clone()).unwrap();
+    let fresh = Client::new(&stack.endpoints.http_api).with_token(rotated.credential);
+    tokio::time::sleep(Duration::from_secs(MIN_HEARTBEAT_SECS)).await;
+    let r = fresh.post("/v1/agent/heartbeat", &heartbeat).await.unwrap();
+    assert_eq!(r.status, 200, "the new credential: {}", r.text);
+    tokio::time::sleep(Duration::from_secs(MIN_HEARTBEAT_SECS)).await;
+    let r = agent.post("/v1/agent/heartbeat", &heartbeat).await.unwrap();
+    assert_eq!(r.status, 401, "the old one is retired: {}", r.text);
+    let cluster = get(&api, &format!("/v1/clusters/{agented}")).await;
+    assert_eq!(cluster["health"]["status"], "healthy", "{cluster}");
+    assert_eq!(cluster["health"]["kubernetes_version"], "v1.31.2", "{cluster}");
 
     // No agent: FAILED when the deadline passes, not before, saying what, where and what to do.
     let failed = api

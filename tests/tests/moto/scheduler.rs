@@ -505,3 +505,72 @@ async fn expiry_deletes_due_clusters_once_and_announces_near_ones() {
     assert!(Bed::ops_of_kind(&ops, OperationKind::Delete).is_empty());
     assert_eq!(b.w.cluster(&forever).await.expiry_bucket, None);
 }
+
+/// Silent cluster agents through the sparse `by_agent_seen` index on moto: an ACTIVE cluster whose agent
+/// last reported longer ago than `STRATO_AGENT_STALE_SECS` (600) is marked degraded once, with
+/// `cluster.health_changed` on the webhooks queue; one that reported recently, and one whose template
+/// installs no agent, are not touched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_silent_agent_degrades_its_cluster_once_through_the_index() {
+    use strato_agent_wire::Report as AgentReport;
+    use strato_domain::health::{self, HealthStatus};
+    use strato_domain::webhook::{EventType, Webhook};
+    let b = Bed::new().await;
+    let quiet = b.active("quiet").await;
+    let chatty = b.active("chatty").await;
+    let agentless = b.active("agentless").await;
+    for (c, seen) in [(&quiet, later(-60)), (&chatty, later(-1))] {
+        let mut c = b.w.cluster(c).await;
+        c.agent_registered_at = Some(seen);
+        c.agent_credential_hash = Some("0".repeat(64));
+        c.agent_last_seen = Some(seen);
+        let report = AgentReport {
+            nodes_ready: 1,
+            ..AgentReport::default()
+        };
+        health::record(&mut c, health::assess(&report, 1, seen));
+        b.w.store.save_cluster(&mut c).await.unwrap();
+        assert!(c.agent_watch.is_some(), "in the index");
+    }
+    let hook = Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0")
+        .unwrap()
+        .with_events(Some(vec![EventType::ClusterHealthChanged]));
+    b.w.store
+        .set_tenant_webhook(&quiet.tenant_id, Some(&hook))
+        .await
+        .unwrap();
+
+    let report = b.run(Task::Sweep, ts::now()).await;
+    assert_eq!(
+        (report.agents_marked_silent, report.health_events_sent),
+        (1, 1),
+        "{report:?}"
+    );
+    let h = b.w.cluster(&quiet).await.health.unwrap();
+    assert_eq!(h.status, HealthStatus::Degraded);
+    assert!(
+        h.reasons[0].starts_with("the agent has not reported since"),
+        "{h:?}"
+    );
+    let chatty_health = b.w.cluster(&chatty).await.health.unwrap();
+    assert_eq!(chatty_health.status, HealthStatus::Healthy);
+    assert!(b.w.cluster(&agentless).await.health.is_none());
+    let sent =
+        b.w.env
+            .aws
+            .sqs
+            .receive_message()
+            .queue_url(&b.w.queues.webhooks)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+    let bodies: Vec<&str> = sent.messages().iter().filter_map(|m| m.body()).collect();
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    assert!(bodies[0].contains("cluster.health_changed") && bodies[0].contains(quiet.cluster_id.as_str()));
+
+    // Idempotent: the marked cluster left the index.
+    let report = b.run(Task::Sweep, ts::now()).await;
+    assert_eq!(report.agents_marked_silent, 0, "{report:?}");
+}

@@ -3,6 +3,7 @@
 //! and sends. The handlers run them on the AWS adapters (`Ctx::api`); the fast tests (`tests/decisions.rs`)
 //! on the in-memory fakes. Decisions answer with domain records; the handlers turn those into views.
 
+pub mod agent;
 mod approvals;
 mod clusters;
 mod operations;

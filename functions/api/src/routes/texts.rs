@@ -61,3 +61,15 @@ checked on every create, update and delete before anything is written (a `deny` 
 message); `package strato.plan` policies are checked by the runner on the plan and its estimate before apply \
 (a `deny` fails the operation at step `policy`). `warn` messages become notes. A source that does not compile \
 answers 422 naming `source`.";
+
+/// The cluster agent's routes.
+pub(super) const REGISTER_DESCRIPTION: &str = "Once per cluster, while it is CONFIGURING and before its registration deadline, with the \
+registration token the configure step installed. The answer's `credential` is shown only \
+here; heartbeats and rotations use it. A body over 16 KiB is refused (413).";
+pub(super) const HEARTBEAT_DESCRIPTION: &str = "With the agent's credential. Records the cluster's health (`healthy` when at least the \
+requested nodes are Ready and every reported component has its replicas, `degraded` with \
+reasons otherwise); a change of health status is sent as `cluster.health_changed`. Reports \
+closer than 10 s to the last accepted one are refused (429 with `Retry-After`), nothing \
+written. A body over 16 KiB is refused (413).";
+pub(super) const CREDENTIAL_DESCRIPTION: &str = "With the agent's credential, no body. The answer is a new credential; the one used here \
+keeps working until the new one is first used, then stops.";

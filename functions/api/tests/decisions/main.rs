@@ -16,6 +16,9 @@ mod preview;
 // A create's audit entry, written with the create; the tenant's rules read with its policies.
 mod audit;
 
+// The cluster agent: registration, its credential (rotation, revocation), throttling, health.
+mod agent;
+
 use serde_json::{Value, json};
 use strato_api::decide::IfMatch;
 use strato_api::decide::{Api, Cancelled, Started, Updated};

@@ -344,6 +344,11 @@ async fn every_route_answers_as_the_document_says() {
         "/v1/agent/heartbeat",
         &api.call(Req::load("agent-heartbeat")).await,
     );
+    check(
+        Method::POST,
+        "/v1/agent/credential",
+        &api.call(Req::load("agent-credential")).await,
+    );
 
     check(Method::GET, "/v1/audit", &api.call(Req::load("list-audit")).await);
 

@@ -720,3 +720,6 @@ async fn an_approval_request_nobody_answered_expires_and_its_job_goes_to_the_dis
 }
 
 mod expiry;
+
+// Silent cluster agents: degraded once, cluster.health_changed to subscribers.
+mod agents;

@@ -121,6 +121,14 @@ impl Clusters for Store {
     ) -> Result<Vec<Cluster>, PortError> {
         Ok(Store::clusters_expiring_before(self, before, limit).await?)
     }
+
+    async fn clusters_silent_since(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, PortError> {
+        Ok(Store::clusters_silent_since(self, before, limit).await?)
+    }
 }
 
 /// The quotas are checked by the write's own conditions against the tenant item (no read first), so a race

@@ -242,6 +242,7 @@ impl Store {
             _ => None,
         };
         cluster.expiry_bucket = strato_domain::expiry::index_bucket(cluster);
+        cluster.agent_watch = strato_domain::health::watch_bucket(cluster);
         let put = self
             .ddb
             .put_item()
@@ -320,6 +321,32 @@ impl Store {
             .index_name("by_expiry")
             .key_condition_expression("expiry_bucket = :b AND expires_at <= :before")
             .expression_attribute_values(":b", s(strato_domain::expiry::EXPIRY_BUCKET))
+            .expression_attribute_values(":before", s(ts::format(before)))
+            .limit(limit)
+            .send()
+            .await
+            .map_err(|e| Error::aws("Query", e))?;
+        page.items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| from_item::<Cluster>("cluster", i))
+            .collect()
+    }
+
+    /// Clusters whose agent is expected to report and last did at or before `before`, longest silent
+    /// first (the sparse `by_agent_seen` index: a Query, never a Scan), at most `limit`.
+    pub async fn clusters_silent_since(
+        &self,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, Error> {
+        let page = self
+            .ddb
+            .query()
+            .table_name(&self.clusters)
+            .index_name("by_agent_seen")
+            .key_condition_expression("agent_watch = :w AND agent_last_seen <= :before")
+            .expression_attribute_values(":w", s(strato_domain::health::WATCH_BUCKET))
             .expression_attribute_values(":before", s(ts::format(before)))
             .limit(limit)
             .send()

@@ -123,11 +123,18 @@ impl Store {
             .set_item(Some(self.op_item(op)?))
             .condition_expression("attribute_not_exists(operation_id)");
         let now = ts::now();
+        // Accepting a delete revokes the cluster agent's credential in the same write.
+        let deleting = op.kind == strato_domain::model::OperationKind::Delete;
+        let mut expression = "SET version = :next, pending_operation = :op, updated_at = :now".to_owned();
+        if deleting {
+            expression.push_str(" REMOVE ");
+            expression.push_str(&strato_domain::agent::REVOKED_ATTRIBUTES.join(", "));
+        }
         let mark = Update::builder()
             .table_name(&self.clusters)
             .key("tenant_id", s(cluster.tenant_id.as_str()))
             .key("cluster_id", s(cluster.cluster_id.as_str()))
-            .update_expression("SET version = :next, pending_operation = :op, updated_at = :now")
+            .update_expression(expression)
             .condition_expression("version = :v")
             .expression_attribute_values(":v", n(cluster.version))
             .expression_attribute_values(":next", n(cluster.version + 1))
@@ -143,6 +150,9 @@ impl Store {
                 cluster.version += 1;
                 cluster.pending_operation = Some(op.operation_id.clone());
                 cluster.updated_at = now;
+                if deleting {
+                    strato_domain::agent::revoke(cluster);
+                }
                 Ok(Ok(()))
             }
             Err(0) => Ok(Err(CreateRejected::OperationQuota {

@@ -24,10 +24,14 @@ pub enum EventType {
     DriftDetected,
     #[serde(rename = "cluster.expiring")]
     ClusterExpiring,
+    /// The health its agent's reports show changed (`unknown`, `healthy`, `degraded`), or its agent went
+    /// silent.
+    #[serde(rename = "cluster.health_changed")]
+    ClusterHealthChanged,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 7] = [
+    pub const ALL: [EventType; 8] = [
         EventType::OperationStarted,
         EventType::OperationSucceeded,
         EventType::OperationFailed,
@@ -35,6 +39,7 @@ impl EventType {
         EventType::ClusterStateChanged,
         EventType::DriftDetected,
         EventType::ClusterExpiring,
+        EventType::ClusterHealthChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +51,7 @@ impl EventType {
             EventType::ClusterStateChanged => "cluster.state_changed",
             EventType::DriftDetected => "drift.detected",
             EventType::ClusterExpiring => "cluster.expiring",
+            EventType::ClusterHealthChanged => "cluster.health_changed",
         }
     }
 
