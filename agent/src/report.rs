@@ -212,14 +212,16 @@ mod tests {
     fn a_report_too_large_in_sum_drops_its_oldest_warnings_first() {
         // Every text at its bound in bytes (a 4-byte character each): twenty such warnings exceed 16 KiB.
         let long = "😀".repeat(MAX_TEXT);
-        let mut obs = Observation::default();
-        obs.warnings = (0..MAX_WARNINGS as i64)
-            .map(|i| WarningEvent {
-                reason: long.clone(),
-                object: long.clone(),
-                ..warning(i, &long)
-            })
-            .collect();
+        let obs = Observation {
+            warnings: (0..MAX_WARNINGS as i64)
+                .map(|i| WarningEvent {
+                    reason: long.clone(),
+                    object: long.clone(),
+                    ..warning(i, &long)
+                })
+                .collect(),
+            ..Observation::default()
+        };
         let r = build(obs, "0.1.0", 0);
         assert!(size(&r) <= MAX_REPORT_BYTES, "{}", size(&r));
         assert!(r.warnings.len() < MAX_WARNINGS && !r.warnings.is_empty());

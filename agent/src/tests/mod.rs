@@ -1,1 +1,2 @@
+mod against_kubefake;
 mod decisions;
