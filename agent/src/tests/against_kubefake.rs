@@ -261,3 +261,32 @@ async fn rbac_outside_the_manifest_is_refused_so_the_enforcement_is_real() {
     let err = secrets.list(&Default::default()).await.unwrap_err();
     assert!(err.to_string().contains("forbidden"), "{err}");
 }
+
+#[tokio::test]
+async fn the_run_loop_wires_the_adapters_registers_and_keeps_the_liveness_file_fresh() {
+    let k = cluster().await;
+    let (plane_url, got) = control_plane().await;
+    let dir = std::env::temp_dir().join(format!("strato-agent-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = crate::run::Settings {
+        api_url: plane_url,
+        cluster_id: "cl-1".into(),
+        secret: "strato-agent".into(),
+        namespace: "strato-system".into(),
+        alive_file: dir.join("alive"),
+    };
+    let alive = settings.alive_file.clone();
+    let task = tokio::spawn(crate::run::run(settings, kube_client(&k)));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.lock().unwrap().is_empty() || !alive.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the loop neither registered nor wrote its liveness file"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    task.abort();
+    assert_eq!(got.lock().unwrap()[0].0, "register");
+    crate::probe::check(&alive, crate::probe::MAX_AGE, std::time::SystemTime::now()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,2 +1,3 @@
 mod against_kubefake;
 mod decisions;
+mod dockerfile;
