@@ -290,3 +290,34 @@ async fn the_run_loop_wires_the_adapters_registers_and_keeps_the_liveness_file_f
     crate::probe::check(&alive, crate::probe::MAX_AGE, std::time::SystemTime::now()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn after_its_watch_ends_and_the_history_is_compacted_the_agent_relists_and_still_sees_changes() {
+    let k = cluster().await;
+    let (plane_url, got) = control_plane().await;
+    let mut agent = agent_for(&k, &plane_url);
+    agent.turn(Instant::now()).await;
+    // Its watch ends and the version it holds is compacted away: resuming is 410 Expired, so it lists again.
+    k.expire_watches();
+    k.put_node("n3", true);
+    k.put_node("n1", false);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        agent.turn(Instant::now()).await;
+        let last = got.lock().unwrap().last().unwrap().1.clone();
+        if (last.nodes_ready, last.nodes_total) == (2, 3) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the change after the 410 never reached a report: {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = k.requests();
+    let lists = log
+        .iter()
+        .filter(|r| r.path == "/api/v1/nodes" && !r.query.contains("watch=true"))
+        .count();
+    assert_eq!(lists, 2, "the 410 made the watcher list again: {log:?}");
+}

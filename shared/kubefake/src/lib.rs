@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     bookmark_interval: Duration,
     git_version: String,
     minor: String,
+    /// Bumped to end every open watch (as an API server restart or a watch timeout does).
+    watch_epoch: tokio::sync::watch::Sender<u64>,
 }
 
 /// How to start a fake.
@@ -109,6 +111,7 @@ impl Builder {
             bookmark_interval: self.bookmark_interval,
             git_version: self.git_version,
             minor,
+            watch_epoch: tokio::sync::watch::channel(0).0,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -288,6 +291,21 @@ impl KubeFake {
     /// Forgets the watch history: a watch resuming from an older resource version gets 410 Expired.
     pub fn compact(&self) {
         self.store().compact();
+    }
+
+    /// Ends every open watch stream cleanly, as an API server restart or a watch's timeout does: clients
+    /// watch again from the last version they saw (and get 410 if it was compacted meanwhile).
+    pub fn close_watches(&self) {
+        self.shared.watch_epoch.send_modify(|e| *e += 1);
+    }
+
+    /// Makes every client's resource version too old and ends the open watches, at once: each watcher's next
+    /// watch gets 410 Expired and must list again (as after a long disconnection and etcd's compaction).
+    pub fn expire_watches(&self) {
+        let mut store = self.store();
+        store.expire();
+        // Under the store's lock: no bookmark can announce the new version before the watches end.
+        self.shared.watch_epoch.send_modify(|e| *e += 1);
     }
 
     /// The requests answered so far, oldest first.

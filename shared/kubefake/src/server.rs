@@ -448,9 +448,10 @@ fn watch(shared: &Arc<Shared>, rt: ResourceType, namespace: Option<String>, para
             && store::selected(&c.object, labels.as_deref(), fields_sel.as_deref())
     };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
-    let (mut sub, initial, mut seen) = {
+    let (mut sub, mut closing, initial, mut seen) = {
         let store = shared.store.lock().expect("store lock");
         let sub = store.changes.subscribe();
+        let closing = shared.watch_epoch.subscribe();
         let initial: Option<Vec<Bytes>> = if from.is_empty() || from == "0" {
             Some(
                 store
@@ -484,7 +485,7 @@ fn watch(shared: &Arc<Shared>, rt: ResourceType, namespace: Option<String>, para
                         .collect()
                 })
         };
-        (sub, initial, store.resource_version())
+        (sub, closing, initial, store.resource_version())
     };
     let kind = rt.kind;
     let api_version = rt.api_version();
@@ -505,6 +506,8 @@ fn watch(shared: &Arc<Shared>, rt: ResourceType, namespace: Option<String>, para
         loop {
             tokio::select! {
                 change = sub.recv() => match change {
+                    // A change made after the watches were closed belongs to the next watch.
+                    Ok(_) if closing.has_changed().unwrap_or(true) => return,
                     Ok(c) => {
                         seen = seen.max(c.rv);
                         if matches(&c) && tx.send(event_line(c.kind, &c.object)).await.is_err() {
@@ -520,10 +523,16 @@ fn watch(shared: &Arc<Shared>, rt: ResourceType, namespace: Option<String>, para
                 _ = ticker.tick(), if bookmarks => {
                     // Every change up to the bookmark's version must have been sent before it.
                     while let Ok(c) = sub.try_recv() {
+                        if closing.has_changed().unwrap_or(true) {
+                            return;
+                        }
                         seen = seen.max(c.rv);
                         if matches(&c) && tx.send(event_line(c.kind, &c.object)).await.is_err() {
                             return;
                         }
+                    }
+                    if closing.has_changed().unwrap_or(true) {
+                        return;
                     }
                     let bookmark = json!({"kind": kind, "apiVersion": api_version,
                         "metadata": {"resourceVersion": seen.to_string()}});
@@ -533,6 +542,7 @@ fn watch(shared: &Arc<Shared>, rt: ResourceType, namespace: Option<String>, para
                 }
                 _ = &mut deadline => return,
                 _ = tx.closed() => return,
+                _ = closing.changed() => return,
             }
         }
     });

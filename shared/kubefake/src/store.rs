@@ -127,6 +127,13 @@ impl Store {
         self.compacted = self.rv;
     }
 
+    /// Advances the resource version without a change to any object this fake serves (as writes to other
+    /// resources do on a real server), then compacts: every version a client holds is now too old.
+    pub fn expire(&mut self) {
+        self.rv += 1;
+        self.compact();
+    }
+
     /// The changes after `rv`, or `None` when they are no longer kept.
     pub fn changes_since(&self, rv: u64) -> Option<Vec<Arc<Change>>> {
         if rv < self.compacted {

@@ -10,6 +10,11 @@ const ADMIN: &str = "admin-token";
 const AGENT: &str = "agent-token";
 const AGENT_ID: &str = "system:serviceaccount:strato-system:strato-agent";
 
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 async fn fake() -> KubeFake {
     KubeFake::builder()
         .token(ADMIN, "admin")
@@ -21,7 +26,7 @@ async fn fake() -> KubeFake {
 }
 
 async fn get(k: &KubeFake, token: &str, path: &str) -> (u16, Value) {
-    let r = reqwest::Client::new()
+    let r = client()
         .get(format!("{}{path}", k.url()))
         .bearer_auth(token)
         .send()
@@ -32,7 +37,7 @@ async fn get(k: &KubeFake, token: &str, path: &str) -> (u16, Value) {
 }
 
 async fn apply(k: &KubeFake, token: &str, path: &str, query: &str, body: &str) -> (u16, Value) {
-    let r = reqwest::Client::new()
+    let r = client()
         .patch(format!("{}{path}?{query}", k.url()))
         .bearer_auth(token)
         .header("content-type", "application/apply-patch+yaml")
@@ -66,7 +71,7 @@ async fn watch_until(mut r: reqwest::Response, until: impl Fn(&Value) -> bool) -
 }
 
 async fn open_watch(k: &KubeFake, path: &str) -> reqwest::Response {
-    let r = reqwest::Client::new()
+    let r = client()
         .get(format!("{}{path}", k.url()))
         .bearer_auth(ADMIN)
         .send()
@@ -132,6 +137,20 @@ async fn a_watch_without_a_version_starts_with_every_object_added_and_sees_delet
     let events = watch_until(r, |e| e["type"] == "DELETED").await;
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["ADDED", "DELETED"]);
+}
+
+#[tokio::test]
+async fn closing_watches_ends_open_streams_cleanly() {
+    let k = fake().await;
+    k.put_node("n1", true);
+    let mut r = open_watch(&k, "/api/v1/nodes?watch=true").await;
+    let first = r.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("ADDED"));
+    k.close_watches();
+    let end = tokio::time::timeout(Duration::from_secs(5), r.chunk())
+        .await
+        .expect("the stream ends");
+    assert!(matches!(end, Ok(None)), "{end:?}");
 }
 
 #[tokio::test]
@@ -267,7 +286,7 @@ async fn apply_needs_a_field_manager_a_matching_name_and_a_known_media_type() {
     )
     .await;
     assert_eq!(code, 400);
-    let r = reqwest::Client::new()
+    let r = client()
         .patch(format!("{}{SECRET_PATH}", k.url()))
         .bearer_auth(ADMIN)
         .header("content-type", "application/json-patch+json")
@@ -283,7 +302,7 @@ async fn a_merge_patch_updates_an_existing_object_and_takes_its_fields() {
     let k = fake().await;
     k.put_namespace("ns");
     apply(&k, ADMIN, SECRET_PATH, "fieldManager=runner", RUNNER_SECRET).await;
-    let r = reqwest::Client::new()
+    let r = client()
         .patch(format!("{}{SECRET_PATH}?fieldManager=agent", k.url()))
         .bearer_auth(ADMIN)
         .header("content-type", "application/merge-patch+json")
@@ -319,11 +338,7 @@ async fn a_missing_or_unknown_token_is_401_and_rbac_from_the_agents_manifest_is_
         .unwrap();
     let (code, st) = get(&k, "nope", "/api/v1/nodes").await;
     assert_eq!((code, st["reason"].as_str()), (401, Some("Unauthorized")));
-    let r = reqwest::Client::new()
-        .get(format!("{}/version", k.url()))
-        .send()
-        .await
-        .unwrap();
+    let r = client().get(format!("{}/version", k.url())).send().await.unwrap();
     assert_eq!(r.status(), 401);
 
     assert_eq!(get(&k, AGENT, "/version").await.0, 200);
