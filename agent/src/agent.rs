@@ -231,7 +231,8 @@ impl<C: Cluster, P: ControlPlane, S: CredentialStore> Agent<C, P, S> {
                 (None, Some(token)) => return self.register(&token, &report, now).await,
                 (None, None) => {
                     explain(
-                        "the agent's Secret holds neither a credential nor a registration token",
+                        "the agent's Secret holds no usable credential (none, or the one the control plane \
+                         refused) and no registration token",
                         "load credential",
                         "re-run the cluster's configure step: it writes a registration token into the Secret",
                     );

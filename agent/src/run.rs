@@ -90,6 +90,10 @@ pub async fn run(settings: Settings, kube: kube::Client) -> Result<(), AgentErro
         Policy::default(),
         Box::new(rand::random::<f64>),
     );
+    // Alive from the start: the first turn may wait for the first node list.
+    if let Err(e) = probe::touch(&settings.alive_file, SystemTime::now()) {
+        tracing::warn!(error = %e, "the liveness file could not be written");
+    }
     loop {
         let wait_for = match tokio::time::timeout(TURN_TIMEOUT, agent.turn(Instant::now())).await {
             Ok(turn) => {

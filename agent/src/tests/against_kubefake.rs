@@ -321,3 +321,83 @@ async fn after_its_watch_ends_and_the_history_is_compacted_the_agent_relists_and
         .count();
     assert_eq!(lists, 2, "the 410 made the watcher list again: {log:?}");
 }
+
+/// The manifest as the configure step fills it, applied document by document through kube-rs discovery and
+/// server-side apply (field manager `strato-runner`), as the runner applies it.
+async fn apply_manifest(k: &KubeFake, token: &str) {
+    use kube::api::{DynamicObject, Patch, PatchParams};
+    use kube::discovery::{Discovery, Scope};
+    let text = include_str!("../../deploy/agent.yaml")
+        .replace("{{image}}", "strato-agent:test")
+        .replace("{{api_url}}", "http://127.0.0.1:1")
+        .replace("{{cluster_id}}", "cl-1")
+        .replace("{{registration_token}}", token);
+    let mut config = kube::Config::new(k.url().parse().unwrap());
+    config.auth_info.token = Some(SecretString::from(ADMIN));
+    let client = kube::Client::try_from(config).unwrap();
+    let discovery = Discovery::new(client.clone()).run().await.unwrap();
+    use serde::Deserialize as _;
+    for doc in serde_norway::Deserializer::from_str(&text) {
+        let obj = DynamicObject::deserialize(doc).unwrap();
+        let gvk = kube::api::GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
+        let (resource, caps) = discovery.resolve_gvk(&gvk).unwrap();
+        let api: kube::Api<DynamicObject> = match caps.scope {
+            Scope::Namespaced => kube::Api::namespaced_with(
+                client.clone(),
+                obj.metadata.namespace.as_deref().unwrap(),
+                &resource,
+            ),
+            Scope::Cluster => kube::Api::all_with(client.clone(), &resource),
+        };
+        let name = obj.metadata.name.clone().unwrap();
+        api.patch(&name, &PatchParams::apply("strato-runner"), &Patch::Apply(&obj))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_manifest_applied_by_discovery_and_server_side_apply_gives_the_agent_what_it_needs() {
+    let rbac = Rbac::from_manifests(include_str!("../../deploy/agent.yaml"))
+        .unwrap()
+        .superuser("admin");
+    let k = KubeFake::builder()
+        .token(ADMIN, "admin")
+        .token(AGENT_TOKEN, AGENT_ID)
+        .rbac(rbac)
+        .start()
+        .await
+        .unwrap();
+    k.put_namespace("kube-system");
+    k.put_node("n1", true);
+    apply_manifest(&k, REGISTRATION).await;
+    assert!(
+        k.get("apps/v1", "Deployment", Some("strato-system"), "strato-agent")
+            .is_some()
+    );
+    assert!(
+        k.get(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+            None,
+            "strato-agent"
+        )
+        .is_some()
+    );
+
+    let (plane_url, got) = control_plane().await;
+    let mut agent = agent_for(&k, &plane_url);
+    assert_eq!(
+        agent.turn(Instant::now()).await.outcome,
+        Outcome::Registered { stored: true }
+    );
+    assert_eq!(got.lock().unwrap()[0].1.nodes_ready, 1);
+
+    // The configure step re-applies the manifest (a new token): the agent's credential stays.
+    apply_manifest(&k, "reg-new").await;
+    let secret = k
+        .get("v1", "Secret", Some("strato-system"), "strato-agent")
+        .unwrap();
+    assert_eq!(secret["data"]["credential"], "Y2wtMS5zM2NyZXQ=");
+    assert_eq!(secret["data"]["registration-token"], "cmVnLW5ldw==");
+}
