@@ -234,6 +234,15 @@ fn route(
             }
         }
         "create" => {
+            // A namespaced object is created in its namespace's collection only, as on the real server.
+            if rt.namespaced && ns.is_none() {
+                return status(
+                    StatusCode::NOT_FOUND,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                    None,
+                );
+            }
             let Ok(obj) = serde_json::from_slice::<Value>(&body) else {
                 return status(
                     StatusCode::BAD_REQUEST,

@@ -408,3 +408,53 @@ async fn discovery_names_the_served_groups_and_version() {
             .any(|r| r["name"] == "nodes" && r["namespaced"] == false)
     );
 }
+
+#[tokio::test]
+async fn create_and_delete_answer_as_the_real_server() {
+    let k = fake().await;
+    k.put_namespace("ns");
+    let post = |path: &str, body: &str| {
+        client()
+            .post(format!("{}{path}", k.url()))
+            .bearer_auth(ADMIN)
+            .body(body.to_string())
+            .send()
+    };
+    let cm = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}"#;
+    assert_eq!(
+        post("/api/v1/namespaces/ns/configmaps", cm)
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
+    let again = post("/api/v1/namespaces/ns/configmaps", cm).await.unwrap();
+    assert_eq!(again.status(), 409);
+    assert_eq!(again.json::<Value>().await.unwrap()["reason"], "AlreadyExists");
+    assert_eq!(
+        post("/api/v1/configmaps", cm).await.unwrap().status(),
+        404,
+        "no namespace"
+    );
+    assert_eq!(
+        post("/api/v1/namespaces/none/configmaps", cm)
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    let del = |path: &str| {
+        client()
+            .delete(format!("{}{path}", k.url()))
+            .bearer_auth(ADMIN)
+            .send()
+    };
+    assert_eq!(
+        del("/api/v1/namespaces/ns/configmaps/c").await.unwrap().status(),
+        200
+    );
+    assert_eq!(
+        del("/api/v1/namespaces/ns/configmaps/c").await.unwrap().status(),
+        404
+    );
+}
