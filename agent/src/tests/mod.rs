@@ -1,0 +1,4 @@
+mod against_kubefake;
+mod control_plane;
+mod decisions;
+mod dockerfile;
