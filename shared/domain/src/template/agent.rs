@@ -34,7 +34,7 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_output: Option<String>,
     /// With `install = "runner"`: a sensitive output holding a bearer token for the cluster's API (clouds
-    /// whose provider gives one). Used in preference to an EKS token when present.
+    /// whose provider gives one). On AWS it is used when the output is not null, else an EKS token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_output: Option<String>,
     /// With `install = "runner"`: the agent's image, instead of the runner's `STRATO_AGENT_IMAGE`.
