@@ -175,7 +175,10 @@ impl<P: Ports> PreparedRun<'_, P> {
                 .as_ref()
                 .is_some_and(|e| outputs.get(e).is_some_and(|v| !v.is_null()))
         });
-        let Some(install) = self.agent.take().filter(|_| due) else {
+        if !due {
+            return Ok(());
+        }
+        let Some(install) = self.agent.take() else {
             return Ok(());
         };
         if let Some(reason) = self.ctx.stop_requested().await {
@@ -272,7 +275,7 @@ impl<P: Ports> PreparedRun<'_, P> {
                 Err(e) => e,
             };
             if !err.is_transient() || tries >= MAX_TRIES || Instant::now() + delay >= deadline {
-                return Err(self.failure(install, cluster, object, &err, started.elapsed()));
+                return Err(self.failure(install, cluster, source, object, &err, started.elapsed()));
             }
             self.note(
                 STEP,
@@ -319,6 +322,7 @@ impl<P: Ports> PreparedRun<'_, P> {
         &self,
         install: &Install,
         cluster: &KubeCluster,
+        source: &TokenSource,
         object: &Object,
         err: &KubeError,
         waited: Duration,
@@ -351,12 +355,12 @@ impl<P: Ports> PreparedRun<'_, P> {
             KubeError::Status { code: 401, .. } => (
                 ErrorCategory::Credentials,
                 format!("the cluster's API refused the runner's token applying {what_obj} ({err})"),
-                match &spec.token_output {
-                    Some(out) => format!(
+                match (source, &spec.token_output) {
+                    (TokenSource::Output(_), Some(out)) => format!(
                         "The token in output '{out}' was refused: the template must output a valid bearer token \
                          for the cluster's API; correct it, then retry."
                     ),
-                    None => "The runner signs an EKS token as the identity that created the cluster (the run's \
+                    _ => "The runner signs an EKS token as the identity that created the cluster (the run's \
                              provider session): keep that identity a cluster administrator (an EKS access entry, or \
                              bootstrap_cluster_creator_admin_permissions), then retry."
                         .to_owned(),

@@ -102,7 +102,7 @@ async fn a_create_applies_every_agent_document_after_the_endpoints_stage_with_an
     let install = steps
         .iter()
         .position(|s| s == STEP)
-        .expect("the install step ran");
+        .unwrap_or_else(|| panic!("the install step ran: {steps:?} {:#?}", bed.log()));
     let cluster_output = steps.iter().position(|s| s == "cluster/output").unwrap();
     assert!(install > cluster_output, "{steps:?}");
     assert_eq!(bed.finished(STEP), [true]);
@@ -379,6 +379,8 @@ async fn against_a_kubernetes_api_the_agent_is_installed_once_and_a_second_run_c
         .start()
         .await
         .unwrap();
+    // Every cluster has kube-system (the agent's read Role lives there).
+    kube.put_namespace("kube-system");
     let endpoint = tls_front(kube.url()).await;
     let http = HttpKube {
         timeout: Duration::from_secs(5),
@@ -431,12 +433,16 @@ async fn against_a_kubernetes_api_the_agent_is_installed_once_and_a_second_run_c
     );
     assert_eq!(objects.iter().map(version_of).collect::<Vec<_>>(), versions);
 
-    let engine_session = format!("session-{}", {
-        let keys = provider_keys(&bed);
-        (1..=8)
-            .find(|n| FakeCloud::credentials(*n).access_key_id == keys.access_key_id)
-            .unwrap()
-    });
+    // Each run signs with its own provider session: the engine role's, assumed afresh.
+    let engine_sessions: Vec<String> = bed
+        .cloud
+        .sessions()
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.role_arn == ENGINE_ROLE)
+        .map(|(i, _)| format!("session-{}", i + 1))
+        .collect();
+    assert_eq!(engine_sessions.len(), 2, "{engine_sessions:?}");
     let patches: Vec<_> = kube
         .requests()
         .into_iter()
@@ -445,7 +451,7 @@ async fn against_a_kubernetes_api_the_agent_is_installed_once_and_a_second_run_c
     assert_eq!(patches.len(), 2 * objects.len());
     for (i, r) in patches.iter().enumerate() {
         let run = i / objects.len();
-        assert_eq!(r.identity.as_deref(), Some(engine_session.as_str()), "{r:?}");
+        assert_eq!(r.identity.as_ref(), Some(&engine_sessions[run]), "{r:?}");
         assert_eq!(r.status, if run == 0 { 201 } else { 200 }, "{r:?}");
         assert!(
             r.query.contains("fieldManager=strato-runner") && r.query.contains("force=true"),
