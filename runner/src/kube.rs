@@ -35,22 +35,34 @@ pub struct Applied {
     pub resource_version: Option<String>,
 }
 
-/// Why an apply did not happen.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why an apply did not happen: an outcome the lifecycle decides on (wait, or fail with which fix), as
+/// [`crate::trust::AssumeFailure`] is, not one of the crate's errors ([`crate::RunnerError`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KubeError {
     /// No answer: DNS, connection, timeout. A new cluster's API often is not reachable yet.
-    #[error("no answer: {0}")]
     Unreachable(String),
     /// The server's certificate does not chain to the cluster's CA (or the CA is unusable).
-    #[error("TLS: {0}")]
     Tls(String),
     /// The API answered with an error status.
-    #[error("{code} {reason}: {message}")]
     Status {
         code: u16,
         reason: String,
         message: String,
     },
+}
+
+impl std::fmt::Display for KubeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KubeError::Unreachable(e) => write!(f, "no answer: {e}"),
+            KubeError::Tls(e) => write!(f, "TLS: {e}"),
+            KubeError::Status {
+                code,
+                reason,
+                message,
+            } => write!(f, "{code} {reason}: {message}"),
+        }
+    }
 }
 
 impl KubeError {

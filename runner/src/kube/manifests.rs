@@ -23,17 +23,25 @@ pub struct AgentValues<'a> {
     pub registration_token: &'a str,
 }
 
-/// Why the manifests could not be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why the manifests could not be made: a defect of the manifests built into the runner (the lifecycle
+/// reports it as an internal failure).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ManifestError {
-    #[error("the agent's manifests do not read as YAML: {0}")]
     Yaml(String),
-    #[error("a document of the agent's manifests has no {0}")]
     Missing(&'static str),
-    #[error("the runner does not know the API path of {0}")]
     UnknownKind(String),
-    #[error("placeholder {0} of the agent's manifests has no value")]
     Unfilled(String),
+}
+
+impl std::fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ManifestError::Yaml(e) => write!(f, "the agent's manifests do not read as YAML: {e}"),
+            ManifestError::Missing(p) => write!(f, "a document of the agent's manifests has no {p}"),
+            ManifestError::UnknownKind(k) => write!(f, "the runner does not know the API path of {k}"),
+            ManifestError::Unfilled(p) => write!(f, "placeholder {p} of the agent's manifests has no value"),
+        }
+    }
 }
 
 /// `(apiVersion, kind, resource, namespaced)` of every kind the agent's manifests may hold.

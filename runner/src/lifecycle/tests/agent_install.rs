@@ -512,3 +512,33 @@ async fn against_a_kubernetes_api_the_agent_is_installed_once_and_a_second_run_c
         "{e:?}"
     );
 }
+
+#[tokio::test]
+async fn a_cluster_api_that_never_answers_fails_the_install_with_the_fix_over_the_wire() {
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let endpoint = format!("https://{dead}");
+    let mut bed = create(&endpoint).await;
+    bed.kube = FakeKube::forwarding_to(HttpKube {
+        timeout: Duration::from_secs(2),
+    });
+    bed.cfg.agent_install_wait = Duration::from_millis(50);
+    cleans_up(&bed.engine, "cluster", &["aws_eks_cluster.this"]);
+    cleans_up(&bed.engine, "network", &["aws_vpc.this"]);
+    let error = bed.run_to_failure().await;
+    assert_eq!(
+        (error.step.as_str(), error.category),
+        (STEP, ErrorCategory::Transient)
+    );
+    assert!(
+        error.what.starts_with(&format!(
+            "the cluster's API at {endpoint} did not take Namespace strato-system"
+        )),
+        "{}",
+        error.what
+    );
+    assert!(error.fix.contains("reaches the cluster's API"), "{}", error.fix);
+    assert!(bed.kube.calls().len() >= 2, "tried again before giving up");
+}
