@@ -14,6 +14,9 @@ use strato_domain::telemetry::{ENV_TRACEPARENT, Traceparent};
 use crate::RunnerError;
 use crate::clouds::CloudEndpoints;
 
+/// The agent image of this runner's release.
+pub const DEFAULT_AGENT_IMAGE: &str = concat!("ghcr.io/strato-dev/strato-agent:", env!("CARGO_PKG_VERSION"));
+
 /// The runner's configuration. Every variable is read once, at start; a missing or malformed required one
 /// stops the runner with a message naming it.
 ///
@@ -28,7 +31,10 @@ use crate::clouds::CloudEndpoints;
 /// | `AWS_ENDPOINT_URL` | emulator endpoint for the runner's own SDK clients (optional) |
 /// | `STRATO_TERRAFORM` | engine binary (default `tofu` on `PATH`) |
 /// | `STRATO_AGENT_TOKEN_SECRET` | secret the cluster agent's registration token is derived from (needed only by templates with a managed `agent_token` variable) |
-/// | `STRATO_CONTROL_PLANE_URL` | given to templates as the managed `control_plane_url` variable |
+/// | `STRATO_CONTROL_PLANE_URL` | given to templates as the managed `control_plane_url` variable, and to the cluster agent the runner installs (`[agent] install = "runner"`) as the API it reports to |
+/// | `STRATO_AGENT_IMAGE` | the cluster agent's image the runner installs, unless the template's `agent.image` names another (default `ghcr.io/strato-dev/strato-agent:<runner version>`) |
+/// | `STRATO_AGENT_INSTALL_WAIT_SECS` | how long the runner keeps trying a new cluster's API while it does not answer yet, before the install fails (default 300) |
+/// | `STRATO_KUBE_TIMEOUT_SECS` | each request to a cluster's API, connecting included (default 15) |
 /// | `STRATO_TIME_LIMIT_SECS` | per-operation time limit, cleanup of a failed create included (default 1800) |
 /// | `STRATO_CLEANUP_RESERVE_SECS` | the end of the time limit kept for that cleanup: a create's stages are stopped this long before it (default 300, at most half the limit) |
 /// | `STRATO_STATE_LOCK_WAIT_SECS` | how long a run waits for another unfinished run of its cluster that may hold a Terraform state lock (default 120) |
@@ -58,6 +64,12 @@ pub struct Config {
     pub terraform: PathBuf,
     pub agent_token_secret: Option<String>,
     pub control_plane_url: Option<String>,
+    /// The cluster agent's image (see [`DEFAULT_AGENT_IMAGE`]).
+    pub agent_image: String,
+    /// How long a new cluster's API may stay unreachable while the runner installs the agent.
+    pub agent_install_wait: Duration,
+    /// Each request to a cluster's API.
+    pub kube_timeout: Duration,
     pub time_limit: Duration,
     /// Kept from `time_limit` for the cleanup of a failed create (see [`Config::stage_time_limit`]).
     pub cleanup_reserve: Duration,
@@ -128,6 +140,9 @@ impl Config {
             terraform: env.or("STRATO_TERRAFORM", "tofu").into(),
             agent_token_secret: env.optional("STRATO_AGENT_TOKEN_SECRET"),
             control_plane_url: env.optional("STRATO_CONTROL_PLANE_URL"),
+            agent_image: env.or("STRATO_AGENT_IMAGE", DEFAULT_AGENT_IMAGE),
+            agent_install_wait: secs("STRATO_AGENT_INSTALL_WAIT_SECS", 300)?,
+            kube_timeout: secs("STRATO_KUBE_TIMEOUT_SECS", 15)?,
             time_limit: secs("STRATO_TIME_LIMIT_SECS", 1800)?,
             cleanup_reserve: secs("STRATO_CLEANUP_RESERVE_SECS", 300)?,
             state_lock_wait: secs("STRATO_STATE_LOCK_WAIT_SECS", 120)?,
@@ -239,6 +254,11 @@ mod tests {
         assert_eq!(cfg.fencing_token, 3);
         assert_eq!(cfg.time_limit, Duration::from_secs(1800));
         assert_eq!(cfg.terraform, PathBuf::from("tofu"));
+        assert_eq!(
+            cfg.agent_image,
+            format!("ghcr.io/strato-dev/strato-agent:{}", env!("CARGO_PKG_VERSION"))
+        );
+        assert_eq!(cfg.agent_install_wait, Duration::from_secs(300));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod credentials;
 pub mod engine;
 #[cfg(any(test, feature = "fakes"))]
 pub mod fakes;
+pub mod kube;
 mod lifecycle;
 pub mod liveness;
 pub mod logs;

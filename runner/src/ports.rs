@@ -26,6 +26,7 @@ use strato_domain::template::Template;
 use crate::RunnerError;
 use crate::clouds::{CloudCheck, PreflightError};
 use crate::credentials::EngineCredentials;
+pub use crate::kube::KubeApi;
 use crate::logs::LogHub;
 use crate::outcome::{Outcome, StopRx};
 pub use crate::sinks::{Artifacts, LiveLog};
@@ -43,6 +44,8 @@ pub trait Ports: Send + Sync + 'static {
     type Cloud: Cloud;
     type Engine: Engine;
     type Signals: TaskSignals;
+    /// A new cluster's Kubernetes API (the runner installs the cluster agent through it).
+    type Kube: KubeApi;
 }
 
 /// One run's adapters.
@@ -57,6 +60,7 @@ pub struct RunPorts<P: Ports> {
     /// commands get [`Engine::with_env`] with their credentials.
     pub engine: P::Engine,
     pub signals: P::Signals,
+    pub kube: P::Kube,
 }
 
 /// The control plane's records a run reads: its operation (and cancel request), its cluster and the

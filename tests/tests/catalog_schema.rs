@@ -297,6 +297,35 @@ fn mutating_a_real_template_breaks_the_check() {
         "{p:?}"
     );
 
+    // The runner installs the agent from outputs the modules must declare (the managed agent variables no
+    // module takes are another problem, left out here).
+    let with_agent = |agent: &str| {
+        let text = format!(
+            "{basic}\n[variables.agent_token]\ntype = \"string\"\nmanaged = true\nsensitive = true\n\
+             [variables.control_plane_url]\ntype = \"string\"\nmanaged = true\n[agent]\ninstall = \"runner\"\n{agent}\n"
+        );
+        problems(&text)
+            .into_iter()
+            .filter(|p| p.contains("agent."))
+            .collect::<Vec<_>>()
+    };
+    let declared = "endpoint_output = \"cluster_endpoint\"\nca_output = \"cluster_ca_certificate\"\n\
+                    name_output = \"cluster_arn\"";
+    assert!(with_agent(declared).is_empty(), "{:?}", with_agent(declared));
+    let p = with_agent(&declared.replace("cluster_ca_certificate", "cluster_ca"));
+    assert!(
+        p.iter()
+            .any(|p| p.contains("agent.ca_output names output 'cluster_ca', which no module")),
+        "{p:?}"
+    );
+    // A bearer token in a plain output would travel in events and logs.
+    let p = with_agent(&format!("{declared}\ntoken_output = \"node_role_arn\""));
+    assert!(
+        p.iter()
+            .any(|p| p.contains("agent.token_output names output 'node_role_arn', which is not sensitive")),
+        "{p:?}"
+    );
+
     // check_template reports through the error type publish uses.
     let t = Template::from_toml(&basic.replacen("[variables.tags]", "[variables.tagz]", 1)).unwrap();
     let err = check_template(&t, &modules).unwrap_err().to_string();

@@ -50,6 +50,7 @@ impl Ports for AwsPorts {
     type Cloud = AwsCloud;
     type Engine = ProcessEngine;
     type Signals = UnixSignals;
+    type Kube = crate::kube::HttpKube;
 }
 
 /// The adapters of the run `cfg` names, on `clients`.
@@ -88,6 +89,9 @@ pub fn adapters(cfg: &Config, clients: Clients) -> RunPorts<AwsPorts> {
         store: clients.store,
         secrets: clients.secrets,
         signals: UnixSignals,
+        kube: crate::kube::HttpKube {
+            timeout: cfg.kube_timeout,
+        },
     }
 }
 

@@ -131,7 +131,8 @@ impl FakeCloud {
         lock(&self.0).customer_buckets.clone()
     }
 
-    fn credentials(n: usize) -> EngineCredentials {
+    /// The keys of the `n`th session assumed (from 1, in [`FakeCloud::sessions`] order).
+    pub fn credentials(n: usize) -> EngineCredentials {
         EngineCredentials {
             access_key_id: format!("ASIAFAKE{n:04}"),
             secret_access_key: SecretString::from(format!("fake-secret-key-{n:04}")),

@@ -9,11 +9,13 @@
 
 mod cloud;
 mod engine;
+mod kube;
 mod sinks;
 mod store;
 
 pub use cloud::{FakeCloud, FakeState, Session};
 pub use engine::{Call, Cmd, FakeEngine, Reply};
+pub use kube::{FakeKube, KubeCall};
 pub use sinks::{FakeReporter, FakeSecrets, FakeSignals, FakeSinks};
 pub use store::FakeRunStore;
 pub use strato_fakes::FakeKeys;
@@ -40,4 +42,5 @@ impl Ports for FakePorts {
     type Cloud = FakeCloud;
     type Engine = FakeEngine;
     type Signals = FakeSignals;
+    type Kube = FakeKube;
 }

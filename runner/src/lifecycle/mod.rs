@@ -16,6 +16,7 @@
 
 mod access;
 mod adopt;
+mod agent_install;
 mod approval;
 mod cleanup;
 mod estimate;
@@ -142,6 +143,8 @@ struct PreparedRun<'r, P: Ports> {
     provider_dialect: strato_terraform::render::ProviderDialect,
     /// The template's adoptable resources, and those adopted in this run (each at most once).
     adopt: adopt::Adoption,
+    /// The cluster agent still to install (`[agent] install = "runner"`, a create): taken when it is.
+    agent: Option<agent_install::Install>,
 }
 
 /// Runs the operation named by `cfg` to its final event on AWS (see [`crate::aws::adapters`]). `Ok` only

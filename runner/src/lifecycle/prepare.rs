@@ -110,6 +110,13 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
         platform_state,
         provider_dialect: ProviderDialect::Legacy,
         adopt: super::adopt::Adoption::new(stored.template.manifest.adopt.clone()),
+        agent: super::agent_install::Install::plan(
+            ctx.op.kind,
+            stored.template.manifest.agent.as_ref(),
+            spec.provider,
+            &spec.region,
+            access.provider.as_ref(),
+        ),
     })
 }
 

@@ -433,6 +433,7 @@ impl<P: Ports> PreparedRun<'_, P> {
             };
             earlier.extend(plain.clone());
             earlier.extend(sensitive.clone());
+            self.install_agent_when_reachable(&earlier).await?;
             all_plain.extend(plain);
             all_sensitive.extend(sensitive);
         }

@@ -8,6 +8,7 @@ pub mod boot;
 pub mod bundles;
 pub mod connections;
 pub mod coordination;
+pub mod eks_token;
 pub mod env;
 pub mod error;
 pub mod log_io;

@@ -234,25 +234,6 @@ pub struct Manifest {
     pub adopt: Vec<adopt::AdoptRule>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentSpec {
-    /// How long after apply the agent has to register before the cluster is FAILED.
-    #[serde(default = "default_agent_deadline")]
-    pub deadline_secs: u64,
-    /// The integer variable holding the node count the agent must report Ready.
-    #[serde(default = "default_ready_nodes_variable")]
-    pub ready_nodes_variable: String,
-}
-
-fn default_agent_deadline() -> u64 {
-    900
-}
-
-fn default_ready_nodes_variable() -> String {
-    "node_count".into()
-}
-
 fn yes() -> bool {
     true
 }
@@ -426,23 +407,8 @@ impl Template {
                 }
             }
         }
-        if let Some(agent) = &manifest.agent {
-            match manifest.variables.get(&agent.ready_nodes_variable) {
-                Some(d) if d.ty == VarType::Integer => {}
-                _ => {
-                    return Err(fail(format!(
-                        "agent.ready_nodes_variable '{}' is not an integer variable",
-                        agent.ready_nodes_variable
-                    )));
-                }
-            }
-            for managed in ["agent_token", "control_plane_url"] {
-                if !manifest.variables.get(managed).is_some_and(|d| d.managed) {
-                    return Err(fail(format!(
-                        "a template with an agent declares managed variable '{managed}'"
-                    )));
-                }
-            }
+        if let Some(p) = manifest.agent.as_ref().and_then(|a| a.problem(&manifest)) {
+            return Err(fail(p));
         }
         let template = Template {
             manifest,
@@ -515,6 +481,8 @@ impl Template {
 }
 
 pub mod adopt;
+mod agent;
+pub use agent::{AgentInstall, AgentSpec};
 #[cfg(any(test, feature = "fakes"))]
 pub mod sample;
 #[cfg(test)]

@@ -171,6 +171,20 @@ pub fn schema_problems(template: &Template, modules: &BTreeMap<String, ModuleInt
             }
         }
     }
+    // The runner installs the agent from these outputs: each must exist, and a bearer token must never be
+    // an output that events and logs carry in the clear.
+    for (key, out) in m.agent.iter().flat_map(|a| a.runner_outputs()) {
+        match modules.values().find_map(|i| i.outputs.get(out)) {
+            None => problems.push(format!(
+                "agent.{key} names output '{out}', which no module of the template declares"
+            )),
+            Some(o) if key == "token_output" && !o.sensitive => problems.push(format!(
+                "agent.token_output names output '{out}', which is not sensitive; mark it `sensitive = true` \
+                 (a token must not reach events or logs)"
+            )),
+            Some(_) => {}
+        }
+    }
     problems
 }
 

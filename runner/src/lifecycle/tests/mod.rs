@@ -5,6 +5,7 @@
 mod support;
 
 mod adopt;
+mod agent_install;
 mod approval;
 mod cleanup;
 mod clouds;

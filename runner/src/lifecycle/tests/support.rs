@@ -18,8 +18,8 @@ use strato_domain::ports::{ClusterLocks, LockOutcome};
 use strato_fakes::{FakeClock, FakeStore};
 
 use crate::fakes::{
-    Cmd, FakeCloud, FakeEngine, FakeKeys, FakePorts, FakeReporter, FakeRunStore, FakeSecrets, FakeSignals,
-    FakeSinks, Reply,
+    Cmd, FakeCloud, FakeEngine, FakeKeys, FakeKube, FakePorts, FakeReporter, FakeRunStore, FakeSecrets,
+    FakeSignals, FakeSinks, Reply,
 };
 use crate::ports::RunPorts;
 use crate::{Config, RunSummary, RunnerError, run_with};
@@ -38,6 +38,7 @@ pub struct Bed {
     pub cloud: FakeCloud,
     pub engine: FakeEngine,
     pub signals: FakeSignals,
+    pub kube: FakeKube,
     pub op: Operation,
     pub cluster: Cluster,
     pub token: u64,
@@ -58,7 +59,7 @@ impl Bed {
         let clock = FakeClock::default();
         let store = FakeRunStore::new(FakeStore::new(clock.clone()));
         let cloud = FakeCloud::default();
-        for t in ["net", "eks", "locked", "clouds"] {
+        for t in ["net", "eks", "locked", "clouds", "agent"] {
             let bundle = strato_terraform::bundle::pack(
                 &fixtures().join("templates").join(t),
                 &fixtures().join("modules"),
@@ -126,6 +127,7 @@ impl Bed {
             cloud,
             engine,
             signals: FakeSignals::default(),
+            kube: FakeKube::default(),
             op,
             cluster,
             token,
@@ -148,6 +150,7 @@ impl Bed {
             cloud: self.cloud.clone(),
             engine: self.engine.clone(),
             signals: self.signals.clone(),
+            kube: self.kube.clone(),
         }
     }
 

@@ -86,6 +86,114 @@ fn agent_templates_declare_their_managed_inputs() {
     );
 }
 
+/// The sample EKS manifest with an agent section whose body is `agent`.
+fn with_agent(agent: &str) -> String {
+    format!(
+        "{EKS_MANIFEST}\n[variables.agent_token]\ntype = \"string\"\nmanaged = true\nsensitive = true\n\
+         [variables.control_plane_url]\ntype = \"string\"\nmanaged = true\n[agent]\n{agent}\n"
+    )
+}
+
+#[test]
+fn the_runner_installs_the_agent_only_when_told_how_to_reach_the_cluster() {
+    let runner = "install = \"runner\"\nendpoint_output = \"cluster_endpoint\"\nca_output = \"cluster_ca\"\n\
+                  name_output = \"cluster_name\"";
+    let t = Template::from_toml(&with_agent(runner)).unwrap();
+    let agent = t.manifest.agent.as_ref().unwrap();
+    assert_eq!(agent.install, AgentInstall::Runner);
+    assert_eq!(
+        agent.runner_outputs(),
+        [
+            ("endpoint_output", "cluster_endpoint"),
+            ("ca_output", "cluster_ca"),
+            ("name_output", "cluster_name")
+        ]
+    );
+    // The default is today's: the template installs it, and the stored manifest does not mention `install`
+    // (a function of the release before refuses unknown fields).
+    let t = Template::from_toml(&with_agent("deadline_secs = 60")).unwrap();
+    let agent = t.manifest.agent.as_ref().unwrap();
+    assert_eq!(agent.install, AgentInstall::Template);
+    assert!(agent.runner_outputs().is_empty());
+    let stored = serde_json::to_value(agent).unwrap();
+    assert_eq!(
+        stored,
+        serde_json::json!({"deadline_secs": 60, "ready_nodes_variable": "node_count"})
+    );
+
+    let refused = |agent: &str| Template::from_toml(&with_agent(agent)).unwrap_err().to_string();
+    let e = refused("install = \"runner\"\nca_output = \"cluster_ca\"\nname_output = \"cluster_name\"");
+    assert!(e.contains("agent.endpoint_output is required"), "{e}");
+    let e = refused("install = \"runner\"\nendpoint_output = \"cluster_endpoint\"\nname_output = \"n\"");
+    assert!(e.contains("agent.ca_output is required"), "{e}");
+    // On AWS the runner signs an EKS token for the cluster's name: without it there is no token.
+    let e = refused("install = \"runner\"\nendpoint_output = \"e\"\nca_output = \"c\"");
+    assert!(
+        e.contains("agent.name_output is required") && e.contains("aws"),
+        "{e}"
+    );
+    let e = refused(&format!("{runner}\nendpoint_output_x = 1"));
+    assert!(e.contains("unknown field"), "{e}");
+    let e = refused(&runner.replace("\"cluster_ca\"", "\"Cluster-CA\""));
+    assert!(
+        e.contains("agent.ca_output 'Cluster-CA' must name an output"),
+        "{e}"
+    );
+    let e = refused(&format!("{runner}\nimage = \"ghcr.io/x/agent:1 ; rm\""));
+    assert!(e.contains("agent.image"), "{e}");
+    let e = refused("install = \"cluster\"");
+    assert!(e.contains("unknown variant"), "{e}");
+    // The outputs and the image mean nothing to a template that installs the agent itself.
+    let e = refused("endpoint_output = \"cluster_endpoint\"");
+    assert!(
+        e.contains("agent.endpoint_output applies only to install = \"runner\""),
+        "{e}"
+    );
+    let t = Template::from_toml(&with_agent(&format!(
+        "{runner}\nimage = \"registry.example/strato-agent:9.9.9\""
+    )))
+    .unwrap();
+    assert_eq!(
+        t.manifest.agent.unwrap().image.as_deref(),
+        Some("registry.example/strato-agent:9.9.9")
+    );
+}
+
+#[test]
+fn clouds_without_a_minted_token_need_a_token_output() {
+    let runner = "install = \"runner\"\nendpoint_output = \"e\"\nca_output = \"c\"";
+    let on = |provider: &str, agent: &str| {
+        Template::from_toml(&with_agent(agent).replacen(
+            "providers = [\"aws\"]",
+            &format!("providers = [\"aws\", \"{provider}\"]"),
+            1,
+        ))
+    };
+    for provider in ["digitalocean", "linode"] {
+        let e = on(provider, &format!("{runner}\nname_output = \"n\""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("agent.token_output is required") && e.contains(provider),
+            "{e}"
+        );
+        // With it, the agent section passes (the sample's AWS instance-type defaults are another matter).
+        if let Err(e) = on(provider, &format!("{runner}\ntoken_output = \"t\"")) {
+            assert!(!e.to_string().contains("agent"), "{e}");
+        }
+    }
+    // GKE and AKS: no token is minted for them yet, which the refusal says.
+    for provider in ["gcp", "azure"] {
+        let e = on(provider, &format!("{runner}\nname_output = \"n\""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("yet") && e.contains(provider) && e.contains("install = \"template\""),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn a_variable_may_name_its_form_section_and_label_and_they_stay_out_of_manifests_without_them() {
     let with = Template::from_toml(&EKS_MANIFEST.replacen(
