@@ -2,3 +2,4 @@ mod against_kubefake;
 mod control_plane;
 mod decisions;
 mod dockerfile;
+mod manifests;
