@@ -5,6 +5,9 @@
 //! and reports its Ready nodes with it: the cluster becomes ACTIVE and healthy. The credential rotates (the
 //! old one retires when the new one is first used). A second cluster, whose agent never comes, ends FAILED
 //! at the deadline with what / step / fix.
+//!
+//! Then the real agent: the runner installs it into devstack's emulated cluster and the `strato-agent` binary
+//! registers, reports, and reports a node turning NotReady (second test).
 
 use crate::devstack_support;
 
