@@ -9,6 +9,7 @@
 //! - [`sqs`] the SQS event source mappings, [`schedule`] the EventBridge schedules;
 //! - [`fargate`] runs one runner process per ECS task and reports ECS Task State Change events;
 //! - [`runtime_api`] serves the Lambda Runtime API so each function's real binary can be invoked;
+//! - [`kube`] emulates a tenant's Kubernetes cluster the runner installs the real cluster agent into;
 //! - [`client`] is what a user (the demo, end-to-end tests) calls the stack with.
 
 pub mod apigw_ws;
@@ -22,6 +23,7 @@ pub mod demo;
 pub mod error;
 pub mod fargate;
 pub mod gateway;
+pub mod kube;
 pub mod metrics;
 pub mod moto_ctl;
 pub mod registry;

@@ -35,6 +35,7 @@ pub const DEFAULT_AGENT_IMAGE: &str = concat!("ghcr.io/strato-dev/strato-agent:"
 /// | `STRATO_AGENT_IMAGE` | the cluster agent's image the runner installs, unless the template's `agent.image` names another (default `ghcr.io/strato-dev/strato-agent:<runner version>`) |
 /// | `STRATO_AGENT_INSTALL_WAIT_SECS` | how long the runner keeps trying a new cluster's API while it does not answer yet, before the install fails (default 300) |
 /// | `STRATO_KUBE_TIMEOUT_SECS` | each request to a cluster's API, connecting included (default 15) |
+/// | `STRATO_KUBE_ENDPOINT`, `STRATO_KUBE_CA_PEM` | both or neither: install the agent at this `https://` API trusting this CA (PEM) instead of the endpoint and CA the template outputs (emulators: moto's EKS endpoint answers nothing; devstack's Kubernetes fake stands in). Never in AWS |
 /// | `STRATO_TIME_LIMIT_SECS` | per-operation time limit, cleanup of a failed create included (default 1800) |
 /// | `STRATO_CLEANUP_RESERVE_SECS` | the end of the time limit kept for that cleanup: a create's stages are stopped this long before it (default 300, at most half the limit) |
 /// | `STRATO_STATE_LOCK_WAIT_SECS` | how long a run waits for another unfinished run of its cluster that may hold a Terraform state lock (default 120) |
@@ -70,6 +71,8 @@ pub struct Config {
     pub agent_install_wait: Duration,
     /// Each request to a cluster's API.
     pub kube_timeout: Duration,
+    /// Emulators only: the cluster API the agent is installed at instead of the template's outputs.
+    pub kube_override: Option<crate::kube::KubeCluster>,
     pub time_limit: Duration,
     /// Kept from `time_limit` for the cleanup of a failed create (see [`Config::stage_time_limit`]).
     pub cleanup_reserve: Duration,
@@ -102,6 +105,27 @@ pub struct Config {
     pub traceparent: Option<Traceparent>,
     /// Where customers' non-AWS state stores are reached when not at the clouds' own endpoints.
     pub state_stores: StateStores,
+}
+
+/// `STRATO_KUBE_ENDPOINT` and `STRATO_KUBE_CA_PEM`, both or neither: a half-set override would silently
+/// install at the template's endpoint, which an emulator cannot serve.
+fn kube_override<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Option<crate::kube::KubeCluster>, RunnerError> {
+    match (env.optional("STRATO_KUBE_ENDPOINT"), env.optional("STRATO_KUBE_CA_PEM")) {
+        (None, None) => Ok(None),
+        (Some(endpoint), Some(ca)) if endpoint.starts_with("https://") && ca.contains("-----BEGIN CERTIFICATE-----") => {
+            Ok(Some(crate::kube::KubeCluster {
+                endpoint: endpoint.trim_end_matches('/').to_owned(),
+                ca_pem: ca.into_bytes(),
+            }))
+        }
+        _ => Err(RunnerError::Config(
+            "STRATO_KUBE_ENDPOINT (an https:// URL) and STRATO_KUBE_CA_PEM (the PEM of its CA) are set together or \
+             not at all (emulators only)"
+                .into(),
+        )),
+    }
 }
 
 /// Endpoints of customers' state stores other than AWS S3, for emulators; `None`: the cloud's own.
@@ -143,6 +167,7 @@ impl Config {
             agent_image: env.or("STRATO_AGENT_IMAGE", DEFAULT_AGENT_IMAGE),
             agent_install_wait: secs("STRATO_AGENT_INSTALL_WAIT_SECS", 300)?,
             kube_timeout: secs("STRATO_KUBE_TIMEOUT_SECS", 15)?,
+            kube_override: kube_override(&env)?,
             time_limit: secs("STRATO_TIME_LIMIT_SECS", 1800)?,
             cleanup_reserve: secs("STRATO_CLEANUP_RESERVE_SECS", 300)?,
             state_lock_wait: secs("STRATO_STATE_LOCK_WAIT_SECS", 120)?,
@@ -259,6 +284,52 @@ mod tests {
             format!("ghcr.io/strato-dev/strato-agent:{}", env!("CARGO_PKG_VERSION"))
         );
         assert_eq!(cfg.agent_install_wait, Duration::from_secs(300));
+        assert_eq!(cfg.kube_override, None);
+    }
+
+    #[test]
+    fn the_emulators_kube_api_is_set_whole_or_not_at_all() {
+        let op = OperationId::generate().to_string();
+        let pem = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n";
+        let cfg = |extra: &[(&'static str, &'static str)]| {
+            let mut env: HashMap<&str, String> = [
+                ("STRATO_OPERATION_ID", op.clone()),
+                ("STRATO_FENCING_TOKEN", "3".into()),
+                ("STRATO_RUN_PROOF", "p".into()),
+                ("STRATO_RESOURCE_PREFIX", "dev".into()),
+                (
+                    "STRATO_ENGINE_ROLE_ARN",
+                    "arn:aws:iam::123456789012:role/e".into(),
+                ),
+                ("STRATO_STATE_ROLE_ARN", "arn:aws:iam::123456789012:role/s".into()),
+            ]
+            .into();
+            env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+            Config::from_lookup(|k| env.get(k).cloned())
+        };
+        let pem: &'static str = Box::leak(pem.to_owned().into_boxed_str());
+        let set = cfg(&[
+            ("STRATO_KUBE_ENDPOINT", "https://127.0.0.1:6443/"),
+            ("STRATO_KUBE_CA_PEM", pem),
+        ])
+        .unwrap();
+        let k = set.kube_override.unwrap();
+        assert_eq!(k.endpoint, "https://127.0.0.1:6443");
+        assert_eq!(k.ca_pem, pem.as_bytes());
+        for half in [
+            vec![("STRATO_KUBE_ENDPOINT", "https://127.0.0.1:6443")],
+            vec![("STRATO_KUBE_CA_PEM", pem)],
+            vec![
+                ("STRATO_KUBE_ENDPOINT", "http://127.0.0.1:6443"),
+                ("STRATO_KUBE_CA_PEM", pem),
+            ],
+        ] {
+            let err = cfg(&half).unwrap_err().to_string();
+            assert!(
+                err.contains("STRATO_KUBE_ENDPOINT") && err.contains("STRATO_KUBE_CA_PEM"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -5,6 +5,9 @@
 //! and reports its Ready nodes with it: the cluster becomes ACTIVE and healthy. The credential rotates (the
 //! old one retires when the new one is first used). A second cluster, whose agent never comes, ends FAILED
 //! at the deadline with what / step / fix.
+//!
+//! Then the real agent: the runner installs it into devstack's emulated cluster and the `strato-agent` binary
+//! registers, reports, and reports a node turning NotReady (second test).
 
 use crate::devstack_support;
 
@@ -15,6 +18,7 @@ use devstack_support::fixtures;
 use serde_json::{Value, json};
 use strato_agent_wire::{Ack, MIN_HEARTBEAT_SECS, Registered, Rotated};
 use strato_devstack::client::Client;
+use strato_devstack::kube::{self, AgentProcess, EmulatedCluster};
 use strato_devstack::{Devstack, DevstackConfig};
 use strato_domain::agent::registration_token;
 use strato_domain::ids::ClusterId;
@@ -231,5 +235,139 @@ async fn agent_handshake_reaches_active_after_the_runner_stopped_or_fails_at_the
         "agent handshake: ACTIVE after the runner's stop; the agentless cluster FAILED after {} s",
         waited.whole_seconds()
     );
+    stack.shutdown(Duration::from_secs(30)).await;
+}
+
+/// Polls the cluster until its health is `status`, or fails with the agent's log after `timeout`.
+async fn health_becomes(
+    api: &Client,
+    cluster: &str,
+    status: &str,
+    timeout: Duration,
+    agent: &AgentProcess,
+) -> Value {
+    let start = Instant::now();
+    loop {
+        let c = get(api, &format!("/v1/clusters/{cluster}")).await;
+        if c["health"]["status"] == status {
+            return c;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "health is not {status} after {timeout:?}: {c}\nagent log:\n{}",
+            agent.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The real agent end to end: a template with `[agent] install = "runner"` (`tests/fixtures/agent-runner`)
+/// → the runner applies the manifests into devstack's emulated cluster (kubefake behind TLS, reached through
+/// `STRATO_KUBE_ENDPOINT`/`_CA_PEM` with a real EKS token) → the `strato-agent` binary, started with the
+/// Deployment's environment as a kubelet would, registers within `deploy/agent.yaml`'s RBAC and stores its
+/// credential → ACTIVE and healthy → a node turns NotReady → the next heartbeat makes the health degraded.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runner_installs_the_real_agent_which_registers_and_reports_a_node_turning_not_ready() {
+    let fixtures = fixtures();
+    let binary = kube::agent_binary().expect("the strato-agent binary");
+    let cluster_api = EmulatedCluster::start("us-east-1", 2).await.unwrap();
+    let http_addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let mut runner_env = vec![("STRATO_CONTROL_PLANE_URL".into(), format!("http://{http_addr}"))];
+    runner_env.extend(cluster_api.runner_env());
+    let stack = devstack_support::start(DevstackConfig {
+        templates_root: None,
+        extra_templates: vec![(fixtures.join("agent-runner"), fixtures)],
+        http_addr,
+        runner_env,
+        ..devstack_support::config("ar").await
+    })
+    .await;
+    let api = Client::new(&stack.endpoints.http_api).with_token(stack.token("acme"));
+    let spec = json!({
+        "name": "real-agent",
+        "template": {"name": "fixture-agent-runner", "version": "0.1.0"},
+        "provider": "aws",
+        "region": "us-east-1",
+        "variables": {}
+    });
+    let (cluster, op, _) = api.create_cluster(&spec).await.unwrap();
+    let started = Instant::now();
+
+    // The runner applied every object as `strato-runner`; the agent starts as its pod would.
+    let agent = cluster_api
+        .start_agent(&binary, Duration::from_secs(240))
+        .await
+        .unwrap();
+    for (kind, api_version, ns, name) in [
+        ("Namespace", "v1", None, "strato-system"),
+        ("Secret", "v1", Some("strato-system"), "strato-agent"),
+        (
+            "ClusterRole",
+            "rbac.authorization.k8s.io/v1",
+            None,
+            "strato-agent",
+        ),
+        ("Deployment", "apps/v1", Some("strato-system"), "strato-agent"),
+    ] {
+        let managers = cluster_api.fake.managers(api_version, kind, ns, name);
+        assert!(
+            managers.contains_key("strato-runner"),
+            "{kind} {name}: {managers:?}"
+        );
+    }
+
+    let done = api.wait_operation(&op, Duration::from_secs(120)).await;
+    let done = done.unwrap_or_else(|e| panic!("{e}\nagent log:\n{}", agent.log_text()));
+    assert_eq!(
+        done["status"],
+        "succeeded",
+        "{done}\nagent log:\n{}",
+        agent.log_text()
+    );
+    assert_eq!(step(&done, "install-agent")["ok"], true, "{done}");
+    assert_eq!(step(&done, "configure")["ok"], true, "{done}");
+    let active = api
+        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(active["health"]["status"], "healthy", "{active}");
+    assert_eq!(active["health"]["nodes_requested"], 2, "{active}");
+
+    // The credential is in the Secret, written by the agent alone; the runner's token key is left alone.
+    let secret = cluster_api
+        .fake
+        .get("v1", "Secret", Some("strato-system"), "strato-agent")
+        .unwrap();
+    assert!(secret["data"]["credential"].is_string(), "{secret}");
+    let managers = cluster_api
+        .fake
+        .managers("v1", "Secret", Some("strato-system"), "strato-agent");
+    assert_eq!(managers["strato-agent"], [".data.credential"], "{managers:?}");
+
+    // A node turns NotReady: the agent's watch sees it and its next heartbeat (the Ack's interval) says so.
+    cluster_api.fake.put_node("node-1", false);
+    let degraded = health_becomes(&api, &cluster, "degraded", Duration::from_secs(100), &agent).await;
+    assert_eq!(degraded["health"]["nodes_ready"], 1, "{degraded}");
+    assert_eq!(degraded["state"], "ACTIVE", "{degraded}");
+
+    // Every request the agent made was within its RBAC (kubefake answers 403 otherwise).
+    let agents: Vec<_> = cluster_api
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.identity.as_deref() == Some(kube::AGENT_IDENTITY))
+        .collect();
+    assert!(!agents.is_empty(), "the agent used the cluster's API");
+    assert!(
+        agents.iter().all(|r| r.status != 403 && r.status != 401),
+        "{agents:?}"
+    );
+    println!(
+        "real agent: installed by the runner, ACTIVE and healthy, degraded after a node turned NotReady; {} s",
+        started.elapsed().as_secs()
+    );
+    drop(agent);
     stack.shutdown(Duration::from_secs(30)).await;
 }

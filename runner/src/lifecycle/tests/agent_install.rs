@@ -91,6 +91,25 @@ fn registration_token(bed: &Bed) -> String {
     strato_domain::agent::registration_token(b"agent-token-secret", &bed.cluster.cluster_id)
 }
 
+/// An emulator's API (`STRATO_KUBE_ENDPOINT`/`_CA_PEM`) replaces the outputs' endpoint and CA; the token
+/// is still an EKS token for the cluster the outputs name.
+#[tokio::test]
+async fn an_emulators_kube_api_stands_in_for_the_outputs_endpoint_and_ca() {
+    let mut bed = create(ENDPOINT).await;
+    let emulator = KubeCluster {
+        endpoint: "https://127.0.0.1:6443".into(),
+        ca_pem: tls_fixture("other-ca.pem"),
+    };
+    bed.cfg.kube_override = Some(emulator.clone());
+    bed.run_to_success().await;
+    let calls = bed.kube.calls();
+    assert!(!calls.is_empty(), "the agent was installed");
+    for call in &calls {
+        assert_eq!(call.cluster, emulator);
+        verify_eks(&call.token, &provider_keys(&bed), EKS_NAME).unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_create_applies_every_agent_document_after_the_endpoints_stage_with_an_eks_token() {
     let bed = create(ENDPOINT).await;
