@@ -18,7 +18,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -123,7 +122,9 @@ impl EmulatedCluster {
         fake.put_deployment("kube-system", "coredns", 2, 2);
         fake.put_daemonset("kube-system", "kube-proxy", nodes, nodes);
         fake.put_daemonset("kube-system", "aws-node", nodes, nodes);
-        let (endpoint, front) = tls_front(fake.url()).await.map_err(|e| step(&e))?;
+        let (endpoint, front) = strato_kubefake::tls_front(fake.url(), SERVER_PEM, SERVER_KEY)
+            .await
+            .map_err(|e| step(&e))?;
         let dir = tempfile::tempdir().map_err(DevstackError::io("emulated cluster dir"))?;
         let kubeconfig = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: emulated\n  cluster:\n    server: {}\n\
@@ -228,44 +229,6 @@ pub fn agent_binary() -> Result<PathBuf, DevstackError> {
         }
     }
     Ok(path)
-}
-
-/// TLS with the test CA's server certificate in front of `backend` (`http://…`); serves until aborted.
-async fn tls_front(backend: &str) -> Result<(String, tokio::task::JoinHandle<()>), String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(SERVER_PEM)
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("server certificate: {e}"))?;
-    let key = PrivateKeyDer::from_pem_slice(SERVER_KEY).map_err(|e| format!("server key: {e}"))?;
-    let config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .map_err(|e| e.to_string())?;
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let backend = backend.trim_start_matches("http://").to_owned();
-    let front = tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, backend) = (acceptor.clone(), backend.clone());
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let Ok(mut up) = tokio::net::TcpStream::connect(&backend).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
-            });
-        }
-    });
-    Ok((format!("https://{addr}"), front))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod rbac;
 mod resources;
 mod server;
 mod store;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 
 pub use rbac::{Attributes, PolicyRule, Rbac};
 pub use resources::{RESOURCES, ResourceType};
+pub use tls::tls_front;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KubeFakeError {

@@ -6,7 +6,6 @@
 //! refused.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -350,38 +349,11 @@ fn the_token_comes_from_the_output_where_there_is_one_else_eks_signs_one() {
 /// TLS with the test CA's server certificate (127.0.0.1) in front of `backend` (`http://…`): the cluster's
 /// API as the runner sees it. Serves until the runtime ends.
 async fn tls_front(backend: &str) -> String {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&tls_fixture("server.pem"))
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_slice(&tls_fixture("server.key")).unwrap();
-    let config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
+    let (url, _front) =
+        strato_kubefake::tls_front(backend, &tls_fixture("server.pem"), &tls_fixture("server.key"))
+            .await
             .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let backend = backend.trim_start_matches("http://").to_owned();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, backend) = (acceptor.clone(), backend.clone());
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let Ok(mut up) = tokio::net::TcpStream::connect(&backend).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
-            });
-        }
-    });
-    format!("https://{addr}")
+    url
 }
 
 #[tokio::test]
