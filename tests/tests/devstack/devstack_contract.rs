@@ -72,11 +72,16 @@ async fn the_api_holds_its_contract_under_schemathesis_as_two_tenants() {
             .unwrap()
             .expect("schemathesis runs");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        eprintln!("[devstack_contract] {tenant}: {}", summary(&stdout));
         if !out.status.success() {
-            // CI keeps only the first lines of a failing test's output: the failures' headlines come first.
-            eprintln!("[devstack_contract] {tenant} failures:\n{}", failures(&stdout));
+            // CI keeps a failing test's stdout and only the first line of its stderr: the failures' headlines
+            // go to stdout, one line, before the report.
+            println!(
+                "[devstack_contract] {tenant} FAILED ({}): {}",
+                out.status,
+                failures(&stdout).replace('\n', " | ")
+            );
         }
+        eprintln!("[devstack_contract] {tenant}: {}", summary(&stdout));
         assert!(
             out.status.success(),
             "schemathesis found failures as {tenant}:\n{stdout}\n{}",
@@ -111,7 +116,13 @@ fn failures(stdout: &str) -> String {
     stdout
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("___") || l.contains('\u{274c}') || l.contains('\u{1f6ab}'))
+        .filter(|l| {
+            l.starts_with("___")
+                || l.contains('\u{274c}')
+                || l.contains('\u{1f6ab}')
+                || l.contains("error")
+                || l.contains("Error")
+        })
         .map(|l| l.chars().take(160).collect::<String>())
         .take(30)
         .collect::<Vec<_>>()
