@@ -127,11 +127,13 @@ impl Registry {
         let agent_secret = env.agent_token_secret.clone();
         // Tickets are signed with what the ws function checks: devstack's token secret.
         let ws_secret = String::from_utf8_lossy(env.auth.secret()).into_owned();
+        let oidc_issuer = env.oidc_issuer.clone();
         let api_config = strato_api::Config::from_lookup(env.lookup_for("api", |k| match k {
             "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
             "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
             "STRATO_AGENT_TOKEN_SECRET" => Some(agent_secret.clone()),
             "STRATO_JWT_SECRET" => Some(ws_secret.clone()),
+            "STRATO_OIDC_ISSUER" => oidc_issuer.clone(),
             // devstack's receivers are local (http://127.0.0.1); nothing but devstack sets these.
             strato_domain::webhook::ALLOW_HTTP_ENV | strato_domain::webhook::ALLOW_LOOPBACK_ENV => {
                 Some("1".into())
@@ -162,8 +164,13 @@ impl Registry {
                 run_proofs: env.run_proofs.clone(),
                 audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
                 operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
-                // devstack's runs take no federated targets: no issuer, no tokens.
-                oidc_issuer: None,
+                // Without an issuer, no run gets identity tokens (federated targets fail their preflight).
+                oidc_issuer: env.oidc_issuer.as_deref().map(str::parse).transpose().map_err(
+                    |reason: String| DevstackError::Config {
+                        field: "oidc_issuer (STRATO_OIDC_ISSUER)",
+                        reason,
+                    },
+                )?,
                 oidc_signing_key: env.names.oidc_key_alias(),
             }
         };

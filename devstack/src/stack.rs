@@ -231,6 +231,16 @@ impl Devstack {
         )
     }
 
+    /// The public half of the runs' token-signing key (DER `SubjectPublicKeyInfo`, KMS `GetPublicKey`), for
+    /// an emulated cloud to check run tokens' signatures with; only with [`DevstackConfig::oidc_issuer`].
+    pub async fn oidc_public_key(&self) -> Result<Vec<u8>, DevstackError> {
+        use strato_domain::identity::Signer as _;
+        strato_aws::ports::KmsSigner::new(&self.env.aws.kms, self.env.names.oidc_key_alias())
+            .public_key_der()
+            .await
+            .map_err(|e| DevstackError::step("reading the token-signing key's public half", e))
+    }
+
     /// Stops in an order that leaves nothing behind: no new requests, jobs or schedules; then every runner
     /// (SIGTERM, grace, SIGKILL) with its STOPPED event; then the events those produce are applied by
     /// `status` (so cluster locks are released), up to `drain`; then the consumers; then moto.
@@ -299,6 +309,9 @@ async fn stack_env(
     let (runner_settings, applied) = match &config.deployment {
         None => {
             resources::create_all(&aws, &names).await?;
+            if config.oidc_issuer.is_some() {
+                resources::create_signing_key(&aws, &names).await?;
+            }
             (
                 ecs_setup(&ecs, &http, &endpoint, &config.region, &names).await?,
                 None,
@@ -363,6 +376,7 @@ async fn stack_env(
             .record_aws_calls
             .then(|| CallRecorder::new("devstack", names.clone())),
         applied,
+        oidc_issuer: config.oidc_issuer.clone(),
     });
     Ok((env, published, jwt_secret))
 }

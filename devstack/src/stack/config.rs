@@ -70,6 +70,13 @@ pub struct DevstackConfig {
     /// Run on the resources a deployment of `infra/` created (its outputs) instead of creating them; the
     /// prefix and region then come from the deployment.
     pub deployment: Option<Deployment>,
+    /// Strato's OIDC issuer (`STRATO_OIDC_ISSUER`, an `https://` URL): when set, the stack creates the
+    /// token-signing key on moto's KMS and the dispatcher mints each run stage's identity token for federated
+    /// targets (GCP, Azure, AWS web identity), as a deployment's does. Nothing fetches its discovery document
+    /// here: an emulated cloud trusts it by name and checks signatures with the key's public half
+    /// ([`crate::Devstack::oidc_public_key`]). `None`: federated targets get no tokens (their runs fail at the
+    /// preflight, saying so).
+    pub oidc_issuer: Option<String>,
     /// The runners' engine; `None`: [`strato_testbed::preferred_engine`] (`STRATO_TERRAFORM` with
     /// `STRATO_PROVIDER_MIRROR`, else the machine's modern engine, else the PyPI bed's Terraform 0.15).
     pub engine: Option<strato_testbed::TestEngine>,
@@ -128,6 +135,7 @@ impl Default for DevstackConfig {
             chaos: None,
             record_aws_calls: false,
             deployment: None,
+            oidc_issuer: None,
             engine: None,
         }
     }
@@ -158,4 +166,6 @@ pub struct StackEnv {
     pub recorder: Option<CallRecorder>,
     /// On a deployment: what it gave each function and the runner.
     pub applied: Option<Applied>,
+    /// [`DevstackConfig::oidc_issuer`].
+    pub oidc_issuer: Option<String>,
 }

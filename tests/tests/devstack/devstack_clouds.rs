@@ -1,11 +1,22 @@
-//! A tenant's target on another cloud, through devstack's public endpoints only: the `do-doks-standin` and
-//! `linode-lke-standin` templates (do-doks-basic's and linode-lke-basic's requests and validation, played by
-//! the null provider on the modern engine) created → ACTIVE with their outputs → drift check (clean) →
-//! deleted, with the tenant's API token and object storage key registered through the API, checked by the
-//! runner's preflight against the clouds' account endpoints (FakeClouds), and each cluster's state in the
-//! tenant's own S3-compatible bucket (moto plays Spaces and Linode Object Storage: path-style,
-//! `use_lockfile`, no lock table), never in Strato's.
-//! Skipped loudly where the modern engine is absent (the S3 backend's lock file needs Terraform 1.10).
+//! A tenant's target on another cloud, through devstack's public endpoints only: the `do-doks-standin`,
+//! `linode-lke-standin` and `gcp-gke-standin` templates (do-doks-basic's, linode-lke-basic's and gcp-gke-basic's
+//! requests and validation, played by the null provider on the modern engine) created → ACTIVE with their
+//! outputs → drift check (clean) → deleted, each cluster's state in the tenant's own bucket, never in Strato's.
+//!
+//! - DigitalOcean and Linode: the tenant's API token and object storage key registered through the API,
+//!   checked by the runner's preflight against the clouds' account endpoints (FakeClouds); the state in an
+//!   S3-compatible bucket (moto plays Spaces and Linode Object Storage: path-style, `use_lockfile`, no lock
+//!   table).
+//! - GCP: no key at all. The stack is an OIDC issuer (its signing key on moto's KMS); the dispatcher mints
+//!   each stage's identity token, the runner's preflight exchanges it at Google's STS and impersonates the
+//!   tenant's service account (FakeClouds, checking the token's issuer, audience and RS256 signature against
+//!   the stack's public key, the pool's attribute condition and the account's binding), and Terraform's own
+//!   `gcs` backend does the same exchange from the run's `external_account` file before it reads, locks and
+//!   writes the state in the tenant's Cloud Storage bucket (fake-gcs-server, versioned).
+//!
+//! Not here: Azure (the `azurerm` backend addresses `https://<account>.blob.<cloud suffix>`, which no local
+//! emulator answers). Skipped loudly where the modern engine is absent (the S3 backend's lock file needs
+//! Terraform 1.10).
 
 use crate::devstack_support;
 
@@ -13,7 +24,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use strato_devstack::client::Client;
-use strato_testbed::{FakeClouds, TestEngine, cloud_bed, modern_engine_or_skip, stand_in_cli_config};
+use strato_testbed::{
+    FakeClouds, FakeGcs, TestEngine, cloud_bed, modern_engine_or_skip, stand_in_cli_config,
+};
 
 const OP_TIMEOUT: Duration = Duration::from_secs(240);
 
@@ -54,7 +67,7 @@ const CLOUDS: [Cloud; 2] = [
 ];
 
 #[tokio::test(flavor = "multi_thread")]
-async fn digitalocean_and_linode_stand_ins_live_and_die_with_their_state_in_the_tenants_buckets() {
+async fn digitalocean_linode_and_gcp_stand_ins_live_and_die_with_their_state_in_the_tenants_buckets() {
     let Some(modern) = modern_engine_or_skip("devstack_clouds") else {
         return;
     };
@@ -68,21 +81,27 @@ async fn digitalocean_and_linode_stand_ins_live_and_die_with_their_state_in_the_
     let clouds = FakeClouds::start().await.unwrap();
     clouds.knobs.digitalocean_token(CLOUDS[0].token);
     clouds.knobs.linode_token(CLOUDS[1].token);
+    // The GCP tenant's Cloud Storage.
+    let gcs = FakeGcs::start(bed).unwrap_or_else(|e| panic!("{e}"));
     let base = devstack_support::config("cl").await;
     let moto = base.aws_endpoint.clone().unwrap();
     let mut runner_env = clouds.runner_env();
     runner_env.extend([
         // Spaces and Linode Object Storage are moto here; the engine reaches it path-style.
         ("STRATO_S3_COMPATIBLE_ENDPOINT".into(), moto),
+        ("STRATO_GCS_ENDPOINT".into(), gcs.endpoint()),
         // The bed's null provider beside the machine's AWS mirror.
         ("TF_CLI_CONFIG_FILE".into(), cli.display().to_string()),
     ]);
     let stack = devstack_support::start(strato_devstack::DevstackConfig {
         extra_templates: CLOUDS
             .iter()
-            .map(|c| (standins.join(c.template), standins.join("modules")))
+            .map(|c| c.template)
+            .chain(["gcp-gke-standin"])
+            .map(|t| (standins.join(t), standins.join("modules")))
             .collect(),
         engine: Some(TestEngine::modern(modern)),
+        oidc_issuer: Some(ISSUER.into()),
         runner_env,
         ..base
     })
@@ -90,6 +109,155 @@ async fn digitalocean_and_linode_stand_ins_live_and_die_with_their_state_in_the_
     for cloud in &CLOUDS {
         lives_and_dies(&stack, &clouds, cloud).await;
     }
+    gcp_lives_and_dies(&stack, &clouds, &gcs).await;
+}
+
+/// The stack's OIDC issuer: a name the emulated cloud trusts (nothing fetches its discovery document).
+const ISSUER: &str = "https://devstack.strato.invalid";
+
+/// A GCP project reached by workload identity federation, its state in the tenant's Cloud Storage bucket.
+async fn gcp_lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, gcs: &FakeGcs) {
+    const PROVIDER: &str = "projects/123/locations/global/workloadIdentityPools/strato/providers/oidc";
+    const ACCOUNT: &str = "terraform@acme-prod-1.iam.gserviceaccount.com";
+    const BUCKET: &str = "acme-gke-tfstate";
+    let token = stack.token("acme");
+    let api = Client::new(&stack.endpoints.http_api).with_token(token.clone());
+    // The tenant's side of the trust: the pool's provider trusts Strato's issuer for this tenant's tokens
+    // (checked against the stack's signing key), and the service account lets the pool's principals in.
+    clouds.knobs.trust_issuer(ISSUER);
+    clouds.knobs.verify_with(stack.oidc_public_key().await.unwrap());
+    clouds.knobs.gcp_provider(PROVIDER, "acme");
+    clouds.knobs.gcp_impersonation(ACCOUNT, "acme");
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{}/storage/v1/b?project=acme-prod-1", gcs.base))
+        .json(&json!({"name": BUCKET, "versioning": {"enabled": true}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(created.status().is_success(), "{:?}", created.status());
+
+    let request = |size: &str| {
+        json!({
+            "name": "gcp-life",
+            "template": {"name": "gcp-gke-standin", "version": "1.0.0"},
+            "provider": "gcp", "region": "us-central1",
+            "variables": {"node_count": 2, "node_instance_type": size},
+            "target": {"provider": "gcp", "project_id": "acme-prod-1",
+                "workload_identity_provider": PROVIDER, "service_account": ACCOUNT, "state_bucket": BUCKET},
+        })
+    };
+    // Validated as gcp-gke-basic is: a DigitalOcean size names the field and its cloud.
+    let r = api.post("/v1/clusters", &request("s-2vcpu-4gb")).await.unwrap();
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(
+        r.text.contains("node_instance_type") && r.text.contains("digitalocean"),
+        "{}",
+        r.text
+    );
+
+    let (cluster, create, _) = api.create_cluster(&request("e2-standard-2")).await.unwrap();
+    let w = devstack_support::follow(stack, &token, &create).await;
+    let said: Vec<&str> = w.lines.values().map(|l| l.text.as_str()).collect();
+    assert_eq!(w.final_status.as_deref(), Some("succeeded"), "{said:#?}");
+    let calls = clouds.knobs.calls();
+    // The preflight's exchange, then the engine's own (each Terraform command exchanges the stage's token
+    // from its external_account file before it touches the state).
+    let exchanges = calls.iter().filter(|c| *c == "POST /v1/token").count();
+    assert!(exchanges >= 2, "the run's tokens were exchanged: {calls:?}");
+    assert!(
+        calls.iter().any(|c| c.contains(":generateAccessToken")),
+        "the tenant's service account impersonated: {calls:?}"
+    );
+    let c = api
+        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    let endpoint = c["outputs"]["cluster_endpoint"].as_str().unwrap_or_default();
+    assert!(
+        endpoint.starts_with("https://") && endpoint.contains("us-central1"),
+        "{c}"
+    );
+
+    // The state is in the tenant's bucket, written by the gcs backend; its lock released.
+    let prefix = format!("tenants/acme/clusters/{cluster}/cluster");
+    let object = |name: &str| {
+        format!(
+            "{}/storage/v1/b/{BUCKET}/o/{}",
+            gcs.base,
+            name.replace('/', "%2F")
+        )
+    };
+    let state_name = format!("{prefix}/default.tfstate");
+    let read_state = || async {
+        let r = http
+            .get(format!("{}?alt=media", object(&state_name)))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{state_name}: {}", r.status());
+        r.json::<Value>().await.unwrap()
+    };
+    assert_eq!(resources(&read_state().await), 3, "control plane + 2 nodes");
+    let lock = http
+        .get(object(&format!("{prefix}/default.tflock")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lock.status(), 404, "the lock is released after the run");
+    let r = api
+        .get(&format!("/v1/clusters/{cluster}/state-versions"))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(
+        r.text.contains(BUCKET) && r.text.contains("Cloud Storage"),
+        "{}",
+        r.text
+    );
+
+    let r = api
+        .post(&format!("/v1/clusters/{cluster}/drift-check"), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let check = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let done = api.wait_operation(&check, OP_TIMEOUT).await.unwrap();
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap();
+    assert_eq!(c.body["drift"]["drifted"], false, "{}", c.text);
+
+    let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let w2 = devstack_support::follow(stack, &token, &del).await;
+    assert_eq!(w2.final_status.as_deref(), Some("succeeded"));
+    api.wait_cluster_state(&cluster, &["DELETED"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(resources(&read_state().await), 0);
+    // Every write kept as a version of the object (the bucket is versioned).
+    let versions: Value = http
+        .get(format!(
+            "{}/storage/v1/b/{BUCKET}/o?versions=true&prefix={}",
+            gcs.base,
+            state_name.replace('/', "%2F")
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let n = versions["items"].as_array().map_or(0, Vec::len);
+    assert!(n >= 2, "every write kept: {versions}");
+    // No identity token reached a log line (a JWT starts with its header's base64 `eyJ`).
+    for l in w.lines.values().chain(w2.lines.values()) {
+        assert!(!l.text.contains("eyJ"), "{}", l.text);
+    }
+    println!(
+        "gcp: {exchanges} token exchanges at the emulated STS during the create, {n} versions of the state in gs://{BUCKET}"
+    );
 }
 
 async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, cloud: &Cloud) {
