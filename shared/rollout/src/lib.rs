@@ -1,0 +1,38 @@
+//! Fleet rollouts of a template version (pure decisions, no I/O): a rollout selects clusters on a template,
+//! plans each on the new version (`preview`: nothing applied) or upgrades them in waves (`apply`) that stop
+//! themselves — a failure, a replacement or destroy the rollout does not allow, a policy deny or a cost rise
+//! above its bound pauses it, with the reason, until an operator resumes or aborts it.
+//!
+//! - [`spec`]: what a rollout is asked to do, checked; how the selected clusters split into waves.
+//! - [`machine`]: the state machine, one input at a time (a cluster's outcome, the clock, an operator),
+//!   returning the effects to carry out; duplicate and stale inputs change nothing.
+//! - [`report`]: the fleet summary of the clusters' plans.
+//!
+//! Each cluster's run is an ordinary operation of Strato (locks, queueing, retries, cleanup, approvals): the
+//! rollout asks for them by id and learns their outcomes as events.
+
+pub mod machine;
+pub mod report;
+pub mod spec;
+
+#[cfg(test)]
+mod tests;
+
+pub use machine::{Effect, Input, Member, MemberStatus, PauseReason, Phase, PlanFindings, Rollout};
+pub use report::FleetSummary;
+pub use spec::{Mode, Plan, StopRules, WaveSize};
+
+use strato_domain::ids::ClusterId;
+
+/// What a rollout refuses, each naming what to change.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RolloutError {
+    #[error("{field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+    #[error("the selector matches no cluster: nothing to roll out")]
+    NothingSelected,
+    #[error("cluster {0} is not part of this rollout")]
+    NotAMember(ClusterId),
+    #[error("the rollout has ended (completed or aborted): start a new one")]
+    Finished,
+}
