@@ -216,25 +216,7 @@ async fn gcp_lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClou
         r.text
     );
 
-    let r = api
-        .post(&format!("/v1/clusters/{cluster}/drift-check"), &json!({}))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 202, "{}", r.text);
-    let check = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let done = api.wait_operation(&check, OP_TIMEOUT).await.unwrap();
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap();
-    assert_eq!(c.body["drift"]["drifted"], false, "{}", c.text);
-
-    let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
-    assert_eq!(r.status, 202, "{}", r.text);
-    let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let w2 = devstack_support::follow(stack, &token, &del).await;
-    assert_eq!(w2.final_status.as_deref(), Some("succeeded"));
-    api.wait_cluster_state(&cluster, &["DELETED"], Duration::from_secs(60))
-        .await
-        .unwrap();
+    let w2 = clean_drift_then_delete(stack, &api, &token, &cluster).await;
     assert_eq!(resources(&read_state().await), 0);
     // Every write kept as a version of the object (the bucket is versioned).
     let versions: Value = http
@@ -360,25 +342,7 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
     assert_eq!(r.status, 409, "{}", r.text);
     assert!(r.text.contains(&bucket), "{}", r.text);
 
-    let r = api
-        .post(&format!("/v1/clusters/{cluster}/drift-check"), &json!({}))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 202, "{}", r.text);
-    let check = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let done = api.wait_operation(&check, OP_TIMEOUT).await.unwrap();
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap();
-    assert_eq!(c.body["drift"]["drifted"], false, "{}", c.text);
-
-    let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
-    assert_eq!(r.status, 202, "{}", r.text);
-    let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let w2 = devstack_support::follow(stack, &token, &del).await;
-    assert_eq!(w2.final_status.as_deref(), Some("succeeded"));
-    api.wait_cluster_state(&cluster, &["DELETED"], Duration::from_secs(60))
-        .await
-        .unwrap();
+    let w2 = clean_drift_then_delete(stack, &api, &token, &cluster).await;
     let state = object_json(stack, &bucket, &key).await;
     assert_eq!(resources(&state), 0, "{state}");
     let versions = s3
@@ -398,6 +362,35 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
             l.text
         );
     }
+}
+
+/// A drift check finds nothing; then the cluster is deleted. The delete's log, as followed.
+async fn clean_drift_then_delete(
+    stack: &strato_devstack::Devstack,
+    api: &Client,
+    token: &str,
+    cluster: &str,
+) -> strato_devstack::client::Watched {
+    let r = api
+        .post(&format!("/v1/clusters/{cluster}/drift-check"), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let check = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let done = api.wait_operation(&check, OP_TIMEOUT).await.unwrap();
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap();
+    assert_eq!(c.body["drift"]["drifted"], false, "{}", c.text);
+
+    let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let w = devstack_support::follow(stack, token, &del).await;
+    assert_eq!(w.final_status.as_deref(), Some("succeeded"));
+    api.wait_cluster_state(cluster, &["DELETED"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    w
 }
 
 async fn object_json(stack: &strato_devstack::Devstack, bucket: &str, key: &str) -> Value {
