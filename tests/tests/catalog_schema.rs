@@ -49,7 +49,7 @@ fn every_template_schema_matches_its_modules() {
     );
 
     // 1.2.0 beside 1.1.0: the same network and cluster, plus what the runner needs to install the agent.
-    let with_agent = &templates[3];
+    let with_agent = &templates[2];
     assert_eq!(
         (basic.version(), with_agent.version()),
         ("1.1.0", "1.2.0")
@@ -169,9 +169,10 @@ fn every_module_is_documented_validated_and_has_an_example() {
 }
 
 /// Every module of `templates/modules`, AWS's and the other clouds'.
-const MODULES: [&str; 9] = [
+const MODULES: [&str; 10] = [
     "network",
     "k8s",
+    "eks-agent",
     "essentials",
     "gcp-network",
     "gcp-gke",

@@ -1,5 +1,5 @@
 # Example: the name the runner signs its EKS token for, from the k8s module's cluster ARN.
-module "eks_agent" {
+module "eks-agent" {
   source            = "../"
   cluster_arn       = "arn:aws:eks:us-east-1:123456789012:cluster/demo"
   agent_token       = "an-example-registration-token"
@@ -7,5 +7,5 @@ module "eks_agent" {
 }
 
 output "eks_cluster_name" {
-  value = module.eks_agent.eks_cluster_name
+  value = module.eks-agent.eks_cluster_name
 }
