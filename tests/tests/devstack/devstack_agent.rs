@@ -269,7 +269,7 @@ async fn health_becomes(
 /// A silent agent marks its cluster degraded after this long. Above the agent's heartbeat interval (60 s,
 /// up to 66 s with its jitter), so a live agent is never taken for a silent one.
 const STALE_SECS: u64 = 75;
-const WEBHOOK_SECRET: &str = "whsec_devstack-agent-0123456789";
+const WEBHOOK_SECRET: &str = "devstack-agent-webhook-secret";
 
 /// The cluster agent end to end, on the catalog's own template: `aws-eks-basic` at its newest version
 /// (`[agent] install = "runner"`) → devstack emulates the new cluster (kubefake behind TLS) and points the
