@@ -232,7 +232,9 @@ impl ClusterAgents {
             tokio::spawn(async move {
                 match e.run_agent(&binary, DEPLOYMENT_WAIT).await {
                     Ok(()) => tracing::info!(cluster_id = %key, "devstack: cluster agent started"),
-                    Err(err) => tracing::warn!(cluster_id = %key, error = %err, "devstack: cluster agent not started"),
+                    Err(err) => {
+                        tracing::warn!(cluster_id = %key, error = %err, "devstack: cluster agent not started")
+                    }
                 }
             });
         }
@@ -333,8 +335,15 @@ managed = true
             "{BASE}[agent]\ninstall = \"runner\"\nendpoint_output = \"e\"\nca_output = \"c\"\nname_output = \"n\"\n"
         ))
         .unwrap();
-        assert_eq!(emulated_nodes(&runner, &spec(serde_json::json!({"node_count": 5}))), Some(5));
-        assert_eq!(emulated_nodes(&runner, &spec(serde_json::json!({}))), Some(3), "the default");
+        assert_eq!(
+            emulated_nodes(&runner, &spec(serde_json::json!({"node_count": 5}))),
+            Some(5)
+        );
+        assert_eq!(
+            emulated_nodes(&runner, &spec(serde_json::json!({}))),
+            Some(3),
+            "the default"
+        );
         let by_template = Template::from_toml(&format!("{BASE}[agent]\ndeadline_secs = 60\n")).unwrap();
         assert_eq!(emulated_nodes(&by_template, &spec(serde_json::json!({}))), None);
         let none = Template::from_toml(BASE).unwrap();

@@ -416,7 +416,11 @@ async fn spawn_fargate(
         env: with_task_definition_env(
             env,
             config,
-            with_control_plane_url(config, runner_env(env, config, plugin_cache.as_deref()), http_addr),
+            with_control_plane_url(
+                config,
+                runner_env(env, config, plugin_cache.as_deref()),
+                http_addr,
+            ),
         ),
         events_queue_url: env.queues.events.clone(),
         region: config.region.clone(),

@@ -50,10 +50,7 @@ fn every_template_schema_matches_its_modules() {
 
     // 1.2.0 beside 1.1.0: the same network and cluster, plus what the runner needs to install the agent.
     let with_agent = &templates[2];
-    assert_eq!(
-        (basic.version(), with_agent.version()),
-        ("1.1.0", "1.2.0")
-    );
+    assert_eq!((basic.version(), with_agent.version()), ("1.1.0", "1.2.0"));
     assert!(basic.manifest.agent.is_none(), "1.1.0's clusters run no agent");
     let agent = with_agent.manifest.agent.as_ref().expect("1.2.0 has an [agent]");
     assert_eq!(agent.install, strato_domain::template::AgentInstall::Runner);

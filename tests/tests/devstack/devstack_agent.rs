@@ -279,7 +279,8 @@ const WEBHOOK_SECRET: &str = "devstack-agent-webhook-secret";
 /// is killed → degraded within the stale window, `cluster.health_changed` delivered signed → restarted →
 /// healthy → a node turns NotReady → degraded at its next heartbeat → DELETE → its credential is refused.
 #[tokio::test(flavor = "multi_thread")]
-async fn aws_eks_basic_with_the_agent_is_active_on_its_report_degraded_while_it_is_silent_and_revoked_on_delete() {
+async fn aws_eks_basic_with_the_agent_is_active_on_its_report_degraded_while_it_is_silent_and_revoked_on_delete()
+ {
     let t0 = Instant::now();
     let binary = kube::agent_binary().expect("the strato-agent binary");
     let stack = devstack_support::start(DevstackConfig {
@@ -382,7 +383,10 @@ async fn aws_eks_basic_with_the_agent_is_active_on_its_report_degraded_while_it_
     )
     .await;
     let degraded_after = killed.elapsed();
-    assert_eq!(silent["state"], "ACTIVE", "health is not a lifecycle state: {silent}");
+    assert_eq!(
+        silent["state"], "ACTIVE",
+        "health is not a lifecycle state: {silent}"
+    );
     assert!(
         silent["health"]["reasons"]
             .to_string()
@@ -390,14 +394,11 @@ async fn aws_eks_basic_with_the_agent_is_active_on_its_report_degraded_while_it_
         "{silent}"
     );
     let health_hook = |to: &str| {
-        receiver
-            .deliveries(WEBHOOK_SECRET)
-            .into_iter()
-            .find(|d| {
-                d.envelope.kind == "cluster.health_changed"
-                    && d.envelope.data["cluster_id"] == cluster.as_str()
-                    && d.envelope.data["to"] == to
-            })
+        receiver.deliveries(WEBHOOK_SECRET).into_iter().find(|d| {
+            d.envelope.kind == "cluster.health_changed"
+                && d.envelope.data["cluster_id"] == cluster.as_str()
+                && d.envelope.data["to"] == to
+        })
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     while health_hook("degraded").is_none() && Instant::now() < deadline {
