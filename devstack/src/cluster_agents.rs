@@ -323,7 +323,7 @@ managed = true
 
     fn spec(vars: serde_json::Value) -> ClusterSpec {
         serde_json::from_value(serde_json::json!({
-            "name": "c1", "template": {"name": "t", "version": "1.0.0"},
+            "name": "demo", "template": {"name": "t", "version": "1.0.0"},
             "provider": "aws", "region": "us-east-1", "variables": vars,
         }))
         .unwrap()
