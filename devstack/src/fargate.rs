@@ -145,6 +145,9 @@ enum StopRequest {
 }
 
 struct Shared {
+    /// Environment decided per task when it starts (devstack's emulated clusters), after the stack's and
+    /// the task definition's, before the task's overrides.
+    task_env: Option<Arc<dyn crate::cluster_agents::TaskEnv>>,
     ecs: aws_sdk_ecs::Client,
     sqs: aws_sdk_sqs::Client,
     config: FargateConfig,
@@ -160,7 +163,20 @@ pub fn spawn(
     stats: Arc<FargateStats>,
     shutdown: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
+    spawn_with(ecs, sqs, config, stats, shutdown, None)
+}
+
+/// [`spawn`], with environment decided per task by `task_env`.
+pub fn spawn_with(
+    ecs: aws_sdk_ecs::Client,
+    sqs: aws_sdk_sqs::Client,
+    config: FargateConfig,
+    stats: Arc<FargateStats>,
+    shutdown: watch::Receiver<bool>,
+    task_env: Option<Arc<dyn crate::cluster_agents::TaskEnv>>,
+) -> tokio::task::JoinHandle<()> {
     let shared = Arc::new(Shared {
+        task_env,
         ecs,
         sqs,
         config,
@@ -447,6 +463,9 @@ async fn execute(
                 .iter()
                 .filter_map(|kv| Some((kv.name()?.to_owned(), kv.value().unwrap_or_default().to_owned()))),
         );
+    }
+    if let (Some(hook), Some(op)) = (&shared.task_env, operation_id.as_deref()) {
+        cmd.envs(hook.task_env(op).await);
     }
     // infra/'s task runs an X-Ray daemon sidecar (the definition's AWS_XRAY_DAEMON_ADDRESS); devstack is it.
     cmd.envs(crate::xray::daemon_env());

@@ -188,7 +188,12 @@ impl EmulatedCluster {
             })
             .collect();
         let log = self.dir.path().join("agent.log");
-        let out = std::fs::File::create(&log).map_err(DevstackError::io("agent log"))?;
+        // Appended: a restarted agent's log follows the one before it.
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(DevstackError::io("agent log"))?;
         let err = out.try_clone().map_err(DevstackError::io("agent log"))?;
         let child = tokio::process::Command::new(binary)
             .arg("run")

@@ -9,7 +9,8 @@
 //! - [`sqs`] the SQS event source mappings, [`schedule`] the EventBridge schedules;
 //! - [`fargate`] runs one runner process per ECS task and reports ECS Task State Change events;
 //! - [`runtime_api`] serves the Lambda Runtime API so each function's real binary can be invoked;
-//! - [`kube`] emulates a tenant's Kubernetes cluster the runner installs the real cluster agent into;
+//! - [`kube`] emulates a tenant's Kubernetes cluster the runner installs the real cluster agent into, and
+//!   [`cluster_agents`] gives each cluster of an agent template one, with the real agent running in it;
 //! - [`client`] is what a user (the demo, end-to-end tests) calls the stack with.
 
 pub mod apigw_ws;
@@ -18,6 +19,7 @@ pub mod capture;
 pub mod chaos;
 pub mod cli_profile;
 pub mod client;
+pub mod cluster_agents;
 pub mod console;
 pub mod demo;
 pub mod error;

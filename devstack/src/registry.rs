@@ -253,6 +253,7 @@ impl Registry {
                 "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
                 "STRATO_RUNNER_CLUSTER" => Some(env.runner_settings.cluster.clone()),
                 "STRATO_SWEEP_GRACE_SECS" => Some(env.sweep_grace.as_secs().max(1).to_string()),
+                "STRATO_AGENT_STALE_SECS" => env.agent_stale.map(|d| d.as_secs().max(1).to_string()),
                 _ => None,
             }))
             .map_err(|e| DevstackError::step("configuring the scheduler function", e))?;

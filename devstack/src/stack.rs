@@ -17,6 +17,7 @@ use strato_testbed::{MotoServer, Tools};
 use tokio::sync::watch;
 
 use crate::auth::Authenticator;
+use crate::cluster_agents::ClusterAgents;
 use crate::error::DevstackError;
 use crate::fargate::{FargateConfig, FargateStats};
 use crate::registry::{Plugin, Registry};
@@ -53,6 +54,8 @@ pub struct Devstack {
     pub published: Vec<(String, String)>,
     /// The faults being injected (what was injected so far), when the config asked for them.
     pub chaos: Option<crate::chaos::ChaosState>,
+    /// The emulated clusters of agent templates and their agents (stop and restart an agent here).
+    pub agents: Arc<ClusterAgents>,
     jwt_secret: String,
     console_served: bool,
     stop_intake: watch::Sender<bool>,
@@ -60,6 +63,7 @@ pub struct Devstack {
     stop_consumers: watch::Sender<bool>,
     intake_tasks: Vec<tokio::task::JoinHandle<()>>,
     fargate_task: Option<tokio::task::JoinHandle<()>>,
+    agents_task: Option<tokio::task::JoinHandle<()>>,
     consumer_tasks: Vec<tokio::task::JoinHandle<()>>,
     moto: Option<MotoServer>,
     ws: Option<crate::apigw_ws::WsApi>,
@@ -149,7 +153,20 @@ impl Devstack {
             ));
         }
         let fargate_stats = Arc::new(FargateStats::default());
-        let fargate_task = spawn_fargate(&config, &env, work_dir, fargate_stats.clone(), fargate_rx).await?;
+        let agents = ClusterAgents::new(
+            strato_aws::store::Store::new(env.aws.dynamodb.clone(), &env.names),
+            config.agent_binary.clone(),
+        );
+        let agents_task = agents.spawn_reaper(fargate_rx.clone());
+        let fargate_task = spawn_fargate(
+            &config,
+            &env,
+            work_dir,
+            (fargate_stats.clone(), agents.clone()),
+            http_addr,
+            fargate_rx,
+        )
+        .await?;
         let endpoints = Endpoints {
             http_api: format!("http://{http_addr}"),
             websocket: Some(ws_url),
@@ -180,6 +197,8 @@ impl Devstack {
             stop_consumers,
             intake_tasks,
             fargate_task: Some(fargate_task),
+            agents_task: Some(agents_task),
+            agents,
             consumer_tasks,
             moto,
             ws: Some(ws_api),
@@ -252,6 +271,10 @@ impl Devstack {
         }
         let _ = self.stop_fargate.send(true);
         if let Some(t) = self.fargate_task.take() {
+            let _ = t.await;
+        }
+        // The clusters' agents go with the runners.
+        if let Some(t) = self.agents_task.take() {
             let _ = t.await;
         }
         let deadline = Instant::now() + drain;
@@ -372,6 +395,7 @@ async fn stack_env(
         drift_rate: config.drift_rate,
         sweep_rate: config.sweep_rate,
         sweep_grace: config.sweep_grace,
+        agent_stale: config.agent_stale,
         recorder: config
             .record_aws_calls
             .then(|| CallRecorder::new("devstack", names.clone())),
@@ -386,7 +410,8 @@ async fn spawn_fargate(
     config: &DevstackConfig,
     env: &StackEnv,
     work_dir: PathBuf,
-    stats: Arc<FargateStats>,
+    (stats, agents): (Arc<FargateStats>, Arc<ClusterAgents>),
+    http_addr: std::net::SocketAddr,
     stop: watch::Receiver<bool>,
 ) -> Result<tokio::task::JoinHandle<()>, DevstackError> {
     // One unpacked provider for every runner's `init`, instead of 170 MB unpacked per run.
@@ -402,7 +427,15 @@ async fn spawn_fargate(
         cluster: env.runner_settings.cluster.clone(),
         runner: config.runner.clone(),
         work_dir,
-        env: with_task_definition_env(env, config, runner_env(env, config, plugin_cache.as_deref())),
+        env: with_task_definition_env(
+            env,
+            config,
+            with_control_plane_url(
+                config,
+                runner_env(env, config, plugin_cache.as_deref()),
+                http_addr,
+            ),
+        ),
         events_queue_url: env.queues.events.clone(),
         region: config.region.clone(),
         grace: config.runner_grace,
@@ -410,13 +443,29 @@ async fn spawn_fargate(
         poll_interval: config.fargate_poll,
         keep_task_dirs: config.keep_task_dirs,
     };
-    Ok(crate::fargate::spawn(
+    Ok(crate::fargate::spawn_with(
         env.ecs.clone(),
         env.aws.sqs.clone(),
         fargate,
         stats,
         stop,
+        Some(agents),
     ))
+}
+
+/// The API agents report to (the managed `control_plane_url`): this stack's HTTP API, unless the config's
+/// `runner_env` says otherwise (it comes later and wins).
+fn with_control_plane_url(
+    config: &DevstackConfig,
+    mut out: Vec<(String, String)>,
+    http_addr: std::net::SocketAddr,
+) -> Vec<(String, String)> {
+    let at = out.len().saturating_sub(config.runner_env.len());
+    out.insert(
+        at,
+        ("STRATO_CONTROL_PLANE_URL".into(), format!("http://{http_addr}")),
+    );
+    out
 }
 
 /// On a deployment, the runner container's environment and secrets as its task definition gives them go

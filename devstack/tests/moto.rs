@@ -28,7 +28,14 @@ async fn publish_puts_the_catalog_into_an_existing_stack() {
         .unwrap()
         .filter_map(Result::ok)
         .filter(|e| e.path().join(MANIFEST_FILE).is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+        // A template's name is its manifest's: two versions may live side by side in two directories.
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path().join(MANIFEST_FILE)).unwrap();
+            strato_domain::template::Template::from_toml(&text)
+                .unwrap()
+                .name()
+                .to_owned()
+        })
         .collect();
     assert!(!expected.is_empty());
 

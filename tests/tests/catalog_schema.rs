@@ -26,6 +26,7 @@ fn every_template_schema_matches_its_modules() {
         [
             "aws-eks-advanced",
             "aws-eks-basic",
+            "aws-eks-basic",
             "azure-aks-basic",
             "do-doks-basic",
             "gcp-gke-basic",
@@ -46,6 +47,35 @@ fn every_template_schema_matches_its_modules() {
         !basic_modules.contains(&"essentials"),
         "helm cannot be installed offline: essentials stays out of the basic template"
     );
+
+    // 1.2.0 beside 1.1.0: the same network and cluster, plus what the runner needs to install the agent.
+    let with_agent = &templates[2];
+    assert_eq!((basic.version(), with_agent.version()), ("1.1.0", "1.2.0"));
+    assert!(basic.manifest.agent.is_none(), "1.1.0's clusters run no agent");
+    let agent = with_agent.manifest.agent.as_ref().expect("1.2.0 has an [agent]");
+    assert_eq!(agent.install, strato_domain::template::AgentInstall::Runner);
+    assert_eq!(
+        (
+            agent.endpoint_output.as_deref(),
+            agent.ca_output.as_deref(),
+            agent.name_output.as_deref(),
+            agent.ready_nodes_variable.as_str()
+        ),
+        (
+            Some("cluster_endpoint"),
+            Some("cluster_ca_certificate"),
+            Some("eks_cluster_name"),
+            "node_count"
+        )
+    );
+    let with_agent_modules: Vec<&str> = with_agent
+        .manifest
+        .stages
+        .iter()
+        .flat_map(|s| s.modules.iter().map(String::as_str))
+        .collect();
+    assert_eq!(with_agent_modules, ["network", "k8s", "eks-agent"]);
+    assert!(with_agent.manifest.verified_offline);
 
     let adv = &templates[0];
     assert!(
@@ -68,13 +98,13 @@ fn every_template_schema_matches_its_modules() {
     // The other clouds' templates: their providers cannot be installed here, which the manifest says.
     for (t, provider, modules) in [
         (
-            &templates[2],
+            &templates[3],
             CloudProvider::Azure,
             vec!["azure-network", "azure-aks"],
         ),
-        (&templates[3], CloudProvider::Digitalocean, vec!["do-doks"]),
-        (&templates[4], CloudProvider::Gcp, vec!["gcp-network", "gcp-gke"]),
-        (&templates[5], CloudProvider::Linode, vec!["linode-lke"]),
+        (&templates[4], CloudProvider::Digitalocean, vec!["do-doks"]),
+        (&templates[5], CloudProvider::Gcp, vec!["gcp-network", "gcp-gke"]),
+        (&templates[6], CloudProvider::Linode, vec!["linode-lke"]),
     ] {
         assert_eq!(t.manifest.providers, [provider], "{}", t.name());
         assert!(
@@ -136,9 +166,10 @@ fn every_module_is_documented_validated_and_has_an_example() {
 }
 
 /// Every module of `templates/modules`, AWS's and the other clouds'.
-const MODULES: [&str; 9] = [
+const MODULES: [&str; 10] = [
     "network",
     "k8s",
+    "eks-agent",
     "essentials",
     "gcp-network",
     "gcp-gke",

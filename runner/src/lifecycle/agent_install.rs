@@ -98,8 +98,8 @@ fn text_output(outputs: &Map<String, Value>, key: &str, name: &str) -> Result<St
     }
 }
 
-/// The cluster's API from the outputs: an `https://` endpoint and the CA (base64 of its PEM, or the PEM).
-pub(super) fn cluster_of(spec: &AgentSpec, outputs: &Map<String, Value>) -> Result<KubeCluster, Failure> {
+/// The endpoint (`https://`) and CA text the outputs name, both present.
+fn endpoint_and_ca(spec: &AgentSpec, outputs: &Map<String, Value>) -> Result<(String, String), Failure> {
     let endpoint_output = spec.endpoint_output.as_deref().unwrap_or_default();
     let ca_output = spec.ca_output.as_deref().unwrap_or_default();
     let endpoint = text_output(outputs, "endpoint_output", endpoint_output)?;
@@ -109,7 +109,27 @@ pub(super) fn cluster_of(spec: &AgentSpec, outputs: &Map<String, Value>) -> Resu
             "The output must be the cluster API's URL (https://…); correct the template, then retry.".into(),
         ));
     }
-    let ca = text_output(outputs, "ca_output", ca_output)?;
+    Ok((endpoint, text_output(outputs, "ca_output", ca_output)?))
+}
+
+/// The cluster to install into: an emulator's API when one stands in (`STRATO_KUBE_ENDPOINT`/`_CA_PEM`),
+/// after the outputs are checked as far as an emulator's cloud allows (moto's EKS makes its CA data up:
+/// random text, never a PEM, so its shape is not checked then); else the outputs' cluster.
+pub(super) fn target_cluster(
+    spec: &AgentSpec,
+    outputs: &Map<String, Value>,
+    emulator: Option<&KubeCluster>,
+) -> Result<KubeCluster, Failure> {
+    match emulator {
+        Some(e) => endpoint_and_ca(spec, outputs).map(|_| e.clone()),
+        None => cluster_of(spec, outputs),
+    }
+}
+
+/// The cluster's API from the outputs: an `https://` endpoint and the CA (base64 of its PEM, or the PEM).
+pub(super) fn cluster_of(spec: &AgentSpec, outputs: &Map<String, Value>) -> Result<KubeCluster, Failure> {
+    let ca_output = spec.ca_output.as_deref().unwrap_or_default();
+    let (endpoint, ca) = endpoint_and_ca(spec, outputs)?;
     let pem = if ca.starts_with("-----BEGIN") {
         ca.into_bytes()
     } else {
@@ -194,9 +214,8 @@ impl<P: Ports> PreparedRun<'_, P> {
 
     async fn install_agent(&self, install: &Install, outputs: &Map<String, Value>) -> Result<(), Failure> {
         let cfg = &self.ctx.cfg;
-        // The outputs are checked even when an emulator's API stands in, so a template defect still fails.
-        let cluster = cluster_of(&install.spec, outputs)?;
-        let cluster = cfg.kube_override.clone().unwrap_or(cluster);
+        // The outputs are checked even when an emulator's API stands in, so a missing one still fails.
+        let cluster = target_cluster(&install.spec, outputs, cfg.kube_override.as_ref())?;
         let source = token_source(install, outputs)?;
         let api_url = cfg.control_plane_url.as_deref().ok_or_else(|| {
             Failure::internal(

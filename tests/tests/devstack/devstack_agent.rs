@@ -6,10 +6,14 @@
 //! old one retires when the new one is first used). A second cluster, whose agent never comes, ends FAILED
 //! at the deadline with what / step / fix.
 //!
-//! Then the real agent: the runner installs it into devstack's emulated cluster and the `strato-agent` binary
-//! registers, reports, and reports a node turning NotReady (second test).
+//! Then the real agent (second test): a create of the catalog's `aws-eks-basic` with the agent on (its newest
+//! version) becomes ACTIVE because the `strato-agent` binary, which the runner installed into the cluster
+//! devstack emulates for it, reported the requested Ready nodes; killing the agent marks the cluster
+//! degraded within the configured window and sends the signed webhook; restarting it clears that; a node
+//! turning NotReady is reported; DELETE revokes its credential.
 
 use crate::devstack_support;
+use devstack_support::receiver::Receiver;
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +22,8 @@ use devstack_support::fixtures;
 use serde_json::{Value, json};
 use strato_agent_wire::{Ack, MIN_HEARTBEAT_SECS, Registered, Rotated};
 use strato_devstack::client::Client;
-use strato_devstack::kube::{self, AgentProcess, EmulatedCluster};
+use strato_devstack::cluster_agents::ClusterEmulation;
+use strato_devstack::kube;
 use strato_devstack::{Devstack, DevstackConfig};
 use strato_domain::agent::registration_token;
 use strato_domain::ids::ClusterId;
@@ -244,7 +249,7 @@ async fn health_becomes(
     cluster: &str,
     status: &str,
     timeout: Duration,
-    agent: &AgentProcess,
+    emulation: &ClusterEmulation,
 ) -> Value {
     let start = Instant::now();
     loop {
@@ -255,51 +260,97 @@ async fn health_becomes(
         assert!(
             start.elapsed() < timeout,
             "health is not {status} after {timeout:?}: {c}\nagent log:\n{}",
-            agent.log_text()
+            emulation.agent_log()
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
-/// The real agent end to end: a template with `[agent] install = "runner"` (`tests/fixtures/agent-runner`)
-/// → the runner applies the manifests into devstack's emulated cluster (kubefake behind TLS, reached through
-/// `STRATO_KUBE_ENDPOINT`/`_CA_PEM` with a real EKS token) → the `strato-agent` binary, started with the
-/// Deployment's environment as a kubelet would, registers within `deploy/agent.yaml`'s RBAC and stores its
-/// credential → ACTIVE and healthy → a node turns NotReady → the next heartbeat makes the health degraded.
+/// A silent agent marks its cluster degraded after this long. Above the agent's heartbeat interval (60 s,
+/// up to 66 s with its jitter), so a live agent is never taken for a silent one.
+const STALE_SECS: u64 = 75;
+const WEBHOOK_SECRET: &str = "devstack-agent-webhook-secret";
+
+/// The cluster agent end to end, on the catalog's own template: `aws-eks-basic` at its newest version
+/// (`[agent] install = "runner"`) → devstack emulates the new cluster (kubefake behind TLS) and points the
+/// runner at it → the runner's install-agent step applies the manifests with a real EKS token → devstack
+/// starts the `strato-agent` binary with the Deployment's environment, as the kubelet would → it registers
+/// within `deploy/agent.yaml`'s RBAC and reports 2 of 2 nodes Ready → ACTIVE and healthy. Then: the agent
+/// is killed → degraded within the stale window, `cluster.health_changed` delivered signed → restarted →
+/// healthy → a node turns NotReady → degraded at its next heartbeat → DELETE → its credential is refused.
 #[tokio::test(flavor = "multi_thread")]
-async fn the_runner_installs_the_real_agent_which_registers_and_reports_a_node_turning_not_ready() {
-    let fixtures = fixtures();
+async fn aws_eks_basic_with_the_agent_is_active_on_its_report_degraded_while_it_is_silent_and_revoked_on_delete()
+ {
+    let t0 = Instant::now();
     let binary = kube::agent_binary().expect("the strato-agent binary");
-    let cluster_api = EmulatedCluster::start("us-east-1", 2).await.unwrap();
-    let http_addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap();
-    let mut runner_env = vec![("STRATO_CONTROL_PLANE_URL".into(), format!("http://{http_addr}"))];
-    runner_env.extend(cluster_api.runner_env());
     let stack = devstack_support::start(DevstackConfig {
-        templates_root: None,
-        extra_templates: vec![(fixtures.join("agent-runner"), fixtures)],
-        http_addr,
-        runner_env,
+        agent_binary: Some(binary),
+        agent_stale: Some(Duration::from_secs(STALE_SECS)),
+        // The silent-agent check is the sweeper's: often, so the mark follows the window closely.
+        sweep_rate: Duration::from_secs(3),
         ..devstack_support::config("ar").await
     })
     .await;
     let api = Client::new(&stack.endpoints.http_api).with_token(stack.token("acme"));
-    let spec = json!({
-        "name": "real-agent",
-        "template": {"name": "fixture-agent-runner", "version": "0.1.0"},
-        "provider": "aws",
-        "region": "us-east-1",
-        "variables": {}
-    });
-    let (cluster, op, _) = api.create_cluster(&spec).await.unwrap();
-    let started = Instant::now();
-
-    // The runner applied every object as `strato-runner`; the agent starts as its pod would.
-    let agent = cluster_api
-        .start_agent(&binary, Duration::from_secs(240))
+    let receiver = Receiver::start().await;
+    let r = api
+        .request(
+            reqwest::Method::PUT,
+            "/v1/webhook",
+            Some(&json!({"url": receiver.url, "secret": WEBHOOK_SECRET})),
+        )
         .await
         .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    // The newest published aws-eks-basic is the one with the agent.
+    let newest = stack
+        .published
+        .iter()
+        .filter(|(n, _)| n == "aws-eks-basic")
+        .map(|(_, v)| v.clone())
+        .max_by_key(|v| {
+            v.split('.')
+                .map(|p| p.parse::<u32>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .expect("aws-eks-basic is published");
+    assert_eq!(newest, "1.2.0");
+    let spec = json!({
+        "name": "real-agent",
+        "template": {"name": "aws-eks-basic", "version": newest},
+        "provider": "aws",
+        "region": "us-east-1",
+        "variables": {"node_count": 2}
+    });
+    let (cluster, op, _) = api.create_cluster(&spec).await.unwrap();
+    let done = api.wait_operation(&op, Duration::from_secs(600)).await;
+    let emulation = stack
+        .agents
+        .emulation(&cluster)
+        .await
+        .expect("devstack emulates the cluster of an agent template");
+    let done = done.unwrap_or_else(|e| panic!("{e}\nagent log:\n{}", emulation.agent_log()));
+    assert_eq!(
+        done["status"],
+        "succeeded",
+        "{done}\nagent log:\n{}",
+        emulation.agent_log()
+    );
+    assert_eq!(step(&done, "install-agent")["ok"], true, "{done}");
+    assert_eq!(step(&done, "configure")["ok"], true, "{done}");
+    let active = api
+        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(active["health"]["status"], "healthy", "{active}");
+    assert_eq!(active["health"]["nodes_requested"], 2, "{active}");
+    assert_eq!(active["health"]["nodes_ready"], 2, "the agent's report: {active}");
+    let created_in = t0.elapsed();
+
+    // The runner applied every object as `strato-runner`; the credential is in the Secret, written by the
+    // agent alone (the runner's token key left alone).
+    let fake = &emulation.cluster.fake;
     for (kind, api_version, ns, name) in [
         ("Namespace", "v1", None, "strato-system"),
         ("Secret", "v1", Some("strato-system"), "strato-agent"),
@@ -311,50 +362,63 @@ async fn the_runner_installs_the_real_agent_which_registers_and_reports_a_node_t
         ),
         ("Deployment", "apps/v1", Some("strato-system"), "strato-agent"),
     ] {
-        let managers = cluster_api.fake.managers(api_version, kind, ns, name);
+        let managers = fake.managers(api_version, kind, ns, name);
         assert!(
             managers.contains_key("strato-runner"),
             "{kind} {name}: {managers:?}"
         );
     }
-
-    let done = api.wait_operation(&op, Duration::from_secs(120)).await;
-    let done = done.unwrap_or_else(|e| panic!("{e}\nagent log:\n{}", agent.log_text()));
-    assert_eq!(
-        done["status"],
-        "succeeded",
-        "{done}\nagent log:\n{}",
-        agent.log_text()
-    );
-    assert_eq!(step(&done, "install-agent")["ok"], true, "{done}");
-    assert_eq!(step(&done, "configure")["ok"], true, "{done}");
-    let active = api
-        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(30))
-        .await
-        .unwrap();
-    assert_eq!(active["health"]["status"], "healthy", "{active}");
-    assert_eq!(active["health"]["nodes_requested"], 2, "{active}");
-
-    // The credential is in the Secret, written by the agent alone; the runner's token key is left alone.
-    let secret = cluster_api
-        .fake
-        .get("v1", "Secret", Some("strato-system"), "strato-agent")
-        .unwrap();
-    assert!(secret["data"]["credential"].is_string(), "{secret}");
-    let managers = cluster_api
-        .fake
-        .managers("v1", "Secret", Some("strato-system"), "strato-agent");
+    let managers = fake.managers("v1", "Secret", Some("strato-system"), "strato-agent");
     assert_eq!(managers["strato-agent"], [".data.credential"], "{managers:?}");
 
+    // The agent dies: no report for the stale window marks the cluster degraded, and the tenant is told.
+    stack.agents.stop_agent(&cluster).await.unwrap();
+    let killed = Instant::now();
+    let silent = health_becomes(
+        &api,
+        &cluster,
+        "degraded",
+        Duration::from_secs(STALE_SECS + 60),
+        &emulation,
+    )
+    .await;
+    let degraded_after = killed.elapsed();
+    assert_eq!(
+        silent["state"], "ACTIVE",
+        "health is not a lifecycle state: {silent}"
+    );
+    assert!(
+        silent["health"]["reasons"]
+            .to_string()
+            .contains("has not reported since"),
+        "{silent}"
+    );
+    let health_hook = |to: &str| {
+        receiver.deliveries(WEBHOOK_SECRET).into_iter().find(|d| {
+            d.envelope.kind == "cluster.health_changed"
+                && d.envelope.data["cluster_id"] == cluster.as_str()
+                && d.envelope.data["to"] == to
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while health_hook("degraded").is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let hook = health_hook("degraded").expect("cluster.health_changed to degraded, signed");
+    assert_eq!(hook.envelope.data["from"], "healthy", "{:?}", hook.envelope);
+
+    // Restarted, it reads its credential from the Secret and reports at once: healthy again.
+    stack.agents.start_agent(&cluster).await.unwrap();
+    let healthy = health_becomes(&api, &cluster, "healthy", Duration::from_secs(60), &emulation).await;
+    assert_eq!(healthy["health"]["nodes_ready"], 2, "{healthy}");
+
     // A node turns NotReady: the agent's watch sees it and its next heartbeat (the Ack's interval) says so.
-    cluster_api.fake.put_node("node-1", false);
-    let degraded = health_becomes(&api, &cluster, "degraded", Duration::from_secs(100), &agent).await;
+    fake.put_node("node-1", false);
+    let degraded = health_becomes(&api, &cluster, "degraded", Duration::from_secs(100), &emulation).await;
     assert_eq!(degraded["health"]["nodes_ready"], 1, "{degraded}");
-    assert_eq!(degraded["state"], "ACTIVE", "{degraded}");
 
     // Every request the agent made was within its RBAC (kubefake answers 403 otherwise).
-    let agents: Vec<_> = cluster_api
-        .fake
+    let agents: Vec<_> = fake
         .requests()
         .into_iter()
         .filter(|r| r.identity.as_deref() == Some(kube::AGENT_IDENTITY))
@@ -364,10 +428,40 @@ async fn the_runner_installs_the_real_agent_which_registers_and_reports_a_node_t
         agents.iter().all(|r| r.status != 403 && r.status != 401),
         "{agents:?}"
     );
+
+    // DELETE revokes the agent's credential: the one in its Secret is refused from then on.
+    let credential = emulation
+        .agent_credential()
+        .expect("the credential the agent stored");
+    let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let delete_op = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let deleted = api
+        .wait_operation(&delete_op, Duration::from_secs(300))
+        .await
+        .unwrap();
+    assert_eq!(deleted["status"], "succeeded", "{deleted}");
+    api.wait_cluster_state(&cluster, &["DELETED"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    let revoked = Client::new(&stack.endpoints.http_api).with_token(credential);
+    let r = revoked
+        .post("/v1/agent/heartbeat", &json!({"nodes_ready": 2}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401, "a deleted cluster's credential: {}", r.text);
+    // devstack's emulated cluster and agent go with the cluster.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while stack.agents.emulation(&cluster).await.is_some() {
+        assert!(Instant::now() < deadline, "the emulated cluster outlived DELETED");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     println!(
-        "real agent: installed by the runner, ACTIVE and healthy, degraded after a node turned NotReady; {} s",
-        started.elapsed().as_secs()
+        "real agent on aws-eks-basic@{newest}: ACTIVE in {} s; degraded {} s after it was killed (window {STALE_SECS} s); \
+         healthy after its restart; NotReady node reported; credential refused after DELETE; {} s in all",
+        created_in.as_secs(),
+        degraded_after.as_secs(),
+        t0.elapsed().as_secs()
     );
-    drop(agent);
     stack.shutdown(Duration::from_secs(30)).await;
 }

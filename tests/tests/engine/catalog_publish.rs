@@ -48,6 +48,7 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
         [
             ("aws-eks-advanced", "1.1.0"),
             ("aws-eks-basic", "1.1.0"),
+            ("aws-eks-basic", "1.2.0"),
             ("azure-aks-basic", "1.0.0"),
             ("do-doks-basic", "1.0.0"),
             ("gcp-gke-basic", "1.0.0"),
@@ -132,20 +133,30 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
     }
 
     // Publishing the change as a new version works and keeps the old one.
-    for t in ["aws-eks-advanced", "aws-eks-basic"] {
+    for (t, from, to) in [
+        ("aws-eks-advanced", "1.1.0", "1.1.1"),
+        ("aws-eks-basic", "1.1.0", "1.1.1"),
+        ("aws-eks-basic-1.2.0", "1.2.0", "1.2.1"),
+    ] {
         let path = copy.path().join("catalog").join(t).join("template.toml");
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(
             &path,
-            text.replacen("version = \"1.1.0\"", "version = \"1.1.1\"", 1),
+            text.replacen(
+                &format!("version = \"{from}\""),
+                &format!("version = \"{to}\""),
+                1,
+            ),
         )
         .unwrap();
     }
     let newer = publish_catalog(&env.aws, &env.names, copy.path()).await.unwrap();
     // Only the AWS templates use the changed module; the others publish again unchanged.
-    assert!(newer[..2].iter().all(|p| p.version == "1.1.1"));
-    assert_eq!(newer[2..], published[2..]);
+    let bumped: Vec<&str> = newer[..3].iter().map(|p| p.version.as_str()).collect();
+    assert_eq!(bumped, ["1.1.1", "1.1.1", "1.2.1"]);
+    assert_eq!(newer[3..], published[3..]);
     assert_ne!(newer[1].sha256, published[1].sha256);
+    assert_ne!(newer[2].sha256, published[2].sha256);
     let versions: Vec<(String, String)> = store
         .list_templates()
         .await
@@ -160,6 +171,8 @@ async fn the_catalog_publishes_verifies_and_stays_immutable() {
             ("aws-eks-advanced".to_owned(), "1.1.1".to_owned()),
             ("aws-eks-basic".to_owned(), "1.1.0".to_owned()),
             ("aws-eks-basic".to_owned(), "1.1.1".to_owned()),
+            ("aws-eks-basic".to_owned(), "1.2.0".to_owned()),
+            ("aws-eks-basic".to_owned(), "1.2.1".to_owned()),
             ("azure-aks-basic".to_owned(), "1.0.0".to_owned()),
             ("do-doks-basic".to_owned(), "1.0.0".to_owned()),
             ("gcp-gke-basic".to_owned(), "1.0.0".to_owned()),

@@ -18,7 +18,7 @@ use super::support::{Bed, ENGINE_ROLE, applies, cleans_up, outputs, plan, vpc_pl
 use crate::fakes::{FakeCloud, FakeKube};
 use crate::kube::manifests::{AGENT_YAML, AgentValues, render};
 use crate::kube::{HttpKube, KubeApi, KubeCluster, KubeError};
-use crate::lifecycle::agent_install::{Install, STEP, TokenSource, cluster_of, token_source};
+use crate::lifecycle::agent_install::{Install, STEP, TokenSource, cluster_of, target_cluster, token_source};
 
 const ENDPOINT: &str = "https://0123ABCD.gr7.us-east-1.eks.amazonaws.com";
 const EKS_NAME: &str = "demo-eks-1a2b";
@@ -344,6 +344,32 @@ fn the_token_comes_from_the_output_where_there_is_one_else_eks_signs_one() {
         "{}",
         e.what
     );
+
+    // With an emulator's API standing in, the CA output must be there but need not be a PEM (moto's EKS
+    // makes its CA data up); a missing output or a non-https endpoint still fails.
+    let emulator = KubeCluster {
+        endpoint: "https://127.0.0.1:6443".into(),
+        ca_pem: tls_fixture("other-ca.pem"),
+    };
+    let made_up = ca("bm90IGEgY2VydA==".into());
+    assert_eq!(
+        target_cluster(&spec, &made_up, Some(&emulator)).unwrap(),
+        emulator
+    );
+    assert!(target_cluster(&spec, &made_up, None).is_err());
+    let e = target_cluster(
+        &spec,
+        &outs(&[("cluster_endpoint", ENDPOINT.into())]),
+        Some(&emulator),
+    )
+    .unwrap_err();
+    assert!(e.what.contains("(agent.ca_output) is missing"), "{}", e.what);
+    let plain = outs(&[
+        ("cluster_endpoint", "http://x.example".into()),
+        ("cluster_ca", ca_b64().into()),
+    ]);
+    let e = target_cluster(&spec, &plain, Some(&emulator)).unwrap_err();
+    assert!(e.what.contains("not an https:// URL"), "{}", e.what);
 }
 
 /// TLS with the test CA's server certificate (127.0.0.1) in front of `backend` (`http://…`): the cluster's
