@@ -19,10 +19,16 @@ pub struct DemoOptions {
 ///
 /// Long on purpose: it is the demo's script, each step in the order a user sees it.
 pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), DemoError> {
+    // 1.1.0, named: the tour shows a cluster's life without the in-cluster agent (1.2.0 installs it, and a
+    // machine without the `strato-agent` binary built would see that cluster fail at its agent deadline).
     let template = "aws-eks-basic";
-    let Some((_, version)) = stack.published.iter().find(|(n, _)| n == template) else {
+    let Some((_, version)) = stack
+        .published
+        .iter()
+        .find(|(n, v)| n == template && v == "1.1.0")
+    else {
         return Err(DemoError::Failed(format!(
-            "the template catalog has no '{template}' (templates/catalog/{template}); the demo needs it"
+            "the template catalog has no '{template}' 1.1.0 (templates/catalog/{template}); the demo needs it"
         )));
     };
     let ws = stack
