@@ -132,6 +132,7 @@ impl Registry {
             "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
             "STRATO_AGENT_TOKEN_SECRET" => Some(agent_secret.clone()),
             "STRATO_JWT_SECRET" => Some(ws_secret.clone()),
+            "STRATO_OPERATOR_AUDIENCE" => Some(crate::auth::OPERATOR_AUDIENCE.into()),
             // devstack's receivers are local (http://127.0.0.1); nothing but devstack sets these.
             strato_domain::webhook::ALLOW_HTTP_ENV | strato_domain::webhook::ALLOW_LOOPBACK_ENV => {
                 Some("1".into())
