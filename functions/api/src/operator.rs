@@ -96,12 +96,17 @@ pub fn authorize(
     Ok(Operator { subject })
 }
 
+/// Whether a tenant call changes something: what a suspension refuses (and the only calls whose tenant's
+/// suspension is read at all).
+pub fn changes(method: &str, need: Scope) -> bool {
+    !(method == "GET" || method == "HEAD" || need == Scope::ClustersRead)
+}
+
 /// Whether a suspended tenant may make this call: reads (GET, and the read-scoped POST of a WebSocket
 /// ticket) yes, anything that changes something no (403 naming the reason).
 pub fn suspension_allows(method: &str, need: Scope, suspended: Option<&str>) -> Result<(), ApiError> {
-    let read = method == "GET" || method == "HEAD" || need == Scope::ClustersRead;
     match suspended {
-        Some(reason) if !read => Err(ApiError::Suspended(format!(
+        Some(reason) if changes(method, need) => Err(ApiError::Suspended(format!(
             "your tenant is suspended by the platform operator ({reason}): reads still work, changes are \
              refused until it is resumed; ask your platform team"
         ))),

@@ -61,7 +61,7 @@ async fn suspension(ctx: &Ctx, route: &Route, caller: &Caller) -> Result<(), Api
     let Access::Tenant(need) = route.access else {
         return Ok(());
     };
-    if crate::operator::suspension_allows(route.method, need, Some("")).is_ok() {
+    if !crate::operator::changes(route.method, need) {
         return Ok(());
     }
     let suspended = ctx.store.tenant_suspension(&caller.tenant).await?;
