@@ -4,8 +4,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::render::Format;
 
+mod admin;
 mod clusters;
 mod target;
+pub use admin::{Admin, AdminClusters, AdminTenants, TenantSettings};
 pub use clusters::Clusters;
 pub use target::{CloudTokens, TargetArgs};
 
@@ -98,6 +100,9 @@ pub enum Command {
     CloudTokens(CloudTokens),
     /// Your tenant's audit log, newest first: who did what, to which cluster, and how it ended (admin).
     Audit(Audit),
+    /// The platform operator's commands: tenants and every tenant's clusters (an operator token).
+    #[command(subcommand)]
+    Admin(Admin),
     /// Shell completions: `strato completions bash > /etc/bash_completion.d/strato`.
     Completions {
         /// The shell to complete for.

@@ -16,6 +16,11 @@ use serde_json::{Value, json};
 
 pub const ISSUER: &str = "strato-devstack";
 pub const AUDIENCE: &str = "strato-api";
+/// The audience of the platform operator's tokens (the api's `STRATO_OPERATOR_AUDIENCE` in devstack): a
+/// token of it names no tenant and grants `platform:admin` ([`mint_operator`]).
+pub const OPERATOR_AUDIENCE: &str = "strato-operator";
+/// The platform operator's scope.
+pub const OPERATOR_SCOPE: &str = "platform:admin";
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -91,6 +96,26 @@ pub fn mint_scoped(
     .unwrap_or_default()
 }
 
+/// The platform operator's token: the operator's audience, no tenant claim, `platform:admin`, `sub` =
+/// `subject`. The api's `/v1/admin` routes accept it, no tenant route does.
+pub fn mint_operator(secret: &[u8], subject: &str, ttl: Duration) -> String {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let claims = json!({
+        "iss": ISSUER,
+        "aud": OPERATOR_AUDIENCE,
+        "sub": subject,
+        "iat": now,
+        "exp": now + ttl.as_secs() as i64,
+        "scope": OPERATOR_SCOPE,
+    });
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(secret),
+    )
+    .unwrap_or_default()
+}
+
 impl Authenticator {
     pub fn new(secret: impl Into<Vec<u8>>, tenant_claim: impl Into<String>) -> Self {
         Self {
@@ -146,6 +171,11 @@ impl Authenticator {
         mint(self.secret(), &self.tenant_claim, tenant, subject, ttl)
     }
 
+    /// The platform operator's token ([`mint_operator`]).
+    pub fn mint_operator(&self, subject: &str, ttl: Duration) -> String {
+        mint_operator(self.secret(), subject, ttl)
+    }
+
     pub fn mint_scoped(&self, tenant: &str, subject: &str, ttl: Duration, scope: &str) -> String {
         mint_scoped(self.secret(), &self.tenant_claim, tenant, subject, ttl, scope)
     }
@@ -167,7 +197,9 @@ impl Authenticator {
         }
         let mut v = Validation::new(Algorithm::HS256);
         v.set_issuer(&[ISSUER]);
-        v.set_audience(&[AUDIENCE]);
+        // API Gateway's authorizer accepts the tenants' and the operator's app clients alike; the api tells
+        // them apart.
+        v.set_audience(&[AUDIENCE, OPERATOR_AUDIENCE]);
         v.set_required_spec_claims(&["exp", "iss", "aud"]);
         v.leeway = 5;
         jsonwebtoken::decode::<BTreeMap<String, Value>>(token, &DecodingKey::from_secret(self.secret()), &v)
@@ -266,6 +298,18 @@ mod tests {
         assert_eq!(c["sub"], "alice");
         let c = a.verify_header(Some(&format!("bearer {t}"))).unwrap();
         assert_eq!(claims_as_strings(&c)["exp"], c["exp"].to_string());
+    }
+
+    #[test]
+    fn the_operator_token_verifies_names_no_tenant_and_grants_the_platform_scope() {
+        let a = Authenticator::new("s3cret", "tenant_id");
+        let claims = a
+            .verify(&a.mint_operator("ops", Duration::from_secs(60)))
+            .unwrap();
+        assert_eq!(claims["aud"], OPERATOR_AUDIENCE);
+        assert_eq!(claims["sub"], "ops");
+        assert_eq!(claims["scope"], OPERATOR_SCOPE);
+        assert!(!claims.contains_key("tenant_id"), "{claims:?}");
     }
 
     #[test]

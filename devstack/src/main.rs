@@ -114,6 +114,11 @@ enum Command {
         #[arg(long, default_value = strato_devstack::auth::DEV_SCOPE)]
         scope: String,
     },
+    /// Print the platform operator's bearer token (no tenant, `platform:admin`: the /v1/admin routes).
+    OperatorToken {
+        #[arg(long, default_value_t = 12)]
+        hours: u64,
+    },
 }
 
 fn config(o: &Opts) -> anyhow::Result<DevstackConfig> {
@@ -396,6 +401,19 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     match cli.command {
+        Command::OperatorToken { hours } => {
+            let secret = cli
+                .opts
+                .jwt_secret
+                .context("STRATO_JWT_SECRET (or --jwt-secret) must be the running stack's secret")?;
+            let token = strato_devstack::auth::mint_operator(
+                secret.as_bytes(),
+                "dev-operator",
+                Duration::from_secs(hours * 3600),
+            );
+            println!("{token}");
+            Ok(())
+        }
         Command::Token { tenant, hours, scope } => {
             let secret = cli
                 .opts

@@ -134,6 +134,7 @@ impl Registry {
             "STRATO_AGENT_TOKEN_SECRET" => Some(agent_secret.clone()),
             "STRATO_JWT_SECRET" => Some(ws_secret.clone()),
             "STRATO_OIDC_ISSUER" => oidc_issuer.clone(),
+            "STRATO_OPERATOR_AUDIENCE" => Some(crate::auth::OPERATOR_AUDIENCE.into()),
             // devstack's receivers are local (http://127.0.0.1); nothing but devstack sets these.
             strato_domain::webhook::ALLOW_HTTP_ENV | strato_domain::webhook::ALLOW_LOOPBACK_ENV => {
                 Some("1".into())

@@ -240,6 +240,13 @@ impl Devstack {
             .mint(tenant, &format!("dev-{tenant}"), Duration::from_secs(12 * 3600))
     }
 
+    /// The platform operator's token (subject `dev-operator`), valid for 12 hours: the `/v1/admin` routes'.
+    pub fn operator_token(&self) -> String {
+        self.env
+            .auth
+            .mint_operator("dev-operator", Duration::from_secs(12 * 3600))
+    }
+
     /// A token for `tenant` with only these scopes (space-separated), e.g. a viewer's `clusters:read`.
     pub fn token_scoped(&self, tenant: &str, scope: &str) -> String {
         self.env.auth.mint_scoped(

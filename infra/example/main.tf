@@ -44,7 +44,7 @@ module "api" {
   prefix             = var.prefix
   region             = var.region
   jwt_issuer         = var.jwt_issuer
-  jwt_audience       = var.jwt_audience
+  jwt_audience       = var.operator_audience == "" ? var.jwt_audience : distinct(concat(var.jwt_audience, [var.operator_audience]))
   tenant_claim       = var.tenant_claim
   api_function       = module.functions.functions["api"]
   ws_function        = module.functions.functions["ws"]
@@ -89,6 +89,7 @@ module "functions" {
   code_signing_config_arn = var.code_signing_config_arn
   tenant_claim            = var.tenant_claim
   scope_prefix            = var.scope_prefix
+  operator_audience       = var.operator_audience
   ws_ticket_issuer        = var.ws_jwt_check_claims ? var.jwt_issuer : null
   ws_ticket_audience      = var.ws_jwt_check_claims ? var.jwt_audience[0] : null
   tables                  = module.data.tables

@@ -111,6 +111,12 @@ variable "scope_prefix" {
   default     = ""
 }
 
+variable "operator_audience" {
+  description = "The app client id (audience) of the platform operator's tokens: the JWT authorizer accepts it too, and /v1/admin routes accept only its tokens that name no tenant and grant `platform:admin` (STRATO_OPERATOR_AUDIENCE). Never a client tenants' users sign in with. Empty: no operator routes."
+  type        = string
+  default     = ""
+}
+
 variable "ws_jwt_check_claims" {
   description = "Whether WebSocket tickets carry (and the ws function requires) iss/aud = jwt_issuer / jwt_audience[0] instead of the default audience `strato-ws`."
   type        = bool

@@ -1,6 +1,7 @@
 //! One function per verb. Each reads what it needs from the API and prints it for people (tables) or
 //! passes the API's answer through (`-o json|yaml`).
 
+mod admin;
 mod audit;
 mod clusters;
 mod health;
@@ -62,6 +63,7 @@ pub(crate) async fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError
         Command::StateVersions(s) => state_versions(ctx, s).await,
         Command::Webhook(w) => webhook(ctx, w).await,
         Command::Audit(a) => audit::run(ctx, a).await,
+        Command::Admin(a) => admin::run(ctx, a).await,
         Command::Policies(p) => policies(ctx, p).await,
         Command::TargetAccess { provider } => target::target_access(ctx, provider).await,
         Command::CloudTokens(c) => target::cloud_tokens(ctx, c).await,

@@ -152,8 +152,17 @@ pub(crate) async fn list(
     caller: &Caller,
     p: &AuditParams,
 ) -> Result<Reply<AuditPageView>, ApiError> {
+    list_of(ctx, &caller.tenant, p).await
+}
+
+/// A tenant's entries: its own administrators' reading, and the platform operator's.
+pub(crate) async fn list_of(
+    ctx: &Ctx,
+    tenant: &strato_domain::ids::TenantId,
+    p: &AuditParams,
+) -> Result<Reply<AuditPageView>, ApiError> {
     let q = parse(p, strato_domain::ts::now())?;
-    let page = ctx.audit.query(&caller.tenant, &q).await?;
+    let page = ctx.audit.query(tenant, &q).await?;
     Ok(Reply::ok(AuditPageView {
         entries: page.entries.into_iter().map(view).collect(),
         next: page.next.as_deref().map(cursor),

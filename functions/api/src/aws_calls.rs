@@ -29,6 +29,9 @@ const OWN: &[AwsCall] = &[
     call("dynamodb:DeleteItem", Table("idempotency")),
     // GET /v1/templates and the suggestions of an unknown template scan the catalog.
     call("dynamodb:Scan", Table("templates")),
+    // The operator's listings (GET /v1/admin/tenants, /v1/admin/clusters): one bounded Scan page each.
+    call("dynamodb:Scan", Table("tenants")),
+    call("dynamodb:Scan", Table("clusters")),
     // State versions: list them; a restore reads the chosen and the current version, records Terraform's
     // digest of the restored bytes (only `<state bucket>/tenants/*-md5` items), then copies the version back.
     call("s3:ListBucketVersions", Bucket("state")),

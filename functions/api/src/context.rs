@@ -45,6 +45,9 @@ pub struct Config {
     /// a token grants `admin` only by `<prefix>admin` exactly, e.g. `https://api.example.com/admin` with the
     /// prefix `https://api.example.com/` (a Cognito resource server's identifier and a slash).
     pub scope_prefix: String,
+    /// Who the platform operator is (`STRATO_OPERATOR_AUDIENCE`, `STRATO_OPERATOR_ISSUER`): see
+    /// [`crate::operator`]. Unset audience: every `/v1/admin` route is refused.
+    pub operator: crate::operator::OperatorIdentity,
     /// Largest accepted request body (`STRATO_MAX_BODY_BYTES`, default 64 KiB). Specs are small; anything
     /// bigger is a mistake or an attack, and is refused before it is parsed.
     pub max_body_bytes: usize,
@@ -105,6 +108,10 @@ impl Config {
             tenant_claim: env.or("STRATO_TENANT_CLAIM", "tenant_id"),
             scope_claim: env.or("STRATO_SCOPE_CLAIM", "scope"),
             scope_prefix: env.or("STRATO_SCOPE_PREFIX", ""),
+            operator: crate::operator::OperatorIdentity {
+                audience: env.optional("STRATO_OPERATOR_AUDIENCE"),
+                issuer: env.optional("STRATO_OPERATOR_ISSUER"),
+            },
             max_body_bytes: env.positive("STRATO_MAX_BODY_BYTES", Self::DEFAULT_MAX_BODY_BYTES as u64)?
                 as usize,
             agent_token_secret: env

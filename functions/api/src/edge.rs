@@ -73,6 +73,18 @@ impl<T: Serialize> IntoResponse for Reply<T> {
 
 /// The [`Caller`] the router's `authorize` established for this request. A handler that extracts one on a route the
 /// layer let through without a caller (a public route) gets a 401: this never falls back to no check.
+impl FromRequestParts<AppState> for crate::operator::Operator {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<crate::operator::Operator>()
+            .cloned()
+            .ok_or_else(|| ApiError::Unauthorized("the request carries no operator token".into()))
+    }
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 

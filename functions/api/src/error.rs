@@ -21,6 +21,12 @@ pub enum ApiError {
     /// The decision names a plan other than the one pending now: what is pending is in the detail.
     #[error("conflict: another plan is pending (round {}, stage {})", .0.round, .0.stage)]
     OtherPlan(Box<strato_domain::approval_rules::Pending>),
+    /// An operator route called with a token that is not the platform operator's ([`crate::operator`]).
+    #[error("forbidden: {0}")]
+    NotOperator(String),
+    /// A change asked by a tenant the platform operator suspended; reads still work.
+    #[error("forbidden: {0}")]
+    Suspended(String),
     /// Separation of duties: the requester of an operation may not approve it.
     #[error("forbidden: {0}")]
     SelfApproval(String),

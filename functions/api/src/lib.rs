@@ -5,6 +5,8 @@
 mod aws_calls;
 pub use aws_calls::AWS_CALLS;
 
+mod access;
+mod admin;
 mod agent;
 mod agent_report;
 mod approval;
@@ -29,6 +31,7 @@ mod idempotency;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod operations;
+pub mod operator;
 mod parse;
 mod policies;
 mod preview;

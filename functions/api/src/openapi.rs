@@ -43,6 +43,11 @@ use crate::{
     crate::connect::KubeconfigView,
     state::RestoreView,
     tenant::WebhookView,
+    crate::admin::TenantView,
+    crate::admin::TenantPageView,
+    crate::admin::TenantBody,
+    crate::admin::fleet::FleetClusterView,
+    crate::admin::fleet::FleetPageView,
     policies::PolicyView,
     policies::PolicyListView,
     policies::PolicyBody,
@@ -315,6 +320,13 @@ fn operation(route: &Route) -> utoipa::openapi::path::Operation {
     match route.access {
         // The scope this route needs (a stronger one also does: `clusters:write` and `admin` include reads).
         Access::Tenant(scope) => op = op.security(SecurityRequirement::new("jwt", [scope.as_str()])),
+        // Only the operator's own tokens (its audience, no tenant claim) with `platform:admin`.
+        Access::Platform => {
+            op = op.security(SecurityRequirement::new(
+                "jwt",
+                [crate::scopes::Scope::PlatformAdmin.as_str()],
+            ))
+        }
         Access::Agent => op = op.security(SecurityRequirement::new("agent_token", Vec::<String>::new())),
         Access::Public => {}
     }

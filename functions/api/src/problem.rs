@@ -15,9 +15,11 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden { .. } | ApiError::ForbiddenField { .. } | ApiError::SelfApproval(_) => {
-                StatusCode::FORBIDDEN
-            }
+            ApiError::Forbidden { .. }
+            | ApiError::ForbiddenField { .. }
+            | ApiError::SelfApproval(_)
+            | ApiError::NotOperator(_)
+            | ApiError::Suspended(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -44,6 +46,8 @@ impl ApiError {
             ApiError::Forbidden { .. } | ApiError::ForbiddenField { .. } => ("forbidden", "Forbidden"),
             ApiError::OtherPlan(_) => ("plan-changed", "Another plan is pending"),
             ApiError::SelfApproval(_) => ("self-approval", "Approver is the requester"),
+            ApiError::NotOperator(_) => ("not-operator", "Not the platform operator"),
+            ApiError::Suspended(_) => ("tenant-suspended", "Tenant suspended"),
             ApiError::NotFound(_) => ("not-found", "Not found"),
             ApiError::MethodNotAllowed { .. } => ("method-not-allowed", "Method not allowed"),
             ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Request body too large"),
@@ -80,7 +84,19 @@ impl ApiError {
             | ApiError::PreconditionFailed(d)
             | ApiError::Gone(d)
             | ApiError::SelfApproval(d)
+            | ApiError::NotOperator(d)
+            | ApiError::Suspended(d)
             | ApiError::TooSoon { detail: d, .. } => (d, Vec::new()),
+            ApiError::Forbidden {
+                need: crate::scopes::Scope::PlatformAdmin,
+            } => (
+                "this operator token lacks the 'platform:admin' scope the operator's routes need".into(),
+                vec![FieldError {
+                    field: "scope".into(),
+                    problem: "'platform:admin' is missing".into(),
+                    allowed: "an operator token with the 'platform:admin' scope".into(),
+                }],
+            ),
             ApiError::Forbidden { need } => {
                 let need = need.as_str();
                 (

@@ -75,14 +75,16 @@ fn body_target(body: &[u8]) -> (Option<ClusterId>, Option<OperationId>) {
 /// unless the handler wrote it with its change ([`AuditDraft::written`]). Calls without a tenant (no or a
 /// bad token: 401) have no log to go into and are not recorded.
 pub(crate) async fn record(State(ctx): State<AppState>, mut req: Request, next: Next) -> Response {
-    let action = req
+    let route = req
         .extensions()
         .get::<MatchedPath>()
-        .and_then(|m| crate::routes::route_for(req.method().as_str(), m.as_str()))
-        .and_then(|r| r.audit);
-    let Some(action) = action else {
+        .and_then(|m| crate::routes::route_for(req.method().as_str(), m.as_str()));
+    let Some((action, access)) = route.and_then(|r| r.audit.map(|a| (a, r.access))) else {
         return next.run(req).await;
     };
+    if access == crate::route::Access::Platform {
+        return record_operator(&ctx, action, req, next).await;
+    }
     let claims = claims(req.extensions());
     let tenant = claims
         .and_then(|c| c.get(&ctx.config.tenant_claim))
@@ -124,6 +126,52 @@ pub(crate) async fn record(State(ctx): State<AppState>, mut req: Request, next: 
     Response::from_parts(parts, Body::from(bytes))
 }
 
+/// The tenant an operator route acts on: the path's (`/v1/admin/tenants/{tenant}…`).
+fn admin_path_tenant(path: &str) -> Option<TenantId> {
+    let mut segments = path.trim_start_matches('/').split('/');
+    match (segments.next(), segments.next(), segments.next(), segments.next()) {
+        (Some("v1"), Some("admin"), Some("tenants"), Some(t)) => t.parse().ok(),
+        _ => None,
+    }
+}
+
+/// An operator's call, recorded in the audit log of the tenant it acts on (the path's, or a create's new
+/// tenant from the answer) under the token's `sub`: the tenant's administrators see who changed their
+/// settings. A call that names no valid tenant (a create refused for its id) has no log to go into.
+async fn record_operator(ctx: &AppState, action: &'static str, req: Request, next: Next) -> Response {
+    let principal = claims(req.extensions())
+        .and_then(|c| c.get("sub"))
+        .cloned()
+        .unwrap_or_else(|| "unknown".into());
+    let path_tenant = admin_path_tenant(req.uri().path());
+    let request_id = request_id(req.extensions());
+    let resp = next.run(req).await;
+    let status = resp.status().as_u16();
+    let (parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let answered = || {
+        serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v.get("id").and_then(|i| i.as_str()).and_then(|i| i.parse().ok()))
+    };
+    let tenant = path_tenant.or_else(|| if status < 300 { answered() } else { None });
+    if let Some(tenant) = tenant {
+        let detail = parts
+            .extensions
+            .get::<Problem>()
+            .map(|p| crate::requests::truncate(&p.title, 200));
+        let entry = AuditDraft::new(tenant, principal, action, request_id).entry(
+            strato_domain::ts::now(),
+            status,
+            None,
+            None,
+            detail,
+        );
+        audit::record(&ctx.audit, entry).await;
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +185,22 @@ mod tests {
             let changes = r.method != "GET" && !matches!(r.endpoint, CreateWsTicket | CreateEstimate);
             assert_eq!(r.audit.is_some(), tenant && changes, "{} {}", r.method, r.path);
         }
+    }
+
+    #[test]
+    fn an_operator_call_is_recorded_on_the_tenant_its_path_names() {
+        assert_eq!(
+            admin_path_tenant("/v1/admin/tenants/acme").unwrap().as_str(),
+            "acme"
+        );
+        assert_eq!(
+            admin_path_tenant("/v1/admin/tenants/acme/audit")
+                .unwrap()
+                .as_str(),
+            "acme"
+        );
+        assert_eq!(admin_path_tenant("/v1/admin/tenants"), None);
+        assert_eq!(admin_path_tenant("/v1/admin/clusters"), None);
     }
 
     #[test]

@@ -50,6 +50,12 @@ pub enum Endpoint {
     AgentHeartbeat,
     AgentCredential,
     ListAudit,
+    AdminCreateTenant,
+    AdminListTenants,
+    AdminGetTenant,
+    AdminUpdateTenant,
+    AdminTenantAudit,
+    AdminListClusters,
 }
 
 /// Who may call a route.
@@ -61,6 +67,9 @@ pub enum Access {
     Agent,
     /// A tenant's token granting this scope (or one that includes it).
     Tenant(Scope),
+    /// The platform operator: a token from the operator's identity (its audience), naming no tenant, granting
+    /// `platform:admin` ([`crate::operator`]). No tenant's token passes, whatever scopes it carries.
+    Platform,
 }
 
 /// How a route takes its body.
@@ -115,10 +124,11 @@ impl std::fmt::Debug for Route {
 }
 
 impl Route {
-    /// The scope a tenant route needs; `None` for the public and the agent's routes.
+    /// The scope a tenant or operator route needs; `None` for the public and the agent's routes.
     pub const fn scope(&self) -> Option<Scope> {
         match self.access {
             Access::Tenant(s) => Some(s),
+            Access::Platform => Some(Scope::PlatformAdmin),
             Access::Public | Access::Agent => None,
         }
     }

@@ -20,11 +20,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
-use strato_domain::ids::TenantId;
 use strato_domain::telemetry::{self, Traceparent, fields};
 use tower::ServiceExt;
 
-use crate::caller::{Caller, NO_SUBJECT};
+use crate::access::Who;
+use crate::caller::Caller;
 use crate::edge::AppState;
 use crate::problem::Problem;
 use crate::requests::truncate;
@@ -33,45 +33,39 @@ use crate::routes::ROUTES;
 use crate::routes::route_for;
 use crate::{context::Ctx, error::ApiError, idempotency};
 
-/// Who may call `parts`' route: `Ok(None)` for a public route (liveness, the agent's own token), the
-/// [`Caller`] for a tenant route whose token names a tenant, has a subject where the route changes something,
-/// and grants the route's scope. A method and path the route table does not know is refused (405): the
-/// check fails closed, never open.
-fn authenticate(parts: &Parts, ctx: &Ctx) -> Result<Option<Caller>, ApiError> {
+/// Who may call `parts`' route ([`crate::access::check`]), with the request's trace on a tenant caller. A
+/// method and path the route table does not know is refused (405): the check fails closed, never open.
+fn authenticate(parts: &Parts, ctx: &Ctx) -> Result<(&'static Route, Who), ApiError> {
     let Some(route) = route_of(parts) else {
         return Err(ApiError::MethodNotAllowed {
             allowed: allowed_methods(parts.uri.path()),
         });
     };
+    let who = crate::access::check(route, crate::recording::claims(&parts.extensions), &ctx.config)?;
+    Ok(match who {
+        Who::Tenant(caller) => {
+            tracing::Span::current().record(fields::TENANT_ID, caller.tenant.as_str());
+            Who::Tenant(Caller {
+                traceparent: parts.extensions.get::<Traceparent>().copied(),
+                ..caller
+            })
+        }
+        other => other,
+    })
+    .map(|who| (route, who))
+}
+
+/// A tenant the platform operator suspended may read, not change anything: one read of the tenant item's
+/// `suspended` attribute per tenant call that changes something (reads cost nothing more).
+async fn suspension(ctx: &Ctx, route: &Route, caller: &Caller) -> Result<(), ApiError> {
     let Access::Tenant(need) = route.access else {
-        // The liveness probe, and the agent's routes, which check the agent's token themselves.
-        return Ok(None);
+        return Ok(());
     };
-    let claims = crate::recording::claims(&parts.extensions)
-        .ok_or_else(|| ApiError::Unauthorized("the request carries no JWT claims".into()))?;
-    let claim = &ctx.config.tenant_claim;
-    let raw = claims
-        .get(claim)
-        .ok_or_else(|| ApiError::Unauthorized(format!("the token has no '{claim}' claim")))?;
-    let tenant = raw.parse::<TenantId>().map_err(|_| {
-        // The raw value is not echoed: it is attacker-controlled and useless to a legitimate caller.
-        ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
-    })?;
-    tracing::Span::current().record(fields::TENANT_ID, tenant.as_str());
-    let subject = claims.get("sub").filter(|s| !s.trim().is_empty()).cloned();
-    if route.method != "GET" && subject.is_none() {
-        return Err(ApiError::Unauthorized(NO_SUBJECT.into()));
+    if !crate::operator::changes(route.method, need) {
+        return Ok(());
     }
-    let scopes = crate::scopes::granted(claims, &ctx.config.scope_claim, &ctx.config.scope_prefix);
-    if !crate::scopes::allows(&scopes, need) {
-        return Err(ApiError::Forbidden { need });
-    }
-    Ok(Some(Caller {
-        tenant,
-        subject,
-        traceparent: parts.extensions.get::<Traceparent>().copied(),
-        scopes,
-    }))
+    let suspended = ctx.store.tenant_suspension(&caller.tenant).await?;
+    crate::operator::suspension_allows(route.method, need, suspended.as_deref())
 }
 
 /// Route layer over every route: authentication and the route's scope, before the route's own layers (the
@@ -81,10 +75,16 @@ fn authenticate(parts: &Parts, ctx: &Ctx) -> Result<Option<Caller>, ApiError> {
 async fn authorize(State(ctx): State<AppState>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
     match authenticate(&parts, &ctx) {
-        Ok(Some(caller)) => {
+        Ok((route, Who::Tenant(caller))) => {
+            if let Err(e) = suspension(&ctx, route, &caller).await {
+                return e.into_response();
+            }
             parts.extensions.insert(caller);
         }
-        Ok(None) => {}
+        Ok((_, Who::Operator(operator))) => {
+            parts.extensions.insert(operator);
+        }
+        Ok((_, Who::Nobody)) => {}
         Err(e) => return e.into_response(),
     }
     next.run(Request::from_parts(parts, body)).await

@@ -11,6 +11,7 @@ const READ: Access = Access::Tenant(Scope::ClustersRead);
 const WRITE: Access = Access::Tenant(Scope::ClustersWrite);
 const APPROVE: Access = Access::Tenant(Scope::OperationsApprove);
 const ADMIN: Access = Access::Tenant(Scope::Admin);
+mod admin;
 mod agent;
 mod identity;
 mod texts;
@@ -557,6 +558,12 @@ pub const ROUTES: &[Route] = &[
             )
         },
     },
+    admin::CREATE_TENANT,
+    admin::LIST_TENANTS,
+    admin::GET_TENANT,
+    admin::UPDATE_TENANT,
+    admin::TENANT_AUDIT,
+    admin::LIST_CLUSTERS,
 ];
 
 /// The entry of [`ROUTES`] for a method and a matched path template. HEAD is GET without the body (axum

@@ -8,6 +8,7 @@
 //! | `clusters:write` | create, update, delete, retry, drift check, cancel, estimate (and reads) |
 //! | `operations:approve` | approve or reject an operation awaiting approval (and reads) |
 //! | `admin` | everything: also the tenant's webhook, changing its policies, restoring a state version and reading the audit log |
+//! | `platform:admin` | the platform operator's `/v1/admin/…` routes only, and only from the operator's identity (see [`crate::operator`]); nothing of a tenant's |
 //!
 //! Scopes come from the claim `STRATO_SCOPE_CLAIM` (default `scope`, then `scp`), space- or comma-separated
 //! (API Gateway passes an array claim as `[a b]`). A granted scope counts only when it is exactly
@@ -23,6 +24,8 @@ pub enum Scope {
     ClustersWrite,
     OperationsApprove,
     Admin,
+    /// The platform operator's scope: grants no tenant scope, and no tenant scope grants it.
+    PlatformAdmin,
 }
 
 impl Scope {
@@ -32,6 +35,7 @@ impl Scope {
             Scope::ClustersWrite => "clusters:write",
             Scope::OperationsApprove => "operations:approve",
             Scope::Admin => "admin",
+            Scope::PlatformAdmin => "platform:admin",
         }
     }
 
@@ -48,16 +52,18 @@ impl Scope {
             Scope::OperationsApprove => &[Scope::OperationsApprove, Scope::Admin],
             Scope::ClustersWrite => &[Scope::ClustersWrite, Scope::Admin],
             Scope::Admin => &[Scope::Admin],
+            Scope::PlatformAdmin => &[Scope::PlatformAdmin],
         }
     }
 }
 
 /// Every scope Strato knows.
-const ALL: [Scope; 4] = [
+const ALL: [Scope; 5] = [
     Scope::ClustersRead,
     Scope::ClustersWrite,
     Scope::OperationsApprove,
     Scope::Admin,
+    Scope::PlatformAdmin,
 ];
 
 /// Strato's scopes a token grants, from its claims: each granted string that is exactly `prefix` and a
@@ -178,8 +184,39 @@ mod tests {
     }
 
     #[test]
+    fn the_platform_scope_and_the_tenant_scopes_grant_nothing_of_each_other() {
+        let operator = granted_plain("platform:admin");
+        assert_eq!(operator, [Scope::PlatformAdmin]);
+        for s in [
+            Scope::ClustersRead,
+            Scope::ClustersWrite,
+            Scope::OperationsApprove,
+            Scope::Admin,
+        ] {
+            assert!(!allows(&operator, s), "{s:?}");
+        }
+        assert!(!allows(
+            &granted_plain("admin clusters:write"),
+            Scope::PlatformAdmin
+        ));
+        // The prefix applies to it as to the tenant scopes.
+        let prefix = "https://api.example.com/";
+        assert!(granted(&claims("platform:admin"), "scope", prefix).is_empty());
+        assert_eq!(
+            granted(&claims("https://api.example.com/platform:admin"), "scope", prefix),
+            [Scope::PlatformAdmin]
+        );
+    }
+
+    #[test]
     fn every_tenant_route_needs_a_scope() {
         for r in ROUTES {
+            if r.access == crate::route::Access::Platform {
+                assert_eq!(required(r.endpoint), Some(Scope::PlatformAdmin), "{r:?}");
+                assert!(r.path.starts_with("/v1/admin/"), "{r:?}");
+                continue;
+            }
+            assert!(!r.path.starts_with("/v1/admin"), "{r:?} is not the operator's");
             let public = matches!(
                 r.endpoint,
                 Health | OidcDiscovery | OidcJwks | AgentRegister | AgentHeartbeat | AgentCredential

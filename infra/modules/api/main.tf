@@ -5,7 +5,8 @@
 locals {
   ws_stage = "live"
 
-  # Everything under /v1 needs a tenant's JWT, except the cluster agent's calls, which carry the agent's own
+  # Everything under /v1 needs a JWT (a tenant's; on /v1/admin the platform operator's, told apart by the api
+  # function: its audience, no tenant claim, `platform:admin`), except the cluster agent's calls, which carry the agent's own
   # token (checked by the api function); /healthz and the OIDC issuer's two documents (clouds fetch them
   # anonymously to verify runs' identity tokens) are open. API Gateway picks the most specific route.
   http_routes = {

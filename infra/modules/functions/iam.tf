@@ -154,6 +154,13 @@ locals {
         Resource = var.tables["templates"].arn
       },
       {
+        # GET /v1/admin/tenants and /v1/admin/clusters: one bounded Scan page (Limit) per request.
+        Sid      = "OperatorListings"
+        Effect   = "Allow"
+        Action   = ["dynamodb:Scan"]
+        Resource = [var.tables["tenants"].arn, var.tables["clusters"].arn]
+      },
+      {
         # State versions: list them (bucket), read the chosen and the current one, copy one back as current.
         Sid      = "StateVersionsList"
         Effect   = "Allow"

@@ -57,6 +57,10 @@ locals {
       # Scopes match exactly under this prefix (an identity provider's resource-server identifier, e.g.
       # Cognito's `https://api.example.com/`); unset, the granted scopes are Strato's bare names.
       var.scope_prefix == "" ? {} : { STRATO_SCOPE_PREFIX = var.scope_prefix },
+      # The platform operator's identity: /v1/admin routes need a token of this audience (or client id), no
+      # tenant claim and the `platform:admin` scope. Unset: every /v1/admin route is refused (403).
+      var.operator_audience == "" ? {} : { STRATO_OPERATOR_AUDIENCE = var.operator_audience },
+      var.operator_issuer == "" ? {} : { STRATO_OPERATOR_ISSUER = var.operator_issuer },
       # Unset when off: templates with a cluster agent are then refused with a clear error.
       local.agent_enabled ? { STRATO_AGENT_TOKEN_SECRET_ARN = var.secrets.agent_token_arn } : {},
       local.oidc_env,

@@ -146,6 +146,18 @@ variable "scope_prefix" {
   default     = ""
 }
 
+variable "operator_audience" {
+  description = "The audience (app client id) of the platform operator's tokens (STRATO_OPERATOR_AUDIENCE of the api): /v1/admin routes accept only tokens of this audience that name no tenant and grant `platform:admin`. Add it to the HTTP API's jwt_audience too. Empty: the operator routes are closed."
+  type        = string
+  default     = ""
+}
+
+variable "operator_issuer" {
+  description = "The issuer of the platform operator's tokens (STRATO_OPERATOR_ISSUER), when it must be checked beside the audience. Empty: any issuer the HTTP API's JWT authorizer accepts."
+  type        = string
+  default     = ""
+}
+
 variable "code_signing_config_arn" {
   description = "A Lambda code signing config (AWS Signer profiles) every function is deployed under. Null: code is not signature-checked."
   type        = string

@@ -21,4 +21,5 @@ mod devstack_lifecycle;
 mod devstack_load;
 mod devstack_metrics;
 mod devstack_observability;
+mod devstack_operator;
 mod devstack_runtime_api;

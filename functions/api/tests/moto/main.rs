@@ -12,6 +12,7 @@ mod contract;
 mod estimates;
 mod governance;
 mod hardening;
+mod operator;
 mod policies;
 mod roles;
 mod sealed;

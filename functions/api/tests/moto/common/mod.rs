@@ -203,6 +203,26 @@ impl Req {
         self
     }
 
+    /// The platform operator's token (devstack's audience `strato-operator`, no tenant claim,
+    /// `platform:admin`, `sub` = `ops-1`), on `method path`.
+    pub fn operator(method: Method, path: &str) -> Self {
+        let mut r = Req::load("list-clusters")
+            .query("")
+            .method(method)
+            .path(path)
+            .drop_claim("tenant_id")
+            .scope(Some("platform:admin"))
+            .sub("ops-1");
+        let jwt =
+            r.0.request_context
+                .authorizer
+                .as_mut()
+                .and_then(|a| a.jwt.as_mut())
+                .expect("event has JWT claims");
+        jwt.claims.insert("aud".into(), OPERATOR_AUDIENCE.into());
+        r
+    }
+
     /// The token without `claim` (e.g. a token without `sub`, which the authorizer still accepts).
     pub fn drop_claim(mut self, claim: &str) -> Self {
         let jwt = self
@@ -230,7 +250,22 @@ impl Req {
     }
 }
 
+/// The operator audience [`Api::with_operator`] configures.
+pub const OPERATOR_AUDIENCE: &str = "strato-operator";
+
 impl Api {
+    /// The same resources served with an operator identity configured (`STRATO_OPERATOR_AUDIENCE`).
+    pub async fn with_operator(&self) -> ApiService {
+        let prefix = self.env.names.prefix().to_owned();
+        let config = Config::from_lookup(|k| match k {
+            "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+            "STRATO_OPERATOR_AUDIENCE" => Some(OPERATOR_AUDIENCE.into()),
+            _ => None,
+        })
+        .unwrap();
+        service(Ctx::new(&self.env.aws, config).await.unwrap())
+    }
+
     pub async fn new() -> Self {
         let env = TestEnv::new().await;
         let prefix = env.names.prefix().to_owned();

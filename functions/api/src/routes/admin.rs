@@ -1,0 +1,167 @@
+//! The platform operator's routes (entries of [`super::ROUTES`]): `/v1/admin/…`, each
+//! [`Access::Platform`] — only the operator's own tokens ([`crate::operator`]), never a tenant's. Their
+//! bodies are read as the others' but without `Idempotency-Key` (its records are keyed by tenant): a
+//! create is idempotent by its id, a PATCH by what it sets.
+
+use axum::routing::on;
+
+use super::texts::NEXT;
+use crate::admin::handlers as h;
+use crate::route::{Access, Body, Doc, Endpoint, Route, doc};
+
+const OPERATOR: &str = "Only the platform operator's tokens: of the operator's audience \
+(`STRATO_OPERATOR_AUDIENCE`), naming no tenant, granting `platform:admin`. Every tenant token is refused (403), \
+whatever its scopes.";
+
+const TENANT_BODY: &str = "Every member is optional (but `id` on create): one left out is left as it is, `null` \
+puts it back to the platform default. The quotas, budget, approval and lifetime defaults are the tenant's own \
+settings, read by every request it makes. `suspended: true` (with a `reason`) refuses the tenant's changes \
+with a 403 naming the reason while its reads keep working; `false` resumes it. Every call is recorded in the \
+tenant's audit log under the operator's `sub`.";
+
+pub(super) const CREATE_TENANT: Route = Route {
+    endpoint: Endpoint::AdminCreateTenant,
+    method: "POST",
+    path: "/v1/admin/tenants",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::create_tenant),
+    audit: Some("admin.tenant.create"),
+    doc: Doc {
+        description: Some(TENANT_BODY),
+        ..doc(
+            "Register a tenant (idempotent by id) with its settings",
+            Some("AdminTenantRequest"),
+            &[
+                (201, "AdminTenant", "Registered"),
+                (
+                    200,
+                    "AdminTenant",
+                    "Registered before; the body's settings applied",
+                ),
+            ],
+            &[400, 422],
+        )
+    },
+};
+
+pub(super) const LIST_TENANTS: Route = Route {
+    endpoint: Endpoint::AdminListTenants,
+    method: "GET",
+    path: "/v1/admin/tenants",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::list_tenants),
+    audit: None,
+    doc: Doc {
+        description: Some(OPERATOR),
+        query: &[("limit", "Page size, 1-100 (default 50)"), NEXT],
+        ..doc(
+            "List tenants with their settings and usage",
+            None,
+            &[(
+                200,
+                "AdminTenantPage",
+                "A page (it may hold fewer than `limit` and still have a `next`)",
+            )],
+            &[400, 422],
+        )
+    },
+};
+
+pub(super) const GET_TENANT: Route = Route {
+    endpoint: Endpoint::AdminGetTenant,
+    method: "GET",
+    path: "/v1/admin/tenants/{tenant}",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::get_tenant),
+    audit: None,
+    doc: doc(
+        "Read a tenant's settings and usage",
+        None,
+        &[(200, "AdminTenant", "The tenant")],
+        &[404],
+    ),
+};
+
+pub(super) const UPDATE_TENANT: Route = Route {
+    endpoint: Endpoint::AdminUpdateTenant,
+    method: "PATCH",
+    path: "/v1/admin/tenants/{tenant}",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::update_tenant),
+    audit: Some("admin.tenant.update"),
+    doc: Doc {
+        description: Some(TENANT_BODY),
+        ..doc(
+            "Change a tenant's quotas, budget, defaults; suspend or resume it",
+            Some("AdminTenantRequest"),
+            &[(200, "AdminTenant", "Changed")],
+            &[400, 404, 422],
+        )
+    },
+};
+
+pub(super) const TENANT_AUDIT: Route = Route {
+    endpoint: Endpoint::AdminTenantAudit,
+    method: "GET",
+    path: "/v1/admin/tenants/{tenant}/audit",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::tenant_audit),
+    audit: None,
+    doc: Doc {
+        query: &[
+            ("cluster", "Only entries about this cluster"),
+            (
+                "since",
+                "Only entries at or after this time: RFC 3339, or a duration back from now",
+            ),
+            (
+                "actor",
+                "Only entries of this principal (an operator's `sub` for the operator's own actions)",
+            ),
+            ("limit", "Page size, 1-100 (default 100)"),
+            NEXT,
+        ],
+        ..doc(
+            "Read a tenant's audit log (the operator's actions on it included), newest first",
+            None,
+            &[(200, "AuditPage", "A page")],
+            &[400, 422],
+        )
+    },
+};
+
+pub(super) const LIST_CLUSTERS: Route = Route {
+    endpoint: Endpoint::AdminListClusters,
+    method: "GET",
+    path: "/v1/admin/clusters",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::list_clusters),
+    audit: None,
+    doc: Doc {
+        description: Some(
+            "Read-only. Each page reads at most `limit` clusters (one tenant's partition with `tenant`, else \
+             one page of a scan of every tenant's): the filters apply to what was read, so a page may hold \
+             fewer than `limit`, even none, and still have a `next`.",
+        ),
+        query: &[
+            ("tenant", "Only this tenant's clusters"),
+            ("state", "Only clusters in this state (any case)"),
+            ("template", "Only clusters of this template"),
+            ("version", "Only clusters pinned to this template version"),
+            ("limit", "Clusters read per page, 1-100 (default 50)"),
+            NEXT,
+        ],
+        ..doc(
+            "List clusters across tenants",
+            None,
+            &[(200, "AdminClusterPage", "A page")],
+            &[400, 422],
+        )
+    },
+};

@@ -1,0 +1,173 @@
+//! The platform operator through devstack, over the emulated API Gateway (whose JWT check accepts the
+//! operator's audience) as a platform team drives it: two tenants registered with quotas and a budget, a
+//! tenant's token refused on every operator route (the list from the route table), the quota holding the
+//! tenant's own requests, a suspension refusing its changes and not its reads, the operator's changes in the
+//! tenant's audit log, and `strato admin` printing tenants and clusters as tables.
+
+use crate::devstack_support;
+
+use std::process::Output;
+
+use serde_json::json;
+use strato_api::route::Access;
+use strato_api::routes::ROUTES;
+use strato_devstack::client::Client;
+
+fn say(what: &str) {
+    eprintln!("[devstack_operator] {what}");
+}
+
+/// `strato ARGS` against the stack with `token`, nothing inherited from the caller's STRATO_*.
+async fn strato(config: &std::path::Path, endpoint: &str, token: &str, args: &[&str]) -> Output {
+    let bin = strato_devstack::stack::sibling_binary("strato");
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo build -p strato-cli`",
+        bin.display()
+    );
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.args(args)
+        .env("STRATO_CONFIG_DIR", config)
+        .env("STRATO_ENDPOINT", endpoint)
+        .env("STRATO_TOKEN", token)
+        .env("NO_COLOR", "1")
+        .env_remove("STRATO_PROFILE")
+        .env_remove("STRATO_WS_ENDPOINT");
+    cmd.output().await.expect("strato runs")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_manages_tenants_a_tenant_token_passes_no_operator_route() {
+    let stack = devstack_support::start(devstack_support::config("op").await).await;
+    let http = &stack.endpoints.http_api;
+    let ops = Client::new(http).with_token(stack.operator_token());
+
+    say("two tenants registered with quotas and a budget");
+    for (id, max) in [("north", 1), ("south", 3)] {
+        let r = ops
+            .post(
+                "/v1/admin/tenants",
+                &json!({"id": id, "max_clusters": max, "monthly_budget": 250}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.text);
+        assert_eq!(r.body["max_clusters"], max);
+    }
+
+    say("a tenant's token, even an owner's, is refused on every operator route");
+    let owner = Client::new(http).with_token(stack.token("north"));
+    for r in ROUTES.iter().filter(|r| r.access == Access::Platform) {
+        let path = r.path.replace("{tenant}", "north");
+        let method: reqwest::Method = r.method.parse().unwrap();
+        let body = (r.method != "GET").then(|| json!({"id": "north", "max_clusters": 50}));
+        let resp = owner.request(method, &path, body.as_ref()).await.unwrap();
+        assert_eq!(resp.status, 403, "{r:?}: {}", resp.text);
+    }
+    let r = ops.get("/v1/admin/tenants/north").await.unwrap();
+    assert_eq!(r.body["max_clusters"], 1, "nothing changed: {}", r.text);
+    // And the operator's token is nobody's tenant.
+    assert_eq!(ops.get("/v1/clusters").await.unwrap().status, 401);
+
+    say("the quota the operator set holds the tenant's requests; a suspension refuses its changes only");
+    let spec = |name: &str| {
+        json!({"name": name, "template": {"name": "no-such-template", "version": "1.0.0"},
+               "provider": "aws", "region": "us-east-1", "variables": {}})
+    };
+    let r = ops
+        .patch(
+            "/v1/admin/tenants/north",
+            &json!({"suspended": true, "reason": "contract ended"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.body["suspended"], true, "{}", r.text);
+    let refused = owner.post("/v1/clusters", &spec("blocked")).await.unwrap();
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert!(refused.text.contains("contract ended"), "{}", refused.text);
+    assert_eq!(owner.get("/v1/clusters").await.unwrap().status, 200);
+    let south = Client::new(http).with_token(stack.token("south"));
+    // Not suspended: its request is read (and refused for the template, 422), not blocked.
+    assert_eq!(
+        south.post("/v1/clusters", &spec("allowed")).await.unwrap().status,
+        422
+    );
+
+    say("the operator's changes are in the tenant's audit log, under the operator's subject");
+    let admin_audit = owner.get("/v1/audit?actor=dev-operator").await.unwrap();
+    let actions: Vec<&str> = admin_audit.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["admin.tenant.update", "admin.tenant.create"],
+        "{}",
+        admin_audit.text
+    );
+
+    say("strato admin: tables of tenants and clusters");
+    let cfg = tempfile::tempdir().unwrap();
+    let token = stack.operator_token();
+    let o = stdout(&strato(cfg.path(), http, &token, &["admin", "tenants", "list"]).await);
+    assert!(o.contains("north") && o.contains("south"), "{o}");
+    assert!(o.contains("suspended: contract ended"), "{o}");
+    let o = stdout(
+        &strato(
+            cfg.path(),
+            http,
+            &token,
+            &[
+                "admin",
+                "tenants",
+                "set",
+                "south",
+                "--max-clusters",
+                "7",
+                "--approval",
+                "required",
+            ],
+        )
+        .await,
+    );
+    assert!(o.contains("0 of 7"), "{o}");
+    assert_eq!(
+        ops.get("/v1/admin/tenants/south").await.unwrap().body["approval"],
+        "required"
+    );
+    let o = stdout(&strato(cfg.path(), http, &token, &["admin", "tenants", "resume", "north"]).await);
+    assert!(o.contains("active"), "{o}");
+    let o = stdout(
+        &strato(
+            cfg.path(),
+            http,
+            &token,
+            &["admin", "clusters", "--tenant", "north"],
+        )
+        .await,
+    );
+    assert!(o.contains("TENANT"), "{o}");
+    // A tenant's token gets the CLI's auth exit code.
+    let o = strato(
+        cfg.path(),
+        http,
+        &stack.token("north"),
+        &["admin", "tenants", "list"],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+    stack.shutdown(std::time::Duration::from_secs(5)).await;
+}
