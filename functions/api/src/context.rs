@@ -150,6 +150,8 @@ pub struct Ctx {
     pub queues: QueueUrls,
     /// The append-only audit log (`GET /v1/audit`; every mutating call appends to it).
     pub audit: strato_aws::ports::DynamoAuditLog,
+    /// Tenants' suspensions as last read (a change's check costs no read while the answer is young).
+    pub suspensions: crate::suspension::Suspensions,
     pub config: Config,
 }
 
@@ -174,6 +176,7 @@ impl Ctx {
                 &config.names,
                 config.audit_retention_days,
             ),
+            suspensions: Default::default(),
             config,
         })
     }

@@ -45,6 +45,7 @@ mod schema;
 pub mod scopes;
 mod spec;
 mod state;
+mod suspension;
 mod target;
 mod target_access;
 mod templates;

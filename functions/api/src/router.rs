@@ -55,8 +55,9 @@ fn authenticate(parts: &Parts, ctx: &Ctx) -> Result<(&'static Route, Who), ApiEr
     .map(|who| (route, who))
 }
 
-/// A tenant the platform operator suspended may read, not change anything: one read of the tenant item's
-/// `suspended` attribute per tenant call that changes something (reads cost nothing more).
+/// A tenant the platform operator suspended may read, not change anything: a tenant call that changes
+/// something reads the tenant item's `suspended` attribute, or reuses this process's answer of the last
+/// 30 s (`suspension::MAX_AGE`); reads cost nothing more.
 async fn suspension(ctx: &Ctx, route: &Route, caller: &Caller) -> Result<(), ApiError> {
     let Access::Tenant(need) = route.access else {
         return Ok(());
@@ -64,7 +65,15 @@ async fn suspension(ctx: &Ctx, route: &Route, caller: &Caller) -> Result<(), Api
     if !crate::operator::changes(route.method, need) {
         return Ok(());
     }
-    let suspended = ctx.store.tenant_suspension(&caller.tenant).await?;
+    let now = std::time::Instant::now();
+    let suspended = match ctx.suspensions.get(&caller.tenant, now) {
+        Some(known) => known,
+        None => {
+            let read = ctx.store.tenant_suspension(&caller.tenant).await?;
+            ctx.suspensions.put(&caller.tenant, read.clone(), now);
+            read
+        }
+    };
     crate::operator::suspension_allows(route.method, need, suspended.as_deref())
 }
 

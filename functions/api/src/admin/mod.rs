@@ -107,6 +107,9 @@ async fn apply(ctx: &Ctx, tenant: &TenantId, change: &input::Change) -> Result<T
         ctx.store
             .set_tenant_suspended(tenant, suspension.as_deref())
             .await?;
+        // This process knows at once; others within `suspension::MAX_AGE`.
+        ctx.suspensions
+            .put(tenant, suspension.clone(), std::time::Instant::now());
     }
     read(ctx, tenant).await
 }

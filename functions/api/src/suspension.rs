@@ -1,0 +1,72 @@
+//! Whether a tenant is suspended, as this process last read it: a tenant's change costs no DynamoDB read for
+//! its suspension while the answer is younger than [`MAX_AGE`] (the create path stays at its three calls).
+//! A suspension written by this process applies here at once; one written by another process (another warm
+//! Lambda) applies here within [`MAX_AGE`] — the propagation an operator is told about.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use strato_domain::ids::TenantId;
+
+/// How long an answer is reused.
+pub const MAX_AGE: Duration = Duration::from_secs(30);
+/// The most tenants remembered; past it the memory starts over (a read each, then cached again).
+const MAX_TENANTS: usize = 10_000;
+
+/// A tenant's suspension reason (`None`: not suspended) and when it was read or written.
+type Seen = HashMap<TenantId, (Option<String>, Instant)>;
+
+/// Shared by every clone of the api's context (one per process).
+#[derive(Default, Clone)]
+pub struct Suspensions {
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Suspensions {
+    /// The remembered answer for `tenant`, if young enough.
+    pub fn get(&self, tenant: &TenantId, now: Instant) -> Option<Option<String>> {
+        let seen = self.seen.lock().ok()?;
+        let (reason, at) = seen.get(tenant)?;
+        (now.duration_since(*at) < MAX_AGE).then(|| reason.clone())
+    }
+
+    /// Remembers `tenant`'s answer (read or just written) as of `now`.
+    pub fn put(&self, tenant: &TenantId, reason: Option<String>, now: Instant) {
+        if let Ok(mut seen) = self.seen.lock() {
+            if seen.len() >= MAX_TENANTS && !seen.contains_key(tenant) {
+                seen.clear();
+            }
+            seen.insert(tenant.clone(), (reason, now));
+        }
+    }
+}
+
+impl std::fmt::Debug for Suspensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Suspensions").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_reused_until_it_is_too_old_and_a_write_replaces_it() {
+        let s = Suspensions::default();
+        let t: TenantId = "acme".parse().unwrap();
+        let t0 = Instant::now();
+        assert_eq!(s.get(&t, t0), None, "never read");
+        s.put(&t, None, t0);
+        assert_eq!(s.get(&t, t0 + Duration::from_secs(29)), Some(None));
+        assert_eq!(s.get(&t, t0 + MAX_AGE), None, "too old: read again");
+        s.put(&t, Some("unpaid invoice".into()), t0 + Duration::from_secs(1));
+        assert_eq!(
+            s.get(&t, t0 + Duration::from_secs(2)),
+            Some(Some("unpaid invoice".into()))
+        );
+        let other: TenantId = "globex".parse().unwrap();
+        assert_eq!(s.get(&other, t0), None, "per tenant");
+    }
+}
