@@ -7,7 +7,7 @@ use strato_domain::ids::TenantId;
 use strato_domain::ports::TenantRules;
 
 use super::tenants::rules_of;
-use super::{Item, Quotas, Store, fetch, n, num, s, text};
+use super::{Item, Quotas, Store, conditional, fetch, n, num, s, text};
 use crate::error::Error;
 
 /// A tenant item as the operator sees it: every setting, with the platform defaults where none is stored.
@@ -53,16 +53,6 @@ fn record_of(item: &Item) -> Option<TenantRecord> {
 }
 
 impl Store {
-    fn tenant_update(
-        &self,
-        tenant: &TenantId,
-    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
-        self.ddb
-            .update_item()
-            .table_name(&self.tenants)
-            .key("tenant_id", s(tenant.as_str()))
-    }
-
     /// The whole tenant item; `None` when nothing was ever stored for the tenant.
     pub async fn tenant_record(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, Error> {
         let get = self
@@ -74,23 +64,13 @@ impl Store {
     /// Registers the tenant (its item, `created_at` = `now`) unless it is registered already: `true` when
     /// this call registered it. An item its tokens' use already created keeps its counters and settings.
     pub async fn register_tenant(&self, tenant: &TenantId, now: &str) -> Result<bool, Error> {
-        let r = self
-            .tenant_update(tenant)
+        let register = self
+            .update_tenant(tenant)
             .update_expression("SET created_at = :t")
             .condition_expression("attribute_not_exists(created_at)")
             .expression_attribute_values(":t", s(now))
-            .send()
-            .await;
-        match r {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(Error::aws("UpdateItem", e)),
-        }
+            .send();
+        Ok(conditional("UpdateItem", register).await?.is_ok())
     }
 
     /// One page of tenant items: a Scan of the tenants table bounded by `limit` items (the table holds one
@@ -117,7 +97,7 @@ impl Store {
     pub async fn set_tenant_rules(&self, tenant: &TenantId, rules: &TenantRules) -> Result<(), Error> {
         let mut set = Vec::new();
         let mut remove = Vec::new();
-        let mut q = self.tenant_update(tenant);
+        let mut q = self.update_tenant(tenant);
         match rules.max_ttl_hours {
             Some(h) => {
                 set.push("max_ttl_hours = :h");
@@ -152,7 +132,7 @@ impl Store {
 
     /// Suspends the tenant for `reason`, or with `None` resumes it.
     pub async fn set_tenant_suspended(&self, tenant: &TenantId, reason: Option<&str>) -> Result<(), Error> {
-        let q = self.tenant_update(tenant);
+        let q = self.update_tenant(tenant);
         let q = match reason {
             Some(r) => q
                 .update_expression("SET suspended = :r")

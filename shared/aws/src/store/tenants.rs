@@ -58,7 +58,7 @@ impl Store {
     }
 
     /// An unconditional UpdateItem of the tenant item; the caller adds the expression.
-    fn update_tenant(&self, tenant: &TenantId) -> UpdateItemFluentBuilder {
+    pub(super) fn update_tenant(&self, tenant: &TenantId) -> UpdateItemFluentBuilder {
         self.ddb
             .update_item()
             .table_name(&self.tenants)
