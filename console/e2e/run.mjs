@@ -9,6 +9,10 @@
 // for approval: the operation waits with its plan (summary, changes), A's own approve is refused
 // (self-approval), the clusters list marks the cluster, the approver approves with a comment, the create
 // goes on; then the cluster page's approval mode is changed to auto and back to the default.
+// With TOKEN_OPERATOR (the platform operator's token): the operator's console — tenants with their usage, a
+// tenant registered (a bad quota refused beside its field first), its settings changed, suspended with a
+// reason and resumed, each action in its audit log under the operator; every tenant's clusters, filtered;
+// and tenant A's token refused on the operator's pages.
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import { createRequire } from "node:module";
@@ -18,7 +22,7 @@ const require = createRequire(import.meta.url);
 const AXE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 // Screenshots: E2E_ARTIFACTS (the workspace test sets target/console-screenshots), else e2e/artifacts.
 const ART = (process.env.E2E_ARTIFACTS ?? new URL("./artifacts/", import.meta.url).pathname).replace(/\/?$/, "/");
-const { CONSOLE_URL, TOKEN_A, TOKEN_B, TOKEN_APPROVER } = process.env;
+const { CONSOLE_URL, TOKEN_A, TOKEN_B, TOKEN_APPROVER, TOKEN_OPERATOR } = process.env;
 const LONG = Number(process.env.E2E_TIMEOUT_MS ?? 300_000);
 
 function fail(msg) {
@@ -460,6 +464,65 @@ try {
   await new Promise((r) => setTimeout(r, 1000));
   if ((await pb.getByRole("link", { name, exact: true }).count()) > 0) fail(`tenant B sees ${name}`);
   await check(pb, "clusters-tenant-b");
+
+  if (TOKEN_OPERATOR) {
+    step("the platform operator: tenants, a new tenant's settings, suspension, the audit, every tenant's clusters");
+    const po = await (await browser.newContext({ viewport: { width: 1366, height: 900 }, bypassCSP: true })).newPage();
+    po.on("pageerror", (e) => consoleErrors.push(e.message));
+    await po.goto(`${base}/#token=${encodeURIComponent(TOKEN_OPERATOR)}`);
+    await heading(po, /^Tenants$/);
+    if (!po.url().endsWith("/admin/tenants")) fail(`the operator lands on ${po.url()}, not /admin/tenants`);
+    const nav = po.getByRole("navigation", { name: "Main" });
+    if ((await nav.getByRole("link", { name: "New cluster" }).count()) > 0) fail("the operator's console shows the tenant's pages");
+    await po.getByTestId("tenants").getByRole("link", { name: "console-a", exact: true }).waitFor({ timeout: 30_000 });
+    const newT = `ops-${Date.now().toString(36)}`;
+    const reg = po.getByRole("form", { name: "Register a tenant" });
+    await reg.getByLabel("Tenant id").fill(newT);
+    await reg.getByLabel("Clusters", { exact: true }).fill("0");
+    await reg.getByRole("button", { name: "Register tenant" }).click();
+    await reg.getByText("a whole number from 1 to 100000").waitFor({ timeout: 5_000 });
+    await reg.getByLabel("Clusters", { exact: true }).fill("4");
+    await reg.getByLabel("Monthly budget (USD)").fill("250");
+    await check(po, "admin-tenants");
+    await reg.getByRole("button", { name: "Register tenant" }).click();
+    await heading(po, new RegExp(`^Tenant ${newT}$`));
+    await po.getByTestId("tenant-status").getByText("Active").waitFor();
+    const settings = po.getByRole("form", { name: "Tenant settings" });
+    if ((await settings.getByLabel("Clusters", { exact: true }).inputValue()) !== "4") fail("the new tenant's cluster quota is not 4");
+    await settings.getByLabel("Clusters", { exact: true }).fill("6");
+    await settings.getByLabel("Plan approval").selectOption("required");
+    await settings.getByRole("button", { name: "Save settings" }).click();
+    await po.getByRole("status").filter({ hasText: /^Saved: .*max clusters.*approval/ }).waitFor({ timeout: 15_000 });
+    await po.getByLabel("Reason").fill("invoice overdue: contact billing");
+    await po.getByRole("button", { name: "Suspend tenant…" }).click();
+    await po.getByRole("dialog").getByRole("button", { name: "Suspend tenant" }).click();
+    await po.getByTestId("tenant-status").getByText(/Suspended — invoice overdue/).waitFor({ timeout: 15_000 });
+    await waitFor("the operator's actions in the tenant's audit log", async () => {
+      const rows = po.getByTestId("tenant-audit").getByRole("row").filter({ hasText: "dev-operator" });
+      return (await rows.count()) >= 3 || `${await rows.count()} rows`;
+    }, 30_000);
+    await check(po, "admin-tenant");
+    await shots(po, "admin-tenant");
+    await po.getByRole("button", { name: "Resume tenant" }).click();
+    await po.getByRole("dialog").getByRole("button", { name: "Resume tenant" }).click();
+    await po.getByTestId("tenant-status").getByText("Active").waitFor({ timeout: 15_000 });
+    await nav.getByRole("link", { name: "All clusters" }).click();
+    await heading(po, /^Clusters of every tenant$/);
+    await po.getByTestId("admin-clusters").getByRole("link", { name: "console-a", exact: true }).first().waitFor({ timeout: 30_000 });
+    const filters = po.getByRole("form", { name: "Cluster filters" });
+    await filters.getByLabel("Tenant").fill("console-b");
+    await filters.getByRole("button", { name: "Filter" }).click();
+    await waitFor("only console-b's clusters", async () => (await po.getByTestId("admin-clusters").getByRole("link", { name: "console-a", exact: true }).count()) === 0 || "console-a still listed", 15_000);
+    await check(po, "admin-clusters");
+    if (consoleErrors.length) fail(`page errors: ${consoleErrors.join("; ")}`);
+
+    step("tenant A's token on the operator's page: the API's refusal, shown");
+    const pa = await (await browser.newContext({ bypassCSP: true })).newPage();
+    await pa.goto(`${base}/admin/tenants#token=${encodeURIComponent(TOKEN_A)}`);
+    await heading(pa, /^Tenants$/);
+    await pa.locator(".problem").filter({ hasText: /403|platform:admin|operator/i }).waitFor({ timeout: 15_000 });
+    if ((await pa.getByTestId("tenants").count()) > 0) fail("a tenant's token lists the tenants");
+  }
 
   step("login page");
   const pl = await (await browser.newContext({ bypassCSP: true })).newPage();

@@ -29,6 +29,8 @@ const ACTIONS: Record<string, string> = {
   "policy.delete": "Remove policy",
   "lock.release": "Release state lock",
   "drift.reconcile": "Reconcile drift",
+  "admin.tenant.create": "Register tenant",
+  "admin.tenant.update": "Change tenant settings",
 };
 
 /** "cluster.create" → "Create cluster"; an unknown action as it is. */

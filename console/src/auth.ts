@@ -40,7 +40,7 @@ export function takeFragmentToken(): string | null {
 }
 
 /** The `sub` and `exp` of a JWT, for display only (the API verifies it). */
-export function tokenClaims(t: string): { sub?: string; exp?: number; tenant?: string } {
+export function tokenClaims(t: string): { sub?: string; exp?: number; tenant?: string; scope?: string; [claim: string]: unknown } {
   try {
     const b = t.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
     return JSON.parse(atob(b + "=".repeat((4 - (b.length % 4)) % 4)));

@@ -14,6 +14,10 @@ import { WebhookPage } from "./pages/Webhook";
 import { CloudAccessPage } from "./pages/CloudAccess";
 import { AuditPage } from "./pages/Audit";
 import { LoginPage } from "./pages/Login";
+import { AdminTenantsPage } from "./pages/AdminTenants";
+import { AdminTenantPage } from "./pages/AdminTenant";
+import { AdminClustersPage } from "./pages/AdminClusters";
+import { isOperator } from "./operator";
 
 function App({ signInError }: { signInError?: string }) {
   const route = useRoute();
@@ -30,8 +34,17 @@ function App({ signInError }: { signInError?: string }) {
       }),
     [],
   );
+  // An operator's token names no tenant: the tenant pages would only answer 403, so its console is the
+  // operator's pages.
+  const operator = token ? isOperator(tokenClaims(token)) : false;
+  const misplaced = operator && !route.page.startsWith("admin-") && route.page !== "login" && route.page !== "notfound";
+  useEffect(() => {
+    if (misplaced) navigate("/admin/tenants", true);
+  }, [misplaced]);
   if (!token || route.page === "login") return <LoginPage reason={why} error={failed} />;
-  const sub = tokenClaims(token).sub;
+  const claims = tokenClaims(token);
+  const sub = claims.sub;
+  if (misplaced) return null;
   return (
     <>
       <a class="skip" href="#main">
@@ -40,6 +53,12 @@ function App({ signInError }: { signInError?: string }) {
       <header class="top">
         <a class="brand" href="/" onClick={linkClick}><img src="/favicon.svg" alt="" width={20} height={20} /> Strato</a>
         <nav aria-label="Main">
+          {operator ? (
+            <ul>
+              <li><Link href="/admin/tenants">Tenants</Link></li>
+              <li><Link href="/admin/clusters">All clusters</Link></li>
+            </ul>
+          ) : (
           <ul>
             <li><Link href="/">Dashboard</Link></li>
             <li><Link href="/clusters">Clusters</Link></li>
@@ -48,8 +67,9 @@ function App({ signInError }: { signInError?: string }) {
             <li><Link href="/cloud-access">Cloud access</Link></li>
             <li><Link href="/audit">Audit log</Link></li>
           </ul>
+          )}
         </nav>
-        <span class="who">{sub ? `Signed in as ${sub}` : "Signed in"}</span>
+        <span class="who">{sub ? `Signed in as ${sub}` : "Signed in"}{operator ? " (platform operator)" : ""}</span>
         <button type="button" class="secondary" onClick={() => signOut()}>
           Sign out
         </button>
@@ -63,6 +83,9 @@ function App({ signInError }: { signInError?: string }) {
         {route.page === "webhook" && <WebhookPage />}
         {route.page === "cloud-access" && <CloudAccessPage />}
         {route.page === "audit" && <AuditPage />}
+        {route.page === "admin-tenants" && <AdminTenantsPage />}
+        {route.page === "admin-tenant" && <AdminTenantPage key={route.id} id={route.id} />}
+        {route.page === "admin-clusters" && <AdminClustersPage />}
         {route.page === "notfound" && (
           <p>
             No such page. <Link href="/clusters">Go to your clusters</Link>.

@@ -11,6 +11,9 @@ export type Route =
   | { page: "webhook" }
   | { page: "cloud-access" }
   | { page: "audit" }
+  | { page: "admin-tenants" }
+  | { page: "admin-tenant"; id: string }
+  | { page: "admin-clusters" }
   | { page: "login" }
   | { page: "notfound" };
 
@@ -26,6 +29,9 @@ export function parseRoute(path: string): Route {
   if (p === "/webhook") return { page: "webhook" };
   if (p === "/cloud-access") return { page: "cloud-access" };
   if (p === "/audit") return { page: "audit" };
+  if (p === "/admin" || p === "/admin/tenants") return { page: "admin-tenants" };
+  if ((m = /^\/admin\/tenants\/([^/]+)$/.exec(p))) return { page: "admin-tenant", id: decodeURIComponent(m[1]) };
+  if (p === "/admin/clusters") return { page: "admin-clusters" };
   if (p === "/login") return { page: "login" };
   return { page: "notfound" };
 }

@@ -360,8 +360,9 @@ fn banner(stack: &Devstack) {
     let console = e.http_api.clone() + "/";
     match stack.console_served() {
         true => println!(
-            "Web console (logs in as tenant 'demo'):\n  {console}#token={}\n",
-            stack.token("demo")
+            "Web console (logs in as tenant 'demo'):\n  {console}#token={}\nAs the platform operator (tenants, every tenant's clusters):\n  {console}#token={}\n",
+            stack.token("demo"),
+            stack.operator_token()
         ),
         false => println!("Web console: not built (cd console && npm ci && npm run build), then restart\n"),
     }

@@ -102,6 +102,7 @@ async fn a_tenant_creates_watches_and_deletes_a_cluster_in_the_browser() {
         .env("CONSOLE_URL", format!("{}/", stack.endpoints.http_api))
         .env("TOKEN_A", stack.token("console-a"))
         .env("TOKEN_B", stack.token("console-b"))
+        .env("TOKEN_OPERATOR", stack.operator_token())
         .env("CHROMIUM", &chromium);
     if modern.is_some() {
         // Another principal of tenant A who may only approve (A's own token is its requester's).

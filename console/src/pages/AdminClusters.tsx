@@ -1,0 +1,126 @@
+// Clusters across tenants, read-only (GET /v1/admin/clusters): filters by tenant, state, template and
+// version. Each page reads at most `limit` clusters and filters what it read, so a page can be short — even
+// empty — and still have more behind it: "Load more" says so instead of guessing.
+
+import { useState } from "preact/hooks";
+import { api, asProblem, type ClusterState, type Schemas } from "../api/client";
+import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+
+type Row = Schemas["AdminCluster"];
+type Filters = { tenant: string; state: "" | ClusterState; template: string; version: string };
+
+const STATES: ClusterState[] = ["PENDING", "PROVISIONING", "CONFIGURING", "ACTIVE", "UPDATING", "DELETING", "DELETED", "FAILED"];
+const PAGE = 100;
+
+function query(f: Filters, next?: string) {
+  return {
+    limit: PAGE,
+    ...(f.tenant ? { tenant: f.tenant } : {}),
+    ...(f.state ? { state: f.state } : {}),
+    ...(f.template ? { template: f.template } : {}),
+    ...(f.version ? { version: f.version } : {}),
+    ...(next ? { next } : {}),
+  };
+}
+
+/** The filters a link may carry (`/admin/clusters?tenant=acme`). */
+export function filtersFrom(search: string): Filters {
+  const q = new URLSearchParams(search);
+  const state = (q.get("state") ?? "").toUpperCase();
+  return {
+    tenant: q.get("tenant") ?? "",
+    state: (STATES as string[]).includes(state) ? (state as ClusterState) : "",
+    template: q.get("template") ?? "",
+    version: q.get("version") ?? "",
+  };
+}
+
+export function AdminClustersPage() {
+  const initial = filtersFrom(location.search);
+  const [draft, setDraft] = useState<Filters>(initial);
+  const [filters, setFilters] = useState<Filters>(initial);
+  const [more, setMore] = useState<Row[]>([]);
+  const [next, setNext] = useState<string | null>(null);
+  const { data, error } = usePoll(
+    async (signal) => {
+      const { data, error, response } = await api.GET("/v1/admin/clusters", { params: { query: query(filters) }, signal });
+      if (error || !data) throw asProblem(error, response);
+      return data;
+    },
+    15000,
+    [filters.tenant, filters.state, filters.template, filters.version],
+  );
+  const rows = [...(data?.clusters ?? []), ...more];
+  const cursor = more.length ? next : (data?.next ?? null);
+  const loadMore = async () => {
+    if (!cursor) return;
+    const { data: page } = await api.GET("/v1/admin/clusters", { params: { query: query(filters, cursor) } });
+    if (page) {
+      setMore((m) => [...m, ...page.clusters]);
+      setNext(page.next ?? null);
+    }
+  };
+  const text = (id: "tenant" | "template" | "version", label: string, placeholder: string) => (
+    <label>
+      {label}{" "}
+      <input value={draft[id]} placeholder={placeholder} onInput={(e) => setDraft({ ...draft, [id]: (e.target as HTMLInputElement).value.trim() })} />
+    </label>
+  );
+  return (
+    <section>
+      <PageTitle>Clusters of every tenant</PageTitle>
+      <form
+        class="toolbar"
+        aria-label="Cluster filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setMore([]);
+          setNext(null);
+          setFilters(draft);
+        }}
+      >
+        {text("tenant", "Tenant", "any")}
+        <label>
+          State{" "}
+          <select value={draft.state} onChange={(e) => setDraft({ ...draft, state: (e.target as HTMLSelectElement).value as Filters["state"] })}>
+            <option value="">any</option>
+            {STATES.map((s) => <option value={s} key={s}>{s.toLowerCase()}</option>)}
+          </select>
+        </label>
+        {text("template", "Template", "e.g. aws-eks-basic")}
+        {text("version", "Version", "e.g. 1.1.0")}
+        <button type="submit" class="secondary">Filter</button>
+      </form>
+      <ProblemBox problem={error} label="Could not read the clusters" />
+      {data && rows.length === 0 ? <p>{cursor ? "None in what was read so far." : "No cluster matches."}</p> : null}
+      {rows.length ? (
+        <table class="list" data-testid="admin-clusters">
+          <caption class="sr-only">Clusters across tenants</caption>
+          <thead>
+            <tr>
+              <th scope="col">Cluster</th>
+              <th scope="col">Tenant</th>
+              <th scope="col">State</th>
+              <th scope="col">Template</th>
+              <th scope="col">Where</th>
+              <th scope="col">Changed</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((c) => (
+              <tr key={c.id}>
+                <td>{c.name}<div class="help"><code class="small">{c.id}</code></div></td>
+                <td><Link href={`/admin/tenants/${encodeURIComponent(c.tenant)}`}>{c.tenant}</Link></td>
+                <td><StateBadge state={c.state} /></td>
+                <td class="nowrap">{c.template.name} {c.template.version}</td>
+                <td class="nowrap">{c.provider} · {c.region}</td>
+                <td class="nowrap">{when(c.updated_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {cursor ? <button type="button" class="secondary" onClick={loadMore}>Load more</button> : null}
+    </section>
+  );
+}
