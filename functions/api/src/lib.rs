@@ -38,6 +38,7 @@ mod preview;
 pub mod problem;
 mod recording;
 mod requests;
+pub mod rollout_runs;
 pub mod route;
 mod router;
 pub mod routes;
