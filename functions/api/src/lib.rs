@@ -39,6 +39,7 @@ pub mod problem;
 mod recording;
 mod requests;
 pub mod rollout_runs;
+mod rollouts;
 pub mod route;
 mod router;
 pub mod routes;

@@ -56,7 +56,7 @@ where
             default_max_ttl_hours: a.default_max_ttl_hours,
             policies: a.policies,
             approval_separation: a.approval_separation,
-            rules: a.rules.clone(),
+            rules: a.rules,
             audit: None,
             operation_id: Some(operation),
         }
