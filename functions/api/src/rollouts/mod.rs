@@ -144,10 +144,11 @@ impl CtxRuns<'_> {
         let runs = DecideRuns {
             api: self.ctx.api_with(&governing.set, governing.rules, None),
         };
+        // Boxed: the decisions' futures are large, and a rollout runs many of them in one request.
         if plan {
-            runs.plan(r, m, operation).await
+            Box::pin(runs.plan(r, m, operation)).await
         } else {
-            runs.update(r, m, operation).await
+            Box::pin(runs.update(r, m, operation)).await
         }
     }
 }
@@ -197,7 +198,7 @@ pub(crate) async fn start(
             "GET /v1/templates lists the published templates and versions",
         )]));
     }
-    let fleet = fleet(ctx, viewer, &asked.template).await?;
+    let fleet = Box::pin(fleet(ctx, viewer, &asked.template)).await?;
     let platform = matches!(viewer, Viewer::Platform { .. });
     let members = select(
         &asked.selector,
@@ -222,7 +223,7 @@ pub(crate) async fn start(
     };
     let effects = record.rollout.start();
     ctx.store.create(&record).await.map_err(refusal)?;
-    let record = carry_out(&ctx.store, &CtxRuns { ctx }, record, effects, now())
+    let record = Box::pin(carry_out(&ctx.store, &CtxRuns { ctx }, record, effects, now()))
         .await
         .map_err(refusal)?;
     let location = format!("/v1/rollouts/{}", record.id);
@@ -281,7 +282,7 @@ pub(crate) async fn steer(
         .await
         .map_err(refusal)?
         .ok_or_else(|| ApiError::NotFound(format!("no rollout '{id}'")))?;
-    let saved = carry_out(&ctx.store, &CtxRuns { ctx }, saved, effects, now())
+    let saved = Box::pin(carry_out(&ctx.store, &CtxRuns { ctx }, saved, effects, now()))
         .await
         .map_err(refusal)?;
     Ok(Reply::ok(RolloutView::of(&saved, &MembersQuery::default())?))
