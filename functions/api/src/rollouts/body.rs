@@ -2,8 +2,8 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use strato_rollout::Selector;
 use strato_rollout::spec::{DEFAULT_PARALLEL, Mode, Plan, StopRules, WaveSize};
+use strato_rollout::{RolloutError, Selector};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
@@ -167,12 +167,96 @@ impl RolloutBody {
             stop,
             max_parallel: self.max_parallel.unwrap_or(DEFAULT_PARALLEL),
         };
-        plan.check().map_err(super::refusal)?;
+        plan.check().map_err(|e| match e {
+            // The machine's names for what the request calls otherwise.
+            RolloutError::Invalid { field, reason } => super::refusal(RolloutError::Invalid {
+                field: match field {
+                    "stop.max_monthly_increase" => "stop.max_monthly_delta",
+                    "soak_secs" => "soak_seconds",
+                    f => f,
+                },
+                reason: reason
+                    .replace("max_monthly_increase", "max_monthly_delta")
+                    .replace("soak_secs", "soak_seconds"),
+            }),
+            e => super::refusal(e),
+        })?;
         Ok(Asked {
             template,
             to_version,
             selector,
             plan,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The fields a refused body's 422 names.
+    fn fields(v: serde_json::Value) -> Vec<String> {
+        let body: RolloutBody = serde_json::from_value(v).unwrap();
+        let e = body.check().err().expect("refused");
+        assert_eq!(e.status().as_u16(), 422, "{e}");
+        let (p, _) = e.problem();
+        p.errors.into_iter().map(|f| f.field).collect()
+    }
+
+    #[test]
+    fn every_missing_or_malformed_member_is_named_at_once() {
+        assert_eq!(fields(json!({})), ["mode", "template", "to_version"]);
+        assert_eq!(
+            fields(json!({"template": "eks", "to_version": "2.0.0", "mode": "apply",
+                "waves": [{"clusters": "one"}], "selector": {"colour": "red"}, "stop": {"allow_destroy": "yes"}})),
+            ["selector", "stop", "waves"]
+        );
+    }
+
+    #[test]
+    fn waves_soak_and_stop_bounds_are_named_as_the_request_calls_them() {
+        let base = |extra: serde_json::Value| {
+            let mut v = json!({"template": "eks", "to_version": "2.0.0", "mode": "apply"});
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            v
+        };
+        assert_eq!(fields(base(json!({"waves": [{"percent": 50}]}))), ["waves"]);
+        assert_eq!(fields(base(json!({}))), ["waves"], "an apply needs waves");
+        assert_eq!(
+            fields(base(
+                json!({"waves": [{"percent": 100}], "soak_seconds": 99_999_999})
+            )),
+            ["soak_seconds"]
+        );
+        assert_eq!(
+            fields(base(
+                json!({"waves": [{"percent": 100}], "stop": {"max_monthly_delta": -1}})
+            )),
+            ["stop.max_monthly_delta"]
+        );
+        let preview =
+            json!({"template": "eks", "to_version": "2.0.0", "mode": "preview", "waves": [{"percent": 100}]});
+        assert_eq!(fields(preview), ["waves"]);
+    }
+
+    #[test]
+    fn a_good_body_is_read_into_the_plan() {
+        let body: RolloutBody = serde_json::from_value(json!({"template": "eks", "to_version": "2.0.0",
+            "mode": "apply", "waves": [{"clusters": 1}, {"percent": 100}], "soak_seconds": 600,
+            "stop": {"allow_replace": ["aws_eks_node_group.this"], "max_monthly_delta": 50},
+            "selector": {"from_versions": ["1.0.0"]}}))
+        .unwrap();
+        let a = body.check().unwrap();
+        assert_eq!((a.template.as_str(), a.to_version.as_str()), ("eks", "2.0.0"));
+        assert_eq!(a.plan.mode, Mode::Apply);
+        assert_eq!(a.plan.waves, [WaveSize::Clusters(1), WaveSize::Percent(100)]);
+        assert_eq!(a.plan.soak_secs, 600);
+        assert_eq!(a.plan.stop.max_monthly_increase, Some(50.0));
+        assert!(a.plan.stop.replace_allowed("aws_eks_node_group.this"));
+        assert_eq!(a.selector.from_versions, ["1.0.0"]);
+        assert_eq!(a.plan.max_parallel, DEFAULT_PARALLEL);
     }
 }
