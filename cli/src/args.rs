@@ -6,9 +6,11 @@ use crate::render::Format;
 
 mod admin;
 mod clusters;
+mod rollouts;
 mod target;
 pub use admin::{Admin, AdminClusters, AdminTenants, TenantSettings};
 pub use clusters::Clusters;
+pub use rollouts::{RolloutCommand, Rollouts, Selection};
 pub use target::{CloudTokens, TargetArgs};
 
 const AFTER_HELP: &str = "\
@@ -103,6 +105,9 @@ pub enum Command {
     /// The platform operator's commands: tenants and every tenant's clusters (an operator token).
     #[command(subcommand)]
     Admin(Admin),
+    /// Fleet rollouts of a template version: preview, start in waves, get, list, pause, resume, abort.
+    #[command(alias = "rollout")]
+    Rollouts(Rollouts),
     /// Shell completions: `strato completions bash > /etc/bash_completion.d/strato`.
     Completions {
         /// The shell to complete for.

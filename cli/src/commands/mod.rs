@@ -8,6 +8,7 @@ mod health;
 mod kubeconfig;
 mod operations;
 mod preview;
+mod rollouts;
 mod target;
 mod wait;
 
@@ -64,6 +65,7 @@ pub(crate) async fn dispatch(ctx: &Ctx, command: Command) -> Result<(), CliError
         Command::Webhook(w) => webhook(ctx, w).await,
         Command::Audit(a) => audit::run(ctx, a).await,
         Command::Admin(a) => admin::run(ctx, a).await,
+        Command::Rollouts(r) => rollouts::run(ctx, r).await,
         Command::Policies(p) => policies(ctx, p).await,
         Command::TargetAccess { provider } => target::target_access(ctx, provider).await,
         Command::CloudTokens(c) => target::cloud_tokens(ctx, c).await,

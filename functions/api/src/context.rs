@@ -198,6 +198,7 @@ impl Ctx {
             policies: None,
             rules: None,
             audit: None,
+            operation_id: None,
         }
     }
 

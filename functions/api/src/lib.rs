@@ -38,6 +38,8 @@ mod preview;
 pub mod problem;
 mod recording;
 mod requests;
+pub mod rollout_runs;
+mod rollouts;
 pub mod route;
 mod router;
 pub mod routes;

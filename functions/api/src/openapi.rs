@@ -86,6 +86,12 @@ use crate::{
     GatewayUnauthorized,
     crate::audit::AuditEntryView,
     crate::audit::AuditPageView,
+    crate::rollouts::RolloutBody,
+    crate::rollouts::ResumeBody,
+    crate::rollouts::RolloutView,
+    crate::rollouts::RolloutMemberView,
+    crate::rollouts::RolloutListView,
+    crate::rollouts::SummaryView,
 )))]
 struct Schemas;
 

@@ -149,7 +149,11 @@ async fn record_operator(ctx: &AppState, action: &'static str, req: Request, nex
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    // Only a tenant's create answers with the tenant's id; a rollout's `id` names no tenant.
     let answered = || {
+        if !action.starts_with("admin.tenant.") {
+            return None;
+        }
         serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
             .and_then(|v| v.get("id").and_then(|i| i.as_str()).and_then(|i| i.parse().ok()))

@@ -56,6 +56,18 @@ pub enum Endpoint {
     AdminUpdateTenant,
     AdminTenantAudit,
     AdminListClusters,
+    CreateRollout,
+    ListRollouts,
+    GetRollout,
+    PauseRollout,
+    ResumeRollout,
+    AbortRollout,
+    AdminCreateRollout,
+    AdminListRollouts,
+    AdminGetRollout,
+    AdminPauseRollout,
+    AdminResumeRollout,
+    AdminAbortRollout,
 }
 
 /// Who may call a route.

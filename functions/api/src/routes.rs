@@ -14,6 +14,7 @@ const ADMIN: Access = Access::Tenant(Scope::Admin);
 mod admin;
 mod agent;
 mod identity;
+mod rollouts;
 mod texts;
 use texts::{
     APPROVE_DESCRIPTION, AUDIT_DESCRIPTION, KUBECONFIG_DESCRIPTION, NEXT, OPERATIONS_DESCRIPTION,
@@ -564,6 +565,18 @@ pub const ROUTES: &[Route] = &[
     admin::UPDATE_TENANT,
     admin::TENANT_AUDIT,
     admin::LIST_CLUSTERS,
+    rollouts::CREATE,
+    rollouts::LIST,
+    rollouts::GET,
+    rollouts::PAUSE,
+    rollouts::RESUME,
+    rollouts::ABORT,
+    rollouts::ADMIN_CREATE,
+    rollouts::ADMIN_LIST,
+    rollouts::ADMIN_GET,
+    rollouts::ADMIN_PAUSE,
+    rollouts::ADMIN_RESUME,
+    rollouts::ADMIN_ABORT,
 ];
 
 /// The entry of [`ROUTES`] for a method and a matched path template. HEAD is GET without the body (axum

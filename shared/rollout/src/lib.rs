@@ -11,16 +11,29 @@
 //! Each cluster's run is an ordinary operation of Strato (locks, queueing, retries, cleanup, approvals): the
 //! rollout asks for them by id and learns their outcomes as events.
 
+pub mod effects;
+pub mod fake;
 pub mod machine;
+pub mod outcome;
 pub mod report;
+pub mod select;
 pub mod spec;
+pub mod store;
 
 #[cfg(test)]
+mod effects_tests;
+#[cfg(test)]
+mod store_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wiring_tests;
 
 pub use machine::{Effect, Input, Member, MemberStatus, PauseReason, Phase, PlanFindings, Rollout};
 pub use report::FleetSummary;
+pub use select::{Selector, select};
 pub use spec::{Mode, Plan, StopRules, WaveSize};
+pub use store::{MAX_MEMBERS, Owner, Record, RolloutId, RolloutStore, apply};
 
 use strato_domain::ids::ClusterId;
 
@@ -35,4 +48,21 @@ pub enum RolloutError {
     NotAMember(ClusterId),
     #[error("the rollout has ended (completed or aborted): start a new one")]
     Finished,
+    #[error("no rollout '{0}'")]
+    NotFound(String),
+    #[error("cluster {cluster} is already in rollout {rollout}: wait for it to end, or abort it")]
+    Claimed {
+        cluster: ClusterId,
+        rollout: store::RolloutId,
+    },
+    #[error(
+        "the selector matches {found} clusters; a rollout takes at most {max}: narrow the selector (e.g. by from_versions or tenants) and roll out the rest in another"
+    )]
+    TooMany { found: usize, max: usize },
+    /// A conditional save lost to another writer (retried by [`store::apply`] before it is returned).
+    #[error("the rollout kept changing while this change was being saved; try again")]
+    Conflict,
+    /// The store failed (the adapter's message).
+    #[error("rollout store: {0}")]
+    Store(String),
 }

@@ -216,6 +216,12 @@ impl Rollout {
         if members.is_empty() {
             return Err(RolloutError::NothingSelected);
         }
+        if members.len() > crate::store::MAX_MEMBERS {
+            return Err(RolloutError::TooMany {
+                found: members.len(),
+                max: crate::store::MAX_MEMBERS,
+            });
+        }
         let waves = plan.assign_waves(members.len());
         let members = members
             .into_iter()

@@ -58,6 +58,9 @@ pub struct Api<'a, S, T, Q, C, K> {
     /// The request's audit entry in the making: a create writes it in its own transaction. `None`: the route
     /// layer writes every entry.
     pub audit: Option<&'a crate::audit_draft::AuditDraft>,
+    /// The id the recorded operation takes when its caller chose it beforehand (a rollout's runs: the id is
+    /// saved with the rollout before the run is queued, so the run's end finds its rollout). `None`: new.
+    pub operation_id: Option<&'a OperationId>,
 }
 
 /// A recorded operation (new, or the open one a repeated drift check answers with), its cluster, and the
@@ -250,6 +253,9 @@ where
         mut op: Operation,
         template: Template,
     ) -> Result<Attempt<Started>, ApiError> {
+        if let Some(id) = self.operation_id {
+            op.operation_id = id.clone();
+        }
         op.requested_by = Some(caller.requester()?.to_owned());
         if op.kind == OperationKind::Create {
             op.approval_required = self.approval_required(caller, &c, &template).await?;

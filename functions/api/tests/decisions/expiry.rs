@@ -50,6 +50,7 @@ impl World {
             policies: None,
             rules: None,
             audit: None,
+            operation_id: None,
         }
     }
 }

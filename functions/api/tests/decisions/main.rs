@@ -12,6 +12,7 @@ mod governance;
 
 // A preview of an update: validated and governed as the update, a `plan` operation, nothing changed.
 mod preview;
+mod rollouts;
 
 // A create's audit entry, written with the create; the tenant's rules read with its policies.
 mod audit;
@@ -73,6 +74,7 @@ impl World {
             policies: None,
             rules: None,
             audit: None,
+            operation_id: None,
         }
     }
 

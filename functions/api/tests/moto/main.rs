@@ -15,6 +15,7 @@ mod hardening;
 mod operator;
 mod policies;
 mod roles;
+mod rollouts_store;
 mod sealed;
 mod settings;
 mod views;

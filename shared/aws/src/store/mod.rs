@@ -13,6 +13,7 @@ mod idempotency;
 mod locks;
 mod operations;
 mod policies;
+mod rollouts;
 mod templates;
 mod tenant_admin;
 mod tenants;
