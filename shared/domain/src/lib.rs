@@ -8,32 +8,22 @@
 //! (the ports' in-memory implementations).
 
 pub mod agent;
-pub mod approval;
-pub mod approval_rules;
 pub mod audit;
 pub mod catalog;
 pub mod connect;
-pub mod cost;
-pub mod ecs_event;
-pub mod error;
 pub mod expiry;
 pub mod health;
 pub mod identity;
-pub mod ids;
 pub mod messages;
-pub mod model;
-pub mod plan;
 pub mod ports;
-pub mod preview;
-pub mod run_proof;
 pub mod sealed;
 pub mod secret;
-pub mod state_machine;
-pub mod telemetry;
 pub mod template;
-pub mod ts;
 pub mod validate;
-pub mod vitals;
 pub mod webhook;
 
-pub use error::{Error, ErrorCategory, UserError};
+pub use strato_model::{Error, ErrorCategory, UserError};
+pub use strato_model::{
+    approval, approval_rules, cost, ecs_event, error, ids, model, plan, preview, run_proof, state_machine,
+    telemetry, ts, vitals,
+};

@@ -28,10 +28,12 @@ use crate::ids::{ClusterId, OperationId, TenantId};
 
 mod egress;
 mod events;
+mod message;
 mod signature;
 use crate::model::{DriftPolicy, ResourceChange};
 pub use egress::{ALLOW_HTTP_ENV, ALLOW_LOOPBACK_ENV, ALLOWED, Egress, forbidden_kind};
 pub use events::{ClusterStateEvent, Envelope, EventType, OperationEvent, event_id, parse_event_list};
+pub use message::WebhookMessage;
 pub use signature::{SignatureError, sign, verify};
 
 /// The Standard Webhooks headers.
