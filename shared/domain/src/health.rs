@@ -5,7 +5,7 @@
 //! cluster item (DynamoDB items are at most 400 KB, and the report's own bounds are in `strato-agent-wire`).
 
 use serde::{Deserialize, Serialize};
-use strato_agent_wire::{Report, Warning};
+use strato_agent_wire::Report;
 use time::{Duration, OffsetDateTime};
 
 use crate::ids::{ClusterId, TenantId};

@@ -20,8 +20,8 @@ pub mod sealed;
 pub mod secret;
 pub mod template;
 pub mod validate;
-pub mod webhook;
 
+pub use strato_webhook as webhook;
 pub use strato_model::{Error, ErrorCategory, UserError};
 pub use strato_model::{
     approval, approval_rules, cost, ecs_event, error, ids, model, plan, preview, run_proof, state_machine,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::ids::{OperationId, TenantId};
+use strato_model::ids::{OperationId, TenantId};
 
 /// `webhooks` queue: one lifecycle event for a tenant's webhook, queued by the function that saw it (the
 /// status function after the result and hand-off are saved, the scheduler) and posted by the webhooks
