@@ -6,6 +6,5 @@
 //! the framing rebuilds only the crates that stream logs, and a change to templates, catalogs or ports does
 //! not rebuild it.
 
-
 pub mod live_batch;
 pub mod logs;

@@ -33,11 +33,11 @@ mod egress;
 mod events;
 mod message;
 mod signature;
-use strato_model::model::{DriftPolicy, ResourceChange};
 pub use egress::{ALLOW_HTTP_ENV, ALLOW_LOOPBACK_ENV, ALLOWED, Egress, forbidden_kind};
 pub use events::{ClusterStateEvent, Envelope, EventType, OperationEvent, event_id, parse_event_list};
 pub use message::WebhookMessage;
 pub use signature::{SignatureError, sign, verify};
+use strato_model::model::{DriftPolicy, ResourceChange};
 
 /// The Standard Webhooks headers.
 pub const ID_HEADER: &str = "webhook-id";
