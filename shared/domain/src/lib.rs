@@ -1,11 +1,13 @@
-//! Strato's domain: identifiers, domain records, the cluster state machine, template manifests and provider
-//! catalogs, validation of requests, cost estimates, the queue and event contracts, webhook signatures, the
-//! ports decisions take their dependencies through, and the hand-off rules written against them. Pure: no AWS
-//! SDK, no I/O beyond reading template files.
+//! Strato's domain: template manifests and provider catalogs, validation of requests, sealing of values at
+//! rest, run identities, cluster health and expiry, the audit log, the ports decisions take their
+//! dependencies through, and the hand-off rules written against them. Pure: no AWS SDK, no I/O beyond
+//! reading template files.
 //!
-//! Beside it, above it: `strato-terraform` (what a run hands the engine: rendering, composition, bundles,
-//! module interfaces, provider locks, session policies), `strato-stream` (log framing) and `strato-fakes`
-//! (the ports' in-memory implementations).
+//! Below it: `strato-model` (ids, records, the state machine, queue messages, vitals, trace context) and
+//! `strato-webhook` (tenant webhooks), re-exported here under their module names (`strato_domain::ids`,
+//! `strato_domain::webhook`, …) so every path holds. Above it: `strato-terraform` (what a run hands the
+//! engine), `strato-coordination` (the hand-off rules) and `strato-fakes` (the ports' in-memory
+//! implementations).
 
 pub mod agent;
 pub mod audit;
