@@ -16,7 +16,6 @@ pub mod connect;
 pub mod expiry;
 pub mod health;
 pub mod identity;
-pub mod messages;
 pub mod ports;
 pub mod sealed;
 pub mod secret;
@@ -29,3 +28,10 @@ pub use strato_model::{
     telemetry, ts, vitals,
 };
 pub use strato_webhook as webhook;
+
+/// The queue contracts: the model's messages, and the `webhooks` queue's, which is the webhook concern's.
+/// Declared here rather than in a file of its own so that `messages.rs` has one home, `strato-model`'s.
+pub mod messages {
+    pub use strato_model::messages::*;
+    pub use strato_webhook::WebhookMessage;
+}
