@@ -215,12 +215,12 @@ impl EmulatedCluster {
 /// The `strato-agent` binary of this cargo target directory, built first if it is missing (`cargo build -p
 /// strato-agent`, as devstack's binary builds the runner).
 pub fn agent_binary() -> Result<PathBuf, DevstackError> {
-    let path = crate::stack::sibling_binary("strato-agent");
+    let path = crate::paths::sibling_binary("strato-agent");
     if !path.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = std::process::Command::new(cargo)
             .args(["build", "-q", "-p", "strato-agent", "--bin", "strato-agent"])
-            .current_dir(crate::stack::workspace_root())
+            .current_dir(crate::paths::workspace_root())
             .status()
             .map_err(DevstackError::io("running cargo to build strato-agent"))?;
         if !status.success() || !path.exists() {

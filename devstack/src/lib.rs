@@ -28,6 +28,7 @@ pub mod gateway;
 pub mod kube;
 pub mod metrics;
 pub mod moto_ctl;
+pub mod paths;
 pub mod registry;
 pub mod runtime_api;
 pub mod schedule;

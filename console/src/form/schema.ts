@@ -4,6 +4,7 @@
 // `variables`, and mapping problem+json field errors (`variables.tags.env`) to inputs.
 
 import { patternSentence } from "./words";
+import type { FieldError } from "./fieldError";
 
 export type VarType = "string" | "number" | "integer" | "bool" | "list(string)" | "map(string)";
 
@@ -276,11 +277,7 @@ export function checkRules(rules: Rule[], fields: FieldModel[], values: Record<s
   return out;
 }
 
-export interface FieldError {
-  field: string;
-  problem: string;
-  allowed: string;
-}
+export type { FieldError } from "./fieldError";
 
 /**
  * Assigns each API field error to the longest known path that is the error's field or a prefix of it

@@ -2,7 +2,7 @@
 // pattern as a sentence ("an IPv4 network in CIDR form, like 10.0.0.0/16"), and the one message a field
 // shows (the API's answer for the value sent, else the first problem found while typing).
 
-import type { FieldError } from "./schema";
+import type { FieldError } from "./fieldError";
 
 const WORDS: Record<string, string> = {
   api: "API", az: "AZ", azs: "AZs", cidr: "CIDR", cidrs: "CIDRs", dns: "DNS", eks: "EKS", gb: "GB", gib: "GiB", http: "HTTP",

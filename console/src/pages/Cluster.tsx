@@ -3,17 +3,17 @@
 // approval, expiry, and the danger zone with delete). Destructive actions live only in Settings.
 
 import { useState } from "preact/hooks";
-import { api, asProblem, idempotencyKey, problemText, type Cluster } from "../api/client";
+import { api, asProblem, idempotencyKey, problemText } from "../api/client";
 import { navigate } from "../router";
 import { Link, PageTitle, ProblemBox, StateBadge, usePoll } from "../ui";
 import { OperationsList, StateVersions, UpdateVariables } from "./ClusterParts";
 import { AwaitingApproval } from "./Approval";
+import type { Act } from "./act";
 import { ClusterOverview, ClusterSettings, TABS, tabOf } from "./ClusterTabs";
 
 
 const BUSY = ["PENDING", "PROVISIONING", "CONFIGURING", "UPDATING", "DELETING"];
 
-export type Act = (what: string, call: () => Promise<{ data?: { operation: { id: string }; cluster?: Cluster }; error?: unknown; response: Response }>) => Promise<void>;
 
 export function ClusterPage({ id, tab }: { id: string; tab?: string }) {
   const { data: c, error, reload, setData } = usePoll(

@@ -6,7 +6,7 @@ import { api, type Cluster } from "../api/client";
 import { ConfirmDialog } from "../dialog";
 import { Link, when } from "../ui";
 import { ApprovalMode } from "./Approval";
-import type { Act } from "./Cluster";
+import type { Act } from "./act";
 import { DriftSettings } from "./ClusterParts";
 import { ConnectPanel } from "./Connect";
 import { ExpirySettings } from "./Expiry";

@@ -3,7 +3,7 @@
 //! read them.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use strato_aws::aws::AwsClients;
@@ -16,6 +16,8 @@ use strato_testbed::Tools;
 
 use super::deployment::{Applied, Deployment};
 use crate::auth::Authenticator;
+
+pub use crate::paths::{sibling_binary, workspace_root};
 
 /// The runner's container name in the task definition (the dispatcher's default).
 pub const RUNNER_CONTAINER: &str = "runner";
@@ -89,27 +91,9 @@ pub struct DevstackConfig {
     pub agent_stale: Option<Duration>,
 }
 
-/// The workspace this crate was built in (templates, events samples).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(Path::new("."))
-        .to_owned()
-}
-
 /// `strato-runner` next to the running executable (test executables live one level down, in `deps/`).
 pub fn default_runner_path() -> PathBuf {
     sibling_binary("strato-runner")
-}
-
-/// A binary of the same cargo target directory as the running executable.
-pub fn sibling_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    if dir.file_name().is_some_and(|n| n == "deps") {
-        dir.pop();
-    }
-    dir.join(name)
 }
 
 impl Default for DevstackConfig {

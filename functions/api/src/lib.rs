@@ -35,6 +35,7 @@ pub mod operator;
 mod parse;
 mod policies;
 mod preview;
+mod preview_view;
 pub mod problem;
 mod recording;
 mod requests;

@@ -394,7 +394,7 @@ pub(crate) struct OperationView {
     pub approval: Option<crate::approval::ApprovalView>,
     /// A preview's (`plan` operation's) result once it succeeded: the changes, policy results and monthly
     /// cost difference of the proposed spec, nothing applied; null otherwise.
-    pub preview: Option<crate::preview::PreviewView>,
+    pub preview: Option<crate::preview_view::PreviewView>,
     pub spec: Option<SpecView>,
     /// When it was queued: its duration runs from here.
     #[schema(value_type = schema::Timestamp)]
@@ -439,7 +439,7 @@ pub(crate) fn operation(op: &Operation, sensitive: Option<&BTreeSet<String>>) ->
         policy_version: op.policy_version.clone(),
         approval_required: op.approval_required,
         approval: op.approval.as_ref().map(crate::approval::approval),
-        preview: op.preview.as_ref().map(crate::preview::view),
+        preview: op.preview.as_ref().map(crate::preview_view::view),
         spec: op.spec.as_ref().map(|s| spec_view(s, sensitive)),
         created_at: ts::format(op.created_at),
         started_at: op.started_at.map(ts::format),

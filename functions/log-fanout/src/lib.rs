@@ -23,7 +23,7 @@ pub use aws_calls::AWS_CALLS;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use strato_domain::telemetry::{self, Traceparent, fields};
+use strato_model::telemetry::{self, Traceparent, fields};
 use tracing::Instrument;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
@@ -34,8 +34,8 @@ use strato_aws::batch::BatchFailures;
 use strato_aws::connections::{Connections, PostError, Subscription, post_frame};
 use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
-use strato_domain::ids::OperationId;
-use strato_domain::messages::LogFrame;
+use strato_model::ids::OperationId;
+use strato_model::messages::LogFrame;
 use strato_stream::live_batch::encode_live;
 use strato_stream::logs::MAX_FRAME_BYTES;
 use time::OffsetDateTime;
@@ -49,7 +49,7 @@ pub enum FanoutError {
     #[error(transparent)]
     Shared(#[from] strato_aws::Error),
     #[error(transparent)]
-    Domain(#[from] strato_domain::Error),
+    Domain(#[from] strato_model::Error),
 }
 
 #[derive(Debug, Clone)]
@@ -234,7 +234,7 @@ pub async fn handle_with_report(ctx: &Ctx, event: SqsEvent) -> (SqsBatchResponse
     }
     let done = OffsetDateTime::now_utc();
     for sent in fanned_out {
-        strato_domain::vitals::log_fanout(sent, done);
+        strato_model::vitals::log_fanout(sent, done);
     }
     (failures.into_response(), report)
 }

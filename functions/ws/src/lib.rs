@@ -27,7 +27,7 @@ pub use replay::PAGE_LINES;
 
 use secrecy::SecretSlice;
 use std::time::Duration;
-use strato_domain::telemetry::{self, Traceparent, fields};
+use strato_model::telemetry::{self, Traceparent, fields};
 use tracing::Instrument;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
@@ -37,8 +37,8 @@ use strato_aws::aws::AwsClients;
 use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
-use strato_domain::ids::OperationId;
-use strato_domain::messages::LogFrame;
+use strato_model::ids::OperationId;
+use strato_model::messages::LogFrame;
 use strato_stream::logs::ControlFrame;
 use time::OffsetDateTime;
 
@@ -57,7 +57,7 @@ pub enum WsError {
     #[error(transparent)]
     Shared(#[from] strato_aws::Error),
     #[error(transparent)]
-    Domain(#[from] strato_domain::Error),
+    Domain(#[from] strato_model::Error),
     #[error(transparent)]
     Post(#[from] PostError),
 }

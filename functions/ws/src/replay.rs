@@ -4,8 +4,8 @@
 //! least one chunk); the `subscribed` frame's `more` tells the client to subscribe again from the next seq.
 
 use strato_aws::log_io::{ArchiveChunk, list_archive, read_chunk};
-use strato_domain::ids::OperationId;
-use strato_domain::messages::{LogFrame, LogLine};
+use strato_model::ids::OperationId;
+use strato_model::messages::{LogFrame, LogLine};
 use strato_stream::logs::{MAX_FRAME_BYTES, encode_frames};
 
 use crate::WsError;
@@ -113,7 +113,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use strato_domain::messages::LogStream;
+    use strato_model::messages::LogStream;
     use strato_stream::logs::ServerFrame;
 
     /// An archive of `chunks` chunks of `per` lines each, complete.
@@ -145,7 +145,7 @@ mod tests {
             Ok((chunk.first_seq.max(from_seq)..=chunk.last_seq)
                 .map(|seq| LogLine {
                     seq,
-                    ts: strato_domain::ts::now(),
+                    ts: strato_model::ts::now(),
                     stream: LogStream::Stdout,
                     step: "apply".into(),
                     text: format!("line {seq}"),

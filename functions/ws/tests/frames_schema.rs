@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use strato_domain::ids::{ClusterId, OperationId};
-use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
-use strato_domain::model::{ClusterState, OperationStatus};
-use strato_domain::ts;
+use strato_model::ids::{ClusterId, OperationId};
+use strato_model::messages::{LogFrame, LogLine, LogStream, SkippedLines};
+use strato_model::model::{ClusterState, OperationStatus};
+use strato_model::ts;
 use strato_stream::live_batch::encode_live;
 use strato_stream::logs::{ControlFrame, MAX_FRAME_BYTES, encode_frames, frame_schemas};
 

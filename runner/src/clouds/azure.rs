@@ -13,8 +13,8 @@ use strato_domain::identity::AUD_AZURE;
 use strato_domain::model::AzureTarget;
 
 use super::CloudEndpoints;
-use super::http::{Answer, send};
-use super::preflight::{PreflightError, Secrets, Shown, unexpected};
+use super::http::{Answer, send, unexpected};
+use super::refusal::{PreflightError, Secrets, Shown};
 
 const MANAGEMENT_SCOPE: &str = "https://management.azure.com/.default";
 const API_VERSION: &str = "2022-12-01";

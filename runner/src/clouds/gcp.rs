@@ -13,8 +13,8 @@ use strato_domain::identity::gcp_audience;
 use strato_domain::model::GcpTarget;
 
 use super::CloudEndpoints;
-use super::http::{Answer, send};
-use super::preflight::{PreflightError, Secrets, Shown, unexpected};
+use super::http::{Answer, send, unexpected};
+use super::refusal::{PreflightError, Secrets, Shown};
 
 const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
 

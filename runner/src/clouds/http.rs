@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::PreflightError;
+use super::refusal::PreflightError;
 
 /// An HTTPS client on rustls with aws-lc-rs (the AWS SDK's stack: no second TLS library in the runner) and the
 /// system's root certificates. Redirects are not followed: an identity endpoint answers directly, and a bearer
@@ -74,4 +74,17 @@ fn chain(e: &dyn std::error::Error) -> String {
         src = c.source();
     }
     s
+}
+
+/// A refusal the mapping does not know, said as the cloud said it.
+pub(super) fn unexpected(what: &str, a: &Answer, detail: &str, fix: &str) -> PreflightError {
+    let detail = if detail.is_empty() {
+        a.text.as_str()
+    } else {
+        detail
+    };
+    PreflightError {
+        what: format!("{what} answered HTTP {}: {}", a.status, detail.trim()),
+        fix: fix.to_owned(),
+    }
 }

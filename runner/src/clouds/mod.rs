@@ -7,10 +7,12 @@ mod endpoints;
 mod gcp;
 pub(crate) mod http;
 pub mod preflight;
+mod refusal;
 mod tokens;
 
 pub use endpoints::CloudEndpoints;
-pub use preflight::{CloudCheck, PreflightError};
+pub use preflight::CloudCheck;
+pub use refusal::PreflightError;
 
 #[cfg(test)]
 mod tests;

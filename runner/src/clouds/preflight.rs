@@ -15,11 +15,11 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
 use strato_domain::model::{AzureTarget, GcpTarget};
 
 use super::CloudEndpoints;
+pub use super::refusal::PreflightError;
+use super::refusal::Secrets;
 
 /// What to check, with the credentials the engine will get.
 #[derive(Clone, Copy)]
@@ -66,44 +66,6 @@ impl CloudCheck<'_> {
             CloudCheck::Gcp { id_token, .. } | CloudCheck::Azure { id_token, .. } => id_token,
             CloudCheck::Digitalocean { token } | CloudCheck::Linode { token } => token,
         }
-    }
-}
-
-/// Why the check failed, for the tenant: what happened and how to fix it (the `what`/`fix` of a failed step).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreflightError {
-    pub what: String,
-    pub fix: String,
-}
-
-impl std::fmt::Display for PreflightError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}; fix: {}", self.what, self.fix)
-    }
-}
-
-impl std::error::Error for PreflightError {}
-
-/// Tokens met during one check (the run's or tenant's, and those the cloud handed out), scrubbed from every
-/// text the check returns.
-#[derive(Default)]
-pub(super) struct Secrets(Vec<String>);
-
-impl Secrets {
-    pub fn add(&mut self, s: &str) {
-        if !s.is_empty() {
-            self.0.push(s.to_owned());
-        }
-    }
-
-    fn scrub(&self, text: String) -> String {
-        self.0.iter().fold(text, |t, s| {
-            if t.contains(s.as_str()) {
-                t.replace(s.as_str(), "(redacted)")
-            } else {
-                t
-            }
-        })
     }
 }
 
@@ -159,52 +121,5 @@ fn seconds(d: Duration) -> String {
         format!("{}s", d.as_secs())
     } else {
         format!("{}s", d.as_secs_f64())
-    }
-}
-
-/// The claims of the run's token a fix names (who the cloud was shown), read without verifying: the token is
-/// Strato's own, and these are no secret (the tenant pastes them into its cloud's trust settings).
-#[derive(Debug, Default)]
-pub(super) struct Shown {
-    pub iss: String,
-    pub sub: String,
-    pub aud: String,
-    pub tenant: String,
-}
-
-impl Shown {
-    pub fn of(token: &str) -> Self {
-        let claims = token
-            .split('.')
-            .nth(1)
-            .and_then(|p| B64URL.decode(p).ok())
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .unwrap_or_default();
-        let s = |k: &str| {
-            claims
-                .get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or("(not in the token)")
-                .to_owned()
-        };
-        Self {
-            iss: s("iss"),
-            sub: s("sub"),
-            aud: s("aud"),
-            tenant: s("strato_tenant"),
-        }
-    }
-}
-
-/// A refusal the mapping does not know, said as the cloud said it.
-pub(super) fn unexpected(what: &str, a: &super::http::Answer, detail: &str, fix: &str) -> PreflightError {
-    let detail = if detail.is_empty() {
-        a.text.as_str()
-    } else {
-        detail
-    };
-    PreflightError {
-        what: format!("{what} answered HTTP {}: {}", a.status, detail.trim()),
-        fix: fix.to_owned(),
     }
 }

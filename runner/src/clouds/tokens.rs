@@ -7,8 +7,8 @@
 //! (`/v4/profile` is readable with any scope, so a 403 there is an account restriction).
 
 use super::CloudEndpoints;
-use super::http::{Answer, send};
-use super::preflight::{PreflightError, unexpected};
+use super::http::{Answer, send, unexpected};
+use super::refusal::PreflightError;
 
 pub(super) async fn digitalocean(
     http: &reqwest::Client,

@@ -17,7 +17,6 @@
 
 use std::collections::BTreeMap;
 
-use secrecy::ExposeSecret;
 use strato_domain::ErrorCategory;
 use strato_domain::model::{AwsAuth, ClusterSpec, Target, TargetAccount};
 use strato_domain::secret::Sensitive;
@@ -25,6 +24,7 @@ use strato_terraform::run_access::{StateScope, engine_session_policy, partition,
 
 use super::RunContext;
 use super::failure::Failure;
+use super::run_session::{redact, session_name};
 use crate::credentials::{ENGINE_PROFILE, EngineCredentials, STATE_PROFILE};
 use crate::ports::{Cloud, Ports};
 use crate::trust::{self, AssumeFailure, Sts};
@@ -42,18 +42,6 @@ pub(super) struct EngineAccess<'s> {
     pub(super) provider: Option<EngineCredentials>,
     /// Another cloud's target and the token its preflight proves.
     pub(super) cloud: Option<(&'s Target, Sensitive)>,
-}
-
-pub(super) fn session_name<P: Ports>(ctx: &RunContext<P>) -> String {
-    format!("strato-{}", ctx.op.operation_id)
-}
-
-/// Credentials never reach a log line or a message.
-pub(super) fn redact<P: Ports>(ctx: &RunContext<P>, c: &EngineCredentials) {
-    ctx.logs.redactor.add(c.secret_access_key.expose_secret());
-    if let Some(t) = &c.session_token {
-        ctx.logs.redactor.add(t.expose_secret());
-    }
 }
 
 /// A role of the deployment's own (engine or state role) could not be assumed: the operator's to fix.

@@ -32,8 +32,8 @@ use strato_terraform::backend::{
 };
 
 use super::RunContext;
-use super::access::{redact, session_name};
 use super::failure::Failure;
+use super::run_session::{redact, session_name};
 use crate::clouds::CloudEndpoints;
 use crate::credentials::{EngineCredentials, STATE_PROFILE};
 use crate::ports::{Cloud, Ports, RunStore};

@@ -28,6 +28,7 @@ mod prepare;
 mod preview;
 mod priced;
 mod report;
+mod run_session;
 mod sealed;
 mod stages;
 #[cfg(test)]

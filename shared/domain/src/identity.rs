@@ -43,16 +43,7 @@ mod tests;
 pub const MAX_TOKEN_LIFE: Duration = Duration::hours(1);
 /// How far `nbf` lies before `iat`: tolerance for a verifier's clock running behind ours.
 pub const CLOCK_SKEW: Duration = Duration::seconds(60);
-/// The audience AWS STS expects in a web identity token (the OIDC provider's client id).
-pub const AUD_AWS: &str = "sts.amazonaws.com";
-/// The audience Azure AD expects for a federated credential.
-pub const AUD_AZURE: &str = "api://AzureADTokenExchange";
-
-/// The audience of a GCP workload identity pool provider
-/// (`projects/<n>/locations/global/workloadIdentityPools/<p>/providers/<x>`).
-pub fn gcp_audience(provider: &str) -> String {
-    format!("//iam.googleapis.com/{provider}")
-}
+pub use strato_model::run_identity::{AUD_AWS, AUD_AZURE, gcp_audience};
 
 /// The deployment's issuer URL (`STRATO_OIDC_ISSUER`): `https://host[/path]`, no trailing slash, query or
 /// fragment, because a verifier compares `iss` with it byte for byte and fetches

@@ -1,39 +1,37 @@
-//! Strato's domain: identifiers, domain records, the cluster state machine, template manifests and provider
-//! catalogs, validation of requests, cost estimates, the queue and event contracts, webhook signatures, the
-//! ports decisions take their dependencies through, and the hand-off rules written against them. Pure: no AWS
-//! SDK, no I/O beyond reading template files.
+//! Strato's domain: template manifests and provider catalogs, validation of requests, sealing of values at
+//! rest, run identities, cluster health and expiry, the audit log, the ports decisions take their
+//! dependencies through, and the hand-off rules written against them. Pure: no AWS SDK, no I/O beyond
+//! reading template files.
 //!
-//! Beside it, above it: `strato-terraform` (what a run hands the engine: rendering, composition, bundles,
-//! module interfaces, provider locks, session policies), `strato-stream` (log framing) and `strato-fakes`
-//! (the ports' in-memory implementations).
+//! Below it: `strato-model` (ids, records, the state machine, queue messages, vitals, trace context) and
+//! `strato-webhook` (tenant webhooks), re-exported here under their module names (`strato_domain::ids`,
+//! `strato_domain::webhook`, …) so every path holds. Above it: `strato-terraform` (what a run hands the
+//! engine), `strato-coordination` (the hand-off rules) and `strato-fakes` (the ports' in-memory
+//! implementations).
 
 pub mod agent;
-pub mod approval;
-pub mod approval_rules;
 pub mod audit;
 pub mod catalog;
 pub mod connect;
-pub mod cost;
-pub mod ecs_event;
-pub mod error;
 pub mod expiry;
 pub mod health;
 pub mod identity;
-pub mod ids;
-pub mod messages;
-pub mod model;
-pub mod plan;
 pub mod ports;
-pub mod preview;
-pub mod run_proof;
 pub mod sealed;
 pub mod secret;
-pub mod state_machine;
-pub mod telemetry;
 pub mod template;
-pub mod ts;
 pub mod validate;
-pub mod vitals;
-pub mod webhook;
 
-pub use error::{Error, ErrorCategory, UserError};
+pub use strato_model::{Error, ErrorCategory, UserError};
+pub use strato_model::{
+    approval, approval_rules, cost, ecs_event, error, ids, model, plan, preview, run_proof, state_machine,
+    telemetry, ts, vitals,
+};
+pub use strato_webhook as webhook;
+
+/// The queue contracts: the model's messages, and the `webhooks` queue's, which is the webhook concern's.
+/// Declared here rather than in a file of its own so that `messages.rs` has one home, `strato-model`'s.
+pub mod messages {
+    pub use strato_model::messages::*;
+    pub use strato_webhook::WebhookMessage;
+}

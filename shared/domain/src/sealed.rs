@@ -21,7 +21,6 @@ use aes_gcm::{Aes256Gcm, Key, Nonce};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use secrecy::{ExposeSecret, SecretBox};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ids::{ClusterId, TenantId};
@@ -87,14 +86,7 @@ pub trait Keys: Send + Sync {
     ) -> impl Future<Output = Result<SecretBox<[u8; 32]>, PortError>> + Send;
 }
 
-/// A sealed value as stored: version, wrapped data key, nonce and ciphertext (with its tag), base64.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Envelope {
-    pub v: u8,
-    pub key: String,
-    pub nonce: String,
-    pub ct: String,
-}
+pub use strato_model::envelope::Envelope;
 
 /// The associated data binding a value to its place: `strato:v1:<tenant>:<scope>:<field>`, where the scope
 /// is the cluster id (variables) or `tenant` (the tenant's own secrets).

@@ -17,11 +17,11 @@ use time::{Duration, OffsetDateTime};
 
 pub use crate::logs::LineRun;
 use crate::logs::{ControlFrame, encode_parts, escaped_len, render};
-use strato_domain::error::Error;
-use strato_domain::ids::OperationId;
-use strato_domain::messages::{LogFrame, LogLine, SkippedLines};
+use strato_model::error::Error;
+use strato_model::ids::OperationId;
+use strato_model::messages::{LogFrame, LogLine, SkippedLines};
 
-/// Timestamps travel at microsecond precision (`strato_domain::ts`); offsets are taken between truncated values so
+/// Timestamps travel at microsecond precision (`strato_model::ts`); offsets are taken between truncated values so
 /// a line decodes to exactly what a `log` frame would give.
 fn micro(t: OffsetDateTime) -> OffsetDateTime {
     t.replace_nanosecond(t.nanosecond() / 1000 * 1000).unwrap_or(t)
@@ -245,13 +245,13 @@ where
 mod tests {
     use super::*;
     use crate::logs::{MAX_FRAME_BYTES, Reassembler, ServerFrame};
-    use strato_domain::messages::LogStream;
-    use strato_domain::model::OperationStatus;
+    use strato_model::messages::LogStream;
+    use strato_model::model::OperationStatus;
 
     fn line(seq: u64, text: String) -> LogLine {
         LogLine {
             seq,
-            ts: strato_domain::ts::now() + Duration::milliseconds(seq as i64),
+            ts: strato_model::ts::now() + Duration::milliseconds(seq as i64),
             stream: LogStream::Stdout,
             step: "apply".into(),
             text,

@@ -19,9 +19,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use strato_domain::error::Error;
-use strato_domain::ids::OperationId;
-use strato_domain::messages::{LogFrame, LogLine, LogStream, SkippedLines};
+use strato_model::error::Error;
+use strato_model::ids::OperationId;
+use strato_model::messages::{LogFrame, LogLine, LogStream, SkippedLines};
 
 /// Consecutive lines of a `log_batch` frame sharing `stream` and `step`. `dt_us` and `text` have one entry
 /// per line, in order.
@@ -47,7 +47,7 @@ pub enum ControlFrame {
         #[schemars(with = "String")]
         operation_id: OperationId,
         seq: u64,
-        #[serde(with = "strato_domain::ts")]
+        #[serde(with = "strato_model::ts")]
         #[schemars(with = "String")]
         ts: OffsetDateTime,
         stream: LogStream,
@@ -63,7 +63,7 @@ pub enum ControlFrame {
         #[schemars(with = "String")]
         operation_id: OperationId,
         first_seq: u64,
-        #[serde(with = "strato_domain::ts")]
+        #[serde(with = "strato_model::ts")]
         #[schemars(with = "String")]
         t0: OffsetDateTime,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,7 +295,7 @@ mod tests {
     fn line(seq: u64, text: &str) -> LogLine {
         LogLine {
             seq,
-            ts: strato_domain::ts::now(),
+            ts: strato_model::ts::now(),
             stream: LogStream::Stdout,
             step: "apply".into(),
             text: text.into(),
@@ -334,7 +334,7 @@ mod tests {
             operation_id: op,
             first_seq: 1,
             lines: lines.clone(),
-            skipped: Some(strato_domain::messages::SkippedLines {
+            skipped: Some(strato_model::messages::SkippedLines {
                 from_seq: 1,
                 to_seq: 2,
             }),
@@ -352,7 +352,7 @@ mod tests {
         let op = OperationId::generate();
         let f = LogFrame::End {
             operation_id: op.clone(),
-            final_status: strato_domain::model::OperationStatus::Succeeded,
+            final_status: strato_model::model::OperationStatus::Succeeded,
             last_seq: 3,
         };
         assert_eq!(encode_frames(&f, 100).unwrap().len(), 1);

@@ -1,6 +1,6 @@
 //! Metrics out of a Lambda or the runner: a process-wide recorder writing CloudWatch Embedded Metric Format
 //! (one JSON document per label set) to stdout, which Lambda ships to CloudWatch Logs and CloudWatch turns
-//! into the metrics of `strato_domain::vitals`. Each Lambda flushes after every invocation.
+//! into the metrics of `strato_model::vitals`. Each Lambda flushes after every invocation.
 
 use metrics_cloudwatch_embedded::{Builder, Collector};
 
@@ -25,11 +25,11 @@ impl Emf {
 
     fn init(builder: Builder) -> Self {
         match builder
-            .cloudwatch_namespace(strato_domain::vitals::NAMESPACE)
+            .cloudwatch_namespace(strato_model::vitals::NAMESPACE)
             .init()
         {
             Ok(c) => {
-                strato_domain::vitals::describe();
+                strato_model::vitals::describe();
                 Self(Some(c))
             }
             Err(e) => {

@@ -2,7 +2,7 @@
 //! consumer opens as a child of it, and the subscriber every function and the runner log through: one JSON
 //! object per line with the fields of every enclosing span flattened in (so a Logs Insights query on
 //! `operation_id` finds every line of an operation), plus one `span end` line per Strato span
-//! ([`strato_domain::telemetry::span`]) so the trace tree can be rebuilt from the logs alone.
+//! ([`strato_model::telemetry::span`]) so the trace tree can be rebuilt from the logs alone.
 
 //!
 //! Also here, so that one crate owns what a process emits: [`xray`] (each Strato span as an X-Ray segment
@@ -18,7 +18,7 @@ use std::time::Instant;
 use aws_lambda_events::sqs::SqsMessage;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use serde_json::{Map, Value};
-use strato_domain::telemetry::{self, TRACEPARENT_ATTRIBUTE, Traceparent, fields};
+use strato_model::telemetry::{self, TRACEPARENT_ATTRIBUTE, Traceparent, fields};
 
 use crate::json_fields::JsonVisitor;
 use tracing::span::{Attributes, Id, Record};
@@ -78,7 +78,7 @@ pub async fn with_trace<F: std::future::Future>(tp: Traceparent, inherited: bool
 /// Records `op`'s ids on the current span; a record that came without trace context (an ECS event from
 /// EventBridge, a message from before traces) joins the operation's trace here, so every span of an
 /// operation is in its one trace.
-pub fn record_operation(op: &strato_domain::model::Operation) {
+pub fn record_operation(op: &strato_model::model::Operation) {
     let span = tracing::Span::current();
     op.record_on(&span);
     let Some(op_trace) = op.traceparent else { return };
@@ -212,7 +212,7 @@ fn base(level: &str, target: &str) -> Map<String, Value> {
     let mut line = Map::new();
     line.insert(
         "timestamp".into(),
-        Value::from(strato_domain::ts::format(strato_domain::ts::now())),
+        Value::from(strato_model::ts::format(strato_model::ts::now())),
     );
     line.insert("level".into(), Value::from(level));
     line.insert("target".into(), Value::from(target));

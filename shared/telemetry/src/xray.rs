@@ -1,9 +1,9 @@
-//! Traces to AWS X-Ray: every Strato span ([`strato_domain::telemetry::span`]: an API request, a queue
+//! Traces to AWS X-Ray: every Strato span ([`strato_model::telemetry::span`]: an API request, a queue
 //! record, a runner's run) becomes one X-Ray segment when it closes, sent as a segment document over UDP to
 //! the X-Ray daemon at `AWS_XRAY_DAEMON_ADDRESS` — Lambda's own with active tracing (infra/ turns it on), the
 //! runner task's sidecar daemon on Fargate, devstack's collector locally. Translation and transport are
 //! OpenTelemetry's X-Ray exporter (`opentelemetry-aws`); this layer only feeds it our spans with *our* ids
-//! (the [`Traceparent`](strato_domain::telemetry::Traceparent) that crosses SQS, RunTask and the runner's
+//! (the [`Traceparent`](strato_model::telemetry::Traceparent) that crosses SQS, RunTask and the runner's
 //! events), so the X-Ray trace of an operation is the same tree as its logs' `trace_id`/`span_id`/
 //! `parent_span_id`. The segment's annotations are the log vocabulary's ids, so X-Ray's console finds an
 //! operation by `annotation.operation_id`.
@@ -23,7 +23,7 @@ use opentelemetry_aws::xray_exporter::daemon_client::XrayDaemonClient;
 use opentelemetry_aws::xray_exporter::{SegmentTranslator, XrayExporter};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter, SpanLinks};
 use serde_json::{Map, Value};
-use strato_domain::telemetry::fields;
+use strato_model::telemetry::fields;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -261,7 +261,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use strato_domain::telemetry::{self, Traceparent};
+    use strato_model::telemetry::{self, Traceparent};
     use tracing_subscriber::layer::SubscriberExt;
 
     /// The segment documents the daemon at `socket` received, header checked and stripped.

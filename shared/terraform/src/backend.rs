@@ -17,7 +17,6 @@
 use serde_json::json;
 
 use strato_domain::error::Error;
-use strato_domain::ids::{ClusterId, TenantId};
 
 use crate::render::{BackendConfig, EngineVersion};
 
@@ -69,10 +68,7 @@ pub struct S3CompatibleBackend {
     pub profile: Option<String>,
 }
 
-/// The state key's folder of a stage, shared by every backend: per tenant, cluster and stage.
-pub fn state_prefix(tenant: &TenantId, cluster: &ClusterId, stage: &str) -> String {
-    format!("tenants/{tenant}/clusters/{cluster}/{stage}")
-}
+pub use crate::state_key::state_prefix;
 
 /// Lock files (`use_lockfile`) in the S3 backend arrived in Terraform 1.10 (OpenTofu 1.8).
 const LOCKFILE_ENGINE: (u32, u32) = (1, 10);

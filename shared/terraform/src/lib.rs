@@ -18,4 +18,5 @@ pub mod provider_lock;
 pub mod provider_schema;
 pub mod render;
 pub mod run_access;
+pub mod state_key;
 pub mod state_lock;

@@ -7,7 +7,6 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use strato_domain::error::Error;
-use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::validate::ValidatedSpec;
 
 /// Values Strato itself supplies for a template's `managed` variables.
@@ -118,10 +117,7 @@ pub struct BackendConfig {
     pub profile: Option<String>,
 }
 
-/// Per tenant, per cluster, per stage. Ids are restricted alphabets, so the key needs no escaping.
-pub fn state_key(tenant: &TenantId, cluster: &ClusterId, stage: &str) -> String {
-    format!("{}.tfstate", crate::backend::state_prefix(tenant, cluster, stage))
-}
+pub use crate::state_key::state_key;
 
 impl BackendConfig {
     /// `strato_backend.tf.json`, a complete `terraform { backend "s3" {} }` block.
@@ -265,6 +261,7 @@ fn merge(base: &mut Value, extra: Value) {
 mod tests {
     use super::*;
     use strato_domain::catalog::Catalogs;
+    use strato_domain::ids::ClusterId;
     use strato_domain::model::{CloudProvider, ClusterSpec, TemplateRef};
     use strato_domain::template::sample::eks;
     use strato_domain::validate::validate;

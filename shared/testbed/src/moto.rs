@@ -96,7 +96,7 @@ pub fn shared_moto() -> &'static MotoServer {
     MOTO.get_or_init(|| {
         let tools = tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
         let server = match std::env::var("NEXTEST_RUN_ID") {
-            Ok(run) if !run.is_empty() => crate::moto_run::shared_by_run(tools, &run),
+            Ok(run) if !run.is_empty() => crate::moto_run::shared_by_run(tools, &run).map(MotoServer::shared),
             _ => MotoServer::start(tools),
         };
         server.unwrap_or_else(|e| panic!("{e}"))

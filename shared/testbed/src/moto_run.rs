@@ -12,7 +12,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use crate::install::{Tools, ToolsError};
-use crate::moto::MotoServer;
 
 fn fail(detail: String) -> ToolsError {
     ToolsError::Step {
@@ -27,8 +26,9 @@ fn listening(port: u16) -> bool {
     std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
 }
 
-/// The run's server: found by the run's id, or started (under the run's lock, so exactly one is).
-pub(crate) fn shared_by_run(tools: &Tools, run: &str) -> Result<MotoServer, ToolsError> {
+/// The port of the run's server: found by the run's id, or started (under the run's lock, so exactly one is).
+/// The caller wraps it as a shared `MotoServer`, so this file needs nothing of the server's own.
+pub(crate) fn shared_by_run(tools: &Tools, run: &str) -> Result<u16, ToolsError> {
     // A run id is a UUID; anything else is not used as a file name.
     if run.is_empty() || !run.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         return Err(fail(format!("NEXTEST_RUN_ID {run:?} is not a run id")));
@@ -45,13 +45,13 @@ pub(crate) fn shared_by_run(tools: &Tools, run: &str) -> Result<MotoServer, Tool
         .and_then(|p| p.trim().parse::<u16>().ok())
         && listening(port)
     {
-        return Ok(MotoServer::shared(port));
+        return Ok(port);
     }
     prune(&dir);
     let port = start_detached(tools)?;
     fs::write(&port_path, port.to_string())
         .map_err(|e| fail(format!("writing {}: {e}", port_path.display())))?;
-    Ok(MotoServer::shared(port))
+    Ok(port)
 }
 
 fn start_detached(tools: &Tools) -> Result<u16, ToolsError> {

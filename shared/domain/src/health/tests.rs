@@ -1,4 +1,4 @@
-use strato_agent_wire::{Component, ComponentKind};
+use strato_agent_wire::{Component, ComponentKind, Warning};
 
 use super::*;
 use crate::model::ClusterSpec;

@@ -6,26 +6,13 @@
 use std::collections::BTreeMap;
 
 use secrecy::ExposeSecret;
-use serde::{Deserialize, Serialize};
 
 use crate::ids::{OperationId, TenantId};
 use crate::ports::PortError;
-use crate::sealed::{Envelope, KeyContext, Keys, aad, open, seal_with};
+use crate::sealed::{KeyContext, Keys, aad, open, seal_with};
 use crate::secret::Sensitive;
 
-/// The KMS encryption context's `purpose` of a run's identity tokens.
-pub const PURPOSE_RUN_IDENTITY: &str = "run-identity";
-
-/// A run's tokens as the operation record keeps them: one per stage, sealed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunTokens {
-    /// The audience every token was minted for (the target's cloud).
-    pub aud: String,
-    /// When the tokens stop being valid (unix seconds): a stage that starts later cannot federate.
-    pub expires_at: i64,
-    /// Stage name → sealed token.
-    pub stages: BTreeMap<String, Envelope>,
-}
+pub use strato_model::run_identity::{PURPOSE_RUN_IDENTITY, RunTokens};
 
 fn token_aad(tenant: &TenantId, operation: &OperationId, stage: &str) -> String {
     aad(tenant, operation.as_str(), &format!("run_identity.{stage}"))

@@ -1,4 +1,5 @@
 use serde_json::{Value, json};
+use strato_domain::ids::{ClusterId, TenantId};
 
 use super::*;
 

@@ -85,7 +85,7 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::webhook::signing_key;
+    use crate::signing_key;
 
     // The specification's published test vector (the reference libraries' `sign` test).
     const VECTOR_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

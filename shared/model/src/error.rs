@@ -154,7 +154,7 @@ impl UserError {
 }
 
 /// Any error an adapter reports that has no port meaning of its own; kept whole so the adapter can get it
-/// back (by downcasting) when it converts a [`crate::ports::PortError`] into its own error.
+/// back (by downcasting) when it converts a `strato_domain::ports::PortError` into its own error.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// One field of a request that is not valid: where, what is wrong, and what is allowed.

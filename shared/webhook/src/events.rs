@@ -91,7 +91,7 @@ pub struct Envelope {
     #[serde(rename = "type")]
     pub kind: String,
     /// When the event happened (not when this attempt was sent).
-    #[serde(with = "crate::ts")]
+    #[serde(with = "strato_model::ts")]
     pub timestamp: OffsetDateTime,
     pub data: serde_json::Value,
 }
@@ -118,11 +118,11 @@ pub fn event_id(kind: EventType, subject: &str) -> String {
 /// operation is `operation.failed` with status `cancelled`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperationEvent {
-    pub tenant_id: crate::ids::TenantId,
-    pub cluster_id: crate::ids::ClusterId,
-    pub operation_id: crate::ids::OperationId,
-    pub kind: crate::model::OperationKind,
-    pub status: crate::model::OperationStatus,
+    pub tenant_id: strato_model::ids::TenantId,
+    pub cluster_id: strato_model::ids::ClusterId,
+    pub operation_id: strato_model::ids::OperationId,
+    pub kind: strato_model::model::OperationKind,
+    pub status: strato_model::model::OperationStatus,
     /// Who asked for it (`strato:scheduler` for an expiry delete or a drift check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
@@ -132,7 +132,7 @@ pub struct OperationEvent {
 }
 
 impl OperationEvent {
-    pub fn of(op: &crate::model::Operation) -> Self {
+    pub fn of(op: &strato_model::model::Operation) -> Self {
         Self {
             tenant_id: op.tenant_id.clone(),
             cluster_id: op.cluster_id.clone(),
@@ -148,12 +148,12 @@ impl OperationEvent {
 /// The `data` of `cluster.state_changed`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterStateEvent {
-    pub tenant_id: crate::ids::TenantId,
-    pub cluster_id: crate::ids::ClusterId,
+    pub tenant_id: strato_model::ids::TenantId,
+    pub cluster_id: strato_model::ids::ClusterId,
     pub cluster_name: String,
-    pub state: crate::model::ClusterState,
+    pub state: strato_model::model::ClusterState,
     /// The operation whose end moved it.
-    pub operation_id: crate::ids::OperationId,
+    pub operation_id: strato_model::ids::OperationId,
 }
 
 #[cfg(test)]

@@ -67,7 +67,7 @@ pub struct TemplateRef {
 }
 
 /// What a tenant asks for. Variables are raw JSON until validated against the template
-/// (see [`crate::validate::validate`]), which yields a [`crate::validate::ValidatedSpec`].
+/// (see `strato_domain::validate::validate`), which yields a `strato_domain::validate::ValidatedSpec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterSpec {
     pub name: ClusterName,
@@ -172,29 +172,29 @@ pub struct Cluster {
     /// the other.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub agent_next_credential_hash: Option<String>,
-    /// The health the agent's reports show ([`crate::health`]); `None`: unknown (no report yet).
+    /// The health the agent's reports show (`strato_domain::health`); `None`: unknown (no report yet).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub health: Option<crate::health::ClusterHealth>,
-    /// Partition key of the sparse `by_agent_seen` index ([`crate::health::watch_bucket`]); the store
+    /// Partition key of the sparse `by_agent_seen` index (`strato_domain::health::watch_bucket`); the store
     /// sets it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub agent_watch: Option<String>,
     #[serde(with = "crate::ts::option", default)]
     pub configuring_deadline: Option<OffsetDateTime>,
     /// The newest operation the API queued on this cluster, written in the same transaction as that
-    /// operation ([`Intake::add_operation_on`](crate::ports::Intake::add_operation_on)). Read consistently
+    /// operation (`strato_domain::ports::Intake::add_operation_on`). Read consistently
     /// with the cluster, it is what a later request builds on (an update's pending spec, a repeated drift
     /// check) without trusting the eventually consistent index of a cluster's operations.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub pending_operation: Option<OperationId>,
-    /// When the scheduler deletes the cluster on its own ([`crate::expiry`]); `None`: never.
+    /// When the scheduler deletes the cluster on its own (`strato_domain::expiry`); `None`: never.
     #[serde(with = "crate::ts::option", default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<OffsetDateTime>,
     /// The expiry time the `cluster.expiring` notice was sent for: once per expiry time (extending it
     /// makes a new notice due).
     #[serde(with = "crate::ts::option", default, skip_serializing_if = "Option::is_none")]
     pub expiry_notified_for: Option<OffsetDateTime>,
-    /// Partition key of the sparse `by_expiry` index ([`crate::expiry::index_bucket`]); the store sets it.
+    /// Partition key of the sparse `by_expiry` index (`strato_domain::expiry::index_bucket`); the store sets it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expiry_bucket: Option<String>,
     /// Whether its creates and updates wait for an approver; `None`: its template's or tenant's default.
@@ -420,9 +420,9 @@ pub struct Operation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<crate::telemetry::Traceparent>,
     /// The current run's OIDC identity tokens, one per stage, sealed (minted by the dispatcher when the
-    /// target federates; see `crate::identity`).
+    /// target federates; see `strato_domain::identity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_identity: Option<crate::identity::RunTokens>,
+    pub run_identity: Option<crate::run_identity::RunTokens>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]

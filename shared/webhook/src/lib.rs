@@ -12,6 +12,9 @@
 //! alphabet, padding optional), at least 16 of them; any other secret (every secret set before Standard
 //! Webhooks) has at least 16 characters and is its UTF-8 bytes as they are — the same key as `whsec_` +
 //! base64(secret), which is what a receiver's library is given.
+//!
+//! It stands on `strato-model` alone (ids, operations, drift), so the webhooks function links no catalog,
+//! template or port; `strato-domain` re-exports it as `strato_domain::webhook`.
 
 use secrecy::{ExposeSecret, SecretString};
 use std::fmt;
@@ -24,15 +27,17 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::ids::{ClusterId, OperationId, TenantId};
+use strato_model::ids::{ClusterId, OperationId, TenantId};
 
 mod egress;
 mod events;
+mod message;
 mod signature;
-use crate::model::{DriftPolicy, ResourceChange};
 pub use egress::{ALLOW_HTTP_ENV, ALLOW_LOOPBACK_ENV, ALLOWED, Egress, forbidden_kind};
 pub use events::{ClusterStateEvent, Envelope, EventType, OperationEvent, event_id, parse_event_list};
+pub use message::WebhookMessage;
 pub use signature::{SignatureError, sign, verify};
+use strato_model::model::{DriftPolicy, ResourceChange};
 
 /// The Standard Webhooks headers.
 pub const ID_HEADER: &str = "webhook-id";
@@ -237,7 +242,7 @@ pub struct DriftEvent {
     pub cluster_name: String,
     /// The drift check that found it.
     pub operation_id: OperationId,
-    #[serde(with = "crate::ts")]
+    #[serde(with = "strato_model::ts")]
     pub checked_at: OffsetDateTime,
     pub policy: DriftPolicy,
     /// Each drifted resource with the actions a plan would take to restore it.

@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::CloudProvider;
 
 /// A customer's AWS account the runner provisions into: it assumes `role_arn` with the external id Strato
-/// issued the tenant (never chosen by the caller, never stored on the cluster: see `crate::sealed`), or with
+/// issued the tenant (never chosen by the caller, never stored on the cluster: see `strato_domain::sealed`), or with
 /// the run's identity token (`auth: web_identity`), and gives the temporary credentials to the engine. With
 /// `state_bucket`, state lives in the customer's account too (bucket and lock table created with versioning
 /// and encryption if missing).
@@ -140,11 +140,11 @@ impl Target {
     /// tokens for the run), and for which audience.
     pub fn identity_audience(&self) -> Option<String> {
         match self {
-            Target::Aws(t) if t.auth == AwsAuth::WebIdentity => Some(crate::identity::AUD_AWS.to_owned()),
-            Target::Gcp(g) => Some(crate::identity::gcp_audience(
+            Target::Aws(t) if t.auth == AwsAuth::WebIdentity => Some(crate::run_identity::AUD_AWS.to_owned()),
+            Target::Gcp(g) => Some(crate::run_identity::gcp_audience(
                 g.workload_identity_provider.as_str(),
             )),
-            Target::Azure(_) => Some(crate::identity::AUD_AZURE.to_owned()),
+            Target::Azure(_) => Some(crate::run_identity::AUD_AZURE.to_owned()),
             _ => None,
         }
     }
