@@ -31,6 +31,7 @@ pub mod secret;
 pub mod state_machine;
 pub mod telemetry;
 pub mod template;
+pub mod template_status;
 pub mod ts;
 pub mod validate;
 pub mod vitals;
