@@ -19,6 +19,7 @@ use strato_domain::template::Template;
 
 pub const MANIFEST_FILE: &str = "template.toml";
 
+#[derive(Debug)]
 pub struct Bundle {
     pub template: Template,
     pub bytes: Vec<u8>,
@@ -96,7 +97,7 @@ pub fn pack(template_dir: &Path, modules_dir: &Path) -> Result<Bundle, Error> {
 }
 
 /// The template's lock file parses and pins every provider its modules require.
-fn check_lock(template: &Template, lock: &Path, modules_dir: &Path) -> Result<(), Error> {
+pub(crate) fn check_lock(template: &Template, lock: &Path, modules_dir: &Path) -> Result<(), Error> {
     let refuse = |reason: String| Error::Manifest {
         name: template.name().into(),
         reason,
