@@ -56,6 +56,10 @@ pub enum Endpoint {
     AdminUpdateTenant,
     AdminTenantAudit,
     AdminListClusters,
+    AdminListTemplates,
+    AdminPublishTemplate,
+    AdminDeprecateTemplate,
+    AdminYankTemplate,
 }
 
 /// Who may call a route.
@@ -81,6 +85,9 @@ pub enum Body {
     Limited,
     /// As `Limited`, and an `Idempotency-Key` replays the first answer: routes that change something.
     Keyed,
+    /// As `Limited` but up to the bundle limit (a template bundle, base64 in JSON): see
+    /// [`crate::router::MAX_BUNDLE_BODY_BYTES`].
+    Bundle,
 }
 
 /// What one route takes and answers, for the OpenAPI document.

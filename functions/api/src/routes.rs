@@ -564,6 +564,10 @@ pub const ROUTES: &[Route] = &[
     admin::UPDATE_TENANT,
     admin::TENANT_AUDIT,
     admin::LIST_CLUSTERS,
+    admin::LIST_TEMPLATES,
+    admin::PUBLISH_TEMPLATE,
+    admin::DEPRECATE_TEMPLATE,
+    admin::YANK_TEMPLATE,
 ];
 
 /// The entry of [`ROUTES`] for a method and a matched path template. HEAD is GET without the body (axum

@@ -10,6 +10,7 @@
 
 pub(crate) mod fleet;
 pub(crate) mod handlers;
+pub(crate) mod templates;
 mod input;
 
 use serde::Serialize;
