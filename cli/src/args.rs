@@ -7,7 +7,7 @@ use crate::render::Format;
 mod admin;
 mod clusters;
 mod target;
-pub use admin::{Admin, AdminClusters, AdminTenants, TenantSettings};
+pub use admin::{Admin, AdminClusters, AdminTemplates, AdminTenants, TenantSettings};
 pub use clusters::Clusters;
 pub use target::{CloudTokens, TargetArgs};
 

@@ -25,7 +25,9 @@ pub(crate) async fn check_spec(
         match templates.template(&tref.name, &tref.version).await? {
             None => errors.push(unknown_template(templates, "template", tref).await?),
             Some(stored) => {
-                if let Some(refused) = standing_refusal(templates, tref, Use::Create, "template.version").await? {
+                if let Some(refused) =
+                    standing_refusal(templates, tref, Use::Create, "template.version").await?
+                {
                     errors.push(refused);
                 }
                 // A bad name is already reported; validate the rest anyway so the client sees every problem.

@@ -235,7 +235,12 @@ pub(crate) async fn get(
             .iter()
             .rev()
             .find(|(_, s)| s.standing == Standing::Active)
-            .or_else(|| versions.iter().rev().find(|(_, s)| s.standing != Standing::Yanked)),
+            .or_else(|| {
+                versions
+                    .iter()
+                    .rev()
+                    .find(|(_, s)| s.standing != Standing::Yanked)
+            }),
         Some(v) => versions.iter().find(|t| t.0.template.version() == v),
     };
     match chosen {

@@ -103,7 +103,9 @@ pub fn may_become(from: Standing, to: Standing) -> Result<(), &'static str> {
 }
 
 /// The newest version (by dotted numeric order) a new cluster may use, from `(version, status)` pairs.
-pub fn newest_usable<'a>(versions: impl IntoIterator<Item = (&'a str, &'a TemplateStatus)>) -> Option<&'a str> {
+pub fn newest_usable<'a>(
+    versions: impl IntoIterator<Item = (&'a str, &'a TemplateStatus)>,
+) -> Option<&'a str> {
     versions
         .into_iter()
         .filter(|(_, s)| s.allows(Use::Create).is_ok())
@@ -162,7 +164,11 @@ mod tests {
 
     #[test]
     fn the_newest_usable_version_skips_deprecated_and_yanked_ones_and_orders_numerically() {
-        let (a, d, y) = (st(Standing::Active), st(Standing::Deprecated), st(Standing::Yanked));
+        let (a, d, y) = (
+            st(Standing::Active),
+            st(Standing::Deprecated),
+            st(Standing::Yanked),
+        );
         let all = [("1.9.0", &a), ("1.10.0", &a), ("2.0.0", &d), ("2.1.0", &y)];
         assert_eq!(newest_usable(all), Some("1.10.0"));
         assert_eq!(newest_usable([("1.0.0", &d)]), None);

@@ -176,7 +176,10 @@ impl Templates for FakeTemplates {
         Ok(versions
             .into_iter()
             .map(|v| {
-                let s = statuses.get(&(name.to_owned(), v.clone())).cloned().unwrap_or_default();
+                let s = statuses
+                    .get(&(name.to_owned(), v.clone()))
+                    .cloned()
+                    .unwrap_or_default();
                 (v, s)
             })
             .collect())

@@ -41,8 +41,8 @@ pub fn inspect(bytes: &[u8], dest: &Path) -> Result<Bundle, Error> {
     }
     unpack_bounded(bytes, dest)?;
     let manifest = dest.join(MANIFEST_FILE);
-    let text = std::fs::read_to_string(&manifest)
-        .map_err(|_| bad(format!("has no {MANIFEST_FILE} at its root")))?;
+    let text =
+        std::fs::read_to_string(&manifest).map_err(|_| bad(format!("has no {MANIFEST_FILE} at its root")))?;
     let template = Template::from_toml(&text)?;
     let modules = dest.join("modules");
     for stage in &template.manifest.stages {
@@ -161,7 +161,10 @@ mod tests {
         let bytes = tar_gz(&[(MANIFEST_FILE, &manifest)]);
         let dest = tempfile::tempdir().unwrap();
         let e = inspect(&bytes, dest.path()).unwrap_err().to_string();
-        assert!(e.contains("module '") && e.contains("is not in the bundle"), "{e}");
+        assert!(
+            e.contains("module '") && e.contains("is not in the bundle"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -169,7 +172,9 @@ mod tests {
         let dest = tempfile::tempdir().unwrap();
         let e = inspect(b"not a tarball", dest.path()).unwrap_err().to_string();
         assert!(e.contains("tar.gz"), "{e}");
-        let e = inspect(&vec![0u8; MAX_BUNDLE_BYTES + 1], dest.path()).unwrap_err().to_string();
+        let e = inspect(&vec![0u8; MAX_BUNDLE_BYTES + 1], dest.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("compressed"), "{e}");
         let bytes = tar_gz(&[("README.md", b"hi")]);
         let dest = tempfile::tempdir().unwrap();

@@ -10,8 +10,8 @@
 
 pub(crate) mod fleet;
 pub(crate) mod handlers;
-pub(crate) mod templates;
 mod input;
+pub(crate) mod templates;
 
 use serde::Serialize;
 use strato_aws::store::TenantRecord;

@@ -133,7 +133,11 @@ pub(crate) async fn set_standing(
     }
     let possible = strato_domain::template::is_template_name(name)
         && strato_domain::template::is_template_version(version);
-    let Some(stored) = (if possible { ctx.store.get_template(name, version).await? } else { None }) else {
+    let Some(stored) = (if possible {
+        ctx.store.get_template(name, version).await?
+    } else {
+        None
+    }) else {
         return Err(not_published(name, version));
     };
     let now = ctx.store.template_statuses(name).await?;
@@ -165,8 +169,10 @@ pub(crate) async fn publish(
     version: &str,
     body: PublishBody,
 ) -> Result<Reply<VersionView>, ApiError> {
-    let field = |problem: String, allowed: &str| ApiError::invalid(vec![ApiError::field("bundle", problem, allowed)]);
-    const ALLOWED: &str = "a base64 tar.gz of template.toml and modules/ as `strato-devstack publish` packs it";
+    let field =
+        |problem: String, allowed: &str| ApiError::invalid(vec![ApiError::field("bundle", problem, allowed)]);
+    const ALLOWED: &str =
+        "a base64 tar.gz of template.toml and modules/ as `strato-devstack publish` packs it";
     let Some(encoded) = body.bundle else {
         return Err(field("is required".into(), ALLOWED));
     };
@@ -191,7 +197,11 @@ pub(crate) async fn publish(
         ));
     }
     if let Some(existing) = ctx.store.get_template(name, version).await? {
-        let same = if existing.sha256 == bundle.sha256 { "the same" } else { "different" };
+        let same = if existing.sha256 == bundle.sha256 {
+            "the same"
+        } else {
+            "different"
+        };
         return Err(ApiError::Conflict(format!(
             "{name}@{version} is already published ({same} content, sha256 {}); versions are immutable: \
              publish a new version",

@@ -183,7 +183,9 @@ pub(super) const LIST_TEMPLATES: Route = Route {
     handler: |m| on(m, h::list_templates),
     audit: None,
     doc: Doc {
-        description: Some("One read of the whole catalog (a few dozen small items): every version, yanked ones included."),
+        description: Some(
+            "One read of the whole catalog (a few dozen small items): every version, yanked ones included.",
+        ),
         ..doc(
             "List every template, its versions and their standing",
             None,

@@ -185,7 +185,10 @@ impl Store {
             .projection_expression(STATUS_ATTRS)
             .consistent_read(true);
         let items: Vec<StatusItem> = super::query_all("template status", q).await?;
-        Ok(items.into_iter().map(|i| (i.version.clone(), i.status())).collect())
+        Ok(items
+            .into_iter()
+            .map(|i| (i.version.clone(), i.status()))
+            .collect())
     }
 
     /// Sets a published version's standing, if it is still `expected` (read by the caller, who decided the
@@ -205,9 +208,7 @@ impl Store {
             .table_name(&self.templates)
             .key("name", s(name))
             .key("version", s(version))
-            .update_expression(
-                "SET standing = :st, status_reason = :r, status_by = :b, status_at = :a",
-            )
+            .update_expression("SET standing = :st, status_reason = :r, status_by = :b, status_at = :a")
             .expression_attribute_names("#n", "name")
             .expression_attribute_values(":st", s(status.standing.as_str()))
             .expression_attribute_values(":r", opt(&status.reason))
@@ -221,14 +222,16 @@ impl Store {
         } else {
             update.condition_expression("attribute_exists(#n) AND standing = :old")
         };
-        conditional("UpdateItem", update.send())
-            .await?
-            .map_err(|lost| {
-                lost.conflict(format!(
-                    "{name}@{version} changed standing meanwhile; read it again and retry"
-                ))
-            })?;
-        self.remember_status((name.to_owned(), version.to_owned()), status.clone(), Instant::now());
+        conditional("UpdateItem", update.send()).await?.map_err(|lost| {
+            lost.conflict(format!(
+                "{name}@{version} changed standing meanwhile; read it again and retry"
+            ))
+        })?;
+        self.remember_status(
+            (name.to_owned(), version.to_owned()),
+            status.clone(),
+            Instant::now(),
+        );
         Ok(())
     }
 
