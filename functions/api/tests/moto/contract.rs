@@ -46,7 +46,364 @@ async fn operator_routes(api: &Api) -> Vec<(Method, &'static str, Resp)> {
     let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/clusters")).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
     out.push((Method::GET, "/v1/admin/clusters", r));
+    // Boxed: this future is already large.
     out.extend(Box::pin(template_routes(&ops)).await);
+    out
+}
+
+/// The template catalog: a version published through the API, deprecated, then yanked.
+async fn template_routes(ops: &ApiService) -> Vec<(Method, &'static str, Resp)> {
+    let mut out = Vec::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates");
+    let bundle =
+        strato_terraform::bundle::pack(&root.join("catalog/aws-eks-basic"), &root.join("modules")).unwrap();
+    let encoded = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(&bundle.bytes)
+    };
+    let version = format!(
+        "/v1/admin/templates/aws-eks-basic/versions/{}",
+        bundle.template.version()
+    );
+    let post = |path: &str, body: serde_json::Value| Req::operator(Method::POST, path).body(&body);
+    let r = call_with(ops, post(&version, json!({"bundle": encoded}))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.text);
+    out.push((Method::POST, "/v1/admin/templates/{name}/versions/{version}", r));
+    let r = call_with(ops, Req::operator(Method::GET, "/v1/admin/templates")).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((Method::GET, "/v1/admin/templates", r));
+    let r = call_with(ops, post(&format!("{version}/deprecate"), json!({}))).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((
+        Method::POST,
+        "/v1/admin/templates/{name}/versions/{version}/deprecate",
+        r,
+    ));
+    let r = call_with(
+        ops,
+        post(&format!("{version}/yank"), json!({"reason": "contract"})),
+    )
+    .await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((
+        Method::POST,
+        "/v1/admin/templates/{name}/versions/{version}/yank",
+        r,
+    ));
+    out
+}
+
+/// Run on a thread of its own with a larger stack: one request to every route, in one future, with the
+/// handlers' futures inlined into it by the in-process service, outgrows a test thread's default 2 MiB in
+/// debug builds.
+#[test]
+fn every_route_answers_as_the_document_says() {
+    std::thread::Builder::new()
+        .stack_size(16 * 1024 * 1024)
+        .spawn(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(every_route_answers())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+async fn every_route_answers() {
+    let api = Api::new().await;
+    let spec = spec();
+    let mut covered = BTreeSet::new();
+    let mut check = |method: Method, template: &str, r: &Resp| {
+        covered.insert(conforms(&spec, method.as_str(), template, r));
+    };
+    let call = |name: &str, method: Method, path: &str| Req::load(name).method(method).path(path);
+
+    check(
+        Method::GET,
+        "/healthz",
+        &api.call(call("healthz", Method::GET, "/healthz")).await,
+    );
+    let r = api.call(Req::load("create-cluster")).await;
+    check(Method::POST, "/v1/clusters", &r);
+    let cid = r.body["cluster"]["id"].as_str().unwrap().to_owned();
+    let oid = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let cluster = format!("/v1/clusters/{cid}");
+    check(
+        Method::GET,
+        "/v1/clusters",
+        &api.call(Req::load("list-clusters").query("")).await,
+    );
+    let r = api.call(call("get-cluster", Method::GET, &cluster)).await;
+    check(Method::GET, "/v1/clusters/{id}", &r);
+    let r = api
+        .call(
+            call("update-cluster-drift", Method::PATCH, &cluster)
+                .body(&json!({"drift": {"policy": "reconcile"}})),
+        )
+        .await;
+    check(Method::PATCH, "/v1/clusters/{id}", &r);
+    // A PENDING cluster cannot be retried (409 problem).
+    let r = api
+        .call(call("retry-cluster", Method::POST, &format!("{cluster}/retry")))
+        .await;
+    check(Method::POST, "/v1/clusters/{id}/retry", &r);
+    let r = api
+        .call(call(
+            "get-cluster",
+            Method::GET,
+            &format!("{cluster}/state-versions"),
+        ))
+        .await;
+    check(Method::GET, "/v1/clusters/{id}/state-versions", &r);
+    let r = api
+        .call(call(
+            "retry-cluster",
+            Method::POST,
+            &format!("{cluster}/state-versions/v-nope/restore"),
+        ))
+        .await;
+    check(
+        Method::POST,
+        "/v1/clusters/{id}/state-versions/{version}/restore",
+        &r,
+    );
+    let r = api
+        .call(call(
+            "list-cluster-operations",
+            Method::GET,
+            &format!("{cluster}/operations"),
+        ))
+        .await;
+    check(Method::GET, "/v1/clusters/{id}/operations", &r);
+    let operation = format!("/v1/operations/{oid}");
+    check(
+        Method::GET,
+        "/v1/operations/{id}",
+        &api.call(call("get-operation", Method::GET, &operation)).await,
+    );
+    let r = api
+        .call(call(
+            "get-operation-timeline",
+            Method::GET,
+            &format!("{operation}/timeline"),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["entries"][0]["event"], "queued");
+    check(Method::GET, "/v1/operations/{id}/timeline", &r);
+
+    // An ACTIVE cluster: a drift check, then a delete, are queued (202).
+    let mut c = api
+        .ctx
+        .store
+        .get_cluster(&common::TENANT.parse().unwrap(), &cid.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    // No endpoint yet: no kubeconfig (409 saying why).
+    let kubeconfig = format!("{cluster}/kubeconfig");
+    let r = api.call(call("get-cluster", Method::GET, &kubeconfig)).await;
+    assert_eq!(r.status, 409, "{:?}", r.body);
+    check(Method::GET, "/v1/clusters/{id}/kubeconfig", &r);
+    c = c.in_state(ClusterState::Active);
+    c.outputs.insert(
+        "cluster_endpoint".into(),
+        json!("https://abc.gr7.eu-west-1.eks.amazonaws.com"),
+    );
+    c.outputs.insert(
+        "cluster_ca_certificate".into(),
+        json!("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="),
+    );
+    api.ctx.store.save_cluster(&mut c).await.unwrap();
+    let r = api.call(call("get-cluster", Method::GET, &kubeconfig)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["context"], "strato-prod-eu", "{:?}", r.body);
+    assert!(
+        r.body["kubeconfig"].as_str().unwrap().contains("get-token"),
+        "{:?}",
+        r.body
+    );
+    check(Method::GET, "/v1/clusters/{id}/kubeconfig", &r);
+    let r = api
+        .call(call(
+            "drift-check",
+            Method::POST,
+            &format!("{cluster}/drift-check"),
+        ))
+        .await;
+    check(Method::POST, "/v1/clusters/{id}/drift-check", &r);
+    let check_op = r.body["operation"]["id"].as_str().unwrap().to_owned();
+    let r = api
+        .call(call(
+            "cancel-operation",
+            Method::POST,
+            &format!("/v1/operations/{check_op}/cancel"),
+        ))
+        .await;
+    check(Method::POST, "/v1/operations/{id}/cancel", &r);
+
+    // A preview of an update of the ACTIVE cluster: a `plan` operation queued (202), the cluster unchanged.
+    let r = api
+        .call(
+            call("update-cluster", Method::POST, &format!("{cluster}/plan"))
+                .body(&json!({"variables": {"node_count": 4}})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    assert_eq!(r.body["operation"]["kind"], "plan", "{:?}", r.body);
+    assert_eq!(r.body["cluster"]["state"], "ACTIVE", "{:?}", r.body);
+    check(Method::POST, "/v1/clusters/{id}/plan", &r);
+
+    // Another check, parked as a planned operation awaiting approval: approved (202, with its plan and the
+    // decision), then a rejection is too late (409).
+    let r = api
+        .call(call(
+            "drift-check",
+            Method::POST,
+            &format!("{cluster}/drift-check"),
+        ))
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    let waiting: strato_domain::ids::OperationId =
+        r.body["operation"]["id"].as_str().unwrap().parse().unwrap();
+    let mut op = api.ctx.store.get_operation(&waiting).await.unwrap().unwrap();
+    op.status = strato_domain::model::OperationStatus::AwaitingApproval;
+    op.approval = Some(strato_domain::approval::Approval::request(
+        strato_fakes::saved_plan(),
+        None,
+        strato_domain::ts::now(),
+        time::Duration::hours(1),
+    ));
+    api.ctx.store.save_operation(&mut op, false).await.unwrap();
+    let decide = |verb: &str| {
+        call(
+            "cancel-operation",
+            Method::POST,
+            &format!("/v1/operations/{waiting}/{verb}"),
+        )
+        .scope(Some("operations:approve"))
+        .sub("lead-approver")
+        .body(&json!({"comment": "contract"}))
+    };
+    let r = api.call(decide("approve")).await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    assert_eq!(
+        r.body["approval"]["decision"]["verdict"], "approved",
+        "{:?}",
+        r.body
+    );
+    check(Method::POST, "/v1/operations/{id}/approve", &r);
+    let r = api.call(decide("reject")).await;
+    assert_eq!(r.status, 409, "{:?}", r.body);
+    check(Method::POST, "/v1/operations/{id}/reject", &r);
+    check(
+        Method::DELETE,
+        "/v1/clusters/{id}",
+        &api.call(call("delete-cluster", Method::DELETE, &cluster)).await,
+    );
+
+    check(
+        Method::POST,
+        "/v1/estimates",
+        &api.call(Req::load("create-estimate")).await,
+    );
+    check(
+        Method::GET,
+        "/v1/webhook",
+        &api.call(Req::load("get-webhook")).await,
+    );
+    check(
+        Method::PUT,
+        "/v1/webhook",
+        &api.call(Req::load("put-webhook")).await,
+    );
+    check(
+        Method::DELETE,
+        "/v1/webhook",
+        &api.call(Req::load("delete-webhook")).await,
+    );
+    let policy = |m: Method, path: &str| Req::load("put-webhook").method(m).path(path);
+    let rego = json!({"source": "package strato.request\n\ndeny contains \"never\" if false\n"});
+    let r = api
+        .call(policy(Method::PUT, "/v1/policies/sample").body(&rego))
+        .await;
+    check(Method::PUT, "/v1/policies/{name}", &r);
+    let r = api.call(policy(Method::GET, "/v1/policies").raw_body("")).await;
+    check(Method::GET, "/v1/policies", &r);
+    let r = api
+        .call(policy(Method::GET, "/v1/policies/sample").raw_body(""))
+        .await;
+    check(Method::GET, "/v1/policies/{name}", &r);
+    let r = api
+        .call(policy(Method::DELETE, "/v1/policies/sample").raw_body(""))
+        .await;
+    check(Method::DELETE, "/v1/policies/{name}", &r);
+    let token = json!({
+        "token": "dop_v1_contract0123456789abcdef0123456789",
+        "storage_access_key_id": "DO00CONTRACT0123456789",
+        "storage_secret_access_key": "contract/secret0123456789abcdefABCDEF",
+    });
+    let r = api
+        .call(policy(Method::PUT, "/v1/tenant/cloud-tokens/digitalocean").body(&token))
+        .await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    check(Method::PUT, "/v1/tenant/cloud-tokens/{provider}", &r);
+    let r = api
+        .call(policy(Method::GET, "/v1/tenant/cloud-tokens").raw_body(""))
+        .await;
+    check(Method::GET, "/v1/tenant/cloud-tokens", &r);
+    let r = api
+        .call(policy(Method::DELETE, "/v1/tenant/cloud-tokens/digitalocean").raw_body(""))
+        .await;
+    check(Method::DELETE, "/v1/tenant/cloud-tokens/{provider}", &r);
+    check(
+        Method::GET,
+        "/v1/tenant/target-access",
+        &api.call(Req::load("get-target-access")).await,
+    );
+    check(
+        Method::GET,
+        "/v1/templates",
+        &api.call(Req::load("list-templates")).await,
+    );
+    let r = api
+        .call(call("get-template", Method::GET, "/v1/templates/api-test").query(""))
+        .await;
+    check(Method::GET, "/v1/templates/{name}", &r);
+    // Tickets need the ws function's signing secret.
+    let prefix = api.env.names.prefix().to_owned();
+    let config = Config::from_lookup(|k| match k {
+        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+        "STRATO_JWT_SECRET" => Some("contract-secret-0123456789abcdef0123".into()),
+        _ => None,
+    })
+    .unwrap();
+    let ticketing = Ctx::new(&api.env.aws, config).await.unwrap();
+    check(
+        Method::POST,
+        "/v1/ws-tickets",
+        &call_with(&service(ticketing), Req::load("create-ws-ticket")).await,
+    );
+    // The issuer's documents: 404 where the deployment issues no tokens, 200 where it does (its
+    // signing key on moto's KMS); the JWKS's key is the one that signs.
+    for path in ["/.well-known/openid-configuration", "/.well-known/jwks.json"] {
+        let r = api.call(call("healthz", Method::GET, path)).await;
+        assert_eq!(r.status.as_u16(), 404, "{}", r.text);
+        check(Method::GET, path, &r);
+    }
+    strato_aws::resources::create_signing_key(&api.env.aws, &api.env.names)
+        .await
+        .unwrap();
+    let config = Config::from_lookup(|k| match k {
+        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
+        "STRATO_OIDC_ISSUER" => Some("https://api.strato.example.com".into()),
+        _ => None,
+    })
+    .unwrap();
+    let issuing = service(Ctx::new(&api.env.aws, config).await.unwrap());
     let r = call_with(
         &issuing,
         call("healthz", Method::GET, "/.well-known/openid-configuration"),
