@@ -249,7 +249,7 @@ mod tests {
             "terraform {\n  required_providers {\n    tls = {\n      source = \"hashicorp/tls\"\n    }\n  }\n}\n",
         )
         .unwrap();
-        let err = pack(&t, &m).err().expect("refused").to_string();
+        let err = pack(&t, &m).expect_err("refused").to_string();
         assert!(err.contains("hashicorp/tls"), "{err}");
         // So does a lock without hashes.
         std::fs::remove_file(m.join("net/tls.tf")).unwrap();
@@ -258,7 +258,7 @@ mod tests {
             "provider \"registry.terraform.io/hashicorp/aws\" {\n  version = \"3.39.0\"\n}\n",
         )
         .unwrap();
-        let err = pack(&t, &m).err().expect("refused").to_string();
+        let err = pack(&t, &m).expect_err("refused").to_string();
         assert!(err.contains("no hashes"), "{err}");
     }
 }
