@@ -9,6 +9,39 @@ pub enum Admin {
     Tenants(AdminTenants),
     /// Clusters of every tenant (read-only), filtered by tenant, state and template.
     Clusters(AdminClusters),
+    /// The template catalog: every version's standing; publish, deprecate, yank.
+    #[command(subcommand, alias = "template")]
+    Templates(AdminTemplates),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminTemplates {
+    /// Every template and version with its standing (active, deprecated, yanked), who set it and why.
+    List,
+    /// Pack a template directory (its template.toml and the modules its stages use) and publish it.
+    Publish {
+        /// The template's directory (holding template.toml), e.g. templates/catalog/aws-eks-basic.
+        dir: std::path::PathBuf,
+        /// Where its modules are (default: `<dir>/../../modules`, the repository's layout).
+        #[arg(long)]
+        modules: Option<std::path::PathBuf>,
+    },
+    /// Deprecate a version: new clusters cannot use it, clusters on it keep working and may move to it.
+    Deprecate {
+        name: String,
+        version: String,
+        /// Why (shown in the catalog).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Yank a version: no cluster may start on it or move to it; clusters on it keep running. Final.
+    Yank {
+        name: String,
+        version: String,
+        /// Why: tenants with clusters on it read it.
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Ctx;
 use crate::api::seg;
-use crate::args::{Admin, AdminClusters, AdminTenants, TenantSettings};
+use crate::args::{Admin, AdminClusters, AdminTemplates, AdminTenants, TenantSettings};
 use crate::error::CliError;
 use crate::render::{cell, when};
 
@@ -241,10 +241,94 @@ async fn clusters(ctx: &Ctx, a: AdminClusters) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `/v1/admin/templates/{name}/versions/{version}[/action]`.
+pub(crate) fn version_path(name: &str, version: &str, action: Option<&str>) -> String {
+    let base = format!("/v1/admin/templates/{}/versions/{}", seg(name), seg(version));
+    action.map_or(base.clone(), |a| format!("{base}/{a}"))
+}
+
+fn show_version(ctx: &Ctx, name: &str, v: &Value) -> Result<(), CliError> {
+    if ctx.out.raw(v)? {
+        return Ok(());
+    }
+    ctx.out.fields(&[
+        ("template", format!("{name}@{}", cell(&v["version"]))),
+        ("standing", cell(&v["standing"])),
+        ("reason", cell(&v["reason"])),
+        ("by", cell(&v["by"])),
+        ("at", when(&v["at"])),
+        ("sha256", cell(&v["sha256"])),
+    ]);
+    Ok(())
+}
+
+async fn templates(ctx: &Ctx, t: AdminTemplates) -> Result<(), CliError> {
+    match t {
+        AdminTemplates::List => {
+            let all = ctx.api.get("/v1/admin/templates").await?;
+            if ctx.out.raw(&all)? {
+                return Ok(());
+            }
+            let mut table = ctx
+                .out
+                .table(&["TEMPLATE", "VERSION", "STANDING", "REASON", "BY", "AT"]);
+            for t in all["templates"].as_array().into_iter().flatten() {
+                for v in t["versions"].as_array().into_iter().flatten() {
+                    table.add_row(vec![
+                        cell(&t["name"]),
+                        cell(&v["version"]),
+                        cell(&v["standing"]),
+                        cell(&v["reason"]),
+                        cell(&v["by"]),
+                        when(&v["at"]),
+                    ]);
+                }
+            }
+            println!("{table}");
+            Ok(())
+        }
+        AdminTemplates::Publish { dir, modules } => {
+            let modules = modules.unwrap_or_else(|| dir.join("../../modules"));
+            let bundle = strato_terraform::bundle::pack(&dir, &modules)
+                .map_err(|e| CliError::Usage(format!("{}: {e}", dir.display())))?;
+            use base64::Engine;
+            let body = json!({"bundle": base64::engine::general_purpose::STANDARD.encode(&bundle.bytes)});
+            let (name, version) = (bundle.template.name(), bundle.template.version());
+            let v = ctx.api.post(&version_path(name, version, None), &body).await?;
+            show_version(ctx, name, &v)
+        }
+        AdminTemplates::Deprecate {
+            name,
+            version,
+            reason,
+        } => {
+            let body = json!({"reason": reason});
+            let v = ctx
+                .api
+                .post(&version_path(&name, &version, Some("deprecate")), &body)
+                .await?;
+            show_version(ctx, &name, &v)
+        }
+        AdminTemplates::Yank {
+            name,
+            version,
+            reason,
+        } => {
+            let body = json!({"reason": reason});
+            let v = ctx
+                .api
+                .post(&version_path(&name, &version, Some("yank")), &body)
+                .await?;
+            show_version(ctx, &name, &v)
+        }
+    }
+}
+
 pub(crate) async fn run(ctx: &Ctx, a: Admin) -> Result<(), CliError> {
     match a {
         Admin::Tenants(t) => tenants(ctx, t).await,
         Admin::Clusters(c) => clusters(ctx, c).await,
+        Admin::Templates(t) => templates(ctx, t).await,
     }
 }
 
@@ -276,6 +360,18 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(settings_body(&bad), Err(CliError::Usage(m)) if m.contains("--max-ttl-hours")));
+    }
+
+    #[test]
+    fn a_versions_path_names_the_template_version_and_action() {
+        assert_eq!(
+            version_path("aws-eks-basic", "1.2.0", Some("yank")),
+            "/v1/admin/templates/aws-eks-basic/versions/1.2.0/yank"
+        );
+        assert_eq!(
+            version_path("aws-eks-basic", "1.2.0", None),
+            "/v1/admin/templates/aws-eks-basic/versions/1.2.0"
+        );
     }
 
     #[test]

@@ -49,10 +49,15 @@ pub(crate) fn check(
     let raw = claims
         .get(claim)
         .ok_or_else(|| ApiError::Unauthorized(format!("the token has no '{claim}' claim")))?;
-    let tenant = raw.parse::<TenantId>().map_err(|_| {
-        // The raw value is not echoed: it is attacker-controlled and useless to a legitimate caller.
-        ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
-    })?;
+    let tenant = raw
+        .parse::<TenantId>()
+        // The platform's own audit log is no tenant's: a token naming it would read the operator's actions.
+        .ok()
+        .filter(|t| t.as_str() != crate::recording::PLATFORM_LOG)
+        .ok_or_else(|| {
+            // The raw value is not echoed: it is attacker-controlled and useless to a legitimate caller.
+            ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
+        })?;
     let subject = claims.get("sub").filter(|s| !s.trim().is_empty()).cloned();
     if route.method != "GET" && subject.is_none() {
         return Err(ApiError::Unauthorized(NO_SUBJECT.into()));
@@ -130,7 +135,24 @@ mod tests {
             assert!(check(r, None, &c).is_err(), "{r:?}");
             assert!(matches!(check(r, Some(&operator), &c), Ok(Who::Operator(o)) if o.subject == "ops"));
         }
-        assert!(n >= 6, "the operator routes: {n}");
+        // Tenants (5), clusters, the template catalog (4).
+        assert!(n >= 10, "the operator routes: {n}");
+    }
+
+    /// The platform's audit log is no tenant's: a token naming it is refused on every tenant route.
+    #[test]
+    fn a_tenant_token_naming_the_platform_log_is_refused() {
+        let c = config();
+        let t = claims(&[
+            ("aud", "strato-api"),
+            ("sub", "u"),
+            ("tenant_id", crate::recording::PLATFORM_LOG),
+            ("scope", "admin"),
+        ]);
+        for r in ROUTES.iter().filter(|r| matches!(r.access, Access::Tenant(_))) {
+            let e = check(r, Some(&t), &c).unwrap_err();
+            assert_eq!(e.status(), 401, "{r:?}: {e}");
+        }
     }
 
     /// The operator's token names no tenant: every tenant route refuses it (401), whatever its scopes.

@@ -29,6 +29,12 @@ const OWN: &[AwsCall] = &[
     call("dynamodb:DeleteItem", Table("idempotency")),
     // GET /v1/templates and the suggestions of an unknown template scan the catalog.
     call("dynamodb:Scan", Table("templates")),
+    // The operator's template catalog: a version's standing read (a Query for every version's) and set; a
+    // bundle published through the API (the object, then the catalog item).
+    call("dynamodb:Query", Table("templates")),
+    call("dynamodb:UpdateItem", Table("templates")),
+    call("dynamodb:PutItem", Table("templates")),
+    call("s3:PutObject", Object("templates", "bundles/*")),
     // The operator's listings (GET /v1/admin/tenants, /v1/admin/clusters): one bounded Scan page each.
     call("dynamodb:Scan", Table("tenants")),
     call("dynamodb:Scan", Table("clusters")),

@@ -68,6 +68,10 @@ pub enum Endpoint {
     AdminPauseRollout,
     AdminResumeRollout,
     AdminAbortRollout,
+    AdminListTemplates,
+    AdminPublishTemplate,
+    AdminDeprecateTemplate,
+    AdminYankTemplate,
 }
 
 /// Who may call a route.
@@ -93,6 +97,9 @@ pub enum Body {
     Limited,
     /// As `Limited`, and an `Idempotency-Key` replays the first answer: routes that change something.
     Keyed,
+    /// As `Limited` but up to the bundle limit (a template bundle, base64 in JSON): see
+    /// [`crate::router::MAX_BUNDLE_BODY_BYTES`].
+    Bundle,
 }
 
 /// What one route takes and answers, for the OpenAPI document.

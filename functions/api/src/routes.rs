@@ -577,6 +577,10 @@ pub const ROUTES: &[Route] = &[
     rollouts::ADMIN_PAUSE,
     rollouts::ADMIN_RESUME,
     rollouts::ADMIN_ABORT,
+    admin::LIST_TEMPLATES,
+    admin::PUBLISH_TEMPLATE,
+    admin::DEPRECATE_TEMPLATE,
+    admin::YANK_TEMPLATE,
 ];
 
 /// The entry of [`ROUTES`] for a method and a matched path template. HEAD is GET without the body (axum

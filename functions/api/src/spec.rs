@@ -6,6 +6,7 @@ use strato_domain::ids::ClusterName;
 use strato_domain::model::{ClusterSpec, TemplateRef};
 use strato_domain::ports::Templates;
 use strato_domain::template::Template;
+use strato_domain::template_status::{Standing, Use, newest_usable};
 use strato_domain::validate::{FieldError, ValidatedSpec, validate};
 
 use crate::commands::{DriftSettings, SpecDraft};
@@ -24,6 +25,11 @@ pub(crate) async fn check_spec(
         match templates.template(&tref.name, &tref.version).await? {
             None => errors.push(unknown_template(templates, "template", tref).await?),
             Some(stored) => {
+                if let Some(refused) =
+                    standing_refusal(templates, tref, Use::Create, "template.version").await?
+                {
+                    errors.push(refused);
+                }
                 // A bad name is already reported; validate the rest anyway so the client sees every problem.
                 let placeholder = || "placeholder".parse::<ClusterName>();
                 let spec = ClusterSpec {
@@ -86,6 +92,34 @@ pub(crate) async fn unknown_template(
             versions.join(", "),
         )
     })
+}
+
+/// The field error for a use of a version its standing refuses (a new cluster on a deprecated or yanked
+/// version, a move to a yanked one), naming the newest version a new cluster may use; `None` when allowed.
+pub(crate) async fn standing_refusal(
+    templates: &impl Templates,
+    r: &TemplateRef,
+    use_: Use,
+    field: &str,
+) -> Result<Option<FieldError>, ApiError> {
+    let Err(refused) = templates.status(&r.name, &r.version).await?.allows(use_) else {
+        return Ok(None);
+    };
+    let all = templates.statuses(&r.name).await?;
+    let newest = newest_usable(all.iter().map(|(v, s)| (v.as_str(), s)));
+    let why = match (refused.standing, refused.reason.as_deref()) {
+        (Standing::Yanked, Some(reason)) if !reason.is_empty() => format!("is yanked: {reason}"),
+        (Standing::Yanked, _) => "is yanked".to_owned(),
+        _ => "is deprecated: new clusters cannot use it".to_owned(),
+    };
+    Ok(Some(ApiError::field(
+        field,
+        format!("{}@{} {why}", r.name, r.version),
+        match newest {
+            Some(v) => format!("a usable version; the newest is {v}"),
+            None => format!("a usable version; {} has none", r.name),
+        },
+    )))
 }
 
 /// Every problem, in field order, once.

@@ -7,6 +7,7 @@ use serde_json::Value;
 use strato_aws::store::StoredTemplate;
 use strato_domain::model::CloudProvider;
 use strato_domain::template::{CatalogRef, Rule, StringFormat, Template, VarType};
+use strato_domain::template_status::{Standing, TemplateStatus};
 use utoipa::ToSchema;
 
 use crate::views::MASK;
@@ -17,8 +18,10 @@ use crate::{context::Ctx, edge::Reply, error::ApiError, schema};
 pub(crate) struct TemplateSummary {
     pub name: String,
     pub version: String,
-    /// Every published version, oldest first.
+    /// Every published version a tenant may see, oldest first (yanked ones are left out).
     pub versions: Vec<String>,
+    /// Those of `versions` that are deprecated: clusters on them keep working, new clusters cannot use them.
+    pub deprecated: Vec<String>,
     pub description: String,
     #[schema(value_type = Vec<schema::CloudProvider>)]
     pub providers: Vec<CloudProvider>,
@@ -90,6 +93,11 @@ pub(crate) struct TemplateDetail {
     pub rules: Vec<Rule>,
     /// Per provider.
     pub defaults: BTreeMap<String, ProviderDefaultsView>,
+    /// `active`, `deprecated` (new clusters cannot use it) or `yanked` (no cluster may move to it; clusters
+    /// on it keep running).
+    pub standing: String,
+    /// Why the operator deprecated or yanked it, if they said.
+    pub standing_reason: Option<String>,
 }
 
 /// The schema a client needs to fill a request: managed variables are left out (they cannot be sent)
@@ -151,38 +159,59 @@ fn detail(t: &Template, versions: &[String]) -> TemplateDetail {
         variables,
         rules: m.rules.clone(),
         defaults,
+        standing: "active".into(),
+        standing_reason: None,
     }
 }
 
-/// Published templates grouped by name; `list_templates` sorts by name, then version (oldest first).
-fn grouped(all: &[StoredTemplate]) -> Vec<(&str, Vec<&StoredTemplate>)> {
-    let mut out: Vec<(&str, Vec<&StoredTemplate>)> = Vec::new();
+type Listed = (StoredTemplate, TemplateStatus);
+
+/// Published templates grouped by name; `catalog` sorts by name, then version (oldest first).
+pub(crate) fn grouped(all: &[Listed]) -> Vec<(&str, Vec<&Listed>)> {
+    let mut out: Vec<(&str, Vec<&Listed>)> = Vec::new();
     for t in all {
         match out.last_mut() {
-            Some((name, versions)) if *name == t.template.name() => versions.push(t),
-            _ => out.push((t.template.name(), vec![t])),
+            Some((name, versions)) if *name == t.0.template.name() => versions.push(t),
+            _ => out.push((t.0.template.name(), vec![t])),
         }
     }
     out
 }
 
-pub(crate) async fn list(ctx: &Ctx) -> Result<Reply<TemplateList>, ApiError> {
-    let all = ctx.store.list_templates().await?;
-    let templates: Vec<_> = grouped(&all)
+/// What a tenant sees of the catalog: yanked versions left out (a template with only yanked versions too),
+/// deprecated ones marked, `version` the newest a new cluster may use (else the newest shown).
+pub(crate) fn tenant_view(all: &[Listed]) -> Vec<TemplateSummary> {
+    grouped(all)
         .into_iter()
         .filter_map(|(name, versions)| {
-            let latest = &versions.last()?.template.manifest;
+            let shown: Vec<&Listed> = versions
+                .into_iter()
+                .filter(|(_, s)| s.standing != Standing::Yanked)
+                .collect();
+            let usable = shown.iter().rev().find(|(_, s)| s.standing == Standing::Active);
+            let latest = &usable.or(shown.last())?.0.template.manifest;
             Some(TemplateSummary {
                 name: name.to_owned(),
                 version: latest.version.clone(),
-                versions: versions.iter().map(|v| v.template.version().to_owned()).collect(),
+                versions: shown.iter().map(|v| v.0.template.version().to_owned()).collect(),
+                deprecated: shown
+                    .iter()
+                    .filter(|(_, s)| s.standing == Standing::Deprecated)
+                    .map(|v| v.0.template.version().to_owned())
+                    .collect(),
                 description: latest.description.clone(),
                 providers: latest.providers.clone(),
                 verified_offline: latest.verified_offline,
             })
         })
-        .collect();
-    Ok(Reply::ok(TemplateList { templates }))
+        .collect()
+}
+
+pub(crate) async fn list(ctx: &Ctx) -> Result<Reply<TemplateList>, ApiError> {
+    let all = ctx.store.catalog().await?;
+    Ok(Reply::ok(TemplateList {
+        templates: tenant_view(&all),
+    }))
 }
 
 /// The latest version of a template, or `?version=` a given one, with its variable schema.
@@ -191,17 +220,37 @@ pub(crate) async fn get(
     name: &str,
     q: &crate::requests::TemplateQuery,
 ) -> Result<Reply<TemplateDetail>, ApiError> {
-    let all = ctx.store.list_templates().await?;
+    let all = ctx.store.catalog().await?;
     let shown = |s: &str| s.chars().take(64).collect::<String>();
-    let versions: Vec<&StoredTemplate> = all.iter().filter(|t| t.template.name() == name).collect();
-    let names: Vec<String> = versions.iter().map(|t| t.template.version().to_owned()).collect();
+    let versions: Vec<&Listed> = all.iter().filter(|t| t.0.template.name() == name).collect();
+    // Yanked versions are not listed, but one asked for by name is shown (with its reason): clusters
+    // still on it read their schema.
+    let names: Vec<String> = versions
+        .iter()
+        .filter(|(_, s)| s.standing != Standing::Yanked)
+        .map(|t| t.0.template.version().to_owned())
+        .collect();
     let chosen = match q.version.as_deref() {
-        None => versions.last(),
-        Some(v) => versions.iter().find(|t| t.template.version() == v),
+        None => versions
+            .iter()
+            .rev()
+            .find(|(_, s)| s.standing == Standing::Active)
+            .or_else(|| {
+                versions
+                    .iter()
+                    .rev()
+                    .find(|(_, s)| s.standing != Standing::Yanked)
+            }),
+        Some(v) => versions.iter().find(|t| t.0.template.version() == v),
     };
     match chosen {
-        Some(t) => Ok(Reply::ok(detail(&t.template, &names))),
-        None if versions.is_empty() => {
+        Some((t, status)) => {
+            let mut d = detail(&t.template, &names);
+            d.standing = status.standing.as_str().to_owned();
+            d.standing_reason = status.reason.clone().filter(|r| !r.is_empty());
+            Ok(Reply::ok(d))
+        }
+        None if names.is_empty() && q.version.is_none() || versions.is_empty() => {
             Err(ApiError::NotFound(format!("no template named '{}'", shown(name))))
         }
         None => Err(ApiError::NotFound(format!(

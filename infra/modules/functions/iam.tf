@@ -154,6 +154,20 @@ locals {
         Resource = var.tables["templates"].arn
       },
       {
+        # The operator's template catalog: a version's standing set (UpdateItem), a version published
+        # through the API (PutItem of a new catalog item, then the bundle object).
+        Sid      = "OperatorTemplates"
+        Effect   = "Allow"
+        Action   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
+        Resource = var.tables["templates"].arn
+      },
+      {
+        Sid      = "OperatorBundles"
+        Effect   = "Allow"
+        Action   = ["s3:PutObject"]
+        Resource = "${var.buckets["templates"].arn}/bundles/*"
+      },
+      {
         # GET /v1/admin/tenants and /v1/admin/clusters: one bounded Scan page (Limit) per request.
         Sid      = "OperatorListings"
         Effect   = "Allow"

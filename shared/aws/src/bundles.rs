@@ -99,3 +99,9 @@ pub async fn publish_catalog(
     }
     Ok(out)
 }
+
+/// Checks an uploaded bundle (`bytes`, unpacked into the empty directory `dest`) as publishing checks a
+/// directory: see [`strato_terraform::bundle_check`].
+pub fn check_upload(bytes: &[u8], dest: &Path) -> Result<Bundle, Error> {
+    Ok(strato_terraform::bundle_check::inspect(bytes, dest)?)
+}

@@ -20,6 +20,7 @@ pub mod ports;
 pub mod sealed;
 pub mod secret;
 pub mod template;
+pub mod template_status;
 pub mod validate;
 
 pub use strato_model::{Error, ErrorCategory, UserError};

@@ -238,7 +238,25 @@ pub trait Templates: Send + Sync {
 
     /// Every published version, by name then version.
     fn templates(&self) -> impl Future<Output = Result<Vec<Template>, PortError>> + Send;
+
+    /// A published version's standing (active when it was never set). May be up to
+    /// [`TEMPLATE_STATUS_MAX_AGE`] old where another process set it.
+    fn status(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> impl Future<Output = Result<crate::template_status::TemplateStatus, PortError>> + Send;
+
+    /// Every version of `name` with its standing, read now (what a refusal names as the usable one).
+    fn statuses(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<(String, crate::template_status::TemplateStatus)>, PortError>> + Send;
 }
+
+/// How old a template version's standing may be where another process set it: a deprecation or yank
+/// applies at once in the process that wrote it and within this long everywhere else.
+pub const TEMPLATE_STATUS_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Outcome of trying to take a cluster lock.
 #[derive(Debug, Clone, PartialEq, Eq)]

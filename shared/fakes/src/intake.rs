@@ -9,6 +9,7 @@ use strato_domain::ids::TenantId;
 use strato_domain::model::{Cluster, ClusterState, Operation};
 use strato_domain::ports::{CreateRejected, Intake, PortError, Templates};
 use strato_domain::template::Template;
+use strato_domain::template_status::TemplateStatus;
 
 impl FakeStore {
     /// Checks the tenant's quotas for `clusters` more clusters and one more open operation, as the tenant
@@ -127,6 +128,7 @@ impl Intake for FakeStore {
 #[derive(Debug, Clone, Default)]
 pub struct FakeTemplates {
     state: Arc<Mutex<Vec<Template>>>,
+    statuses: Arc<Mutex<std::collections::BTreeMap<(String, String), TemplateStatus>>>,
 }
 
 impl FakeTemplates {
@@ -135,6 +137,11 @@ impl FakeTemplates {
         let mut all = lock(&self.state);
         all.retain(|o| (o.name(), o.version()) != (t.name(), t.version()));
         all.push(t);
+    }
+
+    /// Sets a version's standing, as an operator's deprecate or yank does.
+    pub fn set_status(&self, name: &str, version: &str, status: TemplateStatus) {
+        lock(&self.statuses).insert((name.into(), version.into()), status);
     }
 }
 
@@ -150,5 +157,31 @@ impl Templates for FakeTemplates {
         let mut all = lock(&self.state).clone();
         all.sort_by(|a, b| a.name().cmp(b.name()).then_with(|| a.version().cmp(b.version())));
         Ok(all)
+    }
+
+    async fn status(&self, name: &str, version: &str) -> Result<TemplateStatus, PortError> {
+        Ok(lock(&self.statuses)
+            .get(&(name.to_owned(), version.to_owned()))
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn statuses(&self, name: &str) -> Result<Vec<(String, TemplateStatus)>, PortError> {
+        let versions: Vec<String> = lock(&self.state)
+            .iter()
+            .filter(|t| t.name() == name)
+            .map(|t| t.version().to_owned())
+            .collect();
+        let statuses = lock(&self.statuses);
+        Ok(versions
+            .into_iter()
+            .map(|v| {
+                let s = statuses
+                    .get(&(name.to_owned(), v.clone()))
+                    .cloned()
+                    .unwrap_or_default();
+                (v, s)
+            })
+            .collect())
     }
 }

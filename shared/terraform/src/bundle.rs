@@ -19,6 +19,7 @@ use strato_domain::template::Template;
 
 pub const MANIFEST_FILE: &str = "template.toml";
 
+#[derive(Debug)]
 pub struct Bundle {
     pub template: Template,
     pub bytes: Vec<u8>,
@@ -96,7 +97,7 @@ pub fn pack(template_dir: &Path, modules_dir: &Path) -> Result<Bundle, Error> {
 }
 
 /// The template's lock file parses and pins every provider its modules require.
-fn check_lock(template: &Template, lock: &Path, modules_dir: &Path) -> Result<(), Error> {
+pub(crate) fn check_lock(template: &Template, lock: &Path, modules_dir: &Path) -> Result<(), Error> {
     let refuse = |reason: String| Error::Manifest {
         name: template.name().into(),
         reason,
@@ -248,7 +249,7 @@ mod tests {
             "terraform {\n  required_providers {\n    tls = {\n      source = \"hashicorp/tls\"\n    }\n  }\n}\n",
         )
         .unwrap();
-        let err = pack(&t, &m).err().expect("refused").to_string();
+        let err = pack(&t, &m).expect_err("refused").to_string();
         assert!(err.contains("hashicorp/tls"), "{err}");
         // So does a lock without hashes.
         std::fs::remove_file(m.join("net/tls.tf")).unwrap();
@@ -257,7 +258,7 @@ mod tests {
             "provider \"registry.terraform.io/hashicorp/aws\" {\n  version = \"3.39.0\"\n}\n",
         )
         .unwrap();
-        let err = pack(&t, &m).err().expect("refused").to_string();
+        let err = pack(&t, &m).expect_err("refused").to_string();
         assert!(err.contains("no hashes"), "{err}");
     }
 }

@@ -10,6 +10,7 @@
 pub mod artifacts;
 pub mod backend;
 pub mod bundle;
+pub mod bundle_check;
 pub mod catalog_check;
 pub mod compose;
 pub mod cost;

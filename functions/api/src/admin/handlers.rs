@@ -65,3 +65,39 @@ pub(crate) async fn list_clusters(
 ) -> Answer<FleetPageView> {
     super::fleet::list(&ctx, &q).await
 }
+
+pub(crate) async fn list_templates(
+    State(ctx): State<AppState>,
+    _: Operator,
+) -> Answer<super::templates::TemplateListView> {
+    super::templates::list(&ctx).await
+}
+
+pub(crate) async fn publish_template(
+    State(ctx): State<AppState>,
+    _: Operator,
+    P((name, version)): P<(String, String)>,
+    JsonBody(body): JsonBody<super::templates::PublishBody>,
+) -> Answer<super::templates::VersionView> {
+    super::templates::publish(&ctx, &name, &version, body).await
+}
+
+pub(crate) async fn deprecate_template(
+    State(ctx): State<AppState>,
+    op: Operator,
+    P((name, version)): P<(String, String)>,
+    JsonBody(body): JsonBody<super::templates::StandingBody>,
+) -> Answer<super::templates::VersionView> {
+    use strato_domain::template_status::Standing;
+    super::templates::set_standing(&ctx, &op, &name, &version, Standing::Deprecated, body).await
+}
+
+pub(crate) async fn yank_template(
+    State(ctx): State<AppState>,
+    op: Operator,
+    P((name, version)): P<(String, String)>,
+    JsonBody(body): JsonBody<super::templates::StandingBody>,
+) -> Answer<super::templates::VersionView> {
+    use strato_domain::template_status::Standing;
+    super::templates::set_standing(&ctx, &op, &name, &version, Standing::Yanked, body).await
+}

@@ -244,6 +244,14 @@ pub(crate) fn create(mut body: TenantBody) -> Result<(TenantId, Change), ApiErro
             &mut errors,
         )
         .and_then(|raw| match raw.parse::<TenantId>() {
+            Ok(id) if id.as_str() == crate::recording::PLATFORM_LOG => {
+                errors.push(ApiError::field(
+                    "id",
+                    "is reserved for the platform's own audit log",
+                    "any other tenant id",
+                ));
+                None
+            }
             Ok(id) => Some(id),
             Err(e) => {
                 errors.push(ApiError::field("id", e.to_string(), "letters, digits, - and _"));

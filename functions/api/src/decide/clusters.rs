@@ -11,6 +11,7 @@ use strato_domain::ports::{
 };
 use strato_domain::sealed::Keys;
 use strato_domain::template::Template;
+use strato_domain::template_status::Use;
 use strato_domain::validate::ValidatedSpec;
 
 use strato_coordination::{ATTEMPTS, Attempt, optimistic};
@@ -305,6 +306,15 @@ where
             spec.template.version = v.to_owned();
         }
         let t = self.template_for(&spec.template, "template_version").await?;
+        // A move to another version is refused if that version is yanked; staying on one is never refused
+        // (clusters on a deprecated or yanked version keep working).
+        if spec.template.version != c.spec.template.version
+            && let Some(refused) =
+                crate::spec::standing_refusal(self.templates, &spec.template, Use::MoveTo, "template_version")
+                    .await?
+        {
+            return Err(ApiError::invalid(vec![refused]));
+        }
         let validated = check(&spec, &t)?;
         Ok((validated, t))
     }

@@ -165,3 +165,96 @@ pub(super) const LIST_CLUSTERS: Route = Route {
         )
     },
 };
+
+const STANDING: &str = "A deprecated version cannot be used by new clusters (a create naming it is a 422 on \
+`template.version` naming the newest usable version); clusters already on it keep working and may still \
+update to it. A yanked version (a `reason` is required) also refuses every update moving a cluster to it; \
+clusters already on it keep running, and reading the template at that version shows the reason. A yank \
+is final. Tenants' `GET /v1/templates` leaves yanked versions out and lists deprecated ones under \
+`deprecated`. A standing applies at once where it was set and within 30 s everywhere. Recorded in the \
+platform's audit log (`GET /v1/admin/tenants/strato-platform/audit`) under the operator's `sub`.";
+
+pub(super) const LIST_TEMPLATES: Route = Route {
+    endpoint: Endpoint::AdminListTemplates,
+    method: "GET",
+    path: "/v1/admin/templates",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::list_templates),
+    audit: None,
+    doc: Doc {
+        description: Some(
+            "One read of the whole catalog (a few dozen small items): every version, yanked ones included.",
+        ),
+        ..doc(
+            "List every template, its versions and their standing",
+            None,
+            &[(200, "AdminTemplateList", "The catalog")],
+            &[],
+        )
+    },
+};
+
+pub(super) const PUBLISH_TEMPLATE: Route = Route {
+    endpoint: Endpoint::AdminPublishTemplate,
+    method: "POST",
+    path: "/v1/admin/templates/{name}/versions/{version}",
+    access: Access::Platform,
+    body: Body::Bundle,
+    handler: |m| on(m, h::publish_template),
+    audit: Some("admin.template.publish"),
+    doc: Doc {
+        description: Some(
+            "The bundle is checked as `strato-devstack publish` checks a directory: its manifest parses and \
+             names the path's template and version, every module its stages use is in it, its lock file (if \
+             any) pins every provider they require, the variable schema agrees with the modules' interfaces, \
+             at most 4 MiB compressed, 64 MiB and 2000 plain files unpacked. A bad bundle is a 422 on \
+             `bundle` saying what is wrong. A version already published is a 409 (versions are immutable). A \
+             body over 5.6 MB is a 413; API Gateway refuses one over 10 MB itself, and Lambda one over 6 MB.",
+        ),
+        ..doc(
+            "Publish a template version from a bundle",
+            Some("AdminPublishRequest"),
+            &[(201, "AdminTemplateVersion", "Published, active")],
+            &[400, 409, 422],
+        )
+    },
+};
+
+pub(super) const DEPRECATE_TEMPLATE: Route = Route {
+    endpoint: Endpoint::AdminDeprecateTemplate,
+    method: "POST",
+    path: "/v1/admin/templates/{name}/versions/{version}/deprecate",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::deprecate_template),
+    audit: Some("admin.template.deprecate"),
+    doc: Doc {
+        description: Some(STANDING),
+        ..doc(
+            "Deprecate a template version: new clusters cannot use it",
+            Some("AdminStandingRequest"),
+            &[(200, "AdminTemplateVersion", "Deprecated")],
+            &[400, 404, 409, 422],
+        )
+    },
+};
+
+pub(super) const YANK_TEMPLATE: Route = Route {
+    endpoint: Endpoint::AdminYankTemplate,
+    method: "POST",
+    path: "/v1/admin/templates/{name}/versions/{version}/yank",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::yank_template),
+    audit: Some("admin.template.yank"),
+    doc: Doc {
+        description: Some(STANDING),
+        ..doc(
+            "Yank a template version with a reason: no cluster may start on it or move to it",
+            Some("AdminStandingRequest"),
+            &[(200, "AdminTemplateVersion", "Yanked")],
+            &[400, 404, 409, 422],
+        )
+    },
+};

@@ -14,7 +14,7 @@ use conformance::{conforms, spec};
 use lambda_http::http::Method;
 use serde_json::json;
 use strato_api::routes::ROUTES;
-use strato_api::{Config, Ctx, service};
+use strato_api::{ApiService, Config, Ctx, service};
 use strato_domain::model::ClusterState;
 
 /// One call of each operator route, with the operator's token: (method, path template, answer).
@@ -46,6 +46,50 @@ async fn operator_routes(api: &Api) -> Vec<(Method, &'static str, Resp)> {
     let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/clusters")).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
     out.push((Method::GET, "/v1/admin/clusters", r));
+    // Boxed: this future is already large.
+    out.extend(Box::pin(template_routes(&ops)).await);
+    out
+}
+
+/// The template catalog: a version published through the API, deprecated, then yanked.
+async fn template_routes(ops: &ApiService) -> Vec<(Method, &'static str, Resp)> {
+    let mut out = Vec::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates");
+    let bundle =
+        strato_terraform::bundle::pack(&root.join("catalog/aws-eks-basic"), &root.join("modules")).unwrap();
+    let encoded = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(&bundle.bytes)
+    };
+    let version = format!(
+        "/v1/admin/templates/aws-eks-basic/versions/{}",
+        bundle.template.version()
+    );
+    let post = |path: &str, body: serde_json::Value| Req::operator(Method::POST, path).body(&body);
+    let r = call_with(ops, post(&version, json!({"bundle": encoded}))).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.text);
+    out.push((Method::POST, "/v1/admin/templates/{name}/versions/{version}", r));
+    let r = call_with(ops, Req::operator(Method::GET, "/v1/admin/templates")).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((Method::GET, "/v1/admin/templates", r));
+    let r = call_with(ops, post(&format!("{version}/deprecate"), json!({}))).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((
+        Method::POST,
+        "/v1/admin/templates/{name}/versions/{version}/deprecate",
+        r,
+    ));
+    let r = call_with(
+        ops,
+        post(&format!("{version}/yank"), json!({"reason": "contract"})),
+    )
+    .await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((
+        Method::POST,
+        "/v1/admin/templates/{name}/versions/{version}/yank",
+        r,
+    ));
     out
 }
 

@@ -13,6 +13,7 @@ mod estimates;
 mod governance;
 mod hardening;
 mod operator;
+mod operator_templates;
 mod policies;
 mod roles;
 mod rollouts_store;

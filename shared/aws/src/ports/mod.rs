@@ -169,6 +169,21 @@ impl Templates for Store {
             .map(|t| t.template)
             .collect())
     }
+
+    async fn status(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<strato_domain::template_status::TemplateStatus, PortError> {
+        Ok(self.template_status(name, version).await?)
+    }
+
+    async fn statuses(
+        &self,
+        name: &str,
+    ) -> Result<Vec<(String, strato_domain::template_status::TemplateStatus)>, PortError> {
+        Ok(self.template_statuses(name).await?)
+    }
 }
 
 impl Claims for Store {

@@ -60,6 +60,8 @@ pub struct Store {
     /// Template versions read so far: a published version never changes, so a warm container reads each
     /// once. Shared by clones (one per process, as the handlers build their store once).
     template_cache: templates::TemplateCache,
+    /// Template versions' standings, each reused for a short while (they change: deprecate, yank).
+    status_cache: templates::StatusCache,
     /// Days a finished operation is kept before the table's TTL deletes it.
     operation_retention_days: u32,
     /// The audit log's table, for the entries a change writes in its own transaction.
@@ -95,6 +97,7 @@ impl Store {
             tenants: names.table("tenants"),
             tf_locks: names.table("tf-locks"),
             template_cache: Default::default(),
+            status_cache: Default::default(),
             operation_retention_days: DEFAULT_OPERATION_RETENTION_DAYS,
             audit: names.table("audit"),
             audit_retention: audit_items::retention(audit_items::DEFAULT_RETENTION_DAYS),
