@@ -18,6 +18,8 @@ import { AdminTenantsPage } from "./pages/AdminTenants";
 import { AdminTenantPage } from "./pages/AdminTenant";
 import { AdminClustersPage } from "./pages/AdminClusters";
 import { isOperator } from "./operator";
+import { RolloutsPage } from "./pages/Rollouts";
+import { RolloutPage } from "./pages/Rollout";
 
 function App({ signInError }: { signInError?: string }) {
   const route = useRoute();
@@ -57,6 +59,7 @@ function App({ signInError }: { signInError?: string }) {
             <ul>
               <li><Link href="/admin/tenants">Tenants</Link></li>
               <li><Link href="/admin/clusters">All clusters</Link></li>
+              <li><Link href="/admin/rollouts">Rollouts</Link></li>
             </ul>
           ) : (
           <ul>
@@ -64,6 +67,7 @@ function App({ signInError }: { signInError?: string }) {
             <li><Link href="/clusters">Clusters</Link></li>
             <li><Link href="/clusters/new">New cluster</Link></li>
             <li><Link href="/webhook">Webhook</Link></li>
+            <li><Link href="/rollouts">Rollouts</Link></li>
             <li><Link href="/cloud-access">Cloud access</Link></li>
             <li><Link href="/audit">Audit log</Link></li>
           </ul>
@@ -86,6 +90,10 @@ function App({ signInError }: { signInError?: string }) {
         {route.page === "admin-tenants" && <AdminTenantsPage />}
         {route.page === "admin-tenant" && <AdminTenantPage key={route.id} id={route.id} />}
         {route.page === "admin-clusters" && <AdminClustersPage />}
+        {route.page === "rollouts" && <RolloutsPage operator={false} />}
+        {route.page === "rollout" && <RolloutPage key={route.id} id={route.id} operator={false} />}
+        {route.page === "admin-rollouts" && <RolloutsPage operator />}
+        {route.page === "admin-rollout" && <RolloutPage key={route.id} id={route.id} operator />}
         {route.page === "notfound" && (
           <p>
             No such page. <Link href="/clusters">Go to your clusters</Link>.

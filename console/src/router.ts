@@ -14,6 +14,10 @@ export type Route =
   | { page: "admin-tenants" }
   | { page: "admin-tenant"; id: string }
   | { page: "admin-clusters" }
+  | { page: "rollouts" }
+  | { page: "rollout"; id: string }
+  | { page: "admin-rollouts" }
+  | { page: "admin-rollout"; id: string }
   | { page: "login" }
   | { page: "notfound" };
 
@@ -32,6 +36,10 @@ export function parseRoute(path: string): Route {
   if (p === "/admin" || p === "/admin/tenants") return { page: "admin-tenants" };
   if ((m = /^\/admin\/tenants\/([^/]+)$/.exec(p))) return { page: "admin-tenant", id: decodeURIComponent(m[1]) };
   if (p === "/admin/clusters") return { page: "admin-clusters" };
+  if (p === "/rollouts") return { page: "rollouts" };
+  if ((m = /^\/rollouts\/([^/]+)$/.exec(p))) return { page: "rollout", id: decodeURIComponent(m[1]) };
+  if (p === "/admin/rollouts") return { page: "admin-rollouts" };
+  if ((m = /^\/admin\/rollouts\/([^/]+)$/.exec(p))) return { page: "admin-rollout", id: decodeURIComponent(m[1]) };
   if (p === "/login") return { page: "login" };
   return { page: "notfound" };
 }
