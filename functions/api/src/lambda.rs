@@ -131,6 +131,9 @@ mod tests {
             req.headers()["x-amzn-trace-id"],
             "Root=1-5759e988-bd862e3fe1be46a994272793"
         );
-        assert_eq!(req.lambda_context_ref().map(|c| c.request_id.as_str()), Some("req-7"));
+        assert_eq!(
+            req.lambda_context_ref().map(|c| c.request_id.as_str()),
+            Some("req-7")
+        );
     }
 }
