@@ -28,6 +28,7 @@ mod federation;
 mod handlers;
 mod health_view;
 mod idempotency;
+mod lambda;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod operations;

@@ -1,8 +1,8 @@
 //! The api Lambda's entry point: [`strato_aws::boot`] starts the process the way every function does, the
 //! configuration and context are built once, then the axum router ([`strato_api::service`]) serves every
-//! invocation, its metrics flushed after each request.
+//! invocation ([`strato_api::ApiService::invoke`]), its metrics flushed after each request.
 
-use lambda_http::Error;
+use lambda_http::{Error, LambdaEvent, request::LambdaRequest, service_fn};
 use strato_api::{Config, Ctx, service};
 use strato_aws::boot::Boot;
 
@@ -12,5 +12,9 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_lookup(boot.lookup())?;
     let api = service(Ctx::new(&boot.aws, config).await?);
     let emf = boot.emf;
-    lambda_http::run(tower::ServiceExt::map_future(api, move |fut| emf.flushing(fut))).await
+    let handler = service_fn(move |event: LambdaEvent<LambdaRequest>| {
+        let api = api.clone();
+        emf.flushing(async move { Ok::<_, Error>(api.invoke(event).await) })
+    });
+    lambda_http::lambda_runtime::run(handler).await
 }

@@ -1,0 +1,139 @@
+//! The api's side of the Lambda runtime: an API Gateway HTTP API (payload v2) event in, its response out.
+//!
+//! `lambda_http::run` does the same, but it passes every answer's body through encoding_rs (decoding it by the
+//! `Content-Type`'s charset), which links every legacy encoding's decoder and tables into the zip. The api's
+//! answers are UTF-8 JSON or empty, and [`ApiService::handle`] already has them as text, so the response is built
+//! here, as lambda_http builds it for payload v2: status, headers, `Set-Cookie` moved to `cookies`, a body that is
+//! not UTF-8 sent base64-encoded.
+
+use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
+use lambda_http::http::header::{HeaderName, HeaderValue, SET_COOKIE};
+use lambda_http::request::LambdaRequest;
+use lambda_http::{Body, Context, LambdaEvent, RequestExt};
+
+use crate::router::ApiService;
+
+impl ApiService {
+    /// Answers one invocation: what `main` gives the Lambda runtime.
+    pub async fn invoke(&self, event: LambdaEvent<LambdaRequest>) -> ApiGatewayV2httpResponse {
+        let LambdaEvent { payload, context } = event;
+        response(self.handle(request(payload, context)).await)
+    }
+}
+
+/// The HTTP request of an event, with the invocation's context as lambda_http's extensions (the request id,
+/// the authorizer's claims) and its X-Ray trace id as `x-amzn-trace-id`, as lambda_http passes them.
+fn request(payload: LambdaRequest, context: Context) -> lambda_http::Request {
+    let mut req = lambda_http::Request::from(payload);
+    if let Some(trace) = context
+        .xray_trace_id
+        .as_deref()
+        .and_then(|t| HeaderValue::from_str(t).ok())
+    {
+        req.headers_mut()
+            .insert(HeaderName::from_static("x-amzn-trace-id"), trace);
+    }
+    req.with_lambda_context(context)
+}
+
+/// The payload-v2 response: API Gateway takes cookies in `cookies`, not as `Set-Cookie` headers, and joins
+/// repeated headers itself (no `multiValueHeaders`).
+fn response(resp: lambda_http::Response<Body>) -> ApiGatewayV2httpResponse {
+    let (parts, body) = resp.into_parts();
+    let mut headers = parts.headers;
+    let cookies = headers
+        .get_all(SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap_or_default().to_owned())
+        .collect();
+    headers.remove(SET_COOKIE);
+    let mut out = ApiGatewayV2httpResponse::default();
+    out.status_code = i64::from(parts.status.as_u16());
+    out.is_base64_encoded = matches!(body, Body::Binary(_));
+    out.body = match body {
+        Body::Empty => None,
+        b => Some(b),
+    };
+    out.cookies = cookies;
+    out.headers = headers;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+    use lambda_http::http::StatusCode;
+
+    #[test]
+    fn a_json_answer_is_text_with_its_headers_and_status() {
+        let resp = lambda_http::Response::builder()
+            .status(StatusCode::ACCEPTED)
+            .header("content-type", "application/json")
+            .header("location", "/v1/operations/op-1")
+            .body(Body::Text(r#"{"id":"op-1"}"#.into()))
+            .unwrap();
+        let out = response(resp);
+        assert_eq!(out.status_code, 202);
+        assert!(!out.is_base64_encoded);
+        assert_eq!(out.body, Some(Body::Text(r#"{"id":"op-1"}"#.into())));
+        assert_eq!(out.headers["content-type"], "application/json");
+        assert_eq!(out.headers["location"], "/v1/operations/op-1");
+        assert!(out.cookies.is_empty());
+        // The serialized form is what API Gateway reads.
+        let json = serde_json::to_value(&out).unwrap();
+        assert_eq!(json["statusCode"], 202);
+        assert_eq!(json["isBase64Encoded"], false);
+        assert_eq!(json["body"], r#"{"id":"op-1"}"#);
+    }
+
+    #[test]
+    fn an_empty_answer_has_no_body_and_bytes_go_base64() {
+        let empty = response(
+            lambda_http::Response::builder()
+                .status(StatusCode::NO_CONTENT)
+                .body(Body::Empty)
+                .unwrap(),
+        );
+        assert_eq!(empty.status_code, 204);
+        assert_eq!(empty.body, None);
+        assert!(serde_json::to_value(&empty).unwrap().get("body").is_none());
+
+        let bytes = response(lambda_http::Response::new(Body::Binary(vec![0xff, 0xfe])));
+        assert!(bytes.is_base64_encoded);
+        assert_eq!(serde_json::to_value(&bytes).unwrap()["body"], "//4=");
+    }
+
+    #[test]
+    fn set_cookie_headers_become_cookies() {
+        let resp = lambda_http::Response::builder()
+            .header("set-cookie", "a=1")
+            .header("set-cookie", "b=2")
+            .body(Body::Empty)
+            .unwrap();
+        let out = response(resp);
+        assert_eq!(out.cookies, vec!["a=1".to_owned(), "b=2".to_owned()]);
+        assert!(out.headers.get(SET_COOKIE).is_none());
+    }
+
+    #[test]
+    fn the_request_carries_the_invocation_context_and_trace() {
+        let mut event = ApiGatewayV2httpRequest::default();
+        event.raw_path = Some("/v1/clusters".into());
+        event.request_context.http.method = lambda_http::http::Method::POST;
+        let mut context = Context::default();
+        context.request_id = "req-7".into();
+        context.xray_trace_id = Some("Root=1-5759e988-bd862e3fe1be46a994272793".into());
+        let req = request(LambdaRequest::ApiGatewayV2(event), context);
+        assert_eq!(req.method(), lambda_http::http::Method::POST);
+        assert_eq!(req.uri().path(), "/v1/clusters");
+        assert_eq!(
+            req.headers()["x-amzn-trace-id"],
+            "Root=1-5759e988-bd862e3fe1be46a994272793"
+        );
+        assert_eq!(
+            req.lambda_context_ref().map(|c| c.request_id.as_str()),
+            Some("req-7")
+        );
+    }
+}
