@@ -12,7 +12,8 @@
 // With TOKEN_OPERATOR (the platform operator's token): the operator's console — tenants with their usage, a
 // tenant registered (a bad quota refused beside its field first), its settings changed, suspended with a
 // reason and resumed, each action in its audit log under the operator; every tenant's clusters, filtered;
-// and tenant A's token refused on the operator's pages.
+// the catalog with a version deprecated; a rollout form refused for selecting nothing; and tenant A's token
+// refused on the operator's pages.
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import { createRequire } from "node:module";
@@ -514,6 +515,30 @@ try {
     await filters.getByRole("button", { name: "Filter" }).click();
     await waitFor("only console-b's clusters", async () => (await po.getByTestId("admin-clusters").getByRole("link", { name: "console-a", exact: true }).count()) === 0 || "console-a still listed", 15_000);
     await check(po, "admin-clusters");
+
+    step("the operator's catalog: a version deprecated with its reason; a rollout that selects nothing is refused in the form");
+    await nav.getByRole("link", { name: "Templates" }).click();
+    await heading(po, /^Templates$/);
+    const eks = po.getByTestId("template-aws-eks-basic");
+    await eks.getByRole("row").filter({ hasText: "1.1.0" }).getByText("active").waitFor({ timeout: 15_000 });
+    await eks.getByRole("button", { name: "Deprecate aws-eks-basic 1.1.0" }).click();
+    await po.getByRole("dialog").getByLabel("Reason (optional)").fill("use 1.2.0: it installs the agent");
+    await po.getByRole("dialog").getByRole("button", { name: "Deprecate version" }).click();
+    await eks.getByRole("row").filter({ hasText: "1.1.0" }).getByText("deprecated").waitFor({ timeout: 15_000 });
+    await eks.getByRole("row").filter({ hasText: "use 1.2.0: it installs the agent" }).filter({ hasText: "dev-operator" }).waitFor();
+    await check(po, "admin-templates");
+    await nav.getByRole("link", { name: "Rollouts" }).click();
+    await heading(po, /^Rollouts$/);
+    const start = po.getByRole("form", { name: "Start a rollout" });
+    await start.getByRole("button", { name: "Preview" }).click();
+    await start.getByText(/required: the template/).waitFor({ timeout: 5_000 });
+    await start.getByLabel("Template").fill("aws-eks-basic");
+    await start.getByLabel("To version").fill("1.2.0");
+    await start.getByLabel("Clusters").fill("no-such-cluster");
+    await start.getByRole("button", { name: "Preview" }).click();
+    await start.locator(".problem").waitFor({ timeout: 15_000 });
+    console.log(`  a rollout of nothing: ${((await start.locator(".problem").textContent()) ?? "").trim()}`);
+    await check(po, "admin-rollouts");
     if (consoleErrors.length) fail(`page errors: ${consoleErrors.join("; ")}`);
 
     step("tenant A's token on the operator's page: the API's refusal, shown");

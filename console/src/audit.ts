@@ -31,6 +31,13 @@ const ACTIONS: Record<string, string> = {
   "drift.reconcile": "Reconcile drift",
   "admin.tenant.create": "Register tenant",
   "admin.tenant.update": "Change tenant settings",
+  "admin.template.publish": "Publish template version",
+  "admin.template.deprecate": "Deprecate template version",
+  "admin.template.yank": "Yank template version",
+  "rollout.start": "Start rollout",
+  "rollout.pause": "Pause rollout",
+  "rollout.resume": "Resume rollout",
+  "rollout.abort": "Abort rollout",
 };
 
 /** "cluster.create" → "Create cluster"; an unknown action as it is. */

@@ -19,6 +19,7 @@ import { AdminTenantPage } from "./pages/AdminTenant";
 import { AdminClustersPage } from "./pages/AdminClusters";
 import { isOperator } from "./operator";
 import { RolloutsPage } from "./pages/Rollouts";
+import { AdminTemplatesPage } from "./pages/AdminTemplates";
 import { RolloutPage } from "./pages/Rollout";
 
 function App({ signInError }: { signInError?: string }) {
@@ -59,6 +60,7 @@ function App({ signInError }: { signInError?: string }) {
             <ul>
               <li><Link href="/admin/tenants">Tenants</Link></li>
               <li><Link href="/admin/clusters">All clusters</Link></li>
+              <li><Link href="/admin/templates">Templates</Link></li>
               <li><Link href="/admin/rollouts">Rollouts</Link></li>
             </ul>
           ) : (
@@ -90,6 +92,7 @@ function App({ signInError }: { signInError?: string }) {
         {route.page === "admin-tenants" && <AdminTenantsPage />}
         {route.page === "admin-tenant" && <AdminTenantPage key={route.id} id={route.id} />}
         {route.page === "admin-clusters" && <AdminClustersPage />}
+        {route.page === "admin-templates" && <AdminTemplatesPage />}
         {route.page === "rollouts" && <RolloutsPage operator={false} />}
         {route.page === "rollout" && <RolloutPage key={route.id} id={route.id} operator={false} />}
         {route.page === "admin-rollouts" && <RolloutsPage operator />}
