@@ -28,7 +28,9 @@ pub enum AdminTemplates {
     },
     /// Deprecate a version: new clusters cannot use it, clusters on it keep working and may move to it.
     Deprecate {
+        /// The template's name, e.g. aws-eks-basic.
         name: String,
+        /// The version, e.g. 1.1.0.
         version: String,
         /// Why (shown in the catalog).
         #[arg(long)]
@@ -36,7 +38,9 @@ pub enum AdminTemplates {
     },
     /// Yank a version: no cluster may start on it or move to it; clusters on it keep running. Final.
     Yank {
+        /// The template's name, e.g. aws-eks-basic.
         name: String,
+        /// The version, e.g. 1.1.0.
         version: String,
         /// Why: tenants with clusters on it read it.
         #[arg(long)]
