@@ -52,9 +52,6 @@ pub enum Attempt {
 /// An HTTP client for webhooks: no redirects followed, no proxy (the address check must see the address
 /// connected to), and a resolver that drops every address `egress` refuses.
 pub fn client(egress: Egress) -> reqwest::Client {
-    // reqwest is built without a crypto provider of its own: it takes the process default, which is the AWS
-    // SDK's (aws-lc-rs). Installed here, before the build that needs it; a second install is a no-op.
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()

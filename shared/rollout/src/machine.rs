@@ -216,10 +216,10 @@ impl Rollout {
         if members.is_empty() {
             return Err(RolloutError::NothingSelected);
         }
-        if members.len() > crate::store::MAX_MEMBERS {
+        if members.len() > crate::spec::MAX_MEMBERS {
             return Err(RolloutError::TooMany {
                 found: members.len(),
-                max: crate::store::MAX_MEMBERS,
+                max: crate::spec::MAX_MEMBERS,
             });
         }
         let waves = plan.assign_waves(members.len());

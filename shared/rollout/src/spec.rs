@@ -5,6 +5,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::RolloutError;
 
+/// The most clusters one rollout selects. The whole rollout is one stored item (DynamoDB's 400 KB): with
+/// each member's plan findings bounded (`store::MAX_ADDRESSES`), 200 members stay well inside it. A larger
+/// fleet is rolled out by several rollouts (e.g. one per tenant or per `from_versions`).
+pub const MAX_MEMBERS: usize = 200;
+
 /// The most waves a rollout may have: more is a schedule, not a rollout.
 pub const MAX_WAVES: usize = 10;
 /// The longest soak between two waves (7 days).

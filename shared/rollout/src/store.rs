@@ -16,10 +16,8 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use crate::RolloutError;
 use crate::machine::{Effect, Input, Phase, Rollout};
 
-/// The most clusters one rollout selects. The whole rollout is one stored item (DynamoDB's 400 KB): with
-/// each member's plan findings bounded ([`MAX_ADDRESSES`]), 200 members stay well inside it. A larger fleet
-/// is rolled out by several rollouts (e.g. one per tenant or per `from_versions`).
-pub const MAX_MEMBERS: usize = 200;
+/// The bound the store's one-item layout sets on a rollout (the spec holds it: the machine checks it too).
+pub use crate::spec::MAX_MEMBERS;
 /// The most replaced (and, separately, destroyed) addresses kept per member; the counts stay exact.
 pub const MAX_ADDRESSES: usize = 10;
 /// Attempts of one conditional save before [`RolloutError::Conflict`] is returned.
