@@ -247,6 +247,22 @@ pub(crate) fn version_path(name: &str, version: &str, action: Option<&str>) -> S
     action.map_or(base.clone(), |a| format!("{base}/{a}"))
 }
 
+/// Deprecates or yanks a version (`action`), with its reason, and shows its new standing.
+async fn standing(
+    ctx: &Ctx,
+    name: &str,
+    version: &str,
+    action: &str,
+    reason: Option<&str>,
+) -> Result<(), CliError> {
+    let body = json!({"reason": reason});
+    let v = ctx
+        .api
+        .post(&version_path(name, version, Some(action)), &body)
+        .await?;
+    show_version(ctx, name, &v)
+}
+
 fn show_version(ctx: &Ctx, name: &str, v: &Value) -> Result<(), CliError> {
     if ctx.out.raw(v)? {
         return Ok(());
@@ -301,26 +317,12 @@ async fn templates(ctx: &Ctx, t: AdminTemplates) -> Result<(), CliError> {
             name,
             version,
             reason,
-        } => {
-            let body = json!({"reason": reason});
-            let v = ctx
-                .api
-                .post(&version_path(&name, &version, Some("deprecate")), &body)
-                .await?;
-            show_version(ctx, &name, &v)
-        }
+        } => standing(ctx, &name, &version, "deprecate", reason.as_deref()).await,
         AdminTemplates::Yank {
             name,
             version,
             reason,
-        } => {
-            let body = json!({"reason": reason});
-            let v = ctx
-                .api
-                .post(&version_path(&name, &version, Some("yank")), &body)
-                .await?;
-            show_version(ctx, &name, &v)
-        }
+        } => standing(ctx, &name, &version, "yank", Some(&reason)).await,
     }
 }
 

@@ -3,54 +3,43 @@
 //! A suspension written by this process applies here at once; one written by another process (another warm
 //! Lambda) applies here within [`MAX_AGE`] — the propagation an operator is told about.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use strato_domain::ids::TenantId;
+use strato_domain::recent::Recent;
 
 /// How long an answer is reused.
 pub const MAX_AGE: Duration = Duration::from_secs(30);
 /// The most tenants remembered; past it the memory starts over (a read each, then cached again).
 const MAX_TENANTS: usize = 10_000;
 
-/// A tenant's suspension reason (`None`: not suspended) and when it was read or written.
-type Seen = HashMap<TenantId, (Option<String>, Instant)>;
+/// A tenant's suspension reason (`None`: not suspended), shared by every clone of the api's context (one per
+/// process).
+#[derive(Clone, Debug)]
+pub struct Suspensions(Recent<TenantId, Option<String>>);
 
-/// Shared by every clone of the api's context (one per process).
-#[derive(Default, Clone)]
-pub struct Suspensions {
-    seen: Arc<Mutex<Seen>>,
+impl Default for Suspensions {
+    fn default() -> Self {
+        Self(Recent::new(MAX_AGE, MAX_TENANTS))
+    }
 }
 
 impl Suspensions {
     /// The remembered answer for `tenant`, if young enough.
-    pub fn get(&self, tenant: &TenantId, now: Instant) -> Option<Option<String>> {
-        let seen = self.seen.lock().ok()?;
-        let (reason, at) = seen.get(tenant)?;
-        (now.duration_since(*at) < MAX_AGE).then(|| reason.clone())
+    pub fn get(&self, tenant: &TenantId, now: std::time::Instant) -> Option<Option<String>> {
+        self.0.get(tenant, now)
     }
 
     /// Remembers `tenant`'s answer (read or just written) as of `now`.
-    pub fn put(&self, tenant: &TenantId, reason: Option<String>, now: Instant) {
-        if let Ok(mut seen) = self.seen.lock() {
-            if seen.len() >= MAX_TENANTS && !seen.contains_key(tenant) {
-                seen.clear();
-            }
-            seen.insert(tenant.clone(), (reason, now));
-        }
-    }
-}
-
-impl std::fmt::Debug for Suspensions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Suspensions").finish_non_exhaustive()
+    pub fn put(&self, tenant: &TenantId, reason: Option<String>, now: std::time::Instant) {
+        self.0.put(tenant.clone(), reason, now);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn an_answer_is_reused_until_it_is_too_old_and_a_write_replaces_it() {

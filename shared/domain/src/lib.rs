@@ -25,8 +25,8 @@ pub mod validate;
 
 pub use strato_model::{Error, ErrorCategory, UserError};
 pub use strato_model::{
-    approval, approval_rules, cost, ecs_event, error, ids, model, plan, preview, run_proof, state_machine,
-    telemetry, ts, vitals,
+    approval, approval_rules, cost, ecs_event, error, ids, model, plan, preview, recent, run_proof,
+    state_machine, telemetry, ts, vitals,
 };
 pub use strato_webhook as webhook;
 

@@ -17,6 +17,7 @@ pub mod messages;
 pub mod model;
 pub mod plan;
 pub mod preview;
+pub mod recent;
 pub mod run_identity;
 pub mod run_proof;
 pub mod state_machine;

@@ -97,7 +97,7 @@ impl Store {
             tenants: names.table("tenants"),
             tf_locks: names.table("tf-locks"),
             template_cache: Default::default(),
-            status_cache: Default::default(),
+            status_cache: templates::status_cache(),
             operation_retention_days: DEFAULT_OPERATION_RETENTION_DAYS,
             audit: names.table("audit"),
             audit_retention: audit_items::retention(audit_items::DEFAULT_RETENTION_DAYS),

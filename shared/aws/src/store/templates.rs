@@ -10,14 +10,20 @@ use super::write::conditional;
 use super::{Item, Store, fetch, from_item, s, to_item};
 use crate::error::Error;
 use strato_domain::ports::TEMPLATE_STATUS_MAX_AGE;
+use strato_domain::recent::Recent;
 use strato_domain::template::{Manifest, Template};
 use strato_domain::template_status::{Standing, TemplateStatus};
 
 /// Published versions by `(name, version)`. Unbounded: the catalog holds a few dozen versions.
 pub(super) type TemplateCache = Arc<Mutex<HashMap<(String, String), StoredTemplate>>>;
-/// Standings by `(name, version)` and when they were read: a standing changes, so it is reused only for
-/// [`TEMPLATE_STATUS_MAX_AGE`] (a create costs no extra read while it is fresh).
-pub(super) type StatusCache = Arc<Mutex<HashMap<(String, String), (TemplateStatus, Instant)>>>;
+/// Standings by `(name, version)`: a standing changes, so it is reused only for [`TEMPLATE_STATUS_MAX_AGE`]
+/// (a create costs no extra read while it is fresh). The catalog holds a few dozen versions; the bound only
+/// guards against a flood of unknown names.
+pub(super) type StatusCache = Recent<(String, String), TemplateStatus>;
+
+pub(super) fn status_cache() -> StatusCache {
+    Recent::new(TEMPLATE_STATUS_MAX_AGE, 10_000)
+}
 
 /// A published template version as the catalog table holds it.
 #[derive(Debug, Clone)]
@@ -145,11 +151,8 @@ impl Store {
     pub async fn template_status(&self, name: &str, version: &str) -> Result<TemplateStatus, Error> {
         let key = (name.to_owned(), version.to_owned());
         let now = Instant::now();
-        if let Ok(c) = self.status_cache.lock()
-            && let Some((st, at)) = c.get(&key)
-            && now.duration_since(*at) < TEMPLATE_STATUS_MAX_AGE
-        {
-            return Ok(st.clone());
+        if let Some(st) = self.status_cache.get(&key, now) {
+            return Ok(st);
         }
         let get = self
             .get(&self.templates, &[("name", s(name)), ("version", s(version))])
@@ -159,18 +162,8 @@ impl Store {
             Some(item) => from_item::<StatusItem>("template status", item)?.status(),
             None => TemplateStatus::active(),
         };
-        self.remember_status(key, status.clone(), now);
+        self.status_cache.put(key, status.clone(), now);
         Ok(status)
-    }
-
-    fn remember_status(&self, key: (String, String), status: TemplateStatus, now: Instant) {
-        if let Ok(mut c) = self.status_cache.lock() {
-            // The catalog holds a few dozen versions; this bound only guards against a flood of unknown names.
-            if c.len() >= 10_000 {
-                c.clear();
-            }
-            c.insert(key, (status, now));
-        }
     }
 
     /// Every version of `name` with its standing: one consistent Query of the standing attributes.
@@ -227,7 +220,7 @@ impl Store {
                 "{name}@{version} changed standing meanwhile; read it again and retry"
             ))
         })?;
-        self.remember_status(
+        self.status_cache.put(
             (name.to_owned(), version.to_owned()),
             status.clone(),
             Instant::now(),
