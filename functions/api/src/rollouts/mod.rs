@@ -10,7 +10,10 @@ pub(crate) mod handlers;
 mod views;
 
 pub(crate) use body::{ResumeBody, RolloutBody};
-pub(crate) use views::{MembersQuery, RolloutListView, RolloutMemberView, RolloutView, SummaryView};
+pub(crate) use views::{MembersQuery, RolloutListView, RolloutView};
+// The document's schemas name them; the handlers reach them through `RolloutView`.
+#[cfg(feature = "openapi")]
+pub(crate) use views::{RolloutMemberView, SummaryView};
 
 use strato_aws::store::{ClusterFilter, FleetFilter, FleetKey};
 use strato_domain::ids::TenantId;
