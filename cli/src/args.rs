@@ -8,7 +8,7 @@ mod admin;
 mod clusters;
 mod rollouts;
 mod target;
-pub use admin::{Admin, AdminClusters, AdminTemplates, AdminTenants, TenantSettings};
+pub use admin::{Admin, AdminClusters, AdminOperations, AdminTemplates, AdminTenants, TenantSettings};
 pub use clusters::Clusters;
 pub use rollouts::{RolloutCommand, Rollouts, Selection};
 pub use target::{CloudTokens, TargetArgs};

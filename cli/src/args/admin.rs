@@ -9,6 +9,8 @@ pub enum Admin {
     Tenants(AdminTenants),
     /// Clusters of every tenant (read-only), filtered by tenant, state and template.
     Clusters(AdminClusters),
+    /// Operations of every tenant (read-only), filtered by tenant, cluster, kind and status.
+    Operations(AdminOperations),
     /// The template catalog: every version's standing; publish, deprecate, yank.
     #[command(subcommand, alias = "template")]
     Templates(AdminTemplates),
@@ -128,6 +130,25 @@ pub struct AdminClusters {
     #[arg(long)]
     pub version: Option<String>,
     /// At most this many clusters.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct AdminOperations {
+    /// Only this tenant's operations.
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Only this cluster's operations (its id).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Only operations of this kind (create, update, delete, plan, drift-check, estimate).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Only operations in this status (queued, running, awaiting_approval, failed…).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// At most this many operations.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub limit: u32,
 }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Ctx;
 use crate::api::seg;
-use crate::args::{Admin, AdminClusters, AdminTemplates, AdminTenants, TenantSettings};
+use crate::args::{Admin, AdminClusters, AdminOperations, AdminTemplates, AdminTenants, TenantSettings};
 use crate::error::CliError;
 use crate::render::{cell, when};
 
@@ -60,15 +60,10 @@ pub(crate) fn settings_body(s: &TenantSettings) -> Result<Map<String, Value>, Cl
     Ok(body)
 }
 
-/// `/v1/admin/clusters` with the filters, a page size and the previous page's token.
-pub(crate) fn clusters_path(a: &AdminClusters, page: u32, next: Option<&str>) -> String {
+/// `base` with the filters given, a page size and the previous page's token.
+fn filtered_path(base: &str, filters: &[(&str, &Option<String>)], page: u32, next: Option<&str>) -> String {
     let mut q = vec![format!("limit={page}")];
-    for (name, v) in [
-        ("tenant", &a.tenant),
-        ("state", &a.state),
-        ("template", &a.template),
-        ("version", &a.version),
-    ] {
+    for (name, v) in filters {
         if let Some(v) = v {
             q.push(format!("{name}={}", seg(v)));
         }
@@ -76,7 +71,29 @@ pub(crate) fn clusters_path(a: &AdminClusters, page: u32, next: Option<&str>) ->
     if let Some(n) = next {
         q.push(format!("next={}", seg(n)));
     }
-    format!("/v1/admin/clusters?{}", q.join("&"))
+    format!("{base}?{}", q.join("&"))
+}
+
+/// `/v1/admin/clusters` with the filters, a page size and the previous page's token.
+pub(crate) fn clusters_path(a: &AdminClusters, page: u32, next: Option<&str>) -> String {
+    let filters = [
+        ("tenant", &a.tenant),
+        ("state", &a.state),
+        ("template", &a.template),
+        ("version", &a.version),
+    ];
+    filtered_path("/v1/admin/clusters", &filters, page, next)
+}
+
+/// `/v1/admin/operations` with the filters, a page size and the previous page's token.
+pub(crate) fn operations_path(a: &AdminOperations, page: u32, next: Option<&str>) -> String {
+    let filters = [
+        ("tenant", &a.tenant),
+        ("cluster", &a.cluster),
+        ("kind", &a.kind),
+        ("status", &a.status),
+    ];
+    filtered_path("/v1/admin/operations", &filters, page, next)
 }
 
 /// Pages of a listing (`key` holds a page's items) until `limit` items or the end; a page may hold fewer
@@ -241,6 +258,44 @@ async fn clusters(ctx: &Ctx, a: AdminClusters) -> Result<(), CliError> {
     Ok(())
 }
 
+async fn operations(ctx: &Ctx, a: AdminOperations) -> Result<(), CliError> {
+    let (operations, more) =
+        pages(ctx, "operations", a.limit, |n, next| operations_path(&a, n, next)).await?;
+    if ctx.out.raw(&json!({"operations": operations}))? {
+        return Ok(());
+    }
+    let mut table = ctx.out.table(&[
+        "TENANT", "CLUSTER", "KIND", "STATUS", "STEP", "WHY", "UPDATED", "ID",
+    ]);
+    for o in &operations {
+        // Why it failed (what, at which step) or why it waits; nothing while it runs.
+        let why = if o["error"].is_object() {
+            cell(&o["error"]["what"])
+        } else {
+            cell(&o["wait_reason"])
+        };
+        table.add_row(vec![
+            cell(&o["tenant"]),
+            cell(&o["cluster_id"]),
+            cell(&o["kind"]),
+            ctx.out.state(o["status"].as_str().unwrap_or("-")),
+            cell(&o["current_step"]),
+            why,
+            when(&o["updated_at"]),
+            cell(&o["id"]),
+        ]);
+    }
+    println!("{table}");
+    if more {
+        eprintln!(
+            "{}",
+            ctx.out
+                .dim("more operations: raise --limit or narrow with --tenant, --cluster, --kind, --status")
+        );
+    }
+    Ok(())
+}
+
 /// `/v1/admin/templates/{name}/versions/{version}[/action]`.
 pub(crate) fn version_path(name: &str, version: &str, action: Option<&str>) -> String {
     let base = format!("/v1/admin/templates/{}/versions/{}", seg(name), seg(version));
@@ -330,6 +385,7 @@ pub(crate) async fn run(ctx: &Ctx, a: Admin) -> Result<(), CliError> {
     match a {
         Admin::Tenants(t) => tenants(ctx, t).await,
         Admin::Clusters(c) => clusters(ctx, c).await,
+        Admin::Operations(o) => operations(ctx, o).await,
         Admin::Templates(t) => templates(ctx, t).await,
     }
 }
@@ -388,6 +444,17 @@ mod tests {
         assert_eq!(
             clusters_path(&a, 10, Some("ab12")),
             "/v1/admin/clusters?limit=10&tenant=acme&state=active&template=aws-eks-basic&version=1.2.0&next=ab12"
+        );
+        let o = AdminOperations {
+            tenant: None,
+            cluster: Some("cl-1".into()),
+            kind: Some("drift-check".into()),
+            status: Some("failed".into()),
+            limit: 5,
+        };
+        assert_eq!(
+            operations_path(&o, 5, None),
+            "/v1/admin/operations?limit=5&cluster=cl-1&kind=drift-check&status=failed"
         );
     }
 }

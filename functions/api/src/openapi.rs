@@ -48,6 +48,8 @@ use crate::{
     crate::admin::TenantBody,
     crate::admin::fleet::FleetClusterView,
     crate::admin::fleet::FleetPageView,
+    crate::admin::operations::FleetOperationView,
+    crate::admin::operations::FleetOperationPageView,
     crate::admin::templates::TemplateListView,
     crate::admin::templates::TemplateView,
     crate::admin::templates::VersionView,

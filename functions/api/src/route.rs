@@ -56,6 +56,7 @@ pub enum Endpoint {
     AdminUpdateTenant,
     AdminTenantAudit,
     AdminListClusters,
+    AdminListOperations,
     CreateRollout,
     ListRollouts,
     GetRollout,

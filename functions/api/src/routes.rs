@@ -565,6 +565,7 @@ pub const ROUTES: &[Route] = &[
     admin::UPDATE_TENANT,
     admin::TENANT_AUDIT,
     admin::LIST_CLUSTERS,
+    admin::LIST_OPERATIONS,
     rollouts::CREATE,
     rollouts::LIST,
     rollouts::GET,

@@ -66,6 +66,14 @@ pub(crate) async fn list_clusters(
     super::fleet::list(&ctx, &q).await
 }
 
+pub(crate) async fn list_operations(
+    State(ctx): State<AppState>,
+    _: Operator,
+    Q(q): Q<super::operations::OperationsQuery>,
+) -> Answer<super::operations::FleetOperationPageView> {
+    super::operations::list(&ctx, &q).await
+}
+
 pub(crate) async fn list_templates(
     State(ctx): State<AppState>,
     _: Operator,

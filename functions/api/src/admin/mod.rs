@@ -11,6 +11,7 @@
 pub(crate) mod fleet;
 pub(crate) mod handlers;
 mod input;
+pub(crate) mod operations;
 pub(crate) mod templates;
 
 use serde::Serialize;

@@ -166,6 +166,44 @@ pub(super) const LIST_CLUSTERS: Route = Route {
     },
 };
 
+pub(super) const LIST_OPERATIONS: Route = Route {
+    endpoint: Endpoint::AdminListOperations,
+    method: "GET",
+    path: "/v1/admin/operations",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::list_operations),
+    audit: None,
+    doc: Doc {
+        description: Some(
+            "Read-only: each operation's tenant, cluster, kind, status, step, error and wait reason (not its \
+             spec, variables, plan or outputs). Each page reads at most `limit` operations (one page of a scan \
+             of every tenant's): the filters apply to what was read, so a page may hold fewer than `limit`, \
+             even none, and still have a `next`.",
+        ),
+        query: &[
+            ("tenant", "Only this tenant's operations"),
+            ("cluster", "Only this cluster's operations"),
+            (
+                "kind",
+                "Only operations of this kind (create, update, delete, plan, drift-check, estimate)",
+            ),
+            (
+                "status",
+                "Only operations in this status (e.g. failed, awaiting_approval)",
+            ),
+            ("limit", "Operations read per page, 1-100 (default 50)"),
+            NEXT,
+        ],
+        ..doc(
+            "List operations across tenants",
+            None,
+            &[(200, "AdminOperationPage", "A page")],
+            &[400, 422],
+        )
+    },
+};
+
 const STANDING: &str = "A deprecated version cannot be used by new clusters (a create naming it is a 422 on \
 `template.version` naming the newest usable version); clusters already on it keep working and may still \
 update to it. A yanked version (a `reason` is required) also refuses every update moving a cluster to it; \

@@ -46,6 +46,9 @@ async fn operator_routes(api: &Api) -> Vec<(Method, &'static str, Resp)> {
     let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/clusters")).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
     out.push((Method::GET, "/v1/admin/clusters", r));
+    let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/operations")).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((Method::GET, "/v1/admin/operations", r));
     // Boxed: this future is already large.
     out.extend(Box::pin(template_routes(&ops)).await);
     out

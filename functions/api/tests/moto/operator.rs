@@ -199,6 +199,37 @@ async fn tenants_are_registered_changed_suspended_and_audited() {
     .await;
     assert_eq!(r.body["clusters"].as_array().unwrap().len(), 0, "{}", r.text);
 
+    // Operations across tenants: globex's creates, filtered by tenant and kind, none of their specs.
+    let r = call_with(
+        &ops,
+        Req::operator(Method::GET, "/v1/admin/operations").query("tenant=globex&kind=create&limit=100"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let listed = r.body["operations"].as_array().unwrap();
+    assert_eq!(listed.len(), 2, "{}", r.text);
+    assert!(
+        listed
+            .iter()
+            .all(|o| o["tenant"] == "globex" && o["kind"] == "create" && o["status"] == "queued"),
+        "{}",
+        r.text
+    );
+    assert!(listed[0].get("spec").is_none(), "the tenant's spec is not listed");
+    let r = call_with(
+        &ops,
+        Req::operator(Method::GET, "/v1/admin/operations").query("status=failed&tenant=globex&limit=100"),
+    )
+    .await;
+    assert_eq!(r.body["operations"].as_array().unwrap().len(), 0, "{}", r.text);
+    let bad = call_with(
+        &ops,
+        Req::operator(Method::GET, "/v1/admin/operations").query("status=sleeping"),
+    )
+    .await;
+    let p = bad.problem(422);
+    assert_eq!(p["errors"][0]["field"], "status", "{}", bad.text);
+
     // Every operator change that named the tenant (both creates, the three PATCHes; not the refused create,
     // which answered no tenant) is in its audit log under the operator's sub: the operator reads it, and so
     // do the tenant's administrators.

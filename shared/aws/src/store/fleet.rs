@@ -1,10 +1,10 @@
-//! The platform operator's read of clusters across tenants: one bounded Scan page of the clusters table per
-//! call (never a read of the whole table), filtered by state and template.
+//! The platform operator's read of clusters and operations across tenants: one bounded Scan page of the
+//! table per call (never a read of the whole table), filtered by what the operator asked for.
 
 use std::collections::HashMap;
 
-use strato_domain::ids::{ClusterId, TenantId};
-use strato_domain::model::{Cluster, ClusterState};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 
 use super::{Store, from_item, s, text};
 use crate::error::Error;
@@ -79,5 +79,72 @@ impl Store {
             })
         });
         Ok((clusters, next))
+    }
+
+    /// One page of operations of every tenant: a Scan reading at most `limit` items, resumed after `after`
+    /// (the filters apply to the items read).
+    pub async fn scan_operations(
+        &self,
+        filter: &OperationFilter,
+        limit: i32,
+        after: Option<&OperationId>,
+    ) -> Result<(Vec<Operation>, Option<OperationId>), Error> {
+        let mut scan = self.ddb.scan().table_name(&self.operations).limit(limit);
+        if let Some(a) = after {
+            scan = scan
+                .set_exclusive_start_key(Some(HashMap::from([("operation_id".to_owned(), s(a.as_str()))])));
+        }
+        let mut conditions = Vec::new();
+        let mut equal = |attr: &'static str, name: &'static str, value: &'static str, v: String| {
+            conditions.push(format!("{name} = {value}"));
+            (attr, name, value, v)
+        };
+        let mut wanted = Vec::new();
+        if let Some(t) = &filter.tenant {
+            wanted.push(equal("tenant_id", "#t", ":t", t.to_string()));
+        }
+        if let Some(c) = &filter.cluster {
+            wanted.push(equal("cluster_id", "#c", ":c", c.to_string()));
+        }
+        if let Some(k) = filter.kind {
+            wanted.push(equal("kind", "#k", ":k", wire(k)));
+        }
+        if let Some(st) = filter.status {
+            wanted.push(equal("status", "#s", ":s", wire(st)));
+        }
+        for (attr, name, value, v) in wanted {
+            scan = scan
+                .expression_attribute_names(name, attr)
+                .expression_attribute_values(value, s(&v));
+        }
+        if !conditions.is_empty() {
+            scan = scan.filter_expression(conditions.join(" AND "));
+        }
+        let page = scan.send().await.map_err(|e| Error::aws("Scan", e))?;
+        let mut operations = Vec::new();
+        for item in page.items.unwrap_or_default() {
+            operations.push(from_item::<Operation>("operation", item)?);
+        }
+        let next = page
+            .last_evaluated_key
+            .and_then(|k| text(&k, "operation_id")?.parse().ok());
+        Ok((operations, next))
+    }
+}
+
+/// What an operations page across tenants is filtered by (after the read, as [`FleetFilter`]).
+#[derive(Debug, Clone, Default)]
+pub struct OperationFilter {
+    pub tenant: Option<TenantId>,
+    pub cluster: Option<ClusterId>,
+    pub kind: Option<OperationKind>,
+    pub status: Option<OperationStatus>,
+}
+
+/// A value as the item stores it (its serde name).
+fn wire<T: serde::Serialize>(v: T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
     }
 }

@@ -34,7 +34,7 @@ use crate::error::Error;
 use crate::resources::Names;
 
 pub use clusters::{ClusterFilter, CreateRejected};
-pub use fleet::{FleetFilter, FleetKey};
+pub use fleet::{FleetFilter, FleetKey, OperationFilter};
 pub use idempotency::{IdempotentResponse, Reservation};
 pub use locks::LockOutcome;
 pub use operations::{OperationBrief, OperationPage, PageKey};
