@@ -59,6 +59,22 @@ impl Api {
         self.call(Method::DELETE, path, None).await
     }
 
+    /// Publishes a packed template version through the operator's route (an operator token): the API
+    /// checks the bundle as publishing does and answers the version with its standing. A version already
+    /// published is a 409 whatever its content (versions are immutable).
+    pub async fn publish_template(
+        &self,
+        bundle: &strato_terraform::bundle::Bundle,
+    ) -> Result<Value, CliError> {
+        use base64::Engine;
+        let body = serde_json::json!({
+            "bundle": base64::engine::general_purpose::STANDARD.encode(&bundle.bytes)
+        });
+        let (name, version) = (bundle.template.name(), bundle.template.version());
+        let path = format!("/v1/admin/templates/{}/versions/{}", seg(name), seg(version));
+        self.post(&path, &body).await
+    }
+
     /// A WebSocket ticket for live logs (`POST /v1/ws-tickets`): the WebSocket API takes tickets only.
     pub async fn ws_ticket(&self) -> Result<String, CliError> {
         let r = self

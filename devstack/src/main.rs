@@ -102,9 +102,20 @@ enum Command {
         #[arg(long, short = 'v')]
         verbose: bool,
     },
-    /// Publish the template catalog to a deployed Strato: the table and bucket named by --prefix, in the
-    /// account and region of the AWS environment (or at AWS_ENDPOINT_URL). Nothing else is started.
-    Publish,
+    /// Publish the template catalog (every version under <templates>/catalog) to a running Strato through
+    /// its operator API (`--api` and an operator token in STRATO_TOKEN; for a devstack, minted from
+    /// STRATO_JWT_SECRET when STRATO_TOKEN is unset). A version the API already has is kept (versions are
+    /// immutable). Nothing else is started.
+    Publish {
+        /// The API's base URL (e.g. https://api.strato.example.com).
+        #[arg(long, env = "STRATO_API_URL", required_unless_present = "direct")]
+        api: Option<String>,
+        /// Instead of the API, write straight into the table and bucket named by --prefix with the AWS
+        /// environment's credentials (or at AWS_ENDPOINT_URL): a new deployment's first catalog, before
+        /// any operator identity exists.
+        #[arg(long, conflicts_with = "api")]
+        direct: bool,
+    },
     /// Print a bearer token for a tenant (needs the same STRATO_JWT_SECRET as the running stack).
     Token {
         tenant: String,
@@ -189,7 +200,47 @@ fn ensure_runner(c: &DevstackConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `strato-devstack publish`: the catalog, and only the catalog, to an existing stack.
+/// `strato-devstack publish --api URL`: each catalog version through the operator's publish route.
+async fn publish_through_api(o: &Opts, api: &str) -> anyhow::Result<()> {
+    let token = match std::env::var("STRATO_TOKEN").ok().filter(|t| !t.is_empty()) {
+        Some(t) => t,
+        None => {
+            let secret = o.jwt_secret.as_deref().context(
+                "an operator token is needed: STRATO_TOKEN (or, for a devstack, STRATO_JWT_SECRET to mint one)",
+            )?;
+            strato_devstack::auth::mint_operator(secret.as_bytes(), "dev-operator", Duration::from_secs(600))
+        }
+    };
+    let root = config(o)?
+        .templates_root
+        .context("no template catalog (--templates)")?;
+    let dirs = strato_devstack::stack::catalog_dirs(Some(&root), &[]);
+    anyhow::ensure!(
+        !dirs.is_empty(),
+        "no template found under {}/catalog",
+        root.display()
+    );
+    let client = strato_cli::api::Api::new(api, Some(token))?;
+    let out = strato_devstack::stack::publish_through_api(&client, &dirs).await;
+    for (name, version) in &out.published {
+        println!("published {name}@{version}");
+    }
+    for (name, version) in &out.kept {
+        println!("already published {name}@{version} (versions are immutable: a change is a new version)");
+    }
+    for (dir, reason) in &out.failed {
+        eprintln!("NOT published {dir}: {reason}");
+    }
+    anyhow::ensure!(
+        out.failed.is_empty(),
+        "{} template(s) not published (see above)",
+        out.failed.len()
+    );
+    Ok(())
+}
+
+/// `strato-devstack publish --direct`: the catalog, and only the catalog, straight into a stack's table and
+/// bucket.
 async fn publish(o: &Opts) -> anyhow::Result<()> {
     let names = strato_aws::resources::Names::new(o.prefix.clone()).context("--prefix")?;
     let aws = match o.aws_endpoint.as_deref().filter(|e| !e.is_empty()) {
@@ -431,7 +482,8 @@ async fn main() -> anyhow::Result<()> {
             println!("{token}");
             Ok(())
         }
-        Command::Publish => publish(&cli.opts).await,
+        Command::Publish { api: Some(api), .. } => publish_through_api(&cli.opts, &api).await,
+        Command::Publish { .. } => publish(&cli.opts).await,
         Command::Up {
             env_file,
             profile_name,

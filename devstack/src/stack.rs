@@ -33,7 +33,7 @@ pub use config::{
     DevstackConfig, RUNNER_CONTAINER, StackEnv, default_runner_path, sibling_binary, workspace_root,
 };
 pub use deployment::{Applied, Deployment};
-pub use setup::{Published, publish_catalog};
+pub use setup::{Published, PublishedThroughApi, catalog_dirs, publish_catalog, publish_through_api};
 use setup::{ecs_setup, publish_templates, runner_env};
 
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use strato_testbed::TestEnv;
 
 async fn publish(env: &TestEnv, prefix: &str) -> std::process::Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_strato-devstack"))
-        .args(["publish", "--prefix", prefix])
+        .args(["publish", "--direct", "--prefix", prefix])
         .env("AWS_ENDPOINT_URL", &env.endpoint)
         .env("AWS_REGION", &env.region)
         .env_remove("STRATO_TEMPLATES")

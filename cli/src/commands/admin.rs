@@ -362,11 +362,8 @@ async fn templates(ctx: &Ctx, t: AdminTemplates) -> Result<(), CliError> {
             let modules = modules.unwrap_or_else(|| dir.join("../../modules"));
             let bundle = strato_terraform::bundle::pack(&dir, &modules)
                 .map_err(|e| CliError::Usage(format!("{}: {e}", dir.display())))?;
-            use base64::Engine;
-            let body = json!({"bundle": base64::engine::general_purpose::STANDARD.encode(&bundle.bytes)});
-            let (name, version) = (bundle.template.name(), bundle.template.version());
-            let v = ctx.api.post(&version_path(name, version, None), &body).await?;
-            show_version(ctx, name, &v)
+            let v = ctx.api.publish_template(&bundle).await?;
+            show_version(ctx, bundle.template.name(), &v)
         }
         AdminTemplates::Deprecate {
             name,

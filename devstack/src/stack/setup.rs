@@ -78,15 +78,9 @@ pub struct Published {
     pub failed: BTreeMap<String, String>,
 }
 
-/// Packs and publishes every template under `root/catalog` (modules from `root/modules`) and `extra`
-/// (template directory, modules directory) to the stack named by `names`: devstack's own at start, or a
-/// deployed one (`strato-devstack publish`). A version already published with other content is refused.
-pub async fn publish_catalog(
-    aws: &AwsClients,
-    names: &Names,
-    root: Option<&Path>,
-    extra: &[(PathBuf, PathBuf)],
-) -> Published {
+/// Every template directory under `root/catalog` (with `root/modules`) and then `extra`, as (template
+/// directory, modules directory).
+pub fn catalog_dirs(root: Option<&Path>, extra: &[(PathBuf, PathBuf)]) -> Vec<(PathBuf, PathBuf)> {
     let mut dirs: Vec<(PathBuf, PathBuf)> = Vec::new();
     if let Some(root) = root {
         let catalog = root.join("catalog");
@@ -102,8 +96,21 @@ pub async fn publish_catalog(
         }
     }
     dirs.extend(extra.iter().cloned());
+    dirs
+}
+
+/// Packs and publishes every template under `root/catalog` (modules from `root/modules`) and `extra`
+/// (template directory, modules directory) straight into the table and bucket of the stack named by
+/// `names`: devstack's own at start, or a deployment's before any operator can sign in
+/// (`strato-devstack publish --direct`). A version already published with other content is refused.
+pub async fn publish_catalog(
+    aws: &AwsClients,
+    names: &Names,
+    root: Option<&Path>,
+    extra: &[(PathBuf, PathBuf)],
+) -> Published {
     let mut out = Published::default();
-    for (dir, modules) in dirs {
+    for (dir, modules) in catalog_dirs(root, extra) {
         let bundle = match strato_terraform::bundle::pack(&dir, &modules) {
             Ok(b) => b,
             Err(e) => {
@@ -116,6 +123,48 @@ pub async fn publish_catalog(
                 bundle.template.name().to_owned(),
                 bundle.template.version().to_owned(),
             )),
+            Err(e) => {
+                out.failed.insert(dir.display().to_string(), e.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// What [`publish_through_api`] did.
+#[derive(Debug, Default)]
+pub struct PublishedThroughApi {
+    /// (name, version) of each version the API published.
+    pub published: Vec<(String, String)>,
+    /// (name, version) of each the API already had (a 409: versions are immutable; a changed template
+    /// is published as a new version).
+    pub kept: Vec<(String, String)>,
+    /// Template directory → why it was not published (the API's problem, or why it did not pack).
+    pub failed: BTreeMap<String, String>,
+}
+
+/// Packs each of `dirs` and publishes it through the operator's API route (`api` carries an operator
+/// token): the API runs publishing's checks and records the operator in the platform's audit log.
+pub async fn publish_through_api(
+    api: &strato_cli::api::Api,
+    dirs: &[(PathBuf, PathBuf)],
+) -> PublishedThroughApi {
+    let mut out = PublishedThroughApi::default();
+    for (dir, modules) in dirs {
+        let bundle = match strato_terraform::bundle::pack(dir, modules) {
+            Ok(b) => b,
+            Err(e) => {
+                out.failed.insert(dir.display().to_string(), e.to_string());
+                continue;
+            }
+        };
+        let id = (
+            bundle.template.name().to_owned(),
+            bundle.template.version().to_owned(),
+        );
+        match api.publish_template(&bundle).await {
+            Ok(_) => out.published.push(id),
+            Err(strato_cli::CliError::Api(p)) if p.status == 409 => out.kept.push(id),
             Err(e) => {
                 out.failed.insert(dir.display().to_string(), e.to_string());
             }

@@ -142,6 +142,17 @@ fn admin_path_tenant(path: &str) -> Option<TenantId> {
     }
 }
 
+/// The `name@version` a catalog route's path names (`/v1/admin/templates/{name}/versions/{version}…`).
+fn template_version(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/v1/admin/templates/")?;
+    let mut segments = rest.split('/');
+    let (name, versions, version) = (segments.next()?, segments.next()?, segments.next()?);
+    (versions == "versions" && !name.is_empty() && !version.is_empty()).then(|| {
+        let clean = |s: &str| crate::requests::truncate(s, 64);
+        format!("{}@{}", clean(name), clean(version))
+    })
+}
+
 /// An operator's call, recorded in the audit log of the tenant it acts on (the path's, or a create's new
 /// tenant from the answer) under the token's `sub`: the tenant's administrators see who changed their
 /// settings. A call that names no valid tenant (a create refused for its id) has no log to go into.
@@ -151,6 +162,7 @@ async fn record_operator(ctx: &AppState, action: &'static str, req: Request, nex
         .cloned()
         .unwrap_or_else(|| "unknown".into());
     let path_tenant = admin_path_tenant(req.uri().path());
+    let version = template_version(req.uri().path());
     let request_id = request_id(req.extensions());
     let resp = next.run(req).await;
     let status = resp.status().as_u16();
@@ -167,10 +179,15 @@ async fn record_operator(ctx: &AppState, action: &'static str, req: Request, nex
     };
     let tenant = path_tenant.or_else(|| if status < 300 { answered() } else { None });
     if let Some(tenant) = tenant {
-        let detail = parts
+        let problem = parts
             .extensions
             .get::<Problem>()
             .map(|p| crate::requests::truncate(&p.title, 200));
+        // A catalog action names the version it acted on (the platform's log holds every template's).
+        let detail = match (version, problem) {
+            (Some(v), Some(p)) => Some(format!("{v}: {p}")),
+            (v, p) => v.or(p),
+        };
         let entry = AuditDraft::new(tenant, principal, action, request_id).entry(
             strato_domain::ts::now(),
             status,
@@ -196,6 +213,16 @@ mod tests {
             let changes = r.method != "GET" && !matches!(r.endpoint, CreateWsTicket | CreateEstimate);
             assert_eq!(r.audit.is_some(), tenant && changes, "{} {}", r.method, r.path);
         }
+    }
+
+    #[test]
+    fn a_catalog_action_names_its_version() {
+        assert_eq!(
+            template_version("/v1/admin/templates/aws-eks-basic/versions/1.2.0/yank").as_deref(),
+            Some("aws-eks-basic@1.2.0")
+        );
+        assert_eq!(template_version("/v1/admin/templates"), None);
+        assert_eq!(template_version("/v1/admin/tenants/acme"), None);
     }
 
     #[test]
