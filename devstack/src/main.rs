@@ -228,13 +228,18 @@ async fn publish_through_api(o: &Opts, api: &str) -> anyhow::Result<()> {
     for (name, version) in &out.kept {
         println!("already published {name}@{version} (versions are immutable: a change is a new version)");
     }
-    for (dir, reason) in &out.failed {
+    not_published(&out.failed)
+}
+
+/// Each template that was not published, and why; an error when there is one.
+fn not_published(failed: &std::collections::BTreeMap<String, String>) -> anyhow::Result<()> {
+    for (dir, reason) in failed {
         eprintln!("NOT published {dir}: {reason}");
     }
     anyhow::ensure!(
-        out.failed.is_empty(),
+        failed.is_empty(),
         "{} template(s) not published (see above)",
-        out.failed.len()
+        failed.len()
     );
     Ok(())
 }
@@ -257,14 +262,7 @@ async fn publish(o: &Opts) -> anyhow::Result<()> {
     for (name, version) in &out.published {
         println!("published {name}@{version}");
     }
-    for (dir, reason) in &out.failed {
-        eprintln!("NOT published {dir}: {reason}");
-    }
-    anyhow::ensure!(
-        out.failed.is_empty(),
-        "{} template(s) not published (see above)",
-        out.failed.len()
-    );
+    not_published(&out.failed)?;
     anyhow::ensure!(
         !out.published.is_empty(),
         "no template found under {}/catalog",

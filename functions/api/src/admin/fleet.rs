@@ -85,17 +85,14 @@ fn uncursor(token: &str) -> Option<FleetKey> {
 /// What a request asks for, or every problem with it.
 fn parse(q: &FleetQuery) -> Result<(Option<TenantId>, FleetFilter, u32, Option<FleetKey>), ApiError> {
     let mut errors = Vec::new();
-    let tenant = q.tenant.as_deref().filter(|t| !t.is_empty()).and_then(|t| {
-        t.parse::<TenantId>()
-            .map_err(|_| {
-                errors.push(ApiError::field(
-                    "tenant",
-                    "is not a tenant id",
-                    "letters, digits, - and _",
-                ))
-            })
-            .ok()
-    });
+    let tenant = super::query_param(
+        &mut errors,
+        "tenant",
+        q.tenant.as_deref(),
+        |t| t.parse::<TenantId>().ok(),
+        "is not a tenant id",
+        "letters, digits, - and _",
+    );
     let states = ClusterState::ALL.map(|s| s.as_str()).join(", ");
     let state = q.state.as_deref().filter(|s| !s.is_empty()).and_then(|s| {
         s.to_ascii_uppercase()
@@ -120,17 +117,8 @@ fn parse(q: &FleetQuery) -> Result<(Option<TenantId>, FleetFilter, u32, Option<F
     let template = text("template", &q.template);
     let version = text("version", &q.version);
     let limit = crate::requests::page_limit(q.limit.as_deref(), 50, 100, &mut errors);
-    let after = q.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
-        let k = uncursor(n);
-        if k.is_none() {
-            errors.push(ApiError::field(
-                "next",
-                "is not a page token",
-                "the 'next' value of the previous page",
-            ));
-        }
-        k
-    });
+    let (problem, takes) = super::NEXT_TOKEN;
+    let after = super::query_param(&mut errors, "next", q.next.as_deref(), uncursor, problem, takes);
     if let (Some(t), Some(a)) = (&tenant, &after)
         && t != &a.tenant
     {

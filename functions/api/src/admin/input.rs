@@ -290,17 +290,15 @@ pub(crate) fn update(mut body: TenantBody) -> Result<Change, ApiError> {
 pub(crate) fn page(q: &TenantsQuery) -> Result<(u32, Option<TenantId>), ApiError> {
     let mut errors = Vec::new();
     let limit = crate::requests::page_limit(q.limit.as_deref(), 50, 100, &mut errors);
-    let after = q.next.as_deref().filter(|n| !n.is_empty()).and_then(|n| {
-        n.parse::<TenantId>()
-            .map_err(|_| {
-                errors.push(ApiError::field(
-                    "next",
-                    "is not a page token",
-                    "the 'next' value of the previous page",
-                ))
-            })
-            .ok()
-    });
+    let (problem, takes) = super::NEXT_TOKEN;
+    let after = super::query_param(
+        &mut errors,
+        "next",
+        q.next.as_deref(),
+        |n| n.parse::<TenantId>().ok(),
+        problem,
+        takes,
+    );
     if errors.is_empty() {
         Ok((limit, after))
     } else {

@@ -9,6 +9,7 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{Operation, OperationKind, OperationStatus};
 use utoipa::ToSchema;
 
+use super::{NEXT_TOKEN, query_param};
 use crate::edge::Reply;
 use crate::{context::Ctx, error::ApiError, schema};
 
@@ -87,63 +88,49 @@ fn named<T: serde::de::DeserializeOwned>(v: &str) -> Option<T> {
 /// What a request asks for, or every problem with it.
 fn parse(q: &OperationsQuery) -> Result<(OperationFilter, u32, Option<OperationId>), ApiError> {
     let mut errors = Vec::new();
-    let given = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
-    let tenant = given(&q.tenant).and_then(|t| {
-        t.parse::<TenantId>()
-            .map_err(|_| {
-                errors.push(ApiError::field(
-                    "tenant",
-                    "is not a tenant id",
-                    "letters, digits, - and _",
-                ))
-            })
-            .ok()
-    });
-    let cluster = given(&q.cluster).and_then(|c| {
-        c.parse::<ClusterId>()
-            .map_err(|_| {
-                errors.push(ApiError::field(
-                    "cluster",
-                    "is not a cluster id",
-                    "a cluster's id: cl- and 32 hex digits",
-                ))
-            })
-            .ok()
-    });
-    let kind = given(&q.kind).and_then(|k| {
-        let parsed = named::<OperationKind>(&k);
-        if parsed.is_none() {
-            errors.push(ApiError::field(
-                "kind",
-                "is not an operation kind",
-                "create, update, delete, plan, drift-check or estimate",
-            ));
-        }
-        parsed
-    });
-    let status = given(&q.status).and_then(|s| {
-        let parsed = named::<OperationStatus>(&s);
-        if parsed.is_none() {
-            errors.push(ApiError::field(
-                "status",
-                "is not an operation status",
-                "queued, dispatched, running, awaiting_approval, succeeded, failed or cancelled",
-            ));
-        }
-        parsed
-    });
-    let limit = crate::requests::page_limit(q.limit.as_deref(), 50, 100, &mut errors);
-    let after = given(&q.next).and_then(|n| {
-        let id = n.parse::<OperationId>().ok();
-        if id.is_none() {
-            errors.push(ApiError::field(
-                "next",
-                "is not a page token",
-                "the 'next' value of the previous page",
-            ));
-        }
-        id
-    });
+    let e = &mut errors;
+    let tenant = query_param(
+        e,
+        "tenant",
+        q.tenant.as_deref(),
+        |t| t.parse::<TenantId>().ok(),
+        "is not a tenant id",
+        "letters, digits, - and _",
+    );
+    let cluster = query_param(
+        e,
+        "cluster",
+        q.cluster.as_deref(),
+        |c| c.parse::<ClusterId>().ok(),
+        "is not a cluster id",
+        "a cluster's id: cl- and 32 hex digits",
+    );
+    let kind = query_param(
+        e,
+        "kind",
+        q.kind.as_deref(),
+        named::<OperationKind>,
+        "is not an operation kind",
+        "create, update, delete, plan, drift-check or estimate",
+    );
+    let status = query_param(
+        e,
+        "status",
+        q.status.as_deref(),
+        named::<OperationStatus>,
+        "is not an operation status",
+        "queued, dispatched, running, awaiting_approval, succeeded, failed or cancelled",
+    );
+    let limit = crate::requests::page_limit(q.limit.as_deref(), 50, 100, e);
+    let (problem, takes) = NEXT_TOKEN;
+    let after = query_param(
+        e,
+        "next",
+        q.next.as_deref(),
+        |n| n.parse::<OperationId>().ok(),
+        problem,
+        takes,
+    );
     if !errors.is_empty() {
         return Err(ApiError::invalid(errors));
     }
