@@ -11,7 +11,8 @@
 // goes on; then the cluster page's approval mode is changed to auto and back to the default.
 // With TOKEN_OPERATOR (the platform operator's token): the operator's console — tenants with their usage, a
 // tenant registered (a bad quota refused beside its field first), its settings changed, suspended with a
-// reason and resumed, each action in its audit log under the operator; every tenant's clusters, filtered;
+// reason and resumed, each action in its audit log under the operator; every tenant's clusters and operations,
+// filtered;
 // the catalog with a version deprecated; a rollout form refused for selecting nothing; and tenant A's token
 // refused on the operator's pages.
 import { execSync } from "node:child_process";
@@ -515,6 +516,15 @@ try {
     await filters.getByRole("button", { name: "Filter" }).click();
     await waitFor("only console-b's clusters", async () => (await po.getByTestId("admin-clusters").getByRole("link", { name: "console-a", exact: true }).count()) === 0 || "console-a still listed", 15_000);
     await check(po, "admin-clusters");
+    // Every tenant's operations, filtered: tenant A's create, where it stands and who asked.
+    await nav.getByRole("link", { name: "Operations" }).click();
+    await heading(po, /^Operations of every tenant$/);
+    const opFilters = po.getByRole("form", { name: "Operation filters" });
+    await opFilters.getByLabel("Tenant").fill("console-a");
+    await opFilters.getByLabel("Kind").selectOption("create");
+    await opFilters.getByRole("button", { name: "Filter" }).click();
+    await po.getByTestId("admin-operations").getByRole("row").filter({ hasText: "create" }).filter({ hasText: "console-a" }).first().waitFor({ timeout: 15_000 });
+    await check(po, "admin-operations");
 
     step("the operator's catalog: a version deprecated with its reason; a rollout that selects nothing is refused in the form");
     await nav.getByRole("link", { name: "Templates" }).click();

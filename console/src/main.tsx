@@ -17,6 +17,7 @@ import { LoginPage } from "./pages/Login";
 import { AdminTenantsPage } from "./pages/AdminTenants";
 import { AdminTenantPage } from "./pages/AdminTenant";
 import { AdminClustersPage } from "./pages/AdminClusters";
+import { AdminOperationsPage } from "./pages/AdminOperations";
 import { isOperator } from "./operator";
 import { RolloutsPage } from "./pages/Rollouts";
 import { AdminTemplatesPage } from "./pages/AdminTemplates";
@@ -60,6 +61,7 @@ function App({ signInError }: { signInError?: string }) {
             <ul>
               <li><Link href="/admin/tenants">Tenants</Link></li>
               <li><Link href="/admin/clusters">All clusters</Link></li>
+              <li><Link href="/admin/operations">Operations</Link></li>
               <li><Link href="/admin/templates">Templates</Link></li>
               <li><Link href="/admin/rollouts">Rollouts</Link></li>
             </ul>
@@ -92,6 +94,7 @@ function App({ signInError }: { signInError?: string }) {
         {route.page === "admin-tenants" && <AdminTenantsPage />}
         {route.page === "admin-tenant" && <AdminTenantPage key={route.id} id={route.id} />}
         {route.page === "admin-clusters" && <AdminClustersPage />}
+        {route.page === "admin-operations" && <AdminOperationsPage />}
         {route.page === "admin-templates" && <AdminTemplatesPage />}
         {route.page === "rollouts" && <RolloutsPage operator={false} />}
         {route.page === "rollout" && <RolloutPage key={route.id} id={route.id} operator={false} />}

@@ -14,6 +14,7 @@ export type Route =
   | { page: "admin-tenants" }
   | { page: "admin-tenant"; id: string }
   | { page: "admin-clusters" }
+  | { page: "admin-operations" }
   | { page: "admin-templates" }
   | { page: "rollouts" }
   | { page: "rollout"; id: string }
@@ -37,6 +38,7 @@ export function parseRoute(path: string): Route {
   if (p === "/admin" || p === "/admin/tenants") return { page: "admin-tenants" };
   if ((m = /^\/admin\/tenants\/([^/]+)$/.exec(p))) return { page: "admin-tenant", id: decodeURIComponent(m[1]) };
   if (p === "/admin/clusters") return { page: "admin-clusters" };
+  if (p === "/admin/operations") return { page: "admin-operations" };
   if (p === "/admin/templates") return { page: "admin-templates" };
   if (p === "/rollouts") return { page: "rollouts" };
   if ((m = /^\/rollouts\/([^/]+)$/.exec(p))) return { page: "rollout", id: decodeURIComponent(m[1]) };

@@ -4,7 +4,8 @@
 
 import { useState } from "preact/hooks";
 import { api, asProblem, type ClusterState, type Schemas } from "../api/client";
-import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+import { Link, PageTitle, ProblemBox, StateBadge, when } from "../ui";
+import { usePagedList } from "./paged";
 
 type Row = Schemas["AdminCluster"];
 type Filters = { tenant: string; state: "" | ClusterState; template: string; version: string };
@@ -39,27 +40,16 @@ export function AdminClustersPage() {
   const initial = filtersFrom(location.search);
   const [draft, setDraft] = useState<Filters>(initial);
   const [filters, setFilters] = useState<Filters>(initial);
-  const [more, setMore] = useState<Row[]>([]);
-  const [next, setNext] = useState<string | null>(null);
-  const { data, error } = usePoll(
-    async (signal) => {
-      const { data, error, response } = await api.GET("/v1/admin/clusters", { params: { query: query(filters) }, signal });
+  const list = usePagedList<Row>(
+    async (next, signal) => {
+      const { data, error, response } = await api.GET("/v1/admin/clusters", { params: { query: query(filters, next) }, signal });
       if (error || !data) throw asProblem(error, response);
-      return data;
+      return { rows: data.clusters, next: data.next };
     },
     15000,
     [filters.tenant, filters.state, filters.template, filters.version],
   );
-  const rows = [...(data?.clusters ?? []), ...more];
-  const cursor = more.length ? next : (data?.next ?? null);
-  const loadMore = async () => {
-    if (!cursor) return;
-    const { data: page } = await api.GET("/v1/admin/clusters", { params: { query: query(filters, cursor) } });
-    if (page) {
-      setMore((m) => [...m, ...page.clusters]);
-      setNext(page.next ?? null);
-    }
-  };
+  const { rows, cursor } = list;
   const text = (id: "tenant" | "template" | "version", label: string, placeholder: string) => (
     <label>
       {label}{" "}
@@ -74,8 +64,7 @@ export function AdminClustersPage() {
         aria-label="Cluster filters"
         onSubmit={(e) => {
           e.preventDefault();
-          setMore([]);
-          setNext(null);
+          list.reset();
           setFilters(draft);
         }}
       >
@@ -91,8 +80,8 @@ export function AdminClustersPage() {
         {text("version", "Version", "e.g. 1.1.0")}
         <button type="submit" class="secondary">Filter</button>
       </form>
-      <ProblemBox problem={error} label="Could not read the clusters" />
-      {data && rows.length === 0 ? <p>{cursor ? "None in what was read so far." : "No cluster matches."}</p> : null}
+      <ProblemBox problem={list.error} label="Could not read the clusters" />
+      {list.loaded && rows.length === 0 ? <p>{cursor ? "None in what was read so far." : "No cluster matches."}</p> : null}
       {rows.length ? (
         <table class="list" data-testid="admin-clusters">
           <caption class="sr-only">Clusters across tenants</caption>
@@ -109,7 +98,12 @@ export function AdminClustersPage() {
           <tbody>
             {rows.map((c) => (
               <tr key={c.id}>
-                <td>{c.name}<div class="help"><code class="small">{c.id}</code></div></td>
+                <td>
+                  {c.name}
+                  <div class="help">
+                    <code class="small">{c.id}</code> · <Link href={`/admin/operations?cluster=${encodeURIComponent(c.id)}`}>operations</Link>
+                  </div>
+                </td>
                 <td><Link href={`/admin/tenants/${encodeURIComponent(c.tenant)}`}>{c.tenant}</Link></td>
                 <td><StateBadge state={c.state} /></td>
                 <td class="nowrap">{c.template.name} {c.template.version}</td>
@@ -120,7 +114,7 @@ export function AdminClustersPage() {
           </tbody>
         </table>
       ) : null}
-      {cursor ? <button type="button" class="secondary" onClick={loadMore}>Load more</button> : null}
+      {cursor ? <button type="button" class="secondary" onClick={list.loadMore}>Load more</button> : null}
     </section>
   );
 }
