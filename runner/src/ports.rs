@@ -9,7 +9,6 @@
 //! events) are `Clone + 'static`: those tasks own a handle each. Every future is `Send`: the slow tests and
 //! devstack drive a run on a multi-threaded runtime.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
 
@@ -96,11 +95,11 @@ pub trait RunStore: Clone + Send + Sync + 'static {
         tenant: &TenantId,
     ) -> impl Future<Output = Result<Option<f64>, RunnerError>> + Send;
 
-    /// The tenant's own policies, name → Rego source.
+    /// The policies stored for the tenant (its own, and those the platform operator set for it).
     fn tenant_policies(
         &self,
         tenant: &TenantId,
-    ) -> impl Future<Output = Result<BTreeMap<String, String>, RunnerError>> + Send;
+    ) -> impl Future<Output = Result<strato_domain::ports::StoredPolicies, RunnerError>> + Send;
 
     /// The external id Strato issued the tenant, sealed.
     fn tenant_external_id(

@@ -1,11 +1,14 @@
 //! Tenant policies (`/v1/policies`, admin scope): Rego sources in `package strato.request` (checked on
 //! create, update and delete) or `package strato.plan` (checked by the runner on the plan, before apply),
-//! compile-checked on PUT. The platform's own policies ship with the catalog and are listed beside them.
+//! compile-checked on PUT. The platform's own policies ship with the catalog and are listed beside them; the
+//! platform operator may set more for one tenant (`/v1/admin/tenants/{tenant}/policies`), which that tenant
+//! reads and is held to but cannot change.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use strato_domain::ports::TenantRules;
+use strato_domain::ids::TenantId;
+use strato_domain::ports::{PolicyOwner, StoredPolicies, TenantRules};
 use strato_policy::{MAX_SOURCE_BYTES, MAX_TENANT_POLICIES, Policy, PolicyError, PolicySet, Stage};
 
 use crate::requests::{Field, unknown};
@@ -14,16 +17,19 @@ use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError};
 
 /// The most Rego a tenant may store in all: the policies live on the tenant item (400 KB at most).
 pub(crate) const MAX_TOTAL_BYTES: usize = 256 * 1024;
+/// The most Rego the operator may set for one tenant, beside the tenant's own on the same item.
+pub(crate) const MAX_OPERATOR_BYTES: usize = 64 * 1024;
 
 /// One policy.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 #[schema(as = Policy)]
 pub(crate) struct PolicyView {
     /// The name in `/v1/policies/{name}`; messages call it `tenant/<name>` (`platform/<name>` for the
-    /// platform's).
+    /// platform's, `operator/<name>` for those the platform operator set for your tenant).
     pub name: String,
-    /// `platform` (shipped with the catalog, read-only) or `tenant` (yours).
-    #[schema(pattern = "^(platform|tenant)$")]
+    /// `platform` (shipped with the catalog, read-only), `operator` (set for your tenant by the platform
+    /// operator, read-only) or `tenant` (yours).
+    #[schema(pattern = "^(platform|operator|tenant)$")]
     pub owner: &'static str,
     /// `request` (package strato.request) or `plan` (package strato.plan).
     #[schema(pattern = "^(request|plan)$")]
@@ -62,6 +68,13 @@ fn stage_name(s: Stage) -> &'static str {
     }
 }
 
+fn owner_name(owner: PolicyOwner) -> &'static str {
+    match owner {
+        PolicyOwner::Tenant => "tenant",
+        PolicyOwner::Operator => "operator",
+    }
+}
+
 fn view(owner: &'static str, name: &str, source: String) -> PolicyView {
     let stage = strato_policy::check(&Policy::tenant(name, source.clone()))
         .map(stage_name)
@@ -74,48 +87,38 @@ fn view(owner: &'static str, name: &str, source: String) -> PolicyView {
     }
 }
 
-/// The tenant's stored policies as [`Policy`]s (`tenant/<name>`).
-async fn stored(ctx: &Ctx, caller: &Caller) -> Result<Vec<Policy>, ApiError> {
-    Ok(as_policies(ctx.store.tenant_policies(&caller.tenant).await?))
-}
-
-fn as_policies(stored: BTreeMap<String, String>) -> Vec<Policy> {
-    stored
-        .into_iter()
-        .map(|(name, source)| Policy::tenant(&name, source))
-        .collect()
-}
-
-/// What a create, update or delete is held to: the platform's and the tenant's policies, compiled, and the
-/// tenant's rules (lifetime maximum, approval default) — read together, in one read of the tenant item.
+/// What a create, update or delete is held to: the platform's policies, the operator's for the tenant and
+/// the tenant's own, compiled, and the tenant's rules (lifetime maximum, approval default) — read together,
+/// in one read of the tenant item.
 pub(crate) struct Governing {
     pub set: std::sync::Arc<PolicySet>,
     pub rules: TenantRules,
 }
 
 /// The [`Governing`] of the caller's tenant. A stored policy that no longer compiles (it was checked when it
-/// was stored: a Rego engine upgrade) is the tenant's to fix.
+/// was stored: a Rego engine upgrade) is its owner's to fix.
 pub(crate) async fn load(ctx: &Ctx, caller: &Caller) -> Result<Governing, ApiError> {
     let (stored, rules) = ctx.store.tenant_policies_and_rules(&caller.tenant).await?;
-    let set = PolicySet::cached_with_platform(&as_policies(stored)).map_err(|e| {
-        ApiError::invalid(vec![ApiError::field(
-            "policy",
-            e.to_string(),
-            "stored policies that compile: PUT /v1/policies/{name} a corrected one, or DELETE it",
-        )])
-    })?;
+    let set =
+        PolicySet::cached_with_platform(&Policy::stored(&stored.operator, &stored.tenant)).map_err(|e| {
+            ApiError::invalid(vec![ApiError::field(
+                "policy",
+                e.to_string(),
+                "stored policies that compile: PUT /v1/policies/{name} a corrected one, or DELETE it",
+            )])
+        })?;
     Ok(Governing { set, rules })
 }
 
 fn bad_name(name: &str) -> Result<(), ApiError> {
-    strato_policy::check_name(name)
-        .map_err(|_| ApiError::NotFound(format!("you have no policy named '{name}'")))
+    strato_policy::check_name(name).map_err(|_| ApiError::NotFound(format!("no policy named '{name}'")))
 }
 
-pub(crate) async fn list(ctx: &Ctx, caller: &Caller) -> Result<Reply<PolicyListView>, ApiError> {
-    let tenant = stored(ctx, caller).await?;
+/// Every policy that applies to `tenant`, with its owner, and the version of that set.
+async fn applying(ctx: &Ctx, tenant: &TenantId) -> Result<PolicyListView, ApiError> {
+    let stored: StoredPolicies = ctx.store.stored_policies(tenant).await?;
     let mut all = strato_policy::platform();
-    all.extend(tenant.iter().cloned());
+    all.extend(Policy::stored(&stored.operator, &stored.tenant));
     let version = PolicySet::compile(&all)
         .map(|s| s.version().to_owned())
         .unwrap_or_default();
@@ -123,27 +126,37 @@ pub(crate) async fn list(ctx: &Ctx, caller: &Caller) -> Result<Reply<PolicyListV
         .into_iter()
         .map(|p| match p.name.split_once('/') {
             Some(("platform", n)) => view("platform", n, p.source),
+            Some(("operator", n)) => view("operator", n, p.source),
             Some((_, n)) => view("tenant", n, p.source),
             None => view("tenant", &p.name, p.source),
         })
         .collect();
-    Ok(Reply::ok(PolicyListView { version, policies }))
+    Ok(PolicyListView { version, policies })
 }
 
+pub(crate) async fn list(ctx: &Ctx, caller: &Caller) -> Result<Reply<PolicyListView>, ApiError> {
+    Ok(Reply::ok(applying(ctx, &caller.tenant).await?))
+}
+
+/// One of the caller's stored policies: its own, else one the operator set for it.
 pub(crate) async fn get(ctx: &Ctx, caller: &Caller, name: &str) -> Result<Reply<PolicyView>, ApiError> {
     bad_name(name)?;
-    match ctx.store.tenant_policies(&caller.tenant).await?.remove(name) {
-        Some(source) => Ok(Reply::ok(view("tenant", name, source))),
-        None => Err(ApiError::NotFound(format!("you have no policy named '{name}'"))),
+    let mut stored = ctx.store.stored_policies(&caller.tenant).await?;
+    match (stored.tenant.remove(name), stored.operator.remove(name)) {
+        (Some(source), _) => Ok(Reply::ok(view("tenant", name, source))),
+        (None, Some(source)) => Ok(Reply::ok(view("operator", name, source))),
+        (None, None) => Err(ApiError::NotFound(format!("you have no policy named '{name}'"))),
     }
 }
 
-pub(crate) async fn put(
-    ctx: &Ctx,
-    caller: &Caller,
+/// The source a PUT stores, checked against `existing` (the same owner's policies on the tenant) and the
+/// owner's bounds; every problem named.
+fn checked(
+    existing: &BTreeMap<String, String>,
     name: &str,
     body: PolicyBody,
-) -> Result<Reply<PolicyView>, ApiError> {
+    max_total: usize,
+) -> Result<String, ApiError> {
     let mut errors = Vec::new();
     unknown(
         &body.other,
@@ -161,7 +174,6 @@ pub(crate) async fn put(
             "1-63 of a-z, 0-9 and '-', starting with a letter",
         ));
     }
-    let existing = ctx.store.tenant_policies(&caller.tenant).await?;
     if let Some(src) = &source {
         let others: Vec<&String> = existing
             .iter()
@@ -172,7 +184,7 @@ pub(crate) async fn put(
         if others.len() >= MAX_TENANT_POLICIES {
             errors.push(ApiError::field(
                 "name",
-                format!("you have {MAX_TENANT_POLICIES} policies, the most allowed"),
+                format!("there are {MAX_TENANT_POLICIES} policies, the most allowed"),
                 "the name of an existing policy (to replace it), or delete one first",
             ));
         } else if src.len() > MAX_SOURCE_BYTES {
@@ -181,11 +193,11 @@ pub(crate) async fn put(
                 format!("is {} bytes", src.len()),
                 format!("at most {MAX_SOURCE_BYTES} bytes"),
             ));
-        } else if total > MAX_TOTAL_BYTES {
+        } else if total > max_total {
             errors.push(ApiError::field(
                 "source",
-                format!("would make your policies {total} bytes in all"),
-                format!("at most {MAX_TOTAL_BYTES} bytes of policies in all"),
+                format!("would make the policies {total} bytes in all"),
+                format!("at most {max_total} bytes of policies in all"),
             ));
         } else if errors.is_empty() {
             match strato_policy::check(&Policy::tenant(name, src.clone())) {
@@ -200,18 +212,89 @@ pub(crate) async fn put(
         }
     }
     match source {
-        Some(src) if errors.is_empty() => {
-            ctx.store.put_tenant_policy(&caller.tenant, name, &src).await?;
-            Ok(Reply::ok(view("tenant", name, src)))
-        }
+        Some(src) if errors.is_empty() => Ok(src),
         _ => Err(ApiError::invalid(errors)),
     }
 }
 
+/// Stores `owner`'s policy `name` on `tenant`, checked.
+async fn put_as(
+    ctx: &Ctx,
+    tenant: &TenantId,
+    owner: PolicyOwner,
+    name: &str,
+    body: PolicyBody,
+) -> Result<Reply<PolicyView>, ApiError> {
+    let existing = ctx.store.policies_of(tenant, owner).await?;
+    let max_total = match owner {
+        PolicyOwner::Tenant => MAX_TOTAL_BYTES,
+        PolicyOwner::Operator => MAX_OPERATOR_BYTES,
+    };
+    let src = checked(&existing, name, body, max_total)?;
+    ctx.store.put_policy(tenant, owner, name, &src).await?;
+    Ok(Reply::ok(view(owner_name(owner), name, src)))
+}
+
+pub(crate) async fn put(
+    ctx: &Ctx,
+    caller: &Caller,
+    name: &str,
+    body: PolicyBody,
+) -> Result<Reply<PolicyView>, ApiError> {
+    put_as(ctx, &caller.tenant, PolicyOwner::Tenant, name, body).await
+}
+
 pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, name: &str) -> Result<Reply<Deleted>, ApiError> {
     bad_name(name)?;
-    if !ctx.store.delete_tenant_policy(&caller.tenant, name).await? {
-        return Err(ApiError::NotFound(format!("you have no policy named '{name}'")));
+    if ctx
+        .store
+        .delete_policy(&caller.tenant, PolicyOwner::Tenant, name)
+        .await?
+    {
+        return Ok(Reply::ok(Deleted { deleted: true }));
+    }
+    if ctx
+        .store
+        .policies_of(&caller.tenant, PolicyOwner::Operator)
+        .await?
+        .contains_key(name)
+    {
+        return Err(ApiError::Conflict(format!(
+            "policy '{name}' was set for your tenant by the platform operator: only they can change or remove it"
+        )));
+    }
+    Err(ApiError::NotFound(format!("you have no policy named '{name}'")))
+}
+
+/// `GET /v1/admin/tenants/{tenant}/policies`: what the tenant is held to, with each policy's owner.
+pub(crate) async fn admin_list(ctx: &Ctx, tenant: &str) -> Result<Reply<PolicyListView>, ApiError> {
+    let tenant = crate::admin::existing_tenant(ctx, tenant).await?;
+    Ok(Reply::ok(applying(ctx, &tenant).await?))
+}
+
+/// `PUT /v1/admin/tenants/{tenant}/policies/{name}`: the operator's policy for the tenant.
+pub(crate) async fn admin_put(
+    ctx: &Ctx,
+    tenant: &str,
+    name: &str,
+    body: PolicyBody,
+) -> Result<Reply<PolicyView>, ApiError> {
+    let tenant = crate::admin::existing_tenant(ctx, tenant).await?;
+    put_as(ctx, &tenant, PolicyOwner::Operator, name, body).await
+}
+
+/// `DELETE /v1/admin/tenants/{tenant}/policies/{name}`: removes the operator's policy (never the tenant's).
+pub(crate) async fn admin_delete(ctx: &Ctx, tenant: &str, name: &str) -> Result<Reply<Deleted>, ApiError> {
+    let tenant = crate::admin::existing_tenant(ctx, tenant).await?;
+    bad_name(name)?;
+    if !ctx
+        .store
+        .delete_policy(&tenant, PolicyOwner::Operator, name)
+        .await?
+    {
+        return Err(ApiError::NotFound(format!(
+            "no policy named '{name}' was set for tenant {tenant} by the operator"
+        )));
     }
     Ok(Reply::ok(Deleted { deleted: true }))
 }

@@ -1,13 +1,12 @@
 //! The control plane's records and the cluster's sensitive outputs on AWS: [`RunStore`] on the DynamoDB
 //! [`Store`], [`OutputSecrets`] on Secrets Manager.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 use strato_aws::store::{Store, StoredTemplate};
 use strato_domain::identity::cloud_tokens::CloudToken;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{CloudProvider, Cluster, Operation};
+use strato_domain::ports::StoredPolicies;
 use strato_domain::sealed::Envelope;
 
 use crate::RunnerError;
@@ -34,8 +33,8 @@ impl RunStore for Store {
         Ok(Store::monthly_budget(self, tenant).await?)
     }
 
-    async fn tenant_policies(&self, tenant: &TenantId) -> Result<BTreeMap<String, String>, RunnerError> {
-        Ok(Store::tenant_policies(self, tenant).await?)
+    async fn tenant_policies(&self, tenant: &TenantId) -> Result<StoredPolicies, RunnerError> {
+        Ok(Store::stored_policies(self, tenant).await?)
     }
 
     async fn tenant_external_id(&self, tenant: &TenantId) -> Result<Option<Envelope>, RunnerError> {

@@ -1,13 +1,13 @@
 //! The control plane's records a run reads, in memory.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use strato_aws::store::StoredTemplate;
 use strato_domain::identity::cloud_tokens::CloudToken;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{CloudProvider, Cluster, Operation};
-use strato_domain::ports::{ClusterLocks, Operations};
+use strato_domain::ports::{ClusterLocks, Operations, StoredPolicies};
 use strato_domain::sealed::Envelope;
 use strato_fakes::FakeStore;
 
@@ -18,7 +18,7 @@ use crate::ports::RunStore;
 #[derive(Default)]
 struct Tenants {
     budgets: HashMap<TenantId, f64>,
-    policies: HashMap<TenantId, BTreeMap<String, String>>,
+    policies: HashMap<TenantId, StoredPolicies>,
     external_ids: HashMap<TenantId, Envelope>,
     cloud_tokens: HashMap<(TenantId, CloudProvider), CloudToken>,
     templates: HashMap<(String, String), StoredTemplate>,
@@ -50,6 +50,17 @@ impl FakeRunStore {
             .policies
             .entry(tenant.clone())
             .or_default()
+            .tenant
+            .insert(name.to_owned(), source.to_owned());
+    }
+
+    /// A policy the platform operator set for `tenant`.
+    pub fn put_operator_policy(&self, tenant: &TenantId, name: &str, source: &str) {
+        lock(&self.tenants)
+            .policies
+            .entry(tenant.clone())
+            .or_default()
+            .operator
             .insert(name.to_owned(), source.to_owned());
     }
 
@@ -93,7 +104,7 @@ impl RunStore for FakeRunStore {
         Ok(lock(&self.tenants).budgets.get(tenant).copied())
     }
 
-    async fn tenant_policies(&self, tenant: &TenantId) -> Result<BTreeMap<String, String>, RunnerError> {
+    async fn tenant_policies(&self, tenant: &TenantId) -> Result<StoredPolicies, RunnerError> {
         Ok(lock(&self.tenants)
             .policies
             .get(tenant)

@@ -67,19 +67,15 @@ impl<P: Ports> PreparedRun<'_, P> {
     }
 }
 
-/// The platform's and the tenant's policies, read where the api keeps them (the tenant item). A set that
+/// The platform's policies, those the operator set for the tenant and the tenant's own, read where the api keeps them (the tenant item). A set that
 /// does not compile (a stored policy a newer Rego engine refuses) fails the run at step `policy`, before
 /// anything is applied.
 pub(super) async fn load_policies(
     store: &impl RunStore,
     op: &strato_domain::model::Operation,
 ) -> Result<Result<PolicySet, String>, crate::RunnerError> {
-    let tenant: Vec<Policy> = store
-        .tenant_policies(&op.tenant_id)
-        .await?
-        .into_iter()
-        .map(|(name, source)| Policy::tenant(&name, source))
-        .collect();
+    let stored = store.tenant_policies(&op.tenant_id).await?;
+    let tenant = Policy::stored(&stored.operator, &stored.tenant);
     Ok(PolicySet::with_platform(&tenant).map_err(|e| e.to_string()))
 }
 
@@ -133,7 +129,8 @@ impl<P: Ports> PreparedRun<'_, P> {
         );
         f.fix =
             "Change the cluster's variables so the plan complies (PATCH the cluster), or ask your tenant's \
-                 administrator about the policy (GET /v1/policies); then retry."
+                 administrator about the policy (GET /v1/policies names each rule's owner: an `operator/` rule is the \
+                 platform operator's); then retry."
                 .into();
         Err(f)
     }

@@ -25,7 +25,12 @@ deny contains msg if {
 async fn a_plan_denied_by_policy_fails_at_step_policy_before_apply(engine: TestEngine) {
     let bed = Bed::with_engine(engine).await;
     bed.store
-        .put_tenant_policy(&bed.tenant, "no-eks", NO_EKS)
+        .put_policy(
+            &bed.tenant,
+            strato_domain::ports::PolicyOwner::Tenant,
+            "no-eks",
+            NO_EKS,
+        )
         .await
         .unwrap();
     let spec = bed.spec("runner-eks", "denied", json!({}));

@@ -211,6 +211,22 @@ pub trait Intake: Send + Sync {
     ) -> impl Future<Output = Result<Result<(), CreateRejected>, PortError>> + Send;
 }
 
+/// Who set a tenant's stored policy: the tenant (its admins change them) or the platform operator (for this
+/// tenant; the tenant reads them and cannot change them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyOwner {
+    Tenant,
+    Operator,
+}
+
+/// The policies stored for one tenant, by owner, each name → Rego source (the platform's own ship with the
+/// catalog and are not stored).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredPolicies {
+    pub tenant: std::collections::BTreeMap<String, String>,
+    pub operator: std::collections::BTreeMap<String, String>,
+}
+
 /// What an operator set on a tenant item that requests are held to, read in one item read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TenantRules {

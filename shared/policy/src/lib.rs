@@ -66,7 +66,8 @@ impl Stage {
 /// One policy's source, as stored or shipped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
-    /// `platform/<file stem>` for the shipped ones, `tenant/<name>` for a tenant's.
+    /// `platform/<file stem>` for the shipped ones, `operator/<name>` for those the platform operator set
+    /// for one tenant, `tenant/<name>` for a tenant's own.
     pub name: String,
     pub source: String,
 }
@@ -77,6 +78,25 @@ impl Policy {
             name: format!("tenant/{name}"),
             source: source.into(),
         }
+    }
+
+    /// One the platform operator set for a tenant (the tenant cannot change it).
+    pub fn operator(name: &str, source: impl Into<String>) -> Self {
+        Self {
+            name: format!("operator/{name}"),
+            source: source.into(),
+        }
+    }
+
+    /// A tenant's stored policies — the operator's for it, then its own — as they are evaluated.
+    pub fn stored<'a>(
+        operator: impl IntoIterator<Item = (&'a String, &'a String)>,
+        tenant: impl IntoIterator<Item = (&'a String, &'a String)>,
+    ) -> Vec<Self> {
+        let operator = operator.into_iter().map(|(n, s)| Self::operator(n, s.clone()));
+        operator
+            .chain(tenant.into_iter().map(|(n, s)| Self::tenant(n, s.clone())))
+            .collect()
     }
 }
 

@@ -109,3 +109,28 @@ pub(crate) async fn yank_template(
     use strato_domain::template_status::Standing;
     super::templates::set_standing(&ctx, &op, &name, &version, Standing::Yanked, body).await
 }
+
+pub(crate) async fn tenant_policies(
+    State(ctx): State<AppState>,
+    _: Operator,
+    P(tenant): P<String>,
+) -> Answer<crate::policies::PolicyListView> {
+    crate::policies::admin_list(&ctx, &tenant).await
+}
+
+pub(crate) async fn put_tenant_policy(
+    State(ctx): State<AppState>,
+    _: Operator,
+    P((tenant, name)): P<(String, String)>,
+    JsonBody(body): JsonBody<crate::policies::PolicyBody>,
+) -> Answer<crate::policies::PolicyView> {
+    crate::policies::admin_put(&ctx, &tenant, &name, body).await
+}
+
+pub(crate) async fn delete_tenant_policy(
+    State(ctx): State<AppState>,
+    _: Operator,
+    P((tenant, name)): P<(String, String)>,
+) -> Answer<crate::views::Deleted> {
+    crate::policies::admin_delete(&ctx, &tenant, &name).await
+}

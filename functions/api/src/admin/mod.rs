@@ -91,6 +91,13 @@ async fn read(ctx: &Ctx, tenant: &TenantId) -> Result<TenantView, ApiError> {
     })
 }
 
+/// The tenant a path names, when it is registered (a typo must not reach a write).
+pub(crate) async fn existing_tenant(ctx: &Ctx, raw: &str) -> Result<TenantId, ApiError> {
+    let id = tenant_id(raw)?;
+    read(ctx, &id).await?;
+    Ok(id)
+}
+
 /// Applies the settings a body names (each a write of the tenant item the rest of Strato reads), then reads
 /// the tenant back.
 async fn apply(ctx: &Ctx, tenant: &TenantId, change: &input::Change) -> Result<TenantView, ApiError> {

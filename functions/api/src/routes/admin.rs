@@ -135,6 +135,63 @@ pub(super) const TENANT_AUDIT: Route = Route {
     },
 };
 
+const TENANT_POLICY: &str = "A policy the platform operator sets for one tenant: Rego v1 in `package strato.request` \
+(checked on the tenant's creates, updates and deletes) or `package strato.plan` (checked on its plans, before \
+apply), compile-checked here, evaluated beside the platform's and the tenant's own as `operator/<name>`. The \
+tenant reads it in `GET /v1/policies` (owner `operator`) and cannot change or remove it. At most 64 KiB of \
+them per tenant. Recorded in the tenant's audit log under the operator's `sub`.";
+
+pub(super) const TENANT_POLICIES: Route = Route {
+    endpoint: Endpoint::AdminTenantPolicies,
+    method: "GET",
+    path: "/v1/admin/tenants/{tenant}/policies",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::tenant_policies),
+    audit: None,
+    doc: doc(
+        "Every policy a tenant is held to (the platform's, the operator's for it, its own), with owners",
+        None,
+        &[(200, "PolicyList", "The policies")],
+        &[400, 404],
+    ),
+};
+
+pub(super) const PUT_TENANT_POLICY: Route = Route {
+    endpoint: Endpoint::AdminPutTenantPolicy,
+    method: "PUT",
+    path: "/v1/admin/tenants/{tenant}/policies/{name}",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::put_tenant_policy),
+    audit: Some("admin.tenant.policy.put"),
+    doc: Doc {
+        description: Some(TENANT_POLICY),
+        ..doc(
+            "Set a platform policy for one tenant (compile-checked)",
+            Some("PolicyRequest"),
+            &[(200, "Policy", "Stored")],
+            &[400, 404, 422],
+        )
+    },
+};
+
+pub(super) const DELETE_TENANT_POLICY: Route = Route {
+    endpoint: Endpoint::AdminDeleteTenantPolicy,
+    method: "DELETE",
+    path: "/v1/admin/tenants/{tenant}/policies/{name}",
+    access: Access::Platform,
+    body: Body::Limited,
+    handler: |m| on(m, h::delete_tenant_policy),
+    audit: Some("admin.tenant.policy.delete"),
+    doc: doc(
+        "Remove a platform policy set for one tenant (never the tenant's own)",
+        None,
+        &[(200, "Deleted", "Removed")],
+        &[400, 404],
+    ),
+};
+
 pub(super) const LIST_CLUSTERS: Route = Route {
     endpoint: Endpoint::AdminListClusters,
     method: "GET",

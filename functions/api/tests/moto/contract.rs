@@ -43,6 +43,21 @@ async fn operator_routes(api: &Api) -> Vec<(Method, &'static str, Resp)> {
     out.push((Method::PATCH, "/v1/admin/tenants/{tenant}", r));
     let r = call_with(&ops, Req::operator(Method::GET, &format!("{one}/audit"))).await;
     out.push((Method::GET, "/v1/admin/tenants/{tenant}/audit", r));
+    let policy = format!("{one}/policies/no-big");
+    let source = "package strato.request\n\ndeny contains \"too many nodes\" if input.node_count > 50\n";
+    let r = call_with(
+        &ops,
+        Req::operator(Method::PUT, &policy).body(&json!({ "source": source })),
+    )
+    .await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((Method::PUT, "/v1/admin/tenants/{tenant}/policies/{name}", r));
+    let r = call_with(&ops, Req::operator(Method::GET, &format!("{one}/policies"))).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((Method::GET, "/v1/admin/tenants/{tenant}/policies", r));
+    let r = call_with(&ops, Req::operator(Method::DELETE, &policy).raw_body("")).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    out.push((Method::DELETE, "/v1/admin/tenants/{tenant}/policies/{name}", r));
     let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/clusters")).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
     out.push((Method::GET, "/v1/admin/clusters", r));

@@ -261,3 +261,119 @@ async fn a_denied_request_is_answered_422_before_anything_is_written() {
     );
     assert!(api.jobs().await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_operators_policy_for_a_tenant_holds_its_requests_and_only_the_operator_changes_it() {
+    let api = Api::new().await;
+    let ops = api.with_operator().await;
+    let body = json!({"id": "initech"});
+    let r = common::call_with(&ops, Req::operator(Method::POST, "/v1/admin/tenants").body(&body)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let path = "/v1/admin/tenants/initech/policies/max-nodes";
+
+    // Checked as a tenant's is; nothing stored when it does not compile.
+    let broken = json!({"source": "package strato.request\ndeny contains msg if {"});
+    let r = common::call_with(&ops, Req::operator(Method::PUT, path).body(&broken)).await;
+    r.problem(422);
+    r.error_for("source");
+    // A tenant that is not registered gets none.
+    let r = common::call_with(
+        &ops,
+        Req::operator(Method::PUT, "/v1/admin/tenants/nobody/policies/max-nodes")
+            .body(&json!({ "source": MAX_NODES })),
+    )
+    .await;
+    r.problem(404);
+    let r = common::call_with(
+        &ops,
+        Req::operator(Method::PUT, path).body(&json!({ "source": MAX_NODES })),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["owner"], "operator");
+
+    // The tenant reads it (owner operator) and is held to it; it cannot remove it.
+    let tenant = |r: Req| r.tenant("initech");
+    let r = api.call(tenant(admin(Method::GET, "/v1/policies"))).await;
+    let owners: Vec<(String, String)> = r.body["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["owner"].as_str().unwrap().into(),
+                p["name"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(
+        owners.contains(&("operator".into(), "max-nodes".into())),
+        "{owners:?}"
+    );
+    let r = api
+        .call(tenant(admin(Method::GET, "/v1/policies/max-nodes")))
+        .await;
+    assert_eq!(r.body["owner"], "operator", "{}", r.text);
+    let mut create = Api::create_req("too-big").tenant("initech").body_value();
+    create["variables"]["node_count"] = json!(6);
+    create["variables"]["max_nodes"] = json!(10);
+    let r = api
+        .call(Req::load("create-cluster").tenant("initech").body(&create))
+        .await;
+    r.problem(422);
+    assert_eq!(
+        r.error_for("policy")["problem"],
+        "operator/max-nodes: node_count 6 is over this tenant's limit of 4"
+    );
+    let r = api
+        .call(tenant(admin(Method::DELETE, "/v1/policies/max-nodes")))
+        .await;
+    let p = r.problem(409);
+    assert!(
+        p["detail"].as_str().unwrap().contains("platform operator"),
+        "{}",
+        r.text
+    );
+    // A tenant's own policy of the same name is its own, beside the operator's.
+    let r = api.call(put("max-nodes", MAX_NODES).tenant("initech")).await;
+    assert_eq!(r.body["owner"], "tenant", "{}", r.text);
+    // Another tenant is not held to it.
+    let r = api
+        .call(admin(Method::GET, "/v1/policies").tenant("globex"))
+        .await;
+    assert!(!r.text.contains("\"operator\""), "{}", r.text);
+
+    // The operator lists what the tenant is held to, and removes its own policy only.
+    let r = common::call_with(
+        &ops,
+        Req::operator(Method::GET, "/v1/admin/tenants/initech/policies"),
+    )
+    .await;
+    let listed = r.body["policies"].as_array().unwrap();
+    assert!(listed.iter().any(|p| p["owner"] == "operator"), "{}", r.text);
+    assert!(listed.iter().any(|p| p["owner"] == "tenant"), "{}", r.text);
+    let r = common::call_with(&ops, Req::operator(Method::DELETE, path).raw_body("")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    common::call_with(&ops, Req::operator(Method::DELETE, path).raw_body(""))
+        .await
+        .problem(404);
+    let r = api
+        .call(tenant(admin(Method::GET, "/v1/policies/max-nodes")))
+        .await;
+    assert_eq!(r.body["owner"], "tenant", "the tenant's own stays: {}", r.text);
+
+    // Both operator actions are in the tenant's audit log under the operator's subject.
+    let r = common::call_with(
+        &ops,
+        Req::operator(Method::GET, "/v1/admin/tenants/initech/audit").query("actor=ops-1"),
+    )
+    .await;
+    let actions: Vec<&str> = r.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert!(actions.contains(&"admin.tenant.policy.put"), "{actions:?}");
+    assert!(actions.contains(&"admin.tenant.policy.delete"), "{actions:?}");
+}

@@ -166,6 +166,25 @@ async fn a_policy_that_does_not_compile_stops_before_apply() {
 }
 
 #[tokio::test]
+async fn a_plan_denied_by_a_policy_the_operator_set_for_the_tenant_stops_before_apply() {
+    let bed = Bed::new(OperationKind::Update, "net").await;
+    bed.store.put_operator_policy(&bed.op.tenant_id, "no-vpc", NO_VPC);
+    plans(&bed.engine, "main", &vpc_plan());
+    let error = bed.run_to_failure().await;
+    bed.engine.assert_done();
+    assert_eq!(bed.engine.count(Cmd::Apply), 0, "nothing applied");
+    assert_eq!(error.step, "policy");
+    assert!(
+        error
+            .what
+            .contains("operator/no-vpc: aws_vpc.this: VPCs need an exception"),
+        "{}",
+        error.what
+    );
+    assert!(error.fix.contains("platform operator"), "{}", error.fix);
+}
+
+#[tokio::test]
 async fn a_drift_check_is_held_to_neither_budget_nor_policy_and_reports_what_drifted() {
     let bed = Bed::new(OperationKind::DriftCheck, "net").await;
     bed.store.set_monthly_budget(&bed.op.tenant_id, 1.0);
