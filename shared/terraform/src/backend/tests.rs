@@ -99,7 +99,10 @@ fn azure_blob_in_an_emulated_cloud_asks_resource_manager_for_the_blob_endpoint()
         }
     });
     let az = block(&public, "1.11.4")["terraform"]["backend"]["azurerm"].clone();
-    assert!(az.get("metadata_host").is_none() && az.get("lookup_blob_endpoint").is_none(), "{az}");
+    assert!(
+        az.get("metadata_host").is_none() && az.get("lookup_blob_endpoint").is_none(),
+        "{az}"
+    );
     assert_eq!(az["resource_group_name"], "acme-state");
 }
 
