@@ -224,8 +224,9 @@ impl Azurite {
                     "--skipApiVersionCheck",
                     "--silent",
                 ])
-                .arg("--location")
-                .arg(&dir)
+                // In memory, nothing outlives the test (Azurite refuses `--location` with it); its working
+                // folder is the run's, in case it writes anything else.
+                .current_dir(&dir)
                 .env("AZURITE_ACCOUNTS", format!("{account}:{account_key}")),
             "Azurite",
         )?);
@@ -239,10 +240,10 @@ impl Azurite {
             "the metadata endpoint",
         )?);
         for port in [blob_port, metadata_port] {
-            let deadline = Instant::now() + Duration::from_secs(30);
+            let deadline = Instant::now() + Duration::from_secs(60);
             while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
                 if Instant::now() > deadline {
-                    return Err(format!("the Azure stand-in did not listen on {port} within 30 s"));
+                    return Err(format!("the Azure stand-in did not listen on {port} within 60 s"));
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
