@@ -378,3 +378,6 @@ impl Endpoint {
         (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
     }
 }
+
+#[cfg(test)]
+mod tests;
