@@ -91,7 +91,7 @@ fn ensure(root: &Path) -> Result<AzureBed, crate::ToolsError> {
                 "--loglevel=error",
                 "--prefix",
             ])
-            .arg(&dir)
+            .arg(dir)
             .arg(AZURITE_PACKAGE),
     )?;
     write_stamp(&stamp, AZURITE_PACKAGE, &[&manifest])?;
@@ -226,15 +226,15 @@ impl Azurite {
                 ])
                 // In memory, nothing outlives the test (Azurite refuses `--location` with it); its working
                 // folder is the run's, in case it writes anything else.
-                .current_dir(&dir)
+                .current_dir(dir)
                 .env("AZURITE_ACCOUNTS", format!("{account}:{account_key}")),
             "Azurite",
         )?);
         server.children.push(spawn(
             Command::new("node")
-                .arg(&metadata_js)
-                .arg(&cert)
-                .arg(&key)
+                .arg(metadata_js)
+                .arg(cert)
+                .arg(key)
                 .arg(metadata_port.to_string())
                 .arg(arm_base.trim_end_matches('/')),
             "the metadata endpoint",
@@ -266,7 +266,7 @@ impl Azurite {
             fs::write(&client, CLIENT).map_err(|e| format!("writing {}: {e}", client.display()))?;
         }
         let out = Command::new("node")
-            .arg(&client)
+            .arg(client)
             .arg(&self.ca_file)
             .arg(method)
             .arg(format!("{}/{}{path}", self.blob, self.account))

@@ -297,7 +297,7 @@ pub(super) fn arm_storage_account(s: &State, path: &str, bearer: &str) -> Respon
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     // subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Storage/storageAccounts/<name>
     let (sub, rg, name) = (parts[1], parts[3], parts[7]);
-    if let Err(refused) = arm_allowed(s, sub, bearer, "Microsoft.Storage/storageAccounts/read") {
+    if let Some(refused) = arm_refusal(s, sub, bearer, "Microsoft.Storage/storageAccounts/read") {
         return refused;
     }
     match s.azure_storage.get(&(sub.to_owned(), rg.to_lowercase(), name.to_owned())) {
@@ -323,31 +323,35 @@ pub(super) fn arm_storage_account(s: &State, path: &str, bearer: &str) -> Respon
     }
 }
 
-/// Resource Manager's checks before any read: a token Entra issued, a subscription that exists, a role of
-/// the app on it.
-fn arm_allowed(s: &State, id: &str, bearer: &str, action: &str) -> Result<(), Response> {
+/// Resource Manager's checks before any read (a token Entra issued, a subscription that exists, a role of
+/// the app on it): the answer refusing it, or `None`.
+fn arm_refusal(s: &State, id: &str, bearer: &str, action: &str) -> Option<Response> {
     let Some(client) = s.azure_access.get(bearer) else {
-        return Err((
-            StatusCode::UNAUTHORIZED,
-            axum::Json(arm_error(
-                "InvalidAuthenticationToken",
-                "The access token is invalid.",
-            )),
-        )
-            .into_response());
+        return Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(arm_error(
+                    "InvalidAuthenticationToken",
+                    "The access token is invalid.",
+                )),
+            )
+                .into_response(),
+        );
     };
     if !s.azure_subscriptions.contains_key(id) {
-        return Err((
-            StatusCode::NOT_FOUND,
-            axum::Json(arm_error(
-                "SubscriptionNotFound",
-                &format!("The subscription '{id}' could not be found."),
-            )),
-        )
-            .into_response());
+        return Some(
+            (
+                StatusCode::NOT_FOUND,
+                axum::Json(arm_error(
+                    "SubscriptionNotFound",
+                    &format!("The subscription '{id}' could not be found."),
+                )),
+            )
+                .into_response(),
+        );
     }
     if !s.azure_roles.contains(&(client.clone(), id.to_owned())) {
-        return Err((
+        return Some((
             StatusCode::FORBIDDEN,
             axum::Json(arm_error(
                 "AuthorizationFailed",
@@ -360,7 +364,7 @@ fn arm_allowed(s: &State, id: &str, bearer: &str, action: &str) -> Result<(), Re
         )
             .into_response());
     }
-    Ok(())
+    None
 }
 
 pub(super) fn arm_subscription(s: &State, id: &str, bearer: &str) -> Response {
