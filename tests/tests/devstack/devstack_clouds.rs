@@ -1,7 +1,7 @@
 //! A tenant's target on another cloud, through devstack's public endpoints only: the `do-doks-standin`,
-//! `linode-lke-standin` and `gcp-gke-standin` templates (do-doks-basic's, linode-lke-basic's and gcp-gke-basic's
-//! requests and validation, played by the null provider on the modern engine) created → ACTIVE with their
-//! outputs → drift check (clean) → deleted, each cluster's state in the tenant's own bucket, never in Strato's.
+//! `linode-lke-standin`, `gcp-gke-standin` and `azure-aks-standin` templates (the basic templates' requests
+//! and validation, played by the null provider on the modern engine) created → ACTIVE with their outputs →
+//! drift check (clean) → deleted, each cluster's state in the tenant's own storage, never in Strato's.
 //!
 //! - DigitalOcean and Linode: the tenant's API token and object storage key registered through the API,
 //!   checked by the runner's preflight against the clouds' account endpoints (FakeClouds); the state in an
@@ -75,7 +75,7 @@ const CLOUDS: [Cloud; 2] = [
 ];
 
 #[tokio::test(flavor = "multi_thread")]
-async fn digitalocean_linode_and_gcp_stand_ins_live_and_die_with_their_state_in_the_tenants_buckets() {
+async fn digitalocean_linode_gcp_and_azure_stand_ins_live_and_die_with_their_state_in_the_tenants_storage() {
     let Some(modern) = modern_engine_or_skip("devstack_clouds") else {
         return;
     };
@@ -92,13 +92,16 @@ async fn digitalocean_linode_and_gcp_stand_ins_live_and_die_with_their_state_in_
     // The GCP tenant's Cloud Storage.
     let gcs = FakeGcs::start(bed).unwrap_or_else(|e| panic!("{e}"));
     // The Azure tenant's storage account, with the emulated cloud's metadata endpoint in front of FakeClouds.
-    let azure = match azure_bed() {
-        Ok(b) => Some(Azurite::start(b, AZURE_ACCOUNT, &clouds.base_url).unwrap_or_else(|e| panic!("{e}"))),
+    let arm = clouds.base_url.clone();
+    let azure = tokio::task::spawn_blocking(move || match azure_bed() {
+        Ok(b) => Some(Azurite::start(b, AZURE_ACCOUNT, &arm).unwrap_or_else(|e| panic!("{e}"))),
         Err(why) => {
             println!("SKIPPED the Azure leg of devstack_clouds: {why}");
             None
         }
-    };
+    })
+    .await
+    .unwrap();
     let base = devstack_support::config("cl").await;
     let moto = base.aws_endpoint.clone().unwrap();
     let mut runner_env = clouds.runner_env();
