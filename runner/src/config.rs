@@ -52,6 +52,7 @@ pub const DEFAULT_AGENT_IMAGE: &str = concat!("ghcr.io/strato-dev/strato-agent:"
 /// | `STRATO_WORK_DIR` | parent of the per-operation workspace (default the system temp dir) |
 /// | `STRATO_STATE_KMS_KEY` | KMS key (ARN) the platform's state objects are written with (SSE-KMS; `infra/` sets Strato's data key). Unset: SSE-S3 |
 /// | `STRATO_GCS_ENDPOINT` | the Cloud Storage JSON API (`…/storage/v1/`) a GCP target's state bucket is reached at (emulators; default Google's) |
+/// | `STRATO_AZURE_METADATA_HOST` | `host:port` of an emulated Azure cloud's ARM metadata endpoint (https): an Azure target's state backend takes its Entra ID and Resource Manager endpoints from it and asks Resource Manager for the storage account's blob endpoint (emulators; default Azure's public cloud) |
 /// | `STRATO_S3_COMPATIBLE_ENDPOINT` | the S3 endpoint a DigitalOcean or Linode target's state bucket is reached at, path-style (emulators; default the cloud's own per region) |
 /// | `STRATO_UNSAFE_SKIP_EXTERNAL_ID_PROBE` | `true` turns off the check that a target role refuses Strato without the tenant's external id. Only for emulators whose STS ignores trust policies (moto: devstack); never in AWS |
 #[derive(Debug, Clone)]
@@ -133,6 +134,9 @@ fn kube_override<F: Fn(&str) -> Option<String>>(
 pub struct StateStores {
     pub gcs: Option<String>,
     pub s3_compatible: Option<String>,
+    /// `host:port` of an emulated Azure cloud's ARM metadata endpoint (https), which names its Entra ID,
+    /// Resource Manager and, through Resource Manager, the storage account's blob endpoint.
+    pub azure_metadata_host: Option<String>,
 }
 
 impl Config {
@@ -194,6 +198,7 @@ impl Config {
             state_stores: StateStores {
                 gcs: env.optional("STRATO_GCS_ENDPOINT"),
                 s3_compatible: env.optional("STRATO_S3_COMPATIBLE_ENDPOINT"),
+                azure_metadata_host: env.optional("STRATO_AZURE_METADATA_HOST"),
             },
         })
     }

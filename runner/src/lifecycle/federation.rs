@@ -328,6 +328,8 @@ pub(super) fn customer_backends<P: Ports>(
                 container: a.state_container.clone().unwrap_or_else(|| "tfstate".to_owned()),
                 key: format!("{prefix}.tfstate"),
                 use_oidc: true,
+                resource_group: a.state_resource_group.clone(),
+                metadata_host: stores.azure_metadata_host.clone(),
             }),
             Target::Digitalocean(t) | Target::Linode(t) => {
                 let bucket = t.state_bucket.clone()?;

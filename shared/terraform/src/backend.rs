@@ -51,6 +51,13 @@ pub struct AzureBlobBackend {
     /// The engine authenticates to Blob Storage with the run's federated identity (Entra ID tokens from
     /// Strato's OIDC token), never with an account key or a SAS.
     pub use_oidc: bool,
+    /// The resource group of the storage account (the target's `state_resource_group`).
+    pub resource_group: Option<String>,
+    /// The host (`host:port`) of an emulated cloud's ARM metadata endpoint; `None` on Azure's public cloud.
+    /// Its answer names Entra ID's and Resource Manager's endpoints, and the backend then asks Resource
+    /// Manager where the account's blob endpoint is (`lookup_blob_endpoint`), because an emulator's is not
+    /// `https://<account>.blob.<suffix>`.
+    pub metadata_host: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +120,13 @@ impl StateBackend {
                 });
                 if a.use_oidc {
                     b["use_oidc"] = json!(true);
+                }
+                if let Some(rg) = &a.resource_group {
+                    b["resource_group_name"] = json!(rg);
+                }
+                if let Some(host) = &a.metadata_host {
+                    b["metadata_host"] = json!(host);
+                    b["lookup_blob_endpoint"] = json!(true);
                 }
                 ("azurerm", b)
             }

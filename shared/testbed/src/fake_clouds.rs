@@ -24,6 +24,12 @@
 //!   `InvalidAuthenticationToken`; an unknown subscription → 404 `SubscriptionNotFound`; no role of the app
 //!   on it → 403 `AuthorizationFailed`. Success: the subscription (`subscriptionId`, `displayName`, `state`,
 //!   `tenantId`).
+//!   `GET /subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Storage/storageAccounts/<name>`: the
+//!   same checks, then 404 `ResourceNotFound` for an account not registered with
+//!   [`Knobs::azure_storage_account`], else the account with its `primaryEndpoints.blob` (the `azurerm`
+//!   backend's `lookup_blob_endpoint` reads it). An Entra token asked for the scope
+//!   `https://storage.azure.com/.default` is a JWT with Entra's v1 storage claims (Azurite reads them);
+//!   others are opaque.
 //! - **DigitalOcean** `GET /v2/account`: an unknown bearer → 401 `{"id":"unauthorized","message":"Unable to
 //!   authenticate you"}`, a token registered without `account:read` → 403 `forbidden`. Success: `{account:
 //!   {email, uuid, status, team, …}}`.
@@ -51,8 +57,8 @@ use serde_json::json;
 
 mod answers;
 use answers::{
-    UNAUTHENTICATED, arm_error, arm_subscription, do_account, entra_token, gcp_impersonate, gcp_sts,
-    google_error, linode_profile,
+    UNAUTHENTICATED, arm_error, arm_storage_account, arm_subscription, do_account, entra_token,
+    gcp_impersonate, gcp_sts, google_error, linode_profile,
 };
 
 #[derive(Default)]
@@ -73,6 +79,8 @@ struct State {
     azure_roles: BTreeSet<(String, String)>,
     /// Access tokens issued → app client id.
     azure_access: BTreeMap<String, String>,
+    /// (subscription, resource group lower-cased, account name) → the account's blob endpoint.
+    azure_storage: BTreeMap<(String, String, String), String>,
     do_tokens: BTreeSet<String>,
     do_unscoped: BTreeSet<String>,
     linode_tokens: BTreeSet<String>,
@@ -144,6 +152,27 @@ impl Knobs {
         self.with(|s| {
             s.azure_roles
                 .insert((client_id.to_owned(), subscription_id.to_owned()))
+        });
+    }
+
+    /// A storage account in `resource_group` of `subscription_id` whose blob endpoint is `blob_endpoint`
+    /// (e.g. Azurite's `https://127.0.0.1:<port>/<account>/`).
+    pub fn azure_storage_account(
+        &self,
+        subscription_id: &str,
+        resource_group: &str,
+        name: &str,
+        blob_endpoint: &str,
+    ) {
+        self.with(|s| {
+            s.azure_storage.insert(
+                (
+                    subscription_id.to_owned(),
+                    resource_group.to_lowercase(),
+                    name.to_owned(),
+                ),
+                blob_endpoint.to_owned(),
+            )
         });
     }
 
@@ -270,6 +299,7 @@ async fn answer(k: &Knobs, method: Method, uri: Uri, headers: HeaderMap, body: B
         Endpoint::GenerateAccessToken(sa) => k.with(|s| gcp_impersonate(s, &sa, &bearer)),
         Endpoint::EntraToken(tenant) => k.with(|s| entra_token(s, &tenant, &form)),
         Endpoint::Subscription(id) => k.with(|s| arm_subscription(s, &id, &bearer)),
+        Endpoint::StorageAccount => k.with(|s| arm_storage_account(s, &path, &bearer)),
         Endpoint::DoAccount => k.with(|s| do_account(s, &bearer)),
         Endpoint::LinodeProfile => k.with(|s| linode_profile(s, &bearer)),
         Endpoint::Unknown => (StatusCode::NOT_FOUND, "not an endpoint of the fake clouds").into_response(),
@@ -281,6 +311,7 @@ enum Endpoint {
     GenerateAccessToken(String),
     EntraToken(String),
     Subscription(String),
+    StorageAccount,
     DoAccount,
     LinodeProfile,
     Unknown,
@@ -303,6 +334,21 @@ impl Endpoint {
             return Self::EntraToken(t.trim_start_matches('/').to_owned());
         }
         if method == Method::GET {
+            let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+            if let [
+                "subscriptions",
+                _,
+                "resourceGroups",
+                _,
+                "providers",
+                p,
+                "storageAccounts",
+                _,
+            ] = parts[..]
+                && p.eq_ignore_ascii_case("Microsoft.Storage")
+            {
+                return Self::StorageAccount;
+            }
             if let Some(id) = path.strip_prefix("/subscriptions/") {
                 return Self::Subscription(id.to_owned());
             }
@@ -322,7 +368,9 @@ impl Endpoint {
                 json!({"error": "invalid_client", "error_description": "the client is not authorized (fake 401 mode)"})
             }
             Self::GenerateAccessToken(_) => google_error(401, "UNAUTHENTICATED", UNAUTHENTICATED, None),
-            Self::Subscription(_) => arm_error("InvalidAuthenticationToken", "The access token is invalid."),
+            Self::Subscription(_) | Self::StorageAccount => {
+                arm_error("InvalidAuthenticationToken", "The access token is invalid.")
+            }
             Self::DoAccount => json!({"id": "unauthorized", "message": "Unable to authenticate you"}),
             Self::LinodeProfile => json!({"errors": [{"reason": "Invalid Token"}]}),
             Self::Unknown => return (StatusCode::NOT_FOUND, "").into_response(),
@@ -330,3 +378,6 @@ impl Endpoint {
         (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()
     }
 }
+
+#[cfg(test)]
+mod tests;

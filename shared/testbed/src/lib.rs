@@ -1,6 +1,7 @@
 //! The offline test bed: moto (AWS emulator) and the Terraform engine + AWS provider mirror, installed by
 //! this code into `.tools/` on first use, and private moto servers for test processes.
 
+mod azurite;
 mod clouds;
 mod engines;
 mod fake_clouds;
@@ -9,6 +10,7 @@ mod modern;
 mod moto;
 mod moto_run;
 
+pub use azurite::{AZURITE_PACKAGE, AzureBed, Azurite, BlobAnswer, azure_bed};
 pub use clouds::{
     CloudBed, FAKE_GCS_PACKAGE, FakeGcs, NULL_PROVIDER_PACKAGE, NULL_PROVIDER_VERSION, cloud_bed,
     stand_in_cli_config,

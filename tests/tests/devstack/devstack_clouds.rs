@@ -1,7 +1,7 @@
 //! A tenant's target on another cloud, through devstack's public endpoints only: the `do-doks-standin`,
-//! `linode-lke-standin` and `gcp-gke-standin` templates (do-doks-basic's, linode-lke-basic's and gcp-gke-basic's
-//! requests and validation, played by the null provider on the modern engine) created → ACTIVE with their
-//! outputs → drift check (clean) → deleted, each cluster's state in the tenant's own bucket, never in Strato's.
+//! `linode-lke-standin`, `gcp-gke-standin` and `azure-aks-standin` templates (the basic templates' requests
+//! and validation, played by the null provider on the modern engine) created → ACTIVE with their outputs →
+//! drift check (clean) → deleted, each cluster's state in the tenant's own storage, never in Strato's.
 //!
 //! - DigitalOcean and Linode: the tenant's API token and object storage key registered through the API,
 //!   checked by the runner's preflight against the clouds' account endpoints (FakeClouds); the state in an
@@ -14,9 +14,16 @@
 //!   `gcs` backend does the same exchange from the run's `external_account` file before it reads, locks and
 //!   writes the state in the tenant's Cloud Storage bucket (fake-gcs-server, versioned).
 //!
-//! Not here: Azure (the `azurerm` backend addresses `https://<account>.blob.<cloud suffix>`, which no local
-//! emulator answers). Skipped loudly where the modern engine is absent (the S3 backend's lock file needs
-//! Terraform 1.10).
+//! - Azure (`azure-aks-standin`): no key either. The preflight and Terraform's own `azurerm` backend exchange
+//!   the stage's token (the file `ARM_OIDC_TOKEN_FILE_PATH` names) at Entra ID for the tenant's app
+//!   (FakeClouds, checking issuer, audience `api://AzureADTokenExchange`, subject and signature as a
+//!   federated credential does); the backend finds Entra ID and Resource Manager through the emulated
+//!   cloud's metadata endpoint (`metadata_host`), asks Resource Manager for the storage account's blob
+//!   endpoint (`lookup_blob_endpoint`: Azurite's, since nothing answers `<account>.blob.core.windows.net`)
+//!   and reads, leases and writes the state blob in the tenant's container (Azurite, Entra ID tokens over
+//!   https). Skipped loudly where Node.js/npm or openssl is absent.
+//!
+//! Skipped loudly where the modern engine is absent (the S3 backend's lock file needs Terraform 1.10).
 
 use crate::devstack_support;
 
@@ -25,7 +32,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use strato_devstack::client::Client;
 use strato_testbed::{
-    FakeClouds, FakeGcs, TestEngine, cloud_bed, modern_engine_or_skip, stand_in_cli_config,
+    Azurite, FakeClouds, FakeGcs, TestEngine, azure_bed, cloud_bed, modern_engine_or_skip,
+    stand_in_cli_config,
 };
 
 const OP_TIMEOUT: Duration = Duration::from_secs(240);
@@ -67,7 +75,7 @@ const CLOUDS: [Cloud; 2] = [
 ];
 
 #[tokio::test(flavor = "multi_thread")]
-async fn digitalocean_linode_and_gcp_stand_ins_live_and_die_with_their_state_in_the_tenants_buckets() {
+async fn digitalocean_linode_gcp_and_azure_stand_ins_live_and_die_with_their_state_in_the_tenants_storage() {
     let Some(modern) = modern_engine_or_skip("devstack_clouds") else {
         return;
     };
@@ -83,6 +91,17 @@ async fn digitalocean_linode_and_gcp_stand_ins_live_and_die_with_their_state_in_
     clouds.knobs.linode_token(CLOUDS[1].token);
     // The GCP tenant's Cloud Storage.
     let gcs = FakeGcs::start(bed).unwrap_or_else(|e| panic!("{e}"));
+    // The Azure tenant's storage account, with the emulated cloud's metadata endpoint in front of FakeClouds.
+    let arm = clouds.base_url.clone();
+    let azure = tokio::task::spawn_blocking(move || match azure_bed() {
+        Ok(b) => Some(Azurite::start(b, AZURE_ACCOUNT, &arm).unwrap_or_else(|e| panic!("{e}"))),
+        Err(why) => {
+            println!("SKIPPED the Azure leg of devstack_clouds: {why}");
+            None
+        }
+    })
+    .await
+    .unwrap();
     let base = devstack_support::config("cl").await;
     let moto = base.aws_endpoint.clone().unwrap();
     let mut runner_env = clouds.runner_env();
@@ -93,11 +112,18 @@ async fn digitalocean_linode_and_gcp_stand_ins_live_and_die_with_their_state_in_
         // The bed's null provider beside the machine's AWS mirror.
         ("TF_CLI_CONFIG_FILE".into(), cli.display().to_string()),
     ]);
+    if let Some(az) = &azure {
+        runner_env.extend([
+            ("STRATO_AZURE_METADATA_HOST".into(), az.metadata_host.clone()),
+            // The engine (Go) trusts the emulated cloud's certificate; nothing else it calls is https.
+            ("SSL_CERT_FILE".into(), az.ca_file.display().to_string()),
+        ]);
+    }
     let stack = devstack_support::start(strato_devstack::DevstackConfig {
         extra_templates: CLOUDS
             .iter()
             .map(|c| c.template)
-            .chain(["gcp-gke-standin"])
+            .chain(["gcp-gke-standin", "azure-aks-standin"])
             .map(|t| (standins.join(t), standins.join("modules")))
             .collect(),
         engine: Some(TestEngine::modern(modern)),
@@ -110,10 +136,16 @@ async fn digitalocean_linode_and_gcp_stand_ins_live_and_die_with_their_state_in_
         lives_and_dies(&stack, &clouds, cloud).await;
     }
     gcp_lives_and_dies(&stack, &clouds, &gcs).await;
+    if let Some(az) = &azure {
+        crate::devstack_clouds_azure::azure_lives_and_dies(&stack, &clouds, az).await;
+    }
 }
 
+/// The Azure tenant's storage account (Azurite serves it).
+const AZURE_ACCOUNT: &str = "acmeakstfstate";
+
 /// The stack's OIDC issuer: a name the emulated cloud trusts (nothing fetches its discovery document).
-const ISSUER: &str = "https://devstack.strato.invalid";
+pub(crate) const ISSUER: &str = "https://devstack.strato.invalid";
 
 /// A GCP project reached by workload identity federation, its state in the tenant's Cloud Storage bucket.
 async fn gcp_lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, gcs: &FakeGcs) {
@@ -365,7 +397,7 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
 }
 
 /// A drift check finds nothing; then the cluster is deleted. The delete's log, as followed.
-async fn clean_drift_then_delete(
+pub(crate) async fn clean_drift_then_delete(
     stack: &strato_devstack::Devstack,
     api: &Client,
     token: &str,
@@ -409,7 +441,7 @@ async fn object_json(stack: &strato_devstack::Devstack, bucket: &str, key: &str)
 }
 
 /// Resource instances in a state document.
-fn resources(state: &Value) -> usize {
+pub(crate) fn resources(state: &Value) -> usize {
     state["resources"]
         .as_array()
         .map(|rs| {

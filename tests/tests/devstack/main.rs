@@ -9,6 +9,7 @@ mod cli_e2e;
 mod console_e2e;
 mod devstack_agent;
 mod devstack_clouds;
+mod devstack_clouds_azure;
 mod devstack_contract;
 mod devstack_demo;
 mod devstack_drift;

@@ -64,6 +64,8 @@ fn azure_blob_authorizes_with_the_runs_identity_never_a_key() {
         container: "tfstate".into(),
         key: "tenants/t1/clusters/c1/cluster.tfstate".into(),
         use_oidc: true,
+        resource_group: None,
+        metadata_host: None,
     });
     let az = block(&b, "1.11.4")["terraform"]["backend"]["azurerm"].clone();
     assert_eq!(az["use_azuread_auth"], true);
@@ -72,6 +74,36 @@ fn azure_blob_authorizes_with_the_runs_identity_never_a_key() {
         assert!(az.get(secret).is_none(), "{secret} in {az}");
     }
     assert!(b.credential_env().contains(&"ARM_OIDC_TOKEN_FILE_PATH"));
+}
+
+#[test]
+fn azure_blob_in_an_emulated_cloud_asks_resource_manager_for_the_blob_endpoint() {
+    let b = StateBackend::AzureBlob(AzureBlobBackend {
+        storage_account: "acmetfstate".into(),
+        container: "tfstate".into(),
+        key: "k.tfstate".into(),
+        use_oidc: true,
+        resource_group: Some("acme-state".into()),
+        metadata_host: Some("127.0.0.1:8443".into()),
+    });
+    let az = block(&b, "1.11.4")["terraform"]["backend"]["azurerm"].clone();
+    assert_eq!(az["metadata_host"], "127.0.0.1:8443");
+    assert_eq!(az["lookup_blob_endpoint"], true);
+    assert_eq!(az["resource_group_name"], "acme-state");
+    // On Azure's own cloud the account's endpoint is the one its name gives: no lookup, no metadata host.
+    let public = StateBackend::AzureBlob(AzureBlobBackend {
+        metadata_host: None,
+        ..match b {
+            StateBackend::AzureBlob(a) => a,
+            _ => unreachable!(),
+        }
+    });
+    let az = block(&public, "1.11.4")["terraform"]["backend"]["azurerm"].clone();
+    assert!(
+        az.get("metadata_host").is_none() && az.get("lookup_blob_endpoint").is_none(),
+        "{az}"
+    );
+    assert_eq!(az["resource_group_name"], "acme-state");
 }
 
 #[test]

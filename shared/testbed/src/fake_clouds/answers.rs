@@ -278,12 +278,93 @@ pub(super) fn entra_token(s: &mut State, tenant: &str, form: &BTreeMap<String, S
             ),
         );
     }
-    let token = format!("fake-arm-token-{}", uuid::Uuid::new_v4());
+    // Azure Storage reads its token's claims (Azurite too); Resource Manager's stays opaque here.
+    let token = if field("scope").starts_with("https://storage.azure.com") {
+        crate::azurite::storage_token(tenant, client)
+    } else {
+        format!("fake-arm-token-{}", uuid::Uuid::new_v4())
+    };
     s.azure_access.insert(token.clone(), client.to_owned());
     axum::Json(
         json!({"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": token}),
     )
     .into_response()
+}
+
+/// A storage account's properties (`primaryEndpoints.blob` is where the `azurerm` backend's
+/// `lookup_blob_endpoint` sends it), to an app with a role on the subscription.
+pub(super) fn arm_storage_account(s: &State, path: &str, bearer: &str) -> Response {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    // subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Storage/storageAccounts/<name>
+    let (sub, rg, name) = (parts[1], parts[3], parts[7]);
+    if let Some(refused) = arm_refusal(s, sub, bearer, "Microsoft.Storage/storageAccounts/read") {
+        return refused;
+    }
+    match s.azure_storage.get(&(sub.to_owned(), rg.to_lowercase(), name.to_owned())) {
+        Some(blob) => axum::Json(json!({
+            "id": format!("/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Storage/storageAccounts/{name}"),
+            "name": name,
+            "type": "Microsoft.Storage/storageAccounts",
+            "kind": "StorageV2",
+            "location": "eastus",
+            "properties": {"isHnsEnabled": false, "primaryEndpoints": {"blob": blob}},
+        }))
+        .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            axum::Json(arm_error(
+                "ResourceNotFound",
+                &format!(
+                    "The Resource 'Microsoft.Storage/storageAccounts/{name}' under resource group '{rg}' was not found."
+                ),
+            )),
+        )
+            .into_response(),
+    }
+}
+
+/// Resource Manager's checks before any read (a token Entra issued, a subscription that exists, a role of
+/// the app on it): the answer refusing it, or `None`.
+fn arm_refusal(s: &State, id: &str, bearer: &str, action: &str) -> Option<Response> {
+    let Some(client) = s.azure_access.get(bearer) else {
+        return Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(arm_error(
+                    "InvalidAuthenticationToken",
+                    "The access token is invalid.",
+                )),
+            )
+                .into_response(),
+        );
+    };
+    if !s.azure_subscriptions.contains_key(id) {
+        return Some(
+            (
+                StatusCode::NOT_FOUND,
+                axum::Json(arm_error(
+                    "SubscriptionNotFound",
+                    &format!("The subscription '{id}' could not be found."),
+                )),
+            )
+                .into_response(),
+        );
+    }
+    if !s.azure_roles.contains(&(client.clone(), id.to_owned())) {
+        return Some((
+            StatusCode::FORBIDDEN,
+            axum::Json(arm_error(
+                "AuthorizationFailed",
+                &format!(
+                    "The client '{client}' with object id '{client}' does not have authorization to perform \
+                     action '{action}' over scope '/subscriptions/{id}' or the scope is invalid. If access was \
+                     recently granted, please refresh your credentials."
+                ),
+            )),
+        )
+            .into_response());
+    }
+    None
 }
 
 pub(super) fn arm_subscription(s: &State, id: &str, bearer: &str) -> Response {

@@ -28,3 +28,23 @@ variable "tags" {
   description = "Labels or tags of every resource"
   default     = {}
 }
+
+# AKS-shaped requests (azure-aks-standin) carry these; the templates validate them, the null resources do
+# not play a control plane tier or an autoscaler.
+variable "sku_tier" {
+  type        = string
+  description = "Control plane tier (AKS Free or Standard)"
+  default     = null
+}
+
+variable "min_nodes" {
+  type        = number
+  description = "Lower bound of the node pool's autoscaler"
+  default     = null
+}
+
+variable "max_nodes" {
+  type        = number
+  description = "Upper bound of the node pool's autoscaler"
+  default     = null
+}
