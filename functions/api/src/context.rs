@@ -3,12 +3,12 @@
 
 use secrecy::{ExposeSecret, SecretSlice};
 use strato_aws::aws::AwsClients;
-use strato_aws::connections::tickets as ticket_claims;
 use strato_aws::env::Env;
 use strato_aws::ports::{KmsKeys, KmsSigner, SqsJobQueue};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
+use strato_connections::tickets as ticket_claims;
 use strato_domain::ports::{SystemClock, TenantRules};
 use strato_domain::sealed::{CachedKeys, DEFAULT_MAX_AGE, DEFAULT_MAX_USES};
 

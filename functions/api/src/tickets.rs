@@ -29,7 +29,7 @@ pub(crate) struct TicketView {
 
 /// How long a ticket can be used to connect. A connection, once open, lives on (API Gateway ends it
 /// after 2 hours).
-pub const TICKET_TTL: Duration = strato_aws::connections::tickets::MAX_LIFETIME;
+pub const TICKET_TTL: Duration = strato_connections::tickets::MAX_LIFETIME;
 
 pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, ApiError> {
     let settings = ctx.config.ws_tickets.as_ref().ok_or_else(|| {
@@ -43,7 +43,7 @@ pub(crate) fn create(ctx: &Ctx, caller: &Caller) -> Result<Reply<TicketView>, Ap
     let mut claims = json!({
         "iat": now.unix_timestamp(),
         "exp": expires.unix_timestamp(),
-        "scope": strato_aws::connections::tickets::SCOPE,
+        "scope": strato_connections::tickets::SCOPE,
         "aud": settings.audience,
     });
     claims[&ctx.config.tenant_claim] = json!(caller.tenant.as_str());

@@ -31,9 +31,9 @@ use futures_util::StreamExt;
 use futures_util::stream;
 use strato_aws::aws::AwsClients;
 use strato_aws::batch::BatchFailures;
-use strato_aws::connections::{Connections, PostError, Subscription, post_frame};
 use strato_aws::env::{Env, EnvError};
 use strato_aws::resources::Names;
+use strato_connections::{Connections, PostError, Subscription, post_frame};
 use strato_model::ids::OperationId;
 use strato_model::messages::LogFrame;
 use strato_stream::live_batch::encode_live;
@@ -94,7 +94,7 @@ impl Ctx {
                 ddb: aws.dynamodb.clone(),
                 table: config.names.table("connections"),
             },
-            mgmt: strato_aws::connections::management_client(&aws.config, &config.management_endpoint),
+            mgmt: strato_connections::management_client(&aws.config, &config.management_endpoint),
             config,
         }
     }

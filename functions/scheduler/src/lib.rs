@@ -120,7 +120,7 @@ pub struct Ctx {
     pub sqs: aws_sdk_sqs::Client,
     pub ecs: aws_sdk_ecs::Client,
     pub queues: QueueUrls,
-    pub connections: strato_aws::connections::Connections,
+    pub connections: strato_connections::Connections,
     pub audit: DynamoAuditLog,
 }
 
@@ -139,7 +139,7 @@ impl Ctx {
             sqs: aws.sqs.clone(),
             ecs,
             queues,
-            connections: strato_aws::connections::Connections {
+            connections: strato_connections::Connections {
                 ddb: aws.dynamodb.clone(),
                 table: config.names.table("connections"),
             },

@@ -5,7 +5,7 @@
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use secrecy::ExposeSecret;
 use serde_json::Value;
-use strato_aws::connections::tickets::{MAX_LIFETIME, SCOPE};
+use strato_connections::tickets::{MAX_LIFETIME, SCOPE};
 use strato_model::ids::TenantId;
 
 use crate::Config;

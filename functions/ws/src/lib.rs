@@ -42,8 +42,8 @@ use strato_model::messages::LogFrame;
 use strato_stream::logs::ControlFrame;
 use time::OffsetDateTime;
 
-use strato_aws::connections::tickets;
-use strato_aws::connections::{
+use strato_connections::tickets;
+use strato_connections::{
     self, CONNECTION_LIFETIME, Connection, Connections, PostError, management_client, post_frame,
 };
 
@@ -208,7 +208,7 @@ async fn connect(
         .filter(|_| ms > 0)
         .unwrap_or_else(OffsetDateTime::now_utc);
     let c = Connection {
-        pk: connections::conn_pk(conn_id),
+        pk: strato_connections::conn_pk(conn_id),
         sk: "conn".into(),
         connection_id: conn_id.to_owned(),
         tenant_id: tenant,

@@ -6,7 +6,6 @@ pub mod aws;
 pub mod batch;
 pub mod boot;
 pub mod bundles;
-pub mod connections;
 pub mod coordination;
 pub mod eks_token;
 pub mod env;

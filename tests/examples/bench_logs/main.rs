@@ -319,7 +319,7 @@ fn pollers(
                 .http_client(aws_smithy_http_client::Builder::new().build_http())
                 .build();
             let mut ctx = (*bed.fanout).clone();
-            ctx.mgmt = strato_aws::connections::management_client(&conf, &ctx.config.management_endpoint);
+            ctx.mgmt = strato_connections::management_client(&conf, &ctx.config.management_endpoint);
             ctx.connections.ddb = aws_sdk_dynamodb::Client::from_conf(
                 aws_sdk_dynamodb::config::Builder::from(&conf)
                     .interceptor(timer.clone())

@@ -9,7 +9,7 @@ use aws_lambda_events::apigw::ApiGatewayWebsocketProxyRequest;
 use aws_lambda_events::sqs::SqsEvent;
 use live_logs_support::{Bed, Client, SECRET, assert_complete, token};
 use serde_json::Value;
-use strato_aws::connections::{Connection, conn_pk, op_pk};
+use strato_connections::{Connection, conn_pk, op_pk};
 use strato_domain::messages::LogLine;
 use strato_domain::model::OperationStatus;
 use strato_stream::logs::{ControlFrame, MAX_FRAME_BYTES, ServerFrame};

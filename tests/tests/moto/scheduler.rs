@@ -368,14 +368,14 @@ async fn the_sweeper_never_takes_a_live_runners_locks() {
 /// `by_expiry` index); live ones stay.
 #[tokio::test(flavor = "multi_thread")]
 async fn connections_past_their_two_hours_are_removed() {
-    use strato_aws::connections::{CONNECTION_LIFETIME, Connection};
+    use strato_connections::{CONNECTION_LIFETIME, Connection};
 
     let b = Bed::new().await;
     let conns = &b.scheduler.connections;
     let tenant: strato_domain::ids::TenantId = "acme".parse().unwrap();
     let op = &strato_domain::ids::OperationId::generate();
     let connect = |id: &str, at: OffsetDateTime| Connection {
-        pk: strato_aws::connections::conn_pk(id),
+        pk: strato_connections::conn_pk(id),
         sk: "conn".into(),
         connection_id: id.into(),
         tenant_id: tenant.clone(),

@@ -41,8 +41,8 @@ pub fn token(tenant: &str, secret: &str, exp_in_secs: i64) -> String {
     let claims = json!({
         "sub": format!("user-of-{tenant}"),
         "tenant_id": tenant,
-        "aud": strato_aws::connections::tickets::AUDIENCE,
-        "scope": strato_aws::connections::tickets::SCOPE,
+        "aud": strato_connections::tickets::AUDIENCE,
+        "scope": strato_connections::tickets::SCOPE,
         "iat": now.min(exp - 240),
         "exp": exp,
     });

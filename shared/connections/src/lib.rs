@@ -15,12 +15,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::error::Error;
 use aws_sdk_apigatewaymanagement::operation::post_to_connection::PostToConnectionError;
 use aws_sdk_apigatewaymanagement::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
 use backon::{ExponentialBuilder, Retryable};
 use serde::{Deserialize, Serialize};
+use strato_aws::error::Error;
 use strato_domain::ids::{OperationId, TenantId};
 use time::OffsetDateTime;
 
