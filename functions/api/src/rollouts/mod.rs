@@ -123,8 +123,8 @@ async fn fleet(ctx: &Ctx, viewer: &Viewer, template: &str) -> Result<Vec<Cluster
 }
 
 /// The runs of a rollout on the api's decisions, each under its member tenant's policies and rules.
-struct CtxRuns<'a> {
-    ctx: &'a Ctx,
+pub(crate) struct CtxRuns<'a> {
+    pub(crate) ctx: &'a Ctx,
 }
 
 impl CtxRuns<'_> {
