@@ -17,7 +17,8 @@
 //!   ([`SilentAgents`]): an ACTIVE or UPDATING cluster whose agent has not reported for
 //!   `STRATO_AGENT_STALE_SECS` is marked `degraded`, with `cluster.health_changed` (the sparse
 //!   `by_agent_seen` index, a Query). Then rollouts whose soak has ended get their tick on the `rollouts`
-//!   queue (`strato_rollout::feed::tick_due`).
+//!   queue (`strato_rollout::feed::tick_due`), and an ended run a rollout still waits for its outcome again
+//!   (`resend_ended`: the repair of an outcome the status function could not send).
 //!
 //! The decisions ([`Scheduler`]) take their dependencies through the domain's ports; [`handle`] runs them on
 //! the AWS adapters (DynamoDB store, `jobs.fifo`, ECS, the events queue, Terraform's lock table), the fast
@@ -245,19 +246,33 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
     Ok(report)
 }
 
-/// Sends a tick to every rollout whose wake time has come (a soak that ended). A tick that could not be sent
-/// is the next sweep's (the rollout stays due): logged and counted, never the sweep's failure.
+/// Sends a tick to every rollout whose wake time has come (a soak that ended), and again the outcome of every
+/// run a rollout waits for that has ended (one the status function could not send). What could not be sent
+/// is the next sweep's: logged and counted, never the sweep's failure.
 async fn tick_rollouts(ctx: &Ctx, now: OffsetDateTime) {
     let queue = strato_aws::ports::SqsRollouts {
         sqs: &ctx.sqs,
         url: &ctx.queues.rollouts,
     };
-    match strato_rollout::feed::tick_due(&ctx.store, &queue, now.unix_timestamp()).await {
+    let now = now.unix_timestamp();
+    match strato_rollout::feed::tick_due(&ctx.store, &queue, now).await {
         Ok(0) => {}
         Ok(sent) => tracing::info!(sent, "rollout ticks queued"),
         Err(e) => {
             strato_domain::vitals::rollout_input_lost();
             tracing::error!(error = %e, "rollout ticks not queued");
+        }
+    }
+    // An ended run's outcome the status function could not send, sent again.
+    let read = |id: strato_domain::ids::OperationId| async move {
+        ctx.store.get_operation(&id).await.map_err(|e| e.to_string())
+    };
+    match strato_rollout::feed::resend_ended(&ctx.store, &queue, read, now).await {
+        Ok(0) => {}
+        Ok(sent) => tracing::info!(sent, "ended rollout runs' outcomes queued again"),
+        Err(e) => {
+            strato_domain::vitals::rollout_input_lost();
+            tracing::error!(error = %e, "ended rollout runs' outcomes not queued again");
         }
     }
 }

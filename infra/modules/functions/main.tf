@@ -4,7 +4,7 @@
 
 locals {
   # Per function: crate/binary name (the zip's directory) and timeout. A function fed by a queue must finish
-  # within the queue's visibility timeout (jobs, events, webhooks, rollouts: 60 s; logs: 30 s), which AWS also enforces;
+  # within the queue's visibility timeout (jobs, events, webhooks: 60 s; logs: 30 s; rollouts: 35 s), which AWS also enforces;
   # devstack stops a batch at the same timeout (strato_aws::resources::QueueDef::consumer_timeout_secs).
   functions = {
     api          = { binary = "strato-api", timeout = 29 } # HTTP API integrations time out at 30 s

@@ -4,7 +4,9 @@
 //!
 //! - The status function, when an operation ends, asks [`outcome_message`]: an ended plan or update of a
 //!   cluster an active rollout holds is that rollout's input.
-//! - The scheduler's sweep sends [`Input::Tick`] to every rollout whose wake time has come ([`tick_due`]).
+//! - The scheduler's sweep sends [`Input::Tick`] to every rollout whose wake time has come ([`tick_due`]),
+//!   and sends again the outcome of every run a rollout waits for that has ended ([`resend_ended`]): an
+//!   outcome the status function could not send is repaired by the next sweep.
 //! - The consumer ([`consume`]) applies the input and carries out what it decided. A body it cannot read is
 //!   dropped (it would fail the same way forever); a store that failed is retried by the queue. Duplicates
 //!   and stale inputs change nothing (the machine ignores an outcome it does not wait for), so a message
@@ -13,11 +15,12 @@
 use std::future::Future;
 
 use serde::{Deserialize, Serialize};
+use strato_domain::ids::OperationId;
 use strato_domain::model::Operation;
 
 use crate::RolloutError;
 use crate::effects::{Runs, carry_out};
-use crate::machine::Input;
+use crate::machine::{Input, MemberStatus};
 use crate::outcome::input_of;
 use crate::store::{Record, RolloutId, RolloutStore, apply};
 
@@ -97,11 +100,54 @@ pub async fn tick_due<S: RolloutStore, Q: Queue>(
     Ok(sent)
 }
 
+/// Sends again the outcome of every run an active rollout still waits for that has ended (`operation`
+/// reads an operation by id): the repair of an outcome the status function could not send. Returns how
+/// many were sent. A run still going, or one not found, is left alone; a duplicate of an outcome that did
+/// arrive changes nothing at the rollout (and the queue drops one sent within five minutes).
+pub async fn resend_ended<S, Q, F, Fut>(
+    store: &S,
+    queue: &Q,
+    operation: F,
+    now: i64,
+) -> Result<usize, RolloutError>
+where
+    S: RolloutStore,
+    Q: Queue,
+    F: Fn(OperationId) -> Fut,
+    Fut: Future<Output = Result<Option<Operation>, String>>,
+{
+    let mut sent = 0;
+    for r in store.list().await?.into_iter().filter(Record::active) {
+        for m in &r.rollout.members {
+            let (MemberStatus::Planning { operation: id } | MemberStatus::Upgrading { operation: id, .. }) =
+                &m.status
+            else {
+                continue;
+            };
+            let Some(op) = operation(id.clone()).await.map_err(RolloutError::Store)? else {
+                continue;
+            };
+            let Some(input) = input_of(&op) else {
+                continue;
+            };
+            let m = RolloutMessage {
+                rollout_id: r.id.clone(),
+                input,
+            };
+            queue.send(&m, now).await.map_err(|e| {
+                RolloutError::Store(format!("re-sending an outcome to {}: {e}", m.rollout_id))
+            })?;
+            sent += 1;
+        }
+    }
+    Ok(sent)
+}
+
 /// What became of one queued message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Consumed {
     /// Applied and carried out; the rollout as last saved (or as read, when the input changed nothing).
-    Applied(Record),
+    Applied(Box<Record>),
     /// Dropped for good (acknowledged): an unreadable body, a rollout that does not exist, an input it
     /// refuses (a cluster not in it, a rollout that has ended). Why, for the log.
     Dropped(String),
@@ -122,7 +168,7 @@ pub async fn consume<S: RolloutStore, R: Runs>(store: &S, runs: &R, body: &str, 
     };
     let (r, effects) = applied;
     match carry_out(store, runs, r, effects, now).await {
-        Ok(r) => Consumed::Applied(r),
+        Ok(r) => Consumed::Applied(Box::new(r)),
         Err(e) => disposition(e),
     }
 }

@@ -53,7 +53,7 @@ fn upgraded(r: &Record, cluster: &ClusterId) -> Input {
 
 fn applied(c: Consumed) -> Record {
     match c {
-        Consumed::Applied(r) => r,
+        Consumed::Applied(r) => *r,
         other => panic!("not applied: {other:?}"),
     }
 }
@@ -306,5 +306,81 @@ fn a_tick_that_cannot_be_sent_is_an_error_and_stays_due() {
         assert!(tick_due(&store, &queue, 60).await.is_err());
         queue.fail(false);
         assert_eq!(tick_due(&store, &queue, 61).await.unwrap(), 1);
+    });
+}
+
+#[test]
+fn a_notice_is_one_webhook_event_per_member_tenant_with_the_reason() {
+    use strato_domain::ids::TenantId;
+    let (a, b, c) = (
+        ClusterId::generate(),
+        ClusterId::generate(),
+        ClusterId::generate(),
+    );
+    let mut r = record(&[a.clone(), b.clone(), c.clone()], json!({"mode": "preview"}));
+    // A platform rollout over two tenants' clusters.
+    let globex: TenantId = "globex".parse().unwrap();
+    r.rollout.members[2].tenant = globex.clone();
+    let reason = PauseReason::Failure {
+        cluster: b.clone(),
+        reason: "the plan failed".into(),
+    };
+    let sent = crate::notices::messages(&r, &Notice::Paused(reason), ts::now()).unwrap();
+    let tenants: Vec<&str> = sent.iter().map(|m| m.tenant_id.as_str()).collect();
+    assert_eq!(tenants, ["acme", "globex"]);
+    assert!(sent.iter().all(|m| m.event == "rollout.paused"));
+    let data = &sent[0].payload["data"];
+    assert_eq!(data["rollout_id"], r.id.as_str());
+    assert_eq!(data["phase"], "paused");
+    assert!(
+        data["reason"].as_str().unwrap().contains("the plan failed"),
+        "{data}"
+    );
+    assert_ne!(sent[0].delivery_id, sent[1].delivery_id, "one event per tenant");
+    // A notice of the same save sent again is the same event; one of a later save is another.
+    let again = crate::notices::messages(
+        &r,
+        &Notice::Paused(PauseReason::Operator { by: "x".into() }),
+        ts::now(),
+    );
+    assert_eq!(again.unwrap()[0].delivery_id, sent[0].delivery_id);
+    r.version += 1;
+    let later = crate::notices::messages(&r, &Notice::Completed, ts::now()).unwrap();
+    assert_eq!(later[0].event, "rollout.completed");
+    assert_ne!(later[0].delivery_id, sent[0].delivery_id);
+}
+
+#[test]
+fn the_sweep_resends_the_outcome_of_an_ended_run_the_rollout_still_waits_for() {
+    rt().block_on(async {
+        let (store, runs, queue) = (FakeRollouts::default(), FakeRuns::default(), FakeQueue::default());
+        let (r, c) = started(&store, &runs, 2, json!({"mode": "preview"})).await;
+        let (ended_op, running_op) = (waited(&r, &c[0]), waited(&r, &c[1]));
+        let ops = std::collections::BTreeMap::from([
+            (
+                ended_op.clone(),
+                ended(&c[0], &ended_op, OperationKind::Plan, OperationStatus::Failed),
+            ),
+            (
+                running_op.clone(),
+                ended(&c[1], &running_op, OperationKind::Plan, OperationStatus::Running),
+            ),
+        ]);
+        let read = |id: OperationId| {
+            let op = ops.get(&id).cloned();
+            async move { Ok::<_, String>(op) }
+        };
+        assert_eq!(
+            crate::feed::resend_ended(&store, &queue, read, 5).await.unwrap(),
+            1
+        );
+        let sent = queue.sent();
+        assert!(matches!(&sent[0].input, Input::Failed { operation, .. } if *operation == ended_op));
+        // Applied, the member is settled: the next sweep sends nothing for it.
+        applied(consume(&store, &runs, &serde_json::to_string(&sent[0]).unwrap(), 6).await);
+        assert_eq!(
+            crate::feed::resend_ended(&store, &queue, read, 7).await.unwrap(),
+            0
+        );
     });
 }

@@ -17,6 +17,7 @@ pub mod effects;
 pub mod fake;
 pub mod feed;
 pub mod machine;
+pub mod notices;
 pub mod outcome;
 pub mod report;
 pub mod select;
