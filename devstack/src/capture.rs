@@ -41,6 +41,7 @@ pub fn consumer_of(queue: &str) -> &'static str {
         "events" => "status",
         "logs" => "log-fanout",
         "webhooks" => "webhooks",
+        "rollouts" => "api",
         _ => "unknown-consumer",
     }
 }

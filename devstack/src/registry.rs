@@ -74,7 +74,7 @@ pub struct ScheduleRule {
 }
 
 /// Everything devstack invokes. Keys of `sqs` are the logical queue names of `strato_aws::resources`
-/// (`jobs`, `events`, `logs`, `webhooks`).
+/// (`jobs`, `events`, `logs`, `webhooks`, `rollouts`).
 #[derive(Clone, Default)]
 pub struct Registry {
     pub http: Option<HttpHandler>,
@@ -118,7 +118,7 @@ impl Registry {
         self
     }
 
-    /// The functions that exist today, in-process: api (HTTP API), dispatcher (`jobs`), status (`events`),
+    /// The functions that exist today, in-process: api (HTTP API and `rollouts`), dispatcher (`jobs`), status (`events`),
     /// webhooks (`webhooks`), scheduler (the drift-check and sweeper schedules).
     pub async fn builtin(env: &StackEnv) -> Result<Self, DevstackError> {
         let mut reg = Self::default();
@@ -148,10 +148,20 @@ impl Registry {
                 .await
                 .map_err(|e| DevstackError::step("starting the api function", e))?,
         );
+        let drainer = api.clone();
         reg.http = Some(Arc::new(move |req| {
             let api = api.clone();
             Box::pin(async move { api.handle(req).await })
         }));
+        // The api function also drains the rollouts queue (as infra/ maps it).
+        reg.map_queue(
+            "rollouts",
+            sqs_handler(move |event| {
+                let api = drainer.clone();
+                async move { Ok::<_, std::convert::Infallible>(api.drain(event).await) }
+            }),
+            env.sqs_concurrency,
+        );
 
         // On a deployment each function is configured from the environment it gave that Lambda.
         let from_deployment = env.applied.is_some();

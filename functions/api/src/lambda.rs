@@ -1,4 +1,5 @@
-//! The api's side of the Lambda runtime: an API Gateway HTTP API (payload v2) event in, its response out.
+//! The api's side of the Lambda runtime: an API Gateway HTTP API (payload v2) event in, its response out; or a
+//! batch of the `rollouts` queue in, its partial batch response out ([`Invocation`]).
 //!
 //! `lambda_http::run` does the same, but it passes every answer's body through encoding_rs (decoding it by the
 //! `Content-Type`'s charset), which links every legacy encoding's decoder and tables into the zip. The api's
@@ -13,11 +14,54 @@ use lambda_http::{Body, Context, LambdaEvent, RequestExt};
 
 use crate::router::ApiService;
 
+/// What invokes the api function: API Gateway with a request, or the `rollouts` queue's event source
+/// mapping with a batch (`Records[].eventSource` is `aws:sqs`).
+#[derive(Debug)]
+pub enum Invocation {
+    Http(Box<LambdaRequest>),
+    Rollouts(aws_lambda_events::sqs::SqsEvent),
+}
+
+impl Invocation {
+    /// Tells the two apart by the event's shape. `Err`: neither (the runtime answers it as an error).
+    pub fn of(payload: serde_json::Value) -> Result<Self, serde_json::Error> {
+        let source = payload
+            .get("Records")
+            .and_then(|r| r.get(0))
+            .and_then(|r| r.get("eventSource"))
+            .and_then(serde_json::Value::as_str);
+        if source == Some("aws:sqs") {
+            Ok(Self::Rollouts(serde_json::from_value(payload)?))
+        } else {
+            Ok(Self::Http(Box::new(serde_json::from_value(payload)?)))
+        }
+    }
+}
+
 impl ApiService {
     /// Answers one invocation: what `main` gives the Lambda runtime.
     pub async fn invoke(&self, event: LambdaEvent<LambdaRequest>) -> ApiGatewayV2httpResponse {
         let LambdaEvent { payload, context } = event;
         response(self.handle(request(payload, context)).await)
+    }
+
+    /// Answers any invocation: an HTTP API request's response, or a `rollouts` batch's partial batch
+    /// response (`batchItemFailures`, the mapping's `ReportBatchItemFailures`).
+    pub async fn invoke_any(
+        &self,
+        event: LambdaEvent<serde_json::Value>,
+    ) -> Result<serde_json::Value, serde_json::Error> {
+        let LambdaEvent { payload, context } = event;
+        match Invocation::of(payload)? {
+            Invocation::Http(req) => serde_json::to_value(
+                self.invoke(LambdaEvent {
+                    payload: *req,
+                    context,
+                })
+                .await,
+            ),
+            Invocation::Rollouts(batch) => serde_json::to_value(self.drain(batch).await),
+        }
     }
 }
 
@@ -102,6 +146,27 @@ mod tests {
         let bytes = response(lambda_http::Response::new(Body::Binary(vec![0xff, 0xfe])));
         assert!(bytes.is_base64_encoded);
         assert_eq!(serde_json::to_value(&bytes).unwrap()["body"], "//4=");
+    }
+
+    #[test]
+    fn an_sqs_batch_is_the_rollouts_queues_and_anything_else_an_http_request() {
+        let sqs = serde_json::json!({"Records": [{
+            "messageId": "m-1", "receiptHandle": "rh", "body": "{}", "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:eu-west-1:000000000000:strato-rollouts.fifo",
+            "attributes": {"MessageGroupId": "ro-1", "ApproximateReceiveCount": "1"},
+            "messageAttributes": {}, "md5OfBody": "", "awsRegion": "eu-west-1"
+        }]});
+        let Ok(Invocation::Rollouts(batch)) = Invocation::of(sqs) else {
+            panic!("an SQS batch")
+        };
+        assert_eq!(batch.records[0].body.as_deref(), Some("{}"));
+
+        let mut event = ApiGatewayV2httpRequest::default();
+        event.raw_path = Some("/v1/clusters".into());
+        event.request_context.http.method = lambda_http::http::Method::GET;
+        let http = serde_json::to_value(&event).unwrap();
+        assert!(matches!(Invocation::of(http), Ok(Invocation::Http(_))));
+        assert!(Invocation::of(serde_json::json!("nonsense")).is_err());
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod preview_view;
 pub mod problem;
 mod recording;
 mod requests;
+pub mod rollout_queue;
 pub mod rollout_runs;
 mod rollouts;
 pub mod route;
@@ -62,6 +63,7 @@ pub use audit_draft::AuditDraft;
 pub use caller::Caller;
 pub use context::{Config, Ctx, TicketSettings};
 pub use error::ApiError;
+pub use lambda::Invocation;
 #[cfg(feature = "openapi")]
 pub use openapi::{openapi, openapi_yaml};
 pub use requests::{SpecBody, UpdateBody};

@@ -126,18 +126,19 @@ pub(crate) async fn record(State(ctx): State<AppState>, mut req: Request, next: 
     Response::from_parts(parts, Body::from(bytes))
 }
 
-/// The log the platform's own actions (the template catalog's) go into: a tenant id no tenant may register
+/// The log the platform's own actions (the template catalog's, its rollouts') go into: a tenant id no tenant may register
 /// or carry (`crate::admin` refuses to register it, the router refuses a tenant token naming it), read with
 /// `GET /v1/admin/tenants/strato-platform/audit`.
 pub(crate) const PLATFORM_LOG: &str = "strato-platform";
 
 /// The tenant an operator route acts on: the path's (`/v1/admin/tenants/{tenant}…`); the platform's log for
-/// the template catalog's routes (`/v1/admin/templates…`).
+/// the template catalog's routes (`/v1/admin/templates…`) and the platform's rollouts
+/// (`/v1/admin/rollouts…`: start, pause, resume, abort).
 fn admin_path_tenant(path: &str) -> Option<TenantId> {
     let mut segments = path.trim_start_matches('/').split('/');
     match (segments.next(), segments.next(), segments.next(), segments.next()) {
         (Some("v1"), Some("admin"), Some("tenants"), Some(t)) => t.parse().ok(),
-        (Some("v1"), Some("admin"), Some("templates"), _) => PLATFORM_LOG.parse().ok(),
+        (Some("v1"), Some("admin"), Some("templates" | "rollouts"), _) => PLATFORM_LOG.parse().ok(),
         _ => None,
     }
 }
@@ -241,6 +242,17 @@ mod tests {
         assert_eq!(admin_path_tenant("/v1/admin/clusters"), None);
         let platform = admin_path_tenant("/v1/admin/templates/aws-eks-basic/versions/1.2.0/yank");
         assert_eq!(platform.unwrap().as_str(), PLATFORM_LOG);
+        for rollout in [
+            "/v1/admin/rollouts",
+            "/v1/admin/rollouts/ro-0123456789abcdef0123456789abcdef/pause",
+            "/v1/admin/rollouts/ro-0123456789abcdef0123456789abcdef/abort",
+        ] {
+            assert_eq!(
+                admin_path_tenant(rollout).unwrap().as_str(),
+                PLATFORM_LOG,
+                "{rollout}"
+            );
+        }
     }
 
     #[test]

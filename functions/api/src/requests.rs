@@ -325,7 +325,7 @@ pub(crate) struct WebhookBody {
     pub secret: Field<String>,
     /// The event types to receive (`operation.started`, `operation.succeeded`, `operation.failed`,
     /// `operation.awaiting_approval`, `cluster.state_changed`, `drift.detected`, `cluster.expiring`,
-    /// `cluster.health_changed`);
+    /// `cluster.health_changed`, `rollout.paused`, `rollout.completed`, `rollout.aborted`);
     /// absent, null or empty: all of them.
     #[serde(default)]
     #[schema(value_type = Option<Vec<String>>)]

@@ -193,7 +193,10 @@ fn method_filter(method: &str) -> Option<MethodFilter> {
 
 /// The API's routes: exactly [`ROUTES`], each path's methods merged in table order.
 pub fn router(ctx: Ctx) -> Router {
-    let s: AppState = Arc::new(ctx);
+    router_of(Arc::new(ctx))
+}
+
+fn router_of(s: AppState) -> Router {
     let mut paths: Vec<(&str, MethodRouter<AppState>)> = Vec::new();
     for route in ROUTES {
         let methods = layered(&s, route);
@@ -296,11 +299,27 @@ fn record_path_ids(span: &tracing::Span, path: &str) {
 #[derive(Clone)]
 pub struct ApiService {
     router: Router,
+    /// The context the router serves, for the `rollouts` queue's records ([`ApiService::drain`]).
+    ctx: AppState,
 }
 
 /// The API as a service of payload-v2 requests, for `lambda_http::run`.
 pub fn service(ctx: Ctx) -> ApiService {
-    ApiService { router: router(ctx) }
+    let ctx: AppState = Arc::new(ctx);
+    ApiService {
+        router: router_of(ctx.clone()),
+        ctx,
+    }
+}
+
+impl ApiService {
+    /// Drains a batch of the `rollouts` queue (see [`crate::rollout_queue`]).
+    pub async fn drain(
+        &self,
+        event: aws_lambda_events::sqs::SqsEvent,
+    ) -> aws_lambda_events::sqs::SqsBatchResponse {
+        crate::rollout_queue::drain(&self.ctx, event).await
+    }
 }
 
 impl tower::Service<lambda_http::Request> for ApiService {

@@ -22,6 +22,8 @@ const OWN: &[AwsCall] = &[
     call("sqs:SendMessage", Queue("webhooks")),
     // Silent cluster agents: the sparse by_agent_seen index (never a Scan); their cluster.health_changed.
     call("dynamodb:Query", Index("clusters", "by_agent_seen")),
+    // Rollouts whose soak ended (the Scan of locks above, filtered to due rollouts): their ticks.
+    call("sqs:SendMessage", Queue("rollouts")),
     // WebSocket connections past API Gateway's 2 h limit, with their subscriptions.
     call("dynamodb:Query", Index("connections", "by_expiry")),
     call("dynamodb:Query", Table("connections")),

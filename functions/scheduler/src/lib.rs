@@ -16,7 +16,9 @@
 //!   `cluster.expiring` event (the sparse `by_expiry` index, a Query). Then silent cluster agents
 //!   ([`SilentAgents`]): an ACTIVE or UPDATING cluster whose agent has not reported for
 //!   `STRATO_AGENT_STALE_SECS` is marked `degraded`, with `cluster.health_changed` (the sparse
-//!   `by_agent_seen` index, a Query).
+//!   `by_agent_seen` index, a Query). Then rollouts whose soak has ended get their tick on the `rollouts`
+//!   queue (`strato_rollout::feed::tick_due`), and an ended run a rollout still waits for its outcome again
+//!   (`resend_ended`: the repair of an outcome the status function could not send).
 //!
 //! The decisions ([`Scheduler`]) take their dependencies through the domain's ports; [`handle`] runs them on
 //! the AWS adapters (DynamoDB store, `jobs.fifo`, ECS, the events queue, Terraform's lock table), the fast
@@ -217,6 +219,7 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
                 batch: ctx.config.drift_batch,
             };
             silent.run(now, &mut report).await?;
+            tick_rollouts(ctx, now).await;
             report
         }
     };
@@ -241,6 +244,37 @@ pub async fn handle(ctx: &Ctx, tick: &Tick, now: OffsetDateTime) -> Result<Repor
         "scheduler run"
     );
     Ok(report)
+}
+
+/// Sends a tick to every rollout whose wake time has come (a soak that ended), and again the outcome of every
+/// run a rollout waits for that has ended (one the status function could not send). What could not be sent
+/// is the next sweep's: logged and counted, never the sweep's failure.
+async fn tick_rollouts(ctx: &Ctx, now: OffsetDateTime) {
+    let queue = strato_aws::ports::SqsRollouts {
+        sqs: &ctx.sqs,
+        url: &ctx.queues.rollouts,
+    };
+    let now = now.unix_timestamp();
+    match strato_rollout::feed::tick_due(&ctx.store, &queue, now).await {
+        Ok(0) => {}
+        Ok(sent) => tracing::info!(sent, "rollout ticks queued"),
+        Err(e) => {
+            strato_domain::vitals::rollout_input_lost();
+            tracing::error!(error = %e, "rollout ticks not queued");
+        }
+    }
+    // An ended run's outcome the status function could not send, sent again.
+    let read = |id: strato_domain::ids::OperationId| async move {
+        ctx.store.get_operation(&id).await.map_err(|e| e.to_string())
+    };
+    match strato_rollout::feed::resend_ended(&ctx.store, &queue, read, now).await {
+        Ok(0) => {}
+        Ok(sent) => tracing::info!(sent, "ended rollout runs' outcomes queued again"),
+        Err(e) => {
+            strato_domain::vitals::rollout_input_lost();
+            tracing::error!(error = %e, "ended rollout runs' outcomes not queued again");
+        }
+    }
 }
 
 /// At most this many expired connections are removed per sweep; the rest are the next sweep's.

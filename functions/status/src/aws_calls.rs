@@ -16,6 +16,8 @@ const OWN: &[AwsCall] = &[
     call("sqs:SendMessage", Queue("logs")),
     call("sqs:SendMessage", Queue("events")),
     call("sqs:SendMessage", Queue("webhooks")),
+    // An ended run of a cluster a rollout holds (its claim, a GetItem of locks): the rollout's input.
+    call("sqs:SendMessage", Queue("rollouts")),
     // Retries later by changing a message's visibility (a report arriving before its operation is saved).
     call("sqs:ChangeMessageVisibility", Queue("events")),
     // Reads the run's log archive (its `complete` marker, the last lines for the failure summary).

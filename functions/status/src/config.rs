@@ -5,7 +5,9 @@ use std::marker::PhantomData;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use strato_aws::aws::AwsClients;
 use strato_aws::env::Env;
-use strato_aws::ports::{DynamoAuditLog, S3RunArchive, SqsJobQueue, SqsStatusQueues, SqsWebhooks};
+use strato_aws::ports::{
+    DynamoAuditLog, S3RunArchive, SqsJobQueue, SqsRollouts, SqsStatusQueues, SqsWebhooks,
+};
 use strato_aws::queues::QueueUrls;
 use strato_aws::resources::Names;
 use strato_aws::store::Store;
@@ -88,6 +90,8 @@ impl<'a> Ports for AwsPorts<'a> {
     type Webhooks = SqsWebhooks<'a>;
     type Clock = SystemClock;
     type Audit = DynamoAuditLog;
+    type Rollouts = Store;
+    type RolloutQueue = SqsRollouts<'a>;
 }
 
 /// Processes a batch on the AWS adapters (see [`Status::handle`]).
@@ -111,6 +115,10 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         sqs: &ctx.sqs,
         url: &ctx.queues.webhooks,
     };
+    let rollout_queue = SqsRollouts {
+        sqs: &ctx.sqs,
+        url: &ctx.queues.rollouts,
+    };
     let status: Status<'_, AwsPorts<'_>> = Status {
         store: &ctx.store,
         templates: &ctx.store,
@@ -120,6 +128,8 @@ pub async fn handle(ctx: &Ctx, event: SqsEvent) -> Result<SqsBatchResponse, Stat
         webhooks: &webhooks,
         clock: &SystemClock,
         audit: &ctx.audit,
+        rollouts: &ctx.store,
+        rollout_queue: &rollout_queue,
         report_wait: ReportWait::EVENTS,
         approval_ttl: ctx.config.approval_ttl,
         run_proofs: &ctx.config.run_proofs,

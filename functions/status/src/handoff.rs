@@ -106,8 +106,10 @@ async fn after_end<P: Ports>(
     if let Some(c) = notify {
         drift::notify_webhook(ctx, done, c).await?;
     }
-    // Lifecycle events last: their send failing does not fail the record (see `lifecycle`).
+    // Lifecycle events and the rollout's input last: their send failing does not fail the record (see
+    // `lifecycle`, `rollout_feed`).
     crate::lifecycle::ended(ctx, done, cluster).await;
+    crate::rollout_feed::ended(ctx, done).await;
     Ok(())
 }
 

@@ -39,6 +39,7 @@ mod handoff;
 mod incoming;
 mod lifecycle;
 mod ports;
+mod rollout_feed;
 mod runner_events;
 mod task_change;
 

@@ -29,6 +29,10 @@ pub trait Ports {
     type Clock: Clock;
     /// The audit log: a drift reconcile is recorded as `strato:status`.
     type Audit: strato_domain::audit::AuditLog;
+    /// Which rollout holds a cluster (an ended run of it is that rollout's input).
+    type Rollouts: strato_rollout::RolloutStore;
+    /// The `rollouts` queue the inputs go to.
+    type RolloutQueue: strato_rollout::feed::Queue;
 }
 
 /// How long an exit-0 STOPPED event waits for the runner's final report before concluding it was lost.
@@ -116,6 +120,8 @@ pub struct Status<'a, P: Ports> {
     pub webhooks: &'a P::Webhooks,
     pub clock: &'a P::Clock,
     pub audit: &'a P::Audit,
+    pub rollouts: &'a P::Rollouts,
+    pub rollout_queue: &'a P::RolloutQueue,
     pub report_wait: ReportWait,
     /// How long an approval request waits before it expires (`STRATO_APPROVAL_TTL_HOURS`, default 72).
     pub approval_ttl: time::Duration,

@@ -20,6 +20,7 @@ use strato_fakes::{
     FakeAuditLog, FakeClock, FakeJobQueue, FakeRunArchive, FakeStatusQueues, FakeStore, FakeTemplates,
     FakeWebhooks,
 };
+use strato_rollout::fake::{FakeQueue, FakeRollouts};
 use strato_status::{
     FINAL_REPORT_GRACE_RECEIVES, LOST_REPORT, Ports, REPORT_WAIT_VISIBILITY_TIMEOUTS, ReportWait, Status,
 };
@@ -43,6 +44,8 @@ impl Ports for FakePorts {
     type Webhooks = FakeWebhooks;
     type Clock = FakeClock;
     type Audit = FakeAuditLog;
+    type Rollouts = FakeRollouts;
+    type RolloutQueue = FakeQueue;
 }
 
 /// The shared world, and the status function's own queues, run archive, webhooks and run-proof key.
@@ -51,6 +54,8 @@ struct World {
     queues: FakeStatusQueues,
     archive: FakeRunArchive,
     webhooks: FakeWebhooks,
+    rollouts: FakeRollouts,
+    rollout_queue: FakeQueue,
     proofs: RunProofKey,
     /// Records delivered so far (message ids stay unique).
     delivered: std::cell::Cell<usize>,
@@ -77,6 +82,8 @@ fn world() -> World {
         queues: FakeStatusQueues::default(),
         archive: FakeRunArchive::default(),
         webhooks: FakeWebhooks::default(),
+        rollouts: FakeRollouts::default(),
+        rollout_queue: FakeQueue::default(),
         proofs: proofs(),
         delivered: std::cell::Cell::new(0),
     }
@@ -93,6 +100,8 @@ impl World {
             webhooks: &self.webhooks,
             clock: &self.clock,
             audit: &self.audit,
+            rollouts: &self.rollouts,
+            rollout_queue: &self.rollout_queue,
             report_wait: ReportWait::EVENTS,
             approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
             run_proofs: &self.proofs,
@@ -1055,6 +1064,8 @@ impl Ports for GatedPorts {
     type Webhooks = FakeWebhooks;
     type Clock = FakeClock;
     type Audit = FakeAuditLog;
+    type Rollouts = FakeRollouts;
+    type RolloutQueue = FakeQueue;
 }
 
 #[tokio::test]
@@ -1083,6 +1094,8 @@ async fn a_final_report_hands_its_slot_on_while_another_operations_record_of_the
         webhooks: &w.webhooks,
         clock: &w.clock,
         audit: &w.audit,
+        rollouts: &w.rollouts,
+        rollout_queue: &w.rollout_queue,
         report_wait: ReportWait::EVENTS,
         approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
         run_proofs: &w.proofs,

@@ -15,6 +15,11 @@ locals {
     # attempts. The last failed attempt is recorded on the operation and acknowledged; only a message that
     # could not be handled at all (bad body, the store down) reaches the DLQ.
     webhooks = { fifo = false, high_throughput = false, visibility_timeout = 60, max_receive_count = 5 }
+    # A rollout's inputs (a member's ended run from the status function, a tick from the scheduler), drained
+    # by the api function. FIFO grouped by rollout (one rollout's inputs applied in order); senders set an
+    # explicit deduplication id (the operation, or the tick's minute).
+    # 35 s: above the api's 29 s timeout (its HTTP API integration's limit).
+    rollouts = { fifo = true, high_throughput = false, visibility_timeout = 35, max_receive_count = 5 }
   }
 }
 

@@ -147,6 +147,13 @@ locals {
         Resource = [local.queue_arn["jobs"], local.queue_arn["events"], local.queue_arn["webhooks"]]
       },
       {
+        # The api also drains the rollouts queue (a rollout's inputs; the runs they decide start here).
+        Sid      = "ConsumeRollouts"
+        Effect   = "Allow"
+        Action   = local.consume
+        Resource = local.queue_arn["rollouts"]
+      },
+      {
         # GET /v1/templates and an unknown template's suggestions scan the catalog.
         Sid      = "TemplatesCatalog"
         Effect   = "Allow"
@@ -260,7 +267,7 @@ locals {
         Sid      = "SendJobsFramesTimersAndWebhooks"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [for q in ["jobs", "logs", "events", "webhooks"] : local.queue_arn[q]]
+        Resource = [for q in ["jobs", "logs", "events", "webhooks", "rollouts"] : local.queue_arn[q]]
       },
       local.artifacts_read,
       local.data_key_decrypt,
@@ -329,11 +336,12 @@ locals {
       local.audit_append,
       local.resolve_queues,
       {
-        # Jobs and events; webhooks: the cluster.expiring events of clusters near their expiry.
+        # Jobs and events; webhooks: the cluster.expiring events of clusters near their expiry; rollouts:
+        # the tick of a rollout whose soak ended.
         Sid      = "SendJobsAndEvents"
         Effect   = "Allow"
         Action   = ["sqs:SendMessage"]
-        Resource = [local.queue_arn["jobs"], local.queue_arn["events"], local.queue_arn["webhooks"]]
+        Resource = [for q in ["jobs", "events", "webhooks", "rollouts"] : local.queue_arn[q]]
       },
       {
         # WebSocket connections past API Gateway's 2 h limit, with their subscriptions (by_expiry index).

@@ -4,7 +4,7 @@
 
 locals {
   # Per function: crate/binary name (the zip's directory) and timeout. A function fed by a queue must finish
-  # within the queue's visibility timeout (jobs, events, webhooks: 60 s; logs: 30 s), which AWS also enforces;
+  # within the queue's visibility timeout (jobs, events, webhooks: 60 s; logs: 30 s; rollouts: 35 s), which AWS also enforces;
   # devstack stops a batch at the same timeout (strato_aws::resources::QueueDef::consumer_timeout_secs).
   functions = {
     api          = { binary = "strato-api", timeout = 29 } # HTTP API integrations time out at 30 s
@@ -156,6 +156,8 @@ locals {
     events   = { function = "status", batch_size = 10 }
     logs     = { function = "log-fanout", batch_size = 10 }
     webhooks = { function = "webhooks", batch_size = 5 } # strato_webhooks::BATCH_SIZE: hanging receivers fit the timeout
+    # The api applies a rollout's inputs and starts the runs they decide; a few per invocation fit its 29 s.
+    rollouts = { function = "api", batch_size = 5 }
   }
 }
 

@@ -15,6 +15,7 @@ locals {
     reason    = "SCHEMA(\"Strato\", reason)"
     templates = "SCHEMA(\"Strato\", template)"
     health    = "SCHEMA(\"Strato\", from, to)"
+    rollouts  = "SCHEMA(\"Strato\", rollout, status)"
   }
 
   # title → one Metrics Insights query.
@@ -33,6 +34,7 @@ locals {
     ["Webhook deliveries, by outcome", "SELECT SUM(WebhookDeliveries) FROM ${local.schema.outcome} GROUP BY outcome"],
     ["Drift found, by template", "SELECT SUM(DriftFound) FROM ${local.schema.templates} GROUP BY template"],
     ["Cluster health changes, by new status", "SELECT SUM(ClusterHealthChanges) FROM ${local.schema.health} GROUP BY to"],
+    ["Rollout clusters, by rollout and member status", "SELECT MAX(RolloutMembers) FROM ${local.schema.rollouts} GROUP BY rollout, status"],
     ["Runner wall time (ms, avg), by kind", "SELECT AVG(RunnerWallTime) FROM ${local.schema.by_kind} GROUP BY kind"],
     ["Runner overhead outside the engine, wall (ms, avg)", "SELECT AVG(RunnerOverheadWall) FROM ${local.schema.by_kind} GROUP BY kind"],
     ["Runner overhead outside the engine, CPU (ms, avg)", "SELECT AVG(RunnerOverheadCpu) FROM ${local.schema.by_kind} GROUP BY kind"],
@@ -51,6 +53,7 @@ locals {
       [local.namespace, "LogLinesSkipped", { stat = "Sum" }],
     ]],
     ["Audit entries not recorded", [[local.namespace, "AuditWriteFailures", { stat = "Sum" }]]],
+    ["Rollout inputs not queued", [[local.namespace, "RolloutInputsLost", { stat = "Sum" }]]],
     ["Log fan-out latency (ms)", [
       [local.namespace, "LogFanoutLatency", { stat = "Average" }],
       [local.namespace, "LogFanoutLatency", { stat = "p90" }],

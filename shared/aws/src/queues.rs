@@ -12,6 +12,8 @@ pub struct QueueUrls {
     pub events: String,
     pub logs: String,
     pub webhooks: String,
+    /// `rollouts.fifo`: a rollout's inputs, drained by the api function.
+    pub rollouts: String,
 }
 
 impl QueueUrls {
@@ -37,6 +39,7 @@ impl QueueUrls {
             events: get("events"),
             logs: get("logs"),
             webhooks: get("webhooks"),
+            rollouts: get("rollouts"),
         })
     }
 }

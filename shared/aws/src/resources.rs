@@ -242,6 +242,16 @@ pub const QUEUES: &[QueueDef] = &[
         max_receive_count: 5,
         high_throughput: false,
     },
+    // A rollout's inputs (a member's ended run, the scheduler's tick), drained by the api function, which
+    // starts the runs they decide: FIFO grouped by rollout, so one rollout's inputs are applied in order.
+    // 35 s: the api's 29 s timeout is its consumer timeout (5/6 of it).
+    QueueDef {
+        logical: "rollouts",
+        fifo: true,
+        visibility_timeout_secs: 35,
+        max_receive_count: 5,
+        high_throughput: false,
+    },
 ];
 
 pub const BUCKETS: &[BucketDef] = &[

@@ -46,6 +46,11 @@ pub const RUNNER_WALL_TIME: &str = "RunnerWallTime";
 pub const RUNNER_OVERHEAD_WALL: &str = "RunnerOverheadWall";
 pub const RUNNER_OVERHEAD_CPU: &str = "RunnerOverheadCpu";
 pub const ENGINE_CPU: &str = "EngineCpu";
+/// A rollout's clusters in each member status (dimensions `rollout`, `status`), set each time the api saves
+/// an input the `rollouts` queue brought.
+pub const ROLLOUT_MEMBERS: &str = "RolloutMembers";
+/// A rollout's input that could not be sent to the `rollouts` queue (an ended run's outcome, a tick).
+pub const ROLLOUT_INPUTS_LOST: &str = "RolloutInputsLost";
 
 /// Histograms, in milliseconds.
 const TIMINGS: [&str; 11] = [
@@ -61,7 +66,7 @@ const TIMINGS: [&str; 11] = [
     RUNNER_OVERHEAD_CPU,
     ENGINE_CPU,
 ];
-const COUNTS: [&str; 12] = [
+const COUNTS: [&str; 13] = [
     OPERATIONS_ENDED,
     OPERATION_OUTCOMES,
     OPERATION_FAILURES,
@@ -74,6 +79,7 @@ const COUNTS: [&str; 12] = [
     DRIFT_FOUND,
     AUDIT_WRITE_FAILURES,
     CLUSTER_HEALTH_CHANGES,
+    ROLLOUT_INPUTS_LOST,
 ];
 
 /// Every metric name the code emits (what infra/'s dashboard may chart, and must).
@@ -81,7 +87,7 @@ pub fn all() -> impl Iterator<Item = &'static str> {
     TIMINGS
         .into_iter()
         .chain(COUNTS)
-        .chain([OPERATIONS_ACTIVE, OLDEST_OPEN_OPERATION_AGE])
+        .chain([OPERATIONS_ACTIVE, OLDEST_OPEN_OPERATION_AGE, ROLLOUT_MEMBERS])
 }
 
 /// Gives every metric its unit (EMF's `Unit`); call once after installing a recorder.
@@ -94,6 +100,7 @@ pub fn describe() {
     }
     describe_gauge!(OPERATIONS_ACTIVE, Unit::Count, "");
     describe_gauge!(OLDEST_OPEN_OPERATION_AGE, Unit::Seconds, "");
+    describe_gauge!(ROLLOUT_MEMBERS, Unit::Count, "");
 }
 
 /// A value's serde name (`drift-check`, `transient`, `aws`): labels read like the API.
@@ -217,6 +224,19 @@ pub fn log_fanout(sent: OffsetDateTime, done: OffsetDateTime) {
 /// A webhook delivery attempt ended: `delivered`, `retrying` or `failed`.
 pub fn webhook_delivery(outcome: &'static str) {
     counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).increment(1);
+}
+
+/// The clusters of rollout `rollout` in each member status (`pending`, `planning`, `upgraded`, ...); every
+/// status is given, zero included, so a status the rollout has left drops to 0 on the chart.
+pub fn rollout_members(rollout: &str, counts: &[(&'static str, usize)]) {
+    for (status, n) in counts {
+        gauge!(ROLLOUT_MEMBERS, "rollout" => rollout.to_owned(), "status" => *status).set(*n as f64);
+    }
+}
+
+/// An input of a rollout could not be queued (the next sweep repairs a tick; see `docs/operations.md`).
+pub fn rollout_input_lost() {
+    counter!(ROLLOUT_INPUTS_LOST).increment(1);
 }
 
 /// A drift check found drift on a cluster of `template`.

@@ -13,10 +13,10 @@ use crate::spec::Plan;
 use crate::store::{Owner, Record, RolloutId, RolloutStore, apply};
 
 #[derive(Default)]
-struct FakeRuns {
-    refuse: Vec<ClusterId>,
-    started: Mutex<Vec<(&'static str, ClusterId, OperationId)>>,
-    notices: Mutex<Vec<Notice>>,
+pub(crate) struct FakeRuns {
+    pub(crate) refuse: Vec<ClusterId>,
+    pub(crate) started: Mutex<Vec<(&'static str, ClusterId, OperationId)>>,
+    pub(crate) notices: Mutex<Vec<Notice>>,
 }
 
 impl Runs for FakeRuns {
@@ -44,7 +44,7 @@ impl Runs for FakeRuns {
     }
 }
 
-fn record(clusters: &[ClusterId], plan: serde_json::Value) -> Record {
+pub(crate) fn record(clusters: &[ClusterId], plan: serde_json::Value) -> Record {
     let acme: TenantId = "acme".parse().unwrap();
     let plan: Plan = serde_json::from_value(plan).unwrap();
     let members = clusters
@@ -63,7 +63,7 @@ fn record(clusters: &[ClusterId], plan: serde_json::Value) -> Record {
     }
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().build().unwrap()
 }
 

@@ -94,3 +94,30 @@ impl RolloutStore for FakeRollouts {
             .collect())
     }
 }
+
+/// The `rollouts` queue in memory: records what was sent; `fail` makes every send fail (a queue outage).
+#[derive(Debug, Clone, Default)]
+pub struct FakeQueue {
+    sent: Arc<Mutex<Vec<crate::feed::RolloutMessage>>>,
+    failing: Arc<Mutex<bool>>,
+}
+
+impl FakeQueue {
+    pub fn sent(&self) -> Vec<crate::feed::RolloutMessage> {
+        self.sent.lock().unwrap().clone()
+    }
+
+    pub fn fail(&self, failing: bool) {
+        *self.failing.lock().unwrap() = failing;
+    }
+}
+
+impl crate::feed::Queue for FakeQueue {
+    async fn send(&self, m: &crate::feed::RolloutMessage, _now: i64) -> Result<(), String> {
+        if *self.failing.lock().unwrap() {
+            return Err("the queue is unavailable".into());
+        }
+        self.sent.lock().unwrap().push(m.clone());
+        Ok(())
+    }
+}

@@ -7,13 +7,17 @@
 //! - [`machine`]: the state machine, one input at a time (a cluster's outcome, the clock, an operator),
 //!   returning the effects to carry out; duplicate and stale inputs change nothing.
 //! - [`report`]: the fleet summary of the clusters' plans.
+//! - [`feed`]: the `rollouts` queue's message, what the status function and the scheduler send to it, and
+//!   its consumer.
 //!
 //! Each cluster's run is an ordinary operation of Strato (locks, queueing, retries, cleanup, approvals): the
 //! rollout asks for them by id and learns their outcomes as events.
 
 pub mod effects;
 pub mod fake;
+pub mod feed;
 pub mod machine;
+pub mod notices;
 pub mod outcome;
 pub mod report;
 pub mod select;
@@ -22,6 +26,8 @@ pub mod store;
 
 #[cfg(test)]
 mod effects_tests;
+#[cfg(test)]
+mod feed_tests;
 #[cfg(test)]
 mod store_tests;
 #[cfg(test)]

@@ -64,6 +64,32 @@ pub enum MemberStatus {
 }
 
 impl MemberStatus {
+    /// Every status's name, as serialized.
+    pub const NAMES: [&'static str; 8] = [
+        "pending",
+        "planning",
+        "planned",
+        "upgrading",
+        "upgraded",
+        "failed",
+        "held",
+        "skipped",
+    ];
+
+    /// Its name, as serialized (`pending`, `planning`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Planning { .. } => "planning",
+            Self::Planned { .. } => "planned",
+            Self::Upgrading { .. } => "upgrading",
+            Self::Upgraded { .. } => "upgraded",
+            Self::Failed { .. } => "failed",
+            Self::Held { .. } => "held",
+            Self::Skipped { .. } => "skipped",
+        }
+    }
+
     fn in_flight(&self) -> bool {
         matches!(self, Self::Planning { .. } | Self::Upgrading { .. })
     }
@@ -153,8 +179,10 @@ pub struct Rollout {
     pub phase: Phase,
 }
 
-/// An input: one event for the rollout.
-#[derive(Debug, Clone, PartialEq)]
+/// An input: one event for the rollout (serialized as the `rollouts` queue carries it, see
+/// [`crate::feed::RolloutMessage`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Input {
     /// A cluster's plan on the new version ended with a preview.
     Planned {
@@ -244,6 +272,14 @@ impl Rollout {
     /// How many waves the rollout has.
     pub fn waves(&self) -> usize {
         self.members.iter().map(|m| m.wave + 1).max().unwrap_or(0)
+    }
+
+    /// How many clusters are in each member status (every status, zero included).
+    pub fn status_counts(&self) -> Vec<(&'static str, usize)> {
+        MemberStatus::NAMES
+            .iter()
+            .map(|n| (*n, self.members.iter().filter(|m| m.status.name() == *n).count()))
+            .collect()
     }
 
     /// Whether nothing more will happen.

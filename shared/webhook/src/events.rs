@@ -28,10 +28,17 @@ pub enum EventType {
     /// silent.
     #[serde(rename = "cluster.health_changed")]
     ClusterHealthChanged,
+    /// A rollout stopped itself (a cluster failed, a plan broke a stop rule) or an operator paused it.
+    #[serde(rename = "rollout.paused")]
+    RolloutPaused,
+    #[serde(rename = "rollout.completed")]
+    RolloutCompleted,
+    #[serde(rename = "rollout.aborted")]
+    RolloutAborted,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 8] = [
+    pub const ALL: [EventType; 11] = [
         EventType::OperationStarted,
         EventType::OperationSucceeded,
         EventType::OperationFailed,
@@ -40,6 +47,9 @@ impl EventType {
         EventType::DriftDetected,
         EventType::ClusterExpiring,
         EventType::ClusterHealthChanged,
+        EventType::RolloutPaused,
+        EventType::RolloutCompleted,
+        EventType::RolloutAborted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +62,9 @@ impl EventType {
             EventType::DriftDetected => "drift.detected",
             EventType::ClusterExpiring => "cluster.expiring",
             EventType::ClusterHealthChanged => "cluster.health_changed",
+            EventType::RolloutPaused => "rollout.paused",
+            EventType::RolloutCompleted => "rollout.completed",
+            EventType::RolloutAborted => "rollout.aborted",
         }
     }
 

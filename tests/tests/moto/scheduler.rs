@@ -574,3 +574,55 @@ async fn a_silent_agent_degrades_its_cluster_once_through_the_index() {
     let report = b.run(Task::Sweep, ts::now()).await;
     assert_eq!(report.agents_marked_silent, 0, "{report:?}");
 }
+
+/// A rollout whose soak has ended gets its tick from the sweep on `rollouts.fifo` (grouped by the rollout,
+/// in the shape the api's consumer reads); a second sweep within the minute sends no second tick (FIFO
+/// deduplication on the tick's minute).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rollout_whose_soak_ended_gets_its_tick_on_the_rollouts_queue() {
+    use strato_rollout::feed::RolloutMessage;
+    use strato_rollout::store::{Owner, Record, RolloutId, RolloutStore};
+    use strato_rollout::{Input, Phase, Rollout};
+    let b = Bed::new().await;
+    let c = b.active("fleet").await;
+    let plan =
+        serde_json::from_value(serde_json::json!({"mode": "apply", "waves": [{"percent": 100}]})).unwrap();
+    let member = (c.tenant_id.clone(), c.cluster_id.clone(), "1.0.0".to_owned());
+    let mut rollout = Rollout::new(plan, vec![member]).unwrap();
+    rollout.phase = Phase::Soaking { wave: 0, until: 1 };
+    let r = Record {
+        id: RolloutId::generate(),
+        owner: Owner::Platform,
+        template: "t".into(),
+        to_version: "2.0.0".into(),
+        created_by: "ops".into(),
+        created_at: 0,
+        rollout,
+        version: 0,
+    };
+    b.w.store.create(&r).await.unwrap();
+
+    let now = ts::now();
+    b.run(Task::Sweep, now).await;
+    b.run(Task::Sweep, now).await;
+    let got =
+        b.w.env
+            .aws
+            .sqs
+            .receive_message()
+            .queue_url(&b.w.queues.rollouts)
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+    let messages = got.messages();
+    assert_eq!(messages.len(), 1, "one tick: {messages:?}");
+    let m: RolloutMessage = serde_json::from_str(messages[0].body().unwrap()).unwrap();
+    assert_eq!((m.rollout_id, m.input), (r.id.clone(), Input::Tick));
+    let group = messages[0]
+        .attributes()
+        .and_then(|a| a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId));
+    assert_eq!(group.map(String::as_str), Some(r.id.as_str()));
+}

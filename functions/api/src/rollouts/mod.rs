@@ -123,8 +123,8 @@ async fn fleet(ctx: &Ctx, viewer: &Viewer, template: &str) -> Result<Vec<Cluster
 }
 
 /// The runs of a rollout on the api's decisions, each under its member tenant's policies and rules.
-struct CtxRuns<'a> {
-    ctx: &'a Ctx,
+pub(crate) struct CtxRuns<'a> {
+    pub(crate) ctx: &'a Ctx,
 }
 
 impl CtxRuns<'_> {
@@ -175,8 +175,43 @@ impl Runs for CtxRuns<'_> {
         self.as_tenant(r, m, operation, false).await
     }
 
+    /// The `rollout.*` webhook event to each member tenant whose webhook subscribes to it
+    /// ([`strato_rollout::notices`]). A notice that cannot be queued is logged: the rollout's state is
+    /// saved, and `GET /v1/rollouts/{id}` shows it.
     async fn notify(&self, r: &Record, notice: Notice) {
+        use strato_domain::ports::Webhooks;
         tracing::info!(rollout = %r.id, ?notice, "rollout notice");
+        let ctx = self.ctx;
+        let webhooks = strato_aws::ports::SqsWebhooks {
+            store: &ctx.store,
+            sqs: &ctx.sqs,
+            url: &ctx.queues.webhooks,
+        };
+        let kind = strato_rollout::notices::event_type(&notice);
+        let messages = match strato_rollout::notices::messages(r, &notice, strato_domain::ts::now()) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::error!(rollout = %r.id, error = %e, "rollout notice not rendered");
+                return;
+            }
+        };
+        for m in messages {
+            let sent = async {
+                let wanted = webhooks
+                    .webhook_of(&m.tenant_id)
+                    .await?
+                    .is_some_and(|h| h.wants(kind.as_str()));
+                if wanted {
+                    webhooks.enqueue(&m).await?;
+                }
+                Ok::<_, strato_domain::ports::PortError>(())
+            }
+            .await;
+            if let Err(e) = sent {
+                tracing::warn!(rollout = %r.id, tenant = %m.tenant_id, event = %kind, error = %e,
+                    "rollout notice not queued");
+            }
+        }
     }
 }
 

@@ -149,3 +149,76 @@ async fn a_planned_member_is_updated_by_an_ordinary_update_and_a_failed_cluster_
     assert!(reason.contains("FAILED"), "{reason}");
     assert_eq!(rollouts.load(&r.id).await.unwrap().unwrap(), r);
 }
+
+/// The plan operation `op` as the runner's success leaves it: succeeded, with a preview of `counts`.
+fn plan_ended(w: &World, op: &strato_domain::ids::OperationId) -> strato_domain::model::Operation {
+    use strato_domain::cost::CostEstimate;
+    use strato_domain::preview::{CostDifference, PolicyResults, Preview, PreviewCounts};
+    let mut op = w.store.operation(op).unwrap();
+    op.status = OperationStatus::Succeeded;
+    op.preview = Some(Preview {
+        changes: Vec::new(),
+        counts: PreviewCounts::default(),
+        cost: CostDifference::between(&CostEstimate::empty(), &CostEstimate::empty()),
+        policy: PolicyResults {
+            version: "sha256:0".into(),
+            denied: Vec::new(),
+            warnings: Vec::new(),
+        },
+    });
+    w.store.put_operation(op.clone());
+    op
+}
+
+#[tokio::test]
+async fn an_ended_plan_through_the_queue_starts_the_members_update_once() {
+    use strato_rollout::feed::{Consumed, consume, outcome_message};
+    let w = World::new();
+    let c = active(&w, "fleet-eu").await;
+    let rollouts = FakeRollouts::default();
+    let mut r = record(
+        std::slice::from_ref(&c),
+        json!({"mode": "apply", "waves": [{"percent": 100}]}),
+    );
+    let effects = r.rollout.start();
+    rollouts.create(&r).await.unwrap();
+    let runs = DecideRuns { api: w.api() };
+    let r = carry_out(&rollouts, &runs, r, effects, 1).await.unwrap();
+    let MemberStatus::Planning { operation } = &r.rollout.members[0].status else {
+        panic!("{:?}", r.rollout.members[0].status)
+    };
+
+    // What the status function sends when the plan ends, as the queue carries it to the api.
+    let ended = plan_ended(&w, operation);
+    let message = outcome_message(&rollouts, &ended)
+        .await
+        .unwrap()
+        .expect("a member's plan");
+    let body = serde_json::to_string(&message).unwrap();
+    let sent = w.jobs.sent().len();
+    let Consumed::Applied(r) = consume(&rollouts, &runs, &body, 2).await else {
+        panic!("not applied")
+    };
+    let MemberStatus::Upgrading { operation, .. } = &r.rollout.members[0].status else {
+        panic!("{:?}", r.rollout.members[0].status)
+    };
+    let update = w
+        .store
+        .operation(operation)
+        .expect("the update, under the rollout's id");
+    assert_eq!(update.kind, OperationKind::Update);
+    assert_eq!(update.spec.as_ref().unwrap().template.version, "1.1.0");
+    assert_eq!(w.jobs.sent().len(), sent + 1);
+
+    // Delivered again: nothing new starts.
+    assert!(matches!(
+        consume(&rollouts, &runs, &body, 3).await,
+        Consumed::Applied(_)
+    ));
+    assert_eq!(w.jobs.sent().len(), sent + 1);
+    // Unreadable: dropped, never retried.
+    assert!(matches!(
+        consume(&rollouts, &runs, "{\"rollout_id\":", 4).await,
+        Consumed::Dropped(_)
+    ));
+}

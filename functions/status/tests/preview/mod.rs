@@ -67,4 +67,68 @@ async fn a_preview_is_recorded_on_its_operation_and_leaves_the_cluster_as_it_was
         vec![next.operation_id],
         "the next operation on the cluster"
     );
+    assert!(w.rollout_queue.sent().is_empty(), "the cluster is in no rollout");
+}
+
+/// An active rollout holding `c` (its own runs not started: the status function only asks who holds it).
+async fn rollout_of(w: &World, c: &ClusterId) -> strato_rollout::store::RolloutId {
+    use strato_rollout::store::{Owner, Record, RolloutId, RolloutStore};
+    let plan = serde_json::from_value(serde_json::json!({"mode": "preview"})).unwrap();
+    let r = Record {
+        id: RolloutId::generate(),
+        owner: Owner::Platform,
+        template: "t".into(),
+        to_version: "2.0.0".into(),
+        created_by: "ops".into(),
+        created_at: 0,
+        rollout: strato_rollout::Rollout::new(plan, vec![(w.tenant.clone(), c.clone(), "1.0.0".into())])
+            .unwrap(),
+        version: 0,
+    };
+    w.rollouts.create(&r).await.unwrap();
+    r.id
+}
+
+fn plan_succeeded(w: &World, run: &Run) -> String {
+    runner(RunnerEvent::Succeeded {
+        operation_id: run.op.clone(),
+        fencing_token: run.token,
+        outputs: BTreeMap::new(),
+        drift: None,
+        estimate: None,
+        preview: Some(Box::new(preview())),
+        at: w.clock.now(),
+    })
+}
+
+#[tokio::test]
+async fn a_rollout_members_ended_plan_is_sent_to_its_rollout_and_a_lost_send_fails_nothing() {
+    let w = world();
+    let c = w.cluster_in("fleet-1", ClusterState::Active);
+    let rollout = rollout_of(&w, &c).await;
+    let run = w.start(&c, OperationKind::Plan).await;
+    assert!(w.deliver_one(plan_succeeded(&w, &run), 1).await);
+    let sent = w.rollout_queue.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].rollout_id, rollout);
+    let strato_rollout::Input::Planned {
+        cluster,
+        operation,
+        findings,
+    } = &sent[0].input
+    else {
+        panic!("{:?}", sent[0].input)
+    };
+    assert_eq!((cluster, operation), (&c, &run.op));
+    assert_eq!(findings.denied.len(), 1, "the preview's findings travel with it");
+
+    // The queue down: the end is still saved and handed on; the input is lost (counted, logged).
+    let c2 = w.cluster_in("fleet-2", ClusterState::Active);
+    rollout_of(&w, &c2).await;
+    let run2 = w.start(&c2, OperationKind::Plan).await;
+    w.rollout_queue.fail(true);
+    assert!(w.deliver_one(plan_succeeded(&w, &run2), 1).await);
+    assert_eq!(w.op(&run2.op).status, OperationStatus::Succeeded);
+    assert!(!w.holds_anything(&c2, &run2));
+    assert_eq!(w.rollout_queue.sent().len(), 1);
 }

@@ -4,12 +4,13 @@
 //! [`EcsTaskStatus`], [`SqsTaskEvents`] and [`DynamoStateLocks`] look at runners' tasks, report stopped ones
 //! and release Terraform state locks; the status function's [`SqsStatusQueues`] and [`S3RunArchive`] send
 //! its timers and frames and read the run's log archive, and [`SqsWebhooks`] queues tenant webhook
-//! notifications; [`S3StateArchive`] lists and restores the versions of
+//! notifications and [`SqsRollouts`] a rollout's inputs; [`S3StateArchive`] lists and restores the versions of
 //! clusters' states. Adapters borrow their clients and settings, so a handler builds them per call for free.
 
 mod audit;
 mod ecs;
 mod keys;
+mod rollouts;
 mod signer;
 mod state;
 mod status;
@@ -20,6 +21,7 @@ pub use crate::store::audit_items::DEFAULT_RETENTION_DAYS as AUDIT_RETENTION_DAY
 pub use audit::DynamoAuditLog;
 pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
 pub use keys::KmsKeys;
+pub use rollouts::SqsRollouts;
 pub use signer::KmsSigner;
 pub use state::{S3StateArchive, state_prefix};
 pub use status::{S3RunArchive, SqsStatusQueues};

@@ -148,4 +148,5 @@ pub const CONSUMERS: &[(&str, &str)] = &[
     ("events", "status"),
     ("logs", "log-fanout"),
     ("webhooks", "webhooks"),
+    ("rollouts", "api"),
 ];
