@@ -61,7 +61,8 @@ struct Opts {
     /// The template catalog (`catalog/` and `modules/`).
     #[arg(long, env = "STRATO_TEMPLATES", global = true)]
     templates: Option<PathBuf>,
-    /// The binary each emulated Fargate task runs (default: strato-runner next to this binary).
+    /// The binary each emulated Fargate task runs (default: strato-runner next to this binary, built first
+    /// if its sources changed). Given, it is used as it is: nothing is built.
     #[arg(long, env = "STRATO_DEVSTACK_RUNNER", global = true)]
     runner: Option<PathBuf>,
     /// Seconds between SIGTERM and SIGKILL when a task is stopped.
@@ -171,12 +172,15 @@ fn config(o: &Opts) -> anyhow::Result<DevstackConfig> {
 }
 
 /// `cargo run -p strato-devstack -- demo` builds only devstack; the runner each emulated Fargate task runs is
-/// a separate binary. Build it next to this one (same profile and target directory) whenever it is the
-/// default one: cargo does nothing when it is up to date, and a runner left from older sources would read
-/// what this devstack writes with older types (after a `git pull`, a "malformed" template at `prepare`).
-fn ensure_runner(c: &DevstackConfig) -> anyhow::Result<()> {
+/// a separate binary. Build it next to this one (same profile and target directory) unless `--runner` named
+/// one: cargo does nothing when it is up to date, and a runner left from older sources would read what this
+/// devstack writes with older types (after a `git pull`, a "malformed" template at `prepare`). A named
+/// runner is used as given: a caller that built it (a test under `cargo nextest run --workspace`) would
+/// otherwise pay for a `-p strato-runner` build, whose features differ from the workspace build's and so
+/// recompile the runner's dependency graph (minutes of CPU the first time on a clone).
+fn ensure_runner(c: &DevstackConfig, named: bool) -> anyhow::Result<()> {
     let default = strato_devstack::stack::default_runner_path();
-    if c.runner != default {
+    if named {
         anyhow::ensure!(
             c.runner.exists(),
             "the runner binary {} does not exist",
@@ -487,7 +491,7 @@ async fn main() -> anyhow::Result<()> {
             profile_name,
         } => {
             let config = config(&cli.opts)?;
-            ensure_runner(&config)?;
+            ensure_runner(&config, cli.opts.runner.is_some())?;
             let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;
@@ -510,7 +514,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Demo { .. } => {
             let config = config(&cli.opts)?;
-            ensure_runner(&config)?;
+            ensure_runner(&config, cli.opts.runner.is_some())?;
             let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;

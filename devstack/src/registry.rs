@@ -128,12 +128,14 @@ impl Registry {
         // Tickets are signed with what the ws function checks: devstack's token secret.
         let ws_secret = String::from_utf8_lossy(env.auth.secret()).into_owned();
         let oidc_issuer = env.oidc_issuer.clone();
+        let agent_heartbeat = env.agent_heartbeat;
         let api_config = strato_api::Config::from_lookup(env.lookup_for("api", |k| match k {
             "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
             "STRATO_TENANT_CLAIM" => Some(tenant_claim.clone()),
             "STRATO_AGENT_TOKEN_SECRET" => Some(agent_secret.clone()),
             "STRATO_JWT_SECRET" => Some(ws_secret.clone()),
             "STRATO_OIDC_ISSUER" => oidc_issuer.clone(),
+            "STRATO_AGENT_HEARTBEAT_SECS" => agent_heartbeat.map(|d| d.as_secs().max(1).to_string()),
             "STRATO_OPERATOR_AUDIENCE" => Some(crate::auth::OPERATOR_AUDIENCE.into()),
             // devstack's receivers are local (http://127.0.0.1); nothing but devstack sets these.
             strato_domain::webhook::ALLOW_HTTP_ENV | strato_domain::webhook::ALLOW_LOOPBACK_ENV => {

@@ -403,6 +403,7 @@ async fn stack_env(
         sweep_rate: config.sweep_rate,
         sweep_grace: config.sweep_grace,
         agent_stale: config.agent_stale,
+        agent_heartbeat: config.agent_heartbeat,
         recorder: config
             .record_aws_calls
             .then(|| CallRecorder::new("devstack", names.clone())),

@@ -89,6 +89,9 @@ pub struct DevstackConfig {
     /// The scheduler's `STRATO_AGENT_STALE_SECS` (a silent agent marks its cluster degraded after this);
     /// `None`: the function's default.
     pub agent_stale: Option<Duration>,
+    /// The api's `STRATO_AGENT_HEARTBEAT_SECS`: the interval agents are told to report at (never below
+    /// the wire's 10 s minimum); `None`: the function's default (60 s).
+    pub agent_heartbeat: Option<Duration>,
 }
 
 /// `strato-runner` next to the running executable (test executables live one level down, in `deps/`).
@@ -130,6 +133,7 @@ impl Default for DevstackConfig {
             engine: None,
             agent_binary: Some(sibling_binary("strato-agent")).filter(|p| p.exists()),
             agent_stale: None,
+            agent_heartbeat: None,
         }
     }
 }
@@ -157,6 +161,8 @@ pub struct StackEnv {
     pub sweep_grace: Duration,
     /// The scheduler's `STRATO_AGENT_STALE_SECS`, when the config sets it.
     pub agent_stale: Option<Duration>,
+    /// The api's `STRATO_AGENT_HEARTBEAT_SECS`, when the config sets it.
+    pub agent_heartbeat: Option<Duration>,
     /// Records each function's AWS calls, tagged with its name, when the config asks for it.
     pub recorder: Option<CallRecorder>,
     /// On a deployment: what it gave each function and the runner.

@@ -7,7 +7,7 @@
 //! [`crate::decide::agent`].
 
 use axum::http::{HeaderMap, StatusCode, header};
-use strato_agent_wire::{DEFAULT_HEARTBEAT_SECS, Report};
+use strato_agent_wire::Report;
 use strato_domain::agent::token_hash;
 use strato_domain::health::{self, HealthChange};
 use strato_domain::messages::ControlEvent;
@@ -165,7 +165,7 @@ pub(crate) async fn register(
     let mut reply = Reply::ok(RegisteredView {
         cluster_id: c.cluster_id.to_string(),
         credential,
-        heartbeat_secs: DEFAULT_HEARTBEAT_SECS,
+        heartbeat_secs: ctx.config.agent_heartbeat_secs,
     });
     reply.status = StatusCode::CREATED;
     Ok(reply)
@@ -190,7 +190,7 @@ pub(crate) async fn heartbeat(
     tracing::info!(cluster_id = %c.cluster_id, nodes_ready = report.nodes_ready, requested, health = %status, "agent report");
     Ok(Reply::ok(AckView {
         cluster_id: c.cluster_id.to_string(),
-        heartbeat_secs: DEFAULT_HEARTBEAT_SECS,
+        heartbeat_secs: ctx.config.agent_heartbeat_secs,
         health: status.to_string(),
     }))
 }

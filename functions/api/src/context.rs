@@ -79,6 +79,10 @@ pub struct Config {
     /// The token-signing KMS key whose public half the JWKS publishes (`STRATO_OIDC_SIGNING_KEY`, default
     /// `alias/<prefix>-oidc`).
     pub oidc_signing_key: String,
+    /// The heartbeat interval the api gives cluster agents in every register and heartbeat answer
+    /// (`STRATO_AGENT_HEARTBEAT_SECS`, default 60; a value below the agent wire's minimum of 10 is raised
+    /// to it, as the agent would). Shorter only where a test watches agents' reports arrive.
+    pub agent_heartbeat_secs: u64,
 }
 
 impl Config {
@@ -132,6 +136,12 @@ impl Config {
                 .parsed::<u64>(strato_domain::expiry::MAX_TTL_ENV, "a whole number of hours")?
                 .filter(|h| *h > 0),
             approval_separation: env.flag("STRATO_APPROVAL_SEPARATION", true)?,
+            agent_heartbeat_secs: env
+                .positive(
+                    "STRATO_AGENT_HEARTBEAT_SECS",
+                    strato_agent_wire::DEFAULT_HEARTBEAT_SECS,
+                )?
+                .max(strato_agent_wire::MIN_HEARTBEAT_SECS),
         })
     }
 }
@@ -235,6 +245,24 @@ mod tests {
             _ => None,
         });
         assert!(matches!(bad, Err(ApiError::Config(m)) if m.contains("lots")));
+    }
+
+    #[test]
+    fn the_agents_heartbeat_interval_defaults_to_the_wires_and_is_never_below_its_minimum() {
+        let with = |secs: Option<&str>| {
+            Config::from_lookup(|k| match k {
+                "STRATO_RESOURCE_PREFIX" => Some("prod".into()),
+                "STRATO_AGENT_HEARTBEAT_SECS" => secs.map(str::to_owned),
+                _ => None,
+            })
+        };
+        let interval = |secs| with(secs).unwrap().agent_heartbeat_secs;
+        assert_eq!(interval(None), strato_agent_wire::DEFAULT_HEARTBEAT_SECS);
+        assert_eq!(interval(Some("15")), 15);
+        assert_eq!(interval(Some("3")), strato_agent_wire::MIN_HEARTBEAT_SECS);
+        assert!(
+            matches!(with(Some("soon")), Err(ApiError::Config(m)) if m.contains("STRATO_AGENT_HEARTBEAT_SECS"))
+        );
     }
 
     #[test]

@@ -266,9 +266,13 @@ async fn health_becomes(
     }
 }
 
-/// A silent agent marks its cluster degraded after this long. Above the agent's heartbeat interval (60 s,
-/// up to 66 s with its jitter), so a live agent is never taken for a silent one.
-const STALE_SECS: u64 = 75;
+/// The interval the api tells this test's agent to report at: the wire's minimum (10 s, up to 11 s with the
+/// agent's jitter) instead of the default minute, so the silent window and the report after a node turns
+/// NotReady are seconds, not minutes, of waiting; the behaviour checked is the same.
+const HEARTBEAT_SECS: u64 = MIN_HEARTBEAT_SECS;
+/// A silent agent marks its cluster degraded after this long. More than twice the heartbeat interval with
+/// its jitter (11 s), so a live agent is never taken for a silent one even when one report is slow.
+const STALE_SECS: u64 = 25;
 const WEBHOOK_SECRET: &str = "devstack-agent-webhook-secret";
 
 /// The cluster agent end to end, on the catalog's own template: `aws-eks-basic` at its newest version
@@ -286,6 +290,7 @@ async fn aws_eks_basic_with_the_agent_is_active_on_its_report_degraded_while_it_
     let stack = devstack_support::start(DevstackConfig {
         agent_binary: Some(binary),
         agent_stale: Some(Duration::from_secs(STALE_SECS)),
+        agent_heartbeat: Some(Duration::from_secs(HEARTBEAT_SECS)),
         // The silent-agent check is the sweeper's: often, so the mark follows the window closely.
         sweep_rate: Duration::from_secs(3),
         ..devstack_support::config("ar").await

@@ -27,6 +27,15 @@ fn the_demo_terminal_shows_the_tour_and_the_components_log_to_a_file() {
             "127.0.0.1:0",
         ])
         .args(["--prefix", &prefix])
+        // The runner this run built: named, the demo uses it as it is instead of `cargo build -p
+        // strato-runner`, a build of its own features that cost minutes of CPU inside the test.
+        .arg("--runner")
+        .arg(strato_devstack::stack::default_runner_path())
+        // The engine as every devstack test runs it: the bed's Terraform 0.15 with provider 3.39 (a user
+        // picks an engine the same way). Left to choose, the demo takes the machine's modern engine, whose
+        // provider 5 loads its whole schema on every command: about 3x the CPU for the same tour, and the
+        // runner's engine tier already runs this template's life on the modern engine.
+        .env("STRATO_TERRAFORM", &strato_testbed::TestEngine::tf015().terraform)
         .env("STRATO_CONFIG_DIR", work.path())
         .env("NO_COLOR", "1")
         .env_remove("RUST_LOG")
