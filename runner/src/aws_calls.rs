@@ -11,6 +11,7 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("sqs:GetQueueUrl", Queue("events")),
     call("sqs:GetQueueUrl", Queue("logs")),
     call("sqs:GetQueueUrl", Queue("webhooks")),
+    call("sqs:GetQueueUrl", Queue("rollouts")),
     // The operation, its cluster, template and tenant budget, and its lock's fencing token.
     call("dynamodb:GetItem", Table("operations")),
     call("dynamodb:GetItem", Table("clusters")),

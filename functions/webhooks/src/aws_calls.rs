@@ -11,6 +11,7 @@ pub const AWS_CALLS: &[AwsCall] = &[
     call("sqs:GetQueueUrl", Queue("events")),
     call("sqs:GetQueueUrl", Queue("logs")),
     call("sqs:GetQueueUrl", Queue("webhooks")),
+    call("sqs:GetQueueUrl", Queue("rollouts")),
     // The tenant's webhook; each delivery's outcome noted on its operation.
     call("dynamodb:GetItem", Table("tenants")),
     call("dynamodb:GetItem", Table("operations")),

@@ -86,6 +86,7 @@ pub const QUEUE_URLS: &[AwsCall] = &[
     call("sqs:GetQueueUrl", Resource::Queue("events")),
     call("sqs:GetQueueUrl", Resource::Queue("logs")),
     call("sqs:GetQueueUrl", Resource::Queue("webhooks")),
+    call("sqs:GetQueueUrl", Resource::Queue("rollouts")),
 ];
 
 /// A resource by its logical name; [`Names`] gives the physical one.

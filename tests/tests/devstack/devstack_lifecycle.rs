@@ -123,6 +123,54 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints(engine: TestEngin
         c.text
     );
 
+    // A rollout preview of the fleet to 1.2.0: the cluster is planned on the new version (a plan-only run),
+    // and the run's end reaches the rollout by itself (the status function → the rollouts queue → the api),
+    // which completes with its report; nothing is applied.
+    let r = api
+        .post(
+            "/v1/rollouts",
+            &json!({"template": "aws-eks-basic", "to_version": "1.2.0", "mode": "preview",
+                    "selector": {"clusters": ["life"]}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 202, "{}", r.text);
+    let rollout = r.body["id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    let done = loop {
+        let r = api.get(&format!("/v1/rollouts/{rollout}")).await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text);
+        if r.body["phase"] != "running" {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the preview never ended: {}",
+            r.text
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    assert_eq!(done.body["phase"], "completed", "{}", done.text);
+    let member = &done.body["members"][0];
+    assert_eq!(member["status"], "planned", "{}", done.text);
+    assert_eq!(done.body["summary"]["clusters"], 1, "{}", done.text);
+    assert!(
+        done.body["summary"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 cluster"),
+        "{}",
+        done.text
+    );
+    let c = api
+        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        c["template"]["version"], "1.1.0",
+        "a preview applies nothing: {c}"
+    );
+
     // The catalog (a Scan of the templates table) and an unknown template answer without a server error.
     let r = api.get("/v1/templates").await.unwrap();
     assert_eq!(r.status, 200, "{}", r.text);
