@@ -378,22 +378,38 @@ pub(crate) fn page_limit(raw: Option<&str>, default: u32, max: u32, errors: &mut
     }
 }
 
+/// A query parameter, when given (absent and empty are the same), parsed by `parse`; a value that does
+/// not parse is a field error naming `field`, what is wrong and what it takes.
+pub(crate) fn query_param<T>(
+    errors: &mut Vec<FieldError>,
+    field: &str,
+    raw: Option<&str>,
+    parse: impl FnOnce(&str) -> Option<T>,
+    problem: &str,
+    takes: &str,
+) -> Option<T> {
+    let raw = raw.filter(|v| !v.is_empty())?;
+    let parsed = parse(raw);
+    if parsed.is_none() {
+        errors.push(ApiError::field(field, problem, takes));
+    }
+    parsed
+}
+
 /// `?next=`: absent or empty is the first page (the spec says so); a token `parse` refuses is a field error.
 pub(crate) fn page_after<T>(
     raw: Option<&str>,
-    parse: impl Fn(&str) -> Option<T>,
+    parse: impl FnOnce(&str) -> Option<T>,
     errors: &mut Vec<FieldError>,
 ) -> Option<T> {
-    let n = raw.filter(|n| !n.is_empty())?;
-    let parsed = parse(n);
-    if parsed.is_none() {
-        errors.push(ApiError::field(
-            "next",
-            "is not a page token",
-            "the 'next' value of the previous page",
-        ));
-    }
-    parsed
+    query_param(
+        errors,
+        "next",
+        raw,
+        parse,
+        "is not a page token",
+        "the 'next' value of the previous page",
+    )
 }
 
 /// Text quoted back to a caller (a value sent, a path, a title), cut at `max` characters with a marker.

@@ -18,7 +18,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -240,13 +240,7 @@ impl Azurite {
             "the metadata endpoint",
         )?);
         for port in [blob_port, metadata_port] {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                if Instant::now() > deadline {
-                    return Err(format!("the Azure stand-in did not listen on {port} within 60 s"));
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            crate::clouds::wait_listening(port, Duration::from_secs(60), "the Azure stand-in")?;
         }
         Ok(server)
     }

@@ -154,13 +154,7 @@ impl FakeGcs {
             .spawn()
             .map_err(|e| format!("starting {}: {e}", bed.fake_gcs.display()))?;
         let server = FakeGcs { child, base };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                return Err(format!("fake-gcs-server did not listen on {port} within 15 s"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_listening(port, Duration::from_secs(15), "fake-gcs-server")?;
         Ok(server)
     }
 
@@ -175,4 +169,19 @@ impl Drop for FakeGcs {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Waits until something listens on local `port` (an emulator just started), at most `within`.
+pub(crate) fn wait_listening(port: u16, within: Duration, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + within;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{what} did not listen on {port} within {} s",
+                within.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
 }

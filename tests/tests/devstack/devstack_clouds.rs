@@ -201,15 +201,7 @@ async fn gcp_lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClou
         calls.iter().any(|c| c.contains(":generateAccessToken")),
         "the tenant's service account impersonated: {calls:?}"
     );
-    let c = api
-        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(60))
-        .await
-        .unwrap();
-    let endpoint = c["outputs"]["cluster_endpoint"].as_str().unwrap_or_default();
-    assert!(
-        endpoint.starts_with("https://") && endpoint.contains("us-central1"),
-        "{c}"
-    );
+    active_in(&api, &cluster, "us-central1").await;
 
     // The state is in the tenant's bucket, written by the gcs backend; its lock released.
     let prefix = format!("tenants/acme/clusters/{cluster}/cluster");
@@ -344,15 +336,7 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
         clouds.knobs.calls().iter().any(|c| c == cloud.account_call),
         "the token was checked before the engine ran"
     );
-    let c = api
-        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(60))
-        .await
-        .unwrap();
-    let endpoint = c["outputs"]["cluster_endpoint"].as_str().unwrap_or_default();
-    assert!(
-        endpoint.starts_with("https://") && endpoint.contains(cloud.region),
-        "{c}"
-    );
+    active_in(&api, &cluster, cloud.region).await;
 
     // The state is in the tenant's bucket, with its nodes; Strato's own bucket has none of it.
     let key = format!("tenants/acme/clusters/{cluster}/cluster.tfstate");
@@ -394,6 +378,19 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
             l.text
         );
     }
+}
+
+/// The cluster reaches ACTIVE with its API endpoint (https, in `region`) among its outputs.
+pub(crate) async fn active_in(api: &Client, cluster: &str, region: &str) {
+    let c = api
+        .wait_cluster_state(cluster, &["ACTIVE"], Duration::from_secs(60))
+        .await
+        .unwrap();
+    let endpoint = c["outputs"]["cluster_endpoint"].as_str().unwrap_or_default();
+    assert!(
+        endpoint.starts_with("https://") && endpoint.contains(region),
+        "{c}"
+    );
 }
 
 /// A drift check finds nothing; then the cluster is deleted. The delete's log, as followed.

@@ -2,13 +2,11 @@
 //! a federated credential, the `azure-aks-standin` cluster created → ACTIVE → drift check → deleted with its
 //! state in the tenant's Blob container, written by Terraform's real `azurerm` backend.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use strato_devstack::client::Client;
 use strato_testbed::{Azurite, FakeClouds};
 
-use crate::devstack_clouds::{ISSUER, clean_drift_then_delete, resources};
+use crate::devstack_clouds::{ISSUER, active_in, clean_drift_then_delete, resources};
 use crate::devstack_support;
 
 const ENTRA_TENANT: &str = "0f6b3c2e-4d1a-4b7e-9a35-1c2d3e4f5a60";
@@ -90,15 +88,7 @@ pub(crate) async fn azure_lives_and_dies(
             .any(|c| c.starts_with("GET /") && c.ends_with(&lookup)),
         "the backend asked Resource Manager for the account's blob endpoint: {calls:?}"
     );
-    let c = api
-        .wait_cluster_state(&cluster, &["ACTIVE"], Duration::from_secs(60))
-        .await
-        .unwrap();
-    let endpoint = c["outputs"]["cluster_endpoint"].as_str().unwrap_or_default();
-    assert!(
-        endpoint.starts_with("https://") && endpoint.contains("eastus"),
-        "{c}"
-    );
+    active_in(&api, &cluster, "eastus").await;
 
     // The state is a blob of the tenant's container, with its nodes; its lease (the lock) released.
     let blob = format!("/{CONTAINER}/tenants/acme/clusters/{cluster}/cluster.tfstate");

@@ -85,7 +85,7 @@ fn uncursor(token: &str) -> Option<FleetKey> {
 /// What a request asks for, or every problem with it.
 fn parse(q: &FleetQuery) -> Result<(Option<TenantId>, FleetFilter, u32, Option<FleetKey>), ApiError> {
     let mut errors = Vec::new();
-    let tenant = super::query_param(
+    let tenant = crate::requests::query_param(
         &mut errors,
         "tenant",
         q.tenant.as_deref(),
@@ -117,8 +117,7 @@ fn parse(q: &FleetQuery) -> Result<(Option<TenantId>, FleetFilter, u32, Option<F
     let template = text("template", &q.template);
     let version = text("version", &q.version);
     let limit = crate::requests::page_limit(q.limit.as_deref(), 50, 100, &mut errors);
-    let (problem, takes) = super::NEXT_TOKEN;
-    let after = super::query_param(&mut errors, "next", q.next.as_deref(), uncursor, problem, takes);
+    let after = crate::requests::page_after(q.next.as_deref(), uncursor, &mut errors);
     if let (Some(t), Some(a)) = (&tenant, &after)
         && t != &a.tenant
     {

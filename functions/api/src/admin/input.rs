@@ -290,15 +290,7 @@ pub(crate) fn update(mut body: TenantBody) -> Result<Change, ApiError> {
 pub(crate) fn page(q: &TenantsQuery) -> Result<(u32, Option<TenantId>), ApiError> {
     let mut errors = Vec::new();
     let limit = crate::requests::page_limit(q.limit.as_deref(), 50, 100, &mut errors);
-    let (problem, takes) = super::NEXT_TOKEN;
-    let after = super::query_param(
-        &mut errors,
-        "next",
-        q.next.as_deref(),
-        |n| n.parse::<TenantId>().ok(),
-        problem,
-        takes,
-    );
+    let after = crate::requests::page_after(q.next.as_deref(), |n| n.parse::<TenantId>().ok(), &mut errors);
     if errors.is_empty() {
         Ok((limit, after))
     } else {

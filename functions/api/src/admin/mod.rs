@@ -174,24 +174,3 @@ pub(crate) async fn audit(
     let id = tenant_id(tenant)?;
     crate::audit::list_of(ctx, &id, p).await
 }
-
-/// A query parameter, when given (absent and empty are the same), parsed by `parse`; a value that does
-/// not parse is a field error naming `field`, what is wrong and what it takes.
-pub(crate) fn query_param<T>(
-    errors: &mut Vec<strato_domain::validate::FieldError>,
-    field: &str,
-    raw: Option<&str>,
-    parse: impl FnOnce(&str) -> Option<T>,
-    problem: &str,
-    takes: &str,
-) -> Option<T> {
-    let raw = raw.filter(|v| !v.is_empty())?;
-    let parsed = parse(raw);
-    if parsed.is_none() {
-        errors.push(ApiError::field(field, problem, takes));
-    }
-    parsed
-}
-
-/// The page token every listing takes: the `next` of the previous page.
-pub(crate) const NEXT_TOKEN: (&str, &str) = ("is not a page token", "the 'next' value of the previous page");

@@ -9,8 +9,8 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{Operation, OperationKind, OperationStatus};
 use utoipa::ToSchema;
 
-use super::{NEXT_TOKEN, query_param};
 use crate::edge::Reply;
+use crate::requests::{page_after, query_param};
 use crate::{context::Ctx, error::ApiError, schema};
 
 /// `GET /v1/admin/operations` query parameters, read as text and checked (422 naming each).
@@ -122,15 +122,7 @@ fn parse(q: &OperationsQuery) -> Result<(OperationFilter, u32, Option<OperationI
         "queued, dispatched, running, awaiting_approval, succeeded, failed or cancelled",
     );
     let limit = crate::requests::page_limit(q.limit.as_deref(), 50, 100, e);
-    let (problem, takes) = NEXT_TOKEN;
-    let after = query_param(
-        e,
-        "next",
-        q.next.as_deref(),
-        |n| n.parse::<OperationId>().ok(),
-        problem,
-        takes,
-    );
+    let after = page_after(q.next.as_deref(), |n| n.parse::<OperationId>().ok(), e);
     if !errors.is_empty() {
         return Err(ApiError::invalid(errors));
     }

@@ -107,10 +107,10 @@ impl Store {
             wanted.push(equal("cluster_id", "#c", ":c", c.to_string()));
         }
         if let Some(k) = filter.kind {
-            wanted.push(equal("kind", "#k", ":k", wire(k)));
+            wanted.push(equal("kind", "#k", ":k", k.as_str().to_owned()));
         }
         if let Some(st) = filter.status {
-            wanted.push(equal("status", "#s", ":s", wire(st)));
+            wanted.push(equal("status", "#s", ":s", st.as_str().to_owned()));
         }
         for (attr, name, value, v) in wanted {
             scan = scan
@@ -139,12 +139,4 @@ pub struct OperationFilter {
     pub cluster: Option<ClusterId>,
     pub kind: Option<OperationKind>,
     pub status: Option<OperationStatus>,
-}
-
-/// A value as the item stores it (its serde name).
-fn wire<T: serde::Serialize>(v: T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => String::new(),
-    }
 }
