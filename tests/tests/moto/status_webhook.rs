@@ -376,7 +376,7 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     assert!(
         op.notes[0].contains("NOT delivered")
             && op.notes[0].contains("(attempt 3 of 3; no more attempts)")
-            && !op.notes[0].contains("500"),
+            && !said(&op.notes[0]).contains("500"),
         "{:?}",
         op.notes
     );
@@ -397,7 +397,7 @@ async fn a_failing_receiver_is_retried_then_recorded_and_blocks_nothing() {
     let notes = b.w.op(&check).await.notes;
     // Generic (issue 16 finding 2): not followed, and the note says only that it was not delivered.
     assert!(
-        notes[0].contains("NOT delivered") && !notes[0].contains("307"),
+        notes[0].contains("NOT delivered") && !said(&notes[0]).contains("307"),
         "{notes:?}"
     );
 
@@ -496,4 +496,9 @@ async fn clean_checks_reconcile_and_tenants_without_a_webhook_call_nothing() {
         b.w.store.tenant_webhook(&"acme".parse().unwrap()).await.unwrap(),
         None
     );
+}
+
+/// A note without its timestamp: the digits of its fractional seconds may spell any status code.
+fn said(note: &str) -> &str {
+    note.split_once("Z: ").map_or(note, |(_, text)| text)
 }
