@@ -7,11 +7,14 @@ use strato_domain::messages::LogLine;
 
 use crate::client::{Client, DemoError, timeline_lines, watch_operation};
 
-/// How the demo prints.
-#[derive(Debug, Clone, Copy, Default)]
+/// How the demo prints, and what it can show.
+#[derive(Debug, Clone, Default)]
 pub struct DemoOptions {
     /// Steps, states and the summary only; no Terraform log lines (`STRATO_DEMO_QUIET`).
     pub quiet: bool,
+    /// The cloud of the step on another cloud, when the stack was readied for it
+    /// ([`crate::demo_cloud::prepare`]), or why it was not; `None`: not asked for (the step says so).
+    pub other_cloud: Option<Result<&'static crate::demo_cloud::TokenCloud, String>>,
 }
 
 /// The README's demo: the whole life of a cluster through the HTTP and WebSocket APIs, as a user sees it.
@@ -67,7 +70,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
         "Each step ends with the `strato` command that does it by hand (against `cargo run -p strato-devstack -- up`\n\
          with the same options, which writes the '{profile}' profile; install the CLI with `cargo install --path cli`).\n"
     );
-    println!("▶ 1/5 create cluster 'demo' from {template}@{version} (us-east-1, 2 × t3.medium)");
+    println!("▶ 1/6 create cluster 'demo' from {template}@{version} (us-east-1, 2 × t3.medium)");
     let spec = serde_json::json!({
         "name": "demo",
         "template": {"name": template, "version": version},
@@ -125,7 +128,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
         "clusters create demo -t {template}@{version} --var node_count=2 --var node_instance_type=t3.medium --wait"
     ));
 
-    println!("▶ 2/5 wait for ACTIVE");
+    println!("▶ 2/6 wait for ACTIVE");
     let c = client
         .wait_cluster_state(&cluster, &["ACTIVE", "FAILED"], Duration::from_secs(300))
         .await?;
@@ -160,7 +163,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     summary.push("kubeconfig: ready".into());
     by_hand("clusters kubeconfig demo --merge");
 
-    println!("▶ 3/5 drift check (plan -refresh-only where the engine has it)");
+    println!("▶ 3/6 drift check (plan -refresh-only where the engine has it)");
     let r = client
         .post(
             &format!("/v1/clusters/{cluster}/drift-check"),
@@ -187,7 +190,7 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
     summary.push(format!("drift check: drifted = {}", drift["drifted"]));
     by_hand(&format!("clusters drift-check {cluster} --wait"));
 
-    println!("▶ 4/5 delete");
+    println!("▶ 4/6 delete");
     let r = client.delete(&format!("/v1/clusters/{cluster}")).await?;
     let del = r.body["operation"]["id"].as_str().unwrap_or_default().to_owned();
     if r.status != 202 || del.is_empty() {
@@ -208,7 +211,25 @@ pub async fn demo(stack: &crate::Devstack, options: DemoOptions) -> Result<(), D
         "clusters delete {cluster} --wait   (and any time: strato logs {del} -f)"
     ));
 
-    println!("▶ 5/5 summary ({:.0} s)", t0.elapsed().as_secs_f64());
+    match &options.other_cloud {
+        Some(Ok(cloud)) => {
+            println!(
+                "▶ 5/6 another cloud: a {} cluster from {} (the null provider plays the cloud; its state in your own bucket)",
+                cloud.provider, cloud.template
+            );
+            summary.extend(crate::demo_cloud::tour(stack, "demo", cloud, &by_hand).await?);
+        }
+        Some(Err(why)) => {
+            println!("▶ 5/6 another cloud: SKIPPED — {why}");
+            summary.push(format!("another cloud: SKIPPED ({why})"));
+        }
+        None => {
+            println!("▶ 5/6 another cloud: SKIPPED — this stack was not readied for it");
+            summary.push("another cloud: SKIPPED (not readied)".into());
+        }
+    }
+
+    println!("▶ 6/6 summary ({:.0} s)", t0.elapsed().as_secs_f64());
     for s in &summary {
         println!("  ✓ {s}");
     }

@@ -22,6 +22,7 @@ pub mod client;
 pub mod cluster_agents;
 pub mod console;
 pub mod demo;
+pub mod demo_cloud;
 pub mod error;
 pub mod fargate;
 pub mod gateway;

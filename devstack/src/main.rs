@@ -513,13 +513,22 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Demo { .. } => {
-            let config = config(&cli.opts)?;
+            let mut config = config(&cli.opts)?;
             ensure_runner(&config, cli.opts.runner.is_some())?;
+            // The step on another cloud: DigitalOcean's stand-in, where this machine's engine can keep its
+            // state in an S3-compatible bucket; the emulated cloud's endpoints live as long as the stack.
+            let cloud = &strato_devstack::demo_cloud::DIGITALOCEAN;
+            let (other_cloud, _clouds) = match strato_devstack::demo_cloud::prepare(&mut config, cloud).await
+            {
+                Ok(clouds) => (Ok(cloud), Some(clouds)),
+                Err(why) => (Err(why), None),
+            };
             let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;
             let options = strato_devstack::client::DemoOptions {
                 quiet: std::env::var_os("STRATO_DEMO_QUIET").is_some(),
+                other_cloud: Some(other_cloud),
             };
             let result = strato_devstack::client::demo(&stack, options).await;
             stack.shutdown(Duration::from_secs(10)).await;

@@ -92,6 +92,9 @@ pub struct DevstackConfig {
     /// The api's `STRATO_AGENT_HEARTBEAT_SECS`: the interval agents are told to report at (never below
     /// the wire's 10 s minimum); `None`: the function's default (60 s).
     pub agent_heartbeat: Option<Duration>,
+    /// The object storage of clouds with an S3-compatible API (DigitalOcean Spaces, Linode Object Storage)
+    /// is the stack's emulator: the runners get `STRATO_S3_COMPATIBLE_ENDPOINT` (path-style) pointing at it.
+    pub s3_compatible_on_emulator: bool,
 }
 
 /// `strato-runner` next to the running executable (test executables live one level down, in `deps/`).
@@ -134,6 +137,7 @@ impl Default for DevstackConfig {
             agent_binary: Some(sibling_binary("strato-agent")).filter(|p| p.exists()),
             agent_stale: None,
             agent_heartbeat: None,
+            s3_compatible_on_emulator: false,
         }
     }
 }

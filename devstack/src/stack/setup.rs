@@ -250,6 +250,9 @@ pub(super) fn runner_env(
     if let Some(c) = plugin_cache.filter(|_| !engine.is_some_and(|e| e.is_modern())) {
         out.push(("TF_PLUGIN_CACHE_DIR".into(), c.display().to_string()));
     }
+    if config.s3_compatible_on_emulator {
+        out.push(("STRATO_S3_COMPATIBLE_ENDPOINT".into(), env.endpoint.clone()));
+    }
     out.extend(config.runner_env.iter().cloned());
     out
 }

@@ -31,48 +31,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use strato_devstack::client::Client;
+use strato_devstack::demo_cloud::{self, TokenCloud};
 use strato_testbed::{
     Azurite, FakeClouds, FakeGcs, TestEngine, azure_bed, cloud_bed, modern_engine_or_skip,
     stand_in_cli_config,
 };
 
-const OP_TIMEOUT: Duration = Duration::from_secs(240);
-
-/// One token cloud's stand-in, as its tenant asks for it.
-struct Cloud {
-    provider: &'static str,
-    template: &'static str,
-    region: &'static str,
-    size: &'static str,
-    token: &'static str,
-    key_id: &'static str,
-    secret: &'static str,
-    /// The endpoint the runner's preflight asks with the token.
-    account_call: &'static str,
-}
-
-const CLOUDS: [Cloud; 2] = [
-    Cloud {
-        provider: "digitalocean",
-        template: "do-doks-standin",
-        region: "fra1",
-        size: "s-2vcpu-4gb",
-        token: "dop_v1_devstack0123456789abcdef0123456789abcdef0123456789",
-        key_id: "DO00DEVSTACKKEY00001",
-        secret: "spaces/devstack-secret-0123456789abcdefghij",
-        account_call: "GET /v2/account",
-    },
-    Cloud {
-        provider: "linode",
-        template: "linode-lke-standin",
-        region: "eu-central",
-        size: "g6-standard-2",
-        token: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-        key_id: "LINODEDEVSTACKKEY001",
-        secret: "linode-obj/devstack-secret-0123456789abcdef",
-        account_call: "GET /v4/profile",
-    },
-];
+/// The token clouds, as their tenant asks for a cluster there (the demo's other cloud is the first).
+const CLOUDS: [&TokenCloud; 2] = [&demo_cloud::DIGITALOCEAN, &demo_cloud::LINODE];
 
 #[tokio::test(flavor = "multi_thread")]
 async fn digitalocean_linode_gcp_and_azure_stand_ins_live_and_die_with_their_state_in_the_tenants_storage() {
@@ -132,7 +98,7 @@ async fn digitalocean_linode_gcp_and_azure_stand_ins_live_and_die_with_their_sta
         ..base
     })
     .await;
-    for cloud in &CLOUDS {
+    for cloud in CLOUDS {
         lives_and_dies(&stack, &clouds, cloud).await;
     }
     gcp_lives_and_dies(&stack, &clouds, &gcs).await;
@@ -266,56 +232,22 @@ async fn gcp_lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClou
     );
 }
 
-async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, cloud: &Cloud) {
+async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, cloud: &TokenCloud) {
     let token = stack.token("acme");
     let api = Client::new(&stack.endpoints.http_api).with_token(token.clone());
 
     // The tenant's own bucket (it exists before Strato is asked to use it), versioned.
-    let bucket = format!("{}-{}", stack.env.names.prefix(), cloud.provider);
-    let s3 = &stack.env.aws.s3;
-    s3.create_bucket().bucket(&bucket).send().await.unwrap();
-    s3.put_bucket_versioning()
-        .bucket(&bucket)
-        .versioning_configuration(
-            aws_sdk_s3::types::VersioningConfiguration::builder()
-                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-
-    // The token and the object storage key, registered once and never shown again.
-    let r = api
-        .request(
-            reqwest::Method::PUT,
-            &format!("/v1/tenant/cloud-tokens/{}", cloud.provider),
-            Some(
-                &json!({"token": cloud.token, "storage_access_key_id": cloud.key_id,
-                "storage_secret_access_key": cloud.secret}),
-            ),
-        )
-        .await
-        .unwrap();
+    let bucket = demo_cloud::tenant_bucket(stack, cloud).await.unwrap();
+    // The token and the object storage key, registered once and never shown again (the answer repeats
+    // neither: checked by register_token).
+    let r = demo_cloud::register_token(&api, cloud).await.unwrap();
     assert_eq!(r.status, 200, "{}", r.text);
-    assert!(
-        !r.text.contains(cloud.token) && !r.text.contains(cloud.secret),
-        "{}",
-        r.text
-    );
 
-    let target = json!({"provider": cloud.provider, "state_bucket": bucket, "state_region": cloud.region});
-    let request = |size: &str| {
-        json!({
-            "name": format!("{}-life", cloud.provider),
-            "template": {"name": cloud.template, "version": "1.0.0"},
-            "provider": cloud.provider, "region": cloud.region,
-            "variables": {"node_count": 2, "node_instance_type": size},
-            "target": target,
-        })
-    };
     // Validated as the real template is: a size of another cloud names the field and its cloud.
-    let r = api.post("/v1/clusters", &request("e2-standard-4")).await.unwrap();
+    let name = format!("{}-life", cloud.provider);
+    let r = demo_cloud::refused_foreign_size(&api, cloud, &name, &bucket)
+        .await
+        .unwrap();
     assert_eq!(r.status, 422, "{}", r.text);
     assert!(
         r.text.contains("node_instance_type") && r.text.contains("gcp"),
@@ -323,8 +255,11 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
         r.text
     );
 
-    let (cluster, create, _) = api.create_cluster(&request(cloud.size)).await.unwrap();
-    let w = devstack_support::follow(stack, &token, &create).await;
+    let spec = demo_cloud::request(cloud, &name, &bucket, cloud.size);
+    let created = demo_cloud::create_active(stack, &api, &spec, |_, _, _| {})
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (cluster, w) = (created.cluster, created.create);
     let said: Vec<&str> = w.lines.values().map(|l| l.text.as_str()).collect();
     assert_eq!(w.final_status.as_deref(), Some("succeeded"), "{said:#?}");
     assert!(
@@ -339,17 +274,13 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
     active_in(&api, &cluster, cloud.region).await;
 
     // The state is in the tenant's bucket, with its nodes; Strato's own bucket has none of it.
-    let key = format!("tenants/acme/clusters/{cluster}/cluster.tfstate");
-    let state = object_json(stack, &bucket, &key).await;
+    let key = demo_cloud::state_key("acme", &cluster);
+    let state = demo_cloud::state_in(stack, &bucket, &key).await.unwrap();
     assert_eq!(resources(&state), 3, "control plane + 2 nodes: {state}");
-    let ours = s3
-        .list_objects_v2()
-        .bucket(stack.env.names.bucket("state"))
-        .prefix(format!("tenants/acme/clusters/{cluster}/"))
-        .send()
+    let ours = demo_cloud::in_strato_bucket(stack, "acme", &cluster)
         .await
         .unwrap();
-    assert_eq!(ours.key_count(), Some(0), "{ours:?}");
+    assert_eq!(ours, 0);
     // Its versions are listed where they are, not read as "none" from Strato's bucket.
     let r = api
         .get(&format!("/v1/clusters/{cluster}/state-versions"))
@@ -359,16 +290,10 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
     assert!(r.text.contains(&bucket), "{}", r.text);
 
     let w2 = clean_drift_then_delete(stack, &api, &token, &cluster).await;
-    let state = object_json(stack, &bucket, &key).await;
+    let state = demo_cloud::state_in(stack, &bucket, &key).await.unwrap();
     assert_eq!(resources(&state), 0, "{state}");
-    let versions = s3
-        .list_object_versions()
-        .bucket(&bucket)
-        .prefix(&key)
-        .send()
-        .await
-        .unwrap();
-    assert!(versions.versions().len() >= 2, "every write kept: {versions:?}");
+    let versions = demo_cloud::versions_of(stack, &bucket, &key).await.unwrap();
+    assert!(versions >= 2, "every write kept: {versions} versions");
 
     // Neither secret reached a log line.
     for l in w.lines.values().chain(w2.lines.values()) {
@@ -397,54 +322,16 @@ pub(crate) async fn active_in(api: &Client, cluster: &str, region: &str) {
 pub(crate) async fn clean_drift_then_delete(
     stack: &strato_devstack::Devstack,
     api: &Client,
-    token: &str,
+    _token: &str,
     cluster: &str,
 ) -> strato_devstack::client::Watched {
-    let r = api
-        .post(&format!("/v1/clusters/{cluster}/drift-check"), &json!({}))
+    let (drift, w) = demo_cloud::drift_then_delete(stack, api, cluster, |_, _, _| {})
         .await
-        .unwrap();
-    assert_eq!(r.status, 202, "{}", r.text);
-    let check = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let done = api.wait_operation(&check, OP_TIMEOUT).await.unwrap();
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap();
-    assert_eq!(c.body["drift"]["drifted"], false, "{}", c.text);
-
-    let r = api.delete(&format!("/v1/clusters/{cluster}")).await.unwrap();
-    assert_eq!(r.status, 202, "{}", r.text);
-    let del = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let w = devstack_support::follow(stack, token, &del).await;
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(drift["drifted"], false, "{drift}");
     assert_eq!(w.final_status.as_deref(), Some("succeeded"));
-    api.wait_cluster_state(cluster, &["DELETED"], Duration::from_secs(60))
-        .await
-        .unwrap();
     w
 }
 
-async fn object_json(stack: &strato_devstack::Devstack, bucket: &str, key: &str) -> Value {
-    let o = stack
-        .env
-        .aws
-        .s3
-        .get_object()
-        .bucket(bucket)
-        .key(key)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{bucket}/{key}: {e:?}"));
-    let bytes = o.body.collect().await.unwrap().into_bytes();
-    serde_json::from_slice(&bytes).unwrap()
-}
-
 /// Resource instances in a state document.
-pub(crate) fn resources(state: &Value) -> usize {
-    state["resources"]
-        .as_array()
-        .map(|rs| {
-            rs.iter()
-                .map(|r| r["instances"].as_array().map_or(0, Vec::len))
-                .sum()
-        })
-        .unwrap_or(0)
-}
+pub(crate) use strato_devstack::demo_cloud::resources;

@@ -195,7 +195,15 @@ async fn a_cluster_lives_and_dies_through_the_public_endpoints(engine: TestEngin
 
     // And the README's demo, on the same stack, succeeds.
     // Quiet, so that a failure's message is not buried under the Terraform log in CI's summary.
-    if let Err(e) = demo(&stack, DemoOptions { quiet: true }).await {
+    if let Err(e) = demo(
+        &stack,
+        DemoOptions {
+            quiet: true,
+            ..DemoOptions::default()
+        },
+    )
+    .await
+    {
         panic!("the demo failed: {e}");
     }
     devstack_support::assert_aws_calls_listed(
