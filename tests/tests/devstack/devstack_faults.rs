@@ -4,6 +4,11 @@
 //! random moment of their run. Afterwards every operation must be finished, every cluster at rest in a state
 //! the state machine allows, no cluster lock, tenant slot or Terraform state lock held, and every dead-letter
 //! queue empty. Prints the seed (`STRATO_CHAOS_SEED` replays a run) and the figures.
+//!
+//! Beside them a fourth tenant rolls its fleet out to a new template version in two waves, under the same
+//! faults (and errors of the api's `rollouts` consumer): the rollout must end — resumed past what failed,
+//! as an operator would — with every cluster it calls upgraded on the new version, and no cluster updated
+//! twice by it.
 
 use crate::devstack_support;
 
@@ -30,6 +35,8 @@ const TENANT_LIMIT: u32 = 2;
 const KILL_SHARE: f64 = 0.2;
 const KILL_WITHIN: Duration = Duration::from_secs(8);
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(900);
+/// The rollout tenant's clusters.
+const FLEET: usize = 3;
 
 fn seed() -> u64 {
     match std::env::var("STRATO_CHAOS_SEED") {
@@ -170,11 +177,14 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
         seed,
         duplicate: 0.2,
         max_delay: Duration::from_millis(1500),
-        function_errors: BTreeMap::from([("events".to_owned(), 0.15)]),
+        function_errors: BTreeMap::from([("events".to_owned(), 0.15), ("rollouts".to_owned(), 0.15)]),
     };
     let stack = devstack_support::start(DevstackConfig {
         templates_root: None,
-        extra_templates: vec![(fixtures.join("chaos"), fixtures)],
+        extra_templates: vec![
+            (fixtures.join("chaos"), fixtures.clone()),
+            (fixtures.join("chaos-v2"), fixtures.join("chaos-v2/modules")),
+        ],
         sqs_concurrency: 4,
         sweep_rate: Duration::from_secs(10),
         sweep_grace: Duration::from_secs(30),
@@ -184,7 +194,7 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
     .await;
     let store = Store::new(stack.env.aws.dynamodb.clone(), &stack.env.names);
     let tenants: Vec<String> = (0..TENANTS).map(|i| format!("chaos-{i}")).collect();
-    for t in &tenants {
+    for t in tenants.iter().chain([&"chaos-fleet".to_owned()]) {
         let q = Quotas {
             max_clusters: CLUSTERS_PER_TENANT as u32,
             max_open_operations: CLUSTERS_PER_TENANT as u32,
@@ -202,11 +212,12 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
     let t0 = Instant::now();
     let lives =
         (0..TENANTS * CLUSTERS_PER_TENANT).map(|i| life(clients[i % TENANTS].clone(), format!("chaos-{i}")));
-    let ops: Vec<(usize, Vec<String>)> = futures_util::future::join_all(lives)
-        .await
-        .into_iter()
-        .enumerate()
-        .collect();
+    let fleet_api = Client::new(&stack.endpoints.http_api).with_token(stack.token("chaos-fleet"));
+    let (ops, fleet) = tokio::join!(
+        futures_util::future::join_all(lives),
+        fleet_rollout(fleet_api.clone(), seed)
+    );
+    let ops: Vec<(usize, Vec<String>)> = ops.into_iter().enumerate().collect();
     let all_ended = t0.elapsed();
     stop_killer.store(1, Ordering::Relaxed);
     let killed = killer.await.unwrap();
@@ -261,7 +272,11 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
     }
 
     // Nothing held once the sweeper has had its turn (a killed runner's Terraform state lock is its job).
-    let ids: Vec<String> = clusters.iter().map(|(_, id)| id.clone()).collect();
+    let ids: Vec<String> = clusters
+        .iter()
+        .map(|(_, id)| id.clone())
+        .chain(fleet.clusters.iter().cloned())
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(180);
     let mut left = held(&stack, &store, &ids).await;
     while !left.is_empty() && Instant::now() < deadline {
@@ -274,7 +289,7 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
     );
     let settled = t0.elapsed();
     let mut dlqs = BTreeMap::new();
-    for logical in ["jobs", "events", "logs", "webhooks"] {
+    for logical in ["jobs", "events", "logs", "webhooks", "rollouts"] {
         dlqs.insert(logical, dlq_depth(&stack, logical).await);
     }
     assert!(dlqs.values().all(|d| d == "0"), "dead-letter queues: {dlqs:?}");
@@ -291,11 +306,116 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
     );
     println!(
         "faults: {total} operations from {TENANTS} tenants ({outcomes:?}); {} runners started, {killed} killed; \
-         clusters at the end {states:?}; injected {injected}; all operations ended in {:.1} s, nothing held \
-         after {:.1} s; dead-letter queues {dlqs:?}",
+         clusters at the end {states:?}; the rollout of {} clusters: {} upgraded after {} resumes; injected \
+         {injected}; all operations ended in {:.1} s, nothing held after {:.1} s; dead-letter queues {dlqs:?}",
         stack.fargate_stats.started.load(Ordering::Relaxed),
+        fleet.clusters.len(),
+        fleet.upgraded,
+        fleet.resumes,
         all_ended.as_secs_f64(),
         settled.as_secs_f64(),
     );
     stack.shutdown(Duration::from_secs(30)).await;
+}
+
+/// What the rollout tenant's part left.
+struct Fleet {
+    /// Every cluster it created.
+    clusters: Vec<String>,
+    upgraded: usize,
+    resumes: u32,
+}
+
+/// The rollout tenant: [`FLEET`] clusters on fixture-chaos 0.1.0, then an apply rollout of the ACTIVE ones
+/// to 0.2.0 in two waves (one cluster, then the rest), resumed past failed clusters (`skip_failed`) each
+/// time the faults pause it, until it ends. Checks, once it has: it completed; each cluster it calls
+/// upgraded is ACTIVE on 0.2.0; no cluster got more than one update (a duplicate delivery or a redone
+/// consumer batch starts no second run).
+async fn fleet_rollout(api: Client, seed: u64) -> Fleet {
+    let creates = (0..FLEET).map(|i| {
+        let api = api.clone();
+        async move {
+            let spec = json!({
+                "name": format!("fleet-{i}"),
+                "template": {"name": "fixture-chaos", "version": "0.1.0"},
+                "provider": "aws", "region": "us-east-1", "variables": {}
+            });
+            let (cluster, op, _) = api.create_cluster(&spec).await.expect("create accepted");
+            api.wait_operation(&op, OPERATION_TIMEOUT)
+                .await
+                .expect("create ends");
+            cluster
+        }
+    });
+    let clusters: Vec<String> = futures_util::future::join_all(creates).await;
+    let r = api
+        .post(
+            "/v1/rollouts",
+            &json!({"template": "fixture-chaos", "to_version": "0.2.0", "mode": "apply",
+                    "selector": {"states": ["ACTIVE"]},
+                    "waves": [{"clusters": 1}, {"percent": 100}], "soak_seconds": 0}),
+        )
+        .await
+        .unwrap();
+    // Every create failing under the faults is possible, if unlikely: then there is nothing to roll out.
+    assert_eq!(r.status, 202, "seed {seed}: {}", r.text);
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + OPERATION_TIMEOUT;
+    let mut resumes = 0;
+    let done = loop {
+        let r = api.get(&format!("/v1/rollouts/{id}")).await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text);
+        match r.body["phase"].as_str() {
+            Some("completed" | "aborted") => break r.body,
+            Some("paused") => {
+                resumes += 1;
+                assert!(resumes <= FLEET as u32 + 1, "paused again and again: {}", r.text);
+                let resumed = api
+                    .post(
+                        &format!("/v1/rollouts/{id}/resume"),
+                        &json!({"skip_failed": true}),
+                    )
+                    .await
+                    .unwrap();
+                // A pause whose runs are still ending may refuse a resume for now (a 409 saying so).
+                assert!(matches!(resumed.status, 200 | 202 | 409), "{}", resumed.text);
+            }
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "the rollout never ended: {}", r.text);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    assert_eq!(done["phase"], "completed", "{done}");
+    let mut upgraded = 0;
+    for m in done["members"].as_array().unwrap() {
+        let cluster = m["cluster_id"].as_str().unwrap();
+        let status = m["status"].as_str().unwrap();
+        assert!(
+            matches!(status, "upgraded" | "skipped"),
+            "a member left {status}: {done}"
+        );
+        let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap().body;
+        if status == "upgraded" {
+            upgraded += 1;
+            assert_eq!(c["template"]["version"], "0.2.0", "{c}");
+            assert_eq!(c["state"], "ACTIVE", "{c}");
+        }
+        let ops = api
+            .get(&format!("/v1/clusters/{cluster}/operations?limit=50"))
+            .await
+            .unwrap()
+            .body;
+        let updates = ops["operations"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{ops}"))
+            .iter()
+            .filter(|o| o["kind"] == "update")
+            .count();
+        assert!(updates <= 1, "cluster {cluster} updated {updates} times: {ops}");
+    }
+    Fleet {
+        clusters,
+        upgraded,
+        resumes,
+    }
 }
