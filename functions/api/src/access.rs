@@ -53,7 +53,7 @@ pub(crate) fn check(
         .parse::<TenantId>()
         // The platform's own audit log is no tenant's: a token naming it would read the operator's actions.
         .ok()
-        .filter(|t| t.as_str() != crate::recording::PLATFORM_LOG)
+        .filter(|t| t.as_str() != crate::operator::PLATFORM_LOG)
         .ok_or_else(|| {
             // The raw value is not echoed: it is attacker-controlled and useless to a legitimate caller.
             ApiError::Unauthorized(format!("the token's '{claim}' claim is not a valid tenant id"))
@@ -146,7 +146,7 @@ mod tests {
         let t = claims(&[
             ("aud", "strato-api"),
             ("sub", "u"),
-            ("tenant_id", crate::recording::PLATFORM_LOG),
+            ("tenant_id", crate::operator::PLATFORM_LOG),
             ("scope", "admin"),
         ]);
         for r in ROUTES.iter().filter(|r| matches!(r.access, Access::Tenant(_))) {

@@ -18,7 +18,21 @@
 use std::collections::HashMap;
 
 use crate::error::ApiError;
+use crate::requests::truncate;
 use crate::scopes::{self, Scope};
+use strato_domain::ids::TenantId;
+
+/// The log the platform's own actions (the template catalog's, its rollouts') go into: a tenant id no tenant
+/// may register or carry (`crate::admin` refuses to register it, the router refuses a tenant token naming
+/// it), read with `GET /v1/admin/tenants/strato-platform/audit`.
+pub(crate) const PLATFORM_LOG: &str = "strato-platform";
+
+/// The tenant an operator's path names (`/v1/admin/tenants/{tenant}…`), parsed; one that cannot be a
+/// tenant id is a tenant that does not exist.
+pub(crate) fn path_tenant(raw: &str) -> Result<TenantId, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::NotFound(format!("no tenant '{}'", truncate(raw, 64))))
+}
 
 /// Who the platform operator is: the audience (and optionally the issuer) of its tokens.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -268,7 +268,7 @@ pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, name: &str) -> Result<Rep
 
 /// `GET /v1/admin/tenants/{tenant}/policies`: what the tenant is held to, with each policy's owner.
 pub(crate) async fn admin_list(ctx: &Ctx, tenant: &str) -> Result<Reply<PolicyListView>, ApiError> {
-    let tenant = crate::admin::existing_tenant(ctx, tenant).await?;
+    let tenant = registered_tenant(ctx, tenant).await?;
     Ok(Reply::ok(applying(ctx, &tenant).await?))
 }
 
@@ -279,13 +279,13 @@ pub(crate) async fn admin_put(
     name: &str,
     body: PolicyBody,
 ) -> Result<Reply<PolicyView>, ApiError> {
-    let tenant = crate::admin::existing_tenant(ctx, tenant).await?;
+    let tenant = registered_tenant(ctx, tenant).await?;
     put_as(ctx, &tenant, PolicyOwner::Operator, name, body).await
 }
 
 /// `DELETE /v1/admin/tenants/{tenant}/policies/{name}`: removes the operator's policy (never the tenant's).
 pub(crate) async fn admin_delete(ctx: &Ctx, tenant: &str, name: &str) -> Result<Reply<Deleted>, ApiError> {
-    let tenant = crate::admin::existing_tenant(ctx, tenant).await?;
+    let tenant = registered_tenant(ctx, tenant).await?;
     bad_name(name)?;
     if !ctx
         .store
@@ -297,4 +297,15 @@ pub(crate) async fn admin_delete(ctx: &Ctx, tenant: &str, name: &str) -> Result<
         )));
     }
     Ok(Reply::ok(Deleted { deleted: true }))
+}
+
+/// The tenant an operator's path names, when it is registered (a typo must not reach a write).
+async fn registered_tenant(ctx: &Ctx, raw: &str) -> Result<TenantId, ApiError> {
+    let id = crate::operator::path_tenant(raw)?;
+    match ctx.store.tenant_record(&id).await? {
+        Some(_) => Ok(id),
+        None => Err(ApiError::NotFound(format!(
+            "no tenant '{id}'; POST /v1/admin/tenants registers one"
+        ))),
+    }
 }

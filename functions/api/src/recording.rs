@@ -21,6 +21,7 @@ use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use crate::audit::AuditNote;
 use crate::audit_draft::AuditDraft;
 use crate::edge::AppState;
+use crate::operator::PLATFORM_LOG;
 use crate::problem::Problem;
 
 /// The JWT authorizer's claims on a request, if any.
@@ -125,11 +126,6 @@ pub(crate) async fn record(State(ctx): State<AppState>, mut req: Request, next: 
     audit::record(&ctx.audit, entry).await;
     Response::from_parts(parts, Body::from(bytes))
 }
-
-/// The log the platform's own actions (the template catalog's, its rollouts') go into: a tenant id no tenant may register
-/// or carry (`crate::admin` refuses to register it, the router refuses a tenant token naming it), read with
-/// `GET /v1/admin/tenants/strato-platform/audit`.
-pub(crate) const PLATFORM_LOG: &str = "strato-platform";
 
 /// The tenant an operator route acts on: the path's (`/v1/admin/tenants/{tenant}…`); the platform's log for
 /// the template catalog's routes (`/v1/admin/templates…`) and the platform's rollouts

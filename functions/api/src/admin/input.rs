@@ -244,7 +244,7 @@ pub(crate) fn create(mut body: TenantBody) -> Result<(TenantId, Change), ApiErro
             &mut errors,
         )
         .and_then(|raw| match raw.parse::<TenantId>() {
-            Ok(id) if id.as_str() == crate::recording::PLATFORM_LOG => {
+            Ok(id) if id.as_str() == crate::operator::PLATFORM_LOG => {
                 errors.push(ApiError::field(
                     "id",
                     "is reserved for the platform's own audit log",

@@ -21,6 +21,7 @@ use utoipa::ToSchema;
 
 use crate::audit::{AuditPageView, AuditParams};
 use crate::edge::Reply;
+use crate::operator::path_tenant;
 use crate::{context::Ctx, error::ApiError};
 pub(crate) use input::{TenantBody, TenantsQuery};
 
@@ -78,24 +79,12 @@ fn view(r: TenantRecord) -> TenantView {
     }
 }
 
-fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
-    raw.parse()
-        .map_err(|_| ApiError::NotFound(format!("no tenant '{}'", crate::requests::truncate(raw, 64))))
-}
-
 async fn read(ctx: &Ctx, tenant: &TenantId) -> Result<TenantView, ApiError> {
     ctx.store.tenant_record(tenant).await?.map(view).ok_or_else(|| {
         ApiError::NotFound(format!(
             "no tenant '{tenant}'; POST /v1/admin/tenants registers one"
         ))
     })
-}
-
-/// The tenant a path names, when it is registered (a typo must not reach a write).
-pub(crate) async fn existing_tenant(ctx: &Ctx, raw: &str) -> Result<TenantId, ApiError> {
-    let id = tenant_id(raw)?;
-    read(ctx, &id).await?;
-    Ok(id)
 }
 
 /// Applies the settings a body names (each a write of the tenant item the rest of Strato reads), then reads
@@ -152,12 +141,12 @@ pub(crate) async fn list(ctx: &Ctx, q: &TenantsQuery) -> Result<Reply<TenantPage
 
 /// `GET /v1/admin/tenants/{tenant}`: one read of the tenant item.
 pub(crate) async fn get(ctx: &Ctx, tenant: &str) -> Result<Reply<TenantView>, ApiError> {
-    Ok(Reply::ok(read(ctx, &tenant_id(tenant)?).await?))
+    Ok(Reply::ok(read(ctx, &path_tenant(tenant)?).await?))
 }
 
 /// `PATCH /v1/admin/tenants/{tenant}`: changes the settings the body names, the others untouched.
 pub(crate) async fn update(ctx: &Ctx, tenant: &str, body: TenantBody) -> Result<Reply<TenantView>, ApiError> {
-    let id = tenant_id(tenant)?;
+    let id = path_tenant(tenant)?;
     let change = input::update(body)?;
     // Only a tenant that exists is changed: a typo must not create one.
     read(ctx, &id).await?;
@@ -171,6 +160,6 @@ pub(crate) async fn audit(
     tenant: &str,
     p: &AuditParams,
 ) -> Result<Reply<AuditPageView>, ApiError> {
-    let id = tenant_id(tenant)?;
+    let id = path_tenant(tenant)?;
     crate::audit::list_of(ctx, &id, p).await
 }
