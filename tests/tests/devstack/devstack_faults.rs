@@ -183,7 +183,7 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
         templates_root: None,
         extra_templates: vec![
             (fixtures.join("chaos"), fixtures.clone()),
-            (fixtures.join("chaos-v2"), fixtures.join("chaos-v2/modules")),
+            (fixtures.join("chaos-v2"), fixtures.clone()),
         ],
         sqs_concurrency: 4,
         sweep_rate: Duration::from_secs(10),
@@ -397,6 +397,9 @@ async fn fleet_rollout(api: Client, seed: u64) -> Fleet {
         let c = api.get(&format!("/v1/clusters/{cluster}")).await.unwrap().body;
         if status == "upgraded" {
             upgraded += 1;
+            // Its plan on 0.2.0 found the policy's one in-place change, nothing replaced.
+            assert_eq!(m["update"], 1, "{m}");
+            assert_eq!(m["replace"], json!([]), "{m}");
             assert_eq!(c["template"]["version"], "0.2.0", "{c}");
             assert_eq!(c["state"], "ACTIVE", "{c}");
         }
