@@ -69,12 +69,12 @@ pub fn standin(template: &str) -> (PathBuf, PathBuf) {
     (root.join(template), root.join("modules"))
 }
 
-/// Readies `config` for [`tour`] of `cloud`: the machine's modern engine (the S3-compatible backend locks by
-/// lock file, Terraform ≥ 1.10) with the null provider beside its AWS mirror, the stand-in template, the
-/// emulated cloud's account endpoints (returned: keep them for the stack's life) with the cloud's token
-/// registered, and the tenant's object storage on the stack's emulator. `Err`: why the tour cannot run
-/// here, for the demo to say so and go on.
-pub async fn prepare(config: &mut DevstackConfig, cloud: &TokenCloud) -> Result<FakeClouds, String> {
+/// Readies `config` for `clouds` ([`tour`], or a tenant by hand on `up`): the machine's modern engine (the
+/// S3-compatible backend locks by lock file, Terraform ≥ 1.10) with the null provider beside its AWS
+/// mirror, each cloud's stand-in template, the emulated clouds' account endpoints (returned: keep them for
+/// the stack's life) accepting each cloud's token, and the tenants' object storage on the stack's emulator.
+/// `Err`: why not here, for the caller to say so and go on; `config` is then unchanged.
+pub async fn prepare(config: &mut DevstackConfig, clouds: &[&TokenCloud]) -> Result<FakeClouds, String> {
     let modern = match std::env::var_os("STRATO_TERRAFORM").filter(|v| !v.is_empty()) {
         Some(user) => strato_testbed::modern_engine_at(PathBuf::from(user)).map_err(|e| {
             format!("STRATO_TERRAFORM is not Terraform ≥ 1.10 with an AWS provider mirror: {e}")
@@ -95,21 +95,23 @@ pub async fn prepare(config: &mut DevstackConfig, cloud: &TokenCloud) -> Result<
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("installing the null provider: {e}"))?;
     let cli = strato_testbed::stand_in_cli_config(&modern, bed)?;
-    let clouds = FakeClouds::start()
+    let fake = FakeClouds::start()
         .await
         .map_err(|e| format!("starting the emulated cloud endpoints: {e}"))?;
-    match cloud.provider {
-        "linode" => clouds.knobs.linode_token(cloud.token),
-        _ => clouds.knobs.digitalocean_token(cloud.token),
+    for cloud in clouds {
+        match cloud.provider {
+            "linode" => fake.knobs.linode_token(cloud.token),
+            _ => fake.knobs.digitalocean_token(cloud.token),
+        }
+        config.extra_templates.push(standin(cloud.template));
     }
     config.engine = Some(strato_testbed::TestEngine::modern(&modern));
     config.s3_compatible_on_emulator = true;
-    config.extra_templates.push(standin(cloud.template));
-    config.runner_env.extend(clouds.runner_env());
+    config.runner_env.extend(fake.runner_env());
     config
         .runner_env
         .push(("TF_CLI_CONFIG_FILE".into(), cli.display().to_string()));
-    Ok(clouds)
+    Ok(fake)
 }
 
 fn at_least_1_10(version: &str) -> bool {

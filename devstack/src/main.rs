@@ -385,6 +385,46 @@ fn init_tracing(file: Option<&std::fs::File>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How to try the token clouds' stand-ins by hand on this stack, or why they are not there.
+fn other_clouds_banner(
+    stack: &Devstack,
+    profile: &str,
+    clouds: Result<&[&strato_devstack::demo_cloud::TokenCloud], &String>,
+) {
+    let clouds = match clouds {
+        Ok(c) => c,
+        Err(why) => {
+            println!("Other clouds' stand-ins: not here ({why})\n");
+            return;
+        }
+    };
+    println!(
+        "Other clouds' stand-ins (the null provider plays the cloud; the state goes to a bucket of yours on moto):"
+    );
+    for c in clouds {
+        println!(
+            "  {}@1.0.0: the emulated {} API accepts the token {}",
+            c.template, c.provider, c.token
+        );
+    }
+    if let Some(c) = clouds.first() {
+        let p = c.provider;
+        println!(
+            "  e.g.  aws --endpoint-url {} s3api create-bucket --bucket my-state",
+            stack.endpoints.aws
+        );
+        println!(
+            "        printf '%s\\n%s\\n' {} {} | strato --profile {profile} cloud-tokens set {p} --storage-access-key-id {}",
+            c.token, c.secret, c.key_id
+        );
+        println!(
+            "        strato --profile {profile} clusters create my-{p} -t {} --provider {p} --region {} --target-state-bucket my-state --target-region {} --wait",
+            c.template, c.region, c.region
+        );
+    }
+    println!();
+}
+
 fn banner(stack: &Devstack) {
     let e = &stack.endpoints;
     println!();
@@ -490,14 +530,21 @@ async fn main() -> anyhow::Result<()> {
             env_file,
             profile_name,
         } => {
-            let config = config(&cli.opts)?;
+            let mut config = config(&cli.opts)?;
             ensure_runner(&config, cli.opts.runner.is_some())?;
+            // DigitalOcean's and Linode's stand-ins, for a tenant to try by hand (the banner says how).
+            let token_clouds = [
+                &strato_devstack::demo_cloud::DIGITALOCEAN,
+                &strato_devstack::demo_cloud::LINODE,
+            ];
+            let others = strato_devstack::demo_cloud::prepare(&mut config, &token_clouds).await;
             let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;
             banner(&stack);
             let name =
                 strato_devstack::cli_profile::profile_name(stack.env.names.prefix(), profile_name.as_deref());
+            other_clouds_banner(&stack, &name, others.as_ref().map(|_| &token_clouds[..]));
             write_cli_profile(&stack, &name);
             if let Some(path) = &env_file {
                 write_env_file(path, &stack)?;
@@ -518,11 +565,11 @@ async fn main() -> anyhow::Result<()> {
             // The step on another cloud: DigitalOcean's stand-in, where this machine's engine can keep its
             // state in an S3-compatible bucket; the emulated cloud's endpoints live as long as the stack.
             let cloud = &strato_devstack::demo_cloud::DIGITALOCEAN;
-            let (other_cloud, _clouds) = match strato_devstack::demo_cloud::prepare(&mut config, cloud).await
-            {
-                Ok(clouds) => (Ok(cloud), Some(clouds)),
-                Err(why) => (Err(why), None),
-            };
+            let (other_cloud, _clouds) =
+                match strato_devstack::demo_cloud::prepare(&mut config, &[cloud]).await {
+                    Ok(clouds) => (Ok(cloud), Some(clouds)),
+                    Err(why) => (Err(why), None),
+                };
             let stack = Devstack::start(config, Vec::new())
                 .await
                 .context("starting devstack")?;

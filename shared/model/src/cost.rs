@@ -37,6 +37,15 @@ pub struct CostEstimate {
 }
 
 impl CostEstimate {
+    /// The monthly total of the priced resources. Summed from +0.0: `Iterator::sum` of floats starts from
+    /// -0.0, so an estimate with nothing priced would read "-0.00".
+    pub fn priced_total(resources: &[ResourceCost]) -> f64 {
+        resources
+            .iter()
+            .filter_map(|r| r.monthly)
+            .fold(0.0, |total, m| total + m)
+    }
+
     /// Replaces `stage`'s resources with `other`'s (set to that stage) and recomputes the totals. Applying the
     /// same stage's estimate twice (a redelivered event) gives the same result as applying it once.
     pub fn merge_stage(&mut self, stage: &str, other: &CostEstimate) {
@@ -49,7 +58,7 @@ impl CostEstimate {
         self.price_table_date.clone_from(&other.price_table_date);
         self.price_table_source.clone_from(&other.price_table_source);
         self.currency.clone_from(&other.currency);
-        self.total_monthly = self.resources.iter().filter_map(|r| r.monthly).sum();
+        self.total_monthly = Self::priced_total(&self.resources);
         self.not_estimated = self
             .resources
             .iter()
@@ -73,6 +82,13 @@ impl CostEstimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nothing_priced_totals_a_positive_zero() {
+        let total = CostEstimate::priced_total(&[]);
+        assert!(total == 0.0 && total.is_sign_positive(), "{total}");
+        assert_eq!(format!("{total:.2}"), "0.00");
+    }
 
     fn est(addr: &str, monthly: Option<f64>) -> CostEstimate {
         let mut e = CostEstimate::empty();

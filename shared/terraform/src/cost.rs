@@ -158,7 +158,7 @@ fn estimate_side(table: &PriceTable, plan_json: &Value, region: &str, side: Side
             note,
         });
     }
-    est.total_monthly = est.resources.iter().filter_map(|r| r.monthly).sum();
+    est.total_monthly = CostEstimate::priced_total(&est.resources);
     est.not_estimated = est
         .resources
         .iter()
