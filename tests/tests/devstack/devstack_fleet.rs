@@ -260,7 +260,11 @@ async fn a_fleet_previews_then_rolls_out_in_waves_that_pause_on_a_failure_and_re
     }
     assert_eq!(
         done["summary"]["text"],
-        format!("10 clusters: 0 in place, 10 replace {REPLACED}, 0 destroy; +$36.50/month"),
+        // A preview has no stop rules of its own: each replacement is one an apply would stop at unless
+        // allowed, and the summary says so.
+        format!(
+            "10 clusters: 0 in place, 10 replace {REPLACED}, 0 destroy; +$36.50/month; 10 held by a stop rule"
+        ),
         "{done}"
     );
     assert!((done["summary"]["monthly_delta"].as_f64().unwrap() - 36.5).abs() < 0.001);
