@@ -357,6 +357,18 @@ async fn a_fleet_previews_then_rolls_out_in_waves_that_pause_on_a_failure_and_re
         shown.contains("paused (cluster") && shown.contains(&failing),
         "{shown}"
     );
+    let alpha3 = fleet.iter().find(|m| m.id == failing).unwrap();
+    let c = client(alpha3)
+        .get(&format!("/v1/clusters/{failing}"))
+        .await
+        .unwrap();
+    say(&format!(
+        "paused: {reason}\n  the failed cluster: {} on {}",
+        c.body["state"], c.body["template"]["version"]
+    ));
+    // A failed update leaves the cluster FAILED on the version it was on (a retry, or a fix, is its owner's).
+    assert_eq!(c.body["state"], "FAILED", "{}", c.text);
+    assert_eq!(c.body["template"]["version"], "1.0.0", "{}", c.text);
 
     say("resume, leaving the failed cluster out (strato rollouts --admin resume --skip-failed)");
     cli(vec!["rollouts", "--admin", "resume", &apply_id, "--skip-failed"]).await;
@@ -374,6 +386,16 @@ async fn a_fleet_previews_then_rolls_out_in_waves_that_pause_on_a_failure_and_re
             .unwrap();
         assert_eq!(c["template"]["version"], "2.0.0", "{c}");
     }
+    let c = client(alpha3)
+        .get(&format!("/v1/clusters/{failing}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (&c.body["state"], &c.body["template"]["version"]),
+        (&json!("FAILED"), &json!("1.0.0")),
+        "the skipped cluster is left as it was: {}",
+        c.text
+    );
     assert_eq!(done["summary"]["upgraded"], 9, "{done}");
     assert_eq!(done["summary"]["skipped"], 1, "{done}");
     let shown = cli(vec!["rollouts", "--admin", "get", &apply_id]).await;
