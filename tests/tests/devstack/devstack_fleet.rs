@@ -238,9 +238,20 @@ async fn a_fleet_previews_then_rolls_out_in_waves_that_pause_on_a_failure_and_re
         }
     };
 
-    say("a preview across both tenants (strato rollouts --admin preview)");
+    say("a preview across both tenants with the apply's stop rules (strato rollouts --admin preview)");
     let started_preview = cli(vec![
-        "rollouts", "--admin", "preview", TEMPLATE, "2.0.0", "--tenant", "alpha", "--tenant", "bravo", "-o",
+        "rollouts",
+        "--admin",
+        "preview",
+        TEMPLATE,
+        "2.0.0",
+        "--tenant",
+        "alpha",
+        "--tenant",
+        "bravo",
+        "--allow-replace",
+        REPLACED,
+        "-o",
         "json",
     ])
     .await;
@@ -260,11 +271,8 @@ async fn a_fleet_previews_then_rolls_out_in_waves_that_pause_on_a_failure_and_re
     }
     assert_eq!(
         done["summary"]["text"],
-        // A preview has no stop rules of its own: each replacement is one an apply would stop at unless
-        // allowed, and the summary says so.
-        format!(
-            "10 clusters: 0 in place, 10 replace {REPLACED}, 0 destroy; +$36.50/month; 10 held by a stop rule"
-        ),
+        // Previewed with the apply's stop rules: the replacement is expected, so no cluster would be held.
+        format!("10 clusters: 0 in place, 10 replace {REPLACED}, 0 destroy; +$36.50/month"),
         "{done}"
     );
     assert!((done["summary"]["monthly_delta"].as_f64().unwrap() - 36.5).abs() < 0.001);
