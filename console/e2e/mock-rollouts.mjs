@@ -7,11 +7,11 @@
 const REPLACED = "module.fleet.aws_subnet.this";
 export const MOCK_ROLLOUT = "ro-0190c0de00007000a000000000000001";
 const FAILED = "cl-0190c0de00007000a0000000000000a3";
-const REASON = "the update of the cluster failed at step apply: creating EC2 Subnet: InvalidSubnet.Range: The CIDR '10.61.2.0/24' is invalid. (check the cluster's subnet_cidr: it must lie inside the VPC)";
+const REASON = "Error: error creating subnet: InvalidSubnet.Range: The CIDR '10.61.2.0/24' is invalid. status code: 400, request id: request-id (The cloud API rejected a value; correct the variables named in the error and submit again.)";
 
 const member = (n, wave, status, extra = {}) => ({
   cluster_id: `cl-0190c0de00007000a0000000000000a${n}`, tenant_id: "tenant-a", from_version: "1.0.0", wave, status,
-  create: 2, update: 0, replace: [REPLACED], destroy: [], monthly_delta: 3.65, denied: [], ...extra,
+  create: 1, update: 0, replace: [REPLACED], destroy: [], monthly_delta: 3.65, denied: [], ...extra,
 });
 const rollouts = new Map([[MOCK_ROLLOUT, {
   tenant: "tenant-a",
@@ -68,7 +68,7 @@ function resume(r, skipFailed) {
   const step = () => {
     const next = r.members.find((m) => m.status === "pending" || m.status === "upgrading");
     if (!next) { r.phase = "completed"; delete r.wave; return; }
-    if (next.status === "pending") Object.assign(next, { status: "upgrading", create: 2, replace: [REPLACED], monthly_delta: 3.65 });
+    if (next.status === "pending") Object.assign(next, { status: "upgrading", create: 1, replace: [REPLACED], monthly_delta: 3.65 });
     else next.status = "upgraded";
     setTimeout(step, 500);
   };
