@@ -295,7 +295,19 @@ async fn a_fleet_previews_then_rolls_out_in_waves_that_pause_on_a_failure_and_re
             .get(&format!("/v1/clusters/{}/operations", m.id))
             .await
             .unwrap();
-        assert!(!o.text.contains("\"update\""), "{}", o.text);
+        let mut kinds: Vec<&str> = o.body["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|op| op["kind"].as_str().unwrap())
+            .collect();
+        kinds.sort();
+        assert_eq!(
+            kinds,
+            ["create", "plan"],
+            "its create and the preview's plan only: {}",
+            o.text
+        );
     }
 
     say("an apply in three waves (1, 50%, 100%) allowing the subnet's replacement");
