@@ -10,7 +10,7 @@ mod rollouts;
 mod target;
 pub use admin::{Admin, AdminClusters, AdminOperations, AdminTemplates, AdminTenants, TenantSettings};
 pub use clusters::Clusters;
-pub use rollouts::{RolloutCommand, Rollouts, Selection};
+pub use rollouts::{RolloutCommand, Rollouts, Selection, StopFlags};
 pub use target::{CloudTokens, TargetArgs};
 
 const AFTER_HELP: &str = "\

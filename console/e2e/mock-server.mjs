@@ -7,12 +7,14 @@
 // cancelled); approve/reject need the `operations:approve` (or `admin`) scope when the token has a `scope`
 // claim, the requester (`sub`) cannot decide on its own operation (403 `self-approval`), a decision naming
 // another plan than the pending one is a 409 `plan-changed`, and lowering a cluster's `required` needs `admin`.
+// Rollouts: tenant-a's paused rollout (e2e/mock-rollouts.mjs).
 // Usage: node e2e/mock-server.mjs [httpPort=18090] [wsPort=18091]
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { WebSocketServer } from "ws";
+import { rolloutRoutes } from "./mock-rollouts.mjs";
 
 const HTTP = Number(process.argv[2] ?? 18090);
 const WSP = Number(process.argv[3] ?? 18091);
@@ -334,6 +336,7 @@ async function api(req, res, url) {
       return send(res, 200, webhooks.get(tenant));
     }
   }
+  if (await rolloutRoutes(req, res, url, tenant, { send, problem, body })) return;
   return problem(res, 404, "Not Found", `no route ${m} ${p}`);
 }
 

@@ -15,16 +15,20 @@
 // filtered;
 // the catalog with a version deprecated; a rollout form refused for selecting nothing; and tenant A's token
 // refused on the operator's pages.
+// With E2E_ROLLOUT (the id of tenant A's rollout paused by a failed cluster, as the mock server starts with):
+// the rollout page shows the fleet summary, each cluster's plan with its replaced addresses and the reason it
+// paused; "Resume without the failed" finishes it (the failed cluster skipped).
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
+import { rolloutSteps } from "./rollout-steps.mjs";
 
 const require = createRequire(import.meta.url);
 const AXE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 // Screenshots: E2E_ARTIFACTS (the workspace test sets target/console-screenshots), else e2e/artifacts.
 const ART = (process.env.E2E_ARTIFACTS ?? new URL("./artifacts/", import.meta.url).pathname).replace(/\/?$/, "/");
-const { CONSOLE_URL, TOKEN_A, TOKEN_B, TOKEN_APPROVER, TOKEN_OPERATOR } = process.env;
+const { CONSOLE_URL, TOKEN_A, TOKEN_B, TOKEN_APPROVER, TOKEN_OPERATOR, E2E_ROLLOUT } = process.env;
 const LONG = Number(process.env.E2E_TIMEOUT_MS ?? 300_000);
 
 function fail(msg) {
@@ -115,6 +119,12 @@ try {
   await heading(page, /^Clusters$/);
   await page.getByText(/clusters?, refreshed|No clusters yet/).first().waitFor();
   await check(page, "clusters");
+  if (E2E_ROLLOUT) {
+    await rolloutSteps(page, E2E_ROLLOUT, { step, heading, waitFor, check, shots, fail });
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Clusters" }).click();
+    await heading(page, /^Clusters$/);
+    if (consoleErrors.length) fail(`page errors: ${consoleErrors.join("; ")}`);
+  } else console.log("  (no E2E_ROLLOUT: the rollout page steps are skipped)");
 
   step("create form for aws-eks-basic: sections, human labels, catalog selects");
   await page.getByRole("main").getByRole("link", { name: "New cluster" }).click();
@@ -456,6 +466,7 @@ try {
   }
   await check(page, "cloud-access");
   if (consoleErrors.length) fail(`page errors: ${consoleErrors.join("; ")}`);
+
 
   step("tenant B does not see it");
   const ctxB = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });

@@ -32,6 +32,15 @@ describe("rolloutRequest", () => {
       stop: { allow_replace: ["aws_eks_node_group.this"], max_monthly_delta: 50 },
     });
   });
+  it("a preview sends the stop rules of the apply in mind, so its report counts what they would hold", () => {
+    const { body, errors } = rolloutRequest({ ...d, allow_replace: "module.fleet.aws_subnet.this", allow_destroy: true }, false);
+    expect(errors).toEqual({});
+    expect(body).toEqual({
+      template: "aws-eks-basic", to_version: "1.2.0", mode: "preview",
+      stop: { allow_replace: ["module.fleet.aws_subnet.this"], allow_destroy: true },
+    });
+    expect(rolloutRequest({ ...d, max_monthly_delta: "lots" }, false).errors).toEqual({ "stop.max_monthly_delta": ["US dollars, 0 or more, e.g. 50"] });
+  });
   it("tenants are the operator's only", () => {
     expect(rolloutRequest({ ...d, tenants: "acme" }, false).body.selector).toBeUndefined();
     expect(rolloutRequest({ ...d, tenants: "acme" }, true).body.selector).toEqual({ tenants: ["acme"] });

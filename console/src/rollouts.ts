@@ -82,14 +82,16 @@ export function rolloutRequest(d: RolloutDraft, operator: boolean): { body: Reco
     const soak = d.soak_minutes.trim();
     if (soak && (!/^\d+$/.test(soak) || Number(soak) > 7 * 24 * 60)) errors.soak_seconds = ["whole minutes, at most 7 days (10080)"];
     else if (soak && Number(soak) > 0) body.soak_seconds = Number(soak) * 60;
-    const stop: Record<string, unknown> = {};
-    if (list(d.allow_replace).length) stop.allow_replace = list(d.allow_replace);
-    if (d.allow_destroy) stop.allow_destroy = true;
-    const delta = d.max_monthly_delta.trim();
-    if (delta && (!/^\d+(\.\d{1,2})?$/.test(delta))) errors["stop.max_monthly_delta"] = ["US dollars, 0 or more, e.g. 50"];
-    else if (delta) stop.max_monthly_delta = Number(delta);
-    if (Object.keys(stop).length) body.stop = stop;
   }
+  // The stop rules go with a preview too: they are the ones of the apply in mind, and the preview's report
+  // counts the clusters they would hold (without them, every replacement and destroy counts as held).
+  const stop: Record<string, unknown> = {};
+  if (list(d.allow_replace).length) stop.allow_replace = list(d.allow_replace);
+  if (d.allow_destroy) stop.allow_destroy = true;
+  const delta = d.max_monthly_delta.trim();
+  if (delta && (!/^\d+(\.\d{1,2})?$/.test(delta))) errors["stop.max_monthly_delta"] = ["US dollars, 0 or more, e.g. 50"];
+  else if (delta) stop.max_monthly_delta = Number(delta);
+  if (Object.keys(stop).length) body.stop = stop;
   return { body, errors };
 }
 

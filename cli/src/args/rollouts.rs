@@ -15,7 +15,13 @@ pub struct Rollouts {
 #[derive(Debug, Subcommand)]
 pub enum RolloutCommand {
     /// Plan every selected cluster on the new version; nothing is applied.
-    Preview(Selection),
+    Preview {
+        #[command(flatten)]
+        selection: Selection,
+        /// The stop rules of the apply you have in mind: the report counts the clusters they would hold.
+        #[command(flatten)]
+        stop: StopFlags,
+    },
     /// Upgrade the selected clusters in waves that pause themselves.
     Start {
         #[command(flatten)]
@@ -26,15 +32,8 @@ pub enum RolloutCommand {
         /// Seconds to wait between waves.
         #[arg(long)]
         soak_seconds: Option<u64>,
-        /// A resource address whose replacement is expected (repeat for more).
-        #[arg(long)]
-        allow_replace: Vec<String>,
-        /// Let plans destroy resources.
-        #[arg(long)]
-        allow_destroy: bool,
-        /// The most a cluster's monthly cost may rise (USD).
-        #[arg(long)]
-        max_monthly_delta: Option<f64>,
+        #[command(flatten)]
+        stop: StopFlags,
     },
     /// A rollout: its phase, the fleet summary and each cluster's plan.
     Get {
@@ -82,4 +81,18 @@ pub struct Selection {
     /// Only this tenant's clusters (operator only; repeat for more).
     #[arg(long = "tenant")]
     pub tenants: Vec<String>,
+}
+
+/// What may pass without pausing an apply (the API's `stop`); in a preview, what the report counts as held.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StopFlags {
+    /// A resource address whose replacement is expected (repeat for more).
+    #[arg(long)]
+    pub allow_replace: Vec<String>,
+    /// Let plans destroy resources.
+    #[arg(long)]
+    pub allow_destroy: bool,
+    /// The most a cluster's monthly cost may rise (USD).
+    #[arg(long)]
+    pub max_monthly_delta: Option<f64>,
 }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::Ctx;
 use crate::api::seg;
-use crate::args::{RolloutCommand, Rollouts, Selection};
+use crate::args::{RolloutCommand, Rollouts, Selection, StopFlags};
 use crate::error::CliError;
 use crate::render::cell;
 
@@ -40,6 +40,19 @@ pub(crate) fn body(s: &Selection, mode: &str) -> Value {
         }
     }
     json!({"template": s.template, "to_version": s.to_version, "mode": mode, "selector": selector})
+}
+
+/// The request's `stop`; `None` when no flag was given (the API's defaults: nothing replaced or destroyed,
+/// no cost bound).
+pub(crate) fn stop(s: &StopFlags) -> Option<Value> {
+    if s.allow_replace.is_empty() && !s.allow_destroy && s.max_monthly_delta.is_none() {
+        return None;
+    }
+    let mut stop = json!({"allow_replace": s.allow_replace, "allow_destroy": s.allow_destroy});
+    if let Some(m) = s.max_monthly_delta {
+        stop["max_monthly_delta"] = json!(m);
+    }
+    Some(stop)
 }
 
 fn money(v: &Value) -> String {
@@ -121,24 +134,25 @@ pub(crate) async fn run(ctx: &Ctx, r: Rollouts) -> Result<(), CliError> {
     };
     let one = |id: &str| format!("{base}/{}", seg(id));
     match r.command {
-        RolloutCommand::Preview(s) => show(ctx, &ctx.api.post(base, &body(&s, "preview")).await?),
+        RolloutCommand::Preview { selection, stop: s } => {
+            let mut b = body(&selection, "preview");
+            if let Some(s) = stop(&s) {
+                b["stop"] = s;
+            }
+            show(ctx, &ctx.api.post(base, &b).await?)
+        }
         RolloutCommand::Start {
             selection,
             waves: w,
             soak_seconds,
-            allow_replace,
-            allow_destroy,
-            max_monthly_delta,
+            stop: s,
         } => {
             let mut b = body(&selection, "apply");
             b["waves"] = waves(&w)?;
             if let Some(s) = soak_seconds {
                 b["soak_seconds"] = json!(s);
             }
-            b["stop"] = json!({"allow_replace": allow_replace, "allow_destroy": allow_destroy});
-            if let Some(m) = max_monthly_delta {
-                b["stop"]["max_monthly_delta"] = json!(m);
-            }
+            b["stop"] = stop(&s).unwrap_or_else(|| json!({}));
             show(ctx, &ctx.api.post(base, &b).await?)
         }
         RolloutCommand::Get { id } => show(ctx, &ctx.api.get(&format!("{}?limit=200", one(&id))).await?),
@@ -213,6 +227,18 @@ mod tests {
             body(&s, "preview"),
             json!({"template": "eks", "to_version": "2.0.0", "mode": "preview",
                 "selector": {"from_versions": ["1.0.0"], "tenants": ["acme"]}})
+        );
+        assert_eq!(stop(&StopFlags::default()), None);
+        assert_eq!(
+            stop(&StopFlags {
+                allow_replace: vec!["module.fleet.aws_subnet.this".into()],
+                max_monthly_delta: Some(10.0),
+                ..StopFlags::default()
+            }),
+            Some(
+                json!({"allow_replace": ["module.fleet.aws_subnet.this"], "allow_destroy": false,
+                        "max_monthly_delta": 10.0})
+            )
         );
         assert_eq!(money(&json!(12.5)), "+$12.50");
         assert_eq!(money(&json!(-3)), "-$3.00");

@@ -133,14 +133,15 @@ function NewRollout({ operator }: { operator: boolean }) {
         <>
           {text("waves", "Waves", "Clusters (e.g. 1) or a cumulative percent of the fleet (e.g. 25%) per wave; the last 100%.")}
           {text("soak_minutes", "Soak (minutes)", "How long to wait after a wave before the next.", "soak_seconds")}
-          {text("allow_replace", "Replacements allowed", "Comma-separated addresses or prefixes whose replacement does not pause it.", "stop.allow_replace")}
-          <div class="field field-bool">
-            <input type="checkbox" id="ro-allow_destroy" checked={draft.allow_destroy} onChange={(e) => setDraft({ ...draft, allow_destroy: (e.target as HTMLInputElement).checked })} />
-            <label for="ro-allow_destroy">Destroys allowed</label>
-          </div>
-          {text("max_monthly_delta", "Largest monthly cost rise (USD)", "A cluster whose estimate rises more pauses it; empty: no bound.", "stop.max_monthly_delta")}
         </>
       ) : null}
+      {/* In a preview too: the apply's rules, so the report counts the clusters that apply would hold. */}
+      {text("allow_replace", "Replacements allowed", "Comma-separated addresses or prefixes whose replacement does not pause it.", "stop.allow_replace")}
+      <div class="field field-bool">
+        <input type="checkbox" id="ro-allow_destroy" checked={draft.allow_destroy} onChange={(e) => setDraft({ ...draft, allow_destroy: (e.target as HTMLInputElement).checked })} />
+        <label for="ro-allow_destroy">Destroys allowed</label>
+      </div>
+      {text("max_monthly_delta", "Largest monthly cost rise (USD)", "A cluster whose estimate rises more pauses it; empty: no bound.", "stop.max_monthly_delta")}
       <ProblemBox problem={problem} />
       <div class="actions">
         <button type="submit">{draft.mode === "preview" ? "Preview" : "Start rollout"}</button>

@@ -450,8 +450,11 @@ impl Rollout {
         if let (Some(max), Some(d)) = (rules.max_monthly_increase, f.monthly_difference)
             && d > max
         {
+            // The reason reaches people through the API, the CLI and the console, which all call this
+            // bound `stop.max_monthly_delta` (`--max-monthly-delta`): a reason naming the field it is stored
+            // as would send them to one the API refuses.
             return Some(format!(
-                "would raise the monthly cost by {d:.2}, above stop.max_monthly_increase {max:.2}"
+                "would raise the monthly cost by {d:.2}, above stop.max_monthly_delta {max:.2}"
             ));
         }
         None

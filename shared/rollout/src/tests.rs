@@ -405,7 +405,7 @@ fn stop_rules_hold_a_cluster_whose_plan_replaces_destroys_costs_or_is_denied() {
             ..PlanFindings::default()
         })
         .unwrap()
-        .contains("max_monthly_increase")
+        .contains("above stop.max_monthly_delta 50.00")
     );
     assert!(
         held(PlanFindings {

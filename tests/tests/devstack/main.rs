@@ -17,6 +17,7 @@ mod devstack_e2e;
 mod devstack_estimate;
 mod devstack_failures;
 mod devstack_faults;
+mod devstack_fleet;
 mod devstack_governance;
 mod devstack_lifecycle;
 mod devstack_load;
