@@ -127,6 +127,71 @@ async fn a_tenant_creates_watches_and_deletes_a_cluster_in_the_browser() {
     println!("{stdout}\nscreenshots: {}", artifacts.display());
 }
 
+/// The rollout page in the browser against the console's mock server (`e2e/mock-server.mjs`), which starts
+/// with tenant A's rollout paused by a failed cluster: the fleet summary, each cluster's plan with its
+/// replaced addresses and why it paused; "Resume without the failed" completes it with that cluster
+/// skipped; axe on both pages. The same rollout, for real, is `devstack_fleet`'s (API and CLI): a real
+/// paused rollout here would cost the browser test a fleet of Terraform runs.
+#[test]
+fn the_console_shows_a_paused_rollout_and_resumes_it_in_the_browser() {
+    let Some(chromium) = chromium() else {
+        eprintln!(
+            "SKIPPED console_e2e::rollout: no chromium on PATH (apt-get install chromium chromium-driver)"
+        );
+        return;
+    };
+    installed();
+    let tokens = Command::new("node")
+        .arg("e2e/mock-tokens.mjs")
+        .current_dir(console_dir())
+        .output()
+        .expect("node prints the mock's tokens");
+    assert!(tokens.status.success(), "{tokens:?}");
+    let tokens = String::from_utf8_lossy(&tokens.stdout).into_owned();
+    let env: Vec<(&str, &str)> = tokens.lines().filter_map(|l| l.split_once('=')).collect();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port()
+    };
+    let (http, ws) = (free(), free());
+    let mut mock = Command::new("node")
+        .args(["e2e/mock-server.mjs", &http.to_string(), &ws.to_string()])
+        .current_dir(console_dir())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("node runs the mock server");
+    let url = format!("http://127.0.0.1:{http}/");
+    let up = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", http)).is_ok()
+    });
+    let artifacts = devstack_support::workspace().join("target/console-screenshots");
+    let out = up.then(|| {
+        Command::new("node")
+            .arg("e2e/run.mjs")
+            .current_dir(console_dir())
+            .envs(env.iter().copied())
+            .env("E2E_ONLY", "rollout")
+            .env("E2E_ARTIFACTS", &artifacts)
+            .env("CONSOLE_URL", &url)
+            .env("CHROMIUM", &chromium)
+            .output()
+            .expect("node runs the browser test")
+    });
+    let _ = mock.kill();
+    let _ = mock.wait();
+    let out = out.unwrap_or_else(|| panic!("the mock server did not listen on {url}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("e2e passed (the rollout page only)"), "{stdout}");
+}
+
 /// OIDC authorization code + PKCE (how the console signs in on AWS) in the browser, against the script's own
 /// mock identity provider and API (no devstack): the verifier matches the challenge, state round-trips,
 /// the API sees exactly the issued token, nothing is left in browser storage, failures end on the sign-in
