@@ -69,11 +69,8 @@ async fn digitalocean_linode_gcp_and_azure_stand_ins_live_and_die_with_their_sta
     .await
     .unwrap();
     let base = devstack_support::config("cl").await;
-    let moto = base.aws_endpoint.clone().unwrap();
     let mut runner_env = clouds.runner_env();
     runner_env.extend([
-        // Spaces and Linode Object Storage are moto here; the engine reaches it path-style.
-        ("STRATO_S3_COMPATIBLE_ENDPOINT".into(), moto),
         ("STRATO_GCS_ENDPOINT".into(), gcs.endpoint()),
         // The bed's null provider beside the machine's AWS mirror.
         ("TF_CLI_CONFIG_FILE".into(), cli.display().to_string()),
@@ -94,6 +91,8 @@ async fn digitalocean_linode_gcp_and_azure_stand_ins_live_and_die_with_their_sta
             .collect(),
         engine: Some(TestEngine::modern(modern)),
         oidc_issuer: Some(ISSUER.into()),
+        // Spaces and Linode Object Storage are moto here; the engine reaches it path-style.
+        s3_compatible_on_emulator: true,
         runner_env,
         ..base
     })

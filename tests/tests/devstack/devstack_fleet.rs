@@ -21,8 +21,6 @@ use std::time::{Duration, Instant};
 use devstack_support::fixtures;
 use devstack_support::receiver::Receiver;
 use serde_json::{Value, json};
-use strato_api::route::Access;
-use strato_api::routes::ROUTES;
 use strato_devstack::DevstackConfig;
 use strato_devstack::client::Client;
 
@@ -147,13 +145,7 @@ async fn a_fleet_previews_then_rolls_out_in_waves_that_pause_on_a_failure_and_re
 
     say("a tenant's token is refused on every operator route");
     let alpha = Client::new(&http).with_token(stack.token("alpha"));
-    for r in ROUTES.iter().filter(|r| r.access == Access::Platform) {
-        let path = r.path.replace("{tenant}", "alpha");
-        let method: reqwest::Method = r.method.parse().unwrap();
-        let body = (r.method != "GET").then(|| json!({"id": "alpha", "max_clusters": 60}));
-        let resp = alpha.request(method, &path, body.as_ref()).await.unwrap();
-        assert_eq!(resp.status, 403, "{r:?}: {}", resp.text);
-    }
+    devstack_support::assert_operator_routes_refuse(&alpha, "alpha").await;
     let r = ops.get("/v1/admin/tenants/alpha").await.unwrap();
     assert_eq!(r.body["max_clusters"], 6, "nothing changed: {}", r.text);
 

@@ -112,3 +112,19 @@ pub fn assert_aws_calls_listed(stack: &Devstack, expect: &[&str]) {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Every operator route (`Access::Platform` in the route table) answers `tenant`'s own token 403, with a body
+/// that would change the tenant were it accepted.
+pub async fn assert_operator_routes_refuse(api: &strato_devstack::client::Client, tenant: &str) {
+    use strato_api::route::Access;
+    for r in strato_api::routes::ROUTES
+        .iter()
+        .filter(|r| r.access == Access::Platform)
+    {
+        let path = r.path.replace("{tenant}", tenant);
+        let method: reqwest::Method = r.method.parse().unwrap();
+        let body = (r.method != "GET").then(|| serde_json::json!({"id": tenant, "max_clusters": 60}));
+        let resp = api.request(method, &path, body.as_ref()).await.unwrap();
+        assert_eq!(resp.status, 403, "{r:?}: {}", resp.text);
+    }
+}
