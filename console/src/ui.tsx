@@ -1,4 +1,4 @@
-// Small shared pieces: links, state badges, problem boxes, polling, dates, durations.
+// Small shared pieces: links, state badges, problem boxes, list-table heads, polling, dates, durations.
 
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -16,6 +16,23 @@ export function Link(props: { href: string; children: ComponentChildren; class?:
 
 export function StateBadge({ state }: { state: string }) {
   return <span class={`badge badge-${state.toLowerCase()}`}>{statusLabel(state)}</span>;
+}
+
+/** A list table's caption (read by screen readers only) and its one row of column headers; a `null` column is
+ * left out (a column only some readers see). */
+export function ListHead({ caption, columns }: { caption: ComponentChildren; columns: (ComponentChildren | null)[] }) {
+  return (
+    <>
+      <caption class="sr-only">{caption}</caption>
+      <thead>
+        <tr>
+          {columns.filter((c) => c !== null).map((c, i) => (
+            <th scope="col" key={i}>{c}</th>
+          ))}
+        </tr>
+      </thead>
+    </>
+  );
 }
 
 export function ProblemBox({ problem, label }: { problem: Problem | string | null; label?: string }) {

@@ -4,7 +4,7 @@
 
 import { useState } from "preact/hooks";
 import { api, asProblem, type ClusterState, type Schemas } from "../api/client";
-import { Link, PageTitle, ProblemBox, StateBadge, when } from "../ui";
+import { Link, PageTitle, ProblemBox, StateBadge, when, ListHead } from "../ui";
 import { usePagedList } from "./paged";
 
 type Row = Schemas["AdminCluster"];
@@ -84,17 +84,7 @@ export function AdminClustersPage() {
       {list.loaded && rows.length === 0 ? <p>{cursor ? "None in what was read so far." : "No cluster matches."}</p> : null}
       {rows.length ? (
         <table class="list" data-testid="admin-clusters">
-          <caption class="sr-only">Clusters across tenants</caption>
-          <thead>
-            <tr>
-              <th scope="col">Cluster</th>
-              <th scope="col">Tenant</th>
-              <th scope="col">State</th>
-              <th scope="col">Template</th>
-              <th scope="col">Where</th>
-              <th scope="col">Changed</th>
-            </tr>
-          </thead>
+          <ListHead caption="Clusters across tenants" columns={["Cluster", "Tenant", "State", "Template", "Where", "Changed"]} />
           <tbody>
             {rows.map((c) => (
               <tr key={c.id}>

@@ -5,7 +5,7 @@
 
 import { useState } from "preact/hooks";
 import { api, asProblem, type Schemas } from "../api/client";
-import { Link, PageTitle, ProblemBox, when } from "../ui";
+import { Link, PageTitle, ProblemBox, when, ListHead } from "../ui";
 import { usePagedList } from "./paged";
 import { KINDS, STATUSES, operationFiltersFrom, why, type OperationFilters } from "./adminOperations";
 
@@ -74,17 +74,7 @@ export function AdminOperationsPage() {
       {list.loaded && rows.length === 0 ? <p>{cursor ? "None in what was read so far." : "No operation matches."}</p> : null}
       {rows.length ? (
         <table class="list" data-testid="admin-operations">
-          <caption class="sr-only">Operations across tenants</caption>
-          <thead>
-            <tr>
-              <th scope="col">Operation</th>
-              <th scope="col">Tenant</th>
-              <th scope="col">Status</th>
-              <th scope="col">Step</th>
-              <th scope="col">Why</th>
-              <th scope="col">Changed</th>
-            </tr>
-          </thead>
+          <ListHead caption="Operations across tenants" columns={["Operation", "Tenant", "Status", "Step", "Why", "Changed"]} />
           <tbody>
             {rows.map((o) => (
               <tr key={o.id}>

@@ -6,7 +6,7 @@
 import { useState } from "preact/hooks";
 import { api, asProblem, problemText, type Schemas } from "../api/client";
 import { ConfirmDialog } from "../dialog";
-import { PageTitle, ProblemBox, usePoll, when } from "../ui";
+import { PageTitle, ProblemBox, usePoll, when, ListHead } from "../ui";
 
 type Version = Schemas["AdminTemplateVersion"];
 type Pending = { name: string; version: string; action: "deprecate" | "yank" };
@@ -62,16 +62,7 @@ export function AdminTemplatesPage() {
           <h2>{t.name}</h2>
           <p class="help">{t.description}</p>
           <table class="list" data-testid={`template-${t.name}`}>
-            <caption class="sr-only">Versions of {t.name}, oldest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Version</th>
-                <th scope="col">Standing</th>
-                <th scope="col">Why, who, when</th>
-                <th scope="col">Bundle</th>
-                <th scope="col"><span class="sr-only">Actions</span></th>
-              </tr>
-            </thead>
+            <ListHead caption={`Versions of ${t.name}, oldest first`} columns={["Version", "Standing", "Why, who, when", "Bundle", <span class="sr-only">Actions</span>]} />
             <tbody>
               {t.versions.map((v) => (
                 <tr key={v.version}>

@@ -7,7 +7,7 @@ import { api, asProblem, problemText } from "../api/client";
 import { actionText, actorText, outcomeText, reasonText } from "../audit";
 import { ConfirmDialog } from "../dialog";
 import { type AdminTenant, budgetText, draftOf, EMPTY_DRAFT, lifetimeText, tenantChange, usage, messagesByField } from "../operator";
-import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when, ListHead } from "../ui";
 import { TenantFields } from "./TenantFields";
 
 export function AdminTenantPage({ id }: { id: string }) {
@@ -158,15 +158,7 @@ function TenantAudit({ id, refresh }: { id: string; refresh: unknown }) {
       {data && data.entries.length === 0 ? <p>No entries.</p> : null}
       {data?.entries.length ? (
         <table class="list" data-testid="tenant-audit">
-          <caption class="sr-only">The tenant's latest audit entries, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Who</th>
-              <th scope="col">What</th>
-              <th scope="col">Outcome</th>
-            </tr>
-          </thead>
+          <ListHead caption="The tenant's latest audit entries, newest first" columns={["Time", "Who", "What", "Outcome"]} />
           <tbody>
             {data.entries.map((e) => {
               const why = reasonText(e);

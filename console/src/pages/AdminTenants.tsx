@@ -4,7 +4,7 @@
 import { useState } from "preact/hooks";
 import { api, asProblem, problemText } from "../api/client";
 import { type AdminTenant, budgetText, EMPTY_DRAFT, lifetimeText, tenantChange, usage, validateTenantId, messagesByField } from "../operator";
-import { Link, PageTitle, ProblemBox, usePoll } from "../ui";
+import { Link, PageTitle, ProblemBox, usePoll, ListHead } from "../ui";
 import { TenantFields } from "./TenantFields";
 import { navigate } from "../router";
 
@@ -44,19 +44,7 @@ export function AdminTenantsPage() {
       {data && rows.length === 0 ? <p>No tenant is registered yet.</p> : null}
       {rows.length ? (
         <table class="list" data-testid="tenants">
-          <caption class="sr-only">Tenants with their quotas, budget and defaults</caption>
-          <thead>
-            <tr>
-              <th scope="col">Tenant</th>
-              <th scope="col">Clusters</th>
-              <th scope="col">Open operations</th>
-              <th scope="col">At once</th>
-              <th scope="col">Budget</th>
-              <th scope="col">Approval</th>
-              <th scope="col">Longest lifetime</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
+          <ListHead caption="Tenants with their quotas, budget and defaults" columns={["Tenant", "Clusters", "Open operations", "At once", "Budget", "Approval", "Longest lifetime", "Status"]} />
           <tbody>
             {rows.map((t) => (
               <tr key={t.id}>

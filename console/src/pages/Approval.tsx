@@ -10,7 +10,7 @@ import {
 } from "../approval";
 import { currentToken, tokenClaims } from "../auth";
 import { untilText } from "../form/lifetime";
-import { Link, ProblemBox, when } from "../ui";
+import { Link, ProblemBox, when, ListHead } from "../ui";
 
 export function ApprovalSection({ op, onDecided }: { op: Operation; onDecided(): void }) {
   const a = op.approval;
@@ -64,8 +64,7 @@ export function ApprovalSection({ op, onDecided }: { op: Operation; onDecided():
         <details open={!a.decision}>
           <summary>{a.changes.length} resource{a.changes.length === 1 ? "" : "s"} by address</summary>
           <table class="list" data-testid="approval-changes">
-            <caption class="sr-only">Resources the plan changes</caption>
-            <thead><tr><th scope="col">Resource</th><th scope="col">Action</th></tr></thead>
+            <ListHead caption="Resources the plan changes" columns={["Resource", "Action"]} />
             <tbody>
               {a.changes.map((c) => (
                 <tr><td class="wrap"><code>{c.address}</code></td><td>{actionLabel(c.actions)}</td></tr>

@@ -3,7 +3,7 @@
 
 import { useState } from "preact/hooks";
 import { api, asProblem, type Schemas } from "../api/client";
-import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when, ListHead } from "../ui";
 import { actionText, actorText, clusterText, outcomeText, reasonText } from "../audit";
 
 type Entry = Schemas["AuditEntry"];
@@ -86,17 +86,7 @@ export function AuditPage() {
       {data && rows.length === 0 ? <p>No entries.</p> : null}
       {rows.length ? (
         <table class="list">
-          <caption class="sr-only">Audit log entries, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Who</th>
-              <th scope="col">What</th>
-              <th scope="col">Cluster / operation</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">Request id</th>
-            </tr>
-          </thead>
+          <ListHead caption="Audit log entries, newest first" columns={["Time", "Who", "What", "Cluster / operation", "Outcome", "Request id"]} />
           <tbody>
             {rows.map((e) => {
               const why = reasonText(e);

@@ -4,7 +4,7 @@
 import { useState } from "preact/hooks";
 import { api, type Cluster } from "../api/client";
 import { ConfirmDialog } from "../dialog";
-import { Link, when } from "../ui";
+import { Link, when, ListHead } from "../ui";
 import { ApprovalMode } from "./Approval";
 import type { Act } from "./act";
 import { DriftSettings } from "./ClusterParts";
@@ -93,8 +93,7 @@ export function ClusterOverview({ cluster: c, act, reload }: { cluster: Cluster;
       <h2>Outputs</h2>
       {Object.keys(c.outputs ?? {}).length ? (
         <table class="list">
-          <caption class="sr-only">Outputs (sensitive values are masked by the API)</caption>
-          <thead><tr><th scope="col">Name</th><th scope="col">Value</th></tr></thead>
+          <ListHead caption="Outputs (sensitive values are masked by the API)" columns={["Name", "Value"]} />
           <tbody>
             {Object.entries(c.outputs).map(([k, v]) => (
               <tr><td><code>{k}</code></td><td class="wrap"><Value v={show(v)} label={k} /></td></tr>
@@ -111,8 +110,7 @@ export function ClusterOverview({ cluster: c, act, reload }: { cluster: Cluster;
       </p>
       {c.drift.changed_resources.length ? (
         <table class="list">
-          <caption class="sr-only">Resources that drifted</caption>
-          <thead><tr><th scope="col">Resource</th><th scope="col">Actions to undo the drift</th></tr></thead>
+          <ListHead caption="Resources that drifted" columns={["Resource", "Actions to undo the drift"]} />
           <tbody>
             {c.drift.changed_resources.map((r) => (
               <tr><td><code>{r.address}</code></td><td>{r.actions.join(", ")}</td></tr>

@@ -1,7 +1,7 @@
 import { isDegraded } from "../health";
 import { useState } from "preact/hooks";
 import { api, asProblem, type Cluster, type ClusterState } from "../api/client";
-import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when, ListHead } from "../ui";
 import { AwaitingApproval } from "./Approval";
 
 const STATES: ClusterState[] = ["PENDING", "PROVISIONING", "CONFIGURING", "ACTIVE", "UPDATING", "DELETING", "DELETED", "FAILED"];
@@ -72,18 +72,7 @@ export function ClustersPage() {
       ) : null}
       {rows.length ? (
         <table class="list">
-          <caption class="sr-only">Your clusters, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">Template</th>
-              <th scope="col">Provider / region</th>
-              <th scope="col">Last operation</th>
-              <th scope="col">Drift</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
+          <ListHead caption="Your clusters, newest first" columns={["Name", "State", "Template", "Provider / region", "Last operation", "Drift", "Updated"]} />
           <tbody>
             {rows.map((c) => (
               <tr key={c.id}>

@@ -5,7 +5,7 @@
 
 import { api, asProblem, type Cluster, type Operation } from "../api/client";
 import { DAY_MS, HOURS_PER_MONTH, countByState, inFlight, monthStart, monthToDate, recentFailures } from "../dashboard/model";
-import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when } from "../ui";
+import { Link, PageTitle, ProblemBox, StateBadge, usePoll, when, ListHead } from "../ui";
 import { AwaitingApproval } from "./Approval";
 import { money } from "./Estimate";
 
@@ -123,8 +123,7 @@ function Cards({ d }: { d: Data }) {
       <h2>In flight</h2>
       {flying.length ? (
         <table class="list">
-          <caption class="sr-only">Operations in flight</caption>
-          <thead><tr><th scope="col">Cluster</th><th scope="col">Operation</th><th scope="col">Status</th><th scope="col">Since</th></tr></thead>
+          <ListHead caption="Operations in flight" columns={["Cluster", "Operation", "Status", "Since"]} />
           <tbody>
             {flying.map((c) => (
               <tr key={c.id}>
@@ -141,8 +140,7 @@ function Cards({ d }: { d: Data }) {
       <h2>Failed in the last 24 hours</h2>
       {failures.length ? (
         <table class="list">
-          <caption class="sr-only">Operations that failed in the last 24 hours, newest first</caption>
-          <thead><tr><th scope="col">Cluster</th><th scope="col">Operation</th><th scope="col">What went wrong</th><th scope="col">Ended</th></tr></thead>
+          <ListHead caption="Operations that failed in the last 24 hours, newest first" columns={["Cluster", "Operation", "What went wrong", "Ended"]} />
           <tbody>
             {failures.map(({ cluster, op }) => (
               <tr key={op.id}>

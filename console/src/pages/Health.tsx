@@ -3,7 +3,7 @@
 
 import type { Cluster } from "../api/client";
 import { healthLabel, healthNote, nodesText } from "../health";
-import { when } from "../ui";
+import { when, ListHead } from "../ui";
 
 export function HealthPanel({ health: h }: { health: Cluster["health"] }) {
   const label = healthLabel(h);
@@ -33,8 +33,7 @@ export function HealthPanel({ health: h }: { health: Cluster["health"] }) {
       ) : null}
       {h?.warnings.length ? (
         <table class="list">
-          <caption class="sr-only">Recent warnings in the cluster, newest first</caption>
-          <thead><tr><th scope="col">Reason</th><th scope="col">Object</th><th scope="col">Message</th><th scope="col">Count</th></tr></thead>
+          <ListHead caption="Recent warnings in the cluster, newest first" columns={["Reason", "Object", "Message", "Count"]} />
           <tbody>
             {h.warnings.map((w) => (
               <tr><td>{w.reason}</td><td><code>{w.object}</code></td><td class="wrap">{w.message}</td><td>{w.count}</td></tr>

@@ -6,7 +6,7 @@ import { useState } from "preact/hooks";
 import { api, asProblem, problemText } from "../api/client";
 import { ConfirmDialog } from "../dialog";
 import { actions, badgeOf, money, planCounts, type RolloutMember } from "../rollouts";
-import { Link, PageTitle, ProblemBox, usePoll, when } from "../ui";
+import { Link, PageTitle, ProblemBox, usePoll, when, ListHead } from "../ui";
 import { rolloutPaths } from "./Rollouts";
 
 export function RolloutPage({ id, operator }: { id: string; operator: boolean }) {
@@ -79,19 +79,7 @@ export function RolloutPage({ id, operator }: { id: string; operator: boolean })
       ) : null}
       {members.length ? (
         <table class="list" data-testid="rollout-members">
-          <caption class="sr-only">The selected clusters in wave order, with their plans on the new version</caption>
-          <thead>
-            <tr>
-              <th scope="col">Cluster</th>
-              {operator ? <th scope="col">Tenant</th> : null}
-              <th scope="col">From</th>
-              <th scope="col">Wave</th>
-              <th scope="col">Status</th>
-              <th scope="col"><abbr title="create, update, replace, destroy">+ ~ ± −</abbr></th>
-              <th scope="col">Replaced / destroyed</th>
-              <th scope="col">Cost</th>
-            </tr>
-          </thead>
+          <ListHead caption="The selected clusters in wave order, with their plans on the new version" columns={["Cluster", operator ? "Tenant" : null, "From", "Wave", "Status", <abbr title="create, update, replace, destroy">+ ~ ± −</abbr>, "Replaced / destroyed", "Cost"]} />
           <tbody>
             {members.map((m) => (
               <tr key={m.cluster_id}>

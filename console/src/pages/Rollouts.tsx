@@ -7,7 +7,7 @@ import { api, asProblem, idempotencyKey, problemText } from "../api/client";
 import { badgeOf, EMPTY_ROLLOUT, type Rollout, type RolloutDraft, rolloutRequest } from "../rollouts";
 import { messagesByField } from "../operator";
 import { navigate } from "../router";
-import { Link, PageTitle, ProblemBox, usePoll } from "../ui";
+import { Link, PageTitle, ProblemBox, usePoll, ListHead } from "../ui";
 
 /** The routes of the caller's kind: the operator's rollouts live under /v1/admin (same shapes). */
 export function rolloutPaths(operator: boolean) {
@@ -37,17 +37,7 @@ export function RolloutsPage({ operator }: { operator: boolean }) {
       {data && data.rollouts.length === 0 ? <p>No rollout yet.</p> : null}
       {data?.rollouts.length ? (
         <table class="list" data-testid="rollouts">
-          <caption class="sr-only">Rollouts, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Rollout</th>
-              <th scope="col">Template</th>
-              <th scope="col">Mode</th>
-              <th scope="col">Phase</th>
-              <th scope="col">Fleet</th>
-              {operator ? <th scope="col">Tenant</th> : null}
-            </tr>
-          </thead>
+          <ListHead caption="Rollouts, newest first" columns={["Rollout", "Template", "Mode", "Phase", "Fleet", operator ? "Tenant" : null]} />
           <tbody>
             {data.rollouts.map((r: Rollout) => (
               <tr key={r.id}>
