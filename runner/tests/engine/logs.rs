@@ -87,32 +87,12 @@ async fn a_slow_live_path_skips_with_a_marker_and_the_archive_keeps_every_line()
     assert_eq!(seq, N);
 
     // Live: increasing, contiguous within a frame, and every gap before a frame is announced.
-    let mut frames = Vec::new();
-    loop {
-        let r = env
-            .aws
-            .sqs
-            .receive_message()
-            .queue_url(&queues.logs)
-            .max_number_of_messages(10)
-            .send()
-            .await
-            .unwrap();
-        if r.messages().is_empty() {
-            break;
-        }
-        for m in r.messages() {
-            frames.push(serde_json::from_str::<LogFrame>(m.body().unwrap()).unwrap());
-            env.aws
-                .sqs
-                .delete_message()
-                .queue_url(&queues.logs)
-                .receipt_handle(m.receipt_handle().unwrap())
-                .send()
-                .await
-                .unwrap();
-        }
-    }
+    let frames: Vec<LogFrame> = env
+        .drain(&queues.logs)
+        .await
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
+        .collect();
     let mut frames: Vec<Frame> = frames
         .into_iter()
         .map(|f| match f {

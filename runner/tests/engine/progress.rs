@@ -76,33 +76,10 @@ async fn a_step_never_waits_for_sqs_and_a_flush_keeps_the_order() {
     }
     progress.flush().await;
     let mut steps = Vec::new();
-    loop {
-        let r = env
-            .aws
-            .sqs
-            .receive_message()
-            .queue_url(&queues.events)
-            .max_number_of_messages(10)
-            .wait_time_seconds(0)
-            .send()
-            .await
-            .unwrap();
-        if r.messages().is_empty() {
-            break;
-        }
-        for m in r.messages() {
-            match serde_json::from_str::<RunnerEvent>(m.body().unwrap()).unwrap() {
-                RunnerEvent::StepStarted { step, .. } => steps.push(step),
-                other => panic!("unexpected {other:?}"),
-            }
-            env.aws
-                .sqs
-                .delete_message()
-                .queue_url(&queues.events)
-                .receipt_handle(m.receipt_handle().unwrap())
-                .send()
-                .await
-                .unwrap();
+    for body in env.drain(&queues.events).await {
+        match serde_json::from_str::<RunnerEvent>(&body).unwrap() {
+            RunnerEvent::StepStarted { step, .. } => steps.push(step),
+            other => panic!("unexpected {other:?}"),
         }
     }
     let want: Vec<String> = (0..25).map(|i| format!("step-{i}")).collect();

@@ -22,3 +22,20 @@ pub use install::{
 };
 pub use modern::{ModernEngine, modern_engine, modern_engine_at, modern_engine_or_skip};
 pub use moto::{MotoServer, TestEnv, shared_moto};
+
+/// A spec of the `fixture-vpc-sg` template (`tests/fixtures/vpc-sg`, 0.1.0) named `name`, on AWS in
+/// us-east-1 with no variables: the cluster the moto and engine tests record and run.
+pub fn fixture_spec(name: &str) -> strato_domain::model::ClusterSpec {
+    use strato_domain::model::{CloudProvider, ClusterSpec, TemplateRef};
+    ClusterSpec {
+        name: name.parse().expect("a valid cluster name"),
+        template: TemplateRef {
+            name: "fixture-vpc-sg".into(),
+            version: "0.1.0".into(),
+        },
+        provider: CloudProvider::Aws,
+        region: "us-east-1".into(),
+        variables: Default::default(),
+        target: None,
+    }
+}

@@ -152,4 +152,33 @@ impl TestEnv {
             .unwrap_or_else(|| panic!("CreateSecret {name}: no ARN"))
             .to_owned()
     }
+
+    /// Every message body waiting on the queue at `url`, in the order received, each deleted once read:
+    /// receives (no waiting) until the queue answers empty.
+    pub async fn drain(&self, url: &str) -> Vec<String> {
+        let sqs = &self.aws.sqs;
+        let mut out = Vec::new();
+        loop {
+            let r = sqs
+                .receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(0)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("ReceiveMessage {url}: {e}"));
+            if r.messages().is_empty() {
+                return out;
+            }
+            for m in r.messages() {
+                out.push(m.body().unwrap_or_default().to_owned());
+                sqs.delete_message()
+                    .queue_url(url)
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("DeleteMessage {url}: {e}"));
+            }
+        }
+    }
 }

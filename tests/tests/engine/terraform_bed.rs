@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use strato_domain::catalog::Catalogs;
 use strato_domain::ids::ClusterId;
-use strato_domain::model::{CloudProvider, ClusterSpec, TemplateRef};
+use strato_domain::model::ClusterSpec;
 use strato_domain::template::Template;
 use strato_domain::validate::validate;
 use strato_terraform::render::{
@@ -98,16 +98,10 @@ async fn engine_applies_into_moto_with_s3_state() {
     let template =
         Template::from_toml(&std::fs::read_to_string(fixture("vpc-sg/template.toml")).unwrap()).unwrap();
     let spec = ClusterSpec {
-        name: "bed-check".parse().unwrap(),
-        template: TemplateRef {
-            name: "fixture-vpc-sg".into(),
-            version: "0.1.0".into(),
-        },
-        provider: CloudProvider::Aws,
         region: env.region.clone(),
         variables: serde_json::from_value(json!({"vpc_cidr": "10.7.0.0/16", "tags": {"team": "o\"ps ${x}"}}))
             .unwrap(),
-        target: None,
+        ..strato_testbed::fixture_spec("bed-check")
     };
     let validated = validate(&spec, &template, Catalogs::builtin()).expect("fixture spec is valid");
 

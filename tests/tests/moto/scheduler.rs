@@ -22,18 +22,7 @@ impl Bed {
     async fn new() -> Self {
         let _ = tracing_subscriber::fmt().with_test_writer().try_init();
         let w = World::new().await;
-        let status = strato_status::Ctx::new(
-            strato_status::Config {
-                names: w.env.names.clone(),
-                run_proofs: support::run_proofs(),
-                audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
-                operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
-                approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
-            },
-            &w.env.aws,
-        )
-        .await
-        .unwrap();
+        let status = w.status_ctx().await;
         let prefix = w.env.names.prefix().to_owned();
         let cluster = w.config.runner.cluster.clone();
         let config = Config::from_lookup(|k| match k {

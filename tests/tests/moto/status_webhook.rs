@@ -89,18 +89,7 @@ struct Bed {
 impl Bed {
     async fn new() -> Self {
         let w = World::new().await;
-        let status = Ctx::new(
-            strato_status::Config {
-                names: w.env.names.clone(),
-                run_proofs: support::run_proofs(),
-                audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
-                operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
-                approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
-            },
-            &w.env.aws,
-        )
-        .await
-        .unwrap();
+        let status = w.status_ctx().await;
         let mut webhooks = strato_webhooks::Ctx::new(
             strato_webhooks::Config {
                 names: w.env.names.clone(),

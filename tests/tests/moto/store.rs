@@ -8,9 +8,7 @@ use strato_aws::Error;
 use strato_aws::aws::CallCounter;
 use strato_aws::store::{CreateRejected, IdempotentResponse, LockOutcome, Quotas, Store};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, ClusterState, Operation, OperationKind, OperationStatus, TemplateRef,
-};
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Claim, ClaimLost, ClusterStep, Intake};
 use strato_domain::template::Template;
 use strato_domain::ts;
@@ -19,17 +17,7 @@ use time::Duration;
 
 fn cluster(tenant: &TenantId, name: &str) -> (Cluster, Operation) {
     let now = ts::now();
-    let spec = ClusterSpec {
-        name: name.parse().unwrap(),
-        template: TemplateRef {
-            name: "fixture-vpc-sg".into(),
-            version: "0.1.0".into(),
-        },
-        provider: CloudProvider::Aws,
-        region: "us-east-1".into(),
-        variables: BTreeMap::new(),
-        target: None,
-    };
+    let spec = strato_testbed::fixture_spec(name);
     let c = Cluster::new(tenant.clone(), ClusterId::generate(), spec.clone(), now);
     let mut op = Operation::new(tenant.clone(), c.cluster_id.clone(), OperationKind::Create, now);
     op.spec = Some(spec);

@@ -2,30 +2,16 @@
 //! (what a decision reads costs what is open, not the whole history), the history pages newest first, and
 //! a finished operation carries its TTL so the table forgets it after the retention.
 
-use std::collections::BTreeMap;
-
 use aws_sdk_dynamodb::types::AttributeValue;
 use strato_aws::store::{Quotas, Store};
 use strato_domain::ids::{ClusterId, TenantId};
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, Operation, OperationKind, OperationStatus, TemplateRef,
-};
+use strato_domain::model::{Cluster, ClusterSpec, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::Operations;
 use strato_testbed::TestEnv;
 use time::Duration;
 
 fn spec() -> ClusterSpec {
-    ClusterSpec {
-        name: "history".parse().unwrap(),
-        template: TemplateRef {
-            name: "fixture-vpc-sg".into(),
-            version: "0.1.0".into(),
-        },
-        provider: CloudProvider::Aws,
-        region: "us-east-1".into(),
-        variables: BTreeMap::new(),
-        target: None,
-    }
+    strato_testbed::fixture_spec("history")
 }
 
 async fn raw(env: &TestEnv, op: &Operation) -> std::collections::HashMap<String, AttributeValue> {

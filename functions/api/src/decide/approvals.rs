@@ -9,24 +9,17 @@ use strato_domain::approval::{ApprovalMode, SettingChange, Verdict};
 use strato_domain::approval_rules::{self, Refusal, Seen};
 use strato_domain::messages::JobMessage;
 use strato_domain::model::Operation;
-use strato_domain::ports::TenantSettings;
-use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates};
+use strato_domain::ports::{Clock, JobQueue, Templates};
+use strato_domain::sealed::Keys;
 
-use super::Api;
+use super::{Api, ApiStore};
 use crate::scopes::Scope;
 use crate::{caller::Caller, error::ApiError};
 
 /// The longest comment an approver may leave, in characters.
 pub const MAX_COMMENT_CHARS: usize = 1_000;
 
-impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
-where
-    S: Storage + Intake + TenantSettings,
-    T: Templates,
-    Q: JobQueue,
-    C: Clock,
-    K: strato_domain::sealed::Keys,
-{
+impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q, C, K> {
     /// Records `verdict` by the caller on the caller's operation `id`, then queues its job.
     pub async fn decide_approval(
         &self,

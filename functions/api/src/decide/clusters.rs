@@ -6,9 +6,7 @@ use strato_domain::approval::ApprovalMode;
 use strato_domain::expiry::ExpiryChange;
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind};
-use strato_domain::ports::{
-    Clock, CreateRejected, Intake, JobQueue, PortError, Storage, Templates, TenantSettings,
-};
+use strato_domain::ports::{Clock, CreateRejected, JobQueue, PortError, Templates};
 use strato_domain::sealed::Keys;
 use strato_domain::template::Template;
 use strato_domain::template_status::Use;
@@ -18,7 +16,7 @@ use strato_coordination::{ATTEMPTS, Attempt, optimistic};
 
 use super::approvals::{ApprovalLowered, judge_setting};
 use super::policy::ApprovalInput;
-use super::{Api, IfMatch, Started, check, kept_changing, quota_error, refuse_new_operation};
+use super::{Api, ApiStore, IfMatch, Started, check, kept_changing, quota_error, refuse_new_operation};
 use crate::commands::{CreateCluster, DriftSettings, Estimate, UpdateCluster};
 use crate::spec::{check_spec, sorted};
 use crate::{caller::Caller, error::ApiError};
@@ -58,14 +56,7 @@ fn apply_approval(c: &mut Cluster, change: Option<Option<ApprovalMode>>) -> bool
 /// How many of a cluster's newest operations a retry reads to count its attempt on.
 const RECENT_OPERATIONS: u32 = 100;
 
-impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
-where
-    S: Storage + Intake + TenantSettings,
-    T: Templates,
-    Q: JobQueue,
-    C: Clock,
-    K: Keys,
-{
+impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q, C, K> {
     /// A new cluster: the spec is validated before anything is written; then the cluster, its create
     /// operation, its name reservation and the tenant's counters are written together, and the job is sent.
     pub async fn create(&self, caller: &Caller, cmd: impl Into<CreateCluster>) -> Result<Started, ApiError> {

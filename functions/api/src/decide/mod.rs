@@ -31,6 +31,12 @@ use strato_domain::validate::{ValidatedSpec, validate};
 use crate::spec::{sorted, unknown_template};
 use crate::{caller::Caller, error::ApiError};
 
+/// The store ports every decision needs, under one name so that each `impl` block of [`Api`] states its
+/// bounds on one line; any type with the three ports is one.
+pub trait ApiStore: Storage + Intake + TenantSettings {}
+
+impl<X: Storage + Intake + TenantSettings> ApiStore for X {}
+
 /// The API's dependencies, as ports.
 #[derive(Debug, Clone, Copy)]
 pub struct Api<'a, S, T, Q, C, K> {
@@ -119,14 +125,7 @@ fn check(spec: &ClusterSpec, t: &Template) -> Result<ValidatedSpec, ApiError> {
     validate(spec, t, Catalogs::builtin()).map_err(sorted)
 }
 
-impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
-where
-    S: Storage + Intake + TenantSettings,
-    T: Templates,
-    Q: JobQueue,
-    C: Clock,
-    K: Keys,
-{
+impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q, C, K> {
     /// The caller's cluster, or 404 for a malformed id, a missing cluster and another tenant's cluster alike.
     pub async fn load_cluster(&self, caller: &Caller, id: &str) -> Result<Cluster, ApiError> {
         let not_found = || {

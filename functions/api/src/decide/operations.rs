@@ -2,11 +2,11 @@
 
 use strato_coordination::{ClusterFate, Ended, end_operation, update_operation_from};
 use strato_domain::model::{Operation, OperationKind, OperationStatus};
-use strato_domain::ports::TenantSettings;
-use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates};
+use strato_domain::ports::{Clock, JobQueue, Templates};
+use strato_domain::sealed::Keys;
 use strato_domain::{ErrorCategory, UserError};
 
-use super::Api;
+use super::{Api, ApiStore};
 use crate::{caller::Caller, error::ApiError};
 
 /// What a cancel did.
@@ -19,14 +19,7 @@ pub enum Cancelled {
     Requested(Operation),
 }
 
-impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
-where
-    S: Storage + Intake + TenantSettings,
-    T: Templates,
-    Q: JobQueue,
-    C: Clock,
-    K: strato_domain::sealed::Keys,
-{
+impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q, C, K> {
     /// Queued (or parked) operations are ended on the spot through
     /// [`end_operation`](strato_coordination::end_operation), like any other end: a first create's
     /// PENDING cluster is recorded FAILED (so it can be retried or deleted and its name is not stuck), and

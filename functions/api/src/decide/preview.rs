@@ -10,12 +10,12 @@ use serde_json::Value;
 use strato_coordination::{ATTEMPTS, Attempt, optimistic};
 use strato_domain::approval::ApprovalMode;
 use strato_domain::model::{Cluster, Operation, OperationKind};
-use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates, TenantSettings};
+use strato_domain::ports::{Clock, JobQueue, Templates};
 use strato_domain::sealed::Keys;
 use strato_domain::validate::FieldError;
 
 use super::policy::ApprovalInput;
-use super::{Api, Started, kept_changing, refuse_new_operation};
+use super::{Api, ApiStore, Started, kept_changing, refuse_new_operation};
 use crate::commands::UpdateCluster;
 use crate::spec::sorted;
 use crate::{caller::Caller, error::ApiError};
@@ -70,14 +70,7 @@ fn proposal(cmd: UpdateCluster) -> Result<Proposal, ApiError> {
     Ok(Proposal { patch, version })
 }
 
-impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
-where
-    S: Storage + Intake + TenantSettings,
-    T: Templates,
-    Q: JobQueue,
-    C: Clock,
-    K: Keys,
-{
+impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q, C, K> {
     /// Queues a preview of the update `cmd` describes: refused as that update would be (404, every field
     /// problem in one 422, 409 for a cluster that cannot be updated now, a request policy's deny, 429 over
     /// the quota), else a `plan` operation with the proposed spec (sealed) is recorded and its job sent.

@@ -3,7 +3,7 @@
 //! here; the route layer records them (the draft says so).
 
 use strato_api::decide::Api;
-use strato_api::{ApiError, AuditDraft, SpecBody};
+use strato_api::{AuditDraft, SpecBody};
 use strato_domain::audit::Outcome;
 use strato_domain::ports::TenantRules;
 
@@ -104,12 +104,8 @@ async fn rules_read_with_the_policies_are_the_ones_applied() {
         .create(&caller(), serde_json::from_value::<SpecBody>(body).unwrap())
         .await
         .unwrap_err();
-    let ApiError::Invalid { errors, .. } = &e else {
-        panic!("{e}");
-    };
-    let fields: Vec<&str> = errors.iter().map(|f| f.field.as_str()).collect();
     assert_eq!(
-        fields,
+        super::invalid_fields(e),
         ["ttl_hours"],
         "the store has no maximum; the rules given do"
     );

@@ -3,56 +3,15 @@
 //! PATCH extending or clearing it without an operation.
 
 use serde_json::{Value, json};
-use strato_api::decide::Api;
-use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
+use strato_api::{Caller, SpecBody};
 use strato_domain::ports::Clock;
-use strato_domain::template::Template;
 use strato_domain::ts;
-use strato_fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStore, FakeTemplates};
 use time::Duration;
 
-/// The shared world (its catalog holds the api-test template), and Strato's key for sealed values.
-struct World {
-    base: strato_fakes::World,
-    keys: FakeKeys,
-    default_max: Option<u64>,
-}
-
-impl std::ops::Deref for World {
-    type Target = strato_fakes::World;
-    fn deref(&self) -> &strato_fakes::World {
-        &self.base
-    }
-}
+use super::{World, invalid_fields as fields, patch};
 
 fn world(default_max: Option<u64>) -> World {
-    let base = strato_fakes::World::default();
-    base.templates
-        .publish(Template::from_toml(include_str!("../fixtures/api-test/template-1.0.0.toml")).unwrap());
-    World {
-        base,
-        keys: FakeKeys::default(),
-        default_max,
-    }
-}
-
-impl World {
-    fn api(&self) -> Api<'_, FakeStore, FakeTemplates, FakeJobQueue, FakeClock, FakeKeys> {
-        Api {
-            store: &self.store,
-            templates: &self.templates,
-            jobs: self.jobs.clone(),
-            clock: self.clock.clone(),
-            agent_token_secret: None,
-            default_max_ttl_hours: self.default_max,
-            approval_separation: true,
-            keys: &self.keys,
-            policies: None,
-            rules: None,
-            audit: None,
-            operation_id: None,
-        }
-    }
+    World::with_default_max(default_max)
 }
 
 fn caller() -> Caller {
@@ -65,29 +24,11 @@ fn caller() -> Caller {
 }
 
 fn create_body(name: &str, extra: Value) -> SpecBody {
-    let mut v = json!({
-        "name": name,
-        "template": {"name": "api-test", "version": "1.0.0"},
-        "provider": "aws",
-        "region": "us-east-1",
-        "variables": {"owner_email": "ops@example.com", "node_count": 3, "db_password": "hunter2"},
-    });
+    let mut v = super::spec_json(name);
     for (k, x) in extra.as_object().unwrap() {
         v[k] = x.clone();
     }
     serde_json::from_value(v).unwrap()
-}
-
-fn patch(v: Value) -> UpdateBody {
-    serde_json::from_value(v).unwrap()
-}
-
-/// The fields a 422 names.
-fn fields(e: ApiError) -> Vec<String> {
-    match e {
-        ApiError::Invalid { errors, .. } => errors.into_iter().map(|f| f.field).collect(),
-        other => panic!("not a 422: {other}"),
-    }
 }
 
 #[tokio::test]

@@ -4,9 +4,7 @@
 
 use super::*;
 use strato_api::scopes::Scope;
-use strato_domain::approval::{Approval, ApprovalMode, Verdict};
-use strato_domain::ports::Clock;
-use strato_fakes::saved_plan;
+use strato_domain::approval::{ApprovalMode, Verdict};
 use strato_policy::{Policy, PolicySet};
 
 fn admin() -> Caller {
@@ -234,15 +232,7 @@ async fn a_caller_without_a_subject_can_neither_request_nor_approve() {
     // nobody can show they are not its requester, so with separation on it is not approved, only rejected.
     let mut s = w.create("prod-eu").await;
     s.operation.requested_by = None;
-    s.operation.status = OperationStatus::AwaitingApproval;
-    s.operation.approval_required = true;
-    s.operation.approval = Some(Approval::request(
-        saved_plan(),
-        None,
-        w.clock.now(),
-        time::Duration::hours(2),
-    ));
-    w.store.put_operation(s.operation.clone());
+    let s = super::approvals::parked_for_approval(&w, s);
     let id = s.operation.operation_id.to_string();
     let e = w
         .api()

@@ -26,17 +26,20 @@ use strato_api::decide::{Api, Cancelled, Started, Updated};
 use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
 use strato_coordination::TENANT_LIMIT_REASON;
 use strato_domain::ErrorCategory;
-use strato_domain::model::{ClusterState, DriftPolicy, OperationKind, OperationStatus};
+use strato_domain::ids::ClusterId;
+use strato_domain::model::{ClusterState, DriftPolicy, OperationKind, OperationStatus, StateRestore};
 use strato_domain::ports::{ClusterLocks, Intake, LockOutcome, Templates, TenantSlots};
 use strato_domain::template::Template;
 use strato_fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStateArchive, FakeStore, FakeTemplates};
 
 const TENANT: &str = "acme";
 
-/// The shared world (its catalog holds the api-test template), and Strato's key for sealed values.
+/// The shared world (its catalog holds the api-test template), Strato's key for sealed values, and the
+/// platform's default maximum lifetime (none unless a test sets one).
 struct World {
     base: strato_fakes::World,
     keys: FakeKeys,
+    default_max: Option<u64>,
 }
 
 impl std::ops::Deref for World {
@@ -46,8 +49,45 @@ impl std::ops::Deref for World {
     }
 }
 
+/// The API on the fakes with every optional part off (no policies, rules, audit or agent secret) and
+/// separation of duties on: the base each decision test starts from.
+fn fake_api<'a>(
+    store: &'a FakeStore,
+    templates: &'a FakeTemplates,
+    jobs: FakeJobQueue,
+    clock: FakeClock,
+    keys: &'a FakeKeys,
+) -> Api<'a, FakeStore, FakeTemplates, FakeJobQueue, FakeClock, FakeKeys> {
+    Api {
+        store,
+        templates,
+        jobs,
+        clock,
+        agent_token_secret: None,
+        default_max_ttl_hours: None,
+        approval_separation: true,
+        keys,
+        policies: None,
+        rules: None,
+        audit: None,
+        operation_id: None,
+    }
+}
+
+/// The fields a 422 names, in its order.
+fn invalid_fields(e: ApiError) -> Vec<String> {
+    match e {
+        ApiError::Invalid { errors, .. } => errors.into_iter().map(|f| f.field).collect(),
+        other => panic!("not a 422: {other}"),
+    }
+}
+
 impl World {
     fn new() -> Self {
+        Self::with_default_max(None)
+    }
+
+    fn with_default_max(default_max: Option<u64>) -> Self {
         let base = strato_fakes::World::default();
         for text in [
             include_str!("../fixtures/api-test/template-1.0.0.toml"),
@@ -58,28 +98,52 @@ impl World {
         Self {
             base,
             keys: FakeKeys::default(),
+            default_max,
         }
     }
 
     fn api(&self) -> Api<'_, FakeStore, FakeTemplates, FakeJobQueue, FakeClock, FakeKeys> {
         Api {
-            store: &self.store,
-            templates: &self.templates,
-            jobs: self.jobs.clone(),
-            clock: self.clock.clone(),
-            agent_token_secret: None,
-            default_max_ttl_hours: None,
-            approval_separation: true,
-            keys: &self.keys,
-            policies: None,
-            rules: None,
-            audit: None,
-            operation_id: None,
+            default_max_ttl_hours: self.default_max,
+            ..fake_api(
+                &self.store,
+                &self.templates,
+                self.jobs.clone(),
+                self.clock.clone(),
+                &self.keys,
+            )
         }
     }
 
     async fn create(&self, name: &str) -> Started {
         self.api().create(&caller(), spec(name)).await.unwrap()
+    }
+
+    /// An active cluster (its create succeeded), and an archive holding `versions` of its state file in
+    /// Strato's bucket, oldest first.
+    async fn active_with_state(&self, versions: &[&str]) -> (ClusterId, FakeStateArchive) {
+        let s = self
+            .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
+            .await;
+        let cid = s.cluster.cluster_id.clone();
+        let archive = FakeStateArchive::default();
+        let key = format!("tenants/{TENANT}/clusters/{cid}/main.tfstate");
+        for v in versions {
+            archive.put(&cid, &key, v);
+        }
+        (cid, archive)
+    }
+
+    /// The caller restores cluster `cid` to `version` of `archive`.
+    async fn restore(
+        &self,
+        archive: &FakeStateArchive,
+        cid: &ClusterId,
+        version: &str,
+    ) -> Result<StateRestore, ApiError> {
+        self.api()
+            .restore_state(archive, &caller(), cid.as_str(), version)
+            .await
     }
 
     /// A created cluster moved to `state`, its create operation ended as `op_status`.
@@ -161,11 +225,7 @@ async fn create_validates_the_spec_before_writing_anything() {
         .create(&caller(), serde_json::from_value::<SpecBody>(body).unwrap())
         .await
         .unwrap_err();
-    let ApiError::Invalid { errors, .. } = &e else {
-        panic!("{e}");
-    };
-    let fields: Vec<&str> = errors.iter().map(|f| f.field.as_str()).collect();
-    assert_eq!(fields, ["variables.node_count", "variables.surprise"]);
+    assert_eq!(invalid_fields(e), ["variables.node_count", "variables.surprise"]);
     assert!(w.store.clusters().is_empty() && w.store.operations().is_empty());
     assert!(w.jobs.sent().is_empty());
 
@@ -764,14 +824,7 @@ async fn an_operation_is_recorded_only_on_the_cluster_version_read() {
 #[tokio::test]
 async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
-    let cid = s.cluster.cluster_id.clone();
-    let archive = FakeStateArchive::default();
-    let key = format!("tenants/{TENANT}/clusters/{cid}/main.tfstate");
-    archive.put(&cid, &key, "v1");
-    archive.put(&cid, &key, "v2");
+    let (cid, archive) = w.active_with_state(&["v1", "v2"]).await;
     // An update that found the lock taken by the restore and was parked behind it.
     let waiting = w
         .api()
@@ -786,11 +839,7 @@ async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
         .unwrap();
     let sent_before = w.jobs.sent().len();
 
-    let record = w
-        .api()
-        .restore_state(&archive, &caller(), cid.as_str(), "v1")
-        .await
-        .unwrap();
+    let record = w.restore(&archive, &cid, "v1").await.unwrap();
     assert_eq!(
         (record.from_version.as_str(), record.new_version.as_str()),
         ("v1", "v1-restored")
@@ -810,28 +859,16 @@ async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
     assert_eq!(w.store.cluster(&cid).unwrap().state_restores.len(), 1);
 
     // The current version, an unknown one, and a cluster an operation holds are refused; nothing restored.
-    let e = w
-        .api()
-        .restore_state(&archive, &caller(), cid.as_str(), "v1-restored")
-        .await
-        .unwrap_err();
+    let e = w.restore(&archive, &cid, "v1-restored").await.unwrap_err();
     assert!(conflict(e).contains("already the current state"));
-    let e = w
-        .api()
-        .restore_state(&archive, &caller(), cid.as_str(), "v9")
-        .await
-        .unwrap_err();
+    let e = w.restore(&archive, &cid, "v9").await.unwrap_err();
     assert_eq!(e.status().as_u16(), 404);
     let now = strato_domain::ports::Clock::now(&w.clock);
     w.store
         .acquire_lock(&cid, &waiting.operation_id, time::Duration::hours(1), now)
         .await
         .unwrap();
-    let e = w
-        .api()
-        .restore_state(&archive, &caller(), cid.as_str(), "v2")
-        .await
-        .unwrap_err();
+    let e = w.restore(&archive, &cid, "v2").await.unwrap_err();
     assert!(conflict(e).contains(waiting.operation_id.as_str()));
     assert_eq!(archive.restored().len(), 1);
 }

@@ -2,24 +2,14 @@
 //! for it between runs, so the api says where the state is and how to list its versions there — never an
 //! empty list read from Strato's bucket, which would read as "no state".
 
-use strato_domain::model::{ClusterState, OperationStatus, Target};
-use strato_fakes::FakeStateArchive;
+use strato_domain::model::Target;
 
 use super::{TENANT, World, caller, conflict};
 
 #[tokio::test]
 async fn a_cluster_with_its_state_in_the_customers_bucket_is_pointed_there() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
-    let cid = s.cluster.cluster_id.clone();
-    let archive = FakeStateArchive::default();
-    archive.put(
-        &cid,
-        &format!("tenants/{TENANT}/clusters/{cid}/main.tfstate"),
-        "v1",
-    );
+    let (cid, archive) = w.active_with_state(&["v1"]).await;
     // In Strato's bucket: listed.
     let (_, versions) = w
         .api()
@@ -50,11 +40,7 @@ async fn a_cluster_with_its_state_in_the_customers_bucket_is_pointed_there() {
         said.contains(&format!("--prefix tenants/{TENANT}/clusters/{cid}/")),
         "{said}"
     );
-    let e = w
-        .api()
-        .restore_state(&archive, &caller(), cid.as_str(), "v1")
-        .await
-        .unwrap_err();
+    let e = w.restore(&archive, &cid, "v1").await.unwrap_err();
     assert!(conflict(e).contains("not in Strato's bucket"));
     assert!(archive.restored().is_empty());
 }

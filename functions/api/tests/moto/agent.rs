@@ -12,7 +12,7 @@ use strato_agent_wire::{
     Ack, DEFAULT_HEARTBEAT_SECS, MAX_REPORT_BYTES, MAX_TEXT, MIN_HEARTBEAT_SECS, Registered, Rotated,
     credential_cluster,
 };
-use strato_api::{Config, Ctx, service};
+use strato_api::{Ctx, service};
 use strato_domain::agent::registration_token;
 use strato_domain::ids::{ClusterId, OperationId};
 use strato_domain::messages::{ControlEvent, WebhookMessage};
@@ -24,14 +24,7 @@ const SECRET: &str = "dev-agent-secret";
 
 async fn setup() -> (Api, Ctx) {
     let api = Api::new().await;
-    let prefix = api.env.names.prefix().to_owned();
-    let config = Config::from_lookup(|k| match k {
-        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
-        "STRATO_AGENT_TOKEN_SECRET" => Some(SECRET.into()),
-        _ => None,
-    })
-    .unwrap();
-    let ctx = Ctx::new(&api.env.aws, config).await.unwrap();
+    let ctx = api.ctx_with(&[("STRATO_AGENT_TOKEN_SECRET", SECRET)]).await;
     let text =
         std::fs::read_to_string(common::workspace().join("functions/api/tests/fixtures/agent-test.toml"))
             .unwrap();
@@ -83,13 +76,14 @@ async fn later(ctx: &Ctx, id: &ClusterId) {
     ctx.store.save_cluster(&mut c).await.unwrap();
 }
 
-async fn control_events(api: &Api, ctx: &Ctx) -> Vec<ControlEvent> {
+/// Up to ten messages waiting on `queue`, each body parsed as a `T`.
+async fn received<T: serde::de::DeserializeOwned>(api: &Api, queue: &str) -> Vec<T> {
     let out = api
         .env
         .aws
         .sqs
         .receive_message()
-        .queue_url(&ctx.queues.events)
+        .queue_url(queue)
         .max_number_of_messages(10)
         .send()
         .await
@@ -100,21 +94,12 @@ async fn control_events(api: &Api, ctx: &Ctx) -> Vec<ControlEvent> {
         .collect()
 }
 
+async fn control_events(api: &Api, ctx: &Ctx) -> Vec<ControlEvent> {
+    received(api, &ctx.queues.events).await
+}
+
 async fn webhook_events(api: &Api, ctx: &Ctx) -> Vec<WebhookMessage> {
-    let out = api
-        .env
-        .aws
-        .sqs
-        .receive_message()
-        .queue_url(&ctx.queues.webhooks)
-        .max_number_of_messages(10)
-        .send()
-        .await
-        .unwrap();
-    out.messages()
-        .iter()
-        .map(|m| serde_json::from_str(m.body().unwrap()).unwrap())
-        .collect()
+    received(api, &ctx.queues.webhooks).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

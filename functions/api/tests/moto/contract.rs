@@ -14,7 +14,7 @@ use conformance::{conforms, spec};
 use lambda_http::http::Method;
 use serde_json::json;
 use strato_api::routes::ROUTES;
-use strato_api::{ApiService, Config, Ctx, service};
+use strato_api::{ApiService, service};
 use strato_domain::model::ClusterState;
 
 /// One call of each operator route, with the operator's token: (method, path template, answer).
@@ -448,14 +448,9 @@ async fn every_route_answers() {
         .await;
     check(Method::GET, "/v1/templates/{name}", &r);
     // Tickets need the ws function's signing secret.
-    let prefix = api.env.names.prefix().to_owned();
-    let config = Config::from_lookup(|k| match k {
-        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
-        "STRATO_JWT_SECRET" => Some("contract-secret-0123456789abcdef0123".into()),
-        _ => None,
-    })
-    .unwrap();
-    let ticketing = Ctx::new(&api.env.aws, config).await.unwrap();
+    let ticketing = api
+        .ctx_with(&[("STRATO_JWT_SECRET", "contract-secret-0123456789abcdef0123")])
+        .await;
     check(
         Method::POST,
         "/v1/ws-tickets",
@@ -471,13 +466,10 @@ async fn every_route_answers() {
     strato_aws::resources::create_signing_key(&api.env.aws, &api.env.names)
         .await
         .unwrap();
-    let config = Config::from_lookup(|k| match k {
-        "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
-        "STRATO_OIDC_ISSUER" => Some("https://api.strato.example.com".into()),
-        _ => None,
-    })
-    .unwrap();
-    let issuing = service(Ctx::new(&api.env.aws, config).await.unwrap());
+    let issuing = service(
+        api.ctx_with(&[("STRATO_OIDC_ISSUER", "https://api.strato.example.com")])
+            .await,
+    );
     let r = call_with(
         &issuing,
         call("healthz", Method::GET, "/.well-known/openid-configuration"),

@@ -68,14 +68,7 @@ async fn an_estimate_is_validated_like_a_create_and_writes_only_its_operation() 
         "{}",
         r.text
     );
-    assert!(
-        r.error_for("variables.node_count")["allowed"]
-            .as_str()
-            .unwrap()
-            .contains("20"),
-        "{}",
-        r.text
-    );
+    r.assert_says("variables.node_count", "allowed", "20");
     let mut missing = base.clone();
     missing.as_object_mut().unwrap().remove("template");
     missing["variables"]
@@ -90,12 +83,7 @@ async fn an_estimate_is_validated_like_a_create_and_writes_only_its_operation() 
     let r = api.call(estimate_req(&unknown)).await;
     r.problem(422);
     assert_eq!(r.fields(), ["template"], "{}", r.text);
-    assert!(
-        r.error_for("template")["allowed"]
-            .as_str()
-            .unwrap()
-            .contains("1.1.0")
-    );
+    r.assert_says("template", "allowed", "1.1.0");
     let r = api.call(estimate_req(&json!([1]))).await;
     r.problem(400);
     let mut required = base.clone();
@@ -215,20 +203,6 @@ async fn an_estimate_with_an_idempotency_key_is_queued_once() {
     assert_ne!(second.body["operation"]["id"], first.body["operation"]["id"]);
 }
 
-/// Every item of a table, as DynamoDB returns it (no deserialization: what is at rest).
-async fn raw_items(api: &Api, logical: &str) -> String {
-    let out = api
-        .env
-        .aws
-        .dynamodb
-        .scan()
-        .table_name(api.env.names.table(logical))
-        .send()
-        .await
-        .unwrap();
-    format!("{:?}", out.items())
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_strato() {
     let api = Api::new().await;
@@ -287,7 +261,7 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
     assert_eq!(again.body["external_id"], json!(id));
     let other = api.call(Req::load("get-target-access").tenant("globex")).await;
     assert_ne!(other.body["external_id"], json!(id), "one id per tenant");
-    let tenants = raw_items(&api, "tenants").await;
+    let tenants = api.raw_items("tenants").await;
     assert!(tenants.contains("external_id_sealed"), "{tenants}");
     assert!(
         !tenants.contains(&id),
@@ -356,12 +330,7 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
         r.text
     );
     assert!(!r.text.contains("not valid!"), "{}", r.text);
-    assert!(
-        r.error_for("target.role_arn")["allowed"]
-            .as_str()
-            .unwrap()
-            .contains("12-digit")
-    );
+    r.assert_says("target.role_arn", "allowed", "12-digit");
     let r = api.call(with(&|b| b["target"] = json!("arn"))).await;
     r.problem(422);
     assert_eq!(r.fields(), ["target"], "{}", r.text);

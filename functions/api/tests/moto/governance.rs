@@ -7,7 +7,7 @@ use crate::common;
 use common::{Api, Req, Resp, call_with};
 use lambda_http::http::Method;
 use serde_json::json;
-use strato_api::{Config, Ctx, service};
+use strato_api::service;
 
 /// A request without the token's `sub` claim (the authorizer accepted the token all the same).
 fn without_sub(req: Req) -> Req {
@@ -95,14 +95,7 @@ async fn a_token_without_a_subject_changes_nothing() {
 
 /// The api with `STRATO_SCOPE_PREFIX` set.
 async fn with_prefix(api: &Api, prefix: &str) -> strato_api::ApiService {
-    let names = api.env.names.prefix().to_owned();
-    let config = Config::from_lookup(|k| match k {
-        "STRATO_RESOURCE_PREFIX" => Some(names.clone()),
-        "STRATO_SCOPE_PREFIX" => Some(prefix.to_owned()),
-        _ => None,
-    })
-    .unwrap();
-    service(Ctx::new(&api.env.aws, config).await.unwrap())
+    service(api.ctx_with(&[("STRATO_SCOPE_PREFIX", prefix)]).await)
 }
 
 #[tokio::test]

@@ -152,24 +152,14 @@ async fn tenants_are_registered_changed_suspended_and_audited() {
         Req::operator(Method::GET, "/v1/admin/tenants").query("limit=100"),
     )
     .await;
-    let ids: Vec<&str> = r.body["tenants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap())
-        .collect();
+    let ids = r.each("tenants", "id");
     assert!(ids.contains(&"globex") && ids.contains(&"acme"), "{}", r.text);
     let r = call_with(
         &ops,
         Req::operator(Method::GET, "/v1/admin/clusters").query("tenant=globex"),
     )
     .await;
-    let names: Vec<&str> = r.body["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let names = r.each("clusters", "name");
     assert_eq!(names.len(), 2, "{}", r.text);
     assert!(names.contains(&"first") && names.contains(&"third"), "{}", r.text);
     let r = call_with(
@@ -177,12 +167,7 @@ async fn tenants_are_registered_changed_suspended_and_audited() {
         Req::operator(Method::GET, "/v1/admin/clusters").query("limit=100"),
     )
     .await;
-    let tenants: Vec<&str> = r.body["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["tenant"].as_str().unwrap())
-        .collect();
+    let tenants = r.each("clusters", "tenant");
     assert!(
         tenants.contains(&"globex") && tenants.contains(&"acme"),
         "{}",
@@ -238,12 +223,7 @@ async fn tenants_are_registered_changed_suspended_and_audited() {
         Req::operator(Method::GET, &format!("{one}/audit")).query("actor=ops-1"),
     )
     .await;
-    let actions: Vec<&str> = r.body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap())
-        .collect();
+    let actions = r.each("entries", "action");
     assert_eq!(
         actions,
         [

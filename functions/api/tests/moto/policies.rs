@@ -108,14 +108,7 @@ async fn a_policy_that_does_not_compile_is_refused_naming_source() {
 
     let r = api.call(put("elsewhere", "package acme.rules\n")).await;
     r.problem(422);
-    assert!(
-        r.error_for("source")["problem"]
-            .as_str()
-            .unwrap()
-            .contains("strato.request"),
-        "{}",
-        r.text
-    );
+    r.assert_says("source", "problem", "strato.request");
 
     let big = format!(
         "package strato.request\n#{}\n",
@@ -123,14 +116,7 @@ async fn a_policy_that_does_not_compile_is_refused_naming_source() {
     );
     let r = api.call(put("big", &big)).await;
     r.problem(422);
-    assert!(
-        r.error_for("source")["allowed"]
-            .as_str()
-            .unwrap()
-            .contains("bytes"),
-        "{}",
-        r.text
-    );
+    r.assert_says("source", "allowed", "bytes");
 
     let r = api.call(put("Bad_Name", MAX_NODES)).await;
     r.problem(422);
@@ -242,14 +228,7 @@ async fn a_denied_request_is_answered_422_before_anything_is_written() {
         )
         .await;
     r.problem(422);
-    assert!(
-        r.error_for("policy")["problem"]
-            .as_str()
-            .unwrap()
-            .contains("node_count 9"),
-        "{}",
-        r.text
-    );
+    r.assert_says("policy", "problem", "node_count 9");
     let ops = api
         .call(Req::load("list-cluster-operations").path(&format!("/v1/clusters/{cid}/operations")))
         .await;
@@ -368,12 +347,7 @@ async fn the_operators_policy_for_a_tenant_holds_its_requests_and_only_the_opera
         Req::operator(Method::GET, "/v1/admin/tenants/initech/audit").query("actor=ops-1"),
     )
     .await;
-    let actions: Vec<&str> = r.body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap())
-        .collect();
+    let actions = r.each("entries", "action");
     assert!(actions.contains(&"admin.tenant.policy.put"), "{actions:?}");
     assert!(actions.contains(&"admin.tenant.policy.delete"), "{actions:?}");
 }

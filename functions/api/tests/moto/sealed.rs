@@ -13,20 +13,6 @@ use strato_domain::sealed::{self, as_sealed};
 
 const PASSWORD: &str = "hunter2-but-longer";
 
-/// Every item of a table as DynamoDB returns it: what is at rest.
-async fn raw_items(api: &Api, logical: &str) -> String {
-    let out = api
-        .env
-        .aws
-        .dynamodb
-        .scan()
-        .table_name(api.env.names.table(logical))
-        .send()
-        .await
-        .unwrap();
-    format!("{:?}", out.items())
-}
-
 async fn op_spec(api: &Api, oid: &str) -> ClusterSpec {
     api.ctx
         .store
@@ -43,7 +29,7 @@ async fn sensitive_variables_are_sealed_at_rest_and_open_only_where_they_belong(
     let api = Api::new().await;
     let (cid, oid) = api.create(TENANT, "prod-eu").await;
     for table in ["clusters", "operations"] {
-        let raw = raw_items(&api, table).await;
+        let raw = api.raw_items(table).await;
         assert!(
             !raw.contains(PASSWORD),
             "{table} holds the password in the clear: {raw}"
@@ -96,7 +82,7 @@ async fn sensitive_variables_are_sealed_at_rest_and_open_only_where_they_belong(
         .await
         .unwrap();
     assert_eq!(opened.variables["db_password"], json!("correct-horse-battery"));
-    assert!(!raw_items(&api, "operations").await.contains("correct-horse"));
+    assert!(!api.raw_items("operations").await.contains("correct-horse"));
 
     // A sealed value is Strato's to write: one sent by a caller (copied from elsewhere) is refused.
     let copied: Value = spec.variables["db_password"].clone();
@@ -130,7 +116,7 @@ async fn a_cloud_token_is_sealed_at_rest_never_shown_and_rotatable() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["provider"], "digitalocean");
     assert!(!r.text.contains(TOKEN), "{}", r.text);
-    let raw = raw_items(&api, "tenants").await;
+    let raw = api.raw_items("tenants").await;
     assert!(!raw.contains(TOKEN), "in the clear at rest: {raw}");
     assert!(raw.contains("cloud_tokens"), "{raw}");
     // The runner's side: it opens under the tenant and cloud it was sealed for.
@@ -173,7 +159,7 @@ async fn a_cloud_token_is_sealed_at_rest_never_shown_and_rotatable() {
     assert!(!r.text.contains(TOKEN));
 
     // The audit log names the calls, never a value.
-    let audit = raw_items(&api, "audit").await;
+    let audit = api.raw_items("audit").await;
     assert!(audit.contains("cloud_token.put"), "{audit}");
     for secret in [TOKEN, ROTATED, bad] {
         assert!(!audit.contains(secret), "audit holds a token: {audit}");
@@ -199,7 +185,7 @@ async fn a_cloud_token_is_sealed_at_rest_never_shown_and_rotatable() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["storage_keys"], true, "{}", r.text);
     assert!(!r.text.contains(KEY_ID) && !r.text.contains(SECRET), "{}", r.text);
-    let raw = raw_items(&api, "tenants").await;
+    let raw = api.raw_items("tenants").await;
     for plain in [KEY_ID, SECRET, ROTATED] {
         assert!(!raw.contains(plain), "in the clear at rest: {raw}");
     }
@@ -225,7 +211,7 @@ async fn a_cloud_token_is_sealed_at_rest_never_shown_and_rotatable() {
     assert_eq!(api.call(put(ROTATED)).await.body["storage_keys"], false);
     let stored = api.ctx.store.cloud_tokens(&tenant).await.unwrap();
     assert!(stored["digitalocean"].storage_keys.is_none());
-    let audit = raw_items(&api, "audit").await;
+    let audit = api.raw_items("audit").await;
     for secret in [KEY_ID, SECRET] {
         assert!(!audit.contains(secret), "audit holds a key: {audit}");
     }

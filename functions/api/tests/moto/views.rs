@@ -7,24 +7,7 @@ use crate::common;
 use common::{Api, Req, TENANT};
 use lambda_http::http::StatusCode;
 use serde_json::{Value, json};
-use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::model::{ClusterState, OperationStatus};
-
-async fn set_op_status(api: &Api, id: &str, status: OperationStatus) {
-    let id: OperationId = id.parse().unwrap();
-    let mut op = api.ctx.store.get_operation(&id).await.unwrap().unwrap();
-    let was_terminal = op.status.is_terminal();
-    op.status = status;
-    api.ctx.store.save_operation(&mut op, was_terminal).await.unwrap();
-}
-
-async fn make_active(api: &Api, id: &str) {
-    let tenant: TenantId = TENANT.parse().unwrap();
-    let id: ClusterId = id.parse().unwrap();
-    let mut c = api.ctx.store.get_cluster(&tenant, &id).await.unwrap().unwrap();
-    c = c.in_state(ClusterState::Active);
-    api.ctx.store.save_cluster(&mut c).await.unwrap();
-}
 
 /// `last_operation` of each listed cluster, by name.
 async fn listed(api: &Api) -> Vec<(String, Value)> {
@@ -58,7 +41,7 @@ async fn clusters_show_their_newest_operation_as_it_moves_on() {
     let (bravo, bravo_create) = api.create(TENANT, "bravo").await;
 
     // The operation moves on; the views follow it (read consistently, not from a copy on the cluster).
-    set_op_status(&api, &create_op, OperationStatus::Running).await;
+    api.set_op_status(&create_op, OperationStatus::Running).await;
     let rows = listed(&api).await;
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[1].0, "alpha");
@@ -68,8 +51,8 @@ async fn clusters_show_their_newest_operation_as_it_moves_on() {
     assert_eq!(rows[0].1["status"], "queued");
 
     // A newer operation replaces it: bravo, once active, is deleted.
-    set_op_status(&api, &bravo_create, OperationStatus::Succeeded).await;
-    make_active(&api, &bravo).await;
+    api.set_op_status(&bravo_create, OperationStatus::Succeeded).await;
+    api.set_state(&bravo, ClusterState::Active).await;
     let del = api
         .call(Req::load("delete-cluster").path(&format!("/v1/clusters/{bravo}")))
         .await;

@@ -261,69 +261,12 @@ impl Bed {
 
     /// Every message body on the events queue (drained).
     pub async fn raw_events(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        loop {
-            let r = self
-                .env
-                .aws
-                .sqs
-                .receive_message()
-                .queue_url(&self.queues.events)
-                .max_number_of_messages(10)
-                .wait_time_seconds(0)
-                .send()
-                .await
-                .unwrap();
-            let msgs = r.messages();
-            if msgs.is_empty() {
-                return out;
-            }
-            for m in msgs {
-                out.push(m.body().unwrap().to_owned());
-                self.env
-                    .aws
-                    .sqs
-                    .delete_message()
-                    .queue_url(&self.queues.events)
-                    .receipt_handle(m.receipt_handle().unwrap())
-                    .send()
-                    .await
-                    .unwrap();
-            }
-        }
+        self.env.drain(&self.queues.events).await
     }
 
     /// Raw bodies of every message on the logs queue (drained).
     pub async fn log_frames(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        loop {
-            let r = self
-                .env
-                .aws
-                .sqs
-                .receive_message()
-                .queue_url(&self.queues.logs)
-                .max_number_of_messages(10)
-                .wait_time_seconds(0)
-                .send()
-                .await
-                .unwrap();
-            if r.messages().is_empty() {
-                return out;
-            }
-            for m in r.messages() {
-                out.push(m.body().unwrap().to_owned());
-                self.env
-                    .aws
-                    .sqs
-                    .delete_message()
-                    .queue_url(&self.queues.logs)
-                    .receipt_handle(m.receipt_handle().unwrap())
-                    .send()
-                    .await
-                    .unwrap();
-            }
-        }
+        self.env.drain(&self.queues.logs).await
     }
 
     async fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {

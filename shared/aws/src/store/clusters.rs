@@ -287,24 +287,9 @@ impl Store {
         now: OffsetDateTime,
         limit: i32,
     ) -> Result<Vec<Cluster>, Error> {
-        let page = self
-            .ddb
-            .query()
-            .table_name(&self.clusters)
-            .index_name("by_state")
-            .key_condition_expression("#s = :active AND next_drift_check_at <= :now")
-            .expression_attribute_names("#s", "state")
-            .expression_attribute_values(":active", s(ClusterState::Active.as_str()))
-            .expression_attribute_values(":now", s(ts::format(now)))
-            .limit(limit)
-            .send()
+        let due = "#s = :p AND next_drift_check_at <= :before";
+        self.clusters_up_to("by_state", due, ClusterState::Active.as_str(), now, limit)
             .await
-            .map_err(|e| Error::aws("Query", e))?;
-        page.items
-            .unwrap_or_default()
-            .into_iter()
-            .map(|i| from_item::<Cluster>("cluster", i))
-            .collect()
     }
 
     /// Clusters whose expiry is at or before `before`, soonest first (the sparse `by_expiry` index: a
@@ -314,23 +299,9 @@ impl Store {
         before: OffsetDateTime,
         limit: i32,
     ) -> Result<Vec<Cluster>, Error> {
-        let page = self
-            .ddb
-            .query()
-            .table_name(&self.clusters)
-            .index_name("by_expiry")
-            .key_condition_expression("expiry_bucket = :b AND expires_at <= :before")
-            .expression_attribute_values(":b", s(strato_domain::expiry::EXPIRY_BUCKET))
-            .expression_attribute_values(":before", s(ts::format(before)))
-            .limit(limit)
-            .send()
-            .await
-            .map_err(|e| Error::aws("Query", e))?;
-        page.items
-            .unwrap_or_default()
-            .into_iter()
-            .map(|i| from_item::<Cluster>("cluster", i))
-            .collect()
+        let due = "expiry_bucket = :p AND expires_at <= :before";
+        let bucket = strato_domain::expiry::EXPIRY_BUCKET;
+        self.clusters_up_to("by_expiry", due, bucket, before, limit).await
     }
 
     /// Clusters whose agent is expected to report and last did at or before `before`, longest silent
@@ -340,18 +311,36 @@ impl Store {
         before: OffsetDateTime,
         limit: i32,
     ) -> Result<Vec<Cluster>, Error> {
-        let page = self
+        let due = "agent_watch = :p AND agent_last_seen <= :before";
+        let bucket = strato_domain::health::WATCH_BUCKET;
+        self.clusters_up_to("by_agent_seen", due, bucket, before, limit)
+            .await
+    }
+
+    /// One page of index `index` of the clusters table under `condition`, its partition value `:p` being
+    /// `partition` and its time bound `:before` being `before` (`#s` names the reserved `state`), oldest
+    /// first, at most `limit`: the scheduler's three sweeps, each a Query on a sparse index.
+    async fn clusters_up_to(
+        &self,
+        index: &str,
+        condition: &str,
+        partition: &str,
+        before: OffsetDateTime,
+        limit: i32,
+    ) -> Result<Vec<Cluster>, Error> {
+        let mut query = self
             .ddb
             .query()
             .table_name(&self.clusters)
-            .index_name("by_agent_seen")
-            .key_condition_expression("agent_watch = :w AND agent_last_seen <= :before")
-            .expression_attribute_values(":w", s(strato_domain::health::WATCH_BUCKET))
+            .index_name(index)
+            .key_condition_expression(condition)
+            .expression_attribute_values(":p", s(partition))
             .expression_attribute_values(":before", s(ts::format(before)))
-            .limit(limit)
-            .send()
-            .await
-            .map_err(|e| Error::aws("Query", e))?;
+            .limit(limit);
+        if condition.contains("#s") {
+            query = query.expression_attribute_names("#s", "state");
+        }
+        let page = query.send().await.map_err(|e| Error::aws("Query", e))?;
         page.items
             .unwrap_or_default()
             .into_iter()

@@ -4,49 +4,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use strato_coordination::{Attempt, ClusterFate, Ended, LOCK_LEASE, end_operation, optimistic};
 use strato_domain::error::{ErrorCategory, UserError};
-use strato_domain::ids::{ClusterId, TenantId};
-use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, OperationStatus};
+use strato_domain::ids::ClusterId;
+use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
 use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, PortError, TenantSlots};
-use strato_fakes::FakeClock;
-use strato_fakes::FakeJobQueue;
-use strato_fakes::FakeStore;
 use time::Duration;
 
-struct World {
-    clock: FakeClock,
-    store: FakeStore,
-    jobs: FakeJobQueue,
-    tenant: TenantId,
-}
-
-fn world() -> World {
-    let clock = FakeClock::default();
-    World {
-        store: FakeStore::new(clock.clone()),
-        jobs: FakeJobQueue::new(clock.clone()),
-        clock,
-        tenant: "acme".parse().unwrap(),
-    }
-}
+use super::{World, world};
 
 fn boom() -> UserError {
     UserError::new(ErrorCategory::Internal, "apply", "boom")
 }
 
 impl World {
-    fn cluster(&self, state: ClusterState) -> ClusterId {
-        let spec = strato_fakes::World::spec("prod");
-        let c =
-            Cluster::new(self.tenant.clone(), ClusterId::generate(), spec, self.clock.now()).in_state(state);
+    /// A cluster named `prod` in `state`.
+    fn cluster_in(&self, state: ClusterState) -> ClusterId {
+        let c = self.cluster("prod").in_state(state);
         self.store.put_cluster(c.clone());
         c.cluster_id
-    }
-
-    fn op(&self, cluster: &ClusterId, kind: OperationKind) -> Operation {
-        self.clock.advance(Duration::seconds(1));
-        let op = Operation::new(self.tenant.clone(), cluster.clone(), kind, self.clock.now());
-        self.store.put_operation(op.clone());
-        op
     }
 
     /// `op` as the dispatcher leaves it once started: lock and slot held, token recorded, running.
@@ -88,7 +62,7 @@ fn fail_with(err: &UserError) -> impl FnMut(&mut Operation) -> bool + '_ {
 #[tokio::test]
 async fn ending_fails_the_cluster_ends_the_operation_and_hands_off_once() {
     let w = world();
-    let cid = w.cluster(ClusterState::Provisioning);
+    let cid = w.cluster_in(ClusterState::Provisioning);
     let op = w.running(&cid, OperationKind::Create).await;
     let next = w.op(&cid, OperationKind::Delete);
     let err = boom();
@@ -148,7 +122,7 @@ async fn ending_fails_the_cluster_ends_the_operation_and_hands_off_once() {
 #[tokio::test]
 async fn a_declined_end_changes_the_operation_and_releases_nothing() {
     let w = world();
-    let cid = w.cluster(ClusterState::Provisioning);
+    let cid = w.cluster_in(ClusterState::Provisioning);
     let op = w.running(&cid, OperationKind::Create).await;
     let ended = end_operation(&w.store, &w.jobs, op.clone(), ClusterFate::Untouched, |_| false)
         .await
@@ -167,7 +141,7 @@ async fn fail_if_pending_fails_only_a_pending_cluster() {
         o.status = OperationStatus::Cancelled;
         true
     };
-    let pending = w.cluster(ClusterState::Pending);
+    let pending = w.cluster_in(ClusterState::Pending);
     let op = w.op(&pending, OperationKind::Create);
     end_operation(&w.store, &w.jobs, op, ClusterFate::FailIfPending(&err), cancel)
         .await
@@ -175,7 +149,7 @@ async fn fail_if_pending_fails_only_a_pending_cluster() {
     assert_eq!(w.state(&pending), ClusterState::Failed);
     assert_eq!(w.store.cluster(&pending).unwrap().last_error, Some(err.clone()));
 
-    let active = w.cluster(ClusterState::Active);
+    let active = w.cluster_in(ClusterState::Active);
     let op = w.op(&active, OperationKind::Update);
     end_operation(&w.store, &w.jobs, op, ClusterFate::FailIfPending(&err), cancel)
         .await
@@ -186,7 +160,7 @@ async fn fail_if_pending_fails_only_a_pending_cluster() {
 #[tokio::test]
 async fn a_cluster_that_cannot_fail_is_left_and_the_operation_still_ends() {
     let w = world();
-    let cid = w.cluster(ClusterState::Deleted);
+    let cid = w.cluster_in(ClusterState::Deleted);
     let op = w.running(&cid, OperationKind::Delete).await;
     let err = boom();
     let ended = end_operation(&w.store, &w.jobs, op, ClusterFate::Fail(&err), fail_with(&err))
@@ -201,7 +175,7 @@ async fn a_cluster_that_cannot_fail_is_left_and_the_operation_still_ends() {
 #[tokio::test]
 async fn a_stale_copy_is_read_again_and_lost_writes_are_retried() {
     let w = world();
-    let cid = w.cluster(ClusterState::Updating);
+    let cid = w.cluster_in(ClusterState::Updating);
     let op = w.running(&cid, OperationKind::Update).await;
     // Someone saved the operation since this copy was read (a heartbeat's step).
     let mut newer = op.clone();
@@ -233,7 +207,7 @@ async fn a_stale_copy_is_read_again_and_lost_writes_are_retried() {
 
     // Endless contention gives up with a conflict, and nothing is handed off.
     let other = w
-        .running(&w.cluster(ClusterState::Provisioning), OperationKind::Create)
+        .running(&w.cluster_in(ClusterState::Provisioning), OperationKind::Create)
         .await;
     w.store.inject_conflicts(100);
     let e = end_operation(
@@ -315,10 +289,10 @@ async fn optimistic_retries_conflicts_then_gives_up() {
 #[tokio::test]
 async fn a_release_wakes_the_tenants_oldest_waiter_whose_cluster_is_free() {
     let w = world();
-    let done_on = w.cluster(ClusterState::Updating);
+    let done_on = w.cluster_in(ClusterState::Updating);
     let done = w.running(&done_on, OperationKind::Update).await;
     // The oldest waiter's cluster is busy with another operation (which holds no slot of this tenant's count).
-    let busy = w.cluster(ClusterState::Updating);
+    let busy = w.cluster_in(ClusterState::Updating);
     let holder = w.op(&busy, OperationKind::Update);
     w.store
         .acquire_lock(&busy, &holder.operation_id, LOCK_LEASE, w.clock.now())
@@ -331,7 +305,7 @@ async fn a_release_wakes_the_tenants_oldest_waiter_whose_cluster_is_free() {
         op
     };
     let _blocked = parked(&busy);
-    let free = w.cluster(ClusterState::Active);
+    let free = w.cluster_in(ClusterState::Active);
     let ready = parked(&free);
 
     let ended = end_operation(
@@ -376,7 +350,7 @@ fn ending_an_operation_records_its_duration_outcome_category_and_hand_off() {
     metrics::with_local_recorder(&rec, || {
         rt.block_on(async {
             let w = world();
-            let cid = w.cluster(ClusterState::Provisioning);
+            let cid = w.cluster_in(ClusterState::Provisioning);
             let mut op = w.running(&cid, OperationKind::Create).await;
             op.spec = Some(w.store.cluster(&cid).unwrap().spec);
             w.store.put_operation(op.clone());
@@ -428,7 +402,7 @@ fn a_drift_checks_end_carries_its_clusters_provider_and_template() {
     metrics::with_local_recorder(&rec, || {
         rt.block_on(async {
             let w = world();
-            let cid = w.cluster(ClusterState::Active);
+            let cid = w.cluster_in(ClusterState::Active);
             let op = w.running(&cid, OperationKind::DriftCheck).await;
             assert!(op.spec.is_none());
             end_operation(&w.store, &w.jobs, op, ClusterFate::Untouched, |o| {

@@ -149,6 +149,19 @@ impl World {
 
     /// Records a cluster and its create operation the way the API does (one transaction with the name
     /// reservation and the tenant's counters).
+    /// The status function's context on this world's resources, with the world's run-proof key and the
+    /// default retentions.
+    pub async fn status_ctx(&self) -> strato_status::Ctx {
+        let config = strato_status::Config {
+            names: self.env.names.clone(),
+            run_proofs: run_proofs(),
+            audit_retention_days: strato_aws::ports::AUDIT_RETENTION_DAYS,
+            operation_retention_days: strato_aws::store::DEFAULT_OPERATION_RETENTION_DAYS,
+            approval_ttl: strato_domain::approval::DEFAULT_APPROVAL_TTL,
+        };
+        strato_status::Ctx::new(config, &self.env.aws).await.unwrap()
+    }
+
     pub async fn new_cluster(&self, tenant: &str, name: &str) -> (Cluster, Operation) {
         let now = ts::now();
         let spec = spec(name);

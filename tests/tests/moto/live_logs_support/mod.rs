@@ -18,9 +18,7 @@ use strato_aws::store::{Quotas, Store};
 use strato_devstack::apigw_ws::{WsApi, WsApiConfig};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::{LogFrame, LogLine, LogStream};
-use strato_domain::model::{
-    CloudProvider, Cluster, ClusterSpec, Operation, OperationKind, OperationStatus, TemplateRef,
-};
+use strato_domain::model::{Cluster, Operation, OperationKind, OperationStatus};
 use strato_domain::ts;
 use strato_stream::logs::{ControlFrame, Reassembler, ServerFrame};
 use strato_terraform::artifacts::{log_chunk_key, log_complete_key};
@@ -137,17 +135,7 @@ impl Bed {
     pub async fn operation(&self, tenant: &str, id: Option<&str>) -> OperationId {
         let tenant: TenantId = tenant.parse().unwrap();
         let now = ts::now();
-        let spec = ClusterSpec {
-            name: format!("c{}", &uuid_like()[..8]).parse().unwrap(),
-            template: TemplateRef {
-                name: "fixture-vpc-sg".into(),
-                version: "0.1.0".into(),
-            },
-            provider: CloudProvider::Aws,
-            region: "us-east-1".into(),
-            variables: BTreeMap::new(),
-            target: None,
-        };
+        let spec = strato_testbed::fixture_spec(&format!("c{}", &uuid_like()[..8]));
         let cluster = Cluster::new(tenant.clone(), ClusterId::generate(), spec.clone(), now);
         let mut op = Operation::new(tenant, cluster.cluster_id.clone(), OperationKind::Create, now);
         if let Some(id) = id {

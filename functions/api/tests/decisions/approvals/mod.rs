@@ -16,7 +16,12 @@ fn approver(subject: &str) -> Caller {
 
 /// A create (requested by `user-7f3a`) that planned and now waits for an approver.
 async fn awaiting(w: &World) -> Started {
-    let mut s = w.create("prod-eu").await;
+    let s = w.create("prod-eu").await;
+    parked_for_approval(w, s)
+}
+
+/// Operation `s` planned (the saved plan) and now waits two hours for an approver.
+pub(super) fn parked_for_approval(w: &World, mut s: Started) -> Started {
     s.operation.status = OperationStatus::AwaitingApproval;
     s.operation.approval_required = true;
     s.operation.approval = Some(Approval::request(

@@ -31,20 +31,13 @@ impl World {
     }
 
     fn api(&self) -> Api<'_, FakeStore, FakeTemplates, FakeJobQueue, FakeClock, FakeKeys> {
-        Api {
-            store: &self.store,
-            templates: &self.templates,
-            jobs: FakeJobQueue::new(self.clock.clone()),
-            clock: self.clock.clone(),
-            agent_token_secret: None,
-            default_max_ttl_hours: None,
-            approval_separation: true,
-            keys: &self.keys,
-            policies: None,
-            rules: None,
-            audit: None,
-            operation_id: None,
-        }
+        super::fake_api(
+            &self.store,
+            &self.templates,
+            FakeJobQueue::new(self.clock.clone()),
+            self.clock.clone(),
+            &self.keys,
+        )
     }
 
     /// A queued operation of tenant `acme` created now.

@@ -10,7 +10,9 @@ use lambda_http::request::LambdaRequest;
 use lambda_http::{Body, Request};
 use serde_json::Value;
 use strato_api::{ApiService, Config, Ctx, service};
+use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
+use strato_domain::model::{ClusterState, OperationStatus};
 use strato_domain::template::Template;
 use strato_testbed::TestEnv;
 
@@ -104,6 +106,22 @@ impl Resp {
             .as_array()
             .and_then(|a| a.iter().find(|e| e["field"] == field))
             .unwrap_or_else(|| panic!("no error for {field}: {}", self.text))
+    }
+
+    /// The string `field` of each item of the body's array `list`, in order.
+    pub fn each(&self, list: &str, field: &str) -> Vec<&str> {
+        let items = self.body[list]
+            .as_array()
+            .unwrap_or_else(|| panic!("no array {list}: {}", self.text));
+        items.iter().map(|x| x[field].as_str().unwrap()).collect()
+    }
+
+    /// Asserts that the error for `field` says `needle` in its `key` (`problem` or `allowed`).
+    pub fn assert_says(&self, field: &str, key: &str, needle: &str) {
+        let said = self.error_for(field)[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("the error for {field} has no {key}: {}", self.text));
+        assert!(said.contains(needle), "{}", self.text);
     }
 }
 
@@ -253,25 +271,37 @@ impl Req {
 /// The operator audience [`Api::with_operator`] configures.
 pub const OPERATOR_AUDIENCE: &str = "strato-operator";
 
+/// A context on `env`'s resources with the settings `extra` (name, value) besides the resource prefix.
+async fn ctx_on(env: &TestEnv, extra: &[(&str, &str)]) -> Ctx {
+    let prefix = env.names.prefix().to_owned();
+    let config = Config::from_lookup(|k| {
+        if k == "STRATO_RESOURCE_PREFIX" {
+            return Some(prefix.clone());
+        }
+        let setting = extra.iter().find(|(name, _)| *name == k);
+        setting.map(|(_, value)| (*value).to_owned())
+    })
+    .unwrap();
+    Ctx::new(&env.aws, config).await.unwrap()
+}
+
 impl Api {
     /// The same resources served with an operator identity configured (`STRATO_OPERATOR_AUDIENCE`).
     pub async fn with_operator(&self) -> ApiService {
-        let prefix = self.env.names.prefix().to_owned();
-        let config = Config::from_lookup(|k| match k {
-            "STRATO_RESOURCE_PREFIX" => Some(prefix.clone()),
-            "STRATO_OPERATOR_AUDIENCE" => Some(OPERATOR_AUDIENCE.into()),
-            _ => None,
-        })
-        .unwrap();
-        service(Ctx::new(&self.env.aws, config).await.unwrap())
+        service(
+            self.ctx_with(&[("STRATO_OPERATOR_AUDIENCE", OPERATOR_AUDIENCE)])
+                .await,
+        )
+    }
+
+    /// A context on the same resources with the settings `extra` (name, value) besides the resource prefix.
+    pub async fn ctx_with(&self, extra: &[(&str, &str)]) -> Ctx {
+        ctx_on(&self.env, extra).await
     }
 
     pub async fn new() -> Self {
         let env = TestEnv::new().await;
-        let prefix = env.names.prefix().to_owned();
-        let config =
-            Config::from_lookup(|k| (k == "STRATO_RESOURCE_PREFIX").then(|| prefix.clone())).unwrap();
-        let ctx = Ctx::new(&env.aws, config).await.unwrap();
+        let ctx = ctx_on(&env, &[]).await;
         for v in ["1.0.0", "1.1.0"] {
             let t = fixture_template(v);
             ctx.store
@@ -285,6 +315,43 @@ impl Api {
         }
         let svc = service(ctx.clone());
         Self { env, ctx, svc }
+    }
+
+    /// Moves the tenant's cluster `id` to `state` in the store, as a run would have.
+    pub async fn set_state(&self, id: &str, state: ClusterState) {
+        let tenant: TenantId = TENANT.parse().unwrap();
+        let id: ClusterId = id.parse().unwrap();
+        let store = &self.ctx.store;
+        let mut c = store.get_cluster(&tenant, &id).await.unwrap().unwrap();
+        c = c.in_state(state);
+        store.save_cluster(&mut c).await.unwrap();
+    }
+
+    /// Sets operation `id`'s status in the store, as a run would have.
+    pub async fn set_op_status(&self, id: &str, status: OperationStatus) {
+        let id: OperationId = id.parse().unwrap();
+        let mut op = self.ctx.store.get_operation(&id).await.unwrap().unwrap();
+        let was_terminal = op.status.is_terminal();
+        op.status = status;
+        self.ctx
+            .store
+            .save_operation(&mut op, was_terminal)
+            .await
+            .unwrap();
+    }
+
+    /// Every item of a table, as DynamoDB returns it (no deserialization: what is at rest).
+    pub async fn raw_items(&self, logical: &str) -> String {
+        let out = self
+            .env
+            .aws
+            .dynamodb
+            .scan()
+            .table_name(self.env.names.table(logical))
+            .send()
+            .await
+            .unwrap();
+        format!("{:?}", out.items())
     }
 
     pub async fn call(&self, req: Req) -> Resp {
