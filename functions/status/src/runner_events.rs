@@ -318,6 +318,7 @@ mod tests {
             drift: None,
             estimate: None,
             preview: None,
+            state: None,
             at: at("2026-11-22T04:45:00Z"),
         }
     }

@@ -253,6 +253,7 @@ fn succeeded(w: &World, run: &Run, token: u64) -> String {
         drift: None,
         estimate: None,
         preview: None,
+        state: None,
         at: w.clock.now(),
     })
 }
@@ -268,6 +269,7 @@ fn drift_found(w: &World, run: &Run) -> String {
         }]),
         estimate: None,
         preview: None,
+        state: None,
         at: w.clock.now(),
     })
 }
@@ -286,6 +288,7 @@ fn failed(w: &World, run: &Run) -> String {
         operation_id: run.op.clone(),
         fencing_token: run.token,
         error: apply_error(),
+        state: None,
         at: w.clock.now(),
     })
 }

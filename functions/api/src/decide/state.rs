@@ -26,16 +26,6 @@ pub fn stage_of(key: &str) -> &str {
     rest.split('/').next().unwrap_or(rest)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_state_keys_stage_is_read_on_every_backends_naming() {
-        assert_eq!(super::stage_of("tenants/t/clusters/c/main.tfstate"), "main");
-        assert_eq!(super::stage_of("tenants/t/clusters/c/net/default.tfstate"), "net");
-        assert_eq!(super::stage_of("loose.tfstate"), "loose");
-    }
-}
-
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
 where
     S: Storage + Intake + TenantSettings,
@@ -133,5 +123,15 @@ where
         tracing::info!(cluster_id = %c.cluster_id, key = %v.key, from = %v.version_id, by = %record.restored_by,
             "state version restored");
         Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_state_keys_stage_is_read_on_every_backends_naming() {
+        assert_eq!(super::stage_of("tenants/t/clusters/c/main.tfstate"), "main");
+        assert_eq!(super::stage_of("tenants/t/clusters/c/net/default.tfstate"), "net");
+        assert_eq!(super::stage_of("loose.tfstate"), "loose");
     }
 }

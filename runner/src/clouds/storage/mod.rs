@@ -166,3 +166,38 @@ fn unreachable(what: &str, e: &reqwest::Error) -> PreflightError {
         fix: "check the runner's outbound network to the storage; retry the operation".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use secrecy::SecretString;
+
+    use super::*;
+
+    #[test]
+    fn no_credential_of_the_storage_is_in_its_error() {
+        let access = StorageAccess::S3(S3Access {
+            endpoint: Some("https://ams3.digitaloceanspaces.com".into()),
+            path_style: false,
+            region: "us-east-1".into(),
+            bucket: "acme-tfstate".into(),
+            prefix: "tenants/t/clusters/c/".into(),
+            creds: EngineCredentials {
+                access_key_id: "DO00KEY".into(),
+                secret_access_key: SecretString::from("spaces-secret/0123"),
+                session_token: Some(SecretString::from("session-token-abc")),
+            },
+            lock_table: None,
+        });
+        let said = PreflightError {
+            what: "signature for spaces-secret/0123 with session-token-abc refused".into(),
+            fix: "rotate spaces-secret/0123".into(),
+        };
+        let e = scrubbed(&access.secrets(), Err::<(), _>(said)).unwrap_err();
+        let text = format!("{} {}", e.what, e.fix);
+        assert!(
+            !text.contains("spaces-secret/0123") && !text.contains("session-token-abc"),
+            "{text}"
+        );
+        assert!(text.contains("(redacted)"), "{text}");
+    }
+}
