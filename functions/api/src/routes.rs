@@ -212,12 +212,19 @@ pub const ROUTES: &[Route] = &[
         body: Body::Limited,
         handler: |m| on(m, h::list_state_versions),
         audit: None,
-        doc: doc(
-            "List the Terraform state versions of a cluster",
-            None,
-            &[(200, "StateVersions", "Versions and past restores")],
-            &[404],
-        ),
+        doc: Doc {
+            description: Some(
+                "Strato's bucket is listed live. A state in the customer's own storage is listed by every run \
+                 at its end (Strato holds no credentials of it between runs): the answer is the last run's \
+                 list, and `source` says where the state is, when and by which operation it was listed.",
+            ),
+            ..doc(
+                "List the Terraform state versions of a cluster",
+                None,
+                &[(200, "StateVersions", "Versions and past restores")],
+                &[404],
+            )
+        },
     },
     Route {
         endpoint: Endpoint::RestoreStateVersion,
@@ -227,16 +234,19 @@ pub const ROUTES: &[Route] = &[
         body: Body::Keyed,
         handler: |m| on(m, h::restore_state_version),
         audit: Some("state.restore"),
-        doc: doc(
-            "Restore a Terraform state version",
-            Some(
+        doc: Doc {
+            description: Some(
                 "In Strato's bucket the version is copied back at once (200). In the customer's own storage \
                  a restore-state operation is queued (202): its run copies the version back with the \
                  credentials only runs hold; the version must be among those last listed.",
             ),
-            &[(200, "StateRestoreResult", "Restored"), (202, "Accepted", QUEUED)],
-            &[400, 404, 409, 422],
-        ),
+            ..doc(
+                "Restore a Terraform state version",
+                None,
+                &[(200, "StateRestoreResult", "Restored"), (202, "Accepted", QUEUED)],
+                &[400, 404, 409, 422],
+            )
+        },
     },
     Route {
         endpoint: Endpoint::ListClusterOperations,
