@@ -32,6 +32,9 @@ mod approvals;
 // A preview's end: recorded on its operation, the cluster untouched.
 mod preview;
 
+// The state versions a run lists in the customer's storage, and a restore-state run's end.
+mod restore;
+
 /// The fakes, as the status function's ports.
 struct FakePorts;
 
