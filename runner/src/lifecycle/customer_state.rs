@@ -4,7 +4,7 @@
 
 use strato_domain::error::ErrorCategory;
 use strato_domain::messages::RunnerEvent;
-use strato_domain::model::{ClusterSpec, CustomerStateReport, RestoredVersion, Target};
+use strato_domain::model::{ClusterSpec, CustomerStateReport, RestoredVersion, Target, newest_per_key};
 use strato_terraform::backend::StateBackend;
 
 use super::access::EngineAccess;
@@ -172,7 +172,8 @@ impl<P: Ports> PreparedRun<'_, P> {
                 );
                 Some(CustomerStateReport {
                     storage: storage.clone(),
-                    versions,
+                    // The event stays small: the cluster keeps no more than these anyway.
+                    versions: newest_per_key(&versions),
                     restored: self.restored.clone(),
                 })
             }

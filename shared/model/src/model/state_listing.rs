@@ -67,20 +67,26 @@ impl CustomerStateListing {
         listed_at: OffsetDateTime,
         operation_id: OperationId,
     ) -> Self {
-        let mut kept: Vec<ListedStateVersion> = Vec::new();
-        for v in versions {
-            let same_key = kept.iter().filter(|k| k.key == v.key).count();
-            if v.is_latest || same_key < LISTED_VERSIONS_PER_STAGE {
-                kept.push(v.clone());
-            }
-        }
         Self {
             storage,
-            versions: kept,
+            versions: newest_per_key(versions),
             listed_at,
             operation_id,
         }
     }
+}
+
+/// Per key the newest [`LISTED_VERSIONS_PER_STAGE`] of `versions` (listed newest first), the current one
+/// always kept: what a run reports and a cluster keeps.
+pub fn newest_per_key(versions: &[ListedStateVersion]) -> Vec<ListedStateVersion> {
+    let mut kept: Vec<ListedStateVersion> = Vec::new();
+    for v in versions {
+        let same_key = kept.iter().filter(|k| k.key == v.key).count();
+        if v.is_latest || same_key < LISTED_VERSIONS_PER_STAGE {
+            kept.push(v.clone());
+        }
+    }
+    kept
 }
 
 /// Which version a `restore-state` operation copies back.
