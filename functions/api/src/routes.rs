@@ -212,19 +212,12 @@ pub const ROUTES: &[Route] = &[
         body: Body::Limited,
         handler: |m| on(m, h::list_state_versions),
         audit: None,
-        doc: Doc {
-            description: Some(
-                "Strato's bucket is listed live. A state in the customer's own storage is listed by every run \
-                 at its end (Strato holds no credentials of it between runs): the answer is the last run's \
-                 list, and `source` says where the state is, when and by which operation it was listed.",
-            ),
-            ..doc(
-                "List the Terraform state versions of a cluster",
-                None,
-                &[(200, "StateVersions", "Versions and past restores")],
-                &[404],
-            )
-        },
+        doc: doc(
+            "List the Terraform state versions of a cluster",
+            None,
+            &[(200, "StateVersions", "Versions and past restores")],
+            &[404],
+        ),
     },
     Route {
         endpoint: Endpoint::RestoreStateVersion,
