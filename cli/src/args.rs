@@ -287,12 +287,15 @@ pub enum StateVersions {
         /// The cluster's id (`cl-…`) or name.
         cluster: String,
     },
-    /// Make an earlier version current again (the replaced one is kept).
+    /// Make an earlier version current again (the replaced one is kept). In your own storage (GCS, Azure
+    /// Blob, Spaces, Linode, an AWS target's bucket) a restore-state operation is queued: --wait follows it.
     Restore {
         /// The cluster's id (`cl-…`) or name.
         cluster: String,
         /// The version id (`strato state-versions list`).
         version: String,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
 }
 

@@ -18,11 +18,12 @@ use strato_aws::store::StoredTemplate;
 use strato_domain::identity::cloud_tokens::CloudToken;
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::RunnerEvent;
-use strato_domain::model::{CloudProvider, Cluster, Operation};
+use strato_domain::model::{CloudProvider, Cluster, ListedStateVersion, Operation};
 use strato_domain::sealed::{Envelope, Keys};
 use strato_domain::template::Template;
 
 use crate::RunnerError;
+use crate::clouds::storage::StorageAccess;
 use crate::clouds::{CloudCheck, PreflightError};
 use crate::credentials::EngineCredentials;
 pub use crate::kube::KubeApi;
@@ -201,6 +202,21 @@ pub trait Cloud: Send + Sync + 'static {
     fn cloud_preflight(
         &self,
         check: CloudCheck<'_>,
+    ) -> impl Future<Output = Result<String, PreflightError>> + Send;
+
+    /// The versions of the state objects in a customer's own storage ([`crate::clouds::storage`]), each
+    /// key's newest first; the error says what failed and the fix, without any credential.
+    fn list_state_versions(
+        &self,
+        access: &StorageAccess,
+    ) -> impl Future<Output = Result<Vec<ListedStateVersion>, PreflightError>> + Send;
+
+    /// Copies `version` of `key` back on top of it in a customer's own storage: the new current version.
+    fn restore_state_version(
+        &self,
+        access: &StorageAccess,
+        key: &str,
+        version: &str,
     ) -> impl Future<Output = Result<String, PreflightError>> + Send;
 
     /// The region of the runner's own clients (where the platform's state bucket is), if configured.

@@ -142,7 +142,7 @@ pub struct AdminOperations {
     /// Only this cluster's operations (its id).
     #[arg(long)]
     pub cluster: Option<String>,
-    /// Only operations of this kind (create, update, delete, plan, drift-check, estimate).
+    /// Only operations of this kind (create, update, delete, plan, drift-check, restore-state, estimate).
     #[arg(long)]
     pub kind: Option<String>,
     /// Only operations in this status (queued, running, awaiting_approval, failed…).

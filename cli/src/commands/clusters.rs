@@ -400,7 +400,7 @@ async fn spec_body(ctx: &Ctx, spec: &SpecArgs) -> Result<Map<String, Value>, Cli
 }
 
 /// A 202 `{cluster, operation}`: print what was queued, then follow it with `--wait`.
-async fn accepted(ctx: &Ctx, v: &Value, what: &str, wait: &WaitArgs) -> Result<(), CliError> {
+pub(crate) async fn accepted(ctx: &Ctx, v: &Value, what: &str, wait: &WaitArgs) -> Result<(), CliError> {
     let op = v["operation"]["id"].as_str().unwrap_or_default().to_owned();
     if !wait.wait {
         if !ctx.out.raw(v)? {

@@ -300,6 +300,10 @@ async fn state_versions(ctx: &Ctx, s: args::StateVersions) -> Result<(), CliErro
                 ]);
             }
             println!("{t}");
+            // A state in the tenant's own storage: listed by the last run, which the note names.
+            if let Some(note) = v["source"]["note"].as_str() {
+                println!("{}", out.dim(note));
+            }
             for r in v["restores"].as_array().into_iter().flatten() {
                 println!(
                     "{} {} → {} by {} at {}",
@@ -311,7 +315,11 @@ async fn state_versions(ctx: &Ctx, s: args::StateVersions) -> Result<(), CliErro
                 );
             }
         }
-        args::StateVersions::Restore { cluster, version } => {
+        args::StateVersions::Restore {
+            cluster,
+            version,
+            wait,
+        } => {
             let cluster = cluster_id(&ctx.api, &cluster).await?;
             let path = format!(
                 "/v1/clusters/{}/state-versions/{}/restore",
@@ -319,6 +327,10 @@ async fn state_versions(ctx: &Ctx, s: args::StateVersions) -> Result<(), CliErro
                 seg(&version)
             );
             let v = ctx.api.post(&path, &json!({})).await?;
+            // The customer's own storage: a queued restore-state operation (202).
+            if v.get("operation").is_some() {
+                return clusters::accepted(ctx, &v, "state restore", &wait).await;
+            }
             if !out.raw(&v)? {
                 println!(
                     "Restored {} ({}): now current as {}.",

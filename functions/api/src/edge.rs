@@ -45,6 +45,16 @@ impl<T> Reply<T> {
         }
     }
 
+    /// The same answer with its body mapped (one handler answering two shapes).
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Reply<U> {
+        Reply {
+            status: self.status,
+            body: f(self.body),
+            location: self.location,
+            etag: self.etag,
+        }
+    }
+
     /// The answer with the `ETag` of the cluster at `version`.
     pub fn with_etag(self, version: u64) -> Self {
         Self {

@@ -161,7 +161,7 @@ pub(crate) async fn restore_state_version(
     State(ctx): State<AppState>,
     caller: Caller,
     P((id, version)): P<(String, String)>,
-) -> Answer<state::RestoreView> {
+) -> Answer<state::RestoreAnswer> {
     state::restore(&ctx, &caller, &id, &version).await
 }
 

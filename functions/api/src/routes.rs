@@ -227,12 +227,19 @@ pub const ROUTES: &[Route] = &[
         body: Body::Keyed,
         handler: |m| on(m, h::restore_state_version),
         audit: Some("state.restore"),
-        doc: doc(
-            "Restore a Terraform state version",
-            None,
-            &[(200, "StateRestoreResult", "Restored")],
-            &[400, 404, 409, 422],
-        ),
+        doc: Doc {
+            description: Some(
+                "In Strato's bucket the version is copied back at once (200). In the customer's own storage \
+                 a restore-state operation is queued (202): its run copies the version back with the \
+                 credentials only runs hold; the version must be among those last listed.",
+            ),
+            ..doc(
+                "Restore a Terraform state version",
+                None,
+                &[(200, "StateRestoreResult", "Restored"), (202, "Accepted", QUEUED)],
+                &[400, 404, 409, 422],
+            )
+        },
     },
     Route {
         endpoint: Endpoint::ListClusterOperations,

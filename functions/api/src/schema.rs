@@ -69,7 +69,9 @@ enum_schema!(
         use strato_domain::model::OperationKind as K;
         // The match makes a new kind a compile error here until it is listed.
         let listed = |k: K| match k {
-            K::Create | K::Update | K::Delete | K::Plan | K::DriftCheck | K::Estimate => wire(k),
+            K::Create | K::Update | K::Delete | K::Plan | K::DriftCheck | K::RestoreState | K::Estimate => {
+                wire(k)
+            }
         };
         [
             K::Create,
@@ -77,6 +79,7 @@ enum_schema!(
             K::Delete,
             K::Plan,
             K::DriftCheck,
+            K::RestoreState,
             K::Estimate,
         ]
         .into_iter()

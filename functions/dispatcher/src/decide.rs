@@ -80,7 +80,10 @@ fn working_step(kind: OperationKind) -> ClusterStep {
             to: ClusterState::Deleting,
             clear_error: false,
         },
-        OperationKind::Plan | OperationKind::DriftCheck => ClusterStep::Not(ClusterState::Deleted),
+        // A restore leaves the cluster's state as it is: it is allowed on a FAILED cluster, when it is needed.
+        OperationKind::Plan | OperationKind::DriftCheck | OperationKind::RestoreState => {
+            ClusterStep::Not(ClusterState::Deleted)
+        }
         OperationKind::Estimate => ClusterStep::Untouched,
     }
 }
@@ -97,6 +100,7 @@ fn refusal_error(op: &Operation, refusal: &str) -> UserError {
         OperationKind::Plan | OperationKind::DriftCheck => {
             "The cluster was deleted; there is nothing to check."
         }
+        OperationKind::RestoreState => "The cluster was deleted; its state is no longer Strato's to restore.",
         // Never refused: an estimate has no cluster to be in the wrong state.
         OperationKind::Estimate => "Request the estimate again.",
     };

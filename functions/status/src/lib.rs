@@ -41,6 +41,7 @@ mod lifecycle;
 mod ports;
 mod rollout_feed;
 mod runner_events;
+mod state_listing;
 mod task_change;
 
 use strato_aws::env::EnvError;

@@ -100,6 +100,8 @@ pub async fn apply_runner_event<P: Ports>(ctx: &Status<'_, P>, ev: &RunnerEvent)
             match decide(&op, fenced, ev) {
                 RunnerDecision::Stale => record_stale(ctx, id).await?,
                 RunnerDecision::DuplicateFinal => {
+                    // The first delivery may have ended the operation and failed before this.
+                    crate::state_listing::record(ctx, &op, ev).await?;
                     record_late_report(ctx, &op, ev).await?;
                     finish_interrupted_handoff(ctx, &op).await?;
                     // Only the final report's own redelivery re-queues a drift notification its first
@@ -108,7 +110,11 @@ pub async fn apply_runner_event<P: Ports>(ctx: &Status<'_, P>, ev: &RunnerEvent)
                     drift::requeue_unsent(ctx, &op).await?
                 }
                 RunnerDecision::LateProgress => {}
-                RunnerDecision::End(fin) => end(ctx, op, fin).await?,
+                RunnerDecision::End(fin) => {
+                    // Before the end: an ended operation's listing is on its cluster.
+                    crate::state_listing::record(ctx, &op, ev).await?;
+                    end(ctx, op, fin).await?
+                }
                 RunnerDecision::Await(plan) => {
                     if !crate::approval::await_approval(ctx, op, &plan).await? {
                         return Ok(Attempt::Conflict);
@@ -312,6 +318,7 @@ mod tests {
             drift: None,
             estimate: None,
             preview: None,
+            state: None,
             at: at("2026-11-22T04:45:00Z"),
         }
     }

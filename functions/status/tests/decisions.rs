@@ -32,6 +32,9 @@ mod approvals;
 // A preview's end: recorded on its operation, the cluster untouched.
 mod preview;
 
+// The state versions a run lists in the customer's storage, and a restore-state run's end.
+mod restore;
+
 /// The fakes, as the status function's ports.
 struct FakePorts;
 
@@ -253,6 +256,7 @@ fn succeeded(w: &World, run: &Run, token: u64) -> String {
         drift: None,
         estimate: None,
         preview: None,
+        state: None,
         at: w.clock.now(),
     })
 }
@@ -268,6 +272,7 @@ fn drift_found(w: &World, run: &Run) -> String {
         }]),
         estimate: None,
         preview: None,
+        state: None,
         at: w.clock.now(),
     })
 }
@@ -286,6 +291,7 @@ fn failed(w: &World, run: &Run) -> String {
         operation_id: run.op.clone(),
         fencing_token: run.token,
         error: apply_error(),
+        state: None,
         at: w.clock.now(),
     })
 }

@@ -13,10 +13,12 @@ use strato_aws::store::StoredTemplate;
 use strato_domain::template::Template;
 
 use crate::RunnerError;
+use crate::clouds::storage::StorageAccess;
 use crate::clouds::{CloudCheck, CloudEndpoints, PreflightError};
 use crate::credentials::{self, EngineCredentials};
 use crate::ports::{Cloud, StateBackend};
 use crate::trust::{AssumeFailure, SdkSts, Sts};
+use strato_domain::model::ListedStateVersion;
 
 /// STS, S3 and DynamoDB with the runner's own credentials (and the sessions it assumes).
 #[derive(Clone)]
@@ -36,6 +38,14 @@ pub struct AwsCloud {
 impl AwsCloud {
     fn base(&self) -> &SdkConfig {
         &self.aws.config
+    }
+
+    /// Built per use: most runs are AWS-only and never load the system's roots for it.
+    fn http(&self) -> Result<reqwest::Client, PreflightError> {
+        crate::clouds::http::client().map_err(|e| PreflightError {
+            what: format!("the HTTPS client could not start: {e}"),
+            fix: "retry the operation; report it if it persists".into(),
+        })
     }
 }
 
@@ -124,6 +134,33 @@ impl Cloud for AwsCloud {
             fix: "retry the operation; report it if it persists".into(),
         })?;
         crate::clouds::preflight::check(&http, &self.endpoints, check, self.timeout).await
+    }
+
+    async fn list_state_versions(
+        &self,
+        access: &StorageAccess,
+    ) -> Result<Vec<ListedStateVersion>, PreflightError> {
+        let http = self.http()?;
+        crate::clouds::storage::list(&http, &self.endpoints, self.base(), access, self.timeout).await
+    }
+
+    async fn restore_state_version(
+        &self,
+        access: &StorageAccess,
+        key: &str,
+        version: &str,
+    ) -> Result<String, PreflightError> {
+        let http = self.http()?;
+        crate::clouds::storage::restore(
+            &http,
+            &self.endpoints,
+            self.base(),
+            access,
+            key,
+            version,
+            self.timeout,
+        )
+        .await
     }
 
     fn home_region(&self) -> Option<String> {

@@ -89,6 +89,7 @@ impl Reporter for SqsReporter {
                 drift: None,
                 estimate: None,
                 preview: None,
+                state: None,
                 at,
             },
             other => other,

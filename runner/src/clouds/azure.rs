@@ -26,6 +26,21 @@ pub(super) async fn check(
     id_token: &str,
     secrets: &mut Secrets,
 ) -> Result<String, PreflightError> {
+    let access = access_token(http, ep, target, id_token, MANAGEMENT_SCOPE, secrets).await?;
+    subscription(http, ep, target, &access).await
+}
+
+/// An Entra ID access token of the target's app for `scope`, with the run's identity token as client
+/// assertion (the preflight's first call; the state-version listing and restore ask for Blob Storage's
+/// scope). The token is added to `secrets`.
+pub(crate) async fn access_token(
+    http: &reqwest::Client,
+    ep: &CloudEndpoints,
+    target: &AzureTarget,
+    id_token: &str,
+    scope: &str,
+    secrets: &mut Secrets,
+) -> Result<String, PreflightError> {
     let token_req = http
         .post(format!(
             "{}/{}/oauth2/v2.0/token",
@@ -33,7 +48,7 @@ pub(super) async fn check(
         ))
         .form(&[
             ("client_id", target.client_id.as_str()),
-            ("scope", MANAGEMENT_SCOPE),
+            ("scope", scope),
             ("grant_type", "client_credentials"),
             (
                 "client_assertion_type",
@@ -56,13 +71,22 @@ pub(super) async fn check(
             "retry the operation",
         ));
     }
+    Ok(access)
+}
+
+async fn subscription(
+    http: &reqwest::Client,
+    ep: &CloudEndpoints,
+    target: &AzureTarget,
+    access: &str,
+) -> Result<String, PreflightError> {
     let sub = target.subscription_id.as_str();
     let read = http
         .get(format!(
             "{}/subscriptions/{sub}?api-version={API_VERSION}",
             ep.azure_management
         ))
-        .bearer_auth(&access);
+        .bearer_auth(access);
     let b = send(read, "Azure Resource Manager").await?;
     if !b.ok() {
         return Err(subscription_refusal(&b, target));

@@ -25,6 +25,27 @@ pub(super) async fn check(
     id_token: &str,
     secrets: &mut Secrets,
 ) -> Result<String, PreflightError> {
+    access_token(http, ep, target, id_token, secrets).await?;
+    let (provider, sa) = (
+        target.workload_identity_provider.as_str(),
+        target.service_account.as_str(),
+    );
+    Ok(format!(
+        "GCP workload identity provider {provider} accepted this run's token and service account {sa} can be \
+         impersonated by it"
+    ))
+}
+
+/// The target service account's access token: the run's identity token exchanged at Google STS, then
+/// `generateAccessToken` with the federated token (the preflight's two calls; the state-version listing and
+/// restore use the token too). Both tokens are added to `secrets`.
+pub(crate) async fn access_token(
+    http: &reqwest::Client,
+    ep: &CloudEndpoints,
+    target: &GcpTarget,
+    id_token: &str,
+    secrets: &mut Secrets,
+) -> Result<String, PreflightError> {
     let provider = target.workload_identity_provider.as_str();
     let audience = gcp_audience(provider);
     let exchange = http.post(format!("{}/v1/token", ep.gcp_sts)).form(&[
@@ -66,10 +87,7 @@ pub(super) async fn check(
     if !b.ok() {
         return Err(impersonation_refusal(&b, target, &shown));
     }
-    Ok(format!(
-        "GCP workload identity provider {provider} accepted this run's token and service account {sa} can be \
-         impersonated by it"
-    ))
+    Ok(b.str("/accessToken").to_owned())
 }
 
 fn sts_refusal(a: &Answer, target: &GcpTarget, shown: &Shown) -> PreflightError {

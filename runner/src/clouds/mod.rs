@@ -8,6 +8,7 @@ mod gcp;
 pub(crate) mod http;
 pub mod preflight;
 mod refusal;
+pub mod storage;
 mod tokens;
 
 pub use endpoints::CloudEndpoints;

@@ -13,10 +13,12 @@ use strato_terraform::bundle::Bundle;
 
 use super::lock;
 use crate::RunnerError;
+use crate::clouds::storage::StorageAccess;
 use crate::clouds::{CloudCheck, PreflightError};
 use crate::credentials::EngineCredentials;
 use crate::ports::{Cloud, StateBackend};
 use crate::trust::AssumeFailure;
+use strato_domain::model::ListedStateVersion;
 
 /// A role session the run asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +53,12 @@ struct CloudState {
     /// State objects made no longer current, as `bucket/key`.
     retired: Vec<String>,
     customer_buckets: Vec<String>,
+    /// A customer's storage: the versions of each state object, oldest first, as (key, version id, bytes).
+    stored_versions: Vec<(String, String, Vec<u8>)>,
+    /// The restores asked for, as (key, version).
+    restores: Vec<(String, String)>,
+    /// The storage's scripted refusal of a list or a copy.
+    storage_error: Option<PreflightError>,
 }
 
 /// [`Cloud`] in memory. Clones share the data.
@@ -58,6 +66,33 @@ struct CloudState {
 pub struct FakeCloud(Arc<Mutex<CloudState>>);
 
 impl FakeCloud {
+    /// Stores a new current version of `key` in the customer's storage.
+    pub fn put_state_version(&self, key: &str, version: &str, bytes: &[u8]) {
+        lock(&self.0)
+            .stored_versions
+            .push((key.to_owned(), version.to_owned(), bytes.to_vec()));
+    }
+
+    /// The current bytes of `key` in the customer's storage.
+    pub fn current_state(&self, key: &str) -> Option<Vec<u8>> {
+        let st = lock(&self.0);
+        st.stored_versions
+            .iter()
+            .rev()
+            .find(|(k, ..)| k == key)
+            .map(|(.., b)| b.clone())
+    }
+
+    /// The restores asked for, as (key, version).
+    pub fn state_restores(&self) -> Vec<(String, String)> {
+        lock(&self.0).restores.clone()
+    }
+
+    /// Every list and copy in the customer's storage fails with `e`.
+    pub fn refuse_storage(&self, e: PreflightError) {
+        lock(&self.0).storage_error = Some(e);
+    }
+
     /// Stores `bundle` as published; returns its catalog entry.
     pub fn publish(&self, bundle: &Bundle) -> StoredTemplate {
         lock(&self.0).bundles.insert(bundle.key(), bundle.bytes.clone());
@@ -246,6 +281,54 @@ impl Cloud for FakeCloud {
             Some(e) => Err(e),
             None => Ok(format!("{} credentials checked (fake)", check.cloud())),
         }
+    }
+
+    async fn list_state_versions(
+        &self,
+        _: &StorageAccess,
+    ) -> Result<Vec<ListedStateVersion>, PreflightError> {
+        let st = lock(&self.0);
+        if let Some(e) = &st.storage_error {
+            return Err(e.clone());
+        }
+        let mut out: Vec<ListedStateVersion> = Vec::new();
+        for (i, (key, version, bytes)) in st.stored_versions.iter().enumerate().rev() {
+            let newer = st.stored_versions[i + 1..].iter().any(|(k, ..)| k == key);
+            out.push(ListedStateVersion {
+                key: key.clone(),
+                version_id: version.clone(),
+                last_modified: None,
+                size: bytes.len() as i64,
+                is_latest: !newer,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn restore_state_version(
+        &self,
+        _: &StorageAccess,
+        key: &str,
+        version: &str,
+    ) -> Result<String, PreflightError> {
+        let mut st = lock(&self.0);
+        if let Some(e) = &st.storage_error {
+            return Err(e.clone());
+        }
+        let bytes = st
+            .stored_versions
+            .iter()
+            .find(|(k, v, _)| k == key && v == version)
+            .map(|(.., b)| b.clone())
+            .ok_or_else(|| PreflightError {
+                what: format!("no version {version} of {key}"),
+                fix: "list the versions again".into(),
+            })?;
+        let new_version = format!("v{}", st.stored_versions.len() + 1);
+        st.stored_versions
+            .push((key.to_owned(), new_version.clone(), bytes));
+        st.restores.push((key.to_owned(), version.to_owned()));
+        Ok(new_version)
     }
 
     fn home_region(&self) -> Option<String> {

@@ -42,6 +42,8 @@ pub(super) struct EngineAccess<'s> {
     pub(super) provider: Option<EngineCredentials>,
     /// Another cloud's target and the token its preflight proves.
     pub(super) cloud: Option<(&'s Target, Sensitive)>,
+    /// An S3-compatible store's keys (the customer's state there is listed and restored with them).
+    pub(super) storage_keys: Option<EngineCredentials>,
 }
 
 /// A role of the deployment's own (engine or state role) could not be assumed: the operator's to fix.
@@ -155,6 +157,7 @@ pub(super) async fn engine_access<'s, P: Ports>(
         target,
         provider: Some(provider),
         cloud: None,
+        storage_keys: None,
     })
 }
 
@@ -184,6 +187,7 @@ async fn federated_access<'s, P: Ports>(
         provider: f.aws,
         target: aws_target,
         cloud,
+        storage_keys: f.storage_keys,
     })
 }
 

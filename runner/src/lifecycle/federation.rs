@@ -52,6 +52,8 @@ pub(super) struct Federated {
     pub(super) aws: Option<EngineCredentials>,
     /// The token the cloud's own preflight proves: the first stage's identity token, or the API token.
     pub(super) proof: Option<Sensitive>,
+    /// An S3-compatible store's keys (DigitalOcean Spaces, Linode Object Storage).
+    pub(super) storage_keys: Option<EngineCredentials>,
 }
 
 fn failure(what: impl Into<String>, fix: impl Into<String>) -> Failure {
@@ -279,6 +281,7 @@ async fn token_cloud<P: Ports>(
             };
             ws.add_credentials(STATE_PROFILE, &keys)
                 .map_err(|e| Failure::internal(STEP, e))?;
+            out.storage_keys = Some(keys);
         }
         None if t.state_bucket.is_some() => {
             return Err(failure(

@@ -19,6 +19,7 @@ mod adopt;
 mod agent_install;
 mod approval;
 mod cleanup;
+mod customer_state;
 mod estimate;
 mod failure;
 mod federation;
@@ -146,6 +147,11 @@ struct PreparedRun<'r, P: Ports> {
     adopt: adopt::Adoption,
     /// The cluster agent still to install (`[agent] install = "runner"`, a create): taken when it is.
     agent: Option<agent_install::Install>,
+    /// The customer's own storage of the state (as the tenant reads it) and how this run reaches it: its
+    /// versions are listed at the run's end.
+    customer_storage: Option<(String, crate::clouds::storage::StorageAccess)>,
+    /// The version a `restore-state` run copied back.
+    restored: Option<strato_domain::model::RestoredVersion>,
 }
 
 /// Runs the operation named by `cfg` to its final event on AWS (see [`crate::aws::adapters`]). `Ok` only

@@ -94,7 +94,14 @@ async fn prepare_steps<P: Ports>(ctx: &RunContext<P>) -> Result<PreparedRun<'_, 
             "plan only: local state in the workspace, nothing is written to a state bucket",
         );
     }
+    let customer_storage = if ctx.op.kind.has_cluster() {
+        super::customer_state::storage_access(ctx, &spec, &access, customer.as_deref())
+    } else {
+        None
+    };
     Ok(PreparedRun {
+        customer_storage,
+        restored: None,
         ctx,
         engine,
         stage_engines,

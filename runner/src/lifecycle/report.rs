@@ -11,14 +11,21 @@ use crate::ports::Ports;
 
 impl<P: Ports> PreparedRun<'_, P> {
     /// Turns the stages' result into the final event (cleaning up a failed create first).
+    /// A run whose state is in the customer's storage lists its versions there last (after a failed
+    /// create's cleanup too), for the event.
     pub(super) async fn final_event(&mut self, result: Result<ExecOutcome, Failure>) -> RunnerEvent {
-        match result {
+        let ev = match result {
             Ok(done) => self.ctx.succeeded_event(done, &self.estimate),
             Err(failure) => {
                 let failure = self.clean_up_failed_create(failure).await;
                 self.ctx.failed_event(failure)
             }
+        };
+        if !matches!(ev, RunnerEvent::Succeeded { .. } | RunnerEvent::Failed { .. }) {
+            return ev;
         }
+        let report = self.customer_state_report().await;
+        super::customer_state::with_report(ev, report)
     }
 }
 
@@ -42,6 +49,7 @@ impl<P: Ports> RunContext<P> {
             drift: done.drift,
             preview: done.preview,
             estimate: (!estimate.resources.is_empty()).then(|| estimate.clone()),
+            state: None,
             at: strato_domain::ts::now(),
         }
     }
@@ -65,6 +73,7 @@ impl<P: Ports> RunContext<P> {
             operation_id,
             fencing_token,
             error: failure.user_error(),
+            state: None,
             at,
         }
     }

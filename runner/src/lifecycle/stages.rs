@@ -53,6 +53,7 @@ impl<P: Ports> PreparedRun<'_, P> {
             OperationKind::Plan => self.plan_only(false).await,
             OperationKind::DriftCheck => self.plan_only(true).await,
             OperationKind::Estimate => self.estimate_only().await,
+            OperationKind::RestoreState => self.restore_state().await,
         }
     }
 

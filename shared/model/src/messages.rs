@@ -135,6 +135,10 @@ pub enum RunnerEvent {
         /// A preview (`plan` operation): what the update would do and cost.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preview: Option<Box<crate::preview::Preview>>,
+        /// The state versions in the customer's own storage, listed at the run's end (and a restore's
+        /// result); absent for state in Strato's bucket.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Box<crate::model::CustomerStateReport>>,
         #[serde(with = "crate::ts")]
         at: OffsetDateTime,
     },
@@ -142,6 +146,9 @@ pub enum RunnerEvent {
         operation_id: OperationId,
         fencing_token: u64,
         error: UserError,
+        /// As on `Succeeded`: a failed run lists the versions too (that is when a restore is wanted).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Box<crate::model::CustomerStateReport>>,
         #[serde(with = "crate::ts")]
         at: OffsetDateTime,
     },

@@ -81,7 +81,9 @@ pub struct ClusterSpec {
     pub target: Option<Target>,
 }
 
+mod state_listing;
 mod targets;
+pub use state_listing::*;
 pub use targets::*;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -150,6 +152,10 @@ pub struct Cluster {
     pub drift_interval_secs: Option<u64>,
     #[serde(default)]
     pub state_restores: Vec<StateRestore>,
+    /// The newest list of its state versions in the customer's own storage (a run lists them at its end);
+    /// `None` for state in Strato's bucket, or before a run listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_state: Option<CustomerStateListing>,
     pub last_error: Option<UserError>,
     /// Sort key of the `by_state` index: when the next drift check is due (ACTIVE clusters only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -231,6 +237,7 @@ impl Cluster {
             drift_policy: DriftPolicy::default(),
             drift_interval_secs: None,
             state_restores: Vec::new(),
+            customer_state: None,
             last_error: None,
             next_drift_check_at: None,
             agent_token_hash: None,
@@ -279,6 +286,9 @@ pub enum OperationKind {
     Delete,
     Plan,
     DriftCheck,
+    /// Copies an earlier version of a stage's state back in the customer's own storage
+    /// ([`Operation::restore`] says which); no engine command runs.
+    RestoreState,
     /// A plan-only cost estimate of a spec (`POST /v1/estimates`): no cluster exists. Its `cluster_id` is a
     /// synthetic id that is never written as a cluster; it only names the operation's lock and job group.
     Estimate,
@@ -307,6 +317,7 @@ impl OperationKind {
             OperationKind::Delete => "delete",
             OperationKind::Plan => "plan",
             OperationKind::DriftCheck => "drift-check",
+            OperationKind::RestoreState => "restore-state",
             OperationKind::Estimate => "estimate",
         }
     }
@@ -423,6 +434,9 @@ pub struct Operation {
     /// target federates; see `strato_domain::identity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_identity: Option<crate::run_identity::RunTokens>,
+    /// A `restore-state` operation's chosen version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<RestoreRequest>,
     #[serde(with = "crate::ts")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::ts")]
@@ -460,6 +474,7 @@ impl Operation {
             approval: None,
             traceparent: Some(crate::telemetry::Traceparent::new_root()),
             run_identity: None,
+            restore: None,
             created_at: now,
             updated_at: now,
         }

@@ -25,6 +25,7 @@
 //!
 //! Skipped loudly where the modern engine is absent (the S3 backend's lock file needs Terraform 1.10).
 
+use crate::devstack_clouds_state as state;
 use crate::devstack_support;
 
 use std::time::Duration;
@@ -194,16 +195,32 @@ async fn gcp_lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClou
         .await
         .unwrap();
     assert_eq!(lock.status(), 404, "the lock is released after the run");
-    let r = api
-        .get(&format!("/v1/clusters/{cluster}/state-versions"))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 409, "{}", r.text);
-    assert!(
-        r.text.contains(BUCKET) && r.text.contains("Cloud Storage"),
-        "{}",
-        r.text
-    );
+    // The versions in the tenant's bucket, as the create's run listed them; an update writes another; the
+    // older one restored by a restore-state run is the current object again, byte for byte.
+    state::listed_by(
+        &api,
+        &cluster,
+        &format!("Cloud Storage bucket {BUCKET}"),
+        Some(&create),
+        1,
+    )
+    .await;
+    let update = state::updated(&api, &cluster, 3).await;
+    assert_eq!(resources(&read_state().await), 4, "control plane + 3 nodes");
+    let listing = state::listed_by(&api, &cluster, BUCKET, Some(&update), 2).await;
+    let chosen = state::older(&listing);
+    let bytes = |url: String| {
+        let http = http.clone();
+        async move {
+            let r = http.get(url).send().await.unwrap();
+            assert!(r.status().is_success(), "{}", r.status());
+            r.bytes().await.unwrap()
+        }
+    };
+    let chosen_bytes = bytes(format!("{}?alt=media&generation={chosen}", object(&state_name))).await;
+    state::restored(&api, &cluster, &listing, &chosen).await;
+    let current = bytes(format!("{}?alt=media", object(&state_name))).await;
+    assert_eq!(current, chosen_bytes, "generation {chosen} is current again");
 
     let w2 = clean_drift_then_delete(stack, &api, &token, &cluster).await;
     assert_eq!(resources(&read_state().await), 0);
@@ -280,13 +297,16 @@ async fn lives_and_dies(stack: &strato_devstack::Devstack, clouds: &FakeClouds, 
         .await
         .unwrap();
     assert_eq!(ours, 0);
-    // Its versions are listed where they are, not read as "none" from Strato's bucket.
-    let r = api
-        .get(&format!("/v1/clusters/{cluster}/state-versions"))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 409, "{}", r.text);
-    assert!(r.text.contains(&bucket), "{}", r.text);
+    // Its versions are listed where they are (by the create's run), not read as "none" from Strato's
+    // bucket; an update writes another; the older one restored is the current object again, byte for byte.
+    state::listed_by(&api, &cluster, &format!("bucket {bucket}"), None, 1).await;
+    let update = state::updated(&api, &cluster, 3).await;
+    let listing = state::listed_by(&api, &cluster, &bucket, Some(&update), 2).await;
+    let chosen = state::older(&listing);
+    let chosen_bytes = state::s3_bytes(stack, &bucket, &key, Some(&chosen)).await;
+    state::restored(&api, &cluster, &listing, &chosen).await;
+    let current = state::s3_bytes(stack, &bucket, &key, None).await;
+    assert_eq!(current, chosen_bytes, "version {chosen} is current again");
 
     let w2 = clean_drift_then_delete(stack, &api, &token, &cluster).await;
     let state = demo_cloud::state_in(stack, &bucket, &key).await.unwrap();

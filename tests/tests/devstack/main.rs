@@ -10,6 +10,7 @@ mod console_e2e;
 mod devstack_agent;
 mod devstack_clouds;
 mod devstack_clouds_azure;
+mod devstack_clouds_state;
 mod devstack_contract;
 mod devstack_demo;
 mod devstack_drift;

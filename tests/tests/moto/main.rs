@@ -6,6 +6,7 @@ mod common;
 mod flow_support;
 mod live_logs_support;
 
+mod customer_state;
 mod dispatch;
 mod emulator;
 mod identity;

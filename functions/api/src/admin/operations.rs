@@ -111,7 +111,7 @@ fn parse(q: &OperationsQuery) -> Result<(OperationFilter, u32, Option<OperationI
         q.kind.as_deref(),
         named::<OperationKind>,
         "is not an operation kind",
-        "create, update, delete, plan, drift-check or estimate",
+        "create, update, delete, plan, drift-check, restore-state or estimate",
     );
     let status = query_param(
         e,

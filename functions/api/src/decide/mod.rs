@@ -6,6 +6,7 @@
 pub mod agent;
 mod approvals;
 mod clusters;
+mod customer_state;
 mod operations;
 mod policy;
 mod preview;
@@ -13,6 +14,7 @@ mod state;
 
 pub use approvals::ApprovalLowered;
 pub use clusters::Updated;
+pub use customer_state::CustomerState;
 pub use operations::Cancelled;
 pub use state::{RESTORE_LEASE, stage_of};
 

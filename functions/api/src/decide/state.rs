@@ -15,12 +15,15 @@ use crate::{caller::Caller, error::ApiError};
 /// Long enough for one copy; a crashed restore frees the cluster after this.
 pub const RESTORE_LEASE: time::Duration = time::Duration::minutes(5);
 
-/// The stage a state key belongs to (`…/<stage>.tfstate`).
+/// The stage a state key belongs to: `…/clusters/<id>/<stage>.tfstate` (S3, Azure Blob), or
+/// `…/clusters/<id>/<stage>/default.tfstate` (GCS, where the engine names the object in the stage's folder).
 pub fn stage_of(key: &str) -> &str {
-    key.rsplit('/')
-        .next()
-        .and_then(|f| f.strip_suffix(".tfstate"))
-        .unwrap_or(key)
+    let rest = key
+        .split_once("/clusters/")
+        .and_then(|(_, r)| r.split_once('/'))
+        .map_or(key, |(_, r)| r);
+    let rest = rest.strip_suffix(".tfstate").unwrap_or(rest);
+    rest.split('/').next().unwrap_or(rest)
 }
 
 impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
@@ -120,5 +123,15 @@ where
         tracing::info!(cluster_id = %c.cluster_id, key = %v.key, from = %v.version_id, by = %record.restored_by,
             "state version restored");
         Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_state_keys_stage_is_read_on_every_backends_naming() {
+        assert_eq!(super::stage_of("tenants/t/clusters/c/main.tfstate"), "main");
+        assert_eq!(super::stage_of("tenants/t/clusters/c/net/default.tfstate"), "net");
+        assert_eq!(super::stage_of("loose.tfstate"), "loose");
     }
 }

@@ -243,7 +243,7 @@ pub(super) const LIST_OPERATIONS: Route = Route {
             ("cluster", "Only this cluster's operations"),
             (
                 "kind",
-                "Only operations of this kind (create, update, delete, plan, drift-check, estimate)",
+                "Only operations of this kind (create, update, delete, plan, drift-check, restore-state, estimate)",
             ),
             (
                 "status",

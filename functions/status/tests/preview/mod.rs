@@ -46,6 +46,7 @@ async fn a_preview_is_recorded_on_its_operation_and_leaves_the_cluster_as_it_was
         drift: None,
         estimate: None,
         preview: Some(Box::new(preview())),
+        state: None,
         at: w.clock.now(),
     });
     assert!(w.deliver_one(ev, 1).await);
@@ -97,6 +98,7 @@ fn plan_succeeded(w: &World, run: &Run) -> String {
         drift: None,
         estimate: None,
         preview: Some(Box::new(preview())),
+        state: None,
         at: w.clock.now(),
     })
 }

@@ -15,13 +15,13 @@ use super::support::{Bed, outputs, vpc_plan};
 use crate::fakes::{Call, Cmd, FakeEngine, Reply};
 use crate::workspace::{BACKEND_FILE, IDENTITY_DIR};
 
-const DO_TOKEN: &str = "dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef";
-const SPACES_KEY: &str = "DO00EXAMPLEKEY123456";
-const SPACES_SECRET: &str = "spaces-secret/0123456789abcdefghijklmnopqrstuv";
+pub(super) const DO_TOKEN: &str = "dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef";
+pub(super) const SPACES_KEY: &str = "DO00EXAMPLEKEY123456";
+pub(super) const SPACES_SECRET: &str = "spaces-secret/0123456789abcdefghijklmnopqrstuv";
 
 /// A two-stage create of fixture `runner-clouds` on `provider`'s default region with `target`, on an
 /// engine new enough for every backend.
-async fn bed(provider: &str, region: &str, target: Value) -> Bed {
+pub(super) async fn bed(provider: &str, region: &str, target: Value) -> Bed {
     let mut bed = Bed::with_engine(OperationKind::Create, "clouds", FakeEngine::new("1.11.4")).await;
     let target: Target = serde_json::from_value(target).unwrap();
     bed.edit_op(|op| {
@@ -37,7 +37,7 @@ async fn bed(provider: &str, region: &str, target: Value) -> Bed {
 type Seen = std::sync::Arc<std::sync::Mutex<BTreeMap<String, (Value, BTreeMap<String, String>)>>>;
 
 /// Both stages go through, their plans printing `plan_stdout`; each `init` keeps what it found.
-fn both_stages_apply(bed: &Bed, plan_stdout: &str) -> Seen {
+pub(super) fn both_stages_apply(bed: &Bed, plan_stdout: &str) -> Seen {
     let seen: Seen = Default::default();
     for stage in ["network", "cluster"] {
         let keep = seen.clone();
@@ -97,7 +97,7 @@ async fn issue_run_tokens(bed: &mut Bed, aud: &str, expires_in: i64) {
     bed.edit_op(|op| op.run_identity = Some(sealed));
 }
 
-async fn register_do_token(bed: &Bed, storage: bool) {
+pub(super) async fn register_do_token(bed: &Bed, storage: bool) {
     let tenant = &bed.op.tenant_id;
     let cloud = CloudProvider::Digitalocean;
     let sealed = seal_cloud_token(&bed.keys, tenant, cloud, &Sensitive::new(DO_TOKEN))
@@ -138,7 +138,7 @@ fn first(bed: &Bed, stage: &str, cmd: Cmd) -> Call {
 }
 
 /// The log and every event the run sent, as one text.
-fn everything_said(bed: &Bed) -> String {
+pub(super) fn everything_said(bed: &Bed) -> String {
     format!("{}\n{:?}", bed.log().join("\n"), bed.reporter.all())
 }
 

@@ -9,6 +9,7 @@ mod agent_install;
 mod approval;
 mod cleanup;
 mod clouds;
+mod customer_state;
 mod gates;
 mod prepare;
 mod preview;

@@ -196,6 +196,25 @@ impl Target {
         ))
     }
 
+    /// The customer's own storage of the state, as the tenant reads it (`Cloud Storage bucket acme-tf`);
+    /// `None` when the state is in Strato's bucket.
+    pub fn customer_storage(&self, cluster_region: &str) -> Option<String> {
+        Some(match self {
+            Target::Aws(t) => format!("S3 bucket {}", t.state_bucket.as_ref()?),
+            Target::Gcp(g) => format!("Cloud Storage bucket {}", g.state_bucket.as_ref()?),
+            Target::Azure(a) => format!(
+                "storage account {} (container {})",
+                a.state_storage_account.as_ref()?,
+                a.state_container.as_deref().unwrap_or("tfstate")
+            ),
+            Target::Digitalocean(t) | Target::Linode(t) => format!(
+                "bucket {} at {}",
+                t.state_bucket.as_ref()?,
+                object_storage_endpoint(self.provider(), t.state_region(cluster_region))
+            ),
+        })
+    }
+
     /// Whether the state lives in the customer's own storage rather than Strato's bucket.
     pub fn customer_state(&self) -> bool {
         match self {
