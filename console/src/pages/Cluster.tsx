@@ -82,7 +82,7 @@ export function ClusterPage({ id, tab }: { id: string; tab?: string }) {
         <>
           <h2>State versions</h2>
           <p class="help">Terraform's state after each run. Restoring an older version makes it the latest; the next operation plans against it.</p>
-          <StateVersions clusterId={c.id} />
+          <StateVersions clusterId={c.id} onQueued={(opId) => navigate(`/operations/${encodeURIComponent(opId)}`)} />
         </>
       ) : null}
       {current === "settings" ? <ClusterSettings cluster={c} act={act} reload={reload} headers={{ "Idempotency-Key": idempotencyKey() }} /> : null}

@@ -44,7 +44,9 @@ export function OperationsList({ clusterId }: { clusterId: string }) {
   );
 }
 
-export function StateVersions({ clusterId }: { clusterId: string }) {
+/** The cluster's Terraform state versions. In Strato's bucket a restore is done at once; in the customer's own
+ * storage the list is the one the last run made, and a restore queues an operation (followed on its page). */
+export function StateVersions({ clusterId, onQueued }: { clusterId: string; onQueued(op: string): void }) {
   const { data, error, reload } = usePoll(async (signal) => {
     const { data, error, response } = await api.GET("/v1/clusters/{id}/state-versions", { params: { path: { id: clusterId } }, signal });
     if (error || !data) throw asProblem(error, response);
@@ -57,7 +59,16 @@ export function StateVersions({ clusterId }: { clusterId: string }) {
   if (!data) return <p>Loading…</p>;
   return (
     <div>
-      {data.items.length === 0 ? <p class="help">No state stored yet.</p> : (
+      {data.source ? (
+        <p class="help" data-testid="state-source">
+          The state is in your {data.source.storage}.{" "}
+          {data.source.listed_at && data.source.operation_id ? (
+            <>Listed by operation <Link href={`/operations/${encodeURIComponent(data.source.operation_id)}`}><code>{data.source.operation_id}</code></Link> at {when(data.source.listed_at)}. </>
+          ) : null}
+          {data.source.note}
+        </p>
+      ) : null}
+      {data.items.length === 0 ? <p class="help">{data.source ? "No version listed yet." : "No state stored yet."}</p> : (
         <table class="list">
           <caption class="sr-only">Terraform state versions</caption>
           <thead><tr><th scope="col">Stage</th><th scope="col">Version</th><th scope="col">Stored</th><th scope="col">Size</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
@@ -99,13 +110,17 @@ export function StateVersions({ clusterId }: { clusterId: string }) {
               params: { path: { id: clusterId, version: pick.version }, header: { "Idempotency-Key": idempotencyKey() } },
             });
             if (error || !data) setErr(problemText(asProblem(error, response)));
-            else setResult(`Restored ${data.stage}: ${data.from_version} is now the latest as ${data.new_version}.`);
+            else if ("operation" in data) {
+              // The customer's storage: a run restores it; its page shows the log and the outcome.
+              onQueued(data.operation.id);
+              return;
+            } else setResult(`Restored ${data.stage}: ${data.from_version} is now the latest as ${data.new_version}.`);
             reload();
           }}
         >
           <p>
             Stage <strong>{pick.stage}</strong>: version <code>{pick.version}</code> becomes the latest state. Terraform will plan against it
-            on the next operation.
+            on the next operation.{data.source ? ` The state is in your ${data.source.storage}: a restore-state operation does the copy there.` : ""}
           </p>
         </ConfirmDialog>
       ) : null}

@@ -8,7 +8,7 @@ type Kind = Schemas["AdminOperation"]["kind"];
 type Status = Schemas["AdminOperation"]["status"];
 export type OperationFilters = { tenant: string; cluster: string; kind: "" | Kind; status: "" | Status };
 
-export const KINDS: Kind[] = ["create", "update", "delete", "plan", "drift-check", "estimate"];
+export const KINDS: Kind[] = ["create", "update", "delete", "plan", "drift-check", "restore-state", "estimate"];
 export const STATUSES: Status[] = ["queued", "dispatched", "running", "awaiting_approval", "succeeded", "failed", "cancelled"];
 
 /** The filters a link may carry (`/admin/operations?cluster=cl-…&status=failed`); unknown values are dropped. */
