@@ -310,6 +310,23 @@ impl World {
         out.tasks()[0].clone()
     }
 
+    /// One receive from the queue at `url`: up to ten messages, waiting up to a second for the first
+    /// (nothing is deleted).
+    pub async fn receive(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+        let out = self
+            .env
+            .aws
+            .sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        out.messages.unwrap_or_default()
+    }
+
     /// Receives what waits on jobs.fifo (wake-ups) as Lambda would hand it over, and deletes it (as Lambda
     /// does for a batch it processed). Receives until the queue answers empty twice: FIFO groups release one
     /// message at a time.
