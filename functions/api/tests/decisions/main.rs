@@ -146,6 +146,22 @@ impl World {
             .await
     }
 
+    /// `who`'s `verdict`, without a comment, on operation `id`.
+    async fn decide(
+        &self,
+        who: &Caller,
+        id: &str,
+        verdict: strato_domain::approval::Verdict,
+    ) -> Result<strato_domain::model::Operation, ApiError> {
+        self.api().decide_approval(who, id, verdict, None).await
+    }
+
+    /// Whether `s`'s operation, as stored, still waits for an approver's decision.
+    fn awaits_decision(&self, s: &Started) -> bool {
+        let op = self.store.operation(&s.operation.operation_id).unwrap();
+        op.awaits_decision()
+    }
+
     /// A created cluster moved to `state`, its create operation ended as `op_status`.
     async fn cluster_in(&self, state: ClusterState, op_status: OperationStatus) -> Started {
         let mut s = self.create("prod-eu").await;
