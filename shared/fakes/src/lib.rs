@@ -288,6 +288,20 @@ impl FakeStore {
         }
         false
     }
+
+    /// The store's version check of a conditional cluster write: a conflict unless the stored cluster is
+    /// at `cluster`'s version (or when a conflict was injected).
+    fn check_cluster_version(s: &mut StoreState, cluster: &Cluster) -> Result<(), PortError> {
+        let key = (cluster.tenant_id.clone(), cluster.cluster_id.clone());
+        let stored = s.clusters.get(&key).map(|c| c.version);
+        if stored != Some(cluster.version) || Self::take_injected_conflict(s) {
+            return Err(PortError::Conflict(format!(
+                "cluster {} changed since version {}",
+                cluster.cluster_id, cluster.version
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl FakeStore {
