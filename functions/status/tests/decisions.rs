@@ -13,7 +13,7 @@ use strato_domain::messages::{ControlEvent, RunnerEvent};
 use strato_domain::model::{
     Cluster, ClusterState, DriftPolicy, Operation, OperationKind, OperationStatus, ResourceChange,
 };
-use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, TenantSlots};
+use strato_domain::ports::{Clock, ClusterLocks, LockOutcome};
 use strato_domain::run_proof::{PROOF_FIELD, RunProofKey, proven_body};
 use strato_domain::webhook::{DRIFT_DETECTED, DriftEvent, Envelope, EventType, Webhook, event_id};
 use strato_fakes::{
@@ -122,20 +122,7 @@ impl World {
     /// Starts `kind` on `cluster` as the dispatcher does: lock, slot, token, task.
     async fn start(&self, cluster: &ClusterId, kind: OperationKind) -> Run {
         let mut op = self.queued(cluster, kind);
-        let LockOutcome::Acquired { fencing_token } = self
-            .store
-            .acquire_lock(cluster, &op.operation_id, LOCK_LEASE, self.clock.now())
-            .await
-            .unwrap()
-        else {
-            panic!("cluster {cluster} is locked")
-        };
-        assert!(
-            self.store
-                .acquire_slot(&self.tenant, &op.operation_id, 5)
-                .await
-                .unwrap()
-        );
+        let fencing_token = self.store.hold(&op, LOCK_LEASE).await;
         let task = format!("arn:aws:ecs:us-east-1:000000000000:task/fake/{}", op.operation_id);
         op.status = OperationStatus::Running;
         op.fencing_token = Some(fencing_token);

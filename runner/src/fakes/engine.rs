@@ -234,6 +234,12 @@ impl FakeEngine {
     }
 
     /// How many times `cmd` ran.
+    /// The first `cmd` run (panics if none was).
+    pub fn first(&self, cmd: Cmd) -> Call {
+        let first = self.calls().into_iter().find(|c| c.cmd == cmd);
+        first.unwrap_or_else(|| panic!("no {cmd:?} ran: {:?}", self.commands()))
+    }
+
     pub fn count(&self, cmd: Cmd) -> usize {
         self.calls().iter().filter(|c| c.cmd == cmd).count()
     }

@@ -11,7 +11,7 @@ use strato_domain::ErrorCategory;
 use strato_domain::messages::RunnerEvent;
 use strato_domain::model::{OperationKind, Target, TargetAccount};
 use support::proxy::FaultProxy;
-use support::{Bed, final_events, steps_started, wait_for_log, wait_for_step};
+use support::{Bed, final_events, steps_started, the_failure, wait_for_log, wait_for_step};
 
 use strato_testbed::TestEngine;
 
@@ -35,10 +35,7 @@ async fn a_module_failing_mid_apply_is_cleaned_up(engine: TestEngine) {
     let (cluster, job) = bed.create(spec).await;
     bed.run(bed.config(&job, &[])).await.expect("final event sent");
     let events = bed.events().await;
-    let finals = final_events(&events);
-    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
-        panic!("expected one failure: {finals:#?}");
-    };
+    let error = the_failure(&events);
     assert_eq!(error.step, "apply", "{error:?}");
     assert_eq!(error.category, ErrorCategory::InvalidConfiguration, "{error:?}");
     assert!(error.what.contains("InvalidSubnet"), "{}", error.what);
@@ -188,10 +185,7 @@ async fn an_unreachable_credentials_endpoint_fails_fast_with_the_credentials_cat
         started.elapsed()
     );
     let events = bed.events().await;
-    let finals = final_events(&events);
-    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
-        panic!("{finals:#?}");
-    };
+    let error = the_failure(&events);
     assert_eq!(error.category, ErrorCategory::Credentials, "{error:?}");
     assert_eq!(error.step, "prepare");
     assert!(
@@ -319,10 +313,7 @@ async fn the_time_limit_interrupts_and_cleans_up_a_create(engine: TestEngine) {
         started.elapsed()
     );
     let events = bed.events().await;
-    let finals = final_events(&events);
-    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
-        panic!("{finals:#?}");
-    };
+    let error = the_failure(&events);
     assert_eq!(error.category, ErrorCategory::Timeout, "{error:?}");
     assert!(error.retryable);
     assert!(bed.state_types(&cluster, "main").await.is_empty());
@@ -448,10 +439,7 @@ async fn a_plan_over_the_tenants_budget_stops_before_apply(engine: TestEngine) {
             .any(|r| r.resource_type == "aws_eks_cluster" && r.monthly == Some(73.0)),
         "{cluster_stage:?}"
     );
-    let finals = final_events(&events);
-    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
-        panic!("expected one failure: {finals:#?}");
-    };
+    let error = the_failure(&events);
     assert_eq!(error.category, ErrorCategory::Quota, "{error:?}");
     assert_eq!(error.step, "cluster/plan");
     assert!(error.what.contains("budget of 50.00 USD"), "{}", error.what);
@@ -504,10 +492,8 @@ async fn a_hanging_cleanup_keeps_heartbeats_and_ends_at_the_time_limit(engine: T
         started.elapsed()
     );
     let events = bed.events().await;
+    let error = the_failure(&events);
     let finals = final_events(&events);
-    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
-        panic!("{finals:#?}");
-    };
     assert_eq!(&summary.final_event, finals[0]);
     assert_eq!(error.category, ErrorCategory::CleanupFailed, "{error:?}");
     assert!(error.what.contains("time limit"), "{}", error.what);

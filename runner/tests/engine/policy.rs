@@ -5,8 +5,7 @@ use crate::support;
 
 use serde_json::json;
 use strato_domain::ErrorCategory;
-use strato_domain::messages::RunnerEvent;
-use support::{Bed, final_events, steps_started};
+use support::{Bed, steps_started, the_failure};
 
 use strato_testbed::TestEngine;
 
@@ -37,10 +36,7 @@ async fn a_plan_denied_by_policy_fails_at_step_policy_before_apply(engine: TestE
     let (cluster, job) = bed.create(spec).await;
     bed.run(bed.config(&job, &[])).await.expect("final event sent");
     let events = bed.events().await;
-    let finals = final_events(&events);
-    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
-        panic!("expected one failure: {finals:#?}");
-    };
+    let error = the_failure(&events);
     assert_eq!(error.category, ErrorCategory::InvalidConfiguration, "{error:?}");
     assert_eq!(error.step, "cluster/policy");
     assert!(

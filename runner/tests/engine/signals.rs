@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use strato_domain::ErrorCategory;
-use strato_domain::messages::RunnerEvent;
-use support::{Bed, Job, final_events, wait_for_log, wait_for_step};
+use support::{Bed, Job, the_failure, wait_for_log, wait_for_step};
 
 use strato_testbed::TestEngine;
 
@@ -68,10 +67,7 @@ async fn sigterm_mid_apply_leaves_no_state_lock(engine: TestEngine) {
     );
 
     events.extend(bed.events().await);
-    let finals = final_events(&events);
-    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
-        panic!("{finals:#?}");
-    };
+    let error = the_failure(&events);
     assert_eq!(error.category, ErrorCategory::Transient, "{error:?}");
     assert!(error.what.contains("SIGTERM"), "{}", error.what);
     assert_eq!(error.step, "apply");
@@ -107,10 +103,7 @@ async fn sigterm_during_cleanup_stops_the_destroy_gracefully_and_reports(engine:
         "exit 0 after the final event: {status:?}\n{stderr}"
     );
     events.extend(bed.events().await);
-    let finals = final_events(&events);
-    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
-        panic!("{finals:#?}");
-    };
+    let error = the_failure(&events);
     assert_eq!(error.category, ErrorCategory::CleanupFailed, "{error:?}");
     assert!(error.what.contains("SIGTERM"), "{}", error.what);
     assert!(bed.held_locks().await.is_empty(), "state lock released");

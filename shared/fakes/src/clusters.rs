@@ -18,14 +18,8 @@ impl Clusters for FakeStore {
 
     async fn store_cluster(&self, cluster: &mut Cluster) -> Result<(), PortError> {
         let mut s = lock(&self.state);
+        Self::check_cluster_version(&mut s, cluster)?;
         let key = (cluster.tenant_id.clone(), cluster.cluster_id.clone());
-        let stored = s.clusters.get(&key).map(|c| c.version);
-        if stored != Some(cluster.version) || Self::take_injected_conflict(&mut s) {
-            return Err(PortError::Conflict(format!(
-                "cluster {} changed since version {}",
-                cluster.cluster_id, cluster.version
-            )));
-        }
         cluster.version += 1;
         cluster.updated_at = self.clock.now();
         // As the store keeps the sparse expiry index's key.
@@ -40,20 +34,11 @@ impl Clusters for FakeStore {
         before: OffsetDateTime,
         limit: i32,
     ) -> Result<Vec<Cluster>, PortError> {
-        let s = lock(&self.state);
         // As the sparse index holds them: those with the bucket set, by expiry time.
-        let mut due: Vec<(OffsetDateTime, Cluster)> = s
-            .clusters
-            .values()
-            .filter(|c| c.expiry_bucket.is_some())
-            .filter_map(|c| c.expires_at.filter(|at| *at <= before).map(|at| (at, c.clone())))
-            .collect();
-        due.sort_by_key(|(at, _)| *at);
-        Ok(due
-            .into_iter()
-            .take(limit.max(0) as usize)
-            .map(|(_, c)| c)
-            .collect())
+        Ok(self.oldest_first(limit, |c| {
+            c.expiry_bucket.as_ref()?;
+            c.expires_at.filter(|at| *at <= before)
+        }))
     }
 
     async fn clusters_silent_since(
@@ -61,24 +46,11 @@ impl Clusters for FakeStore {
         before: OffsetDateTime,
         limit: i32,
     ) -> Result<Vec<Cluster>, PortError> {
-        let s = lock(&self.state);
         // As the sparse index holds them: those with the bucket set, by the agent's last report.
-        let mut due: Vec<(OffsetDateTime, Cluster)> = s
-            .clusters
-            .values()
-            .filter(|c| c.agent_watch.is_some())
-            .filter_map(|c| {
-                c.agent_last_seen
-                    .filter(|at| *at <= before)
-                    .map(|at| (at, c.clone()))
-            })
-            .collect();
-        due.sort_by_key(|(at, _)| *at);
-        Ok(due
-            .into_iter()
-            .take(limit.max(0) as usize)
-            .map(|(_, c)| c)
-            .collect())
+        Ok(self.oldest_first(limit, |c| {
+            c.agent_watch.as_ref()?;
+            c.agent_last_seen.filter(|at| *at <= before)
+        }))
     }
 
     async fn clusters_due_for_drift(
@@ -86,22 +58,31 @@ impl Clusters for FakeStore {
         now: OffsetDateTime,
         limit: i32,
     ) -> Result<Vec<Cluster>, PortError> {
-        let s = lock(&self.state);
         // As the index orders them: by next check time.
+        Ok(self.oldest_first(limit, |c| {
+            if c.state() != ClusterState::Active {
+                return None;
+            }
+            let at = strato_domain::ts::parse(c.next_drift_check_at.as_deref()?)?;
+            (at <= now).then_some(at)
+        }))
+    }
+}
+
+impl FakeStore {
+    /// The clusters an index query finds: those `at` gives a time (the index's key), earliest first, at
+    /// most `limit`.
+    fn oldest_first(&self, limit: i32, at: impl Fn(&Cluster) -> Option<OffsetDateTime>) -> Vec<Cluster> {
+        let s = lock(&self.state);
         let mut due: Vec<(OffsetDateTime, Cluster)> = s
             .clusters
             .values()
-            .filter(|c| c.state() == ClusterState::Active)
-            .filter_map(|c| {
-                let at = strato_domain::ts::parse(c.next_drift_check_at.as_deref()?)?;
-                (at <= now).then(|| (at, c.clone()))
-            })
+            .filter_map(|c| at(c).map(|t| (t, c.clone())))
             .collect();
-        due.sort_by_key(|(at, _)| *at);
-        Ok(due
-            .into_iter()
+        due.sort_by_key(|(t, _)| *t);
+        due.into_iter()
             .take(limit.max(0) as usize)
             .map(|(_, c)| c)
-            .collect())
+            .collect()
     }
 }

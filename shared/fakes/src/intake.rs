@@ -94,14 +94,8 @@ impl Intake for FakeStore {
         op: &Operation,
     ) -> Result<Result<(), CreateRejected>, PortError> {
         let mut s = lock(&self.state);
+        Self::check_cluster_version(&mut s, cluster)?;
         let key = (cluster.tenant_id.clone(), cluster.cluster_id.clone());
-        let stored = s.clusters.get(&key).map(|c| c.version);
-        if stored != Some(cluster.version) || Self::take_injected_conflict(&mut s) {
-            return Err(PortError::Conflict(format!(
-                "cluster {} changed since version {}",
-                cluster.cluster_id, cluster.version
-            )));
-        }
         if let Some(refused) = Self::quota_refusal(&s, &op.tenant_id, 0) {
             return Ok(Err(refused));
         }

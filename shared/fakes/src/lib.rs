@@ -124,6 +124,26 @@ pub const DEFAULT_MAX_CLUSTERS: u32 = 20;
 pub const DEFAULT_MAX_OPEN_OPERATIONS: u32 = 50;
 
 impl FakeStore {
+    /// Takes `op`'s cluster lock for `lease` and a slot of its tenant (of at most five) at the store's
+    /// clock time, as the dispatcher does before it starts a run: the lock's fencing token. Panics where
+    /// the cluster is locked or the tenant has no slot left.
+    pub async fn hold(&self, op: &Operation, lease: Duration) -> u64 {
+        let now = self.clock.now();
+        let taken = self
+            .acquire_lock(&op.cluster_id, &op.operation_id, lease, now)
+            .await;
+        let LockOutcome::Acquired { fencing_token } = taken.expect("the fake store answers") else {
+            panic!("cluster {} is locked", op.cluster_id)
+        };
+        let slot = self.acquire_slot(&op.tenant_id, &op.operation_id, 5).await;
+        assert!(
+            slot.expect("the fake store answers"),
+            "{} has no slot left",
+            op.tenant_id
+        );
+        fencing_token
+    }
+
     /// `clock` stamps `updated_at` on saves, as the real store stamps the wall time.
     pub fn new(clock: FakeClock) -> Self {
         Self {
@@ -287,6 +307,20 @@ impl FakeStore {
             return true;
         }
         false
+    }
+
+    /// The store's version check of a conditional cluster write: a conflict unless the stored cluster is
+    /// at `cluster`'s version (or when a conflict was injected).
+    fn check_cluster_version(s: &mut StoreState, cluster: &Cluster) -> Result<(), PortError> {
+        let key = (cluster.tenant_id.clone(), cluster.cluster_id.clone());
+        let stored = s.clusters.get(&key).map(|c| c.version);
+        if stored != Some(cluster.version) || Self::take_injected_conflict(s) {
+            return Err(PortError::Conflict(format!(
+                "cluster {} changed since version {}",
+                cluster.cluster_id, cluster.version
+            )));
+        }
+        Ok(())
     }
 }
 

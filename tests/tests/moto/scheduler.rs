@@ -70,19 +70,7 @@ impl Bed {
     async fn deliver_events(&self, receives: u32) -> usize {
         let mut records = Vec::new();
         for _ in 0..3 {
-            let out = self
-                .w
-                .env
-                .aws
-                .sqs
-                .receive_message()
-                .queue_url(&self.w.queues.events)
-                .max_number_of_messages(10)
-                .wait_time_seconds(1)
-                .send()
-                .await
-                .unwrap();
-            for m in out.messages() {
+            for m in self.w.receive(&self.w.queues.events).await {
                 let mut r = SqsMessage::default();
                 r.message_id = m.message_id().map(str::to_owned);
                 r.body = m.body().map(str::to_owned);
@@ -340,17 +328,8 @@ async fn the_sweeper_never_takes_a_live_runners_locks() {
         assert!(after.notes.is_empty(), "{:?}", after.notes);
     }
     // Nothing was reported to the status function either.
-    let out =
-        b.w.env
-            .aws
-            .sqs
-            .receive_message()
-            .queue_url(&b.w.queues.events)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-    assert!(out.messages().is_empty(), "{:?}", out.messages());
+    let out = b.w.receive(&b.w.queues.events).await;
+    assert!(out.is_empty(), "{out:?}");
 }
 
 /// Connections past API Gateway's 2 h limit are removed with their subscriptions (found through the
@@ -462,18 +441,8 @@ async fn expiry_deletes_due_clusters_once_and_announces_near_ones() {
             .contains(deletes[0].operation_id.as_str())),
         "the delete's job is sent"
     );
-    let sent =
-        b.w.env
-            .aws
-            .sqs
-            .receive_message()
-            .queue_url(&b.w.queues.webhooks)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-    let bodies: Vec<&str> = sent.messages().iter().filter_map(|m| m.body()).collect();
+    let sent = b.w.receive(&b.w.queues.webhooks).await;
+    let bodies: Vec<&str> = sent.iter().filter_map(|m| m.body()).collect();
     assert_eq!(bodies.len(), 1, "{bodies:?}");
     assert!(bodies[0].contains("cluster.expiring") && bodies[0].contains(soon.cluster_id.as_str()));
 
@@ -544,18 +513,8 @@ async fn a_silent_agent_degrades_its_cluster_once_through_the_index() {
     let chatty_health = b.w.cluster(&chatty).await.health.unwrap();
     assert_eq!(chatty_health.status, HealthStatus::Healthy);
     assert!(b.w.cluster(&agentless).await.health.is_none());
-    let sent =
-        b.w.env
-            .aws
-            .sqs
-            .receive_message()
-            .queue_url(&b.w.queues.webhooks)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-    let bodies: Vec<&str> = sent.messages().iter().filter_map(|m| m.body()).collect();
+    let sent = b.w.receive(&b.w.queues.webhooks).await;
+    let bodies: Vec<&str> = sent.iter().filter_map(|m| m.body()).collect();
     assert_eq!(bodies.len(), 1, "{bodies:?}");
     assert!(bodies[0].contains("cluster.health_changed") && bodies[0].contains(quiet.cluster_id.as_str()));
 

@@ -820,18 +820,7 @@ async fn steps_and_the_end_are_announced_to_subscribers() {
 
     let mut frames = Vec::new();
     for _ in 0..5 {
-        let out =
-            b.w.env
-                .aws
-                .sqs
-                .receive_message()
-                .queue_url(&b.w.queues.logs)
-                .max_number_of_messages(10)
-                .wait_time_seconds(1)
-                .send()
-                .await
-                .unwrap();
-        for m in out.messages() {
+        for m in b.w.receive(&b.w.queues.logs).await {
             frames.push(serde_json::from_str::<LogFrame>(m.body().unwrap()).unwrap());
         }
         if frames.iter().any(|f| matches!(f, LogFrame::End { .. })) {

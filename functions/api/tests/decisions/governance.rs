@@ -234,32 +234,16 @@ async fn a_caller_without_a_subject_can_neither_request_nor_approve() {
     s.operation.requested_by = None;
     let s = super::approvals::parked_for_approval(&w, s);
     let id = s.operation.operation_id.to_string();
-    let e = w
-        .api()
-        .decide_approval(&anonymous, &id, Verdict::Approved, None)
-        .await
-        .unwrap_err();
+    let e = w.decide(&anonymous, &id, Verdict::Approved).await.unwrap_err();
     assert_eq!(e.status().as_u16(), 401, "{e}");
     let lead = Caller {
         subject: Some("lead-2".into()),
         ..caller()
     };
-    let e = w
-        .api()
-        .decide_approval(&lead, &id, Verdict::Approved, None)
-        .await
-        .unwrap_err();
+    let e = w.decide(&lead, &id, Verdict::Approved).await.unwrap_err();
     assert_eq!(e.status().as_u16(), 403, "{e}");
-    assert!(
-        w.store
-            .operation(&s.operation.operation_id)
-            .unwrap()
-            .awaits_decision()
-    );
-    w.api()
-        .decide_approval(&lead, &id, Verdict::Rejected, None)
-        .await
-        .unwrap();
+    assert!(w.awaits_decision(&s));
+    w.decide(&lead, &id, Verdict::Rejected).await.unwrap();
 }
 
 /// Prints what it sees of the variables, as a warning and (for one cluster name) as a deny.

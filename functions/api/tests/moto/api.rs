@@ -362,13 +362,8 @@ async fn tenants_never_see_each_other() {
 async fn idempotency_key_replays_the_first_answer() {
     let api = Api::new().await;
     let key = "5d0c6c8e-8a8e-4f0b-9f5e-2b7c1f3a9d10";
-    let first = api
-        .call(Api::create_req("idem-one").header("idempotency-key", key))
-        .await;
+    let (first, again) = api.twice_with_key(|| Api::create_req("idem-one"), key).await;
     assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
-    let again = api
-        .call(Api::create_req("idem-one").header("idempotency-key", key))
-        .await;
     assert_eq!(again.status, StatusCode::ACCEPTED);
     assert_eq!(again.text, first.text, "same body");
     assert_eq!(again.headers["location"], first.headers["location"]);

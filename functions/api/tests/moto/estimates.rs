@@ -7,7 +7,7 @@ use crate::common;
 use common::{Api, Req, SUBJECT, TENANT};
 use lambda_http::http::StatusCode;
 use serde_json::{Value, json};
-use strato_domain::ids::{ClusterId, OperationId, TenantId};
+use strato_domain::ids::{OperationId, TenantId};
 use strato_domain::model::{OperationKind, OperationStatus};
 
 fn tenant(t: &str) -> TenantId {
@@ -175,13 +175,8 @@ async fn an_estimate_is_validated_like_a_create_and_writes_only_its_operation() 
 async fn an_estimate_with_an_idempotency_key_is_queued_once() {
     let api = Api::new().await;
     let key = "est-2a1f";
-    let first = api
-        .call(Req::load("create-estimate").header("idempotency-key", key))
-        .await;
+    let (first, again) = api.twice_with_key(|| Req::load("create-estimate"), key).await;
     assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.text);
-    let again = api
-        .call(Req::load("create-estimate").header("idempotency-key", key))
-        .await;
     assert_eq!((again.status, &again.text), (first.status, &first.text));
     assert_eq!(again.headers["idempotent-replayed"], "true");
     assert_eq!(api.jobs().await.len(), 1, "one operation, one job");
@@ -218,13 +213,7 @@ async fn a_target_account_is_validated_stored_and_its_external_id_issued_by_stra
     assert_eq!(r.body["operation"]["spec"]["target"], *shown);
     let cid = r.body["cluster"]["id"].as_str().unwrap();
     let oid = r.body["operation"]["id"].as_str().unwrap();
-    let c = api
-        .ctx
-        .store
-        .get_cluster(&tenant(TENANT), &cid.parse::<ClusterId>().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    let c = api.stored_cluster(&cid.parse().unwrap()).await;
     let t = c
         .spec
         .target

@@ -4,15 +4,11 @@
 
 use crate::common;
 
-use common::{Api, Req, TENANT};
+use common::{Api, Req};
 use lambda_http::http::StatusCode;
 use serde_json::json;
-use strato_domain::ids::{ClusterId, TenantId};
+use strato_domain::ids::ClusterId;
 use strato_domain::model::DriftPolicy;
-
-fn tenant(t: &str) -> TenantId {
-    t.parse().unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn drift_settings_are_given_on_create_and_changed_alone_by_patch() {
@@ -39,13 +35,7 @@ async fn drift_settings_are_given_on_create_and_changed_alone_by_patch() {
     assert_eq!(r.body["cluster"]["drift"]["policy"], "reconcile", "{}", r.text);
     assert_eq!(r.body["cluster"]["drift"]["interval_hours"], 12);
     let cid: ClusterId = r.body["cluster"]["id"].as_str().unwrap().parse().unwrap();
-    let stored = api
-        .ctx
-        .store
-        .get_cluster(&tenant(TENANT), &cid)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = api.stored_cluster(&cid).await;
     assert_eq!(stored.drift_policy, DriftPolicy::Reconcile);
     assert_eq!(stored.drift_interval_secs, Some(12 * 3600));
 
@@ -59,13 +49,7 @@ async fn drift_settings_are_given_on_create_and_changed_alone_by_patch() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["drift"]["policy"], "notify", "{}", r.text);
     assert_eq!(r.body["drift"]["interval_hours"], 6, "back to the default");
-    let stored = api
-        .ctx
-        .store
-        .get_cluster(&tenant(TENANT), &cid)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = api.stored_cluster(&cid).await;
     assert_eq!(
         (stored.drift_policy, stored.drift_interval_secs),
         (DriftPolicy::Notify, None)
@@ -120,26 +104,13 @@ async fn the_tenants_webhook_is_set_shown_without_its_secret_and_removed() {
         "a secret is never echoed: {}",
         r.text
     );
-    assert!(
-        api.ctx
-            .store
-            .tenant_webhook(&tenant(TENANT))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(api.stored_webhook().await.is_none());
 
     let r = api.call(Req::load("put-webhook")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["secret"], "(sensitive)");
     assert!(!r.text.contains("whsec-"), "{}", r.text);
-    let stored = api
-        .ctx
-        .store
-        .tenant_webhook(&tenant(TENANT))
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = api.stored_webhook().await.unwrap();
     assert_eq!(stored.url(), "https://hooks.acme.example.com/strato");
     assert_eq!(stored.secret(), "whsec-3f9a1c7e5b2d8a4f6e0c");
 
@@ -158,13 +129,6 @@ async fn the_tenants_webhook_is_set_shown_without_its_secret_and_removed() {
 
     let r = api.call(Req::load("delete-webhook")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    assert!(
-        api.ctx
-            .store
-            .tenant_webhook(&tenant(TENANT))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(api.stored_webhook().await.is_none());
     api.call(Req::load("get-webhook")).await.problem(404);
 }

@@ -8,36 +8,18 @@ use strato_domain::ids::ClusterId;
 use strato_domain::model::{Cluster, ClusterState};
 use strato_domain::ports::{Clock, Clusters};
 use strato_domain::webhook::{Envelope, EventType, Webhook};
-use strato_fakes::FakeWebhooks;
 use strato_scheduler::{Report, SilentAgents};
 use time::{Duration, OffsetDateTime};
 
 const STALE: Duration = Duration::seconds(600);
 
-struct World {
-    base: strato_fakes::World,
-    webhooks: FakeWebhooks,
-}
+/// Names this module's world.
+struct Agents;
 
-impl std::ops::Deref for World {
-    type Target = strato_fakes::World;
-    fn deref(&self) -> &strato_fakes::World {
-        &self.base
-    }
-}
+type World = super::Hooked<Agents>;
 
 fn world() -> World {
-    let w = World {
-        base: strato_fakes::World::default(),
-        webhooks: FakeWebhooks::default(),
-    };
-    w.webhooks.set(
-        &w.tenant,
-        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0")
-            .unwrap()
-            .with_events(Some(vec![EventType::ClusterHealthChanged])),
-    );
-    w
+    super::hooked(Some(vec![EventType::ClusterHealthChanged]))
 }
 
 impl World {

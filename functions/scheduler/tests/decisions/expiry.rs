@@ -7,35 +7,18 @@ use strato_domain::model::{Cluster, ClusterState, Operation, OperationKind, Oper
 use strato_domain::ports::Clock;
 use strato_domain::ts;
 use strato_domain::webhook::{Envelope, EventType, Webhook, event_id};
-use strato_fakes::FakeWebhooks;
 use strato_scheduler::{DELETE_RETRY, Expirer, Report, SCHEDULER};
 use time::{Duration, OffsetDateTime};
 
 const NOTICE: Duration = Duration::hours(24);
 
-/// The shared world, and the tenants' webhook settings.
-struct World {
-    base: strato_fakes::World,
-    webhooks: FakeWebhooks,
-}
+/// Names this module's world.
+struct Expiry;
 
-impl std::ops::Deref for World {
-    type Target = strato_fakes::World;
-    fn deref(&self) -> &strato_fakes::World {
-        &self.base
-    }
-}
+type World = super::Hooked<Expiry>;
 
 fn world() -> World {
-    let w = World {
-        base: strato_fakes::World::default(),
-        webhooks: FakeWebhooks::default(),
-    };
-    w.webhooks.set(
-        &w.tenant,
-        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
-    );
-    w
+    super::hooked(None)
 }
 
 impl World {

@@ -719,6 +719,10 @@ async fn an_approval_request_nobody_answered_expires_and_its_job_goes_to_the_dis
     assert_eq!(w.jobs.sent().len(), 2);
 }
 
+// The shared world with the tenant's webhook, for the expiry and agent modules.
+mod hooked;
+use hooked::{Hooked, hooked};
+
 mod expiry;
 
 // Silent cluster agents: degraded once, cluster.health_changed to subscribers.

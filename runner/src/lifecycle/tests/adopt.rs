@@ -4,7 +4,7 @@
 use strato_domain::ErrorCategory;
 use strato_domain::model::OperationKind;
 
-use super::support::{Bed, applies, cleans_up, outputs, plan, plans, vpc_plan};
+use super::support::{Bed, applies, cleans_up, network_outputs, outputs, plan, plans, vpc_plan};
 use crate::fakes::{Cmd, Reply};
 
 /// IAM created the role but the answer was lost (Terraform 1.11, provider 5 wording).
@@ -27,11 +27,7 @@ fn role_plan() -> serde_json::Value {
 /// A create of the two-stage fixture whose network stage goes through.
 async fn create() -> Bed {
     let bed = Bed::new(OperationKind::Create, "eks").await;
-    let net = outputs(&[
-        ("vpc_id", "vpc-1".into(), false),
-        ("subnet_ids", serde_json::json!(["subnet-1"]), false),
-        ("security_group_id", "sg-1".into(), false),
-    ]);
+    let net = network_outputs(&["subnet-1"]);
     applies(&bed.engine, "network", &vpc_plan(), &net);
     bed
 }

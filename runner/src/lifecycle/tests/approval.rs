@@ -146,12 +146,7 @@ async fn the_approved_plan_is_applied_when_the_state_is_unchanged() {
     bed.run_to_success().await;
     bed.engine.assert_done();
     assert_eq!(bed.engine.count(Cmd::Plan), 0, "the approved plan, not a new one");
-    let apply = bed
-        .engine
-        .calls()
-        .into_iter()
-        .find(|c| c.cmd == Cmd::Apply)
-        .unwrap();
+    let apply = bed.engine.first(Cmd::Apply);
     assert_eq!(apply.args.last().map(String::as_str), Some(PLAN_FILE));
     assert!(bed.logged(&format!(
         "applying the approved plan (sha256 {})",

@@ -8,7 +8,7 @@ use strato_domain::ErrorCategory;
 use strato_domain::messages::RunnerEvent;
 use strato_domain::model::OperationKind;
 
-use super::support::{BAD_SUBNET, Bed, THROTTLED, applies, cleans_up, outputs, plans, vpc_plan};
+use super::support::{BAD_SUBNET, Bed, THROTTLED, applies, cleans_up, network_outputs, plans, vpc_plan};
 use crate::fakes::{Cmd, Reply};
 use crate::lifecycle::CLEANUP_ATTEMPTS;
 
@@ -45,12 +45,7 @@ async fn a_failed_create_is_destroyed_and_the_error_names_what_was_cleaned_up() 
     );
     assert!(bed.steps().iter().any(|s| s == "cleanup"));
     // The cleanup's destroy runs as step `cleanup`, not `destroy`.
-    let destroy = bed
-        .engine
-        .calls()
-        .into_iter()
-        .find(|c| c.cmd == Cmd::Destroy)
-        .unwrap();
+    let destroy = bed.engine.first(Cmd::Destroy);
     assert_eq!(destroy.step, "cleanup");
 }
 
@@ -121,11 +116,7 @@ async fn a_create_that_failed_before_any_init_is_not_cleaned_up() {
 #[tokio::test]
 async fn cleanup_destroys_the_initialized_stages_in_reverse() {
     let bed = Bed::new(OperationKind::Create, "eks").await;
-    let net = outputs(&[
-        ("vpc_id", "vpc-1".into(), false),
-        ("subnet_ids", serde_json::json!(["subnet-1"]), false),
-        ("security_group_id", "sg-1".into(), false),
-    ]);
+    let net = network_outputs(&["subnet-1"]);
     applies(&bed.engine, "network", &vpc_plan(), &net);
     plans(
         &bed.engine,

@@ -206,12 +206,7 @@ async fn a_drift_check_is_held_to_neither_budget_nor_policy_and_reports_what_dri
     let drift = drift.expect("a drift check reports drift");
     assert_eq!(drift.len(), 1);
     assert_eq!(drift[0].address, "aws_vpc.this");
-    let plan = bed
-        .engine
-        .calls()
-        .into_iter()
-        .find(|c| c.cmd == Cmd::Plan)
-        .unwrap();
+    let plan = bed.engine.first(Cmd::Plan);
     assert!(plan.args.iter().any(|a| a == "-refresh-only"), "{:?}", plan.args);
     assert!(!bed.steps().iter().any(|s| s == "policy"));
 }
@@ -235,12 +230,7 @@ async fn an_engine_before_0_15_4_checks_drift_with_a_plain_plan() {
         matches!(&event, RunnerEvent::Succeeded { drift: Some(d), .. } if d.is_empty()),
         "{event:#?}"
     );
-    let plan = bed
-        .engine
-        .calls()
-        .into_iter()
-        .find(|c| c.cmd == Cmd::Plan)
-        .unwrap();
+    let plan = bed.engine.first(Cmd::Plan);
     assert!(!plan.args.iter().any(|a| a == "-refresh-only"), "{:?}", plan.args);
     assert!(plan.args.iter().any(|a| a == "-detailed-exitcode"));
 }

@@ -399,29 +399,7 @@ async fn a_drift_check_keeps_no_plan_and_no_artifact_or_event_holds_a_sensitive_
 
 /// The inputs the `eks` fixture's `cluster` stage (whose `iam` module creates a role) gets on a create.
 async fn cluster_stage_inputs(bed: &Bed) -> Value {
-    let network = outputs(&[
-        ("vpc_id", "vpc-1".into(), false),
-        ("subnet_ids", json!(["subnet-1", "subnet-2"]), false),
-        ("security_group_id", "sg-1".into(), false),
-    ]);
-    applies(&bed.engine, "network", &vpc_plan(), &network);
-    let inputs = Arc::new(Mutex::new(Value::Null));
-    let seen = inputs.clone();
-    bed.engine
-        .expect_in("cluster", Cmd::Init, Reply::ok())
-        .expect_in(
-            "cluster",
-            Cmd::Plan,
-            Reply::no_changes().on_start(move |dir| {
-                let text = std::fs::read_to_string(dir.join(TFVARS_FILE)).unwrap();
-                *seen.lock().unwrap() = serde_json::from_str(&text).unwrap();
-            }),
-        )
-        .expect_in("cluster", Cmd::Show, Reply::json(&vpc_plan()))
-        .expect_in("cluster", Cmd::Output, Reply::json(&outputs(&[])));
-    bed.run_to_success().await;
-    bed.engine.assert_done();
-    inputs.lock().unwrap().clone()
+    super::support::cluster_stage_inputs(bed, &["subnet-1", "subnet-2"], &vpc_plan()).await
 }
 
 #[tokio::test]

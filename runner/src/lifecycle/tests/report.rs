@@ -2,31 +2,26 @@
 //! the event and sensitive ones only in the secret, exactly one final event after every progress event,
 //! none from a run that lost its cluster lock, and the log numbered on from an earlier run's.
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::json;
 use strato_domain::ids::OperationId;
 use strato_domain::messages::{LogStream, RunnerEvent};
 use strato_domain::model::OperationKind;
 use strato_domain::ports::ClusterLocks;
 
-use super::support::{Bed, applies, outputs, plan, plans, vpc_plan};
+use super::support::{Bed, applies, cluster_stage_inputs, network_outputs, outputs, plan, plans, vpc_plan};
 use crate::RunnerError;
 use crate::fakes::{Cmd, FakeEngine, Reply};
-use crate::workspace::{PLAN_FILE, TFVARS_FILE};
-
-fn network_outputs() -> serde_json::Value {
-    outputs(&[
-        ("vpc_id", "vpc-1".into(), false),
-        ("subnet_ids", json!(["subnet-1", "subnet-2"]), false),
-        ("security_group_id", "sg-1".into(), false),
-    ])
-}
+use crate::workspace::PLAN_FILE;
 
 #[tokio::test]
 async fn a_create_applies_its_stages_in_order_and_keeps_sensitive_outputs_out_of_events() {
     let bed = Bed::new(OperationKind::Create, "eks").await;
-    applies(&bed.engine, "network", &vpc_plan(), &network_outputs());
+    applies(
+        &bed.engine,
+        "network",
+        &vpc_plan(),
+        &network_outputs(&["subnet-1", "subnet-2"]),
+    );
     let eks = plan(&[("aws_iam_role.eks", "aws_iam_role", "create")]);
     let cluster_outputs = outputs(&[
         (
@@ -79,12 +74,7 @@ async fn a_create_applies_its_stages_in_order_and_keeps_sensitive_outputs_out_of
         "{:?}",
         bed.steps()
     );
-    let apply = bed
-        .engine
-        .calls()
-        .into_iter()
-        .find(|c| c.cmd == Cmd::Apply)
-        .unwrap();
+    let apply = bed.engine.first(Cmd::Apply);
     assert_eq!(apply.args.last().map(String::as_str), Some(PLAN_FILE));
     assert!(
         bed.log_lines().iter().any(|l| l.step == "network/apply"
@@ -98,24 +88,7 @@ async fn a_create_applies_its_stages_in_order_and_keeps_sensitive_outputs_out_of
 #[tokio::test]
 async fn a_later_stage_gets_the_earlier_stages_outputs_as_inputs() {
     let bed = Bed::new(OperationKind::Create, "eks").await;
-    applies(&bed.engine, "network", &vpc_plan(), &network_outputs());
-    let inputs = Arc::new(Mutex::new(serde_json::Value::Null));
-    let seen = inputs.clone();
-    bed.engine
-        .expect_in("cluster", Cmd::Init, Reply::ok())
-        .expect_in(
-            "cluster",
-            Cmd::Plan,
-            Reply::no_changes().on_start(move |dir| {
-                let text = std::fs::read_to_string(dir.join(TFVARS_FILE)).unwrap();
-                *seen.lock().unwrap() = serde_json::from_str(&text).unwrap();
-            }),
-        )
-        .expect_in("cluster", Cmd::Show, Reply::json(&plan(&[])))
-        .expect_in("cluster", Cmd::Output, Reply::json(&outputs(&[])));
-    bed.run_to_success().await;
-    bed.engine.assert_done();
-    let inputs = inputs.lock().unwrap().clone();
+    let inputs = cluster_stage_inputs(&bed, &["subnet-1", "subnet-2"], &plan(&[])).await;
     assert_eq!(inputs["subnet_ids"], json!(["subnet-1", "subnet-2"]), "{inputs}");
     assert_eq!(inputs["security_group_id"], "sg-1", "{inputs}");
     // Managed inputs too: the cloud name carries the end of the cluster id.
@@ -128,7 +101,11 @@ async fn a_delete_destroys_the_stages_in_reverse_then_removes_the_secret_and_ret
     let bed = Bed::new(OperationKind::Delete, "eks").await;
     bed.engine
         .expect_in("network", Cmd::Init, Reply::ok())
-        .expect_in("network", Cmd::Output, Reply::json(&network_outputs()))
+        .expect_in(
+            "network",
+            Cmd::Output,
+            Reply::json(&network_outputs(&["subnet-1", "subnet-2"])),
+        )
         .expect_in("cluster", Cmd::Init, Reply::ok())
         .expect_in("cluster", Cmd::Output, Reply::json(&outputs(&[])))
         .expect_in("cluster", Cmd::Destroy, Reply::ok())
@@ -313,12 +290,7 @@ async fn an_engine_that_cannot_apply_saved_plans_applies_with_the_same_inputs() 
     bed.run_to_success().await;
     // Nor has it `-refresh-only`: no refresh after the apply.
     bed.engine.assert_done();
-    let apply = bed
-        .engine
-        .calls()
-        .into_iter()
-        .find(|c| c.cmd == Cmd::Apply)
-        .unwrap();
+    let apply = bed.engine.first(Cmd::Apply);
     assert!(!apply.args.iter().any(|a| a == PLAN_FILE), "{:?}", apply.args);
     assert!(bed.logged("cannot apply saved plans"));
 }

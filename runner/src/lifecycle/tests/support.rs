@@ -22,6 +22,7 @@ use crate::fakes::{
     FakeSignals, FakeSinks, Reply,
 };
 use crate::ports::RunPorts;
+use crate::workspace::TFVARS_FILE;
 use crate::{Config, RunSummary, RunnerError, run_with};
 
 pub const ENGINE_ROLE: &str = "arn:aws:iam::123456789012:role/test-runner-engine";
@@ -281,6 +282,39 @@ pub fn outputs(values: &[(&str, Value, bool)]) -> Value {
 }
 
 /// A stage's create or update that goes through: init, a plan with changes, its JSON, the apply, then
+/// The `eks` fixture's `network` outputs: a VPC, `subnets` and a security group.
+pub fn network_outputs(subnets: &[&str]) -> Value {
+    outputs(&[
+        ("vpc_id", "vpc-1".into(), false),
+        ("subnet_ids", json!(subnets), false),
+        ("security_group_id", "sg-1".into(), false),
+    ])
+}
+
+/// Runs `bed` (a create of the `eks` fixture) to success, its `network` stage applying with
+/// [`network_outputs`] of `subnets` and its `cluster` stage planning no changes (its plan shown as
+/// `shown`): the inputs the `cluster` stage got (its tfvars).
+pub async fn cluster_stage_inputs(bed: &Bed, subnets: &[&str], shown: &Value) -> Value {
+    applies(&bed.engine, "network", &vpc_plan(), &network_outputs(subnets));
+    let inputs = std::sync::Arc::new(std::sync::Mutex::new(Value::Null));
+    let seen = inputs.clone();
+    bed.engine
+        .expect_in("cluster", Cmd::Init, Reply::ok())
+        .expect_in(
+            "cluster",
+            Cmd::Plan,
+            Reply::no_changes().on_start(move |dir| {
+                let text = std::fs::read_to_string(dir.join(TFVARS_FILE)).unwrap();
+                *seen.lock().unwrap() = serde_json::from_str(&text).unwrap();
+            }),
+        )
+        .expect_in("cluster", Cmd::Show, Reply::json(shown))
+        .expect_in("cluster", Cmd::Output, Reply::json(&outputs(&[])));
+    bed.run_to_success().await;
+    bed.engine.assert_done();
+    inputs.lock().unwrap().clone()
+}
+
 /// outputs while the state is refreshed.
 pub fn applies(engine: &FakeEngine, stage: &str, plan: &Value, outs: &Value) {
     engine

@@ -10,6 +10,7 @@ use serde_json::Value;
 use strato_aws::ports::KmsKeys;
 use strato_aws::queues::QueueUrls;
 use strato_aws::store::{LockOutcome, Quotas, Store};
+use strato_domain::error::UserError;
 use strato_domain::ids::{ClusterId, TenantId};
 use strato_domain::messages::{LogLine, RunnerEvent};
 use strato_domain::model::{
@@ -366,6 +367,15 @@ impl Bed {
             .filter(|id| !id.ends_with("-md5"))
             .collect()
     }
+}
+
+/// The error of the run's one final event, which must be a failure.
+pub fn the_failure(events: &[RunnerEvent]) -> &UserError {
+    let finals = final_events(events);
+    let [RunnerEvent::Failed { error, .. }] = finals[..] else {
+        panic!("expected one failure: {finals:#?}");
+    };
+    error
 }
 
 pub fn final_events(events: &[RunnerEvent]) -> Vec<&RunnerEvent> {

@@ -6,7 +6,7 @@ use strato_coordination::{Attempt, ClusterFate, Ended, LOCK_LEASE, end_operation
 use strato_domain::error::{ErrorCategory, UserError};
 use strato_domain::ids::ClusterId;
 use strato_domain::model::{ClusterState, Operation, OperationKind, OperationStatus};
-use strato_domain::ports::{Clock, ClusterLocks, LockOutcome, PortError, TenantSlots};
+use strato_domain::ports::{Clock, ClusterLocks, PortError};
 use time::Duration;
 
 use super::{World, world};
@@ -26,20 +26,7 @@ impl World {
     /// `op` as the dispatcher leaves it once started: lock and slot held, token recorded, running.
     async fn running(&self, cluster: &ClusterId, kind: OperationKind) -> Operation {
         let mut op = self.op(cluster, kind);
-        let LockOutcome::Acquired { fencing_token } = self
-            .store
-            .acquire_lock(cluster, &op.operation_id, LOCK_LEASE, self.clock.now())
-            .await
-            .unwrap()
-        else {
-            panic!("lock held")
-        };
-        assert!(
-            self.store
-                .acquire_slot(&self.tenant, &op.operation_id, 5)
-                .await
-                .unwrap()
-        );
+        let fencing_token = self.store.hold(&op, LOCK_LEASE).await;
         op.fencing_token = Some(fencing_token);
         op.status = OperationStatus::Running;
         self.store.put_operation(op.clone());

@@ -9,7 +9,7 @@ use strato_devstack::DevstackConfig;
 use strato_devstack::client::Client;
 
 #[path = "../../devstack/devstack_support/mod.rs"]
-mod devstack_support;
+pub(crate) mod devstack_support;
 
 /// create → ACTIVE → delete → DELETED of an `aws-eks-basic` cluster on the deployment `outputs`
 /// (`terraform output -json`) in the moto at `aws_endpoint`.

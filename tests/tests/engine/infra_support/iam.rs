@@ -231,17 +231,10 @@ pub fn missing_grants(function: &str, policy: &Value, list: &[AwsCall], w: &Worl
 }
 
 /// Each function's list and the runner's, by function name ("runner": the runner's task role,
-/// "runner-state": its per-run state role).
-pub fn call_lists() -> [(&'static str, &'static [AwsCall]); 9] {
-    [
-        ("api", strato_api::AWS_CALLS),
-        ("dispatcher", strato_dispatcher::AWS_CALLS),
-        ("status", strato_status::AWS_CALLS),
-        ("ws", strato_ws::AWS_CALLS),
-        ("log-fanout", strato_log_fanout::AWS_CALLS),
-        ("scheduler", strato_scheduler::AWS_CALLS),
-        ("webhooks", strato_webhooks::AWS_CALLS),
-        ("runner", strato_runner::AWS_CALLS),
-        ("runner-state", strato_runner::STATE_ROLE_CALLS),
-    ]
+/// "runner-state": its per-run state role): the lists devstack checks recorded calls against, and the
+/// state role's.
+pub fn call_lists() -> Vec<(&'static str, &'static [AwsCall])> {
+    let mut lists = crate::deployment_run::devstack_support::aws_call_lists().to_vec();
+    lists.push(("runner-state", strato_runner::STATE_ROLE_CALLS));
+    lists
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_ecs::types::{Compatibility, ContainerDefinition, NetworkMode};
+use aws_sdk_sqs::operation::receive_message::builders::ReceiveMessageFluentBuilder;
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use serde_json::{Value, json};
 use strato_aws::queues::QueueUrls;
@@ -310,6 +311,23 @@ impl World {
         out.tasks()[0].clone()
     }
 
+    /// One receive from the queue at `url`: up to ten messages, waiting up to a second for the first
+    /// (nothing is deleted).
+    pub async fn receive(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+        self.receive_with(url, |r| r.wait_time_seconds(1)).await
+    }
+
+    /// One receive of up to ten messages from the queue at `url`, the request set up further by `how`.
+    async fn receive_with(
+        &self,
+        url: &str,
+        how: impl FnOnce(ReceiveMessageFluentBuilder) -> ReceiveMessageFluentBuilder,
+    ) -> Vec<aws_sdk_sqs::types::Message> {
+        let request = self.env.aws.sqs.receive_message().queue_url(url);
+        let out = how(request.max_number_of_messages(10)).send().await.unwrap();
+        out.messages.unwrap_or_default()
+    }
+
     /// Receives what waits on jobs.fifo (wake-ups) as Lambda would hand it over, and deletes it (as Lambda
     /// does for a batch it processed). Receives until the queue answers empty twice: FIFO groups release one
     /// message at a time.
@@ -323,18 +341,10 @@ impl World {
         let mut records = Vec::new();
         let mut empty = 0;
         while empty < 2 {
-            let out = self
-                .env
-                .aws
-                .sqs
-                .receive_message()
-                .queue_url(url)
-                .max_number_of_messages(10)
-                .message_system_attribute_names(MessageSystemAttributeName::All)
-                .send()
-                .await
-                .unwrap();
-            let msgs = out.messages().to_vec();
+            let all = |r: ReceiveMessageFluentBuilder| {
+                r.message_system_attribute_names(MessageSystemAttributeName::All)
+            };
+            let msgs = self.receive_with(url, all).await;
             if msgs.is_empty() {
                 empty += 1;
                 continue;

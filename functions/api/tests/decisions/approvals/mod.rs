@@ -62,8 +62,7 @@ async fn another_principal_approves_and_the_decision_is_recorded_and_its_job_sen
     assert!(sent.last().unwrap().deduplication_id.ends_with("decision-1"));
     // A second decision is refused: the first one stands.
     let e = w
-        .api()
-        .decide_approval(&approver("lead-3"), &id, Verdict::Rejected, None)
+        .decide(&approver("lead-3"), &id, Verdict::Rejected)
         .await
         .unwrap_err();
     assert!(conflict(e).contains("already approved"));
@@ -74,25 +73,13 @@ async fn the_requester_cannot_approve_their_own_but_may_reject_it() {
     let w = World::new();
     let s = awaiting(&w).await;
     let id = s.operation.operation_id.to_string();
-    let e = w
-        .api()
-        .decide_approval(&caller(), &id, Verdict::Approved, None)
-        .await
-        .unwrap_err();
+    let e = w.decide(&caller(), &id, Verdict::Approved).await.unwrap_err();
     assert_eq!(e.status().as_u16(), 403);
     let (problem, _) = e.problem();
     assert!(problem.kind.ends_with("self-approval"), "{problem:?}");
     assert!(problem.detail.contains("another principal"), "{problem:?}");
-    assert!(
-        w.store
-            .operation(&s.operation.operation_id)
-            .unwrap()
-            .awaits_decision()
-    );
-    w.api()
-        .decide_approval(&caller(), &id, Verdict::Rejected, None)
-        .await
-        .unwrap();
+    assert!(w.awaits_decision(&s));
+    w.decide(&caller(), &id, Verdict::Rejected).await.unwrap();
     let stored = w.store.operation(&s.operation.operation_id).unwrap();
     assert_eq!(stored.approval.unwrap().verdict(), Some(Verdict::Rejected));
 }
@@ -120,12 +107,10 @@ async fn only_an_operation_awaiting_approval_takes_a_decision_and_an_expired_one
     let w = World::new();
     let s = w.create("prod-eu").await;
     let e = w
-        .api()
-        .decide_approval(
+        .decide(
             &approver("lead-2"),
             s.operation.operation_id.as_str(),
             Verdict::Approved,
-            None,
         )
         .await
         .unwrap_err();
@@ -134,12 +119,10 @@ async fn only_an_operation_awaiting_approval_takes_a_decision_and_an_expired_one
     let s = awaiting(&w).await;
     w.clock.advance(time::Duration::hours(3));
     let e = w
-        .api()
-        .decide_approval(
+        .decide(
             &approver("lead-2"),
             s.operation.operation_id.as_str(),
             Verdict::Approved,
-            None,
         )
         .await
         .unwrap_err();
@@ -288,13 +271,7 @@ async fn a_decision_on_another_plan_than_the_one_pending_is_a_409_naming_the_pen
         assert!(p.detail.contains(part), "{part}: {}", p.detail);
     }
     assert_eq!(p.errors[0].field, "plan_sha256");
-    assert!(
-        w.store
-            .operation(&s.operation.operation_id)
-            .unwrap()
-            .awaits_decision(),
-        "nothing decided"
-    );
+    assert!(w.awaits_decision(&s), "nothing decided");
     assert_eq!(w.jobs.sent().len(), before, "nothing sent");
     // Naming the pending plan decides it.
     let seen = Seen {

@@ -12,8 +12,9 @@ use serde_json::Value;
 use strato_api::{ApiService, Config, Ctx, service};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
-use strato_domain::model::{ClusterState, OperationStatus};
+use strato_domain::model::{Cluster, ClusterState, OperationStatus};
 use strato_domain::template::Template;
+use strato_domain::webhook::Webhook;
 use strato_testbed::TestEnv;
 
 pub const TENANT: &str = "acme";
@@ -317,14 +318,23 @@ impl Api {
         Self { env, ctx, svc }
     }
 
+    /// The tenant's cluster `id` as stored.
+    pub async fn stored_cluster(&self, id: &ClusterId) -> Cluster {
+        let tenant: TenantId = TENANT.parse().unwrap();
+        self.ctx.store.get_cluster(&tenant, id).await.unwrap().unwrap()
+    }
+
+    /// The tenant's webhook settings as stored, if any.
+    pub async fn stored_webhook(&self) -> Option<Webhook> {
+        let tenant: TenantId = TENANT.parse().unwrap();
+        self.ctx.store.tenant_webhook(&tenant).await.unwrap()
+    }
+
     /// Moves the tenant's cluster `id` to `state` in the store, as a run would have.
     pub async fn set_state(&self, id: &str, state: ClusterState) {
-        let tenant: TenantId = TENANT.parse().unwrap();
-        let id: ClusterId = id.parse().unwrap();
-        let store = &self.ctx.store;
-        let mut c = store.get_cluster(&tenant, &id).await.unwrap().unwrap();
+        let mut c = self.stored_cluster(&id.parse().unwrap()).await;
         c = c.in_state(state);
-        store.save_cluster(&mut c).await.unwrap();
+        self.ctx.store.save_cluster(&mut c).await.unwrap();
     }
 
     /// Sets operation `id`'s status in the store, as a run would have.
@@ -352,6 +362,14 @@ impl Api {
             .await
             .unwrap();
         format!("{:?}", out.items())
+    }
+
+    /// The request `make` builds, sent twice with the same `Idempotency-Key`: the first answer and the
+    /// replay.
+    pub async fn twice_with_key(&self, make: impl Fn() -> Req, key: &str) -> (Resp, Resp) {
+        let first = self.call(make().header("idempotency-key", key)).await;
+        let again = self.call(make().header("idempotency-key", key)).await;
+        (first, again)
     }
 
     pub async fn call(&self, req: Req) -> Resp {
