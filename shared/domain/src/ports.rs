@@ -459,19 +459,9 @@ pub trait StateLocks: Send + Sync {
     fn release_state_lock(&self, lock: &StateLock) -> impl Future<Output = Result<bool, PortError>> + Send;
 }
 
-/// One stored version of a cluster's Terraform state object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StateVersion {
-    /// The state object's key (`…/<stage>.tfstate`).
-    pub key: String,
-    pub version_id: String,
-    /// RFC 3339, when the store knows it.
-    pub last_modified: Option<String>,
-    /// Bytes.
-    pub size: i64,
-    /// Whether it is the current version of its key.
-    pub is_latest: bool,
-}
+/// One stored version of a cluster's Terraform state object: the same record whichever storage lists it
+/// (Strato's bucket live, the customer's storage through a run's report).
+pub use crate::model::ListedStateVersion as StateVersion;
 
 /// What putting an earlier state version back produced.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,6 @@
 //! S3 and S3-compatible stores: `ListObjectVersions` and `CopyObject` with `versionId`; on AWS also
 //! Terraform's digest item in the lock table.
 
-use aws_sdk_s3::primitives::DateTimeFormat;
 use md5::{Digest, Md5};
 use strato_domain::model::ListedStateVersion;
 
@@ -33,41 +32,9 @@ pub(super) async fn list(
     s3: &aws_sdk_s3::Client,
     a: &S3Access,
 ) -> Result<Vec<ListedStateVersion>, PreflightError> {
-    let mut out = Vec::new();
-    let (mut key_marker, mut version_marker) = (None, None);
-    loop {
-        let page = s3
-            .list_object_versions()
-            .bucket(&a.bucket)
-            .prefix(&a.prefix)
-            .set_key_marker(key_marker)
-            .set_version_id_marker(version_marker)
-            .send()
-            .await
-            .map_err(|e| failed("ListObjectVersions", a, aws_sdk_s3::error::DisplayErrorContext(e)))?;
-        for v in page.versions() {
-            let key = v.key().unwrap_or_default();
-            if !key.ends_with(".tfstate") {
-                continue;
-            }
-            out.push(ListedStateVersion {
-                key: key.to_owned(),
-                version_id: v.version_id().unwrap_or_default().to_owned(),
-                last_modified: v
-                    .last_modified()
-                    .and_then(|t| t.fmt(DateTimeFormat::DateTime).ok()),
-                size: v.size().unwrap_or(0),
-                is_latest: v.is_latest().unwrap_or(false),
-            });
-        }
-        if page.is_truncated() != Some(true) {
-            break;
-        }
-        key_marker = page.next_key_marker().map(str::to_owned);
-        version_marker = page.next_version_id_marker().map(str::to_owned);
-    }
-    // S3 lists each key's versions newest first already.
-    Ok(out)
+    strato_aws::ports::list_state_versions(s3, &a.bucket, &a.prefix)
+        .await
+        .map_err(|e| failed("ListObjectVersions", a, aws_sdk_s3::error::DisplayErrorContext(e)))
 }
 
 /// On AWS the digest goes first (the chosen version's MD5), then the copy; a failed copy puts the current

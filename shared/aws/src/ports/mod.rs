@@ -23,7 +23,7 @@ pub use ecs::{EcsLauncher, RunnerSettings, classify_error, classify_failure};
 pub use keys::KmsKeys;
 pub use rollouts::SqsRollouts;
 pub use signer::KmsSigner;
-pub use state::{S3StateArchive, state_prefix};
+pub use state::{ListVersionsError, S3StateArchive, list_state_versions, state_prefix};
 pub use status::{S3RunArchive, SqsStatusQueues};
 pub use sweep::{DynamoStateLocks, EcsTaskStatus, SqsTaskEvents};
 pub use webhooks::SqsWebhooks;

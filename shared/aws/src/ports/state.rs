@@ -22,47 +22,65 @@ pub fn state_prefix(tenant: &TenantId, cluster: &ClusterId) -> String {
     format!("tenants/{tenant}/clusters/{cluster}/")
 }
 
+/// Every version of every `.tfstate` object under `prefix` in a versioned bucket, each key's newest first (as
+/// S3 lists them), through every page. Strato's bucket and a customer's (AWS or S3-compatible) alike.
+pub async fn list_state_versions(
+    s3: &aws_sdk_s3::Client,
+    bucket: &str,
+    prefix: &str,
+) -> Result<Vec<StateVersion>, ListVersionsError> {
+    let mut out = Vec::new();
+    let (mut key_marker, mut version_marker) = (None, None);
+    loop {
+        let page = s3
+            .list_object_versions()
+            .bucket(bucket)
+            .prefix(prefix)
+            .set_key_marker(key_marker)
+            .set_version_id_marker(version_marker)
+            .send()
+            .await?;
+        for v in page.versions() {
+            let key = v.key().unwrap_or_default();
+            if !key.ends_with(".tfstate") {
+                continue;
+            }
+            out.push(StateVersion {
+                key: key.to_owned(),
+                version_id: v.version_id().unwrap_or_default().to_owned(),
+                last_modified: v
+                    .last_modified()
+                    .and_then(|t| t.fmt(DateTimeFormat::DateTime).ok()),
+                size: v.size().unwrap_or(0),
+                is_latest: v.is_latest().unwrap_or(false),
+            });
+        }
+        if page.is_truncated() != Some(true) {
+            break;
+        }
+        key_marker = page.next_key_marker().map(str::to_owned);
+        version_marker = page.next_version_id_marker().map(str::to_owned);
+    }
+    Ok(out)
+}
+
+/// What [`list_state_versions`] fails with: the SDK's error of `ListObjectVersions`.
+pub type ListVersionsError = aws_sdk_s3::error::SdkError<
+    aws_sdk_s3::operation::list_object_versions::ListObjectVersionsError,
+    aws_sdk_s3::config::http::HttpResponse,
+>;
+
 impl StateArchive for S3StateArchive<'_> {
     async fn state_versions(
         &self,
         tenant: &TenantId,
         cluster: &ClusterId,
     ) -> Result<Vec<StateVersion>, PortError> {
-        let mut out = Vec::new();
-        let (mut key_marker, mut version_marker) = (None, None);
-        loop {
-            let page = self
-                .s3
-                .list_object_versions()
-                .bucket(self.bucket)
-                .prefix(state_prefix(tenant, cluster))
-                .set_key_marker(key_marker)
-                .set_version_id_marker(version_marker)
-                .send()
+        Ok(
+            list_state_versions(self.s3, self.bucket, &state_prefix(tenant, cluster))
                 .await
-                .map_err(|e| Error::aws("ListObjectVersions", e))?;
-            for v in page.versions() {
-                let key = v.key().unwrap_or_default();
-                if !key.ends_with(".tfstate") {
-                    continue;
-                }
-                out.push(StateVersion {
-                    key: key.to_owned(),
-                    version_id: v.version_id().unwrap_or_default().to_owned(),
-                    last_modified: v
-                        .last_modified()
-                        .and_then(|t| t.fmt(DateTimeFormat::DateTime).ok()),
-                    size: v.size().unwrap_or(0),
-                    is_latest: v.is_latest().unwrap_or(false),
-                });
-            }
-            if page.is_truncated() != Some(true) {
-                break;
-            }
-            key_marker = page.next_key_marker().map(str::to_owned);
-            version_marker = page.next_version_id_marker().map(str::to_owned);
-        }
-        Ok(out)
+                .map_err(|e| Error::aws("ListObjectVersions", e))?,
+        )
     }
 
     /// Digest first, then the copy, so no failure leaves a state Terraform refuses: the chosen version's bytes
