@@ -153,6 +153,38 @@ impl TestEnv {
             .to_owned()
     }
 
+    /// The current text of object `key` in `bucket`.
+    pub async fn object_text(&self, bucket: &str, key: &str) -> String {
+        let out = self
+            .aws
+            .s3
+            .get_object()
+            .bucket(bucket)
+            .key(key)
+            .send()
+            .await
+            .unwrap();
+        String::from_utf8(out.body.collect().await.unwrap().into_bytes().to_vec()).unwrap()
+    }
+
+    /// The digest Terraform's S3 backend keeps for state `key` of `bucket` in lock table `table`
+    /// (the item `<bucket>/<key>-md5`).
+    pub async fn state_digest(&self, table: &str, bucket: &str, key: &str) -> String {
+        let out = self
+            .aws
+            .dynamodb
+            .get_item()
+            .table_name(table)
+            .key(
+                "LockID",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("{bucket}/{key}-md5")),
+            )
+            .send()
+            .await
+            .unwrap();
+        out.item.unwrap()["Digest"].as_s().unwrap().clone()
+    }
+
     /// Every message body waiting on the queue at `url`, in the order received, each deleted once read:
     /// receives (no waiting) until the queue answers empty.
     pub async fn drain(&self, url: &str) -> Vec<String> {

@@ -77,34 +77,11 @@ async fn bed() -> Bed {
 
 impl Bed {
     async fn current(&self) -> String {
-        let out = self
-            .env
-            .aws
-            .s3
-            .get_object()
-            .bucket(&self.bucket)
-            .key(&self.key)
-            .send()
-            .await
-            .unwrap();
-        String::from_utf8(out.body.collect().await.unwrap().into_bytes().to_vec()).unwrap()
+        self.env.object_text(&self.bucket, &self.key).await
     }
 
     async fn digest(&self) -> String {
-        let out = self
-            .env
-            .aws
-            .dynamodb
-            .get_item()
-            .table_name(&self.table)
-            .key(
-                "LockID",
-                aws_sdk_dynamodb::types::AttributeValue::S(format!("{}/{}-md5", self.bucket, self.key)),
-            )
-            .send()
-            .await
-            .unwrap();
-        out.item.unwrap()["Digest"].as_s().unwrap().clone()
+        self.env.state_digest(&self.table, &self.bucket, &self.key).await
     }
 
     async fn list(&self) -> Vec<strato_domain::model::ListedStateVersion> {

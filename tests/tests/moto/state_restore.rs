@@ -79,35 +79,14 @@ async fn bed() -> Bed {
 
 impl Bed {
     async fn current(&self) -> String {
-        let out = self
-            .env
-            .aws
-            .s3
-            .get_object()
-            .bucket(&self.bucket)
-            .key(&self.key)
-            .send()
-            .await
-            .unwrap();
-        String::from_utf8(out.body.collect().await.unwrap().into_bytes().to_vec()).unwrap()
+        self.env.object_text(&self.bucket, &self.key).await
     }
 
     /// The digest item Terraform reads (`<bucket>/<key>-md5`).
     async fn digest(&self) -> String {
-        let out = self
-            .env
-            .aws
-            .dynamodb
-            .get_item()
-            .table_name(self.env.names.table("tf-locks"))
-            .key(
-                "LockID",
-                aws_sdk_dynamodb::types::AttributeValue::S(format!("{}/{}-md5", self.bucket, self.key)),
-            )
-            .send()
+        self.env
+            .state_digest(&self.env.names.table("tf-locks"), &self.bucket, &self.key)
             .await
-            .unwrap();
-        out.item.unwrap()["Digest"].as_s().unwrap().clone()
     }
 
     async fn assert_consistent(&self, expected_state: &str) {
