@@ -45,6 +45,18 @@ if (!exe) {
 if (!exe) fail("no chromium found (set CHROMIUM)");
 fs.mkdirSync(ART, { recursive: true });
 
+// After a submit that queues an operation: its page, or the problem the page shows instead. The api answers
+// in well under a second; the wait is long because a loaded 2-core machine (every tier at once) stalls a
+// debug build, and a timeout names what the page said.
+async function toOperationPage(page) {
+  try {
+    await page.waitForURL(/\/operations\//, { timeout: 90_000 });
+  } catch (e) {
+    const said = (await page.locator(".problem").allTextContents().catch(() => [])).join(" | ");
+    fail(`no operation page after the submit (${said ? `the page says: ${said}` : "no problem shown"}): ${e.message.split("\n")[0]}`);
+  }
+}
+
 const a11y = [];
 const step = (s) => console.log(`• ${s}`);
 
@@ -195,7 +207,7 @@ try {
 
   step("confirm the create → operation page with the live log");
   await createBtn.click();
-  await page.waitForURL(/\/operations\//, { timeout: 30_000 });
+  await toOperationPage(page);
   await heading(page, /^Operation create/);
   const log = page.getByRole("log");
   const lineCount = async () => Number(/(\d+) lines/.exec((await log.getAttribute("aria-label")) ?? "")?.[1] ?? 0);
@@ -377,7 +389,7 @@ try {
   const adminPreview = ((await page.getByRole("region", { name: "Preview of the change" }).textContent()) ?? "").replace(/\s+/g, " ");
   if (!/\+ ?module\.\S*security_group_rule/.test(adminPreview)) fail(`the preview shows no new security group rule: ${adminPreview}`);
   await upd.getByRole("button", { name: /^Apply changes/ }).click();
-  await page.waitForURL(/\/operations\//, { timeout: 30_000 });
+  await toOperationPage(page);
   await heading(page, /^Operation update/);
   await waitFor("the update to succeed", async () => {
     const s = (await opStatus.textContent())?.trim();
@@ -397,7 +409,7 @@ try {
   await dlg.getByLabel(/to confirm/).fill(name);
   await check(page, "cluster-delete-dialog");
   await confirmBtn.click();
-  await page.waitForURL(/\/operations\//, { timeout: 30_000 });
+  await toOperationPage(page);
   await heading(page, /^Operation delete/);
   await waitFor("the delete to succeed", async () => {
     const s = (await opStatus.textContent())?.trim();
