@@ -153,8 +153,8 @@ impl TestEnv {
             .to_owned()
     }
 
-    /// The current text of object `key` in `bucket`.
-    pub async fn object_text(&self, bucket: &str, key: &str) -> String {
+    /// The current bytes of object `key` in `bucket`; `None` when it cannot be read (absent).
+    pub async fn object_bytes(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
         let out = self
             .aws
             .s3
@@ -163,8 +163,13 @@ impl TestEnv {
             .key(key)
             .send()
             .await
-            .unwrap();
-        String::from_utf8(out.body.collect().await.unwrap().into_bytes().to_vec()).unwrap()
+            .ok()?;
+        Some(out.body.collect().await.unwrap().into_bytes().to_vec())
+    }
+
+    /// The current text of object `key` in `bucket`.
+    pub async fn object_text(&self, bucket: &str, key: &str) -> String {
+        String::from_utf8(self.object_bytes(bucket, key).await.expect("the object is there")).unwrap()
     }
 
     /// The digest Terraform's S3 backend keeps for state `key` of `bucket` in lock table `table`

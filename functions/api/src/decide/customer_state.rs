@@ -6,10 +6,10 @@ use strato_coordination::{ATTEMPTS, Attempt, optimistic};
 use strato_domain::model::{
     Cluster, ClusterState, CustomerStateListing, ListedStateVersion, Operation, OperationKind, RestoreRequest,
 };
-use strato_domain::ports::TenantSettings;
-use strato_domain::ports::{Clock, Intake, JobQueue, Storage, Templates};
+use strato_domain::ports::{Clock, JobQueue, Templates};
+use strato_domain::sealed::Keys;
 
-use super::{Api, Started, kept_changing, stage_of};
+use super::{Api, ApiStore, Started, kept_changing, stage_of};
 use crate::{caller::Caller, error::ApiError};
 
 /// A cluster whose state is in the customer's storage: where, the last listing (if a run listed yet), and
@@ -24,14 +24,7 @@ pub struct CustomerState {
     pub list_yourself: String,
 }
 
-impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
-where
-    S: Storage + Intake + TenantSettings,
-    T: Templates,
-    Q: JobQueue,
-    C: Clock,
-    K: strato_domain::sealed::Keys,
-{
+impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q, C, K> {
     /// The caller's cluster when its state is in the customer's own storage; `None` when it is in Strato's
     /// bucket (listed live there).
     pub async fn customer_state(&self, caller: &Caller, id: &str) -> Result<Option<CustomerState>, ApiError> {

@@ -4,12 +4,10 @@
 use strato_coordination::{release_lock_and_wake, update_cluster};
 use strato_domain::ids::OperationId;
 use strato_domain::model::{Cluster, StateRestore};
-use strato_domain::ports::TenantSettings;
-use strato_domain::ports::{
-    Clock, Intake, JobQueue, LockOutcome, StateArchive, StateVersion, Storage, Templates,
-};
+use strato_domain::ports::{Clock, JobQueue, LockOutcome, StateArchive, StateVersion, Templates};
+use strato_domain::sealed::Keys;
 
-use super::Api;
+use super::{Api, ApiStore};
 use crate::{caller::Caller, error::ApiError};
 
 /// Long enough for one copy; a crashed restore frees the cluster after this.
@@ -26,14 +24,7 @@ pub fn stage_of(key: &str) -> &str {
     rest.split('/').next().unwrap_or(rest)
 }
 
-impl<S, T, Q, C, K> Api<'_, S, T, Q, C, K>
-where
-    S: Storage + Intake + TenantSettings,
-    T: Templates,
-    Q: JobQueue,
-    C: Clock,
-    K: strato_domain::sealed::Keys,
-{
+impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q, C, K> {
     /// The caller's cluster and its state versions.
     pub async fn state_versions(
         &self,

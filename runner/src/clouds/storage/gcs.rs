@@ -4,7 +4,8 @@
 use serde_json::Value;
 use strato_domain::model::ListedStateVersion;
 
-use super::{CloudEndpoints, GcsAccess, PreflightError, Secrets, newest_first, refused, unreachable};
+use super::{CloudEndpoints, GcsAccess, PreflightError, Secrets, newest_first, refused};
+use crate::clouds::http::send;
 
 /// An object name as one path segment.
 fn segment(name: &str) -> String {
@@ -43,6 +44,21 @@ fn denied(a: &GcsAccess, status: u16, body: &str, call: &str) -> PreflightError 
     )
 }
 
+/// One JSON API call with the run's token (sent as the preflight sends its calls): the JSON answer, or what
+/// refused it.
+async fn call(
+    req: reqwest::RequestBuilder,
+    token: &str,
+    a: &GcsAccess,
+    what: &str,
+) -> Result<Value, PreflightError> {
+    let answer = send(req.bearer_auth(token), "Cloud Storage").await?;
+    if !answer.ok() {
+        return Err(denied(a, answer.status, &answer.text, what));
+    }
+    Ok(answer.json)
+}
+
 pub(super) async fn list(
     http: &reqwest::Client,
     ep: &CloudEndpoints,
@@ -62,18 +78,7 @@ pub(super) async fn list(
         if let Some(p) = &page {
             url.push_str(&format!("&pageToken={}", url_encode(p)));
         }
-        let resp = http
-            .get(url)
-            .bearer_auth(&token)
-            .send()
-            .await
-            .map_err(|e| unreachable("Cloud Storage", &e))?;
-        let status = resp.status().as_u16();
-        let body = resp.text().await.unwrap_or_default();
-        if !(200..300).contains(&status) {
-            return Err(denied(a, status, &body, "objects.list"));
-        }
-        let json: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let json = call(http.get(url), &token, a, "objects.list").await?;
         out.extend(versions_of(&json));
         match json.get("nextPageToken").and_then(Value::as_str) {
             Some(t) if !t.is_empty() => page = Some(t.to_owned()),
@@ -140,19 +145,13 @@ pub(super) async fn restore(
         if let Some(t) = &rewrite_token {
             url.push_str(&format!("&rewriteToken={}", url_encode(t)));
         }
-        let resp = http
-            .post(url)
-            .bearer_auth(&token)
-            .json(&serde_json::json!({}))
-            .send()
-            .await
-            .map_err(|e| unreachable("Cloud Storage", &e))?;
-        let status = resp.status().as_u16();
-        let body = resp.text().await.unwrap_or_default();
-        if !(200..300).contains(&status) {
-            return Err(denied(a, status, &body, "objects.rewrite"));
-        }
-        let json: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let json = call(
+            http.post(url).json(&serde_json::json!({})),
+            &token,
+            a,
+            "objects.rewrite",
+        )
+        .await?;
         if json.get("done").and_then(Value::as_bool) == Some(false) {
             rewrite_token = json
                 .get("rewriteToken")

@@ -271,17 +271,7 @@ impl Bed {
     }
 
     async fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
-        let o = self
-            .env
-            .aws
-            .s3
-            .get_object()
-            .bucket(bucket)
-            .key(key)
-            .send()
-            .await
-            .ok()?;
-        Some(o.body.collect().await.unwrap().into_bytes().to_vec())
+        self.env.object_bytes(bucket, key).await
     }
 
     /// The archived user log, chunk by chunk in key order, and the completion marker's last seq.
