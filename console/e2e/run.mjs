@@ -452,7 +452,12 @@ try {
   await heading(page, /^Audit log$/);
   await waitFor("audit entries (or the API's refusal)", async () => (await page.getByRole("row").count()) > 1 || (await page.locator(".problem").count()) > 0 || "loading", 30_000);
   if ((await page.getByRole("row").count()) > 1) {
-    if (!(await page.getByRole("row").filter({ hasText: "Create cluster" }).filter({ hasText: name }).count())) fail(`the audit log does not name ${name} on its create`);
+    // The rows name clusters from a second read (the tenant's clusters, deleted ones included); until it
+    // answers a row shows the cluster's id, so the name is waited for (past one re-read of the names), not read at once.
+    await waitFor(`the audit log to name ${name} on its create`, async () => {
+      if (await page.getByRole("row").filter({ hasText: "Create cluster" }).filter({ hasText: name }).count()) return true;
+      return (await page.getByRole("row").filter({ hasText: "Create cluster" }).allTextContents()).join(" | ");
+    }, 75_000);
     const refused = page.getByRole("row").filter({ hasText: "Create cluster" }).filter({ hasText: "refused" });
     await refused.first().waitFor({ timeout: 15_000 });
     const why = ((await refused.first().locator(".reason").textContent()) ?? "").trim();
