@@ -165,9 +165,7 @@ fn each_report_records_health_and_says_when_its_status_changes() {
 #[tokio::test]
 async fn an_accepted_delete_revokes_the_agents_credential() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let mut c = s.cluster.clone();
     c.agent_registered_at = Some(w.clock.now());
     let credential = agent::rotate(&mut c);

@@ -118,9 +118,7 @@ async fn a_writer_cannot_switch_approvals_off_in_a_patch_even_beside_a_variable_
 async fn no_cluster_setting_lowers_the_templates_or_tenants_requirement() {
     let w = World::new();
     let tenant = TENANT.parse().unwrap();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     // A cluster that says `auto` (set while nothing required approval) follows a later tenant requirement.
     let mut c = w.store.cluster(&s.cluster.cluster_id).unwrap();
     c.approval = Some(ApprovalMode::Auto);
@@ -149,9 +147,7 @@ async fn no_cluster_setting_lowers_the_templates_or_tenants_requirement() {
 #[tokio::test]
 async fn an_admin_may_lower_the_clusters_own_requirement_and_it_is_reported_for_the_audit() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.to_string();
     let u = w
         .api()

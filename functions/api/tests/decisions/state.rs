@@ -119,10 +119,7 @@ async fn a_customers_state_is_listed_from_the_last_runs_report_and_a_restore_is_
     );
     assert_eq!(op.requested_by.as_deref(), Some("user-7f3a"));
     assert!(w.store.operation(&op.operation_id).is_some());
-    let sent: Vec<_> = w.jobs.sent()[sent_before..]
-        .iter()
-        .map(|j| j.job.operation_id.clone())
-        .collect();
+    let sent: Vec<_> = w.woken_since(sent_before);
     assert_eq!(sent, std::slice::from_ref(&op.operation_id));
     assert_eq!(w.store.cluster(&cid).unwrap().state(), ClusterState::Failed);
     assert!(archive.restored().is_empty());
@@ -156,9 +153,7 @@ async fn a_restore_in_the_customers_storage_waits_for_a_cluster_being_changed_to
 #[tokio::test]
 async fn a_cluster_with_its_state_in_stratos_bucket_is_restored_by_the_api_itself() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let cid = s.cluster.cluster_id.clone();
     assert!(
         w.api()
