@@ -198,8 +198,7 @@ async fn an_update_in_a_forbidding_state_is_a_409_naming_the_state() {
 async fn cancelling_a_queued_create_cancels_it_and_fails_the_pending_cluster() {
     let w = World::new();
     let s = w.create("prod-eu").await;
-    let out = w.cancel(&s.operation.operation_id).await
-        .unwrap();
+    let out = w.cancel(&s.operation.operation_id).await.unwrap();
     assert!(matches!(out, Cancelled::Now(_)), "{out:?}");
     let op = w.store.operation(&s.operation.operation_id).unwrap();
     assert_eq!(op.status, OperationStatus::Cancelled);
@@ -207,8 +206,7 @@ async fn cancelling_a_queued_create_cancels_it_and_fails_the_pending_cluster() {
     let c = w.store.cluster(&s.cluster.cluster_id).unwrap();
     assert_eq!(c.state(), ClusterState::Failed);
     // Cancelled again: nothing left to cancel.
-    let e = w.cancel(&s.operation.operation_id).await
-        .unwrap_err();
+    let e = w.cancel(&s.operation.operation_id).await.unwrap_err();
     assert!(conflict(e).contains("cancelled"));
 }
 
@@ -262,8 +260,7 @@ async fn a_cancel_that_loses_a_write_reads_again_and_still_ends_the_operation() 
     let w = World::new();
     let s = w.create("prod-eu").await;
     w.store.inject_conflicts(2);
-    let out = w.cancel(&s.operation.operation_id).await
-        .unwrap();
+    let out = w.cancel(&s.operation.operation_id).await.unwrap();
     assert!(matches!(out, Cancelled::Now(_)), "{out:?}");
     let op = w.store.operation(&s.operation.operation_id).unwrap();
     assert_eq!(op.status, OperationStatus::Cancelled);
@@ -282,7 +279,9 @@ async fn cancelling_a_queued_operation_releases_its_lock_and_slot_and_wakes_the_
     let now = strato_domain::ports::Clock::now(&w.clock);
     let s = w.active().await;
     let cid = s.cluster.cluster_id.clone();
-    let first = w.updated(cid.as_str(), json!({"variables": {"node_count": 4}})).await;
+    let first = w
+        .updated(cid.as_str(), json!({"variables": {"node_count": 4}}))
+        .await;
     // The dispatcher took the lock and a slot for it; the operation is queued again (a redelivery).
     let LockOutcome::Acquired { fencing_token } = w
         .store
@@ -305,15 +304,16 @@ async fn cancelling_a_queued_operation_releases_its_lock_and_slot_and_wakes_the_
     );
     // Behind it: a second update on the same cluster, and another cluster's create parked on the slot.
     w.clock.advance(time::Duration::seconds(1));
-    let second = w.updated(cid.as_str(), json!({"variables": {"node_count": 5}})).await;
+    let second = w
+        .updated(cid.as_str(), json!({"variables": {"node_count": 5}}))
+        .await;
     let other = w.create("prod-us").await;
     let mut parked = w.store.operation(&other.operation.operation_id).unwrap();
     parked.wait_reason = Some(TENANT_LIMIT_REASON.into());
     w.store.put_operation(parked);
     let sent_before = w.jobs.sent().len();
 
-    let out = w.cancel(&first.operation_id).await
-        .unwrap();
+    let out = w.cancel(&first.operation_id).await.unwrap();
     assert!(matches!(out, Cancelled::Now(_)), "{out:?}");
     assert_eq!(w.store.lock_holder(&cid), None, "the cluster lock is free");
     assert!(w.store.slots(&tenant).is_empty(), "the tenant slot is free");
@@ -329,8 +329,7 @@ async fn cancelling_a_running_operation_only_requests_it() {
         .cluster_in(ClusterState::Provisioning, OperationStatus::Running)
         .await;
     for _ in 0..2 {
-        let out = w.cancel(&s.operation.operation_id).await
-            .unwrap();
+        let out = w.cancel(&s.operation.operation_id).await.unwrap();
         assert!(matches!(out, Cancelled::Requested(_)), "{out:?}");
     }
     let op = w.store.operation(&s.operation.operation_id).unwrap();
@@ -434,7 +433,9 @@ async fn concurrent_updates_lose_no_changes_the_second_builds_on_the_pending_spe
     let id = s.cluster.cluster_id.as_str();
     let a = w.updated(id, json!({"variables": {"node_count": 5}})).await;
     w.clock.advance(time::Duration::seconds(1));
-    let b = w.updated(id, json!({"variables": {"owner_email": "sre@example.com"}})).await;
+    let b = w
+        .updated(id, json!({"variables": {"owner_email": "sre@example.com"}}))
+        .await;
     let spec = w.store.operation(&b.operation_id).unwrap().spec.unwrap();
     assert_eq!(spec.variables["node_count"], json!(5), "A is kept");
     assert_eq!(
@@ -461,15 +462,13 @@ async fn the_pending_spec_is_found_while_the_index_lags() {
     let s = w.active().await;
     let id = s.cluster.cluster_id.as_str();
     w.store.lag_index();
-    w.updated(id, json!({"variables": {"node_count": 5}})))
+    w.api()
+        .update(&caller(), id, patch(json!({"variables": {"node_count": 5}})))
         .await
         .unwrap();
     let b = w
-        .api()
-        .update(
-            &caller(),
-            id,
-            patch(json!({"variables": {"owner_email": "sre@example.com"}})).await;
+        .updated(id, json!({"variables": {"owner_email": "sre@example.com"}}))
+        .await;
     let spec = w.store.operation(&b.operation_id).unwrap().spec.unwrap();
     assert_eq!(spec.variables["node_count"], json!(5));
 }
@@ -583,7 +582,9 @@ async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
     let w = World::new();
     let (cid, archive) = w.active_with_state(&["v1", "v2"]).await;
     // An update that found the lock taken by the restore and was parked behind it.
-    let waiting = w.updated(cid.as_str(), json!({"variables": {"node_count": 4}})).await;
+    let waiting = w
+        .updated(cid.as_str(), json!({"variables": {"node_count": 4}}))
+        .await;
     let sent_before = w.jobs.sent().len();
 
     let record = w.restore(&archive, &cid, "v1").await.unwrap();

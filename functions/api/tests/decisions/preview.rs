@@ -237,7 +237,8 @@ warn contains "previewing is free" if input.action == "update"
 async fn a_preview_builds_on_an_open_update_and_no_update_builds_on_a_preview() {
     let w = World::new();
     let (s, id) = active(&w).await;
-    w.updated(&id, json!({"variables": {"node_count": 5}})))
+    w.api()
+        .update(&caller(), &id, patch(json!({"variables": {"node_count": 5}})))
         .await
         .unwrap();
     // Planned after the update (they run in order), it previews the update's spec with its own change.
@@ -255,9 +256,7 @@ async fn a_preview_builds_on_an_open_update_and_no_update_builds_on_a_preview() 
         (json!(5), json!(10))
     );
     // A later PATCH builds on the open update, never on the preview's proposal.
-    let u = w
-        .api()
-        .update(&caller(), &id, patch(json!({"variables": {"min_nodes": 2}})).await;
+    let u = w.updated(&id, json!({"variables": {"min_nodes": 2}})).await;
     let spec = u.spec.unwrap();
     assert_eq!(spec.variables["node_count"], json!(5));
     assert!(!spec.variables.contains_key("max_nodes"), "{spec:?}");

@@ -145,9 +145,7 @@ async fn only_an_operation_awaiting_approval_takes_a_decision_and_an_expired_one
 async fn cancelling_an_operation_awaiting_approval_is_its_decision() {
     let w = World::new();
     let s = awaiting(&w).await;
-    let Cancelled::Requested(op) = w.cancel(&s.operation.operation_id).await
-        .unwrap()
-    else {
+    let Cancelled::Requested(op) = w.cancel(&s.operation.operation_id).await.unwrap() else {
         panic!("no runner to stop: the dispatcher ends it")
     };
     assert_eq!(op.approval.unwrap().verdict(), Some(Verdict::Cancelled));
