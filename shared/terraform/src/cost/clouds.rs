@@ -449,16 +449,19 @@ fn node_pool(
 ) -> Result<(f64, String), String> {
     let count = count.ok_or("node count is only known after apply")?;
     let size = size.ok_or(format!("{what} is only known after apply"))?;
-    let price = monthly
-        .get(size)
-        .ok_or(format!("no price for {what} {size}"))?;
+    let price = monthly.get(size).ok_or(format!("no price for {what} {size}"))?;
     Ok((count * price, format!("{count} x {size} ${price}/month")))
 }
 
 /// A DOKS node pool: count x the Droplet size's monthly price.
 fn doks_pool(t: &DigitalOcean, pool: &Value, unknown: &Value) -> Result<(f64, String), String> {
     let count = num(pool, unknown, "node_count").or_else(|| num(pool, unknown, "min_nodes"));
-    node_pool(&t.droplet_monthly, "Droplet size", count, text(pool, unknown, "size"))
+    node_pool(
+        &t.droplet_monthly,
+        "Droplet size",
+        count,
+        text(pool, unknown, "size"),
+    )
 }
 
 /// An LKE pool: count x the plan's monthly price.

@@ -260,6 +260,11 @@ impl Req {
         self
     }
 
+    /// The request's method.
+    pub fn http_method(&self) -> Method {
+        self.0.request_context.http.method.clone()
+    }
+
     pub fn body_value(&self) -> Value {
         serde_json::from_str(self.0.body.as_deref().unwrap_or("null")).unwrap()
     }
