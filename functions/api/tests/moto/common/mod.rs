@@ -12,7 +12,7 @@ use serde_json::Value;
 use strato_api::{ApiService, Config, Ctx, service};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
-use strato_domain::model::{Cluster, ClusterState, OperationStatus};
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationStatus};
 use strato_domain::template::Template;
 use strato_domain::webhook::Webhook;
 use strato_testbed::TestEnv;
@@ -342,10 +342,21 @@ impl Api {
         self.ctx.store.save_cluster(&mut c).await.unwrap();
     }
 
+    /// Operation `id` as stored.
+    pub async fn stored_operation(&self, id: &str) -> Operation {
+        let id: OperationId = id.parse().unwrap();
+        self.ctx.store.get_operation(&id).await.unwrap().unwrap()
+    }
+
+    /// Every operation of cluster `id`, as stored.
+    pub async fn stored_operations(&self, id: &str) -> Vec<Operation> {
+        let id: ClusterId = id.parse().unwrap();
+        self.ctx.store.list_operations(&id).await.unwrap()
+    }
+
     /// Sets operation `id`'s status in the store, as a run would have.
     pub async fn set_op_status(&self, id: &str, status: OperationStatus) {
-        let id: OperationId = id.parse().unwrap();
-        let mut op = self.ctx.store.get_operation(&id).await.unwrap().unwrap();
+        let mut op = self.stored_operation(id).await;
         let was_terminal = op.status.is_terminal();
         op.status = status;
         self.ctx
