@@ -33,6 +33,16 @@ impl World {
         op
     }
 
+    /// Ends `op` FAILED with `err` through `end_operation`, its cluster's `fate` as given.
+    async fn end_failed(
+        &self,
+        op: Operation,
+        fate: ClusterFate<'_>,
+        err: &UserError,
+    ) -> Result<Ended, PortError> {
+        end_operation(&self.store, &self.jobs, op, fate, fail_with(err)).await
+    }
+
     fn state(&self, id: &ClusterId) -> ClusterState {
         self.store.cluster(id).unwrap().state()
     }
@@ -54,15 +64,10 @@ async fn ending_fails_the_cluster_ends_the_operation_and_hands_off_once() {
     let next = w.op(&cid, OperationKind::Delete);
     let err = boom();
 
-    let ended = end_operation(
-        &w.store,
-        &w.jobs,
-        op.clone(),
-        ClusterFate::Fail(&err),
-        fail_with(&err),
-    )
-    .await
-    .unwrap();
+    let ended = w
+        .end_failed(op.clone(), ClusterFate::Fail(&err), &err)
+        .await
+        .unwrap();
     let Ended::Now { op: done, handoff } = ended else {
         panic!("{ended:?}")
     };
@@ -88,15 +93,10 @@ async fn ending_fails_the_cluster_ends_the_operation_and_hands_off_once() {
     );
 
     // A duplicate end (a redelivered event) finds it ended: nothing is released or woken again.
-    let again = end_operation(
-        &w.store,
-        &w.jobs,
-        op.clone(),
-        ClusterFate::Fail(&err),
-        fail_with(&err),
-    )
-    .await
-    .unwrap();
+    let again = w
+        .end_failed(op.clone(), ClusterFate::Fail(&err), &err)
+        .await
+        .unwrap();
     assert!(matches!(again, Ended::Not(o) if o.status == OperationStatus::Failed));
     assert_eq!(w.jobs.sent().len(), 1);
     assert_eq!(
@@ -177,15 +177,10 @@ async fn a_stale_copy_is_read_again_and_lost_writes_are_retried() {
     w.store.put_operation(newer);
     w.store.inject_conflicts(2);
     let err = boom();
-    let ended = end_operation(
-        &w.store,
-        &w.jobs,
-        op.clone(),
-        ClusterFate::Fail(&err),
-        fail_with(&err),
-    )
-    .await
-    .unwrap();
+    let ended = w
+        .end_failed(op.clone(), ClusterFate::Fail(&err), &err)
+        .await
+        .unwrap();
     let Ended::Now { op: done, .. } = ended else {
         panic!("{ended:?}")
     };
@@ -197,15 +192,10 @@ async fn a_stale_copy_is_read_again_and_lost_writes_are_retried() {
         .running(&w.cluster_in(ClusterState::Provisioning), OperationKind::Create)
         .await;
     w.store.inject_conflicts(100);
-    let e = end_operation(
-        &w.store,
-        &w.jobs,
-        other.clone(),
-        ClusterFate::Untouched,
-        fail_with(&err),
-    )
-    .await
-    .unwrap_err();
+    let e = w
+        .end_failed(other.clone(), ClusterFate::Untouched, &err)
+        .await
+        .unwrap_err();
     assert!(matches!(e, PortError::Conflict(m) if m.contains("gave up")));
     w.store.inject_conflicts(0);
     assert_eq!(
@@ -295,15 +285,7 @@ async fn a_release_wakes_the_tenants_oldest_waiter_whose_cluster_is_free() {
     let free = w.cluster_in(ClusterState::Active);
     let ready = parked(&free);
 
-    let ended = end_operation(
-        &w.store,
-        &w.jobs,
-        done,
-        ClusterFate::Untouched,
-        fail_with(&boom()),
-    )
-    .await
-    .unwrap();
+    let ended = w.end_failed(done, ClusterFate::Untouched, &boom()).await.unwrap();
     let Ended::Now { handoff, .. } = ended else {
         panic!("{ended:?}")
     };
