@@ -103,7 +103,7 @@ async fn locks_lease_expire_and_tokens_only_grow() {
     let (a, b) = (OperationId::generate(), OperationId::generate());
     let lease = Duration::minutes(10);
     // `who` asks for the cluster's lock now; `token` is what an acquired lock gives.
-    let take = |who: &OperationId| w.store.acquire_lock(&cluster, who, lease, w.clock.now());
+    let take = |who| w.store.acquire_lock(&cluster, who, lease, w.clock.now());
     let token = |outcome: LockOutcome| match outcome {
         LockOutcome::Acquired { fencing_token } => fencing_token,
         held => panic!("{held:?}"),
