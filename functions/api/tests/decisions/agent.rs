@@ -8,7 +8,7 @@ use strato_api::decide::agent;
 use strato_domain::agent::token_hash;
 use strato_domain::health::HealthStatus;
 use strato_domain::ids::ClusterId;
-use strato_domain::model::{Cluster, ClusterState, OperationStatus};
+use strato_domain::model::{Cluster, ClusterState};
 use strato_domain::ports::Clock;
 use time::Duration;
 
