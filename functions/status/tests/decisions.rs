@@ -850,7 +850,7 @@ async fn a_runner_killed_after_archiving_its_complete_log_waits_for_its_report()
     // Killed during the workspace cleanup that follows the report (exit 137): its complete archive proves the
     // report was sent, so the stop waits for it like an exit 0.
     let w = world();
-    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
+    let (_, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     w.archive.archived(&run.op, 420, true);
     assert!(!w.deliver_one(stopped(&run, Some(137)), 1).await);
     assert_eq!(w.op(&run.op).status, OperationStatus::Running);
@@ -859,7 +859,7 @@ async fn a_runner_killed_after_archiving_its_complete_log_waits_for_its_report()
 
     // Without the report by the last delivery, it fails, saying what was known.
     let w = world();
-    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
+    let (_, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     w.archive.archived(&run.op, 420, true);
     assert!(
         w.deliver_one(stopped(&run, Some(137)), FINAL_REPORT_GRACE_RECEIVES)

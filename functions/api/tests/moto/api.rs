@@ -55,7 +55,7 @@ async fn create_records_cluster_and_operation_then_queues_the_job() {
         common::opened(&api, &stored.spec, TENANT, cid, "db_password").await,
         "hunter2-but-longer"
     );
-    let stored_op = api.stored_operation(&oid).await;
+    let stored_op = api.stored_operation(oid).await;
     assert_eq!(stored_op.kind, OperationKind::Create);
     assert_eq!(stored_op.status, OperationStatus::Queued);
     assert_eq!(stored_op.requested_by.as_deref(), Some(SUBJECT));
@@ -399,7 +399,7 @@ async fn idempotency_key_replays_the_first_answer() {
     assert_eq!(d1.status, StatusCode::ACCEPTED, "{}", d1.text);
     let d2 = api.call(del()).await;
     assert_eq!((d2.status, &d2.text), (d1.status, &d1.text));
-    let ops = api.stored_operations(&cid).await;
+    let ops = api.stored_operations(cid).await;
     assert_eq!(ops.iter().filter(|o| o.kind == OperationKind::Delete).count(), 1);
 
     let r = api

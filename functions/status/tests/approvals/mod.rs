@@ -106,7 +106,7 @@ async fn an_awaiting_approval_report_parks_the_operation_with_its_plan_holding_o
 #[tokio::test]
 async fn a_report_from_a_stale_token_does_not_park_the_operation() {
     let w = world();
-    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
+    let (_, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     let zombie = Run {
         token: run.token - 1,
         ..run.clone()
@@ -121,7 +121,7 @@ async fn a_report_from_a_stale_token_does_not_park_the_operation() {
 #[tokio::test]
 async fn a_cancel_asked_for_while_the_plan_ran_is_the_decision() {
     let w = world();
-    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
+    let (_, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     let mut op = w.op(&run.op);
     op.cancel_requested = true;
     w.store.put_operation(op);
