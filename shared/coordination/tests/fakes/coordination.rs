@@ -292,6 +292,16 @@ async fn a_release_wakes_the_tenants_oldest_waiter_whose_cluster_is_free() {
     assert_eq!(handoff.woken, vec![ready.operation_id.clone()]);
 }
 
+/// What `run` records (as [`recorded`] lists it), run to its end on a runtime of its own under a debugging
+/// recorder.
+fn recorded_while(run: impl std::future::Future<Output = ()>) -> Vec<(String, Vec<String>)> {
+    let rec = metrics_util::debugging::DebuggingRecorder::new();
+    let snap = rec.snapshotter();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    metrics::with_local_recorder(&rec, || rt.block_on(run));
+    recorded(snap.snapshot())
+}
+
 /// Metric name, labels (sorted `k=v`) and whether it recorded anything, from a debugging recorder.
 fn recorded(snapshot: metrics_util::debugging::Snapshot) -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = snapshot
@@ -313,23 +323,15 @@ fn recorded(snapshot: metrics_util::debugging::Snapshot) -> Vec<(String, Vec<Str
 
 #[test]
 fn ending_an_operation_records_its_duration_outcome_category_and_hand_off() {
-    let rec = metrics_util::debugging::DebuggingRecorder::new();
-    let snap = rec.snapshotter();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    metrics::with_local_recorder(&rec, || {
-        rt.block_on(async {
-            let w = world();
-            let cid = w.cluster_in(ClusterState::Provisioning);
-            let mut op = w.running(&cid, OperationKind::Create).await;
-            op.spec = Some(w.store.cluster(&cid).unwrap().spec);
-            w.store.put_operation(op.clone());
-            let err = boom();
-            end_operation(&w.store, &w.jobs, op, ClusterFate::Fail(&err), fail_with(&err))
-                .await
-                .unwrap();
-        })
+    let got = recorded_while(async {
+        let w = world();
+        let cid = w.cluster_in(ClusterState::Provisioning);
+        let mut op = w.running(&cid, OperationKind::Create).await;
+        op.spec = Some(w.store.cluster(&cid).unwrap().spec);
+        w.store.put_operation(op.clone());
+        let err = boom();
+        w.end_failed(op, ClusterFate::Fail(&err), &err).await.unwrap();
     });
-    let got = recorded(snap.snapshot());
     let op_labels = |name: &str| {
         (
             name.to_owned(),
@@ -365,24 +367,18 @@ fn ending_an_operation_records_its_duration_outcome_category_and_hand_off() {
 /// not `none`.
 #[test]
 fn a_drift_checks_end_carries_its_clusters_provider_and_template() {
-    let rec = metrics_util::debugging::DebuggingRecorder::new();
-    let snap = rec.snapshotter();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    metrics::with_local_recorder(&rec, || {
-        rt.block_on(async {
-            let w = world();
-            let cid = w.cluster_in(ClusterState::Active);
-            let op = w.running(&cid, OperationKind::DriftCheck).await;
-            assert!(op.spec.is_none());
-            end_operation(&w.store, &w.jobs, op, ClusterFate::Untouched, |o| {
-                o.status = OperationStatus::Succeeded;
-                true
-            })
-            .await
-            .unwrap();
+    let got = recorded_while(async {
+        let w = world();
+        let cid = w.cluster_in(ClusterState::Active);
+        let op = w.running(&cid, OperationKind::DriftCheck).await;
+        assert!(op.spec.is_none());
+        end_operation(&w.store, &w.jobs, op, ClusterFate::Untouched, |o| {
+            o.status = OperationStatus::Succeeded;
+            true
         })
+        .await
+        .unwrap();
     });
-    let got = recorded(snap.snapshot());
     let labels = vec![
         "kind=drift-check".to_owned(),
         "outcome=succeeded".to_owned(),
