@@ -2,6 +2,7 @@
 //! Test harness: the library's `handle` driven with the sample API Gateway events in `events/api/`,
 //! against a private moto with its own resources and the fixture templates published.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
@@ -180,45 +181,34 @@ impl Req {
         self
     }
 
-    pub fn tenant(mut self, t: &str) -> Self {
+    /// The token's claims, to change.
+    fn claims(&mut self) -> &mut HashMap<String, String> {
         let jwt = self
             .0
             .request_context
             .authorizer
             .as_mut()
             .and_then(|a| a.jwt.as_mut());
-        jwt.expect("event has JWT claims")
-            .claims
-            .insert("tenant_id".into(), t.into());
+        &mut jwt.expect("event has JWT claims").claims
+    }
+
+    pub fn tenant(mut self, t: &str) -> Self {
+        self.claims().insert("tenant_id".into(), t.into());
         self
     }
 
     /// The token's `scope` claim (`None`: no scope claim at all).
     pub fn scope(mut self, scope: Option<&str>) -> Self {
-        let jwt = self
-            .0
-            .request_context
-            .authorizer
-            .as_mut()
-            .and_then(|a| a.jwt.as_mut())
-            .expect("event has JWT claims");
         match scope {
-            Some(s) => jwt.claims.insert("scope".into(), s.into()),
-            None => jwt.claims.remove("scope"),
+            Some(s) => self.claims().insert("scope".into(), s.into()),
+            None => self.claims().remove("scope"),
         };
         self
     }
 
     /// The token's `sub` claim (the principal the audit log records).
     pub fn sub(mut self, sub: &str) -> Self {
-        let jwt = self
-            .0
-            .request_context
-            .authorizer
-            .as_mut()
-            .and_then(|a| a.jwt.as_mut())
-            .expect("event has JWT claims");
-        jwt.claims.insert("sub".into(), sub.into());
+        self.claims().insert("sub".into(), sub.into());
         self
     }
 
@@ -232,26 +222,13 @@ impl Req {
             .drop_claim("tenant_id")
             .scope(Some("platform:admin"))
             .sub("ops-1");
-        let jwt =
-            r.0.request_context
-                .authorizer
-                .as_mut()
-                .and_then(|a| a.jwt.as_mut())
-                .expect("event has JWT claims");
-        jwt.claims.insert("aud".into(), OPERATOR_AUDIENCE.into());
+        r.claims().insert("aud".into(), OPERATOR_AUDIENCE.into());
         r
     }
 
     /// The token without `claim` (e.g. a token without `sub`, which the authorizer still accepts).
     pub fn drop_claim(mut self, claim: &str) -> Self {
-        let jwt = self
-            .0
-            .request_context
-            .authorizer
-            .as_mut()
-            .and_then(|a| a.jwt.as_mut())
-            .expect("event has JWT claims");
-        jwt.claims.remove(claim);
+        self.claims().remove(claim);
         self
     }
 
