@@ -368,13 +368,7 @@ async fn idempotency_key_replays_the_first_answer() {
     let r = api
         .call(Api::create_req("idem-two").header("idempotency-key", key))
         .await;
-    r.problem(422);
-    assert!(
-        r.body["type"]
-            .as_str()
-            .unwrap()
-            .ends_with("idempotency-key-reused")
-    );
+    r.assert_problem(422, "idempotency-key-reused");
 
     // Keys are per tenant: another tenant's same key is a different request.
     let r = api

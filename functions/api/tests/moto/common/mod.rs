@@ -91,6 +91,12 @@ impl Resp {
         b
     }
 
+    /// Asserts a problem with `status` whose `type` ends in `kind`.
+    pub fn assert_problem(&self, status: u16, kind: &str) {
+        let t = self.problem(status)["type"].as_str().unwrap();
+        assert!(t.ends_with(kind), "{t}: {}", self.text);
+    }
+
     /// The `errors[].field` values of a problem.
     pub fn fields(&self) -> Vec<String> {
         self.body["errors"]
