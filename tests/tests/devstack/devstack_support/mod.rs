@@ -128,3 +128,12 @@ pub async fn assert_operator_routes_refuse(api: &strato_devstack::client::Client
         assert_eq!(resp.status, 403, "{r:?}: {}", resp.text);
     }
 }
+
+/// The `field` of each entry of the array `list` (an operation's step names, a plan's addresses).
+pub fn each<'a>(list: &'a serde_json::Value, field: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|entry| entry[field].as_str())
+        .collect()
+}
