@@ -4,7 +4,7 @@
 
 use crate::devstack_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,19 +13,9 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-fn strato_bin() -> PathBuf {
-    let p = strato_devstack::stack::sibling_binary("strato");
-    assert!(
-        p.exists(),
-        "{} is missing: `cargo build -p strato-cli`",
-        p.display()
-    );
-    p
-}
-
 /// Runs `strato ARGS` with its own config directory and nothing inherited from the caller's STRATO_*.
 async fn strato(config: &Path, env: &[(&str, &str)], stdin: Option<&str>, args: &[&str]) -> Output {
-    let mut cmd = tokio::process::Command::new(strato_bin());
+    let mut cmd = tokio::process::Command::new(devstack_support::strato_bin());
     cmd.args(args).env("STRATO_CONFIG_DIR", config);
     for k in [
         "STRATO_TOKEN",
