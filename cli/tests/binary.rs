@@ -19,6 +19,13 @@ fn strato(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `strato` against the API at `endpoint` with token `t`, then `args`.
+fn strato_at(endpoint: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["--endpoint", endpoint, "--token", "t"];
+    all.extend_from_slice(args);
+    strato(&all)
+}
+
 #[test]
 fn help_lists_the_verbs_and_the_exit_codes() {
     let o = strato(&["--help"]);
@@ -52,43 +59,19 @@ fn usage_errors_exit_2_and_say_what_to_do() {
 
 #[test]
 fn an_unreachable_endpoint_is_a_server_error_not_a_crash() {
-    let o = strato(&[
-        "--endpoint",
-        "http://127.0.0.1:9",
-        "--token",
-        "t",
-        "templates",
-        "list",
-    ]);
+    let o = strato_at("http://127.0.0.1:9", &["templates", "list"]);
     assert_eq!(o.status.code(), Some(7), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]
 fn a_delete_without_a_terminal_or_yes_is_refused_before_any_request() {
     // Port 9 answers nothing: a request would be exit 7; the refusal comes first, with its own code.
-    let o = strato(&[
-        "--endpoint",
-        "http://127.0.0.1:9",
-        "--token",
-        "t",
-        "clusters",
-        "delete",
-        "cl-1",
-    ]);
+    let o = strato_at("http://127.0.0.1:9", &["clusters", "delete", "cl-1"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(10), "{err}");
     assert!(err.contains("--yes"), "the refusal names the way out: {err}");
     // --yes skips the question: the request is made (to a URL that cannot be, so it fails at once, exit 7).
-    let o = strato(&[
-        "--endpoint",
-        "http://no such host",
-        "--token",
-        "t",
-        "clusters",
-        "delete",
-        "cl-1",
-        "-y",
-    ]);
+    let o = strato_at("http://no such host", &["clusters", "delete", "cl-1", "-y"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(7), "{err}");
     assert!(
@@ -181,17 +164,7 @@ fn awaiting(method: &str, path: &str) -> (u16, serde_json::Value) {
 #[test]
 fn an_approval_names_the_plan_it_showed() {
     let (url, server) = stub(2, awaiting);
-    let o = strato(&[
-        "--endpoint",
-        &url,
-        "--token",
-        "t",
-        "operations",
-        "approve",
-        OP,
-        "--comment",
-        "lgtm",
-    ]);
+    let o = strato_at(&url, &["operations", "approve", OP, "--comment", "lgtm"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
@@ -245,9 +218,9 @@ fn hostile(method: &str, path: &str) -> (u16, serde_json::Value) {
 #[test]
 fn server_text_reaches_the_terminal_without_control_sequences() {
     let (url, server) = stub(2, hostile);
-    let o = strato(&["--endpoint", &url, "--token", "t", "operations", "get", OP]);
+    let o = strato_at(&url, &["operations", "get", OP]);
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    let e = strato(&["--endpoint", &url, "--token", "t", "operations", "get", "op-x"]);
+    let e = strato_at(&url, &["operations", "get", "op-x"]);
     let stderr = String::from_utf8_lossy(&e.stderr).into_owned();
     server.join().unwrap();
     assert!(
@@ -306,7 +279,7 @@ fn one_cluster(_method: &str, path: &str) -> (u16, serde_json::Value) {
 #[test]
 fn a_cluster_is_addressed_by_its_name_too() {
     let (url, server) = stub(2, one_cluster);
-    let o = strato(&["--endpoint", &url, "--token", "t", "clusters", "get", "demo2"]);
+    let o = strato_at(&url, &["clusters", "get", "demo2"]);
     assert!(
         o.status.success(),
         "{}{}",
@@ -323,16 +296,7 @@ fn a_cluster_is_addressed_by_its_name_too() {
 #[test]
 fn a_name_of_no_cluster_is_not_found_and_an_empty_list_says_so() {
     let (url, server) = stub(1, one_cluster);
-    let o = strato(&[
-        "--endpoint",
-        &url,
-        "--token",
-        "t",
-        "clusters",
-        "delete",
-        "nosuch",
-        "--yes",
-    ]);
+    let o = strato_at(&url, &["clusters", "delete", "nosuch", "--yes"]);
     assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("no cluster named nosuch"),
@@ -342,16 +306,7 @@ fn a_name_of_no_cluster_is_not_found_and_an_empty_list_says_so() {
     assert_eq!(server.join().unwrap().len(), 1, "nothing deleted");
 
     let (url, server) = stub(1, one_cluster);
-    let o = strato(&[
-        "--endpoint",
-        &url,
-        "--token",
-        "t",
-        "clusters",
-        "list",
-        "--state",
-        "failed",
-    ]);
+    let o = strato_at(&url, &["clusters", "list", "--state", "failed"]);
     assert!(o.status.success());
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),

@@ -226,61 +226,46 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    /// The configuration from every variable a run needs (for operation `op`), changed by `changes`: a value
+    /// sets a variable, `None` removes it.
+    fn config(op: &str, changes: &[(&'static str, Option<&str>)]) -> Result<Config, RunnerError> {
+        let mut env: HashMap<&str, String> = [
+            ("STRATO_OPERATION_ID", op),
+            ("STRATO_FENCING_TOKEN", "3"),
+            ("STRATO_RUN_PROOF", "p"),
+            ("STRATO_RESOURCE_PREFIX", "dev"),
+            (
+                "STRATO_ENGINE_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/dev-runner-engine",
+            ),
+            (
+                "STRATO_STATE_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/dev-runner-state",
+            ),
+        ]
+        .map(|(k, v)| (k, v.to_owned()))
+        .into();
+        for (k, v) in changes {
+            match v {
+                Some(v) => env.insert(k, (*v).to_owned()),
+                None => env.remove(k),
+            };
+        }
+        Config::from_lookup(|k| env.get(k).cloned())
+    }
+
     #[test]
     fn missing_and_malformed_variables_are_named() {
-        let env: HashMap<&str, &str> = HashMap::new();
-        let err = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap_err();
+        let err = Config::from_lookup(|_| None).unwrap_err();
         assert!(err.to_string().contains("STRATO_OPERATION_ID"), "{err}");
         let op = OperationId::generate().to_string();
-        let env: HashMap<&str, &str> = [
-            ("STRATO_OPERATION_ID", op.as_str()),
-            ("STRATO_FENCING_TOKEN", "x"),
-        ]
-        .into();
-        let err = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap_err();
+        let err = config(&op, &[("STRATO_FENCING_TOKEN", Some("x"))]).unwrap_err();
         assert!(err.to_string().contains("STRATO_FENCING_TOKEN"), "{err}");
-        let env: HashMap<&str, &str> = [
-            ("STRATO_OPERATION_ID", op.as_str()),
-            ("STRATO_FENCING_TOKEN", "3"),
-            ("STRATO_RESOURCE_PREFIX", "dev"),
-        ]
-        .into();
-        let err = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap_err();
+        let err = config(&op, &[("STRATO_RUN_PROOF", None)]).unwrap_err();
         assert!(err.to_string().contains("STRATO_RUN_PROOF"), "{err}");
-        let env: HashMap<&str, &str> = [
-            ("STRATO_OPERATION_ID", op.as_str()),
-            ("STRATO_FENCING_TOKEN", "3"),
-            ("STRATO_RUN_PROOF", "p"),
-            ("STRATO_RESOURCE_PREFIX", "dev"),
-            (
-                "STRATO_ENGINE_ROLE_ARN",
-                "arn:aws:iam::123456789012:role/dev-runner-engine",
-            ),
-            (
-                "STRATO_STATE_ROLE_ARN",
-                "arn:aws:iam::123456789012:role/dev-runner-state",
-            ),
-            ("STRATO_TIME_LIMIT_SECS", "soon"),
-        ]
-        .into();
-        let err = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap_err();
+        let err = config(&op, &[("STRATO_TIME_LIMIT_SECS", Some("soon"))]).unwrap_err();
         assert!(err.to_string().contains("STRATO_TIME_LIMIT_SECS"), "{err}");
-        let env: HashMap<&str, &str> = [
-            ("STRATO_OPERATION_ID", op.as_str()),
-            ("STRATO_FENCING_TOKEN", "3"),
-            ("STRATO_RUN_PROOF", "p"),
-            ("STRATO_RESOURCE_PREFIX", "dev"),
-            (
-                "STRATO_ENGINE_ROLE_ARN",
-                "arn:aws:iam::123456789012:role/dev-runner-engine",
-            ),
-            (
-                "STRATO_STATE_ROLE_ARN",
-                "arn:aws:iam::123456789012:role/dev-runner-state",
-            ),
-        ]
-        .into();
-        let cfg = Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        let cfg = config(&op, &[]).unwrap();
         assert_eq!(cfg.fencing_token, 3);
         assert_eq!(cfg.time_limit, Duration::from_secs(1800));
         assert_eq!(cfg.terraform, PathBuf::from("tofu"));
@@ -296,40 +281,26 @@ mod tests {
     fn the_emulators_kube_api_is_set_whole_or_not_at_all() {
         let op = OperationId::generate().to_string();
         let pem = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n";
-        let cfg = |extra: &[(&'static str, &'static str)]| {
-            let mut env: HashMap<&str, String> = [
-                ("STRATO_OPERATION_ID", op.clone()),
-                ("STRATO_FENCING_TOKEN", "3".into()),
-                ("STRATO_RUN_PROOF", "p".into()),
-                ("STRATO_RESOURCE_PREFIX", "dev".into()),
-                (
-                    "STRATO_ENGINE_ROLE_ARN",
-                    "arn:aws:iam::123456789012:role/e".into(),
-                ),
-                ("STRATO_STATE_ROLE_ARN", "arn:aws:iam::123456789012:role/s".into()),
-            ]
-            .into();
-            env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
-            Config::from_lookup(|k| env.get(k).cloned())
-        };
-        let pem: &'static str = Box::leak(pem.to_owned().into_boxed_str());
-        let set = cfg(&[
-            ("STRATO_KUBE_ENDPOINT", "https://127.0.0.1:6443/"),
-            ("STRATO_KUBE_CA_PEM", pem),
-        ])
+        let set = config(
+            &op,
+            &[
+                ("STRATO_KUBE_ENDPOINT", Some("https://127.0.0.1:6443/")),
+                ("STRATO_KUBE_CA_PEM", Some(pem)),
+            ],
+        )
         .unwrap();
         let k = set.kube_override.unwrap();
         assert_eq!(k.endpoint, "https://127.0.0.1:6443");
         assert_eq!(k.ca_pem, pem.as_bytes());
         for half in [
-            vec![("STRATO_KUBE_ENDPOINT", "https://127.0.0.1:6443")],
-            vec![("STRATO_KUBE_CA_PEM", pem)],
+            vec![("STRATO_KUBE_ENDPOINT", Some("https://127.0.0.1:6443"))],
+            vec![("STRATO_KUBE_CA_PEM", Some(pem))],
             vec![
-                ("STRATO_KUBE_ENDPOINT", "http://127.0.0.1:6443"),
-                ("STRATO_KUBE_CA_PEM", pem),
+                ("STRATO_KUBE_ENDPOINT", Some("http://127.0.0.1:6443")),
+                ("STRATO_KUBE_CA_PEM", Some(pem)),
             ],
         ] {
-            let err = cfg(&half).unwrap_err().to_string();
+            let err = config(&op, &half).unwrap_err().to_string();
             assert!(
                 err.contains("STRATO_KUBE_ENDPOINT") && err.contains("STRATO_KUBE_CA_PEM"),
                 "{err}"
@@ -341,26 +312,11 @@ mod tests {
     fn a_creates_stages_leave_the_cleanup_reserve_of_the_time_limit() {
         let op = OperationId::generate().to_string();
         let cfg = |limit: &str, reserve: Option<&str>| {
-            let mut env: HashMap<&str, &str> = [
-                ("STRATO_OPERATION_ID", op.as_str()),
-                ("STRATO_FENCING_TOKEN", "3"),
-                ("STRATO_RUN_PROOF", "p"),
-                ("STRATO_RESOURCE_PREFIX", "dev"),
-                (
-                    "STRATO_ENGINE_ROLE_ARN",
-                    "arn:aws:iam::123456789012:role/dev-runner-engine",
-                ),
-                (
-                    "STRATO_STATE_ROLE_ARN",
-                    "arn:aws:iam::123456789012:role/dev-runner-state",
-                ),
-                ("STRATO_TIME_LIMIT_SECS", limit),
-            ]
-            .into();
-            if let Some(r) = reserve {
-                env.insert("STRATO_CLEANUP_RESERVE_SECS", r);
-            }
-            Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap()
+            let changes = [
+                ("STRATO_TIME_LIMIT_SECS", Some(limit)),
+                ("STRATO_CLEANUP_RESERVE_SECS", reserve),
+            ];
+            config(&op, &changes).unwrap()
         };
         assert_eq!(cfg("1800", None).stage_time_limit(), Duration::from_secs(1500));
         // The reserve never takes more than half the limit.

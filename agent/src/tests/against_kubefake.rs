@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use secrecy::SecretString;
 use strato_agent_wire::{Ack, Registered, Report};
-use strato_kubefake::{KubeFake, Rbac};
+use strato_kubefake::{KubeFake, Rbac, RequestRecord};
 
-use crate::agent::{Agent, Outcome, Policy};
+use crate::agent::{Agent, Outcome, Policy, Turn};
 use crate::control_plane::HttpControlPlane;
 use crate::kube_cluster::{KubeCluster, KubeSecret};
 
@@ -127,6 +127,43 @@ fn kube_client(k: &KubeFake) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
+/// Turns of an agent until its last report counts `nodes` (ready, total), `pause` apart; past `within` the
+/// test fails saying `never`.
+struct Until {
+    nodes: (u32, u32),
+    within: Duration,
+    pause: Duration,
+    never: &'static str,
+}
+
+impl Until {
+    /// Turns `agent` (each turn's result checked by `check`) until a report in `got` counts the nodes.
+    async fn run(
+        &self,
+        agent: &mut Agent<KubeCluster, HttpControlPlane, KubeSecret>,
+        got: &Received,
+        check: impl Fn(&Turn),
+    ) {
+        let deadline = Instant::now() + self.within;
+        loop {
+            check(&agent.turn(Instant::now()).await);
+            let last = got.lock().unwrap().last().unwrap().1.clone();
+            if (last.nodes_ready, last.nodes_total) == self.nodes {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{}: {last:?}", self.never);
+            tokio::time::sleep(self.pause).await;
+        }
+    }
+}
+
+/// How many of the kube API requests in `log` listed nodes (`watch`: watched them).
+fn node_requests(log: &[RequestRecord], watch: bool) -> usize {
+    log.iter()
+        .filter(|r| r.path == "/api/v1/nodes" && r.query.contains("watch=true") == watch)
+        .count()
+}
+
 fn agent_for(k: &KubeFake, plane_url: &str) -> Agent<KubeCluster, HttpControlPlane, KubeSecret> {
     let client = kube_client(k);
     Agent::new(
@@ -188,35 +225,26 @@ async fn the_agent_registers_stores_its_credential_reports_and_sees_a_node_turn_
     );
 
     k.put_node("n2", false);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let turn = agent.turn(Instant::now()).await;
-        assert_eq!(
-            turn.outcome,
-            Outcome::Reported {
-                health: "healthy".into()
-            }
-        );
-        let last = got.lock().unwrap().last().unwrap().1.clone();
-        if (last.nodes_ready, last.nodes_total) == (1, 2) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the NotReady node never reached a report: {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let turns = Until {
+        nodes: (1, 2),
+        within: Duration::from_secs(10),
+        pause: Duration::from_millis(50),
+        never: "the NotReady node never reached a report",
+    };
+    turns
+        .run(&mut agent, &got, |turn| {
+            assert_eq!(
+                turn.outcome,
+                Outcome::Reported {
+                    health: "healthy".into()
+                }
+            );
+        })
+        .await;
 
     let log = k.requests();
-    let node_lists = log
-        .iter()
-        .filter(|r| r.path == "/api/v1/nodes" && !r.query.contains("watch=true"))
-        .count();
-    let node_watches = log
-        .iter()
-        .filter(|r| r.path == "/api/v1/nodes" && r.query.contains("watch=true"))
-        .count();
+    let node_lists = node_requests(&log, false);
+    let node_watches = node_requests(&log, true);
     assert_eq!(node_lists, 1, "listed once, then followed by the watch: {log:?}");
     assert!(node_watches >= 1);
 
@@ -301,24 +329,15 @@ async fn after_its_watch_ends_and_the_history_is_compacted_the_agent_relists_and
     k.expire_watches();
     k.put_node("n3", true);
     k.put_node("n1", false);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        agent.turn(Instant::now()).await;
-        let last = got.lock().unwrap().last().unwrap().1.clone();
-        if (last.nodes_ready, last.nodes_total) == (2, 3) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the change after the 410 never reached a report: {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let turns = Until {
+        nodes: (2, 3),
+        within: Duration::from_secs(15),
+        pause: Duration::from_millis(100),
+        never: "the change after the 410 never reached a report",
+    };
+    turns.run(&mut agent, &got, |_| {}).await;
     let log = k.requests();
-    let lists = log
-        .iter()
-        .filter(|r| r.path == "/api/v1/nodes" && !r.query.contains("watch=true"))
-        .count();
+    let lists = node_requests(&log, false);
     assert_eq!(lists, 2, "the 410 made the watcher list again: {log:?}");
 }
 

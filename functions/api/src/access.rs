@@ -77,6 +77,7 @@ pub(crate) fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operator::test_tokens::{claims, tenant_tokens};
     use crate::routes::ROUTES;
 
     fn config() -> Config {
@@ -88,38 +89,12 @@ mod tests {
         .unwrap()
     }
 
-    fn claims(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
     /// Every route of the table whose access is the operator's refuses every tenant token, even one that
     /// carries `platform:admin` or the operator's audience, and accepts the operator's.
     #[test]
     fn every_operator_route_refuses_every_tenant_token() {
         let c = config();
-        let tenant_tokens = [
-            claims(&[
-                ("aud", "strato-api"),
-                ("sub", "u"),
-                ("tenant_id", "acme"),
-                ("scope", "admin"),
-            ]),
-            claims(&[
-                ("aud", "strato-api"),
-                ("sub", "u"),
-                ("tenant_id", "acme"),
-                ("scope", "platform:admin"),
-            ]),
-            claims(&[
-                ("aud", "strato-operator"),
-                ("sub", "u"),
-                ("tenant_id", "acme"),
-                ("scope", "platform:admin admin"),
-            ]),
-        ];
+        let tenant_tokens = tenant_tokens();
         let operator = claims(&[
             ("aud", "strato-operator"),
             ("sub", "ops"),

@@ -128,8 +128,40 @@ pub fn suspension_allows(method: &str, need: Scope, suspended: Option<&str>) -> 
     }
 }
 
+/// The claims the access checks' tests (here and in `access`) make tokens of.
+#[cfg(test)]
+pub(crate) mod test_tokens {
+    use std::collections::HashMap;
+
+    pub(crate) fn claims(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    /// Tenant tokens as near an operator's as they come: one with `admin`, one carrying `platform:admin`,
+    /// one of the operator's audience (`strato-operator`) with both.
+    pub(crate) fn tenant_tokens() -> Vec<HashMap<String, String>> {
+        let token = |aud: &str, scope: &str| {
+            claims(&[
+                ("aud", aud),
+                ("sub", "u"),
+                ("tenant_id", "acme"),
+                ("scope", scope),
+            ])
+        };
+        vec![
+            token("strato-api", "admin"),
+            token("strato-api", "platform:admin"),
+            token("strato-operator", "platform:admin admin"),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_tokens::{claims, tenant_tokens};
     use super::*;
 
     const AUD: &str = "strato-operator";
@@ -139,13 +171,6 @@ mod tests {
             audience: Some(AUD.into()),
             issuer: None,
         }
-    }
-
-    fn claims(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
     }
 
     fn check(c: &HashMap<String, String>, id: &OperatorIdentity) -> Result<Operator, ApiError> {
@@ -175,27 +200,12 @@ mod tests {
     /// `access::tests::every_operator_route_refuses_every_tenant_token`.
     #[test]
     fn no_tenant_token_is_an_operator() {
-        let tenant_tokens = [
-            claims(&[
-                ("aud", "strato-api"),
-                ("sub", "u"),
-                ("tenant_id", "acme"),
-                ("scope", "admin"),
-            ]),
-            claims(&[
-                ("aud", "strato-api"),
-                ("sub", "u"),
-                ("tenant_id", "acme"),
-                ("scope", "platform:admin"),
-            ]),
-            claims(&[
-                ("aud", AUD),
-                ("sub", "u"),
-                ("tenant_id", "acme"),
-                ("scope", "platform:admin admin"),
-            ]),
-            claims(&[("aud", "strato-api"), ("sub", "u"), ("scope", "platform:admin")]),
-        ];
+        let mut tenant_tokens = tenant_tokens();
+        tenant_tokens.push(claims(&[
+            ("aud", "strato-api"),
+            ("sub", "u"),
+            ("scope", "platform:admin"),
+        ]));
         for t in &tenant_tokens {
             let e = check(t, &identity()).unwrap_err();
             assert_eq!(e.status(), 403, "{t:?}: {e}");

@@ -38,15 +38,7 @@ fn world() -> World {
 
 impl World {
     fn dispatcher(&self) -> Dispatcher<'_, FakeStore, FakeJobQueue, FakeLauncher, FakeClock, FakeAuditLog> {
-        Dispatcher {
-            store: &self.store,
-            jobs: &self.jobs,
-            launcher: &self.launcher,
-            clock: &self.clock,
-            audit: &self.audit,
-            max_receives: MAX_RECEIVES,
-            identities: &strato_domain::identity::NoRunIdentities,
-        }
+        self.dispatcher_with(&strato_domain::identity::NoRunIdentities)
     }
 
     /// The dispatcher minting runs' identity tokens with `identities`.

@@ -135,6 +135,28 @@ impl World {
         }
     }
 
+    /// A cluster named `prod` in `state`, with `kind` started on it.
+    async fn running(&self, state: ClusterState, kind: OperationKind) -> (ClusterId, Run) {
+        let c = self.cluster_in("prod", state);
+        let run = self.start(&c, kind).await;
+        (c, run)
+    }
+
+    /// An ACTIVE cluster named `prod` whose drift policy is `policy`.
+    fn drifting(&self, policy: DriftPolicy) -> ClusterId {
+        let c = self.cluster_in("prod", ClusterState::Active);
+        let mut cluster = self.cluster(&c);
+        cluster.drift_policy = policy;
+        self.store.put_cluster(cluster);
+        c
+    }
+
+    /// The tenant's webhook: every event, or only `events`.
+    fn hook(&self, events: Option<Vec<EventType>>) {
+        let hook = Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap();
+        self.webhooks.set(&self.tenant, hook.with_events(events));
+    }
+
     fn op(&self, id: &OperationId) -> Operation {
         self.store.operation(id).unwrap()
     }
@@ -315,8 +337,7 @@ fn control(ev: ControlEvent) -> String {
 #[tokio::test]
 async fn a_stale_fencing_token_is_refused_and_counted() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     let before = w.op(&run.op);
 
     assert!(w.deliver_one(succeeded(&w, &run, run.token + 1), 1).await);
@@ -342,8 +363,7 @@ async fn a_stale_fencing_token_is_refused_and_counted() {
 #[tokio::test]
 async fn a_runner_whose_lock_was_taken_over_is_a_zombie() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     // The lease ran out and another operation took the lock: the runner's token is no longer the lock's.
     w.clock.advance(LOCK_LEASE + Duration::minutes(1));
     let other = OperationId::generate();
@@ -367,8 +387,7 @@ async fn a_runner_whose_lock_was_taken_over_is_a_zombie() {
 #[tokio::test]
 async fn a_heartbeat_renews_the_lease_only_for_the_holder() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     w.clock.advance(LOCK_LEASE - Duration::minutes(1));
     assert!(w.deliver_one(heartbeat(&w, &run, run.token), 1).await);
     // Past the first lease, within the renewed one: the lock is still the runner's.
@@ -394,8 +413,7 @@ async fn a_heartbeat_renews_the_lease_only_for_the_holder() {
 #[tokio::test]
 async fn duplicated_and_reordered_runner_events_apply_once() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Provisioning);
-    let run = w.start(&c, OperationKind::Create).await;
+    let (c, run) = w.running(ClusterState::Provisioning, OperationKind::Create).await;
     let waiter = w.parked(&c, cluster_busy_reason(&run.op));
 
     // The finish overtakes the start; every event comes twice.
@@ -489,8 +507,7 @@ async fn a_success_ends_active_with_outputs_and_hands_off() {
 #[tokio::test]
 async fn a_failure_ends_failed_with_what_step_and_fix() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Provisioning);
-    let run = w.start(&c, OperationKind::Create).await;
+    let (c, run) = w.running(ClusterState::Provisioning, OperationKind::Create).await;
     assert!(w.deliver_one(failed(&w, &run), 1).await);
 
     let op = w.op(&run.op);
@@ -530,10 +547,7 @@ async fn a_failure_ends_failed_with_what_step_and_fix() {
 #[tokio::test]
 async fn drift_under_reconcile_submits_one_update_within_the_quota() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
-    let mut cluster = w.cluster(&c);
-    cluster.drift_policy = DriftPolicy::Reconcile;
-    w.store.put_cluster(cluster);
+    let c = w.drifting(DriftPolicy::Reconcile);
     let run = w.start(&c, OperationKind::DriftCheck).await;
     assert!(w.deliver_one(drift_found(&w, &run), 1).await);
 
@@ -565,10 +579,7 @@ async fn drift_under_reconcile_submits_one_update_within_the_quota() {
 
     // A tenant at its open-operation quota gets no reconcile: nothing recorded, nothing queued.
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
-    let mut cluster = w.cluster(&c);
-    cluster.drift_policy = DriftPolicy::Reconcile;
-    w.store.put_cluster(cluster);
+    let c = w.drifting(DriftPolicy::Reconcile);
     let run = w.start(&c, OperationKind::DriftCheck).await;
     // Another open operation fills the quota once the check has ended.
     let elsewhere = w.cluster_in("elsewhere", ClusterState::Active);
@@ -591,14 +602,8 @@ async fn drift_under_reconcile_submits_one_update_within_the_quota() {
 #[tokio::test]
 async fn drift_under_notify_queues_the_webhook_notification_with_a_stable_delivery_id() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
-    let mut cluster = w.cluster(&c);
-    cluster.drift_policy = DriftPolicy::Notify;
-    w.store.put_cluster(cluster);
-    w.webhooks.set(
-        &w.tenant,
-        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
-    );
+    let c = w.drifting(DriftPolicy::Notify);
+    w.hook(None);
     let run = w.start(&c, OperationKind::DriftCheck).await;
     assert!(w.deliver_one(drift_found(&w, &run), 1).await);
 
@@ -633,14 +638,8 @@ async fn drift_under_notify_queues_the_webhook_notification_with_a_stable_delive
 #[tokio::test]
 async fn a_drift_notification_that_could_not_be_queued_is_queued_by_the_redelivery() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
-    let mut cluster = w.cluster(&c);
-    cluster.drift_policy = DriftPolicy::Notify;
-    w.store.put_cluster(cluster);
-    w.webhooks.set(
-        &w.tenant,
-        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
-    );
+    let c = w.drifting(DriftPolicy::Notify);
+    w.hook(None);
     let run = w.start(&c, OperationKind::DriftCheck).await;
     w.webhooks.fail_sends(1);
     assert!(
@@ -671,14 +670,8 @@ async fn a_drift_notification_that_could_not_be_queued_is_queued_by_the_redelive
 #[tokio::test]
 async fn a_stop_event_never_queues_a_drift_notification_a_second_time() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
-    let mut cluster = w.cluster(&c);
-    cluster.drift_policy = DriftPolicy::Notify;
-    w.store.put_cluster(cluster);
-    w.webhooks.set(
-        &w.tenant,
-        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
-    );
+    let c = w.drifting(DriftPolicy::Notify);
+    w.hook(None);
     let run = w.start(&c, OperationKind::DriftCheck).await;
     w.webhooks.fail_sends(1);
     assert!(!w.deliver_one(drift_found(&w, &run), 1).await);
@@ -696,10 +689,7 @@ async fn a_stop_event_never_queues_a_drift_notification_a_second_time() {
 async fn a_run_queues_started_succeeded_and_state_changed_once_each() {
     let w = world();
     let c = w.cluster_in("prod", ClusterState::Provisioning);
-    w.webhooks.set(
-        &w.tenant,
-        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
-    );
+    w.hook(None);
     let run = w.start(&c, OperationKind::Create).await;
     // As the dispatcher leaves it: the runner's first event makes it running.
     let mut op = w.op(&run.op);
@@ -737,12 +727,7 @@ async fn a_run_queues_started_succeeded_and_state_changed_once_each() {
 async fn a_failed_run_queues_operation_failed_to_a_webhook_that_wants_only_that() {
     let w = world();
     let c = w.cluster_in("prod", ClusterState::Provisioning);
-    w.webhooks.set(
-        &w.tenant,
-        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0")
-            .unwrap()
-            .with_events(Some(vec![EventType::OperationFailed])),
-    );
+    w.hook(Some(vec![EventType::OperationFailed]));
     let run = w.start(&c, OperationKind::Create).await;
     assert!(w.deliver_one(step(&w, &run, "plan", None), 1).await);
     assert!(w.deliver_one(failed(&w, &run), 1).await);
@@ -757,10 +742,7 @@ async fn a_failed_run_queues_operation_failed_to_a_webhook_that_wants_only_that(
 #[tokio::test]
 async fn a_tenant_without_a_webhook_gets_nothing_queued() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
-    let mut cluster = w.cluster(&c);
-    cluster.drift_policy = DriftPolicy::Notify;
-    w.store.put_cluster(cluster);
+    let c = w.drifting(DriftPolicy::Notify);
     let run = w.start(&c, OperationKind::DriftCheck).await;
     assert!(w.deliver_one(drift_found(&w, &run), 1).await);
     assert!(w.deliver_one(drift_found(&w, &run), 2).await);
@@ -774,8 +756,7 @@ async fn a_tenant_without_a_webhook_gets_nothing_queued() {
 #[tokio::test]
 async fn a_task_stopped_without_a_report_fails_the_operation_and_hands_off() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     let waiter = w.parked(&c, cluster_busy_reason(&run.op));
     assert!(w.deliver_one(step(&w, &run, "apply", None), 1).await);
 
@@ -802,8 +783,7 @@ async fn a_task_stopped_without_a_report_fails_the_operation_and_hands_off() {
 #[tokio::test]
 async fn an_exit_0_waits_for_the_report_until_the_last_delivery() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     for receives in 1..FINAL_REPORT_GRACE_RECEIVES {
         assert!(!w.deliver_one(stopped(&run, Some(0)), receives).await);
         assert_eq!(w.last_delay(), ReportWait::EVENTS.retry_secs);
@@ -847,8 +827,7 @@ async fn stop_then_report_after_failed_batches(w: &World, run: &Run, failures: u
 #[tokio::test]
 async fn late_success_after_stop_is_not_lost() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Provisioning);
-    let run = w.start(&c, OperationKind::Create).await;
+    let (c, run) = w.running(ClusterState::Provisioning, OperationKind::Create).await;
     stop_then_report_after_failed_batches(&w, &run, 1).await;
 
     let op = w.op(&run.op);
@@ -860,8 +839,7 @@ async fn late_success_after_stop_is_not_lost() {
 #[tokio::test]
 async fn late_success_survives_a_report_batch_failing_twice() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     stop_then_report_after_failed_batches(&w, &run, REPORT_WAIT_VISIBILITY_TIMEOUTS - 1).await;
     assert_eq!(w.op(&run.op).status, OperationStatus::Succeeded);
     assert_eq!(w.cluster(&c).state(), ClusterState::Active);
@@ -872,8 +850,7 @@ async fn a_runner_killed_after_archiving_its_complete_log_waits_for_its_report()
     // Killed during the workspace cleanup that follows the report (exit 137): its complete archive proves the
     // report was sent, so the stop waits for it like an exit 0.
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (_, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     w.archive.archived(&run.op, 420, true);
     assert!(!w.deliver_one(stopped(&run, Some(137)), 1).await);
     assert_eq!(w.op(&run.op).status, OperationStatus::Running);
@@ -882,8 +859,7 @@ async fn a_runner_killed_after_archiving_its_complete_log_waits_for_its_report()
 
     // Without the report by the last delivery, it fails, saying what was known.
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (_, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     w.archive.archived(&run.op, 420, true);
     assert!(
         w.deliver_one(stopped(&run, Some(137)), FINAL_REPORT_GRACE_RECEIVES)
@@ -900,8 +876,7 @@ async fn a_runner_killed_after_archiving_its_complete_log_waits_for_its_report()
 #[tokio::test]
 async fn a_success_after_a_concluded_lost_report_is_recorded_not_dropped() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     assert!(
         w.deliver_one(stopped(&run, Some(0)), FINAL_REPORT_GRACE_RECEIVES)
             .await
@@ -941,8 +916,7 @@ async fn a_success_after_a_concluded_lost_report_is_recorded_not_dropped() {
 #[tokio::test]
 async fn a_duplicate_end_finishes_an_interrupted_hand_off() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     let waiter = w.parked(&c, cluster_busy_reason(&run.op));
     // An earlier delivery saved the end, then died before releasing anything.
     let mut op = w.op(&run.op);

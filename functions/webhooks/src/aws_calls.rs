@@ -3,15 +3,14 @@
 //! devstack (tests/tests/devstack/devstack_lifecycle.rs, devstack_drift.rs, devstack_estimate.rs). A new AWS call
 //! goes here first; the infra check then names the grant `infra/modules/functions/iam.tf` lacks.
 
-use strato_calls::{AwsCall, Resource::*, call};
+use strato_calls::{AwsCall, QUEUE_URLS, Resource::*, call, concat, total};
 
-pub const AWS_CALLS: &[AwsCall] = &[
-    // QueueUrls::resolve at start: every queue's URL.
-    call("sqs:GetQueueUrl", Queue("jobs")),
-    call("sqs:GetQueueUrl", Queue("events")),
-    call("sqs:GetQueueUrl", Queue("logs")),
-    call("sqs:GetQueueUrl", Queue("webhooks")),
-    call("sqs:GetQueueUrl", Queue("rollouts")),
+/// Every queue's URL (QueueUrls::resolve at start), then the calls of its own.
+pub const AWS_CALLS: &[AwsCall] = &concat::<{ total(PARTS) }>(PARTS);
+
+const PARTS: &[&[AwsCall]] = &[QUEUE_URLS, OWN];
+
+const OWN: &[AwsCall] = &[
     // The tenant's webhook; each delivery's outcome noted on its operation.
     call("dynamodb:GetItem", Table("tenants")),
     call("dynamodb:GetItem", Table("operations")),

@@ -4,7 +4,7 @@
 
 use crate::devstack_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,19 +13,9 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-fn strato_bin() -> PathBuf {
-    let p = strato_devstack::stack::sibling_binary("strato");
-    assert!(
-        p.exists(),
-        "{} is missing: `cargo build -p strato-cli`",
-        p.display()
-    );
-    p
-}
-
 /// Runs `strato ARGS` with its own config directory and nothing inherited from the caller's STRATO_*.
 async fn strato(config: &Path, env: &[(&str, &str)], stdin: Option<&str>, args: &[&str]) -> Output {
-    let mut cmd = tokio::process::Command::new(strato_bin());
+    let mut cmd = tokio::process::Command::new(devstack_support::strato_bin());
     cmd.args(args).env("STRATO_CONFIG_DIR", config);
     for k in [
         "STRATO_TOKEN",
@@ -52,6 +42,21 @@ async fn strato(config: &Path, env: &[(&str, &str)], stdin: Option<&str>, args: 
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// Asserts a preview's output: its `counts`, a resource (`mark`, `address`) marked as it changes, its monthly
+/// `cost`; the output.
+fn previewed(o: &Output, counts: &str, (mark, address): (&str, &str), cost: &str) -> String {
+    let out = text(&o.stdout);
+    assert!(out.contains(&format!("Preview: {counts}")), "{}", show(o));
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with(mark) && l.contains(address)),
+        "{address}, marked {mark:?}: {}",
+        show(o)
+    );
+    assert!(out.contains(&format!("Monthly cost: {cost}")), "{}", show(o));
+    out
 }
 
 fn show(o: &Output) -> String {
@@ -330,19 +335,12 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     // One more node: the node group changes, and costs one t3.medium (0.0416 USD/h x 730 h) and its 20 GB
     // gp3 disk (1.60 USD) more a month. (Only previewed: a node group update never ends against moto.)
     let o = preview(&["--set", "node_count=3"]).await;
-    let out = text(&o.stdout);
-    assert!(
-        out.contains("Preview: 0 to add, 1 to change, 0 to destroy, 0 to replace"),
-        "{}",
-        show(&o)
+    let out = previewed(
+        &o,
+        "0 to add, 1 to change, 0 to destroy, 0 to replace",
+        ("~ ", "aws_eks_node_group.default"),
+        "+$31.97/month",
     );
-    assert!(
-        out.lines()
-            .any(|l| l.trim_start().starts_with("~ ") && l.contains("aws_eks_node_group.default")),
-        "the node group, marked changed: {}",
-        show(&o)
-    );
-    assert!(out.contains("Monthly cost: +$31.97/month"), "{}", show(&o));
     assert!(out.contains("Policies: 0 denied"), "{}", show(&o));
     let after = get(cfg, &id).await;
     for key in ["variables", "outputs", "state", "template", "drift"] {
@@ -361,19 +359,12 @@ async fn a_tenant_drives_a_cluster_through_its_life_with_the_strato_cli() {
     assert_eq!(op["preview"]["applied"], false, "{op}");
     // An admin network: one security-group rule to add, at no cost. Previewed, then applied.
     let o = preview(&["--var", "admin_cidrs=203.0.113.0/24"]).await;
-    let out = text(&o.stdout);
-    assert!(
-        out.contains("Preview: 1 to add, 0 to change, 0 to destroy, 0 to replace"),
-        "{}",
-        show(&o)
+    previewed(
+        &o,
+        "1 to add, 0 to change, 0 to destroy, 0 to replace",
+        ("+ ", "aws_security_group_rule"),
+        "$0.00/month",
     );
-    assert!(
-        out.lines()
-            .any(|l| l.trim_start().starts_with("+ ") && l.contains("aws_security_group_rule")),
-        "{}",
-        show(&o)
-    );
-    assert!(out.contains("Monthly cost: $0.00/month"), "{}", show(&o));
     let after = get(cfg, &id).await;
     assert_eq!(after["variables"], before["variables"], "nothing applied");
     let o = strato(

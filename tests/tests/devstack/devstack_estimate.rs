@@ -64,12 +64,7 @@ async fn an_estimate_plans_prices_and_leaves_nothing_behind() {
     let done = api.wait_operation(&op, Duration::from_secs(600)).await.unwrap();
     let took = started.elapsed();
     assert_eq!(done["status"], "succeeded", "{done}");
-    let steps: Vec<&str> = done["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["name"].as_str())
-        .collect();
+    let steps: Vec<&str> = devstack_support::each(&done["steps"], "name");
     assert!(steps.contains(&"plan"), "{steps:?}");
     assert!(
         !steps.iter().any(|s| s.contains("apply")),

@@ -34,21 +34,9 @@ fn say(what: &str) {
 
 /// `strato ARGS` against the stack with `token`, nothing inherited from the caller's STRATO_*.
 async fn strato(config: &Path, endpoint: &str, token: &str, args: &[&str]) -> String {
-    let bin = strato_devstack::stack::sibling_binary("strato");
-    assert!(
-        bin.exists(),
-        "{} is missing: `cargo build -p strato-cli`",
-        bin.display()
-    );
-    let o: Output = tokio::process::Command::new(bin)
+    let o: Output = devstack_support::strato_command(config, endpoint, token)
         .args(args)
-        .env("STRATO_CONFIG_DIR", config)
-        .env("STRATO_ENDPOINT", endpoint)
-        .env("STRATO_TOKEN", token)
-        .env("NO_COLOR", "1")
         .env("COLUMNS", "400")
-        .env_remove("STRATO_PROFILE")
-        .env_remove("STRATO_WS_ENDPOINT")
         .output()
         .await
         .expect("strato runs");

@@ -285,12 +285,7 @@ async fn policies_refuse_a_request_before_any_write_and_a_plan_before_apply() {
             .is_some_and(|w| w.contains("security groups are managed centrally")),
         "{done}"
     );
-    let steps: Vec<&str> = done["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["name"].as_str())
-        .collect();
+    let steps: Vec<&str> = devstack_support::each(&done["steps"], "name");
     assert!(
         !steps.iter().any(|s| s.contains("apply")),
         "nothing applied: {steps:?}"
@@ -386,24 +381,14 @@ async fn an_approved_plan_is_applied_exactly_and_a_rejected_one_leaves_the_clust
     let waiting = wait_status(&requester, &create, "awaiting_approval", Duration::from_secs(400)).await;
     let approval = &waiting["approval"];
     assert!(approval["summary"]["add"].as_u64().unwrap_or(0) > 0, "{waiting}");
-    let addresses: Vec<&str> = approval["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["address"].as_str())
-        .collect();
+    let addresses: Vec<&str> = devstack_support::each(&approval["changes"], "address");
     assert!(
         addresses.iter().any(|a| a.contains("aws_iam_policy.this")),
         "{addresses:?}"
     );
     let sha = approval["plan_sha256"].as_str().unwrap().to_owned();
     assert_eq!(sha.len(), 64, "{waiting}");
-    let steps: Vec<&str> = waiting["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["name"].as_str())
-        .collect();
+    let steps: Vec<&str> = devstack_support::each(&waiting["steps"], "name");
     assert!(
         steps.contains(&"plan") && !steps.iter().any(|s| s.contains("apply")),
         "{steps:?}"

@@ -17,21 +17,11 @@ fn say(what: &str) {
 
 /// `strato ARGS` against the stack with `token`, nothing inherited from the caller's STRATO_*.
 async fn strato(config: &std::path::Path, endpoint: &str, token: &str, args: &[&str]) -> Output {
-    let bin = strato_devstack::stack::sibling_binary("strato");
-    assert!(
-        bin.exists(),
-        "{} is missing: `cargo build -p strato-cli`",
-        bin.display()
-    );
-    let mut cmd = tokio::process::Command::new(bin);
-    cmd.args(args)
-        .env("STRATO_CONFIG_DIR", config)
-        .env("STRATO_ENDPOINT", endpoint)
-        .env("STRATO_TOKEN", token)
-        .env("NO_COLOR", "1")
-        .env_remove("STRATO_PROFILE")
-        .env_remove("STRATO_WS_ENDPOINT");
-    cmd.output().await.expect("strato runs")
+    devstack_support::strato_command(config, endpoint, token)
+        .args(args)
+        .output()
+        .await
+        .expect("strato runs")
 }
 
 fn stdout(o: &Output) -> String {

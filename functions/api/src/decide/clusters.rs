@@ -247,12 +247,7 @@ impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q,
         if changed && self.save_settings(&mut c).await?.is_none() {
             return Ok(Attempt::Conflict);
         }
-        let mut op = Operation::new(
-            caller.tenant.clone(),
-            c.cluster_id.clone(),
-            OperationKind::Update,
-            self.clock.now(),
-        );
+        let mut op = self.new_operation(caller, &c.cluster_id, OperationKind::Update);
         let mut spec = validated.spec().clone();
         self.seal(&caller.tenant, &c.cluster_id, &t, &mut spec).await?;
         op.spec = Some(spec);
@@ -438,12 +433,7 @@ impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q,
                     &t,
                     approval,
                 )?;
-                let mut op = Operation::new(
-                    caller.tenant.clone(),
-                    c.cluster_id.clone(),
-                    OperationKind::Delete,
-                    self.clock.now(),
-                );
+                let mut op = self.new_operation(caller, &c.cluster_id, OperationKind::Delete);
                 op.spec = Some(validated.spec().clone());
                 allowed.record(&mut op);
                 self.start(caller, c, op, t).await
@@ -486,12 +476,7 @@ impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q,
                     .map(|o| o.attempt)
                     .max()
                     .unwrap_or(0);
-                let mut op = Operation::new(
-                    caller.tenant.clone(),
-                    c.cluster_id.clone(),
-                    OperationKind::Create,
-                    self.clock.now(),
-                );
+                let mut op = self.new_operation(caller, &c.cluster_id, OperationKind::Create);
                 op.attempt = last_attempt + 1;
                 op.spec = Some(validated.spec().clone());
                 self.start(caller, c, op, t).await
@@ -528,12 +513,7 @@ impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q,
                         template: t,
                     }));
                 }
-                let op = Operation::new(
-                    caller.tenant.clone(),
-                    c.cluster_id.clone(),
-                    OperationKind::DriftCheck,
-                    self.clock.now(),
-                );
+                let op = self.new_operation(caller, &c.cluster_id, OperationKind::DriftCheck);
                 self.start(caller, c, op, t).await
             },
         )
@@ -550,12 +530,7 @@ impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q,
         let Estimate { spec, problems } = cmd.into();
         let requester = caller.requester()?.to_owned();
         let (validated, template, _) = check_spec(self.templates, spec, problems).await?;
-        let mut op = Operation::new(
-            caller.tenant.clone(),
-            ClusterId::generate(),
-            OperationKind::Estimate,
-            self.clock.now(),
-        );
+        let mut op = self.new_operation(caller, &ClusterId::generate(), OperationKind::Estimate);
         let mut spec = validated.spec().clone();
         self.seal(&caller.tenant, &op.cluster_id, &template, &mut spec)
             .await?;

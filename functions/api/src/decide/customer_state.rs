@@ -4,7 +4,7 @@
 
 use strato_coordination::{ATTEMPTS, Attempt, optimistic};
 use strato_domain::model::{
-    Cluster, ClusterState, CustomerStateListing, ListedStateVersion, Operation, OperationKind, RestoreRequest,
+    Cluster, ClusterState, CustomerStateListing, ListedStateVersion, OperationKind, RestoreRequest,
 };
 use strato_domain::ports::{Clock, JobQueue, Templates};
 use strato_domain::sealed::Keys;
@@ -60,12 +60,7 @@ impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q,
                     )));
                 }
                 let t = self.template_for(&c.spec.template, "template").await?;
-                let mut op = Operation::new(
-                    caller.tenant.clone(),
-                    c.cluster_id.clone(),
-                    OperationKind::RestoreState,
-                    self.clock.now(),
-                );
+                let mut op = self.new_operation(caller, &c.cluster_id, OperationKind::RestoreState);
                 op.restore = Some(RestoreRequest {
                     key: v.key.clone(),
                     version_id: v.version_id.clone(),

@@ -128,6 +128,11 @@ fn check(spec: &ClusterSpec, t: &Template) -> Result<ValidatedSpec, ApiError> {
 }
 
 impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q, C, K> {
+    /// A new operation of `kind` on `cluster`, the caller's, as of now.
+    fn new_operation(&self, caller: &Caller, cluster: &ClusterId, kind: OperationKind) -> Operation {
+        Operation::new(caller.tenant.clone(), cluster.clone(), kind, self.clock.now())
+    }
+
     /// The caller's cluster, or 404 for a malformed id, a missing cluster and another tenant's cluster alike.
     pub async fn load_cluster(&self, caller: &Caller, id: &str) -> Result<Cluster, ApiError> {
         let not_found = || {

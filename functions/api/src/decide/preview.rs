@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use strato_coordination::{ATTEMPTS, Attempt, optimistic};
 use strato_domain::approval::ApprovalMode;
-use strato_domain::model::{Cluster, Operation, OperationKind};
+use strato_domain::model::{Cluster, OperationKind};
 use strato_domain::ports::{Clock, JobQueue, Templates};
 use strato_domain::sealed::Keys;
 use strato_domain::validate::FieldError;
@@ -127,12 +127,7 @@ impl<S: ApiStore, T: Templates, Q: JobQueue, C: Clock, K: Keys> Api<'_, S, T, Q,
             &t,
             approval,
         )?;
-        let mut op = Operation::new(
-            caller.tenant.clone(),
-            c.cluster_id.clone(),
-            OperationKind::Plan,
-            self.clock.now(),
-        );
+        let mut op = self.new_operation(caller, &c.cluster_id, OperationKind::Plan);
         let mut spec = validated.spec().clone();
         self.seal(&caller.tenant, &c.cluster_id, &t, &mut spec).await?;
         op.spec = Some(spec);

@@ -8,7 +8,7 @@ use strato_api::decide::agent;
 use strato_domain::agent::token_hash;
 use strato_domain::health::HealthStatus;
 use strato_domain::ids::ClusterId;
-use strato_domain::model::{Cluster, ClusterState, OperationStatus};
+use strato_domain::model::{Cluster, ClusterState};
 use strato_domain::ports::Clock;
 use time::Duration;
 
@@ -165,9 +165,7 @@ fn each_report_records_health_and_says_when_its_status_changes() {
 #[tokio::test]
 async fn an_accepted_delete_revokes_the_agents_credential() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let mut c = s.cluster.clone();
     c.agent_registered_at = Some(w.clock.now());
     let credential = agent::rotate(&mut c);

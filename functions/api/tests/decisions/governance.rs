@@ -21,6 +21,11 @@ fn with_approval(name: &str, mode: &str) -> SpecBody {
     serde_json::from_value(body).unwrap()
 }
 
+/// The caller's create of cluster `name` asking for approval `mode`.
+async fn create_with_approval(w: &World, name: &str, mode: &str) -> Result<Started, ApiError> {
+    w.api().create(&caller(), with_approval(name, mode)).await
+}
+
 /// The 403 a writer gets for lowering: it names the field `approval` and the scope it needs.
 fn refused_lowering(e: ApiError) {
     assert_eq!(e.status().as_u16(), 403, "{e}");
@@ -45,11 +50,7 @@ async fn a_writer_cannot_switch_approvals_off_on_create() {
     let w = World::new();
     w.store
         .set_approval_default(&TENANT.parse().unwrap(), ApprovalMode::Required);
-    let e = w
-        .api()
-        .create(&caller(), with_approval("prod-eu", "auto"))
-        .await
-        .unwrap_err();
+    let e = create_with_approval(&w, "prod-eu", "auto").await.unwrap_err();
     refused_lowering(e);
     assert!(w.store.clusters().is_empty() && w.store.operations().is_empty());
     assert!(w.jobs.sent().is_empty());
@@ -57,20 +58,12 @@ async fn a_writer_cannot_switch_approvals_off_on_create() {
     // The template requires it: the same.
     let w = World::new();
     template_requires_approval(&w).await;
-    let e = w
-        .api()
-        .create(&caller(), with_approval("prod-eu", "auto"))
-        .await
-        .unwrap_err();
+    let e = create_with_approval(&w, "prod-eu", "auto").await.unwrap_err();
     refused_lowering(e);
     // Without a setting, the template's requirement holds; `auto` where nothing requires it is no lowering.
     assert!(w.create("staging").await.operation.approval_required);
     let w = World::new();
-    let s = w
-        .api()
-        .create(&caller(), with_approval("dev", "auto"))
-        .await
-        .unwrap();
+    let s = create_with_approval(&w, "dev", "auto").await.unwrap();
     assert!(!s.operation.approval_required);
 }
 
@@ -78,11 +71,7 @@ async fn a_writer_cannot_switch_approvals_off_on_create() {
 async fn a_writer_cannot_switch_approvals_off_in_a_patch_even_beside_a_variable_change() {
     let w = World::new();
     // Tightening is a writer's to do.
-    let s = w
-        .api()
-        .create(&caller(), with_approval("prod-eu", "required"))
-        .await
-        .unwrap();
+    let s = create_with_approval(&w, "prod-eu", "required").await.unwrap();
     assert!(s.operation.approval_required);
     let mut c = s.cluster.clone().in_state(ClusterState::Active);
     c.pending_operation = None;
@@ -106,21 +95,18 @@ async fn a_writer_cannot_switch_approvals_off_in_a_patch_even_beside_a_variable_
     assert_eq!(stored.approval, Some(ApprovalMode::Required));
     assert_eq!((w.store.operations().len(), w.jobs.sent().len()), (ops, sent));
     // The variable change alone waits for an approver, as the cluster says.
-    let u = w
-        .api()
-        .update(&caller(), &id, patch(json!({"variables": {"node_count": 4}})))
-        .await
-        .unwrap();
-    assert!(u.operation.unwrap().approval_required);
+    assert!(
+        w.updated(&id, json!({"variables": {"node_count": 4}}))
+            .await
+            .approval_required
+    );
 }
 
 #[tokio::test]
 async fn no_cluster_setting_lowers_the_templates_or_tenants_requirement() {
     let w = World::new();
     let tenant = TENANT.parse().unwrap();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     // A cluster that says `auto` (set while nothing required approval) follows a later tenant requirement.
     let mut c = w.store.cluster(&s.cluster.cluster_id).unwrap();
     c.approval = Some(ApprovalMode::Auto);
@@ -128,12 +114,11 @@ async fn no_cluster_setting_lowers_the_templates_or_tenants_requirement() {
     w.store.put_cluster(c);
     w.store.set_approval_default(&tenant, ApprovalMode::Required);
     let id = s.cluster.cluster_id.to_string();
-    let u = w
-        .api()
-        .update(&caller(), &id, patch(json!({"variables": {"node_count": 4}})))
-        .await
-        .unwrap();
-    assert!(u.operation.unwrap().approval_required);
+    assert!(
+        w.updated(&id, json!({"variables": {"node_count": 4}}))
+            .await
+            .approval_required
+    );
     // Not even an administrator sets `auto` under it: a 422 saying whose requirement it is.
     let e = w
         .api()
@@ -149,9 +134,7 @@ async fn no_cluster_setting_lowers_the_templates_or_tenants_requirement() {
 #[tokio::test]
 async fn an_admin_may_lower_the_clusters_own_requirement_and_it_is_reported_for_the_audit() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.to_string();
     let u = w
         .api()

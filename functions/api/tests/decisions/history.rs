@@ -26,9 +26,7 @@ fn long_history(w: &World, cluster: &strato_domain::model::Cluster, n: i64) {
 #[tokio::test]
 async fn updates_and_a_delete_read_only_what_is_open_however_long_the_history() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.as_str().to_owned();
     long_history(&w, &s.cluster, 2_000);
     let before = w.store.operations_listed();

@@ -128,9 +128,7 @@ async fn a_failed_send_still_accepts_and_leaves_the_operation_queued_for_the_swe
 #[tokio::test]
 async fn patch_builds_an_update_operation_from_the_clusters_spec() {
     let w = World::new();
-    let before = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let before = w.active().await;
     let body =
         patch(json!({"variables": {"node_count": 5, "db_password": null}, "template_version": "1.1.0"}));
     let Updated { operation, .. } = w
@@ -159,9 +157,7 @@ async fn patch_builds_an_update_operation_from_the_clusters_spec() {
 #[tokio::test]
 async fn drift_settings_alone_change_the_cluster_and_no_operation() {
     let w = World::new();
-    let before = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let before = w.active().await;
     let body = patch(json!({"drift": {"policy": "reconcile", "interval_hours": 2}}));
     let out = w
         .api()
@@ -202,11 +198,7 @@ async fn an_update_in_a_forbidding_state_is_a_409_naming_the_state() {
 async fn cancelling_a_queued_create_cancels_it_and_fails_the_pending_cluster() {
     let w = World::new();
     let s = w.create("prod-eu").await;
-    let out = w
-        .api()
-        .cancel(&caller(), s.operation.operation_id.as_str())
-        .await
-        .unwrap();
+    let out = w.cancel(&s.operation.operation_id).await.unwrap();
     assert!(matches!(out, Cancelled::Now(_)), "{out:?}");
     let op = w.store.operation(&s.operation.operation_id).unwrap();
     assert_eq!(op.status, OperationStatus::Cancelled);
@@ -214,11 +206,7 @@ async fn cancelling_a_queued_create_cancels_it_and_fails_the_pending_cluster() {
     let c = w.store.cluster(&s.cluster.cluster_id).unwrap();
     assert_eq!(c.state(), ClusterState::Failed);
     // Cancelled again: nothing left to cancel.
-    let e = w
-        .api()
-        .cancel(&caller(), s.operation.operation_id.as_str())
-        .await
-        .unwrap_err();
+    let e = w.cancel(&s.operation.operation_id).await.unwrap_err();
     assert!(conflict(e).contains("cancelled"));
 }
 
@@ -256,7 +244,7 @@ async fn cancelling_a_parked_estimate_forgets_its_synthetic_lock() {
     w.store.put_operation(op.clone());
     assert!(w.store.has_lock_item(&op.cluster_id));
 
-    let out = w.api().cancel(&caller(), op.operation_id.as_str()).await.unwrap();
+    let out = w.cancel(&op.operation_id).await.unwrap();
     let Cancelled::Now(done) = out else {
         panic!("a parked operation is cancelled on the spot");
     };
@@ -272,11 +260,7 @@ async fn a_cancel_that_loses_a_write_reads_again_and_still_ends_the_operation() 
     let w = World::new();
     let s = w.create("prod-eu").await;
     w.store.inject_conflicts(2);
-    let out = w
-        .api()
-        .cancel(&caller(), s.operation.operation_id.as_str())
-        .await
-        .unwrap();
+    let out = w.cancel(&s.operation.operation_id).await.unwrap();
     assert!(matches!(out, Cancelled::Now(_)), "{out:?}");
     let op = w.store.operation(&s.operation.operation_id).unwrap();
     assert_eq!(op.status, OperationStatus::Cancelled);
@@ -293,21 +277,11 @@ async fn a_cancel_that_loses_a_write_reads_again_and_still_ends_the_operation() 
 async fn cancelling_a_queued_operation_releases_its_lock_and_slot_and_wakes_the_waiters() {
     let w = World::new();
     let now = strato_domain::ports::Clock::now(&w.clock);
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let cid = s.cluster.cluster_id.clone();
     let first = w
-        .api()
-        .update(
-            &caller(),
-            cid.as_str(),
-            patch(json!({"variables": {"node_count": 4}})),
-        )
-        .await
-        .unwrap()
-        .operation
-        .unwrap();
+        .updated(cid.as_str(), json!({"variables": {"node_count": 4}}))
+        .await;
     // The dispatcher took the lock and a slot for it; the operation is queued again (a redelivery).
     let LockOutcome::Acquired { fencing_token } = w
         .store
@@ -331,34 +305,19 @@ async fn cancelling_a_queued_operation_releases_its_lock_and_slot_and_wakes_the_
     // Behind it: a second update on the same cluster, and another cluster's create parked on the slot.
     w.clock.advance(time::Duration::seconds(1));
     let second = w
-        .api()
-        .update(
-            &caller(),
-            cid.as_str(),
-            patch(json!({"variables": {"node_count": 5}})),
-        )
-        .await
-        .unwrap()
-        .operation
-        .unwrap();
+        .updated(cid.as_str(), json!({"variables": {"node_count": 5}}))
+        .await;
     let other = w.create("prod-us").await;
     let mut parked = w.store.operation(&other.operation.operation_id).unwrap();
     parked.wait_reason = Some(TENANT_LIMIT_REASON.into());
     w.store.put_operation(parked);
     let sent_before = w.jobs.sent().len();
 
-    let out = w
-        .api()
-        .cancel(&caller(), first.operation_id.as_str())
-        .await
-        .unwrap();
+    let out = w.cancel(&first.operation_id).await.unwrap();
     assert!(matches!(out, Cancelled::Now(_)), "{out:?}");
     assert_eq!(w.store.lock_holder(&cid), None, "the cluster lock is free");
     assert!(w.store.slots(&tenant).is_empty(), "the tenant slot is free");
-    let woken: Vec<_> = w.jobs.sent()[sent_before..]
-        .iter()
-        .map(|j| j.job.operation_id.clone())
-        .collect();
+    let woken: Vec<_> = w.woken_since(sent_before);
     assert!(woken.contains(&second.operation_id), "{woken:?}");
     assert!(woken.contains(&other.operation.operation_id), "{woken:?}");
 }
@@ -370,11 +329,7 @@ async fn cancelling_a_running_operation_only_requests_it() {
         .cluster_in(ClusterState::Provisioning, OperationStatus::Running)
         .await;
     for _ in 0..2 {
-        let out = w
-            .api()
-            .cancel(&caller(), s.operation.operation_id.as_str())
-            .await
-            .unwrap();
+        let out = w.cancel(&s.operation.operation_id).await.unwrap();
         assert!(matches!(out, Cancelled::Requested(_)), "{out:?}");
     }
     let op = w.store.operation(&s.operation.operation_id).unwrap();
@@ -474,29 +429,13 @@ async fn the_fake_catalog_lists_what_was_published() {
 #[tokio::test]
 async fn concurrent_updates_lose_no_changes_the_second_builds_on_the_pending_spec() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.as_str();
-    let a = w
-        .api()
-        .update(&caller(), id, patch(json!({"variables": {"node_count": 5}})))
-        .await
-        .unwrap()
-        .operation
-        .unwrap();
+    let a = w.updated(id, json!({"variables": {"node_count": 5}})).await;
     w.clock.advance(time::Duration::seconds(1));
     let b = w
-        .api()
-        .update(
-            &caller(),
-            id,
-            patch(json!({"variables": {"owner_email": "sre@example.com"}})),
-        )
-        .await
-        .unwrap()
-        .operation
-        .unwrap();
+        .updated(id, json!({"variables": {"owner_email": "sre@example.com"}}))
+        .await;
     let spec = w.store.operation(&b.operation_id).unwrap().spec.unwrap();
     assert_eq!(spec.variables["node_count"], json!(5), "A is kept");
     assert_eq!(
@@ -509,13 +448,7 @@ async fn concurrent_updates_lose_no_changes_the_second_builds_on_the_pending_spe
     done.status = OperationStatus::Succeeded;
     w.store.put_operation(done);
     w.clock.advance(time::Duration::seconds(1));
-    let c = w
-        .api()
-        .update(&caller(), id, patch(json!({"variables": {"db_password": "x"}})))
-        .await
-        .unwrap()
-        .operation
-        .unwrap();
+    let c = w.updated(id, json!({"variables": {"db_password": "x"}})).await;
     let spec = w.store.operation(&c.operation_id).unwrap().spec.unwrap();
     assert_eq!(spec.variables["node_count"], json!(5));
     assert_eq!(spec.variables["owner_email"], json!("sre@example.com"));
@@ -526,9 +459,7 @@ async fn concurrent_updates_lose_no_changes_the_second_builds_on_the_pending_spe
 #[tokio::test]
 async fn the_pending_spec_is_found_while_the_index_lags() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.as_str();
     w.store.lag_index();
     w.api()
@@ -536,16 +467,8 @@ async fn the_pending_spec_is_found_while_the_index_lags() {
         .await
         .unwrap();
     let b = w
-        .api()
-        .update(
-            &caller(),
-            id,
-            patch(json!({"variables": {"owner_email": "sre@example.com"}})),
-        )
-        .await
-        .unwrap()
-        .operation
-        .unwrap();
+        .updated(id, json!({"variables": {"owner_email": "sre@example.com"}}))
+        .await;
     let spec = w.store.operation(&b.operation_id).unwrap().spec.unwrap();
     assert_eq!(spec.variables["node_count"], json!(5));
 }
@@ -555,9 +478,7 @@ async fn the_pending_spec_is_found_while_the_index_lags() {
 #[tokio::test]
 async fn if_match_with_a_stale_version_is_a_412_and_writes_nothing() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.as_str();
     let v = w.store.cluster(&s.cluster.cluster_id).unwrap().version;
     let stale = IfMatch::parse(&format!("\"{}\"", v + 1));
@@ -590,9 +511,7 @@ async fn if_match_with_a_stale_version_is_a_412_and_writes_nothing() {
 #[tokio::test]
 async fn two_concurrent_drift_checks_queue_one_check() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.as_str();
     w.store.lag_index();
     let api = w.api();
@@ -638,9 +557,7 @@ async fn two_concurrent_retries_queue_one_create() {
 #[tokio::test]
 async fn an_operation_is_recorded_only_on_the_cluster_version_read() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let mut read = w.store.cluster(&s.cluster.cluster_id).unwrap();
     w.api()
         .drift_check(&caller(), s.cluster.cluster_id.as_str())
@@ -666,16 +583,8 @@ async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
     let (cid, archive) = w.active_with_state(&["v1", "v2"]).await;
     // An update that found the lock taken by the restore and was parked behind it.
     let waiting = w
-        .api()
-        .update(
-            &caller(),
-            cid.as_str(),
-            patch(json!({"variables": {"node_count": 4}})),
-        )
-        .await
-        .unwrap()
-        .operation
-        .unwrap();
+        .updated(cid.as_str(), json!({"variables": {"node_count": 4}}))
+        .await;
     let sent_before = w.jobs.sent().len();
 
     let record = w.restore(&archive, &cid, "v1").await.unwrap();
@@ -686,10 +595,7 @@ async fn a_restore_releases_the_cluster_lock_and_wakes_the_waiter() {
     assert_eq!(record.restored_by, "user-7f3a");
     assert_eq!(archive.restored().len(), 1);
     assert_eq!(w.store.lock_holder(&cid), None, "the lock is free again");
-    let woken: Vec<_> = w.jobs.sent()[sent_before..]
-        .iter()
-        .map(|j| j.job.operation_id.clone())
-        .collect();
+    let woken: Vec<_> = w.woken_since(sent_before);
     assert_eq!(
         woken,
         std::slice::from_ref(&waiting.operation_id),

@@ -7,9 +7,7 @@ use strato_policy::{Policy, PolicySet};
 
 /// An ACTIVE cluster with nothing open, and its id.
 async fn active(w: &World) -> (Started, String) {
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.as_str().to_owned();
     (s, id)
 }
@@ -258,13 +256,7 @@ async fn a_preview_builds_on_an_open_update_and_no_update_builds_on_a_preview() 
         (json!(5), json!(10))
     );
     // A later PATCH builds on the open update, never on the preview's proposal.
-    let u = w
-        .api()
-        .update(&caller(), &id, patch(json!({"variables": {"min_nodes": 2}})))
-        .await
-        .unwrap()
-        .operation
-        .unwrap();
+    let u = w.updated(&id, json!({"variables": {"min_nodes": 2}})).await;
     let spec = u.spec.unwrap();
     assert_eq!(spec.variables["node_count"], json!(5));
     assert!(!spec.variables.contains_key("max_nodes"), "{spec:?}");

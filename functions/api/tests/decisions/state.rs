@@ -3,12 +3,33 @@
 //! restore queues a `restore-state` operation whose run copies the version back; Strato's own bucket is
 //! neither read nor written for such a cluster.
 
+use strato_api::ApiError;
+use strato_api::decide::{CustomerState, Started};
+use strato_domain::ids::ClusterId;
 use strato_domain::model::{
     ClusterState, CustomerStateListing, ListedStateVersion, OperationKind, OperationStatus, Target,
 };
 use strato_fakes::FakeStateArchive;
 
 use super::{TENANT, World, caller, conflict};
+
+impl World {
+    /// The caller's view of cluster `cid`'s state in the customer's storage (`None`: in Strato's bucket).
+    async fn customer_state(&self, cid: &ClusterId) -> Option<CustomerState> {
+        self.api().customer_state(&caller(), cid.as_str()).await.unwrap()
+    }
+
+    /// The caller's restore of cluster `cid`'s state in the customer's storage to `version`.
+    async fn restore_customer_state(
+        &self,
+        cid: &ClusterId,
+        version: &str,
+    ) -> Result<Option<Started>, ApiError> {
+        self.api()
+            .restore_customer_state(&caller(), cid.as_str(), version)
+            .await
+    }
+}
 
 fn spaces() -> Target {
     serde_json::from_value::<Target>(serde_json::json!(
@@ -40,12 +61,7 @@ async fn a_customers_state_is_listed_from_the_last_runs_report_and_a_restore_is_
     w.store.put_cluster(c);
 
     // Before any run listed: no versions, and where the state is with the command to list it there.
-    let cs = w
-        .api()
-        .customer_state(&caller(), cid.as_str())
-        .await
-        .unwrap()
-        .expect("the customer's storage");
+    let cs = w.customer_state(&cid).await.expect("the customer's storage");
     assert_eq!(
         cs.storage,
         "bucket acme-tf at https://fra1.digitaloceanspaces.com"
@@ -58,11 +74,7 @@ async fn a_customers_state_is_listed_from_the_last_runs_report_and_a_restore_is_
         cs.list_yourself
     );
     // Nothing listed yet: no version can be restored (404, saying how to list).
-    let e = w
-        .api()
-        .restore_customer_state(&caller(), cid.as_str(), "v1")
-        .await
-        .unwrap_err();
+    let e = w.restore_customer_state(&cid, "v1").await.unwrap_err();
     assert_eq!(e.status().as_u16(), 404, "{e}");
     assert!(e.to_string().contains("state-versions"), "{e}");
 
@@ -76,36 +88,22 @@ async fn a_customers_state_is_listed_from_the_last_runs_report_and_a_restore_is_
         operation_id: run.clone(),
     });
     w.store.put_cluster(c);
-    let cs = w
-        .api()
-        .customer_state(&caller(), cid.as_str())
-        .await
-        .unwrap()
-        .unwrap();
+    let cs = w.customer_state(&cid).await.unwrap();
     let listing = cs.listing.unwrap();
     assert_eq!(listing.operation_id, run);
     assert_eq!(listing.versions.len(), 2);
 
     // An unknown version: 404; the current one: 409.
-    let e = w
-        .api()
-        .restore_customer_state(&caller(), cid.as_str(), "v9")
-        .await
-        .unwrap_err();
+    let e = w.restore_customer_state(&cid, "v9").await.unwrap_err();
     assert_eq!(e.status().as_u16(), 404, "{e}");
-    let e = w
-        .api()
-        .restore_customer_state(&caller(), cid.as_str(), "v2")
-        .await
-        .unwrap_err();
+    let e = w.restore_customer_state(&cid, "v2").await.unwrap_err();
     assert!(conflict(e).contains("already the current state of stage 'main'"));
 
     // An older one: a restore-state operation with the chosen key and version, queued; the FAILED
     // cluster stays FAILED, and Strato's bucket is not touched.
     let sent_before = w.jobs.sent().len();
     let started = w
-        .api()
-        .restore_customer_state(&caller(), cid.as_str(), "v1")
+        .restore_customer_state(&cid, "v1")
         .await
         .unwrap()
         .expect("queued");
@@ -119,10 +117,7 @@ async fn a_customers_state_is_listed_from_the_last_runs_report_and_a_restore_is_
     );
     assert_eq!(op.requested_by.as_deref(), Some("user-7f3a"));
     assert!(w.store.operation(&op.operation_id).is_some());
-    let sent: Vec<_> = w.jobs.sent()[sent_before..]
-        .iter()
-        .map(|j| j.job.operation_id.clone())
-        .collect();
+    let sent: Vec<_> = w.woken_since(sent_before);
     assert_eq!(sent, std::slice::from_ref(&op.operation_id));
     assert_eq!(w.store.cluster(&cid).unwrap().state(), ClusterState::Failed);
     assert!(archive.restored().is_empty());
@@ -145,33 +140,15 @@ async fn a_restore_in_the_customers_storage_waits_for_a_cluster_being_changed_to
         operation_id: s.operation.operation_id.clone(),
     });
     w.store.put_cluster(c);
-    let e = w
-        .api()
-        .restore_customer_state(&caller(), cid.as_str(), "v1")
-        .await
-        .unwrap_err();
+    let e = w.restore_customer_state(&cid, "v1").await.unwrap_err();
     assert!(conflict(e).contains("ACTIVE or FAILED"));
 }
 
 #[tokio::test]
 async fn a_cluster_with_its_state_in_stratos_bucket_is_restored_by_the_api_itself() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let cid = s.cluster.cluster_id.clone();
-    assert!(
-        w.api()
-            .customer_state(&caller(), cid.as_str())
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        w.api()
-            .restore_customer_state(&caller(), cid.as_str(), "v1")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(w.customer_state(&cid).await.is_none());
+    assert!(w.restore_customer_state(&cid, "v1").await.unwrap().is_none());
 }

@@ -2,10 +2,10 @@
 //! a writer as the caller, and the requests and answers the tests share.
 
 use serde_json::{Value, json};
-use strato_api::decide::{Api, Started};
+use strato_api::decide::{Api, Cancelled, Started};
 use strato_api::{ApiError, Caller, SpecBody, UpdateBody};
-use strato_domain::ids::ClusterId;
-use strato_domain::model::{ClusterState, OperationStatus, StateRestore};
+use strato_domain::ids::{ClusterId, OperationId};
+use strato_domain::model::{ClusterState, Operation, OperationStatus, StateRestore};
 use strato_domain::template::Template;
 use strato_fakes::{FakeClock, FakeJobQueue, FakeKeys, FakeStateArchive, FakeStore, FakeTemplates};
 
@@ -99,9 +99,7 @@ impl World {
     /// An active cluster (its create succeeded), and an archive holding `versions` of its state file in
     /// Strato's bucket, oldest first.
     pub(crate) async fn active_with_state(&self, versions: &[&str]) -> (ClusterId, FakeStateArchive) {
-        let s = self
-            .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-            .await;
+        let s = self.active().await;
         let cid = s.cluster.cluster_id.clone();
         let archive = FakeStateArchive::default();
         let key = format!("tenants/{TENANT}/clusters/{cid}/main.tfstate");
@@ -137,6 +135,31 @@ impl World {
     pub(crate) fn awaits_decision(&self, s: &Started) -> bool {
         let op = self.store.operation(&s.operation.operation_id).unwrap();
         op.awaits_decision()
+    }
+
+    /// A created cluster made ACTIVE, its create succeeded.
+    pub(crate) async fn active(&self) -> Started {
+        self.cluster_in(ClusterState::Active, OperationStatus::Succeeded)
+            .await
+    }
+
+    /// The caller's `PATCH` of cluster `id` with `body`: the operation it queued.
+    pub(crate) async fn updated(&self, id: &str, body: Value) -> Operation {
+        let out = self.api().update(&caller(), id, patch(body)).await.unwrap();
+        out.operation.expect("a new spec queues an operation")
+    }
+
+    /// The caller's cancel of operation `id`.
+    pub(crate) async fn cancel(&self, id: &OperationId) -> Result<Cancelled, ApiError> {
+        self.api().cancel(&caller(), id.as_str()).await
+    }
+
+    /// The operations woken since the job queue had sent `before` messages.
+    pub(crate) fn woken_since(&self, before: usize) -> Vec<OperationId> {
+        self.jobs.sent()[before..]
+            .iter()
+            .map(|j| j.job.operation_id.clone())
+            .collect()
     }
 
     /// A created cluster moved to `state`, its create operation ended as `op_status`.

@@ -55,13 +55,7 @@ async fn create_records_cluster_and_operation_then_queues_the_job() {
         common::opened(&api, &stored.spec, TENANT, cid, "db_password").await,
         "hunter2-but-longer"
     );
-    let stored_op = api
-        .ctx
-        .store
-        .get_operation(&oid.parse().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    let stored_op = api.stored_operation(oid).await;
     assert_eq!(stored_op.kind, OperationKind::Create);
     assert_eq!(stored_op.status, OperationStatus::Queued);
     assert_eq!(stored_op.requested_by.as_deref(), Some(SUBJECT));
@@ -332,12 +326,7 @@ async fn tenants_never_see_each_other() {
     // The owner still sees it, untouched by the other tenant's attempts.
     let mine = api.call(Req::load("list-clusters").query("")).await;
     assert_eq!(mine.body["clusters"].as_array().unwrap().len(), 1);
-    let ops = api
-        .ctx
-        .store
-        .list_operations(&cid.parse().unwrap())
-        .await
-        .unwrap();
+    let ops = api.stored_operations(&cid).await;
     assert_eq!(ops.len(), 1);
     assert_eq!(ops[0].status, OperationStatus::Queued);
     assert!(!ops[0].cancel_requested);
@@ -379,13 +368,7 @@ async fn idempotency_key_replays_the_first_answer() {
     let r = api
         .call(Api::create_req("idem-two").header("idempotency-key", key))
         .await;
-    r.problem(422);
-    assert!(
-        r.body["type"]
-            .as_str()
-            .unwrap()
-            .ends_with("idempotency-key-reused")
-    );
+    r.assert_problem(422, "idempotency-key-reused");
 
     // Keys are per tenant: another tenant's same key is a different request.
     let r = api
@@ -410,12 +393,7 @@ async fn idempotency_key_replays_the_first_answer() {
     assert_eq!(d1.status, StatusCode::ACCEPTED, "{}", d1.text);
     let d2 = api.call(del()).await;
     assert_eq!((d2.status, &d2.text), (d1.status, &d1.text));
-    let ops = api
-        .ctx
-        .store
-        .list_operations(&cid.parse().unwrap())
-        .await
-        .unwrap();
+    let ops = api.stored_operations(cid).await;
     assert_eq!(ops.iter().filter(|o| o.kind == OperationKind::Delete).count(), 1);
 
     let r = api
@@ -610,12 +588,7 @@ async fn patch_validates_the_merged_spec_and_queues_an_update() {
     api.set_state(&cid, ClusterState::Deleted).await;
     let r = api.call(patch(json!({"variables": {"node_count": 3}}))).await;
     assert!(r.problem(409)["detail"].as_str().unwrap().contains("DELETED"));
-    let ops = api
-        .ctx
-        .store
-        .list_operations(&cid.parse().unwrap())
-        .await
-        .unwrap();
+    let ops = api.stored_operations(&cid).await;
     assert_eq!(ops.iter().filter(|o| o.kind == OperationKind::Update).count(), 1);
 }
 
@@ -671,13 +644,7 @@ async fn retry_only_from_failed_and_failures_show_what_step_fix() {
     assert!(r.problem(409)["detail"].as_str().unwrap().contains("PENDING"));
 
     // The runner failed the create at apply.
-    let mut op = api
-        .ctx
-        .store
-        .get_operation(&oid.parse().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    let mut op = api.stored_operation(&oid).await;
     let now = ts::now();
     op.status = OperationStatus::Failed;
     op.attempt = 1;
@@ -746,13 +713,7 @@ async fn cancel_queued_now_running_by_request_terminal_never() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["status"], "cancelled");
     assert_eq!(r.body["error"]["step"], "queued");
-    let stored = api
-        .ctx
-        .store
-        .get_operation(&oid.parse().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = api.stored_operation(&oid).await;
     assert_eq!(stored.status, OperationStatus::Cancelled);
     assert!(api.ctx.store.open_operations("queued").await.unwrap().is_empty());
     // Its cluster will never be provisioned: it is FAILED, so it can be retried or deleted.
@@ -794,13 +755,7 @@ async fn cancel_queued_now_running_by_request_terminal_never() {
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
     assert_eq!(r.body["status"], "running");
     assert_eq!(r.body["cancel_requested"], true);
-    let stored = api
-        .ctx
-        .store
-        .get_operation(&running.parse().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = api.stored_operation(&running).await;
     assert!(stored.cancel_requested);
     assert_eq!(stored.status, OperationStatus::Running);
 }
@@ -886,12 +841,7 @@ async fn concurrent_repeats_with_one_key_act_once() {
         .map(|r| r.body["operation"]["id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(op_ids.len(), 1, "every 202 names the same operation");
-    let ops = api
-        .ctx
-        .store
-        .list_operations(&cid.parse().unwrap())
-        .await
-        .unwrap();
+    let ops = api.stored_operations(&cid).await;
     assert_eq!(ops.iter().filter(|o| o.kind == OperationKind::Update).count(), 1);
     // Once answered, a repeat replays it.
     let again = patch().await;
@@ -926,12 +876,7 @@ async fn drift_check_on_demand() {
         again.body["operation"]["id"], first.body["operation"]["id"],
         "one pending check"
     );
-    let ops = api
-        .ctx
-        .store
-        .list_operations(&cid.parse().unwrap())
-        .await
-        .unwrap();
+    let ops = api.stored_operations(&cid).await;
     assert_eq!(
         ops.iter().filter(|o| o.kind == OperationKind::DriftCheck).count(),
         1

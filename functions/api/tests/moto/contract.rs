@@ -17,61 +17,69 @@ use strato_api::routes::ROUTES;
 use strato_api::{ApiService, service};
 use strato_domain::model::ClusterState;
 
-/// One call of each operator route, with the operator's token: (method, path template, answer).
-async fn operator_routes(api: &Api) -> Vec<(Method, &'static str, Resp)> {
+/// The answers so far, each under the route (method, path template) it is an answer of.
+#[derive(Default)]
+struct Answers(Vec<(Method, &'static str, Resp)>);
+
+impl Answers {
+    /// Sends `req` to `svc` as a call of route `template` (by the request's method) and keeps the answer;
+    /// when `status` is given, the answer must have it.
+    async fn call(
+        &mut self,
+        svc: &ApiService,
+        template: &'static str,
+        req: Req,
+        status: Option<u16>,
+    ) -> &Resp {
+        let method = req.http_method();
+        let r = call_with(svc, req).await;
+        if let Some(status) = status {
+            assert_eq!(r.status.as_u16(), status, "{method} {template}: {}", r.text);
+        }
+        self.0.push((method, template, r));
+        &self.0.last().expect("just kept").2
+    }
+}
+
+/// One call of each operator route, with the operator's token.
+async fn operator_routes(api: &Api) -> Answers {
     let ops = api.with_operator().await;
-    let mut out = Vec::new();
-    let r = call_with(
-        &ops,
-        Req::operator(Method::POST, "/v1/admin/tenants")
-            .body(&json!({"id": "contract-co", "max_clusters": 4})),
-    )
-    .await;
-    assert_eq!(r.status.as_u16(), 201, "{}", r.text);
-    out.push((Method::POST, "/v1/admin/tenants", r));
-    let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/tenants")).await;
-    out.push((Method::GET, "/v1/admin/tenants", r));
+    let mut out = Answers::default();
+    let op = Req::operator;
+    let tenant = json!({"id": "contract-co", "max_clusters": 4});
+    let tenants = "/v1/admin/tenants";
+    out.call(&ops, tenants, op(Method::POST, tenants).body(&tenant), Some(201))
+        .await;
+    out.call(&ops, tenants, op(Method::GET, tenants), None).await;
     let one = "/v1/admin/tenants/contract-co";
-    let r = call_with(&ops, Req::operator(Method::GET, one)).await;
-    out.push((Method::GET, "/v1/admin/tenants/{tenant}", r));
-    let r = call_with(
-        &ops,
-        Req::operator(Method::PATCH, one).body(&json!({"monthly_budget": 50, "approval": "required"})),
-    )
-    .await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::PATCH, "/v1/admin/tenants/{tenant}", r));
-    let r = call_with(&ops, Req::operator(Method::GET, &format!("{one}/audit"))).await;
-    out.push((Method::GET, "/v1/admin/tenants/{tenant}/audit", r));
+    out.call(&ops, "/v1/admin/tenants/{tenant}", op(Method::GET, one), None)
+        .await;
+    let settings = json!({"monthly_budget": 50, "approval": "required"});
+    let req = op(Method::PATCH, one).body(&settings);
+    out.call(&ops, "/v1/admin/tenants/{tenant}", req, Some(200)).await;
+    let req = op(Method::GET, &format!("{one}/audit"));
+    out.call(&ops, "/v1/admin/tenants/{tenant}/audit", req, None)
+        .await;
     let policy = format!("{one}/policies/no-big");
     let source = "package strato.request\n\ndeny contains \"too many nodes\" if input.node_count > 50\n";
-    let r = call_with(
-        &ops,
-        Req::operator(Method::PUT, &policy).body(&json!({ "source": source })),
-    )
-    .await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::PUT, "/v1/admin/tenants/{tenant}/policies/{name}", r));
-    let r = call_with(&ops, Req::operator(Method::GET, &format!("{one}/policies"))).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::GET, "/v1/admin/tenants/{tenant}/policies", r));
-    let r = call_with(&ops, Req::operator(Method::DELETE, &policy).raw_body("")).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::DELETE, "/v1/admin/tenants/{tenant}/policies/{name}", r));
-    let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/clusters")).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::GET, "/v1/admin/clusters", r));
-    let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/operations")).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::GET, "/v1/admin/operations", r));
+    let named = "/v1/admin/tenants/{tenant}/policies/{name}";
+    let req = op(Method::PUT, &policy).body(&json!({ "source": source }));
+    out.call(&ops, named, req, Some(200)).await;
+    let req = op(Method::GET, &format!("{one}/policies"));
+    out.call(&ops, "/v1/admin/tenants/{tenant}/policies", req, Some(200))
+        .await;
+    let req = op(Method::DELETE, &policy).raw_body("");
+    out.call(&ops, named, req, Some(200)).await;
+    for listed in ["/v1/admin/clusters", "/v1/admin/operations"] {
+        out.call(&ops, listed, op(Method::GET, listed), Some(200)).await;
+    }
     // Boxed: this future is already large.
-    out.extend(Box::pin(template_routes(&ops)).await);
+    Box::pin(template_routes(&ops, &mut out)).await;
     out
 }
 
 /// The template catalog: a version published through the API, deprecated, then yanked.
-async fn template_routes(ops: &ApiService) -> Vec<(Method, &'static str, Resp)> {
-    let mut out = Vec::new();
+async fn template_routes(ops: &ApiService, out: &mut Answers) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates");
     let bundle =
         strato_terraform::bundle::pack(&root.join("catalog/aws-eks-basic"), &root.join("modules")).unwrap();
@@ -84,37 +92,28 @@ async fn template_routes(ops: &ApiService) -> Vec<(Method, &'static str, Resp)> 
         bundle.template.version()
     );
     let post = |path: &str, body: serde_json::Value| Req::operator(Method::POST, path).body(&body);
-    let r = call_with(ops, post(&version, json!({"bundle": encoded}))).await;
-    assert_eq!(r.status.as_u16(), 201, "{}", r.text);
-    out.push((Method::POST, "/v1/admin/templates/{name}/versions/{version}", r));
-    let r = call_with(ops, Req::operator(Method::GET, "/v1/admin/templates")).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::GET, "/v1/admin/templates", r));
-    let r = call_with(ops, post(&format!("{version}/deprecate"), json!({}))).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((
-        Method::POST,
-        "/v1/admin/templates/{name}/versions/{version}/deprecate",
-        r,
-    ));
-    let r = call_with(
+    let req = post(&version, json!({"bundle": encoded}));
+    out.call(
         ops,
-        post(&format!("{version}/yank"), json!({"reason": "contract"})),
+        "/v1/admin/templates/{name}/versions/{version}",
+        req,
+        Some(201),
     )
     .await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((
-        Method::POST,
-        "/v1/admin/templates/{name}/versions/{version}/yank",
-        r,
-    ));
-    out
+    let req = Req::operator(Method::GET, "/v1/admin/templates");
+    out.call(ops, "/v1/admin/templates", req, Some(200)).await;
+    let req = post(&format!("{version}/deprecate"), json!({}));
+    let template = "/v1/admin/templates/{name}/versions/{version}/deprecate";
+    out.call(ops, template, req, Some(200)).await;
+    let req = post(&format!("{version}/yank"), json!({"reason": "contract"}));
+    let template = "/v1/admin/templates/{name}/versions/{version}/yank";
+    out.call(ops, template, req, Some(200)).await;
 }
 
 /// One call of each rollout route: a tenant's preview of its own new cluster on 1.1.0, steered through
 /// pause, resume and abort; then the same by the platform operator, across tenants.
-async fn rollout_routes(api: &Api) -> Vec<(Method, &'static str, Resp)> {
-    let mut out = Vec::new();
+async fn rollout_routes(api: &Api) -> Answers {
+    let mut out = Answers::default();
     let r = api.call(Api::create_req("roll-one")).await;
     assert_eq!(r.status.as_u16(), 202, "{}", r.text);
     let cid = r.body["cluster"]["id"].as_str().unwrap().to_owned();
@@ -127,53 +126,42 @@ async fn rollout_routes(api: &Api) -> Vec<(Method, &'static str, Resp)> {
             .path(path)
             .scope(Some("admin"))
     };
-    let r = api.call(tenant(Method::POST, "/v1/rollouts").body(&body)).await;
-    assert_eq!(r.status.as_u16(), 202, "{}", r.text);
+    let req = tenant(Method::POST, "/v1/rollouts").body(&body);
+    let r = out.call(&api.svc, "/v1/rollouts", req, Some(202)).await;
     assert_eq!(r.body["members"][0]["status"], "planning", "{}", r.text);
     let id = r.body["id"].as_str().unwrap().to_owned();
-    out.push((Method::POST, "/v1/rollouts", r));
-    let r = api.call(tenant(Method::GET, "/v1/rollouts")).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::GET, "/v1/rollouts", r));
+    let req = tenant(Method::GET, "/v1/rollouts");
+    out.call(&api.svc, "/v1/rollouts", req, Some(200)).await;
     let one = format!("/v1/rollouts/{id}");
-    let r = api.call(tenant(Method::GET, &one)).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::GET, "/v1/rollouts/{id}", r));
+    let req = tenant(Method::GET, &one);
+    out.call(&api.svc, "/v1/rollouts/{id}", req, Some(200)).await;
     for (verb, template) in [
         ("pause", "/v1/rollouts/{id}/pause"),
         ("resume", "/v1/rollouts/{id}/resume"),
         ("abort", "/v1/rollouts/{id}/abort"),
     ] {
-        let r = api.call(tenant(Method::POST, &format!("{one}/{verb}"))).await;
-        assert_eq!(r.status.as_u16(), 200, "{verb}: {}", r.text);
-        out.push((Method::POST, template, r));
+        let req = tenant(Method::POST, &format!("{one}/{verb}"));
+        out.call(&api.svc, template, req, Some(200)).await;
     }
 
     let ops = api.with_operator().await;
     let body = json!({"template": "api-test", "to_version": "1.1.0", "mode": "preview",
         "selector": {"clusters": [cid], "tenants": [common::TENANT]}});
-    let r = call_with(
-        &ops,
-        Req::operator(Method::POST, "/v1/admin/rollouts").body(&body),
-    )
-    .await;
-    assert_eq!(r.status.as_u16(), 202, "{}", r.text);
+    let req = Req::operator(Method::POST, "/v1/admin/rollouts").body(&body);
+    let r = out.call(&ops, "/v1/admin/rollouts", req, Some(202)).await;
     let id = r.body["id"].as_str().unwrap().to_owned();
-    out.push((Method::POST, "/v1/admin/rollouts", r));
-    let r = call_with(&ops, Req::operator(Method::GET, "/v1/admin/rollouts")).await;
-    out.push((Method::GET, "/v1/admin/rollouts", r));
+    let req = Req::operator(Method::GET, "/v1/admin/rollouts");
+    out.call(&ops, "/v1/admin/rollouts", req, None).await;
     let one = format!("/v1/admin/rollouts/{id}");
-    let r = call_with(&ops, Req::operator(Method::GET, &one)).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    out.push((Method::GET, "/v1/admin/rollouts/{id}", r));
+    let req = Req::operator(Method::GET, &one);
+    out.call(&ops, "/v1/admin/rollouts/{id}", req, Some(200)).await;
     for (verb, template) in [
         ("pause", "/v1/admin/rollouts/{id}/pause"),
         ("resume", "/v1/admin/rollouts/{id}/resume"),
         ("abort", "/v1/admin/rollouts/{id}/abort"),
     ] {
-        let r = call_with(&ops, Req::operator(Method::POST, &format!("{one}/{verb}"))).await;
-        assert_eq!(r.status.as_u16(), 200, "{verb}: {}", r.text);
-        out.push((Method::POST, template, r));
+        let req = Req::operator(Method::POST, &format!("{one}/{verb}"));
+        out.call(&ops, template, req, Some(200)).await;
     }
     out
 }
@@ -188,86 +176,51 @@ fn every_route_answers_as_the_document_says() {
 
 async fn every_route_answers() {
     let api = Api::new().await;
-    let spec = spec();
-    let mut covered = BTreeSet::new();
-    let mut check = |method: Method, template: &str, r: &Resp| {
-        covered.insert(conforms(&spec, method.as_str(), template, r));
-    };
+    let svc = &api.svc;
+    let mut out = Answers::default();
     let call = |name: &str, method: Method, path: &str| Req::load(name).method(method).path(path);
 
-    check(
-        Method::GET,
-        "/healthz",
-        &api.call(call("healthz", Method::GET, "/healthz")).await,
-    );
-    let r = api.call(Req::load("create-cluster")).await;
-    check(Method::POST, "/v1/clusters", &r);
+    out.call(svc, "/healthz", call("healthz", Method::GET, "/healthz"), None)
+        .await;
+    let r = out
+        .call(svc, "/v1/clusters", Req::load("create-cluster"), None)
+        .await;
     let cid = r.body["cluster"]["id"].as_str().unwrap().to_owned();
     let oid = r.body["operation"]["id"].as_str().unwrap().to_owned();
     let cluster = format!("/v1/clusters/{cid}");
-    check(
-        Method::GET,
-        "/v1/clusters",
-        &api.call(Req::load("list-clusters").query("")).await,
-    );
-    let r = api.call(call("get-cluster", Method::GET, &cluster)).await;
-    check(Method::GET, "/v1/clusters/{id}", &r);
-    let r = api
-        .call(
-            call("update-cluster-drift", Method::PATCH, &cluster)
-                .body(&json!({"drift": {"policy": "reconcile"}})),
-        )
-        .await;
-    check(Method::PATCH, "/v1/clusters/{id}", &r);
+    let req = Req::load("list-clusters").query("");
+    out.call(svc, "/v1/clusters", req, None).await;
+    let req = call("get-cluster", Method::GET, &cluster);
+    out.call(svc, "/v1/clusters/{id}", req, None).await;
+    let req = call("update-cluster-drift", Method::PATCH, &cluster)
+        .body(&json!({"drift": {"policy": "reconcile"}}));
+    out.call(svc, "/v1/clusters/{id}", req, None).await;
     // A PENDING cluster cannot be retried (409 problem).
-    let r = api
-        .call(call("retry-cluster", Method::POST, &format!("{cluster}/retry")))
-        .await;
-    check(Method::POST, "/v1/clusters/{id}/retry", &r);
-    let r = api
-        .call(call(
-            "get-cluster",
-            Method::GET,
-            &format!("{cluster}/state-versions"),
-        ))
-        .await;
-    check(Method::GET, "/v1/clusters/{id}/state-versions", &r);
-    let r = api
-        .call(call(
-            "retry-cluster",
-            Method::POST,
-            &format!("{cluster}/state-versions/v-nope/restore"),
-        ))
-        .await;
-    check(
-        Method::POST,
-        "/v1/clusters/{id}/state-versions/{version}/restore",
-        &r,
-    );
-    let r = api
-        .call(call(
-            "list-cluster-operations",
-            Method::GET,
-            &format!("{cluster}/operations"),
-        ))
-        .await;
-    check(Method::GET, "/v1/clusters/{id}/operations", &r);
-    let operation = format!("/v1/operations/{oid}");
-    check(
+    let req = call("retry-cluster", Method::POST, &format!("{cluster}/retry"));
+    out.call(svc, "/v1/clusters/{id}/retry", req, None).await;
+    let req = call("get-cluster", Method::GET, &format!("{cluster}/state-versions"));
+    out.call(svc, "/v1/clusters/{id}/state-versions", req, None).await;
+    let restore = format!("{cluster}/state-versions/v-nope/restore");
+    let req = call("retry-cluster", Method::POST, &restore);
+    let template = "/v1/clusters/{id}/state-versions/{version}/restore";
+    out.call(svc, template, req, None).await;
+    let req = call(
+        "list-cluster-operations",
         Method::GET,
-        "/v1/operations/{id}",
-        &api.call(call("get-operation", Method::GET, &operation)).await,
+        &format!("{cluster}/operations"),
     );
-    let r = api
-        .call(call(
-            "get-operation-timeline",
-            Method::GET,
-            &format!("{operation}/timeline"),
-        ))
-        .await;
+    out.call(svc, "/v1/clusters/{id}/operations", req, None).await;
+    let operation = format!("/v1/operations/{oid}");
+    let req = call("get-operation", Method::GET, &operation);
+    out.call(svc, "/v1/operations/{id}", req, None).await;
+    let req = call(
+        "get-operation-timeline",
+        Method::GET,
+        &format!("{operation}/timeline"),
+    );
+    let r = out.call(svc, "/v1/operations/{id}/timeline", req, None).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["entries"][0]["event"], "queued");
-    check(Method::GET, "/v1/operations/{id}/timeline", &r);
 
     // An ACTIVE cluster: a drift check, then a delete, are queued (202).
     let mut c = api
@@ -279,9 +232,9 @@ async fn every_route_answers() {
         .unwrap();
     // No endpoint yet: no kubeconfig (409 saying why).
     let kubeconfig = format!("{cluster}/kubeconfig");
-    let r = api.call(call("get-cluster", Method::GET, &kubeconfig)).await;
+    let req = call("get-cluster", Method::GET, &kubeconfig);
+    let r = out.call(svc, "/v1/clusters/{id}/kubeconfig", req, None).await;
     assert_eq!(r.status, 409, "{:?}", r.body);
-    check(Method::GET, "/v1/clusters/{id}/kubeconfig", &r);
     c = c.in_state(ClusterState::Active);
     c.outputs.insert(
         "cluster_endpoint".into(),
@@ -292,7 +245,8 @@ async fn every_route_answers() {
         json!("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="),
     );
     api.ctx.store.save_cluster(&mut c).await.unwrap();
-    let r = api.call(call("get-cluster", Method::GET, &kubeconfig)).await;
+    let req = call("get-cluster", Method::GET, &kubeconfig);
+    let r = out.call(svc, "/v1/clusters/{id}/kubeconfig", req, None).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.body["context"], "strato-prod-eu", "{:?}", r.body);
     assert!(
@@ -300,46 +254,25 @@ async fn every_route_answers() {
         "{:?}",
         r.body
     );
-    check(Method::GET, "/v1/clusters/{id}/kubeconfig", &r);
-    let r = api
-        .call(call(
-            "drift-check",
-            Method::POST,
-            &format!("{cluster}/drift-check"),
-        ))
-        .await;
-    check(Method::POST, "/v1/clusters/{id}/drift-check", &r);
+    let req = call("drift-check", Method::POST, &format!("{cluster}/drift-check"));
+    let r = out.call(svc, "/v1/clusters/{id}/drift-check", req, None).await;
     let check_op = r.body["operation"]["id"].as_str().unwrap().to_owned();
-    let r = api
-        .call(call(
-            "cancel-operation",
-            Method::POST,
-            &format!("/v1/operations/{check_op}/cancel"),
-        ))
-        .await;
-    check(Method::POST, "/v1/operations/{id}/cancel", &r);
+    let cancel = format!("/v1/operations/{check_op}/cancel");
+    let req = call("cancel-operation", Method::POST, &cancel);
+    out.call(svc, "/v1/operations/{id}/cancel", req, None).await;
 
     // A preview of an update of the ACTIVE cluster: a `plan` operation queued (202), the cluster unchanged.
-    let r = api
-        .call(
-            call("update-cluster", Method::POST, &format!("{cluster}/plan"))
-                .body(&json!({"variables": {"node_count": 4}})),
-        )
-        .await;
+    let req = call("update-cluster", Method::POST, &format!("{cluster}/plan"))
+        .body(&json!({"variables": {"node_count": 4}}));
+    let r = out.call(svc, "/v1/clusters/{id}/plan", req, None).await;
     assert_eq!(r.status, 202, "{:?}", r.body);
     assert_eq!(r.body["operation"]["kind"], "plan", "{:?}", r.body);
     assert_eq!(r.body["cluster"]["state"], "ACTIVE", "{:?}", r.body);
-    check(Method::POST, "/v1/clusters/{id}/plan", &r);
 
     // Another check, parked as a planned operation awaiting approval: approved (202, with its plan and the
     // decision), then a rejection is too late (409).
-    let r = api
-        .call(call(
-            "drift-check",
-            Method::POST,
-            &format!("{cluster}/drift-check"),
-        ))
-        .await;
+    let req = call("drift-check", Method::POST, &format!("{cluster}/drift-check"));
+    let r = api.call(req).await;
     assert_eq!(r.status, 202, "{:?}", r.body);
     let waiting: strato_domain::ids::OperationId =
         r.body["operation"]["id"].as_str().unwrap().parse().unwrap();
@@ -362,106 +295,73 @@ async fn every_route_answers() {
         .sub("lead-approver")
         .body(&json!({"comment": "contract"}))
     };
-    let r = api.call(decide("approve")).await;
+    let r = out
+        .call(svc, "/v1/operations/{id}/approve", decide("approve"), None)
+        .await;
     assert_eq!(r.status, 202, "{:?}", r.body);
     assert_eq!(
         r.body["approval"]["decision"]["verdict"], "approved",
         "{:?}",
         r.body
     );
-    check(Method::POST, "/v1/operations/{id}/approve", &r);
-    let r = api.call(decide("reject")).await;
+    let r = out
+        .call(svc, "/v1/operations/{id}/reject", decide("reject"), None)
+        .await;
     assert_eq!(r.status, 409, "{:?}", r.body);
-    check(Method::POST, "/v1/operations/{id}/reject", &r);
-    check(
-        Method::DELETE,
-        "/v1/clusters/{id}",
-        &api.call(call("delete-cluster", Method::DELETE, &cluster)).await,
-    );
+    let req = call("delete-cluster", Method::DELETE, &cluster);
+    out.call(svc, "/v1/clusters/{id}", req, None).await;
 
-    check(
-        Method::POST,
-        "/v1/estimates",
-        &api.call(Req::load("create-estimate")).await,
-    );
-    check(
-        Method::GET,
-        "/v1/webhook",
-        &api.call(Req::load("get-webhook")).await,
-    );
-    check(
-        Method::PUT,
-        "/v1/webhook",
-        &api.call(Req::load("put-webhook")).await,
-    );
-    check(
-        Method::DELETE,
-        "/v1/webhook",
-        &api.call(Req::load("delete-webhook")).await,
-    );
+    // The samples whose method and path are the route's own.
+    for (sample, template) in [
+        ("create-estimate", "/v1/estimates"),
+        ("get-webhook", "/v1/webhook"),
+        ("put-webhook", "/v1/webhook"),
+        ("delete-webhook", "/v1/webhook"),
+    ] {
+        out.call(svc, template, Req::load(sample), None).await;
+    }
     let policy = |m: Method, path: &str| Req::load("put-webhook").method(m).path(path);
     let rego = json!({"source": "package strato.request\n\ndeny contains \"never\" if false\n"});
-    let r = api
-        .call(policy(Method::PUT, "/v1/policies/sample").body(&rego))
-        .await;
-    check(Method::PUT, "/v1/policies/{name}", &r);
-    let r = api.call(policy(Method::GET, "/v1/policies").raw_body("")).await;
-    check(Method::GET, "/v1/policies", &r);
-    let r = api
-        .call(policy(Method::GET, "/v1/policies/sample").raw_body(""))
-        .await;
-    check(Method::GET, "/v1/policies/{name}", &r);
-    let r = api
-        .call(policy(Method::DELETE, "/v1/policies/sample").raw_body(""))
-        .await;
-    check(Method::DELETE, "/v1/policies/{name}", &r);
+    let req = policy(Method::PUT, "/v1/policies/sample").body(&rego);
+    out.call(svc, "/v1/policies/{name}", req, None).await;
+    let req = policy(Method::GET, "/v1/policies").raw_body("");
+    out.call(svc, "/v1/policies", req, None).await;
+    for m in [Method::GET, Method::DELETE] {
+        let req = policy(m, "/v1/policies/sample").raw_body("");
+        out.call(svc, "/v1/policies/{name}", req, None).await;
+    }
     let token = json!({
         "token": "dop_v1_contract0123456789abcdef0123456789",
         "storage_access_key_id": "DO00CONTRACT0123456789",
         "storage_secret_access_key": "contract/secret0123456789abcdefABCDEF",
     });
-    let r = api
-        .call(policy(Method::PUT, "/v1/tenant/cloud-tokens/digitalocean").body(&token))
+    let req = policy(Method::PUT, "/v1/tenant/cloud-tokens/digitalocean").body(&token);
+    out.call(svc, "/v1/tenant/cloud-tokens/{provider}", req, Some(200))
         .await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    check(Method::PUT, "/v1/tenant/cloud-tokens/{provider}", &r);
-    let r = api
-        .call(policy(Method::GET, "/v1/tenant/cloud-tokens").raw_body(""))
+    let req = policy(Method::GET, "/v1/tenant/cloud-tokens").raw_body("");
+    out.call(svc, "/v1/tenant/cloud-tokens", req, None).await;
+    let req = policy(Method::DELETE, "/v1/tenant/cloud-tokens/digitalocean").raw_body("");
+    out.call(svc, "/v1/tenant/cloud-tokens/{provider}", req, None)
         .await;
-    check(Method::GET, "/v1/tenant/cloud-tokens", &r);
-    let r = api
-        .call(policy(Method::DELETE, "/v1/tenant/cloud-tokens/digitalocean").raw_body(""))
-        .await;
-    check(Method::DELETE, "/v1/tenant/cloud-tokens/{provider}", &r);
-    check(
-        Method::GET,
-        "/v1/tenant/target-access",
-        &api.call(Req::load("get-target-access")).await,
-    );
-    check(
-        Method::GET,
-        "/v1/templates",
-        &api.call(Req::load("list-templates")).await,
-    );
-    let r = api
-        .call(call("get-template", Method::GET, "/v1/templates/api-test").query(""))
-        .await;
-    check(Method::GET, "/v1/templates/{name}", &r);
+    for (sample, template) in [
+        ("get-target-access", "/v1/tenant/target-access"),
+        ("list-templates", "/v1/templates"),
+    ] {
+        out.call(svc, template, Req::load(sample), None).await;
+    }
+    let req = call("get-template", Method::GET, "/v1/templates/api-test").query("");
+    out.call(svc, "/v1/templates/{name}", req, None).await;
     // Tickets need the ws function's signing secret.
     let ticketing = api
         .ctx_with(&[("STRATO_JWT_SECRET", "contract-secret-0123456789abcdef0123")])
         .await;
-    check(
-        Method::POST,
-        "/v1/ws-tickets",
-        &call_with(&service(ticketing), Req::load("create-ws-ticket")).await,
-    );
+    let req = Req::load("create-ws-ticket");
+    out.call(&service(ticketing), "/v1/ws-tickets", req, None).await;
     // The issuer's documents: 404 where the deployment issues no tokens, 200 where it does (its
     // signing key on moto's KMS); the JWKS's key is the one that signs.
     for path in ["/.well-known/openid-configuration", "/.well-known/jwks.json"] {
-        let r = api.call(call("healthz", Method::GET, path)).await;
-        assert_eq!(r.status.as_u16(), 404, "{}", r.text);
-        check(Method::GET, path, &r);
+        out.call(svc, path, call("healthz", Method::GET, path), Some(404))
+            .await;
     }
     strato_aws::resources::create_signing_key(&api.env.aws, &api.env.names)
         .await
@@ -470,56 +370,49 @@ async fn every_route_answers() {
         api.ctx_with(&[("STRATO_OIDC_ISSUER", "https://api.strato.example.com")])
             .await,
     );
-    let r = call_with(
-        &issuing,
-        call("healthz", Method::GET, "/.well-known/openid-configuration"),
-    )
-    .await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    let path = "/.well-known/openid-configuration";
+    let r = out
+        .call(&issuing, path, call("healthz", Method::GET, path), Some(200))
+        .await;
     assert_eq!(
         r.body["jwks_uri"],
         "https://api.strato.example.com/.well-known/jwks.json"
     );
-    check(Method::GET, "/.well-known/openid-configuration", &r);
-    let r = call_with(&issuing, call("healthz", Method::GET, "/.well-known/jwks.json")).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    let path = "/.well-known/jwks.json";
+    let r = out
+        .call(&issuing, path, call("healthz", Method::GET, path), Some(200))
+        .await;
     assert_eq!(r.body["keys"][0]["alg"], "RS256");
     assert_eq!(r.body["keys"][0]["kty"], "RSA");
-    check(Method::GET, "/.well-known/jwks.json", &r);
-    let r = call_with(&issuing, Req::load("get-target-access")).await;
-    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    let req = Req::load("get-target-access");
+    let r = out
+        .call(&issuing, "/v1/tenant/target-access", req, Some(200))
+        .await;
     assert_eq!(
         r.body["federation"]["gcp"]["attribute_mapping"]["google.subject"],
         "assertion.sub"
     );
-    check(Method::GET, "/v1/tenant/target-access", &r);
-    // No cluster has this agent token (401 problem).
-    check(
-        Method::POST,
-        "/v1/agent/register",
-        &api.call(Req::load("agent-register")).await,
-    );
-    check(
-        Method::POST,
-        "/v1/agent/heartbeat",
-        &api.call(Req::load("agent-heartbeat")).await,
-    );
-    check(
-        Method::POST,
-        "/v1/agent/credential",
-        &api.call(Req::load("agent-credential")).await,
-    );
-
-    check(Method::GET, "/v1/audit", &api.call(Req::load("list-audit")).await);
+    // No cluster has this agent token (401 problem); the audit log.
+    for (sample, template) in [
+        ("agent-register", "/v1/agent/register"),
+        ("agent-heartbeat", "/v1/agent/heartbeat"),
+        ("agent-credential", "/v1/agent/credential"),
+        ("list-audit", "/v1/audit"),
+    ] {
+        out.call(svc, template, Req::load(sample), None).await;
+    }
 
     // The platform operator's routes, with the operator's token (boxed: this test's future is large).
-    for (m, template, r) in Box::pin(operator_routes(&api)).await {
-        check(m, template, &r);
-    }
-    for (m, template, r) in Box::pin(rollout_routes(&api)).await {
-        check(m, template, &r);
-    }
+    let operator = Box::pin(operator_routes(&api)).await;
+    let rollouts = Box::pin(rollout_routes(&api)).await;
 
+    // Each answer as the document says.
+    let spec = spec();
+    let covered: BTreeSet<_> = [out, operator, rollouts]
+        .iter()
+        .flat_map(|answers| &answers.0)
+        .map(|(m, template, r)| conforms(&spec, m.as_str(), template, r))
+        .collect();
     let all: BTreeSet<(String, String)> = ROUTES
         .iter()
         .map(|r| (r.method.to_owned(), r.path.to_owned()))

@@ -185,13 +185,7 @@ async fn an_estimate_with_an_idempotency_key_is_queued_once() {
     let r = api
         .call(estimate_req(&other).header("idempotency-key", key))
         .await;
-    r.problem(422);
-    assert!(
-        r.body["type"]
-            .as_str()
-            .unwrap()
-            .ends_with("idempotency-key-reused")
-    );
+    r.assert_problem(422, "idempotency-key-reused");
     // Without a key, the same body is a second estimate.
     let second = api.call(Req::load("create-estimate")).await;
     assert_eq!(second.status, StatusCode::ACCEPTED, "{}", second.text);

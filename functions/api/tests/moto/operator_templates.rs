@@ -7,7 +7,7 @@
 use crate::common;
 
 use base64::Engine;
-use common::{Api, Req, call_with};
+use common::{Api, Req, Resp, call_with};
 use lambda_http::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use strato_domain::ids::{ClusterId, OperationId};
@@ -136,6 +136,19 @@ async fn finished(api: &Api, tenant: &str, cid: &str, oid: &str) {
     api.ctx.store.save_operation(&mut op, false).await.unwrap();
 }
 
+/// The tenant `acme`'s catalog as it lists it, and its entry for `api-test`.
+async fn tenants_api_test(ops: &strato_api::ApiService) -> (Resp, Value) {
+    let r = call_with(ops, Req::load("list-templates").tenant("acme")).await;
+    let t = r.body["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "api-test")
+        .unwrap()
+        .clone();
+    (r, t)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn deprecate_refuses_new_clusters_and_yank_refuses_moves_while_clusters_on_them_keep_working() {
     let api = Api::new().await;
@@ -168,14 +181,7 @@ async fn deprecate_refuses_new_clusters_and_yank_refuses_moves_while_clusters_on
     let e = r.error_for("template.version");
     assert!(e["allowed"].as_str().unwrap().contains("1.1.0"), "{}", r.text);
     // The tenant's catalog marks it.
-    let r = call_with(&ops, Req::load("list-templates").tenant("acme")).await;
-    let t = r.body["templates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "api-test")
-        .unwrap()
-        .clone();
+    let (r, t) = tenants_api_test(&ops).await;
     assert_eq!(t["deprecated"], json!(["1.0.0"]), "{}", r.text);
     assert_eq!(t["version"], "1.1.0");
     // The cluster on it keeps working: a change of its variables is accepted.
@@ -201,14 +207,7 @@ async fn deprecate_refuses_new_clusters_and_yank_refuses_moves_while_clusters_on
     )
     .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    let r = call_with(&ops, Req::load("list-templates").tenant("acme")).await;
-    let t = r.body["templates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "api-test")
-        .unwrap()
-        .clone();
+    let (r, t) = tenants_api_test(&ops).await;
     assert_eq!(t["versions"], json!(["1.0.0"]), "{}", r.text);
     let r = call_with(&ops, patch(json!({"template_version": "1.1.0"}))).await;
     r.problem(422);

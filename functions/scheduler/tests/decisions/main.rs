@@ -132,6 +132,22 @@ impl World {
         (op, token, arn)
     }
 
+    /// A create on a CONFIGURING cluster `agented`, its runner started and silent for 30 minutes, in its
+    /// configure step since: the cluster, and the operation as [`started`](Self::started) names it.
+    async fn configuring_create(&self) -> (ClusterId, (Operation, u64, String)) {
+        let cluster = self.cluster("agented", ClusterState::Configuring, None);
+        let (mut op, token, arn) = self.started(&cluster, Duration::minutes(30)).await;
+        op.kind = OperationKind::Create;
+        op.steps.push(strato_domain::model::Step {
+            name: strato_domain::model::CONFIGURE_STEP.into(),
+            started_at: self.now() - Duration::minutes(30),
+            finished_at: None,
+            ok: None,
+        });
+        self.store.put_operation(op.clone());
+        (cluster, (op, token, arn))
+    }
+
     fn drift_checks(&self, cluster: &ClusterId) -> Vec<Operation> {
         self.store
             .operations_of(cluster)
@@ -448,17 +464,7 @@ async fn a_silent_runner_whose_task_stopped_is_reported_as_a_stopped_task_event(
 #[tokio::test]
 async fn agent_handshake_sweeper_leaves_a_create_waiting_for_its_agent_alone() {
     let w = world();
-    let cluster = w.cluster("agented", ClusterState::Configuring, None);
-    let (op, token, arn) = w.started(&cluster, Duration::minutes(30)).await;
-    let mut op = op;
-    op.kind = OperationKind::Create;
-    op.steps.push(strato_domain::model::Step {
-        name: strato_domain::model::CONFIGURE_STEP.into(),
-        started_at: w.now() - Duration::minutes(30),
-        finished_at: None,
-        ok: None,
-    });
-    w.store.put_operation(op.clone());
+    let (cluster, (mut op, token, arn)) = w.configuring_create().await;
     w.tasks
         .stop_task(&arn, Some("Essential container in task exited"), Some(0));
 
@@ -643,16 +649,7 @@ async fn the_sweep_frees_slots_held_by_finished_or_missing_operations_and_wakes_
 #[tokio::test]
 async fn agent_handshake_a_lost_configure_deadline_is_sent_again_by_the_sweep() {
     let w = world();
-    let cluster = w.cluster("agented", ClusterState::Configuring, None);
-    let (mut op, _, _) = w.started(&cluster, Duration::minutes(30)).await;
-    op.kind = OperationKind::Create;
-    op.steps.push(strato_domain::model::Step {
-        name: strato_domain::model::CONFIGURE_STEP.into(),
-        started_at: w.now() - Duration::minutes(30),
-        finished_at: None,
-        ok: None,
-    });
-    w.store.put_operation(op.clone());
+    let (cluster, (op, _, _)) = w.configuring_create().await;
     let deadline = w.now() + Duration::minutes(10);
     let mut c = w.stored_cluster(&cluster);
     c.configuring_deadline = Some(deadline);

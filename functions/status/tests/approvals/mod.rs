@@ -13,15 +13,22 @@ fn awaiting_approval(w: &World, run: &Run) -> String {
     })
 }
 
+/// A drift check on `c` that finds drift; the update its reconcile records.
+async fn reconcile_of_found_drift(w: &World, c: &ClusterId) -> Operation {
+    let run = w.start(c, OperationKind::DriftCheck).await;
+    assert!(w.deliver_one(drift_found(w, &run), 1).await);
+    w.store
+        .operations_of(c)
+        .into_iter()
+        .find(|o| o.kind == OperationKind::Update)
+        .expect("a reconcile update")
+}
+
 #[tokio::test]
 async fn an_awaiting_approval_report_parks_the_operation_with_its_plan_holding_only_its_lock() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    w.webhooks.set(
-        &w.tenant,
-        Webhook::new("https://hooks.example.com/strato", "0123456789abcdef0").unwrap(),
-    );
-    let run = w.start(&c, OperationKind::Update).await;
+    w.hook(None);
+    let (c, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     // Another operation of the tenant waits for a slot on another cluster.
     let other = w.cluster_in("staging", ClusterState::Active);
     let waiter = w.parked(&other, TENANT_LIMIT_REASON.to_owned());
@@ -99,8 +106,7 @@ async fn an_awaiting_approval_report_parks_the_operation_with_its_plan_holding_o
 #[tokio::test]
 async fn a_report_from_a_stale_token_does_not_park_the_operation() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (_, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     let zombie = Run {
         token: run.token - 1,
         ..run.clone()
@@ -115,8 +121,7 @@ async fn a_report_from_a_stale_token_does_not_park_the_operation() {
 #[tokio::test]
 async fn a_cancel_asked_for_while_the_plan_ran_is_the_decision() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Updating);
-    let run = w.start(&c, OperationKind::Update).await;
+    let (_, run) = w.running(ClusterState::Updating, OperationKind::Update).await;
     let mut op = w.op(&run.op);
     op.cancel_requested = true;
     w.store.put_operation(op);
@@ -136,19 +141,9 @@ async fn a_cancel_asked_for_while_the_plan_ran_is_the_decision() {
 async fn a_drift_reconcile_of_a_cluster_that_needs_approval_waits_for_it_too() {
     use strato_domain::approval::ApprovalMode;
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
-    let mut cluster = w.cluster(&c);
-    cluster.drift_policy = DriftPolicy::Reconcile;
-    w.store.put_cluster(cluster);
+    let c = w.drifting(DriftPolicy::Reconcile);
     w.store.set_approval_default(&w.tenant, ApprovalMode::Required);
-    let run = w.start(&c, OperationKind::DriftCheck).await;
-    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
-    let update = w
-        .store
-        .operations_of(&c)
-        .into_iter()
-        .find(|o| o.kind == OperationKind::Update)
-        .expect("a reconcile update");
+    let update = reconcile_of_found_drift(&w, &c).await;
     assert!(
         update.approval_required,
         "the tenant's default applies to Strato's own updates"
@@ -159,20 +154,12 @@ async fn a_drift_reconcile_of_a_cluster_that_needs_approval_waits_for_it_too() {
 async fn a_clusters_own_auto_does_not_lower_the_tenants_requirement_for_a_reconcile() {
     use strato_domain::approval::ApprovalMode;
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
+    let c = w.drifting(DriftPolicy::Reconcile);
     let mut cluster = w.cluster(&c);
-    cluster.drift_policy = DriftPolicy::Reconcile;
     cluster.approval = Some(ApprovalMode::Auto);
     w.store.put_cluster(cluster);
     w.store.set_approval_default(&w.tenant, ApprovalMode::Required);
-    let run = w.start(&c, OperationKind::DriftCheck).await;
-    assert!(w.deliver_one(drift_found(&w, &run), 1).await);
-    let update = w
-        .store
-        .operations_of(&c)
-        .into_iter()
-        .find(|o| o.kind == OperationKind::Update)
-        .expect("a reconcile update");
+    let update = reconcile_of_found_drift(&w, &c).await;
     assert!(
         update.approval_required,
         "the strictest of the cluster's, template's and tenant's modes applies"

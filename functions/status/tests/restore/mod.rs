@@ -29,8 +29,7 @@ fn report(
 #[tokio::test]
 async fn a_restore_runs_success_records_the_restore_and_the_new_list_and_a_failed_cluster_stays_failed() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Failed);
-    let run = w.start(&c, OperationKind::RestoreState).await;
+    let (c, run) = w.running(ClusterState::Failed, OperationKind::RestoreState).await;
     let restored = RestoredVersion {
         key: "tenants/acme/clusters/c/main.tfstate".into(),
         from_version: "1".into(),
@@ -74,8 +73,7 @@ async fn a_restore_runs_success_records_the_restore_and_the_new_list_and_a_faile
 #[tokio::test]
 async fn a_failed_runs_list_is_kept_and_an_active_clusters_drift_check_leaves_it_active() {
     let w = world();
-    let c = w.cluster_in("prod", ClusterState::Active);
-    let run = w.start(&c, OperationKind::DriftCheck).await;
+    let (c, run) = w.running(ClusterState::Active, OperationKind::DriftCheck).await;
     let ev = runner(RunnerEvent::Failed {
         operation_id: run.op.clone(),
         fencing_token: run.token,

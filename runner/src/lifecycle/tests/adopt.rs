@@ -32,18 +32,37 @@ async fn create() -> Bed {
     bed
 }
 
+/// The cluster stage's next apply finds `address` already there: not adopted (nothing is imported), the create
+/// fails as a name taken once the network stage is cleaned up.
+async fn fails_as_name_taken(bed: &Bed, address: &str) {
+    bed.engine
+        .expect_in("cluster", Cmd::Apply, Reply::fail(&exists(address)));
+    bed.engine.expect_in("cluster", Cmd::StateList, Reply::ok());
+    cleans_up(&bed.engine, "network", &["aws_vpc.this"]);
+    let error = bed.run_to_failure().await;
+    bed.engine.assert_done();
+    assert_eq!(error.category, ErrorCategory::AlreadyExists, "{error:?}");
+    assert_eq!(bed.engine.count(Cmd::Import), 0);
+}
+
 fn replan(bed: &Bed) {
     bed.engine
         .expect_in("cluster", Cmd::Plan, Reply::changes(b"saved plan"))
         .expect_in("cluster", Cmd::Show, Reply::json(&role_plan()));
 }
 
-#[tokio::test]
-async fn a_resource_a_failed_apply_created_is_imported_and_the_stage_planned_again() {
+/// A create whose cluster stage's first apply created the role but lost the answer, then plans again.
+async fn lost_then_planned_again() -> Bed {
     let bed = create().await;
     plans(&bed.engine, "cluster", &role_plan());
     bed.engine.expect_in("cluster", Cmd::Apply, Reply::fail(LOST));
     replan(&bed);
+    bed
+}
+
+#[tokio::test]
+async fn a_resource_a_failed_apply_created_is_imported_and_the_stage_planned_again() {
+    let bed = lost_then_planned_again().await;
     bed.engine
         .expect_in(
             "cluster",
@@ -94,45 +113,19 @@ async fn a_resource_a_failed_apply_created_is_imported_and_the_stage_planned_aga
 async fn already_exists_on_a_first_apply_is_a_name_taken_not_adopted() {
     let bed = create().await;
     plans(&bed.engine, "cluster", &role_plan());
-    bed.engine.expect_in(
-        "cluster",
-        Cmd::Apply,
-        Reply::fail(&exists("module.iam.aws_iam_role.cluster")),
-    );
-    bed.engine.expect_in("cluster", Cmd::StateList, Reply::ok());
-    cleans_up(&bed.engine, "network", &["aws_vpc.this"]);
-    let error = bed.run_to_failure().await;
-    bed.engine.assert_done();
-    assert_eq!(error.category, ErrorCategory::AlreadyExists, "{error:?}");
-    assert_eq!(bed.engine.count(Cmd::Import), 0);
+    fails_as_name_taken(&bed, "module.iam.aws_iam_role.cluster").await;
 }
 
 #[tokio::test]
 async fn only_the_resources_the_template_declares_are_adopted() {
-    let bed = create().await;
-    plans(&bed.engine, "cluster", &role_plan());
-    bed.engine.expect_in("cluster", Cmd::Apply, Reply::fail(LOST));
-    replan(&bed);
+    let bed = lost_then_planned_again().await;
     // Not declared adoptable: the cluster itself, whatever created it.
-    bed.engine.expect_in(
-        "cluster",
-        Cmd::Apply,
-        Reply::fail(&exists("module.eks.aws_eks_cluster.this")),
-    );
-    bed.engine.expect_in("cluster", Cmd::StateList, Reply::ok());
-    cleans_up(&bed.engine, "network", &["aws_vpc.this"]);
-    let error = bed.run_to_failure().await;
-    bed.engine.assert_done();
-    assert_eq!(error.category, ErrorCategory::AlreadyExists, "{error:?}");
-    assert_eq!(bed.engine.count(Cmd::Import), 0);
+    fails_as_name_taken(&bed, "module.eks.aws_eks_cluster.this").await;
 }
 
 #[tokio::test]
 async fn a_failed_import_fails_the_stage_naming_the_resource() {
-    let bed = create().await;
-    plans(&bed.engine, "cluster", &role_plan());
-    bed.engine.expect_in("cluster", Cmd::Apply, Reply::fail(LOST));
-    replan(&bed);
+    let bed = lost_then_planned_again().await;
     bed.engine
         .expect_in(
             "cluster",

@@ -17,6 +17,19 @@ use crate::workspace::PLAN_FILE;
 
 const PLAN: &[u8] = b"the plan the approver saw";
 
+/// A request for `plan`'s approval made now, lasting `ttl`, that alice has approved.
+fn approved_by_alice(plan: SavedPlan, ttl: time::Duration) -> Approval {
+    let now = strato_domain::ts::now();
+    let mut approval = Approval::request(plan, None, now, ttl);
+    approval.decision = Some(Decision {
+        verdict: Verdict::Approved,
+        by: "alice".into(),
+        at: now,
+        comment: None,
+    });
+    approval
+}
+
 fn stamp(serial: u64) -> StateStamp {
     StateStamp {
         lineage: "5e1f".into(),
@@ -48,14 +61,7 @@ async fn approved(bed: &mut Bed, bytes: &[u8], approved_sha: &str, state: Option
     plan.plan_key = key;
     plan.plan_sha256 = approved_sha.to_owned();
     plan.state = state;
-    let now = strato_domain::ts::now();
-    let mut approval = Approval::request(plan.clone(), None, now, time::Duration::hours(1));
-    approval.decision = Some(Decision {
-        verdict: Verdict::Approved,
-        by: "alice".into(),
-        at: now,
-        comment: None,
-    });
+    let approval = approved_by_alice(plan.clone(), time::Duration::hours(1));
     bed.edit_op(|op| {
         op.approval_required = true;
         op.approval = Some(approval);
@@ -269,14 +275,7 @@ async fn a_saved_plan_records_no_credential_and_its_approved_apply_uses_the_new_
 
     // Approved (hours later, the planning run's sessions long expired): the next run applies that plan
     // with sessions of its own, which the plan's backend profile resolves to.
-    let now = strato_domain::ts::now();
-    let mut approval = Approval::request(plan, None, now, time::Duration::hours(72));
-    approval.decision = Some(Decision {
-        verdict: Verdict::Approved,
-        by: "alice".into(),
-        at: now,
-        comment: None,
-    });
+    let approval = approved_by_alice(plan, time::Duration::hours(72));
     bed.edit_op(|op| {
         op.approval = Some(approval);
         op.attempt = 2;

@@ -229,15 +229,7 @@ async fn a_token_cloud_without_its_token_or_storage_key_stops_at_prepare_and_say
 
 #[tokio::test]
 async fn a_gcp_target_gives_each_stage_an_external_account_file_for_its_own_token_and_state_in_gcs() {
-    let mut bed = bed(
-        "gcp",
-        "us-central1",
-        json!({"provider": "gcp", "project_id": "acme-prod-1",
-            "workload_identity_provider": "projects/123/locations/global/workloadIdentityPools/strato/providers/oidc",
-            "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com",
-            "state_bucket": "acme-tfstate"}),
-    )
-    .await;
+    let mut bed = bed("gcp", "us-central1", gcp_target()).await;
     issue_run_tokens(
         &mut bed,
         "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/strato/providers/oidc",
@@ -419,16 +411,16 @@ fn locked_by(id: &str) -> String {
     )
 }
 
+/// A GCP project reached through workload identity, its state in a bucket of its own.
+fn gcp_target() -> serde_json::Value {
+    json!({"provider": "gcp", "project_id": "acme-prod-1",
+        "workload_identity_provider": "projects/123/locations/global/workloadIdentityPools/strato/providers/oidc",
+        "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com",
+        "state_bucket": "acme-tfstate"})
+}
+
 async fn gcp_bed_with_state() -> Bed {
-    let mut bed = bed(
-        "gcp",
-        "us-central1",
-        json!({"provider": "gcp", "project_id": "acme-prod-1",
-            "workload_identity_provider": "projects/123/locations/global/workloadIdentityPools/strato/providers/oidc",
-            "service_account": "terraform@acme-prod-1.iam.gserviceaccount.com",
-            "state_bucket": "acme-tfstate"}),
-    )
-    .await;
+    let mut bed = bed("gcp", "us-central1", gcp_target()).await;
     issue_run_tokens(&mut bed, "aud", 3600).await;
     bed
 }

@@ -7,9 +7,9 @@ use strato_domain::messages::RunnerEvent;
 use strato_domain::model::{CustomerStateReport, OperationKind, RestoreRequest, Target};
 
 use super::clouds::{DO_TOKEN, SPACES_SECRET, both_stages_apply, everything_said, register_do_token};
-use super::support::{Bed, outputs, plan};
+use super::support::Bed;
 use crate::clouds::PreflightError;
-use crate::fakes::{Cmd, FakeEngine, Reply};
+use crate::fakes::{Cmd, FakeEngine};
 
 const SPACES: &str = "bucket acme-tfstate at https://ams3.digitaloceanspaces.com";
 
@@ -177,12 +177,7 @@ async fn a_list_the_storage_refuses_is_said_in_the_log_and_the_run_still_succeed
 
 #[tokio::test]
 async fn a_run_with_its_state_in_stratos_bucket_reports_no_listing() {
-    let bed = Bed::new(OperationKind::DriftCheck, "net").await;
-    bed.engine
-        .expect(Cmd::Init, Reply::ok())
-        .expect(Cmd::Plan, Reply::no_changes())
-        .expect(Cmd::Show, Reply::json(&plan(&[])))
-        .expect(Cmd::Output, Reply::json(&outputs(&[])));
+    let bed = Bed::quiet_drift_check().await;
     let ev = bed.run_to_final().await;
     assert!(
         matches!(ev, RunnerEvent::Succeeded { state: None, .. }),

@@ -148,12 +148,7 @@ async fn a_preview_of_no_change_says_so_and_costs_nothing_more() {
 
 #[tokio::test]
 async fn a_drift_check_carries_no_preview() {
-    let bed = Bed::new(OperationKind::DriftCheck, "net").await;
-    bed.engine
-        .expect(Cmd::Init, Reply::ok())
-        .expect(Cmd::Plan, Reply::no_changes())
-        .expect(Cmd::Show, Reply::json(&plan(&[])))
-        .expect(Cmd::Output, Reply::json(&outputs(&[])));
+    let bed = Bed::quiet_drift_check().await;
     let event = bed.run_to_final().await;
     assert!(
         matches!(

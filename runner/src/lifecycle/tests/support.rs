@@ -56,6 +56,18 @@ impl Bed {
         Self::with_engine(kind, template, FakeEngine::default()).await
     }
 
+    /// A drift check of fixture template `net` that finds nothing: init, a plan without changes, its JSON,
+    /// no outputs.
+    pub async fn quiet_drift_check() -> Self {
+        let bed = Self::new(OperationKind::DriftCheck, "net").await;
+        bed.engine
+            .expect(Cmd::Init, Reply::ok())
+            .expect(Cmd::Plan, Reply::no_changes())
+            .expect(Cmd::Show, Reply::json(&plan(&[])))
+            .expect(Cmd::Output, Reply::json(&outputs(&[])));
+        bed
+    }
+
     pub async fn with_engine(kind: OperationKind, template: &str, engine: FakeEngine) -> Self {
         let clock = FakeClock::default();
         let store = FakeRunStore::new(FakeStore::new(clock.clone()));

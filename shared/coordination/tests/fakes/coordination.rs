@@ -33,6 +33,16 @@ impl World {
         op
     }
 
+    /// Ends `op` FAILED with `err` through `end_operation`, its cluster's `fate` as given.
+    async fn end_failed(
+        &self,
+        op: Operation,
+        fate: ClusterFate<'_>,
+        err: &UserError,
+    ) -> Result<Ended, PortError> {
+        end_operation(&self.store, &self.jobs, op, fate, fail_with(err)).await
+    }
+
     fn state(&self, id: &ClusterId) -> ClusterState {
         self.store.cluster(id).unwrap().state()
     }
@@ -54,15 +64,10 @@ async fn ending_fails_the_cluster_ends_the_operation_and_hands_off_once() {
     let next = w.op(&cid, OperationKind::Delete);
     let err = boom();
 
-    let ended = end_operation(
-        &w.store,
-        &w.jobs,
-        op.clone(),
-        ClusterFate::Fail(&err),
-        fail_with(&err),
-    )
-    .await
-    .unwrap();
+    let ended = w
+        .end_failed(op.clone(), ClusterFate::Fail(&err), &err)
+        .await
+        .unwrap();
     let Ended::Now { op: done, handoff } = ended else {
         panic!("{ended:?}")
     };
@@ -88,15 +93,10 @@ async fn ending_fails_the_cluster_ends_the_operation_and_hands_off_once() {
     );
 
     // A duplicate end (a redelivered event) finds it ended: nothing is released or woken again.
-    let again = end_operation(
-        &w.store,
-        &w.jobs,
-        op.clone(),
-        ClusterFate::Fail(&err),
-        fail_with(&err),
-    )
-    .await
-    .unwrap();
+    let again = w
+        .end_failed(op.clone(), ClusterFate::Fail(&err), &err)
+        .await
+        .unwrap();
     assert!(matches!(again, Ended::Not(o) if o.status == OperationStatus::Failed));
     assert_eq!(w.jobs.sent().len(), 1);
     assert_eq!(
@@ -177,15 +177,10 @@ async fn a_stale_copy_is_read_again_and_lost_writes_are_retried() {
     w.store.put_operation(newer);
     w.store.inject_conflicts(2);
     let err = boom();
-    let ended = end_operation(
-        &w.store,
-        &w.jobs,
-        op.clone(),
-        ClusterFate::Fail(&err),
-        fail_with(&err),
-    )
-    .await
-    .unwrap();
+    let ended = w
+        .end_failed(op.clone(), ClusterFate::Fail(&err), &err)
+        .await
+        .unwrap();
     let Ended::Now { op: done, .. } = ended else {
         panic!("{ended:?}")
     };
@@ -197,15 +192,10 @@ async fn a_stale_copy_is_read_again_and_lost_writes_are_retried() {
         .running(&w.cluster_in(ClusterState::Provisioning), OperationKind::Create)
         .await;
     w.store.inject_conflicts(100);
-    let e = end_operation(
-        &w.store,
-        &w.jobs,
-        other.clone(),
-        ClusterFate::Untouched,
-        fail_with(&err),
-    )
-    .await
-    .unwrap_err();
+    let e = w
+        .end_failed(other.clone(), ClusterFate::Untouched, &err)
+        .await
+        .unwrap_err();
     assert!(matches!(e, PortError::Conflict(m) if m.contains("gave up")));
     w.store.inject_conflicts(0);
     assert_eq!(
@@ -295,19 +285,21 @@ async fn a_release_wakes_the_tenants_oldest_waiter_whose_cluster_is_free() {
     let free = w.cluster_in(ClusterState::Active);
     let ready = parked(&free);
 
-    let ended = end_operation(
-        &w.store,
-        &w.jobs,
-        done,
-        ClusterFate::Untouched,
-        fail_with(&boom()),
-    )
-    .await
-    .unwrap();
+    let ended = w.end_failed(done, ClusterFate::Untouched, &boom()).await.unwrap();
     let Ended::Now { handoff, .. } = ended else {
         panic!("{ended:?}")
     };
     assert_eq!(handoff.woken, vec![ready.operation_id.clone()]);
+}
+
+/// What `run` records (as [`recorded`] lists it), run to its end on a runtime of its own under a debugging
+/// recorder.
+fn recorded_while(run: impl std::future::Future<Output = ()>) -> Vec<(String, Vec<String>)> {
+    let rec = metrics_util::debugging::DebuggingRecorder::new();
+    let snap = rec.snapshotter();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    metrics::with_local_recorder(&rec, || rt.block_on(run));
+    recorded(snap.snapshot())
 }
 
 /// Metric name, labels (sorted `k=v`) and whether it recorded anything, from a debugging recorder.
@@ -331,23 +323,15 @@ fn recorded(snapshot: metrics_util::debugging::Snapshot) -> Vec<(String, Vec<Str
 
 #[test]
 fn ending_an_operation_records_its_duration_outcome_category_and_hand_off() {
-    let rec = metrics_util::debugging::DebuggingRecorder::new();
-    let snap = rec.snapshotter();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    metrics::with_local_recorder(&rec, || {
-        rt.block_on(async {
-            let w = world();
-            let cid = w.cluster_in(ClusterState::Provisioning);
-            let mut op = w.running(&cid, OperationKind::Create).await;
-            op.spec = Some(w.store.cluster(&cid).unwrap().spec);
-            w.store.put_operation(op.clone());
-            let err = boom();
-            end_operation(&w.store, &w.jobs, op, ClusterFate::Fail(&err), fail_with(&err))
-                .await
-                .unwrap();
-        })
+    let got = recorded_while(async {
+        let w = world();
+        let cid = w.cluster_in(ClusterState::Provisioning);
+        let mut op = w.running(&cid, OperationKind::Create).await;
+        op.spec = Some(w.store.cluster(&cid).unwrap().spec);
+        w.store.put_operation(op.clone());
+        let err = boom();
+        w.end_failed(op, ClusterFate::Fail(&err), &err).await.unwrap();
     });
-    let got = recorded(snap.snapshot());
     let op_labels = |name: &str| {
         (
             name.to_owned(),
@@ -383,24 +367,18 @@ fn ending_an_operation_records_its_duration_outcome_category_and_hand_off() {
 /// not `none`.
 #[test]
 fn a_drift_checks_end_carries_its_clusters_provider_and_template() {
-    let rec = metrics_util::debugging::DebuggingRecorder::new();
-    let snap = rec.snapshotter();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    metrics::with_local_recorder(&rec, || {
-        rt.block_on(async {
-            let w = world();
-            let cid = w.cluster_in(ClusterState::Active);
-            let op = w.running(&cid, OperationKind::DriftCheck).await;
-            assert!(op.spec.is_none());
-            end_operation(&w.store, &w.jobs, op, ClusterFate::Untouched, |o| {
-                o.status = OperationStatus::Succeeded;
-                true
-            })
-            .await
-            .unwrap();
+    let got = recorded_while(async {
+        let w = world();
+        let cid = w.cluster_in(ClusterState::Active);
+        let op = w.running(&cid, OperationKind::DriftCheck).await;
+        assert!(op.spec.is_none());
+        end_operation(&w.store, &w.jobs, op, ClusterFate::Untouched, |o| {
+            o.status = OperationStatus::Succeeded;
+            true
         })
+        .await
+        .unwrap();
     });
-    let got = recorded(snap.snapshot());
     let labels = vec![
         "kind=drift-check".to_owned(),
         "outcome=succeeded".to_owned(),

@@ -102,56 +102,29 @@ async fn locks_lease_expire_and_tokens_only_grow() {
     let cluster = ClusterId::generate();
     let (a, b) = (OperationId::generate(), OperationId::generate());
     let lease = Duration::minutes(10);
-    let t1 = match w
-        .store
-        .acquire_lock(&cluster, &a, lease, w.clock.now())
-        .await
-        .unwrap()
-    {
+    // `who` asks for the cluster's lock now; `token` is what an acquired lock gives.
+    let take = |who| w.store.acquire_lock(&cluster, who, lease, w.clock.now());
+    let token = |outcome: LockOutcome| match outcome {
         LockOutcome::Acquired { fencing_token } => fencing_token,
         held => panic!("{held:?}"),
     };
+    let t1 = token(take(&a).await.unwrap());
     // The holder taking it again (redelivery) keeps its token; someone else is refused.
     assert_eq!(
-        w.store
-            .acquire_lock(&cluster, &a, lease, w.clock.now())
-            .await
-            .unwrap(),
+        take(&a).await.unwrap(),
         LockOutcome::Acquired { fencing_token: t1 }
     );
-    assert_eq!(
-        w.store
-            .acquire_lock(&cluster, &b, lease, w.clock.now())
-            .await
-            .unwrap(),
-        LockOutcome::Held { owner: a.clone() }
-    );
+    assert_eq!(take(&b).await.unwrap(), LockOutcome::Held { owner: a.clone() });
     // Past the lease, the lock is free to take, with a larger token; the old holder cannot release it.
     w.clock.advance(lease + Duration::seconds(1));
-    let t2 = match w
-        .store
-        .acquire_lock(&cluster, &b, lease, w.clock.now())
-        .await
-        .unwrap()
-    {
-        LockOutcome::Acquired { fencing_token } => fencing_token,
-        held => panic!("{held:?}"),
-    };
+    let t2 = token(take(&b).await.unwrap());
     assert!(t2 > t1);
     assert!(!w.store.release_lock(&cluster, &a, t1).await.unwrap());
     assert!(!w.store.release_lock(&cluster, &b, t1).await.unwrap());
     assert!(w.store.release_lock(&cluster, &b, t2).await.unwrap());
     assert_eq!(w.store.lock_holder(&cluster), None);
     // A released lock keeps its token: the next holder's is larger still.
-    let t3 = match w
-        .store
-        .acquire_lock(&cluster, &a, lease, w.clock.now())
-        .await
-        .unwrap()
-    {
-        LockOutcome::Acquired { fencing_token } => fencing_token,
-        held => panic!("{held:?}"),
-    };
+    let t3 = token(take(&a).await.unwrap());
     assert!(t3 > t2);
     assert!(
         !w.store.forget_lock(&cluster, &b).await.unwrap(),

@@ -427,17 +427,71 @@ fn azure(t: &Azure, ty: &str, region: &str, obj: &Value, unknown: &Value) -> Pri
     }
 }
 
+/// A Kubernetes control plane of DOKS or LKE: free, unless high availability is on (`ha_monthly` a month).
+fn control_plane(ha: bool, ha_monthly: f64) -> (f64, String) {
+    if ha {
+        (
+            ha_monthly,
+            format!("high-availability control plane ${ha_monthly}/month"),
+        )
+    } else {
+        (0.0, "control plane free".to_owned())
+    }
+}
+
+/// A node pool (DOKS, LKE): `count` x the monthly price of its node `size` (what the cloud calls `what`:
+/// a Droplet size, a plan) in `monthly`.
+fn node_pool(
+    monthly: &BTreeMap<String, f64>,
+    what: &str,
+    count: Option<f64>,
+    size: Option<&str>,
+) -> Result<(f64, String), String> {
+    let count = count.ok_or("node count is only known after apply")?;
+    let size = size.ok_or(format!("{what} is only known after apply"))?;
+    let price = monthly.get(size).ok_or(format!("no price for {what} {size}"))?;
+    Ok((count * price, format!("{count} x {size} ${price}/month")))
+}
+
 /// A DOKS node pool: count x the Droplet size's monthly price.
 fn doks_pool(t: &DigitalOcean, pool: &Value, unknown: &Value) -> Result<(f64, String), String> {
-    let count = num(pool, unknown, "node_count")
-        .or_else(|| num(pool, unknown, "min_nodes"))
-        .ok_or("node count is only known after apply")?;
-    let size = text(pool, unknown, "size").ok_or("Droplet size is only known after apply")?;
-    let monthly = t
-        .droplet_monthly
-        .get(size)
-        .ok_or(format!("no price for Droplet size {size}"))?;
-    Ok((count * monthly, format!("{count} x {size} ${monthly}/month")))
+    let count = num(pool, unknown, "node_count").or_else(|| num(pool, unknown, "min_nodes"));
+    node_pool(
+        &t.droplet_monthly,
+        "Droplet size",
+        count,
+        text(pool, unknown, "size"),
+    )
+}
+
+/// An LKE pool: count x the plan's monthly price.
+fn lke_pool(t: &Linode, pool: &Value, unknown: &Value) -> Result<(f64, String), String> {
+    let count = num(pool, unknown, "count");
+    node_pool(&t.plan_monthly, "plan", count, text(pool, unknown, "type"))
+}
+
+/// A pool priced on its own, or why not.
+fn pool_priced(pool: Result<(f64, String), String>) -> Priced {
+    match pool {
+        Ok((m, note)) => (Some(m), note),
+        Err(why) => not_estimated(why),
+    }
+}
+
+/// A machine of a monthly-priced size `name` (a Droplet's size, a Linode's plan).
+fn machine(monthly: &BTreeMap<String, f64>, name: Option<&str>, unknown_why: &str) -> Priced {
+    match name.and_then(|s| monthly.get(s).map(|p| (s, p))) {
+        Some((s, p)) => (Some(*p), format!("{s} ${p}/month")),
+        None => not_estimated(unknown_why),
+    }
+}
+
+/// A block-storage volume: its `size` in GB x `gb_month`.
+fn volume(obj: &Value, unknown: &Value, gb_month: f64) -> Priced {
+    match num(obj, unknown, "size") {
+        Some(gb) => (Some(gb * gb_month), format!("{gb} GB x ${gb_month}/GB-month")),
+        None => not_estimated("volume size is only known after apply"),
+    }
 }
 
 fn digitalocean(t: &DigitalOcean, ty: &str, obj: &Value, unknown: &Value) -> Priced {
@@ -447,17 +501,7 @@ fn digitalocean(t: &DigitalOcean, ty: &str, obj: &Value, unknown: &Value) -> Pri
     match ty {
         "digitalocean_kubernetes_cluster" => {
             let ha = obj.get("ha") == Some(&Value::Bool(true));
-            let (cp, cp_note) = if ha {
-                (
-                    t.ha_control_plane_monthly,
-                    format!(
-                        "high-availability control plane ${}/month",
-                        t.ha_control_plane_monthly
-                    ),
-                )
-            } else {
-                (0.0, "control plane free".to_owned())
-            };
+            let (cp, cp_note) = control_plane(ha, t.ha_control_plane_monthly);
             let (pool, pool_unknown) = nested(obj, unknown, "node_pool");
             match doks_pool(t, pool, pool_unknown) {
                 Ok((nodes, note)) => (
@@ -467,16 +511,12 @@ fn digitalocean(t: &DigitalOcean, ty: &str, obj: &Value, unknown: &Value) -> Pri
                 Err(why) => not_estimated(format!("node pool: {why}")),
             }
         }
-        "digitalocean_kubernetes_node_pool" => match doks_pool(t, obj, unknown) {
-            Ok((nodes, note)) => (Some(nodes), note),
-            Err(why) => not_estimated(why),
-        },
-        "digitalocean_droplet" => {
-            match text(obj, unknown, "size").and_then(|s| t.droplet_monthly.get(s).map(|p| (s, p))) {
-                Some((s, p)) => (Some(*p), format!("{s} ${p}/month")),
-                None => not_estimated("Droplet size unknown or not in the table"),
-            }
-        }
+        "digitalocean_kubernetes_node_pool" => pool_priced(doks_pool(t, obj, unknown)),
+        "digitalocean_droplet" => machine(
+            &t.droplet_monthly,
+            text(obj, unknown, "size"),
+            "Droplet size unknown or not in the table",
+        ),
         "digitalocean_loadbalancer" => {
             let units = num(obj, unknown, "size_unit").unwrap_or(1.0);
             (
@@ -487,26 +527,9 @@ fn digitalocean(t: &DigitalOcean, ty: &str, obj: &Value, unknown: &Value) -> Pri
                 ),
             )
         }
-        "digitalocean_volume" => match num(obj, unknown, "size") {
-            Some(gb) => (
-                Some(gb * t.volume_gb_month),
-                format!("{gb} GB x ${}/GB-month", t.volume_gb_month),
-            ),
-            None => not_estimated("volume size is only known after apply"),
-        },
+        "digitalocean_volume" => volume(obj, unknown, t.volume_gb_month),
         _ => not_estimated(format!("no price for {ty} in the DigitalOcean price table")),
     }
-}
-
-/// An LKE pool: count x the plan's monthly price.
-fn lke_pool(t: &Linode, pool: &Value, unknown: &Value) -> Result<(f64, String), String> {
-    let count = num(pool, unknown, "count").ok_or("node count is only known after apply")?;
-    let plan = text(pool, unknown, "type").ok_or("plan is only known after apply")?;
-    let monthly = t
-        .plan_monthly
-        .get(plan)
-        .ok_or(format!("no price for plan {plan}"))?;
-    Ok((count * monthly, format!("{count} x {plan} ${monthly}/month")))
 }
 
 fn linode(t: &Linode, ty: &str, obj: &Value, unknown: &Value) -> Priced {
@@ -517,17 +540,7 @@ fn linode(t: &Linode, ty: &str, obj: &Value, unknown: &Value) -> Priced {
         "linode_lke_cluster" => {
             let (cp, cp_unknown) = nested(obj, unknown, "control_plane");
             let ha = known(cp, cp_unknown, "high_availability") == Some(&Value::Bool(true));
-            let (fee, cp_note) = if ha {
-                (
-                    t.ha_control_plane_monthly,
-                    format!(
-                        "high-availability control plane ${}/month",
-                        t.ha_control_plane_monthly
-                    ),
-                )
-            } else {
-                (0.0, "control plane free".to_owned())
-            };
+            let (fee, cp_note) = control_plane(ha, t.ha_control_plane_monthly);
             let pools = obj
                 .get("pool")
                 .and_then(Value::as_array)
@@ -550,27 +563,17 @@ fn linode(t: &Linode, ty: &str, obj: &Value, unknown: &Value) -> Priced {
                 notes.join(" + ") + "; the autoscaler may run more or fewer",
             )
         }
-        "linode_lke_node_pool" => match lke_pool(t, obj, unknown) {
-            Ok((m, note)) => (Some(m), note),
-            Err(why) => not_estimated(why),
-        },
-        "linode_instance" => {
-            match text(obj, unknown, "type").and_then(|s| t.plan_monthly.get(s).map(|p| (s, p))) {
-                Some((s, p)) => (Some(*p), format!("{s} ${p}/month")),
-                None => not_estimated("plan unknown or not in the table"),
-            }
-        }
+        "linode_lke_node_pool" => pool_priced(lke_pool(t, obj, unknown)),
+        "linode_instance" => machine(
+            &t.plan_monthly,
+            text(obj, unknown, "type"),
+            "plan unknown or not in the table",
+        ),
         "linode_nodebalancer" => (
             Some(t.nodebalancer_monthly),
             format!("NodeBalancer ${}/month", t.nodebalancer_monthly),
         ),
-        "linode_volume" => match num(obj, unknown, "size") {
-            Some(gb) => (
-                Some(gb * t.volume_gb_month),
-                format!("{gb} GB x ${}/GB-month", t.volume_gb_month),
-            ),
-            None => not_estimated("volume size is only known after apply"),
-        },
+        "linode_volume" => volume(obj, unknown, t.volume_gb_month),
         _ => not_estimated(format!("no price for {ty} in the Linode price table")),
     }
 }

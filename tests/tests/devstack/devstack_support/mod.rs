@@ -128,3 +128,36 @@ pub async fn assert_operator_routes_refuse(api: &strato_devstack::client::Client
         assert_eq!(resp.status, 403, "{r:?}: {}", resp.text);
     }
 }
+
+/// The `field` of each entry of the array `list` (an operation's step names, a plan's addresses).
+pub fn each<'a>(list: &'a serde_json::Value, field: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|entry| entry[field].as_str())
+        .collect()
+}
+
+/// The `strato` CLI built beside the tests (`cargo build -p strato-cli` builds it).
+pub fn strato_bin() -> PathBuf {
+    let p = strato_devstack::stack::sibling_binary("strato");
+    assert!(
+        p.exists(),
+        "{} is missing: `cargo build -p strato-cli`",
+        p.display()
+    );
+    p
+}
+
+/// The `strato` CLI built beside the tests, against `endpoint` with `token` and its configuration in
+/// `config`: nothing inherited from the caller's STRATO_*, no colour.
+pub fn strato_command(config: &std::path::Path, endpoint: &str, token: &str) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(strato_bin());
+    cmd.env("STRATO_CONFIG_DIR", config)
+        .env("STRATO_ENDPOINT", endpoint)
+        .env("STRATO_TOKEN", token)
+        .env("NO_COLOR", "1")
+        .env_remove("STRATO_PROFILE")
+        .env_remove("STRATO_WS_ENDPOINT");
+    cmd
+}

@@ -145,12 +145,7 @@ async fn only_an_operation_awaiting_approval_takes_a_decision_and_an_expired_one
 async fn cancelling_an_operation_awaiting_approval_is_its_decision() {
     let w = World::new();
     let s = awaiting(&w).await;
-    let Cancelled::Requested(op) = w
-        .api()
-        .cancel(&caller(), s.operation.operation_id.as_str())
-        .await
-        .unwrap()
-    else {
+    let Cancelled::Requested(op) = w.cancel(&s.operation.operation_id).await.unwrap() else {
         panic!("no runner to stop: the dispatcher ends it")
     };
     assert_eq!(op.approval.unwrap().verdict(), Some(Verdict::Cancelled));
@@ -195,9 +190,7 @@ async fn the_approval_mode_is_the_clusters_else_the_tenants_default() {
 #[tokio::test]
 async fn a_patch_of_the_approval_mode_alone_runs_nothing_and_later_updates_follow_it() {
     let w = World::new();
-    let s = w
-        .cluster_in(ClusterState::Active, OperationStatus::Succeeded)
-        .await;
+    let s = w.active().await;
     let id = s.cluster.cluster_id.to_string();
     let sent = w.jobs.sent().len();
     let u: Updated = w

@@ -2,6 +2,7 @@
 //! Test harness: the library's `handle` driven with the sample API Gateway events in `events/api/`,
 //! against a private moto with its own resources and the fixture templates published.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
@@ -12,7 +13,7 @@ use serde_json::Value;
 use strato_api::{ApiService, Config, Ctx, service};
 use strato_domain::ids::{ClusterId, OperationId, TenantId};
 use strato_domain::messages::JobMessage;
-use strato_domain::model::{Cluster, ClusterState, OperationStatus};
+use strato_domain::model::{Cluster, ClusterState, Operation, OperationStatus};
 use strato_domain::template::Template;
 use strato_domain::webhook::Webhook;
 use strato_testbed::TestEnv;
@@ -88,6 +89,12 @@ impl Resp {
         assert!(b["title"].as_str().is_some_and(|t| !t.is_empty()));
         assert!(b["detail"].as_str().is_some_and(|t| !t.is_empty()));
         b
+    }
+
+    /// Asserts a problem with `status` whose `type` ends in `kind`.
+    pub fn assert_problem(&self, status: u16, kind: &str) {
+        let t = self.problem(status)["type"].as_str().unwrap();
+        assert!(t.ends_with(kind), "{t}: {}", self.text);
     }
 
     /// The `errors[].field` values of a problem.
@@ -180,45 +187,34 @@ impl Req {
         self
     }
 
-    pub fn tenant(mut self, t: &str) -> Self {
+    /// The token's claims, to change.
+    fn claims(&mut self) -> &mut HashMap<String, String> {
         let jwt = self
             .0
             .request_context
             .authorizer
             .as_mut()
             .and_then(|a| a.jwt.as_mut());
-        jwt.expect("event has JWT claims")
-            .claims
-            .insert("tenant_id".into(), t.into());
+        &mut jwt.expect("event has JWT claims").claims
+    }
+
+    pub fn tenant(mut self, t: &str) -> Self {
+        self.claims().insert("tenant_id".into(), t.into());
         self
     }
 
     /// The token's `scope` claim (`None`: no scope claim at all).
     pub fn scope(mut self, scope: Option<&str>) -> Self {
-        let jwt = self
-            .0
-            .request_context
-            .authorizer
-            .as_mut()
-            .and_then(|a| a.jwt.as_mut())
-            .expect("event has JWT claims");
         match scope {
-            Some(s) => jwt.claims.insert("scope".into(), s.into()),
-            None => jwt.claims.remove("scope"),
+            Some(s) => self.claims().insert("scope".into(), s.into()),
+            None => self.claims().remove("scope"),
         };
         self
     }
 
     /// The token's `sub` claim (the principal the audit log records).
     pub fn sub(mut self, sub: &str) -> Self {
-        let jwt = self
-            .0
-            .request_context
-            .authorizer
-            .as_mut()
-            .and_then(|a| a.jwt.as_mut())
-            .expect("event has JWT claims");
-        jwt.claims.insert("sub".into(), sub.into());
+        self.claims().insert("sub".into(), sub.into());
         self
     }
 
@@ -232,32 +228,24 @@ impl Req {
             .drop_claim("tenant_id")
             .scope(Some("platform:admin"))
             .sub("ops-1");
-        let jwt =
-            r.0.request_context
-                .authorizer
-                .as_mut()
-                .and_then(|a| a.jwt.as_mut())
-                .expect("event has JWT claims");
-        jwt.claims.insert("aud".into(), OPERATOR_AUDIENCE.into());
+        r.claims().insert("aud".into(), OPERATOR_AUDIENCE.into());
         r
     }
 
     /// The token without `claim` (e.g. a token without `sub`, which the authorizer still accepts).
     pub fn drop_claim(mut self, claim: &str) -> Self {
-        let jwt = self
-            .0
-            .request_context
-            .authorizer
-            .as_mut()
-            .and_then(|a| a.jwt.as_mut())
-            .expect("event has JWT claims");
-        jwt.claims.remove(claim);
+        self.claims().remove(claim);
         self
     }
 
     pub fn without_claims(mut self) -> Self {
         self.0.request_context.authorizer = None;
         self
+    }
+
+    /// The request's method.
+    pub fn http_method(&self) -> Method {
+        self.0.request_context.http.method.clone()
     }
 
     pub fn body_value(&self) -> Value {
@@ -337,10 +325,21 @@ impl Api {
         self.ctx.store.save_cluster(&mut c).await.unwrap();
     }
 
+    /// Operation `id` as stored.
+    pub async fn stored_operation(&self, id: &str) -> Operation {
+        let id: OperationId = id.parse().unwrap();
+        self.ctx.store.get_operation(&id).await.unwrap().unwrap()
+    }
+
+    /// Every operation of cluster `id`, as stored.
+    pub async fn stored_operations(&self, id: &str) -> Vec<Operation> {
+        let id: ClusterId = id.parse().unwrap();
+        self.ctx.store.list_operations(&id).await.unwrap()
+    }
+
     /// Sets operation `id`'s status in the store, as a run would have.
     pub async fn set_op_status(&self, id: &str, status: OperationStatus) {
-        let id: OperationId = id.parse().unwrap();
-        let mut op = self.ctx.store.get_operation(&id).await.unwrap().unwrap();
+        let mut op = self.stored_operation(id).await;
         let was_terminal = op.status.is_terminal();
         op.status = status;
         self.ctx
