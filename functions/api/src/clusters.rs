@@ -9,6 +9,7 @@ use strato_domain::validate::FieldError;
 
 use crate::audit_draft::AuditDraft;
 use crate::decide::{IfMatch, Started, Updated};
+use crate::policies::TenantRead;
 use crate::requests::{SpecBody, UpdateBody, page_after, page_limit};
 use crate::views::{self, TemplateCache, sensitive_of};
 use crate::views::{Accepted, ClusterPage, ClusterView, LastOperationView};
@@ -21,10 +22,11 @@ pub(crate) const MAX_PAGE: i32 = 100;
 pub(crate) async fn create(
     ctx: &Ctx,
     caller: &Caller,
+    read: Option<&TenantRead>,
     body: SpecBody,
     audit: Option<&AuditDraft>,
 ) -> Result<Reply<Accepted>, ApiError> {
-    let governing = crate::policies::load(ctx, caller).await?;
+    let governing = crate::policies::load(ctx, caller, read).await?;
     Ok(accepted(
         ctx.api_with(&governing.set, governing.rules, audit)
             .create(caller, body)
@@ -165,11 +167,12 @@ async fn last_operation(ctx: &Ctx, c: &Cluster) -> Result<Option<LastOperationVi
 pub(crate) async fn update(
     ctx: &Ctx,
     caller: &Caller,
+    read: Option<&TenantRead>,
     id: &str,
     body: UpdateBody,
     if_match: Option<&IfMatch>,
 ) -> Result<Response, ApiError> {
-    let governing = crate::policies::load(ctx, caller).await?;
+    let governing = crate::policies::load(ctx, caller, read).await?;
     let Updated {
         cluster,
         template,
@@ -201,8 +204,13 @@ pub(crate) async fn update(
     Ok(resp)
 }
 
-pub(crate) async fn delete(ctx: &Ctx, caller: &Caller, id: &str) -> Result<Reply<Accepted>, ApiError> {
-    let governing = crate::policies::load(ctx, caller).await?;
+pub(crate) async fn delete(
+    ctx: &Ctx,
+    caller: &Caller,
+    read: Option<&TenantRead>,
+    id: &str,
+) -> Result<Reply<Accepted>, ApiError> {
+    let governing = crate::policies::load(ctx, caller, read).await?;
     Ok(accepted(
         ctx.api_with(&governing.set, governing.rules, None)
             .delete(caller, id)

@@ -15,6 +15,7 @@ use crate::audit_draft::AuditDraft;
 use crate::caller::Caller;
 use crate::decide::IfMatch;
 use crate::edge::{AppState, Reply};
+use crate::policies::TenantRead;
 use crate::requests::{
     JsonBody, ListClustersQuery, PageQuery, SpecBody, TemplateQuery, UpdateBody, WebhookBody,
 };
@@ -71,10 +72,12 @@ pub(crate) async fn health() -> Reply<Health> {
 pub(crate) async fn create_cluster(
     State(ctx): State<AppState>,
     caller: Caller,
+    read: Option<Extension<TenantRead>>,
     audit: Option<Extension<AuditDraft>>,
     JsonBody(body): JsonBody<SpecBody>,
 ) -> Answer<Accepted> {
-    clusters::create(&ctx, &caller, body, audit.as_ref().map(|Extension(d)| d)).await
+    let audit = audit.as_ref().map(|Extension(d)| d);
+    clusters::create(&ctx, &caller, read.as_ref().map(|Extension(r)| r), body, audit).await
 }
 
 pub(crate) async fn list_clusters(
@@ -96,6 +99,7 @@ pub(crate) async fn get_cluster(
 pub(crate) async fn update_cluster(
     State(ctx): State<AppState>,
     caller: Caller,
+    read: Option<Extension<TenantRead>>,
     P(id): P<String>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<UpdateBody>,
@@ -104,24 +108,27 @@ pub(crate) async fn update_cluster(
     let if_match = headers
         .get(axum::http::header::IF_MATCH)
         .map(|v| IfMatch::parse(v.to_str().unwrap_or("\u{0}")));
-    clusters::update(&ctx, &caller, &id, body, if_match.as_ref()).await
+    let read = read.as_ref().map(|Extension(r)| r);
+    clusters::update(&ctx, &caller, read, &id, body, if_match.as_ref()).await
 }
 
 pub(crate) async fn plan_cluster(
     State(ctx): State<AppState>,
     caller: Caller,
+    read: Option<Extension<TenantRead>>,
     P(id): P<String>,
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> Answer<Accepted> {
-    crate::preview::plan(&ctx, &caller, &id, body).await
+    crate::preview::plan(&ctx, &caller, read.as_ref().map(|Extension(r)| r), &id, body).await
 }
 
 pub(crate) async fn delete_cluster(
     State(ctx): State<AppState>,
     caller: Caller,
+    read: Option<Extension<TenantRead>>,
     P(id): P<String>,
 ) -> Answer<Accepted> {
-    clusters::delete(&ctx, &caller, &id).await
+    clusters::delete(&ctx, &caller, read.as_ref().map(|Extension(r)| r), &id).await
 }
 
 pub(crate) async fn retry_cluster(

@@ -95,10 +95,26 @@ pub(crate) struct Governing {
     pub rules: TenantRules,
 }
 
-/// The [`Governing`] of the caller's tenant. A stored policy that no longer compiles (it was checked when it
-/// was stored: a Rego engine upgrade) is its owner's to fix.
-pub(crate) async fn load(ctx: &Ctx, caller: &Caller) -> Result<Governing, ApiError> {
-    let (stored, rules) = ctx.store.tenant_policies_and_rules(&caller.tenant).await?;
+/// The caller's tenant item as this request read it (consistently) for its suspension check (the router's
+/// `authorize`): [`load`] uses it instead of reading the item again.
+#[derive(Clone, Debug)]
+pub(crate) struct TenantRead(pub std::sync::Arc<strato_aws::store::TenantGovernance>);
+
+/// The [`Governing`] of the caller's tenant: from the tenant item this request already read (`read`, the
+/// suspension check's), or from a read of its own. A stored policy that no longer compiles (it was checked
+/// when it was stored: a Rego engine upgrade) is its owner's to fix.
+pub(crate) async fn load(
+    ctx: &Ctx,
+    caller: &Caller,
+    read: Option<&TenantRead>,
+) -> Result<Governing, ApiError> {
+    let (stored, rules) = match read {
+        Some(TenantRead(item)) => (item.policies.clone(), item.rules),
+        None => {
+            let item = ctx.store.tenant_governance(&caller.tenant).await?;
+            (item.policies, item.rules)
+        }
+    };
     let set =
         PolicySet::cached_with_platform(&Policy::stored(&stored.operator, &stored.tenant)).map_err(|e| {
             ApiError::invalid(vec![ApiError::field(

@@ -10,10 +10,11 @@ use crate::{caller::Caller, context::Ctx, edge::Reply, error::ApiError};
 pub(crate) async fn plan(
     ctx: &Ctx,
     caller: &Caller,
+    read: Option<&crate::policies::TenantRead>,
     id: &str,
     body: UpdateBody,
 ) -> Result<Reply<Accepted>, ApiError> {
-    let governing = crate::policies::load(ctx, caller).await?;
+    let governing = crate::policies::load(ctx, caller, read).await?;
     Ok(accepted(
         ctx.api_with(&governing.set, governing.rules, None)
             .plan(caller, id, body)

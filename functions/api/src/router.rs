@@ -26,6 +26,7 @@ use tower::ServiceExt;
 use crate::access::Who;
 use crate::caller::Caller;
 use crate::edge::AppState;
+use crate::policies::TenantRead;
 use crate::problem::Problem;
 use crate::requests::truncate;
 use crate::route::{self, Access, Route};
@@ -56,25 +57,28 @@ fn authenticate(parts: &Parts, ctx: &Ctx) -> Result<(&'static Route, Who), ApiEr
 }
 
 /// A tenant the platform operator suspended may read, not change anything: a tenant call that changes
-/// something reads the tenant item's `suspended` attribute, or reuses this process's answer of the last
-/// 30 s (`suspension::MAX_AGE`); reads cost nothing more.
-async fn suspension(ctx: &Ctx, route: &Route, caller: &Caller) -> Result<(), ApiError> {
+/// something reuses this process's answer of the last 30 s (`suspension::MAX_AGE`) or reads the tenant item —
+/// whole, what governs its changes ([`strato_aws::store::Store::tenant_governance`]), so a change that is
+/// checked against the tenant's policies uses that read ([`TenantRead`]) instead of a second one. Reads cost
+/// nothing more.
+async fn suspension(ctx: &Ctx, route: &Route, caller: &Caller) -> Result<Option<TenantRead>, ApiError> {
     let Access::Tenant(need) = route.access else {
-        return Ok(());
+        return Ok(None);
     };
     if !crate::operator::changes(route.method, need) {
-        return Ok(());
+        return Ok(None);
     }
     let now = std::time::Instant::now();
-    let suspended = match ctx.suspensions.get(&caller.tenant, now) {
-        Some(known) => known,
+    let (suspended, read) = match ctx.suspensions.get(&caller.tenant, now) {
+        Some(known) => (known, None),
         None => {
-            let read = ctx.store.tenant_suspension(&caller.tenant).await?;
-            ctx.suspensions.put(&caller.tenant, read.clone(), now);
-            read
+            let read = ctx.store.tenant_governance(&caller.tenant).await?;
+            ctx.suspensions.put(&caller.tenant, read.suspended.clone(), now);
+            (read.suspended.clone(), Some(TenantRead(Arc::new(read))))
         }
     };
-    crate::operator::suspension_allows(route.method, need, suspended.as_deref())
+    crate::operator::suspension_allows(route.method, need, suspended.as_deref())?;
+    Ok(read)
 }
 
 /// Route layer over every route: authentication and the route's scope, before the route's own layers (the
@@ -85,8 +89,12 @@ async fn authorize(State(ctx): State<AppState>, req: Request, next: Next) -> Res
     let (mut parts, body) = req.into_parts();
     match authenticate(&parts, &ctx) {
         Ok((route, Who::Tenant(caller))) => {
-            if let Err(e) = suspension(&ctx, route, &caller).await {
-                return e.into_response();
+            match suspension(&ctx, route, &caller).await {
+                Ok(Some(read)) => {
+                    parts.extensions.insert(read);
+                }
+                Ok(None) => {}
+                Err(e) => return e.into_response(),
             }
             parts.extensions.insert(caller);
         }

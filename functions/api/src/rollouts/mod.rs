@@ -141,7 +141,7 @@ impl CtxRuns<'_> {
             traceparent: None,
             scopes: Vec::new(),
         };
-        let governing = crate::policies::load(self.ctx, &caller)
+        let governing = crate::policies::load(self.ctx, &caller, None)
             .await
             .map_err(|e| e.to_string())?;
         let runs = DecideRuns {

@@ -243,3 +243,38 @@ async fn tenants_are_registered_changed_suspended_and_audited() {
     .await;
     assert_eq!(own.body["entries"].as_array().unwrap().len(), 5, "{}", own.text);
 }
+
+/// A tenant's change reads the tenant item once: the suspension check (when this process has no recent
+/// answer) reads it whole, and the change's policy check uses that read rather than a second one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_reads_the_tenant_item_once_for_its_suspension_and_its_policies() {
+    let api = Api::new().await;
+    let counter = strato_aws::aws::CallCounter::default();
+    let svc = api.counted(&counter).await;
+    let reads = || counter.snapshot().get("DynamoDB.GetItem").copied().unwrap_or(0);
+    let create = |tenant: &str, name: &str| {
+        let mut body = Req::load("create-cluster").body_value();
+        body["name"] = json!(name);
+        Req::load("create-cluster").tenant(tenant).body(&body)
+    };
+
+    // The process's first create also reads the template and its standing, once each (then remembered).
+    let r = call_with(&svc, create("acme", "reads-1")).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
+    assert_eq!(
+        reads(),
+        3,
+        "the tenant item, the template, its standing: {:?}",
+        counter.snapshot()
+    );
+
+    // Another tenant: its item once.
+    let r = call_with(&svc, create("globex", "reads-2")).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
+    assert_eq!(reads(), 4, "{:?}", counter.snapshot());
+
+    // Its second change within the suspension's memory: the policy check's own (consistent) read, once.
+    let r = call_with(&svc, create("globex", "reads-3")).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
+    assert_eq!(reads(), 5, "{:?}", counter.snapshot());
+}

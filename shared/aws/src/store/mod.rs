@@ -38,6 +38,7 @@ pub use fleet::{FleetFilter, FleetKey, OperationFilter};
 pub use idempotency::{IdempotentResponse, Reservation};
 pub use locks::LockOutcome;
 pub use operations::{OperationBrief, OperationPage, PageKey};
+pub use policies::TenantGovernance;
 pub use templates::StoredTemplate;
 pub use tenant_admin::{TenantPage, TenantRecord};
 pub(crate) use tenants::QuotaBound;

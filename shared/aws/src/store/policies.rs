@@ -13,6 +13,15 @@ use crate::error::Error;
 use strato_domain::ids::TenantId;
 use strato_domain::ports::{PolicyOwner, StoredPolicies, TenantRules};
 
+/// What governs a tenant's changes, read together ([`Store::tenant_governance`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TenantGovernance {
+    pub policies: StoredPolicies,
+    pub rules: TenantRules,
+    /// The operator's reason, when the tenant is suspended.
+    pub suspended: Option<String>,
+}
+
 /// The tenant item's attribute holding `owner`'s policies.
 fn attribute(owner: PolicyOwner) -> &'static str {
     match owner {
@@ -47,19 +56,22 @@ impl Store {
         Ok(fetch(get).await?.map(|i| stored_of(&i)).unwrap_or_default())
     }
 
-    /// The tenant's policies and its [rules](Self::tenant_rules) in one (consistent) read of the tenant item:
-    /// everything a create, update or delete is held to.
-    pub async fn tenant_policies_and_rules(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<(StoredPolicies, TenantRules), Error> {
+    /// What governs the tenant's changes, in one (consistent) read of the tenant item: its policies, its
+    /// [rules](Self::tenant_rules) (lifetime maximum, approval default) and whether the operator suspended it.
+    /// The api's change routes read it once per request at most: the suspension check reads it whole when its
+    /// memory has no answer, and the request's policy check then uses that read.
+    pub async fn tenant_governance(&self, tenant: &TenantId) -> Result<TenantGovernance, Error> {
         let get = self
             .get(&self.tenants, &[("tenant_id", s(tenant.as_str()))])
-            .projection_expression("policies, platform_policies, max_ttl_hours, approval")
+            .projection_expression("policies, platform_policies, max_ttl_hours, approval, suspended")
             .consistent_read(true);
         Ok(match fetch(get).await? {
-            Some(item) => (stored_of(&item), super::tenants::rules_of(&item)),
-            None => Default::default(),
+            Some(item) => TenantGovernance {
+                policies: stored_of(&item),
+                rules: super::tenants::rules_of(&item),
+                suspended: super::tenant_admin::suspension_of(&item),
+            },
+            None => TenantGovernance::default(),
         })
     }
 

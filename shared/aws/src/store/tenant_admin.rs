@@ -142,17 +142,11 @@ impl Store {
         q.send().await.map_err(|e| Error::aws("UpdateItem", e))?;
         Ok(())
     }
+}
 
-    /// Why the tenant is suspended, if it is: one eventually consistent read of one attribute (a
-    /// suspension takes effect within a second).
-    pub async fn tenant_suspension(&self, tenant: &TenantId) -> Result<Option<String>, Error> {
-        let get = self
-            .get(&self.tenants, &[("tenant_id", s(tenant.as_str()))])
-            .projection_expression("suspended");
-        Ok(fetch(get).await?.and_then(|i| {
-            i.get("suspended")
-                .and_then(|v: &AttributeValue| v.as_s().ok())
-                .cloned()
-        }))
-    }
+/// The operator's reason on a tenant item, when the tenant is suspended.
+pub(super) fn suspension_of(item: &Item) -> Option<String> {
+    item.get("suspended")
+        .and_then(|v: &AttributeValue| v.as_s().ok())
+        .cloned()
 }

@@ -262,16 +262,20 @@ pub const OPERATOR_AUDIENCE: &str = "strato-operator";
 
 /// A context on `env`'s resources with the settings `extra` (name, value) besides the resource prefix.
 async fn ctx_on(env: &TestEnv, extra: &[(&str, &str)]) -> Ctx {
+    Ctx::new(&env.aws, config_on(env, extra)).await.unwrap()
+}
+
+/// The api's settings on `env`'s resources: `extra` (name, value) besides the resource prefix.
+fn config_on(env: &TestEnv, extra: &[(&str, &str)]) -> Config {
     let prefix = env.names.prefix().to_owned();
-    let config = Config::from_lookup(|k| {
+    Config::from_lookup(|k| {
         if k == "STRATO_RESOURCE_PREFIX" {
             return Some(prefix.clone());
         }
         let setting = extra.iter().find(|(name, _)| *name == k);
         setting.map(|(_, value)| (*value).to_owned())
     })
-    .unwrap();
-    Ctx::new(&env.aws, config).await.unwrap()
+    .unwrap()
 }
 
 impl Api {
@@ -281,6 +285,12 @@ impl Api {
             self.ctx_with(&[("STRATO_OPERATOR_AUDIENCE", OPERATOR_AUDIENCE)])
                 .await,
         )
+    }
+
+    /// A fresh api process on the same resources whose AWS calls `counter` counts.
+    pub async fn counted(&self, counter: &strato_aws::aws::CallCounter) -> ApiService {
+        let config = config_on(&self.env, &[]);
+        service(Ctx::new(&self.env.aws.counted(counter), config).await.unwrap())
     }
 
     /// A context on the same resources with the settings `extra` (name, value) besides the resource prefix.
