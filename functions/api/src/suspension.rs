@@ -1,5 +1,6 @@
 //! Whether a tenant is suspended, as this process last read it: a tenant's change costs no DynamoDB read for
-//! its suspension while the answer is younger than [`MAX_AGE`] (a change that is checked against the tenant's policies reads the tenant item once either way: see the router's `suspension`).
+//! its suspension while the answer is younger than [`MAX_AGE`]; past it, the read is the one its policy check
+//! needs anyway (the router's `suspension` reads what governs the tenant whole, and the change uses it).
 //! A suspension written by this process applies here at once; one written by another process (another warm
 //! Lambda) applies here within [`MAX_AGE`] — the propagation an operator is told about.
 
