@@ -108,13 +108,15 @@ pub(crate) async fn load(
     caller: &Caller,
     read: Option<&TenantRead>,
 ) -> Result<Governing, ApiError> {
-    let (stored, rules) = match read {
-        Some(TenantRead(item)) => (item.policies.clone(), item.rules),
+    let own;
+    let item = match read {
+        Some(TenantRead(item)) => item.as_ref(),
         None => {
-            let item = ctx.store.tenant_governance(&caller.tenant).await?;
-            (item.policies, item.rules)
+            own = ctx.store.tenant_governance(&caller.tenant).await?;
+            &own
         }
     };
+    let (stored, rules) = (&item.policies, item.rules);
     let set =
         PolicySet::cached_with_platform(&Policy::stored(&stored.operator, &stored.tenant)).map_err(|e| {
             ApiError::invalid(vec![ApiError::field(

@@ -39,6 +39,13 @@ impl Answers {
         self.0.push((method, template, r));
         &self.0.last().expect("just kept").2
     }
+
+    /// Sends each (sample, route template) of the samples whose method and path are the route's own.
+    async fn samples(&mut self, svc: &ApiService, samples: &[(&str, &'static str)]) {
+        for (sample, template) in samples {
+            self.call(svc, template, Req::load(sample), None).await;
+        }
+    }
 }
 
 /// One call of each operator route, with the operator's token.
@@ -312,14 +319,16 @@ async fn every_route_answers() {
     out.call(svc, "/v1/clusters/{id}", req, None).await;
 
     // The samples whose method and path are the route's own.
-    for (sample, template) in [
-        ("create-estimate", "/v1/estimates"),
-        ("get-webhook", "/v1/webhook"),
-        ("put-webhook", "/v1/webhook"),
-        ("delete-webhook", "/v1/webhook"),
-    ] {
-        out.call(svc, template, Req::load(sample), None).await;
-    }
+    out.samples(
+        svc,
+        &[
+            ("create-estimate", "/v1/estimates"),
+            ("get-webhook", "/v1/webhook"),
+            ("put-webhook", "/v1/webhook"),
+            ("delete-webhook", "/v1/webhook"),
+        ],
+    )
+    .await;
     let policy = |m: Method, path: &str| Req::load("put-webhook").method(m).path(path);
     let rego = json!({"source": "package strato.request\n\ndeny contains \"never\" if false\n"});
     let req = policy(Method::PUT, "/v1/policies/sample").body(&rego);
@@ -343,12 +352,14 @@ async fn every_route_answers() {
     let req = policy(Method::DELETE, "/v1/tenant/cloud-tokens/digitalocean").raw_body("");
     out.call(svc, "/v1/tenant/cloud-tokens/{provider}", req, None)
         .await;
-    for (sample, template) in [
-        ("get-target-access", "/v1/tenant/target-access"),
-        ("list-templates", "/v1/templates"),
-    ] {
-        out.call(svc, template, Req::load(sample), None).await;
-    }
+    out.samples(
+        svc,
+        &[
+            ("get-target-access", "/v1/tenant/target-access"),
+            ("list-templates", "/v1/templates"),
+        ],
+    )
+    .await;
     let req = call("get-template", Method::GET, "/v1/templates/api-test").query("");
     out.call(svc, "/v1/templates/{name}", req, None).await;
     // Tickets need the ws function's signing secret.
@@ -393,14 +404,16 @@ async fn every_route_answers() {
         "assertion.sub"
     );
     // No cluster has this agent token (401 problem); the audit log.
-    for (sample, template) in [
-        ("agent-register", "/v1/agent/register"),
-        ("agent-heartbeat", "/v1/agent/heartbeat"),
-        ("agent-credential", "/v1/agent/credential"),
-        ("list-audit", "/v1/audit"),
-    ] {
-        out.call(svc, template, Req::load(sample), None).await;
-    }
+    out.samples(
+        svc,
+        &[
+            ("agent-register", "/v1/agent/register"),
+            ("agent-heartbeat", "/v1/agent/heartbeat"),
+            ("agent-credential", "/v1/agent/credential"),
+            ("list-audit", "/v1/audit"),
+        ],
+    )
+    .await;
 
     // The platform operator's routes, with the operator's token (boxed: this test's future is large).
     let operator = Box::pin(operator_routes(&api)).await;
