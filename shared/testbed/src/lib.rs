@@ -21,7 +21,7 @@ pub use install::{
     CHECKOV_VERSION, SCHEMATHESIS_VERSION, Tools, ToolsError, checkov, schemathesis, tools, tools_dir,
 };
 pub use modern::{ModernEngine, modern_engine, modern_engine_at, modern_engine_or_skip};
-pub use moto::{MotoServer, TestEnv, shared_moto};
+pub use moto::{MotoServer, TestEnv, shared_moto, unique_prefix};
 
 /// A spec of the `fixture-vpc-sg` template (`tests/fixtures/vpc-sg`, 0.1.0) named `name`, on AWS in
 /// us-east-1 with no variables: the cluster the moto and engine tests record and run.

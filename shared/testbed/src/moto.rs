@@ -103,6 +103,18 @@ pub fn shared_moto() -> &'static MotoServer {
     })
 }
 
+/// A resource prefix no other test of the run has: `tag`, this process's id, a random part and a counter.
+/// The moto server outlives the processes of a nextest run (one per test), and the kernel reuses process
+/// ids over a run of a thousand tests, so the process id alone would hand a later test an earlier test's
+/// tables, full of its items.
+pub fn unique_prefix(tag: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    static RANDOM: OnceLock<String> = OnceLock::new();
+    let random = RANDOM.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..4].to_owned());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{tag}{:x}{random}-{n}", std::process::id())
+}
+
 /// One test's world: uniquely named resources on the process's moto server, and clients for them.
 pub struct TestEnv {
     pub endpoint: String,
@@ -115,14 +127,11 @@ pub struct TestEnv {
 impl TestEnv {
     /// Starts (or reuses) moto and creates every table, queue and bucket under a fresh prefix.
     pub async fn new() -> Self {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
         let tools = tools().unwrap_or_else(|e| panic!("installing the test bed failed: {e}"));
         let endpoint = tokio::task::spawn_blocking(|| shared_moto().endpoint.clone())
             .await
             .unwrap_or_else(|e| panic!("starting moto: {e}"));
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let prefix = format!("t{:x}-{n}", std::process::id());
-        let names = Names::new(prefix).unwrap_or_else(|e| panic!("{e}"));
+        let names = Names::new(unique_prefix("t")).unwrap_or_else(|e| panic!("{e}"));
         let region = "us-east-1".to_owned();
         let aws = AwsClients::for_endpoint(&endpoint, &region).await;
         resources::create_all(&aws, &names)

@@ -14,7 +14,7 @@ fn the_demo_terminal_shows_the_tour_and_the_components_log_to_a_file() {
         bin.display()
     );
     let work = tempfile::tempdir().unwrap();
-    let prefix = format!("demo{:x}", std::process::id());
+    let prefix = strato_testbed::unique_prefix("demo");
     let out = Command::new(&bin)
         .arg("demo")
         // On the process's moto under a prefix of its own, on free ports: other tests run beside it.

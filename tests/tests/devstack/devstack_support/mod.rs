@@ -5,7 +5,6 @@ pub mod eks_token;
 pub mod receiver;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use strato_devstack::client::{Watched, watch_operation};
@@ -23,7 +22,6 @@ pub fn fixtures() -> PathBuf {
 /// devstack's defaults on the process's moto, under a prefix no other test in the process uses (`tag`
 /// names the test file in it, to tell their resources apart in moto).
 pub async fn config(tag: &str) -> DevstackConfig {
-    static N: AtomicU32 = AtomicU32::new(0);
     let moto = tokio::task::spawn_blocking(|| strato_testbed::shared_moto().endpoint.clone())
         .await
         .expect("moto starts");
@@ -32,11 +30,7 @@ pub async fn config(tag: &str) -> DevstackConfig {
         // The fixtures pin the PyPI bed's provider 3.39, and the modern engine costs ~4× the CPU: the
         // devstack tests run on Terraform 0.15 unless they ask for an engine (the runner's engine tier runs both).
         engine: Some(strato_testbed::TestEngine::tf015()),
-        prefix: format!(
-            "{tag}{:x}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ),
+        prefix: strato_testbed::unique_prefix(tag),
         ..DevstackConfig::default()
     }
 }
