@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::install::{ToolsError, io};
+use crate::install::{ToolsError, io, write_if_changed};
 
 pub(crate) fn sha256_file(path: &Path) -> Result<String, ToolsError> {
     let mut f = File::open(path).map_err(io("reading", path))?;
@@ -40,8 +40,7 @@ pub(crate) fn stamp_valid(stamp: &Path, pins: &str, files: &[&Path]) -> bool {
     if lines.next() != Some(pins) {
         return false;
     }
-    if lines.clone().count() == files.len() && memo(stamp, files).is_some_and(|m| Some(m) == read_memo(stamp))
-    {
+    if memo(stamp, files).is_some_and(|m| Some(m) == read_memo(stamp)) {
         return true;
     }
     let valid = files.iter().all(|f| {
@@ -96,16 +95,11 @@ fn read_memo(stamp: &Path) -> Option<String> {
     fs::read_to_string(memo_path(stamp)).ok()
 }
 
-/// Best effort: without a memo the next check hashes again, which is only slower. Written to a temporary name
-/// and renamed, so a concurrent check reads a whole memo or none.
+/// Best effort: without a memo the next check hashes again, which is only slower. Written aside and renamed
+/// (`write_if_changed`), so a concurrent check reads a whole memo or none.
 fn remember(stamp: &Path, files: &[&Path]) {
-    let Some(memo) = memo(stamp, files) else {
-        return;
-    };
-    let path = memo_path(stamp);
-    let tmp = path.with_extension(format!("seen.tmp{}", std::process::id()));
-    if fs::write(&tmp, memo).is_ok() && fs::rename(&tmp, &path).is_err() {
-        let _ = fs::remove_file(&tmp);
+    if let Some(memo) = memo(stamp, files) {
+        let _ = write_if_changed(&memo_path(stamp), &memo);
     }
 }
 
@@ -113,13 +107,19 @@ fn remember(stamp: &Path, files: &[&Path]) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn stamps_detect_changed_and_missing_files() {
-        let dir = std::env::temp_dir().join(format!("strato-stamp-{}", std::process::id()));
+    /// A scratch directory holding a file `a` ("hello"), and the path of a stamp for it (not written yet).
+    fn scratch(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("strato-{name}-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let a = dir.join("a");
         fs::write(&a, "hello").unwrap();
         let stamp = dir.join("s.stamp");
+        (dir, a, stamp)
+    }
+
+    #[test]
+    fn stamps_detect_changed_and_missing_files() {
+        let (dir, a, stamp) = scratch("stamp");
         assert!(!stamp_valid(&stamp, "pins", &[&a]), "no stamp, not trusted");
         write_stamp(&stamp, "pins", &[&a]).unwrap();
         assert!(stamp_valid(&stamp, "pins", &[&a]));
@@ -136,14 +136,25 @@ mod tests {
 
     #[test]
     fn a_memo_spares_the_hash_only_while_it_describes_the_files() {
-        let dir = std::env::temp_dir().join(format!("strato-stamp-memo-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let a = dir.join("a");
-        fs::write(&a, "hello").unwrap();
-        let stamp = dir.join("s.stamp");
+        let (dir, a, stamp) = scratch("stamp-memo");
         write_stamp(&stamp, "pins", &[&a]).unwrap();
         assert!(memo_path(&stamp).exists(), "a written stamp leaves its memo");
         assert!(stamp_valid(&stamp, "pins", &[&a]));
+
+        // The memo is what the check trusts: bytes changed in place with the length, inode and modification
+        // time kept (nothing a write does by itself) pass unhashed — the hash is spared.
+        let then = fs::metadata(&a).unwrap().modified().unwrap();
+        fs::write(&a, "jello").unwrap();
+        File::options()
+            .write(true)
+            .open(&a)
+            .unwrap()
+            .set_modified(then)
+            .unwrap();
+        assert!(
+            stamp_valid(&stamp, "pins", &[&a]),
+            "an unchanged memo spares the hash"
+        );
 
         // Same length, different bytes: the file's modification time moved, so the hash is checked again.
         // (The kernel stamps writes with a clock of a few milliseconds' grain; the test moves the time
