@@ -10,6 +10,7 @@ mod modern;
 mod moto;
 mod moto_run;
 mod stamp;
+mod upx;
 
 pub use azurite::{AZURITE_PACKAGE, AzureBed, Azurite, BlobAnswer, azure_bed};
 pub use clouds::{
