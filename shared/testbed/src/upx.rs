@@ -28,7 +28,9 @@ pub(crate) const UNPACKED_ENGINE_SHA256: &str =
 pub(crate) fn is_packed(exe: &Path) -> bool {
     use std::io::Read;
     let mut head = vec![0u8; 4096];
-    let n = fs::File::open(exe).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let n = fs::File::open(exe)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
     head[..n].windows(4).any(|w| w == b"UPX!")
 }
 
@@ -89,7 +91,12 @@ fn unpack(exe: &Path, scratch: &Path) -> Result<(), ToolsError> {
     run(
         "unpacking the engine with UPX",
         fix,
-        Command::new(&upx).arg("-d").arg("-q").arg(exe).arg("-o").arg(&out),
+        Command::new(&upx)
+            .arg("-d")
+            .arg("-q")
+            .arg(exe)
+            .arg("-o")
+            .arg(&out),
     )?;
     let sum = sha256_file(&out)?;
     if sum != UNPACKED_ENGINE_SHA256 {
