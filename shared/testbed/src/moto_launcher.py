@@ -37,34 +37,13 @@ moto.dynamodb.responses.DynamoHandler.call_action = _serialized
 # SQS requests run one at a time, and a long poll is a series of instant receives that lets others in while
 # it waits, so each attempt sees the groups blocked at that moment, as on AWS.
 _sqs_lock = threading.Lock()
-# A waiting poll looks again as soon as a request that can make a message receivable has finished (a send, a
-# delete that unblocks a FIFO group, a visibility change), and otherwise every 0.2 s (a delay or a visibility
-# timeout may have run out). It looked every 50 ms before: a test run's stacks hold dozens of long polls open,
-# and 20 of them kept moto 20 % busy doing nothing else (measured 2026-12-01: 3.9 CPU-s in 20 s, 2.0 now;
-# a send reaches a waiting poll in 12 ms, 15 before).
-_sqs_changed = threading.Condition(_sqs_lock)
-_SQS_RECHECK = 0.2
-_SQS_RELEASING = frozenset(
-    {
-        "SendMessage",
-        "SendMessageBatch",
-        "DeleteMessage",
-        "DeleteMessageBatch",
-        "ChangeMessageVisibility",
-        "ChangeMessageVisibilityBatch",
-    }
-)
 _sqs_call_action = moto.sqs.responses.SQSResponse.call_action
 _receive = moto.sqs.models.SQSBackend.receive_message
 
 
 def _sqs_serialized(self, *args, **kwargs):
     with _sqs_lock:
-        try:
-            return _sqs_call_action(self, *args, **kwargs)
-        finally:
-            if self._get_action() in _SQS_RELEASING:
-                _sqs_changed.notify_all()
+        return _sqs_call_action(self, *args, **kwargs)
 
 
 def _receive_without_stale_groups(
@@ -73,11 +52,14 @@ def _receive_without_stale_groups(
     deadline = time.monotonic() + (wait_seconds_timeout or 0)
     while True:
         got = _receive(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
-        left = deadline - time.monotonic()
-        if got or left <= 0:
+        if got or time.monotonic() >= deadline:
             return got
-        # Called under _sqs_lock (from _sqs_serialized): waiting releases it to the other requests.
-        _sqs_changed.wait(min(left, _SQS_RECHECK))
+        # Called under _sqs_lock (from _sqs_serialized): let the other requests run while this poll waits.
+        _sqs_lock.release()
+        try:
+            time.sleep(0.05)
+        finally:
+            _sqs_lock.acquire()
 
 
 # EKS answers a node group created without `updateConfig` with its default `{"maxUnavailable": 1}`; moto
