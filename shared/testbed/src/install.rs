@@ -482,9 +482,17 @@ mod tests {
         );
 
         // Unpacked at install wherever npm is (the bed's machines have it): ten times cheaper to start.
-        if Command::new("npm").arg("--version").output().is_ok() {
+        if Command::new("npm")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
             assert!(!crate::upx::is_packed(&engine), "the engine is unpacked");
             assert_eq!(engine_sum, crate::upx::UNPACKED_ENGINE_SHA256);
+        } else {
+            eprintln!(
+                "SKIPPED the unpacked engine's check: no npm on this machine (the engine stays packed)"
+            );
         }
         let out = Command::new(&engine)
             .args(["version"])

