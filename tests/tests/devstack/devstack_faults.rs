@@ -144,6 +144,65 @@ async fn dlq_depth(stack: &Devstack, logical: &str) -> String {
         .unwrap_or_default()
 }
 
+/// What a non-empty dead-letter queue holds, for the failure message: each message's receive count and body,
+/// and the stack's warnings, errors and SQS deliveries naming its operation or message id (its consumer's
+/// reasons for handing it back). A flake of this test under load is otherwise left without a cause to look at.
+async fn dlq_contents(stack: &Devstack, logical: &str) -> String {
+    use aws_sdk_sqs::types::MessageSystemAttributeName;
+    let sqs = &stack.env.aws.sqs;
+    let Ok(url) = sqs
+        .get_queue_url()
+        .queue_name(stack.env.names.dlq(logical))
+        .send()
+        .await
+        .map(|o| o.queue_url.unwrap_or_default())
+    else {
+        return format!("{logical}: its dead-letter queue could not be found");
+    };
+    let out = match sqs
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .message_system_attribute_names(MessageSystemAttributeName::All)
+        .send()
+        .await
+    {
+        Ok(o) => o,
+        Err(e) => return format!("{logical}: receiving its dead letters failed: {e}"),
+    };
+    let lines = strato_devstack::capture::global()
+        .map(|c| c.lines())
+        .unwrap_or_default();
+    let mut report = String::new();
+    for m in out.messages() {
+        let body = m.body().unwrap_or_default();
+        let count = m
+            .attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+            .map_or("?", String::as_str);
+        let mut names: Vec<String> = m.message_id().map(str::to_owned).into_iter().collect();
+        names.extend(strato_devstack::operation_id_in(body));
+        report.push_str(&format!(
+            "\n{logical} dead letter (received {count} times): {}",
+            body.chars().take(600).collect::<String>()
+        ));
+        let why: Vec<String> = lines
+            .iter()
+            .filter(|l| {
+                use strato_devstack::capture::str_of;
+                matches!(str_of(l, "level"), Some("WARN" | "ERROR"))
+                    || str_of(l, "message").is_some_and(|m| m.starts_with("SQS mapping"))
+            })
+            .map(|l| Value::Object(l.clone()).to_string())
+            .filter(|l| names.iter().any(|n| l.contains(n.as_str())))
+            .collect();
+        for l in why.iter().rev().take(30).rev() {
+            report.push_str(&format!("\n    {}", l.chars().take(800).collect::<String>()));
+        }
+    }
+    report
+}
+
 /// What is still held: cluster locks (by cluster), tenant slots, Terraform state locks.
 async fn held(stack: &Devstack, store: &Store, clusters: &[String]) -> Vec<String> {
     let mut held = Vec::new();
@@ -292,7 +351,13 @@ async fn operations_under_injected_faults_all_end_and_leave_nothing_held() {
     for logical in ["jobs", "events", "logs", "webhooks", "rollouts"] {
         dlqs.insert(logical, dlq_depth(&stack, logical).await);
     }
-    assert!(dlqs.values().all(|d| d == "0"), "dead-letter queues: {dlqs:?}");
+    if dlqs.values().any(|d| d != "0") {
+        let mut letters = String::new();
+        for (logical, _) in dlqs.iter().filter(|(_, d)| *d != "0") {
+            letters.push_str(&dlq_contents(&stack, logical).await);
+        }
+        panic!("dead-letter queues: {dlqs:?}{letters}");
+    }
 
     let injected: Value = json!(
         stack
