@@ -22,18 +22,42 @@ pub enum Invocation {
     Rollouts(aws_lambda_events::sqs::SqsEvent),
 }
 
+/// What the api answers: the HTTP API response, or the `rollouts` batch's partial batch response; each
+/// serialized as itself (untagged).
+#[derive(Debug, serde::Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Http(Box<ApiGatewayV2httpResponse>),
+    Rollouts(aws_lambda_events::sqs::SqsBatchResponse),
+}
+
 impl Invocation {
-    /// Tells the two apart by the event's shape. `Err`: neither (the runtime answers it as an error).
-    pub fn of(payload: serde_json::Value) -> Result<Self, serde_json::Error> {
-        let source = payload
-            .get("Records")
-            .and_then(|r| r.get(0))
-            .and_then(|r| r.get("eventSource"))
-            .and_then(serde_json::Value::as_str);
+    /// Tells the two apart by the event's shape, then reads the event once, straight into the one it is
+    /// (through a `serde_json::Value` first, every request was parsed into a tree of maps and strings and
+    /// then converted, and the zip held each event's deserialization twice). `Err`: neither (the runtime
+    /// answers it as an error).
+    pub fn parse(payload: &str) -> Result<Self, serde_json::Error> {
+        /// The event's `Records[].eventSource`, every other field skipped unread.
+        #[derive(serde::Deserialize)]
+        struct Shape {
+            #[serde(rename = "Records")]
+            records: Option<Vec<Source>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Source {
+            #[serde(rename = "eventSource")]
+            event_source: Option<String>,
+        }
+        let shape: Shape = serde_json::from_str(payload)?;
+        let source = shape
+            .records
+            .as_deref()
+            .and_then(<[Source]>::first)
+            .and_then(|r| r.event_source.as_deref());
         if source == Some("aws:sqs") {
-            Ok(Self::Rollouts(serde_json::from_value(payload)?))
+            Ok(Self::Rollouts(serde_json::from_str(payload)?))
         } else {
-            Ok(Self::Http(Box::new(serde_json::from_value(payload)?)))
+            Ok(Self::Http(Box::new(serde_json::from_str(payload)?)))
         }
     }
 }
@@ -45,23 +69,24 @@ impl ApiService {
         response(self.handle(request(payload, context)).await)
     }
 
-    /// Answers any invocation: an HTTP API request's response, or a `rollouts` batch's partial batch
-    /// response (`batchItemFailures`, the mapping's `ReportBatchItemFailures`).
+    /// Answers any invocation (the event's JSON text as the runtime received it): an HTTP API request's
+    /// response, or a `rollouts` batch's partial batch response (`batchItemFailures`, the mapping's
+    /// `ReportBatchItemFailures`).
     pub async fn invoke_any(
         &self,
-        event: LambdaEvent<serde_json::Value>,
-    ) -> Result<serde_json::Value, serde_json::Error> {
+        event: LambdaEvent<Box<serde_json::value::RawValue>>,
+    ) -> Result<Answer, serde_json::Error> {
         let LambdaEvent { payload, context } = event;
-        match Invocation::of(payload)? {
-            Invocation::Http(req) => serde_json::to_value(
+        Ok(match Invocation::parse(payload.get())? {
+            Invocation::Http(req) => Answer::Http(Box::new(
                 self.invoke(LambdaEvent {
                     payload: *req,
                     context,
                 })
                 .await,
-            ),
-            Invocation::Rollouts(batch) => serde_json::to_value(self.drain(batch).await),
-        }
+            )),
+            Invocation::Rollouts(batch) => Answer::Rollouts(self.drain(batch).await),
+        })
     }
 }
 
@@ -156,7 +181,7 @@ mod tests {
             "attributes": {"MessageGroupId": "ro-1", "ApproximateReceiveCount": "1"},
             "messageAttributes": {}, "md5OfBody": "", "awsRegion": "eu-west-1"
         }]});
-        let Ok(Invocation::Rollouts(batch)) = Invocation::of(sqs) else {
+        let Ok(Invocation::Rollouts(batch)) = Invocation::parse(&sqs.to_string()) else {
             panic!("an SQS batch")
         };
         assert_eq!(batch.records[0].body.as_deref(), Some("{}"));
@@ -164,9 +189,30 @@ mod tests {
         let mut event = ApiGatewayV2httpRequest::default();
         event.raw_path = Some("/v1/clusters".into());
         event.request_context.http.method = lambda_http::http::Method::GET;
-        let http = serde_json::to_value(&event).unwrap();
-        assert!(matches!(Invocation::of(http), Ok(Invocation::Http(_))));
-        assert!(Invocation::of(serde_json::json!("nonsense")).is_err());
+        let http = serde_json::to_string(&event).unwrap();
+        let Ok(Invocation::Http(req)) = Invocation::parse(&http) else {
+            panic!("an HTTP API request")
+        };
+        let req = lambda_http::Request::from(*req);
+        assert_eq!(req.uri().path(), "/v1/clusters");
+        assert_eq!(req.method(), lambda_http::http::Method::GET);
+        assert!(Invocation::parse("\"nonsense\"").is_err());
+        assert!(Invocation::parse("{\"Records\": 7}").is_err());
+    }
+
+    #[test]
+    fn an_answer_is_serialized_as_the_response_it_holds() {
+        let http = Answer::Http(Box::new(response(lambda_http::Response::new(Body::Text(
+            "{}".into(),
+        )))));
+        let json = serde_json::to_value(&http).unwrap();
+        assert_eq!(json["statusCode"], 200);
+        assert_eq!(json["body"], "{}");
+        let mut batch = aws_lambda_events::sqs::SqsBatchResponse::default();
+        batch.add_failure("m-1".to_owned());
+        let json = serde_json::to_value(Answer::Rollouts(batch)).unwrap();
+        assert_eq!(json["batchItemFailures"][0]["itemIdentifier"], "m-1");
+        assert!(json.get("statusCode").is_none());
     }
 
     #[test]

@@ -13,7 +13,7 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_lookup(boot.lookup())?;
     let api = service(Ctx::new(&boot.aws, config).await?);
     let emf = boot.emf;
-    let handler = service_fn(move |event: LambdaEvent<serde_json::Value>| {
+    let handler = service_fn(move |event: LambdaEvent<Box<serde_json::value::RawValue>>| {
         let api = api.clone();
         emf.flushing(async move { Ok::<_, Error>(api.invoke_any(event).await?) })
     });
