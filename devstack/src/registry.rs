@@ -204,6 +204,10 @@ impl Registry {
             }),
             env.sqs_concurrency,
         );
+        // As infra/ maps it: one job per invocation, so a job's deliveries are its own attempts.
+        if let Some(m) = reg.sqs.get_mut("jobs") {
+            m.batch_size = strato_dispatcher::BATCH_SIZE;
+        }
 
         let status_config = if from_deployment {
             strato_status::Config::from_lookup(env.lookup_for("status", |_| None))

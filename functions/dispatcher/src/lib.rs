@@ -36,6 +36,16 @@ use strato_domain::run_proof::RunProofKey;
 pub use strato_aws::ports::RunnerSettings;
 pub use strato_coordination::LOCK_LEASE;
 
+/// Records per invocation (infra/'s event source mapping and devstack use it): one. With more, a cluster's
+/// job can arrive in one batch behind the cluster's job before it; when that one backs off (or fails), the
+/// later one is handed back unprocessed with it, and SQS counts that round as one of its deliveries. It could
+/// so reach the queue's last delivery — where a start that fails fails the operation, and a record that fails
+/// goes to the dead-letter queue — without having been tried. One at a time, SQS FIFO delivers a job only
+/// once its cluster's earlier jobs are deleted (a message group is blocked while one of its messages is in
+/// flight), so a job's deliveries are its own attempts. Jobs are a few per operation: batches of one cost
+/// nothing that matters.
+pub const BATCH_SIZE: i32 = 1;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
     #[error("configuration: {0}")]

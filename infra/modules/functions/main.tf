@@ -152,7 +152,7 @@ locals {
   # The consumers return the failed messages' ids (ReportBatchItemFailures): only those are redelivered (and
   # moved to the DLQ after max_receive_count); without it a partial failure would delete the failed messages.
   event_sources = {
-    jobs     = { function = "dispatcher", batch_size = 10 }
+    jobs     = { function = "dispatcher", batch_size = 1 } # strato_dispatcher::BATCH_SIZE: a job's deliveries are its own attempts
     events   = { function = "status", batch_size = 10 }
     logs     = { function = "log-fanout", batch_size = 10 }
     webhooks = { function = "webhooks", batch_size = 5 } # strato_webhooks::BATCH_SIZE: hanging receivers fit the timeout

@@ -295,6 +295,13 @@ pub fn check_event_sources(state: &State, names: &Names, fns: &BTreeMap<String, 
         let function = by_fn_arn
             .get(m.s("function_arn"))
             .unwrap_or_else(|| panic!("{}: not one of the functions", m.address));
+        if *function == "dispatcher" {
+            assert_eq!(
+                batch,
+                u64::from(strato_dispatcher::BATCH_SIZE.unsigned_abs()),
+                "the dispatcher's batch size (a job behind its cluster's earlier job must not lose deliveries)"
+            );
+        }
         if *function == "webhooks" {
             assert_eq!(
                 batch,
