@@ -32,10 +32,9 @@ pub enum Answer {
 }
 
 impl Invocation {
-    /// Tells the two apart by the event's shape, then reads the event once, straight into the one it is
-    /// (through a `serde_json::Value` first, every request was parsed into a tree of maps and strings and
-    /// then converted, and the zip held each event's deserialization twice). `Err`: neither (the runtime
-    /// answers it as an error).
+    /// Tells the two apart by the event's shape, then reads the event once, straight into the one it is (a
+    /// `serde_json::Value` in between would build a tree of maps and strings per request only to convert it,
+    /// and link each event's deserialization twice). `Err`: neither (the runtime answers it as an error).
     pub fn parse(payload: &str) -> Result<Self, serde_json::Error> {
         /// The event's `Records[].eventSource`, every other field skipped unread.
         #[derive(serde::Deserialize)]
