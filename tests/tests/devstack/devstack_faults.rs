@@ -120,16 +120,24 @@ async fn life(api: Client, name: String) -> Vec<String> {
     ops
 }
 
-async fn dlq_depth(stack: &Devstack, logical: &str) -> String {
-    let sqs = &stack.env.aws.sqs;
-    let url = sqs
+/// The URL of `logical`'s dead-letter queue.
+async fn dlq_url(stack: &Devstack, logical: &str) -> Result<String, String> {
+    stack
+        .env
+        .aws
+        .sqs
         .get_queue_url()
         .queue_name(stack.env.names.dlq(logical))
         .send()
         .await
-        .unwrap()
+        .map_err(|e| format!("{logical}: its dead-letter queue could not be found: {e}"))?
         .queue_url
-        .unwrap();
+        .ok_or_else(|| format!("{logical}: its dead-letter queue has no URL"))
+}
+
+async fn dlq_depth(stack: &Devstack, logical: &str) -> String {
+    let sqs = &stack.env.aws.sqs;
+    let url = dlq_url(stack, logical).await.unwrap();
     let attr = aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages;
     let out = sqs
         .get_queue_attributes()
@@ -150,14 +158,9 @@ async fn dlq_depth(stack: &Devstack, logical: &str) -> String {
 async fn dlq_contents(stack: &Devstack, logical: &str) -> String {
     use aws_sdk_sqs::types::MessageSystemAttributeName;
     let sqs = &stack.env.aws.sqs;
-    let Ok(url) = sqs
-        .get_queue_url()
-        .queue_name(stack.env.names.dlq(logical))
-        .send()
-        .await
-        .map(|o| o.queue_url.unwrap_or_default())
-    else {
-        return format!("{logical}: its dead-letter queue could not be found");
+    let url = match dlq_url(stack, logical).await {
+        Ok(u) => u,
+        Err(why) => return why,
     };
     let out = match sqs
         .receive_message()
